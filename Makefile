@@ -1,0 +1,41 @@
+# openbell: `make test` and `make run` work from a fresh clone with only Python 3.11+.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+CONFIG ?= openbell.toml
+SOURCES := markets store agents daemon ops
+
+.PHONY: test lint typecheck layers pytest run install clean
+
+# Create the virtualenv and install the project with its dev extras (once per pyproject change).
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
+	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	touch $@
+
+# The strict editable install links every source file into build/; re-link so new modules appear.
+install: $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+
+test: install lint typecheck layers pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/mypy -p openbell.markets -p openbell.store -p openbell.agents -p openbell.daemon -p openbell.ops
+
+layers:
+	$(BIN)/lint-imports
+
+pytest:
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+run: install
+	test -f $(CONFIG) || $(BIN)/openbell init --config $(CONFIG)
+	$(BIN)/openbell run --config $(CONFIG)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

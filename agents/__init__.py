@@ -1,0 +1,1 @@
+"""Agents: the agent protocol, the toolbox, baselines and the LLM agent."""

@@ -1,0 +1,1 @@
+"""Daemon: the clock, the cycle runner, the scheduler and the process lifecycle."""

@@ -1,0 +1,297 @@
+"""Domain types shared by every layer: instruments, money, bars, quotes, orders, fills, positions.
+
+Every value here is a frozen, keyword-only dataclass validated at construction. Amounts and
+quantities are `Decimal` (never float), and every datetime is timezone-aware UTC. Vendor shapes are
+turned into these types once, at their adapter; the store converts its rows to and from them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+#: Currencies a ledger may hold, with the number of decimal places cash is kept to.
+CURRENCY_PLACES: dict[str, int] = {"USD": 2, "CNY": 2, "USDT": 8}
+
+#: The markets openbell trades.
+MARKETS: frozenset[str] = frozenset({"us", "cn", "crypto"})
+
+
+class Side(enum.StrEnum):
+    """Direction of an order or fill. openbell is long-only: a sell only reduces a holding."""
+
+    BUY = "buy"
+    SELL = "sell"
+
+
+def check_utc(name: str, value: datetime) -> None:
+    """Refuse a naive datetime, or one whose offset is not zero."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be timezone-aware UTC, got naive {value.isoformat()}")
+    if value.utcoffset() != timedelta(0):
+        raise ValueError(f"{name} must be UTC, got offset {value.utcoffset()}")
+
+
+def to_utc(value: datetime) -> datetime:
+    """Convert an aware datetime to UTC; a naive one is refused."""
+    if value.tzinfo is None:
+        raise ValueError(f"naive datetime {value.isoformat()}: pass an aware one")
+    return value.astimezone(UTC)
+
+
+def check_decimal(name: str, value: Decimal, *, positive: bool = False) -> None:
+    """Refuse a non-Decimal, a non-finite Decimal, or a negative (or non-positive) one."""
+    if not isinstance(value, Decimal) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a Decimal, got {type(value).__name__}")
+    if not value.is_finite():
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+
+
+def check_currency(currency: str) -> None:
+    """Refuse a currency the ledger does not know."""
+    if currency not in CURRENCY_PLACES:
+        raise ValueError(f"unknown currency {currency!r}; known: {sorted(CURRENCY_PLACES)}")
+
+
+def check_market(market: str) -> None:
+    """Refuse a market openbell does not trade."""
+    if market not in MARKETS:
+        raise ValueError(f"unknown market {market!r}; known: {sorted(MARKETS)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Money:
+    """An exact amount in one currency. Arithmetic across currencies raises."""
+
+    amount: Decimal
+    currency: str
+
+    def __post_init__(self) -> None:
+        check_currency(self.currency)
+        if not isinstance(self.amount, Decimal) or not self.amount.is_finite():
+            raise ValueError(f"Money amount must be a finite Decimal, got {self.amount!r}")
+
+    def _same(self, other: Money) -> None:
+        if other.currency != self.currency:
+            raise ValueError(f"currency mismatch: {self.currency} and {other.currency}")
+
+    def __add__(self, other: Money) -> Money:
+        self._same(other)
+        return Money(amount=self.amount + other.amount, currency=self.currency)
+
+    def __sub__(self, other: Money) -> Money:
+        self._same(other)
+        return Money(amount=self.amount - other.amount, currency=self.currency)
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.currency}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Instrument:
+    """A tradable symbol in one market, with the facts its rules need.
+
+    `quantity_step` and `min_notional` override the market's defaults (crypto pairs take them
+    from the exchange); `is_st` marks an A-share under special treatment (tighter price limits).
+    """
+
+    symbol: str
+    market: str
+    currency: str
+    name: str = ""
+    is_st: bool = False
+    quantity_step: Decimal | None = None
+    min_notional: Decimal | None = None
+    price_tick: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        if not self.symbol or self.symbol != self.symbol.strip():
+            raise ValueError(
+                f"instrument symbol must be non-empty and trimmed, got {self.symbol!r}"
+            )
+        check_market(self.market)
+        check_currency(self.currency)
+        for name in ("quantity_step", "min_notional", "price_tick"):
+            value = getattr(self, name)
+            if value is not None:
+                check_decimal(name, value, positive=name != "min_notional")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bar:
+    """An OHLCV bar over `[start_at, end_at)`. It is observable only once `end_at <= now`."""
+
+    symbol: str
+    start_at: datetime
+    end_at: datetime
+    open: Decimal
+    high: Decimal
+    low: Decimal
+    close: Decimal
+    volume: Decimal
+
+    def __post_init__(self) -> None:
+        check_utc("start_at", self.start_at)
+        check_utc("end_at", self.end_at)
+        if self.end_at <= self.start_at:
+            raise ValueError(f"bar {self.symbol} ends at {self.end_at} before it starts")
+        for name in ("open", "high", "low", "close"):
+            check_decimal(name, getattr(self, name), positive=True)
+        check_decimal("volume", self.volume)
+        if self.low > min(self.open, self.close) or self.high < max(self.open, self.close):
+            raise ValueError(
+                f"bar {self.symbol} at {self.start_at}: low/high do not bound open/close"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Quote:
+    """The last trade price of a symbol known at `at`."""
+
+    symbol: str
+    price: Decimal
+    at: datetime
+
+    def __post_init__(self) -> None:
+        check_decimal("price", self.price, positive=True)
+        check_utc("at", self.at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Order:
+    """An agent's request to trade `quantity` of `instrument`, placed at `placed_at`."""
+
+    instrument: Instrument
+    side: Side
+    quantity: Decimal
+    placed_at: datetime
+    reason: str = ""
+    confidence: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        check_decimal("quantity", self.quantity, positive=True)
+        check_utc("placed_at", self.placed_at)
+        if self.confidence is not None:
+            check_decimal("confidence", self.confidence)
+            if self.confidence > 1:
+                raise ValueError(f"confidence must be within [0, 1], got {self.confidence}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fill:
+    """An executed order: quantity at price, with the cash it moved and the fees it paid.
+
+    `notional` is `quantity * price` rounded to the currency's places; a buy costs
+    `notional + fees` and a sell raises `notional - fees`.
+    """
+
+    symbol: str
+    side: Side
+    quantity: Decimal
+    price: Decimal
+    notional: Decimal
+    fees: Decimal
+    currency: str
+    filled_at: datetime
+    price_source: str
+
+    def __post_init__(self) -> None:
+        check_decimal("quantity", self.quantity, positive=True)
+        check_decimal("price", self.price, positive=True)
+        check_decimal("notional", self.notional)
+        check_decimal("fees", self.fees)
+        check_currency(self.currency)
+        check_utc("filled_at", self.filled_at)
+
+    @property
+    def cash_delta(self) -> Decimal:
+        """The change this fill makes to the account's cash."""
+        if self.side is Side.BUY:
+            return -(self.notional + self.fees)
+        return self.notional - self.fees
+
+
+class RejectReason(enum.StrEnum):
+    """Why an order did not fill. A rejection is a normal outcome, shown to the agent and stored."""
+
+    INSUFFICIENT_CASH = "insufficient_cash"
+    INSUFFICIENT_POSITION = "insufficient_position"
+    LOT_SIZE = "lot_size"
+    MIN_NOTIONAL = "min_notional"
+    T_PLUS_1 = "t_plus_1"
+    LIMIT_UP = "limit_up"
+    LIMIT_DOWN = "limit_down"
+    NOT_IN_UNIVERSE = "not_in_universe"
+    MARKET_CLOSED = "market_closed"
+    NO_PRICE = "no_price"
+    WRONG_MARKET = "wrong_market"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejection:
+    """An order the rules refused, with a machine-readable reason and a sentence for the agent."""
+
+    reason: RejectReason
+    message: str
+    at: datetime
+
+    def __post_init__(self) -> None:
+        check_utc("at", self.at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lot:
+    """Shares acquired by one buy fill, kept while they may still be unsettled (T+1)."""
+
+    quantity: Decimal
+    acquired_at: datetime
+
+    def __post_init__(self) -> None:
+        check_decimal("quantity", self.quantity, positive=True)
+        check_utc("acquired_at", self.acquired_at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Position:
+    """A holding in one symbol. `cost` is the cash spent on what is still held (average cost).
+
+    `recent_buys` lists the buy fills that may still be locked by settlement; the execution rules
+    decide which of them are sellable at a given `now`.
+    """
+
+    symbol: str
+    quantity: Decimal
+    cost: Decimal = Decimal(0)
+    recent_buys: tuple[Lot, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_decimal("quantity", self.quantity)
+        check_decimal("cost", self.cost)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountState:
+    """What the execution rules need to know about an account: its cash and its positions."""
+
+    market: str
+    cash: Money
+    positions: dict[str, Position] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_market(self.market)
+
+    def quantity(self, symbol: str) -> Decimal:
+        """Shares or units held of `symbol` (zero when none)."""
+        position = self.positions.get(symbol)
+        return position.quantity if position is not None else Decimal(0)
+
+
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    """A UTC datetime, for data files and tests."""
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)

@@ -1,0 +1,1 @@
+"""Ops: the command line, configuration, logging, metrics and reports."""

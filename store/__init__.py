@@ -1,0 +1,1 @@
+"""Store: the SQLModel tables, Alembic migrations and the exact paper ledger."""

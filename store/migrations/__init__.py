@@ -1,0 +1,1 @@
+"""Alembic migrations of the openbell ledger; `openbell db upgrade` applies them."""

@@ -30,8 +30,10 @@ typecheck:
 layers:
 	$(BIN)/lint-imports
 
+# pytest exits 5 when it collected nothing: a suite that runs no test is a failure here.
 pytest:
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 run: install
 	test -f $(CONFIG) || $(BIN)/openbell init --config $(CONFIG)

@@ -43,7 +43,7 @@ def to_utc(value: datetime) -> datetime:
 
 def check_decimal(name: str, value: Decimal, *, positive: bool = False) -> None:
     """Refuse a non-Decimal, a non-finite Decimal, or a negative (or non-positive) one."""
-    if not isinstance(value, Decimal) or isinstance(value, bool):
+    if not isinstance(value, Decimal):
         raise TypeError(f"{name} must be a Decimal, got {type(value).__name__}")
     if not value.is_finite():
         raise ValueError(f"{name} must be finite, got {value}")

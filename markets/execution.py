@@ -1,0 +1,383 @@
+"""Pure paper execution: turn an order, an account and a price into a `Fill` or a `Rejection`.
+
+This module owns how the market rules (`rules.py`) are applied to one order, and the quantity and
+fee arithmetic other layers reuse (rounding to lots and steps, sellable quantity under T+1, fees,
+the largest affordable buy). Nothing here reads the clock, touches storage or raises for a rule
+violation: a refused order is a `Rejection` with a reason and one sentence the agent can act on.
+The checks run in this order, the first failing one wins: market and currency, market open, price,
+price limits (against the quote, before slippage), holdings (sells), lot and step rounding,
+T+1 sellable quantity, minimum notional, cash for notional plus fees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+
+from openbell.markets.calendars import TradingCalendar
+from openbell.markets.domain import (
+    CURRENCY_PLACES,
+    AccountState,
+    Fill,
+    Instrument,
+    Order,
+    Position,
+    Rejection,
+    RejectReason,
+    Side,
+    check_currency,
+    check_utc,
+)
+from openbell.markets.rules import (
+    BPS,
+    MarketRules,
+    limit_prices,
+    min_notional_for,
+    price_limit_pct,
+    price_tick_for,
+    quantity_step_for,
+    round_to_tick,
+)
+
+
+class _Refused(Exception):
+    """Internal: carries a rejection out of a check; never leaves this module."""
+
+    def __init__(self, reason: RejectReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    fill_price: Decimal
+    quantity: Decimal
+    notional: Decimal
+    fees: Decimal
+
+
+def execute(
+    *,
+    order: Order,
+    account: AccountState,
+    price: Decimal | None,
+    now: datetime,
+    rules: MarketRules,
+    calendar: TradingCalendar,
+    prev_close: Decimal | None = None,
+    price_source: str = "quote",
+) -> Fill | Rejection:
+    """Fill `order` at `price` (the first trade price at or after its placement) or reject it.
+
+    `prev_close` is the previous session's close, needed where the market has price limits.
+    Wiring mistakes (a naive `now`, an order placed after `now`, a calendar that is not the
+    market's, a non-Decimal price) raise; everything an agent can cause returns a `Rejection`.
+    """
+    check_utc("now", now)
+    if order.placed_at > now:
+        raise ValueError(f"order placed at {order.placed_at} cannot fill earlier, at {now}")
+    if calendar.calendar_id != rules.calendar_id:
+        raise ValueError(
+            f"calendar {calendar.calendar_id} is not the {rules.market} calendar "
+            f"{rules.calendar_id}"
+        )
+    for name, value in (("price", price), ("prev_close", prev_close)):
+        if value is not None and not isinstance(value, Decimal):
+            raise TypeError(f"{name} must be a Decimal or None, got {type(value).__name__}")
+    try:
+        priced = _price_order(order, account, price, now, rules, calendar, prev_close)
+    except _Refused as refused:
+        return Rejection(reason=refused.reason, message=refused.message, at=now)
+    return Fill(
+        symbol=order.instrument.symbol,
+        side=order.side,
+        quantity=priced.quantity,
+        price=priced.fill_price,
+        notional=priced.notional,
+        fees=priced.fees,
+        currency=rules.currency,
+        filled_at=now,
+        price_source=price_source,
+    )
+
+
+def _price_order(
+    order: Order,
+    account: AccountState,
+    price: Decimal | None,
+    now: datetime,
+    rules: MarketRules,
+    calendar: TradingCalendar,
+    prev_close: Decimal | None,
+) -> _Priced:
+    instrument = order.instrument
+    _check_market(instrument, account, rules)
+    if not calendar.is_open(now):
+        raise _Refused(
+            RejectReason.MARKET_CLOSED,
+            f"The {rules.market} market ({rules.calendar_id}) is closed at {now.isoformat()}; "
+            f"place the order during a trading session.",
+        )
+    if price is None or not _usable(price):
+        raise _Refused(
+            RejectReason.NO_PRICE,
+            f"There is no usable price for {instrument.symbol} at {now.isoformat()}; "
+            f"the order was not placed, try again at a later slot.",
+        )
+    fill_price = _fill_price(instrument, order.side, price, rules, prev_close)
+    quantity = _quantity(order, account, now, rules, calendar)
+    currency = rules.currency
+    notional = round_money(quantity * fill_price, currency)
+    minimum = min_notional_for(instrument, rules)
+    if notional < minimum:
+        raise _Refused(
+            RejectReason.MIN_NOTIONAL,
+            f"{quantity} {instrument.symbol} at {fill_price} is worth {notional} {currency}, "
+            f"below the minimum order value of {minimum} {currency}; order a larger quantity.",
+        )
+    fees = fees_for(rules, order.side, notional, currency)
+    if order.side is Side.BUY and account.cash.amount < notional + fees:
+        affordable = affordable_quantity(
+            instrument=instrument, price=fill_price, cash=account.cash.amount, rules=rules
+        )
+        raise _Refused(
+            RejectReason.INSUFFICIENT_CASH,
+            f"Buying {quantity} {instrument.symbol} at {fill_price} costs {notional + fees} "
+            f"{currency} including {fees} fees, but the account has {account.cash.amount} "
+            f"{currency}; at most {affordable} is affordable now.",
+        )
+    return _Priced(fill_price=fill_price, quantity=quantity, notional=notional, fees=fees)
+
+
+def _check_market(instrument: Instrument, account: AccountState, rules: MarketRules) -> None:
+    if instrument.market != rules.market or instrument.currency != rules.currency:
+        raise _Refused(
+            RejectReason.WRONG_MARKET,
+            f"{instrument.symbol} trades in the {instrument.market} market in "
+            f"{instrument.currency}, but this account trades the {rules.market} market in "
+            f"{rules.currency}; order only {rules.market} symbols.",
+        )
+    if account.market != rules.market or account.cash.currency != rules.currency:
+        raise _Refused(
+            RejectReason.WRONG_MARKET,
+            f"This account holds {account.cash.currency} for the {account.market} market and "
+            f"cannot trade the {rules.market} market; order only {account.market} symbols.",
+        )
+
+
+def _usable(price: Decimal) -> bool:
+    # Checked for finiteness first: comparing a NaN Decimal raises InvalidOperation.
+    return price.is_finite() and price > 0
+
+
+def _fill_price(
+    instrument: Instrument,
+    side: Side,
+    price: Decimal,
+    rules: MarketRules,
+    prev_close: Decimal | None,
+) -> Decimal:
+    """The quote moved against the trader by slippage, rounded to the tick against the trader,
+    and kept within the day's price limits."""
+    tick = price_tick_for(instrument, rules)
+    band = _limit_band(instrument, side, price, rules, prev_close, tick)
+    if side is Side.BUY:
+        moved = round_to_tick(price * (1 + rules.slippage_bps * BPS), tick, ROUND_CEILING)
+    else:
+        moved = round_to_tick(price * (1 - rules.slippage_bps * BPS), tick, ROUND_FLOOR)
+    if band is not None:
+        # Nothing trades outside the band, so slippage cannot push a fill past a limit price.
+        moved = min(max(moved, band[0]), band[1])
+    if moved <= 0:
+        raise _Refused(
+            RejectReason.NO_PRICE,
+            f"The price {price} of {instrument.symbol} is below one tick ({tick}) after "
+            f"slippage; it cannot be traded.",
+        )
+    return moved
+
+
+def _limit_band(
+    instrument: Instrument,
+    side: Side,
+    price: Decimal,
+    rules: MarketRules,
+    prev_close: Decimal | None,
+    tick: Decimal,
+) -> tuple[Decimal, Decimal] | None:
+    """The (limit-down, limit-up) prices when the market has limits; refuses an order the limit
+    blocks (a buy at limit-up, a sell at limit-down)."""
+    pct = price_limit_pct(instrument, rules)
+    if pct is None:
+        return None
+    if prev_close is None or not _usable(prev_close):
+        raise _Refused(
+            RejectReason.NO_PRICE,
+            f"There is no previous close for {instrument.symbol}, so its daily price limit "
+            f"cannot be checked; try again at a later slot.",
+        )
+    down, up = limit_prices(prev_close, pct, tick)
+    if side is Side.BUY and price >= up:
+        raise _Refused(
+            RejectReason.LIMIT_UP,
+            f"{instrument.symbol} is at its limit-up price {up} (+{pct:.0%} of the previous "
+            f"close {prev_close}), so buy orders cannot fill; buy another symbol or wait.",
+        )
+    if side is Side.SELL and price <= down:
+        raise _Refused(
+            RejectReason.LIMIT_DOWN,
+            f"{instrument.symbol} is at its limit-down price {down} (-{pct:.0%} of the previous "
+            f"close {prev_close}), so sell orders cannot fill; try again in a later session.",
+        )
+    return down, up
+
+
+def _quantity(
+    order: Order,
+    account: AccountState,
+    now: datetime,
+    rules: MarketRules,
+    calendar: TradingCalendar,
+) -> Decimal:
+    """The quantity that fills, after holdings, lots and steps, and T+1."""
+    instrument = order.instrument
+    held = account.quantity(instrument.symbol)
+    if order.side is Side.SELL and order.quantity > held:
+        raise _Refused(
+            RejectReason.INSUFFICIENT_POSITION,
+            f"Cannot sell {order.quantity} {instrument.symbol}: the account holds {held}; "
+            f"sell at most {held}.",
+        )
+    quantity = tradable_quantity(
+        instrument=instrument, side=order.side, quantity=order.quantity, held=held, rules=rules
+    )
+    if quantity <= 0:
+        raise _Refused(RejectReason.LOT_SIZE, _lot_message(order, held, rules))
+    if order.side is Side.SELL:
+        # 0 < quantity <= held, so the account has a position in this symbol.
+        position = account.positions[instrument.symbol]
+        sellable = sellable_quantity(position=position, now=now, rules=rules, calendar=calendar)
+        if quantity > sellable:
+            raise _Refused(
+                RejectReason.T_PLUS_1,
+                f"Only {sellable} of the {held} {instrument.symbol} held can be sold now: shares "
+                f"bought this session become sellable from the next session; sell at most "
+                f"{sellable}.",
+            )
+    return quantity
+
+
+def _lot_message(order: Order, held: Decimal, rules: MarketRules) -> str:
+    instrument = order.instrument
+    step = quantity_step_for(instrument, rules)
+    lot = (rules.lot_size if order.side is Side.BUY else rules.sell_lot_size) or step
+    text = (
+        f"{order.side.value.capitalize()} orders for {instrument.symbol} must be whole multiples "
+        f"of {lot}; {order.quantity} rounds down to 0"
+    )
+    if order.side is Side.SELL and rules.odd_lot_sell_whole and held % lot:
+        return f"{text}; order at least {lot}, or exactly the odd remainder {held % lot}."
+    return f"{text}, so order at least {lot}."
+
+
+def round_quantity(quantity: Decimal, step: Decimal) -> Decimal:
+    """`quantity` rounded down to a whole multiple of `step`."""
+    return (quantity / step).to_integral_value(rounding=ROUND_DOWN) * step
+
+
+def tradable_quantity(
+    *,
+    instrument: Instrument,
+    side: Side,
+    quantity: Decimal,
+    held: Decimal,
+    rules: MarketRules,
+) -> Decimal:
+    """The largest quantity not above `quantity` the lot and step rules allow (possibly 0).
+
+    Sells are capped at `held`. Where `rules.odd_lot_sell_whole` (A-shares), a sell may include
+    the holding's odd remainder (`held % lot`) in one order: holding 150, selling 150 or 50 is
+    allowed, 120 rounds down to 100. Settlement (T+1) is not considered here.
+    """
+    if side is Side.SELL:
+        quantity = min(quantity, held)
+    quantity = round_quantity(quantity, quantity_step_for(instrument, rules))
+    lot = rules.lot_size if side is Side.BUY else rules.sell_lot_size
+    if lot is None or quantity <= 0:
+        return max(quantity, Decimal(0))
+    if side is Side.SELL and rules.odd_lot_sell_whole:
+        odd = held % lot
+        if odd and quantity >= odd and (quantity - odd) % lot == 0:
+            return quantity
+    return round_quantity(quantity, lot)
+
+
+def sellable_quantity(
+    *, position: Position, now: datetime, rules: MarketRules, calendar: TradingCalendar
+) -> Decimal:
+    """How much of `position` may be sold at `now` under the market's settlement rule.
+
+    With T+1, a lot bought in session S is sellable from `calendar.next_session(S)`: it is locked
+    while `now` is still in session S (or earlier), so weekends and holidays need no special case.
+    """
+    if rules.settlement_days == 0 or not position.recent_buys:
+        return position.quantity
+    now_session = calendar.session_at_or_before(now)
+    locked = sum(
+        (
+            lot.quantity
+            for lot in position.recent_buys
+            if calendar.session_at_or_before(lot.acquired_at) >= now_session
+        ),
+        Decimal(0),
+    )
+    return max(position.quantity - locked, Decimal(0))
+
+
+def round_money(amount: Decimal, currency: str) -> Decimal:
+    """`amount` rounded half-up to the places `currency` is kept to."""
+    check_currency(currency)
+    return amount.quantize(Decimal(1).scaleb(-CURRENCY_PLACES[currency]), rounding=ROUND_HALF_UP)
+
+
+def fees_for(rules: MarketRules, side: Side, notional: Decimal, currency: str) -> Decimal:
+    """The fees of a fill worth `notional`: commission (at least its minimum), stamp duty on
+    sells, transfer fee; each rounded half-up to the currency's places, as brokers bill them."""
+    schedule = rules.fees
+    commission = round_money(
+        max(notional * schedule.commission_bps * BPS, schedule.commission_min), currency
+    )
+    stamp = Decimal(0)
+    if side is Side.SELL:
+        stamp = round_money(notional * schedule.stamp_duty_sell_bps * BPS, currency)
+    transfer = round_money(notional * schedule.transfer_fee_bps * BPS, currency)
+    return commission + stamp + transfer
+
+
+def affordable_quantity(
+    *, instrument: Instrument, price: Decimal, cash: Decimal, rules: MarketRules
+) -> Decimal:
+    """The largest buy quantity whose notional plus fees fits in `cash` at `price` (possibly 0)."""
+    if price <= 0 or cash <= 0:
+        return Decimal(0)
+    step = quantity_step_for(instrument, rules)
+    lot = rules.lot_size or step
+    fee_bps = rules.fees.commission_bps + rules.fees.transfer_fee_bps
+    quantity = tradable_quantity(
+        instrument=instrument,
+        side=Side.BUY,
+        quantity=cash / (price * (1 + fee_bps * BPS)),
+        held=Decimal(0),
+        rules=rules,
+    )
+
+    def cost(amount: Decimal) -> Decimal:
+        notional = round_money(amount * price, rules.currency)
+        return notional + fees_for(rules, Side.BUY, notional, rules.currency)
+
+    # The estimate ignores rounding and the commission minimum; step down until it fits.
+    while quantity > 0 and cost(quantity) > cash:
+        quantity -= lot
+    return max(quantity, Decimal(0))

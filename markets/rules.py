@@ -1,0 +1,275 @@
+"""Market rules as data: one frozen `MarketRules` value per market (US, CN, crypto).
+
+This module owns the numbers that make a market what it is (calendar, currency, lots and steps,
+settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe) and
+the small pure functions that read them: the effective step, minimum notional and tick of an
+instrument, the A-share board of a symbol, its daily price-limit percentage and limit prices.
+Execution (`execution.py`) applies these values; it holds no market numbers of its own.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from openbell.markets.domain import Instrument, check_currency, check_decimal, check_market
+
+#: One basis point as a fraction.
+BPS = Decimal("0.0001")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FeeSchedule:
+    """Fees charged on a fill, in basis points of its notional.
+
+    Commission applies to both sides with a per-fill minimum (in the market's currency); stamp duty
+    applies to sells only; the transfer fee applies to both sides.
+    """
+
+    commission_bps: Decimal = Decimal(0)
+    commission_min: Decimal = Decimal(0)
+    stamp_duty_sell_bps: Decimal = Decimal(0)
+    transfer_fee_bps: Decimal = Decimal(0)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "commission_bps",
+            "commission_min",
+            "stamp_duty_sell_bps",
+            "transfer_fee_bps",
+        ):
+            check_decimal(name, getattr(self, name))
+
+
+class Board(enum.StrEnum):
+    """An A-share listing board, read from the 6-digit code."""
+
+    MAIN = "main"
+    CHINEXT = "chinext"
+    STAR = "star"
+    BEIJING = "beijing"
+
+
+#: Code prefixes per board, longest first wins. Codes matching none (B-shares 900xxx/200xxx) are
+#: treated as main board, which is also their limit (+-10%).
+BOARD_PREFIXES: tuple[tuple[str, Board], ...] = (
+    ("688", Board.STAR),
+    ("689", Board.STAR),
+    ("92", Board.BEIJING),
+    ("30", Board.CHINEXT),
+    ("60", Board.MAIN),
+    ("00", Board.MAIN),
+    ("8", Board.BEIJING),
+    ("4", Board.BEIJING),
+)
+
+_CODE = re.compile(r"^(\d{6})(?:\.(SH|SZ|BJ))?$")
+
+
+def a_share_code(symbol: str) -> str:
+    """The 6-digit code of an A-share symbol ("600519.SH" or bare "600519")."""
+    match = _CODE.match(symbol.upper())
+    if match is None:
+        raise ValueError(f"not an A-share symbol: {symbol!r}; expected '600519.SH' or '600519'")
+    return match.group(1)
+
+
+def board_of(symbol: str) -> Board:
+    """The listing board of an A-share symbol, from its code prefix."""
+    code = a_share_code(symbol)
+    for prefix, board in BOARD_PREFIXES:
+        if code.startswith(prefix):
+            return board
+    return Board.MAIN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceLimits:
+    """Daily price limits against the previous close, as a fraction per board.
+
+    `st_pct` replaces the board's limit for a stock under special treatment on the boards listed in
+    `st_boards` (the main boards; ST stocks on ChiNext, STAR and Beijing keep their board's limit).
+    """
+
+    board_pct: tuple[tuple[Board, Decimal], ...]
+    st_pct: Decimal
+    st_boards: frozenset[Board] = frozenset({Board.MAIN})
+
+    def __post_init__(self) -> None:
+        check_decimal("st_pct", self.st_pct, positive=True)
+        for board, pct in self.board_pct:
+            check_decimal(f"board_pct[{board}]", pct, positive=True)
+        missing = set(Board) - {board for board, _ in self.board_pct}
+        if missing:
+            raise ValueError(f"price limits missing for boards {sorted(missing)}")
+
+    def pct_for(self, board: Board, *, is_st: bool) -> Decimal:
+        """The limit fraction for a stock on `board`."""
+        if is_st and board in self.st_boards:
+            return self.st_pct
+        return dict(self.board_pct)[board]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketRules:
+    """Everything that differs between markets, as plain values.
+
+    Quantities: buys are whole multiples of `lot_size` and sells of `sell_lot_size` (None: the
+    quantity step); with `odd_lot_sell_whole` an odd remainder of a holding may be sold in one
+    order. `quantity_step`, `min_notional` and `price_tick` are defaults an `Instrument` may
+    override. `settlement_days` is how many sessions after a buy its shares become sellable.
+    """
+
+    market: str
+    calendar_id: str
+    timezone: str
+    currency: str
+    quantity_step: Decimal
+    lot_size: Decimal | None
+    sell_lot_size: Decimal | None
+    odd_lot_sell_whole: bool
+    min_notional: Decimal
+    settlement_days: int
+    price_limits: PriceLimits | None
+    fees: FeeSchedule
+    slippage_bps: Decimal
+    price_tick: Decimal
+    benchmark: str
+    universe: str
+
+    def __post_init__(self) -> None:
+        check_market(self.market)
+        check_currency(self.currency)
+        check_decimal("quantity_step", self.quantity_step, positive=True)
+        for name in ("lot_size", "sell_lot_size"):
+            value = getattr(self, name)
+            if value is not None:
+                check_decimal(name, value, positive=True)
+        check_decimal("min_notional", self.min_notional)
+        check_decimal("slippage_bps", self.slippage_bps)
+        check_decimal("price_tick", self.price_tick, positive=True)
+        if self.settlement_days not in (0, 1):
+            raise ValueError(f"settlement_days must be 0 or 1, got {self.settlement_days}")
+
+
+US = MarketRules(
+    market="us",
+    calendar_id="XNYS",
+    timezone="America/New_York",
+    currency="USD",
+    quantity_step=Decimal(1),
+    lot_size=Decimal(1),
+    sell_lot_size=Decimal(1),
+    odd_lot_sell_whole=False,
+    min_notional=Decimal(0),
+    settlement_days=0,
+    price_limits=None,
+    fees=FeeSchedule(),
+    slippage_bps=Decimal(5),
+    price_tick=Decimal("0.01"),
+    benchmark="QQQ",
+    universe="nasdaq100",
+)
+
+#: A-shares. Slippage is 5 bps, the same as the other markets: SSE-50 names are the most liquid
+#: A-shares and the tick (0.01 CNY) already costs a few bps on a typical price.
+CN = MarketRules(
+    market="cn",
+    calendar_id="XSHG",
+    timezone="Asia/Shanghai",
+    currency="CNY",
+    quantity_step=Decimal(1),
+    lot_size=Decimal(100),
+    sell_lot_size=Decimal(100),
+    odd_lot_sell_whole=True,
+    min_notional=Decimal(0),
+    settlement_days=1,
+    price_limits=PriceLimits(
+        board_pct=(
+            (Board.MAIN, Decimal("0.10")),
+            (Board.CHINEXT, Decimal("0.20")),
+            (Board.STAR, Decimal("0.20")),
+            (Board.BEIJING, Decimal("0.30")),
+        ),
+        st_pct=Decimal("0.05"),
+    ),
+    fees=FeeSchedule(
+        commission_bps=Decimal("2.5"),
+        commission_min=Decimal(5),
+        stamp_duty_sell_bps=Decimal(5),
+        transfer_fee_bps=Decimal("0.1"),
+    ),
+    slippage_bps=Decimal(5),
+    price_tick=Decimal("0.01"),
+    benchmark="000016.XSHG",
+    universe="sse50",
+)
+
+CRYPTO = MarketRules(
+    market="crypto",
+    calendar_id="24/7",
+    timezone="UTC",
+    currency="USDT",
+    quantity_step=Decimal("0.00001"),
+    lot_size=None,
+    sell_lot_size=None,
+    odd_lot_sell_whole=False,
+    min_notional=Decimal(10),
+    settlement_days=0,
+    price_limits=None,
+    fees=FeeSchedule(commission_bps=Decimal(10)),
+    slippage_bps=Decimal(5),
+    price_tick=Decimal("0.00000001"),
+    benchmark="CD5",
+    universe="crypto10",
+)
+
+_BY_MARKET: dict[str, MarketRules] = {rules.market: rules for rules in (US, CN, CRYPTO)}
+
+
+def rules_for(market: str) -> MarketRules:
+    """The default rules of `market` ("us", "cn" or "crypto")."""
+    check_market(market)
+    return _BY_MARKET[market]
+
+
+def quantity_step_for(instrument: Instrument, rules: MarketRules) -> Decimal:
+    """The smallest quantity increment of `instrument`: its own step, else the market's."""
+    return instrument.quantity_step if instrument.quantity_step is not None else rules.quantity_step
+
+
+def min_notional_for(instrument: Instrument, rules: MarketRules) -> Decimal:
+    """The smallest order value of `instrument`: its own minimum, else the market's."""
+    return instrument.min_notional if instrument.min_notional is not None else rules.min_notional
+
+
+def price_tick_for(instrument: Instrument, rules: MarketRules) -> Decimal:
+    """The price increment of `instrument`: its own tick, else the market's."""
+    return instrument.price_tick if instrument.price_tick is not None else rules.price_tick
+
+
+def price_limit_pct(instrument: Instrument, rules: MarketRules) -> Decimal | None:
+    """The daily price-limit fraction of `instrument` (0.10 for +-10%), None when unlimited."""
+    if rules.price_limits is None:
+        return None
+    return rules.price_limits.pct_for(board_of(instrument.symbol), is_st=instrument.is_st)
+
+
+def limit_prices(prev_close: Decimal, pct: Decimal, tick: Decimal) -> tuple[Decimal, Decimal]:
+    """The (limit-down, limit-up) prices: `prev_close * (1 -+ pct)`, rounded half-up to `tick`.
+
+    This is how SSE and SZSE publish them (e.g. a 10.05 close at 10% gives 9.05 and 11.06).
+    """
+    check_decimal("prev_close", prev_close, positive=True)
+    check_decimal("pct", pct)
+    check_decimal("tick", tick, positive=True)
+    down = round_to_tick(prev_close * (1 - pct), tick, ROUND_HALF_UP)
+    up = round_to_tick(prev_close * (1 + pct), tick, ROUND_HALF_UP)
+    return down, up
+
+
+def round_to_tick(price: Decimal, tick: Decimal, rounding: str) -> Decimal:
+    """`price` rounded to a whole number of `tick`s with the given `decimal` rounding mode."""
+    return (price / tick).quantize(Decimal(1), rounding=rounding) * tick

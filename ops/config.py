@@ -1,0 +1,375 @@
+"""The openbell configuration: one TOML file, validated into frozen pydantic models (DESIGN.md §9).
+
+This module owns the shape of `openbell.toml` (section and key names are a contract), the text
+`openbell init` writes, and the translation of every loading problem (missing file, bad TOML,
+unknown key, wrong type, bad value) into a one-line `ConfigError` naming the file and the key path.
+`config_errors` words the error lines; `openbell.default.toml` is the template. Secrets never
+live in the file: an agent names an environment variable (`api_key_env`) and
+`resolve_secret` reads it. Components receive their own slice (a `MarketConfig`, an
+`LlmAgentConfig`, ...), never the whole tree.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import typing
+from collections.abc import Mapping
+from datetime import time
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from os import PathLike
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from openbell.markets.errors import ConfigError
+from openbell.markets.universes import load_universe
+from openbell.ops.config_errors import ErrorDescriber, PathError
+
+MarketName = Literal["us", "cn", "crypto"]
+LogFormat = Literal["json", "console"]
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+Cadence = Literal["daily", "hourly"]
+DecisionMode = Literal["open-research", "fixed-candidate", "memory-only", "stockbench"]
+Masking = Literal["bright", "stock-blind", "date-blind", "blinded"]
+BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
+
+#: The template `openbell init` writes, bundled next to this module.
+DEFAULT_CONFIG_RESOURCE = "openbell.default.toml"
+
+_SLOT = re.compile(r"(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)")
+_SOURCE = re.compile(r"yfinance|akshare|ccxt:[a-z0-9_]+|replay:.+")
+_AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_KEY_LIKE = re.compile(r"(?i)^(sk|pk|rk)[-_]|^bearer\s|^[A-Za-z0-9_\-+/=.]{24,}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreConfig(_Section):
+    """`[store]`: where the ledger lives."""
+
+    url: str = "sqlite:///var/openbell.db"
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        # The URL is not echoed back: it may carry a password.
+        if not url.startswith(("sqlite:", "postgresql:", "postgresql+psycopg:")):
+            raise ValueError("use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB")
+        return url
+
+
+class LogConfig(_Section):
+    """`[log]`: JSON lines for journald, or console lines for people."""
+
+    format: LogFormat = "json"
+    level: LogLevel = "info"
+
+
+class HttpConfig(_Section):
+    """`[http]`: the loopback address of the status page (served by a later issue)."""
+
+    listen: str = "127.0.0.1:8787"
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, listen: str) -> str:
+        host, _, port = listen.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError('should be "HOST:PORT", for example "127.0.0.1:8787"')
+        return listen
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+
+class MarketConfig(_Section):
+    """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from."""
+
+    universe: str | tuple[str, ...]
+    cadence: Cadence
+    slots: tuple[time, ...] | None = None
+    source: str
+    initial_cash: Decimal
+    benchmark: str | None = Field(default=None, min_length=1)
+
+    @field_validator("universe", mode="before")
+    @classmethod
+    def _universe(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("should be a universe name or a list of symbols, not empty")
+            return value
+        if not isinstance(value, list | tuple):
+            raise ValueError('should be a universe name ("nasdaq100") or a list of symbols')  # noqa: TRY004
+        if not value:
+            raise ValueError("should list at least one symbol")
+        seen: set[str] = set()
+        for index, symbol in enumerate(value):
+            if not isinstance(symbol, str) or not symbol.strip():
+                raise PathError((index,), "should be a non-empty symbol string")
+            if symbol in seen:
+                raise PathError((index,), f"symbol {symbol!r} is listed twice")
+            seen.add(symbol)
+        return tuple(value)
+
+    @field_validator("slots", mode="before")
+    @classmethod
+    def _slots(cls, value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, list | tuple) or not value:
+            raise ValueError('should be a non-empty list of "HH:MM" market-local times')
+        slots: list[time] = []
+        for index, text in enumerate(value):
+            match = _SLOT.fullmatch(text) if isinstance(text, str) else None
+            if match is None:
+                raise PathError((index,), 'should be a "HH:MM" time, for example "09:30"')
+            slot = time(int(match["hour"]), int(match["minute"]))
+            if slots and slot <= slots[-1]:
+                raise PathError((index,), "slots should be in increasing order without repeats")
+            slots.append(slot)
+        return tuple(slots)
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, source: str) -> str:
+        if not _SOURCE.fullmatch(source):
+            raise ValueError('should be "yfinance", "akshare", "ccxt:EXCHANGE" or "replay:PATH"')
+        return source
+
+    @field_validator("initial_cash", mode="before")
+    @classmethod
+    def _exact_cash(cls, value: object) -> Decimal:
+        if isinstance(value, float):
+            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
+                f'a float is not exact; write money as a quoted string: initial_cash = "{value!r}"'
+            )
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError('should be an amount in a quoted string, for example "10000"')  # noqa: TRY004
+        try:
+            cash = Decimal(value)
+        except InvalidOperation:
+            raise ValueError(f'{value!r} is not a decimal amount, for example "10000"') from None
+        if not cash.is_finite() or cash <= 0:
+            raise ValueError("should be a positive amount")
+        return cash
+
+    @property
+    def source_kind(self) -> str:
+        """`yfinance`, `akshare`, `ccxt` or `replay`."""
+        return self.source.partition(":")[0]
+
+    @property
+    def source_arg(self) -> str:
+        """What follows the colon: the ccxt exchange id or the replay path ("" when none)."""
+        return self.source.partition(":")[2]
+
+
+class MarketsConfig(_Section):
+    """`[markets]`: the markets this daemon rings; a market left out is not traded."""
+
+    us: MarketConfig | None = None
+    cn: MarketConfig | None = None
+    crypto: MarketConfig | None = None
+
+    @model_validator(mode="after")
+    def _known_universes(self) -> MarketsConfig:
+        for name, market in self.configured().items():
+            if not isinstance(market.universe, str):
+                continue
+            try:
+                universe = load_universe(market.universe)
+            except ConfigError as exc:
+                raise PathError((name, "universe"), str(exc)) from None
+            if universe.market != name:
+                raise PathError(
+                    (name, "universe"),
+                    f"{market.universe!r} is a universe of the {universe.market!r} market",
+                )
+        return self
+
+    def configured(self) -> dict[str, MarketConfig]:
+        """The configured markets by name, in the order us, cn, crypto."""
+        found = {"us": self.us, "cn": self.cn, "crypto": self.crypto}
+        return {name: market for name, market in found.items() if market is not None}
+
+
+class _AgentConfig(_Section):
+    name: str
+    markets: tuple[MarketName, ...] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not _AGENT_NAME.fullmatch(name):
+            raise ValueError(
+                "should be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return name
+
+    @field_validator("markets")
+    @classmethod
+    def _unique_markets(cls, markets: tuple[MarketName, ...]) -> tuple[MarketName, ...]:
+        for index, market in enumerate(markets):
+            if market in markets[:index]:
+                raise PathError((index,), f"market {market!r} is listed twice")
+        return markets
+
+
+class BaselineAgentConfig(_AgentConfig):
+    """A deterministic baseline agent (`[[agents]]` with a baseline `kind`)."""
+
+    kind: BaselineKind
+
+
+class RandomAgentConfig(_AgentConfig):
+    """The seeded random trader."""
+
+    kind: Literal["random"]
+    seed: StrictInt = 0
+
+
+class LlmAgentConfig(_AgentConfig):
+    """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`."""
+
+    kind: Literal["llm"]
+    base_url: str
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
+    mode: DecisionMode = "open-research"
+    masking: Masking = "bright"
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, base_url: str) -> str:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError('should be an http(s) URL, for example "https://api.deepseek.com/v1"')
+        return base_url
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        # Never echo the value back: it may be the key itself.
+        if name is None or _ENV_NAME.fullmatch(name):
+            return name
+        if _KEY_LIKE.search(name):
+            raise ValueError(
+                "this looks like an API key itself; keys never go in the config file: export it "
+                'as an environment variable and write its NAME here, e.g. "DEEPSEEK_API_KEY"'
+            )
+        raise ValueError(
+            'should be the NAME of an environment variable in capitals, e.g. "DEEPSEEK_API_KEY"'
+        )
+
+
+AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig
+AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
+_AGENT_MODELS: dict[str, type[BaseModel]] = {
+    **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
+    "random": RandomAgentConfig,
+    "llm": LlmAgentConfig,
+}
+_LLM_ONLY_KEYS = set(LlmAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
+
+
+class OpenbellConfig(_Section):
+    """The whole `openbell.toml`. Only the wiring code holds it; components get a slice."""
+
+    store: StoreConfig = StoreConfig()
+    log: LogConfig = LogConfig()
+    http: HttpConfig = HttpConfig()
+    markets: MarketsConfig = MarketsConfig()
+    agents: tuple[AgentConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OpenbellConfig:
+        configured = self.markets.configured()
+        if not configured:
+            raise PathError(
+                ("markets",),
+                "configure at least one of [markets.us], [markets.cn], [markets.crypto]",
+            )
+        names: set[str] = set()
+        for index, agent in enumerate(self.agents):
+            if agent.name in names:
+                raise PathError(("agents", index, "name"), f"agent {agent.name!r} is defined twice")
+            names.add(agent.name)
+            for position, market in enumerate(agent.markets):
+                if market not in configured:
+                    raise PathError(
+                        ("agents", index, "markets", position),
+                        f"market {market!r} is not configured (no [markets.{market}] section)",
+                    )
+        return self
+
+    def agents_in(self, market: str) -> tuple[AnyAgentConfig, ...]:
+        """The agents enrolled in `market`, in file order."""
+        return tuple(agent for agent in self.agents if market in agent.markets)
+
+
+def load_config(path: str | PathLike[str]) -> OpenbellConfig:
+    """Read and validate the TOML file at `path`; raise a one-line `ConfigError` on any problem."""
+    shown = str(path)
+    try:
+        with open(path, "rb") as file:
+            raw = tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{shown}: no such file (write one with `openbell init --config {shown}`)"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        raise ConfigError(f"{shown}: invalid TOML: the file is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    try:
+        return OpenbellConfig.model_validate(raw)
+    except ValidationError as exc:
+        # `from None`: the pydantic error repeats input values, and a value may be a secret.
+        raise ConfigError(f"{shown}: {_DESCRIBER.describe(exc)}") from None
+
+
+_DESCRIBER = ErrorDescriber(
+    OpenbellConfig,
+    tagged_list="agents",
+    tag_key="kind",
+    tags=_AGENT_MODELS,
+    tag_only_keys=dict.fromkeys(_LLM_ONLY_KEYS, 'only agents of kind = "llm" take it'),
+)
+
+
+def resolve_secret(env_name: str, environ: Mapping[str, str]) -> str:
+    """The value of the environment variable `env_name`; `ConfigError` when unset or empty."""
+    value = environ.get(env_name, "")
+    if not value.strip():
+        raise ConfigError(
+            f"environment variable {env_name} is not set (it is named by api_key_env); "
+            "export it or put it in the service's environment file"
+        )
+    return value
+
+
+def default_config_text() -> str:
+    """The `openbell.toml` that `openbell init` writes: SQLite under ./var/, baselines only."""
+    return resources.files(__package__).joinpath(DEFAULT_CONFIG_RESOURCE).read_text("utf-8")

@@ -1,0 +1,167 @@
+"""Logging for openbell: structlog events rendered as one JSON object per line (or console lines).
+
+This module owns the processor chain every log line goes through, ours and third-party stdlib
+lines alike (SQLAlchemy, Alembic, httpx): bound contextvars first, then `level`, `logger` and an ISO
+UTC `timestamp`, exceptions as structured dicts *without* frame locals, and a redaction pass that
+blanks secret-named keys (`api_key`, `authorization`, `token`, `password`, ...) and masks
+secret-looking values (bearer tokens, `sk-...` keys, URL passwords) anywhere in the event, including
+exception messages. Callers log stable snake_case event names: `log.info("daemon_started", ...)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.processors import ExceptionRenderer
+from structlog.tracebacks import ExceptionDictTransformer
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+REDACTED = "[redacted]"
+
+_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+_SECRET_WORDS = frozenset(
+    {"apikey", "authorization", "token", "secret", "password", "passwd", "cookie", "credentials"}
+)
+_SECRET_KEY = re.compile(r"(?:^|_)(?:api|access|secret|private)_?key$")
+_SECRET_VALUES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
+    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{6,}"), REDACTED),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+@"), rf"\1{REDACTED}@"),
+)
+_HANDLER_MARK = "_openbell_handler"
+#: Third-party loggers too chatty at info; they speak at their normal level under `debug`.
+_CHATTY = ("alembic.runtime.migration",)
+_HEAD_KEYS = ("timestamp", "level", "event")
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a field named `key` holds a secret (`api_key`, `Authorization`, `db_password`, ...).
+
+    Counts such as `max_tokens` or `prompt_tokens` are not secrets; `api_key_env` names a variable.
+    """
+    normalised = key.lower().replace("-", "_")
+    return bool(_SECRET_WORDS & set(normalised.split("_"))) or bool(_SECRET_KEY.search(normalised))
+
+
+def redact_text(text: str) -> str:
+    """`text` with bearer tokens, `sk-...` keys and URL passwords masked."""
+    for pattern, replacement in _SECRET_VALUES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if isinstance(k, str) and is_secret_key(k) else _redact_value(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact_value(item) for item in value]
+    return value
+
+
+def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: blank secret-named keys and mask secret-looking values, recursively."""
+    for key, value in event_dict.items():
+        if is_secret_key(key):
+            event_dict[key] = REDACTED
+        elif not key.startswith("_"):
+            event_dict[key] = _redact_value(value)
+    return event_dict
+
+
+def _head_keys_first(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """Put `timestamp`, `level` and `event` first so a line reads left to right."""
+    head = {key: event_dict.pop(key) for key in _HEAD_KEYS if key in event_dict}
+    return {**head, **event_dict}
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal | set | frozenset):
+        return str(value) if isinstance(value, Decimal) else sorted(map(str, value))
+    return repr(value)
+
+
+def configure_logging(
+    fmt: Literal["json", "console"] = "json",
+    level: str = "info",
+    stream: TextIO | None = None,
+) -> None:
+    """Send every log line, structlog's and stdlib's, to `stream` (default: stdout) as `fmt`.
+
+    Safe to call again (the CLI reconfigures once the config file is read); loggers are not cached,
+    so a later call or a test's `structlog.testing.capture_logs()` takes effect everywhere.
+    """
+    if level not in _LEVELS:
+        raise ValueError(f"log level should be one of {', '.join(_LEVELS)}, not {level!r}")
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
+    ]
+    final: list[Processor]
+    if fmt == "json":
+        final = [
+            ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
+            redact_secrets,
+            _head_keys_first,
+            structlog.processors.JSONRenderer(default=_json_default, ensure_ascii=False),
+        ]
+    elif fmt == "console":
+        out = stream if stream is not None else sys.stdout
+        final = [
+            structlog.processors.format_exc_info,
+            redact_secrets,
+            structlog.dev.ConsoleRenderer(
+                colors=out.isatty(), exception_formatter=structlog.dev.plain_traceback
+            ),
+        ]
+    else:
+        raise ValueError(f"log format should be 'json' or 'console', not {fmt!r}")
+
+    handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *final],
+        )
+    )
+    setattr(handler, _HANDLER_MARK, True)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(_LEVELS[level])
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.NOTSET if level == "debug" else logging.WARNING)
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.processors.StackInfoRenderer(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )

@@ -1,0 +1,307 @@
+"""The real `openbell` console script in a subprocess: exit codes, one-line errors, daemon stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Self
+
+import pytest
+from sqlalchemy import bindparam, text
+
+from openbell.ops.config import default_config_text
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.types import ExactDecimal
+
+TIMEOUT_S = 60
+STOP_WITHIN_S = 5
+
+
+def openbell_command() -> list[str]:
+    """The installed console script next to this interpreter, or the module as a fallback."""
+    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBELL_CONFIG"}
+    env.update(extra)
+    return env
+
+
+def openbell(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*openbell_command(), *args],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> str:
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("openbell: error: "), lines[0]
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+def config_text(**replacements: str) -> str:
+    text = default_config_text()
+    for old, new in replacements.items():
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text
+
+
+ONE_SHOT_COMMANDS = [["db", "upgrade"], ["ledger", "verify"]]
+MALFORMED = {
+    "unknown key": ("[store]\n", '[store]\nurll = "x"\n', "store.urll"),
+    "wrong type": ('level = "info"', "level = 3", "log.level"),
+    "bad value": ('cadence = "hourly"', 'cadence = "weekly"', "markets.us.cadence"),
+    "float cash": ('initial_cash = "10000"', "initial_cash = 10000.5", "markets.us.initial_cash"),
+    "bad TOML": ("[markets.cn]", "[markets.cn", "invalid TOML"),
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "command"),
+    [*((case, ["run"]) for case in MALFORMED), *(("unknown key", c) for c in ONE_SHOT_COMMANDS)],
+)
+def test_malformed_config_is_one_line_and_exit_2(
+    tmp_path: Path, case: str, command: list[str]
+) -> None:
+    old, new, key = MALFORMED[case]
+    (tmp_path / "openbell.toml").write_text(config_text(**{old: new}), encoding="utf-8")
+    result = openbell(tmp_path, *command)
+    assert result.returncode == 2
+    assert_one_error_line(result, "openbell.toml", key)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", [["run"], *ONE_SHOT_COMMANDS])
+def test_missing_config_file_is_one_line_and_exit_2(tmp_path: Path, command: list[str]) -> None:
+    result = openbell(tmp_path, *command, "--config", "absent.toml")
+    assert result.returncode == 2
+    assert_one_error_line(result, "absent.toml", "no such file", "openbell init")
+
+
+@pytest.mark.parametrize(
+    "args", [["--bogus"], ["frobnicate"], ["run", "--heartbeat-s", "fast"], ["--log-format", "xml"]]
+)
+def test_bad_command_line_is_one_line_and_exit_2(tmp_path: Path, args: list[str]) -> None:
+    result = openbell(tmp_path, *args)
+    assert result.returncode == 2
+    assert_one_error_line(result, "--help")
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["init"], ["run"], ["db"], ["db", "upgrade"], ["ledger"], ["ledger", "verify"]]
+)
+def test_every_command_has_help(tmp_path: Path, command: list[str]) -> None:
+    result = openbell(tmp_path, *command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("Usage: openbell")
+    assert result.stderr == ""
+
+
+def test_init_upgrade_verify_on_fresh_sqlite(tmp_path: Path) -> None:
+    init = openbell(tmp_path, "init")
+    assert (init.returncode, init.stdout) == (0, "wrote openbell.toml\n")
+    assert (tmp_path / "openbell.toml").read_text(encoding="utf-8") == default_config_text()
+
+    upgrade = openbell(tmp_path, "db", "upgrade")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert upgrade.stdout.startswith("database at revision ")
+    assert (tmp_path / "var" / "openbell.db").is_file()
+
+    verify = openbell(tmp_path, "ledger", "verify")
+    assert verify.returncode == 0, verify.stderr
+    assert verify.stdout.startswith("ledger ok")
+
+
+def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "mine.toml"
+    assert openbell(tmp_path, "init", "--config", str(path)).returncode == 0
+    path.write_text("# edited\n", encoding="utf-8")
+
+    again = openbell(tmp_path, "init", "--config", str(path))
+    assert again.returncode == 1
+    assert_one_error_line(again, "already exists", "--force")
+    assert path.read_text(encoding="utf-8") == "# edited\n"
+
+    forced = openbell(tmp_path, "init", "--config", str(path), "--force")
+    assert forced.returncode == 0
+    assert path.read_text(encoding="utf-8") == default_config_text()
+
+
+def test_ledger_breach_is_reported_per_account_with_exit_1(tmp_path: Path) -> None:
+    assert openbell(tmp_path, "init").returncode == 0
+    assert openbell(tmp_path, "db", "upgrade").returncode == 0
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'openbell.db'}")
+    try:
+        ledger = Ledger(engine)
+        now = datetime(2025, 3, 3, 14, 30, tzinfo=UTC)
+        agent_id = ledger.ensure_agent("cash", "cash", now)
+        account_id = ledger.open_account(agent_id, "us", "USD", Decimal(10000), now)
+        ledger.open_account(agent_id, "cn", "CNY", Decimal(100000), now)
+        with engine.begin() as connection:
+            connection.execute(
+                text("UPDATE account SET cash = :cash WHERE id = :id").bindparams(
+                    bindparam("cash", type_=ExactDecimal())
+                ),
+                {"cash": Decimal("10500.25"), "id": account_id},
+            )
+    finally:
+        engine.dispose()
+
+    verify = openbell(tmp_path, "ledger", "verify")
+
+    assert verify.returncode == 1, verify.stderr
+    assert "Traceback" not in verify.stdout + verify.stderr
+    breaches = [line for line in verify.stdout.splitlines() if line.startswith("account ")]
+    assert len(breaches) == 1
+    assert breaches[0].startswith(f"account {account_id} (cash/us)")
+    assert "10500.25" in breaches[0]
+
+
+def test_global_config_option_and_environment_variable(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.toml").write_text(default_config_text(), encoding="utf-8")
+    by_option = openbell(tmp_path, "--config", "elsewhere.toml", "db", "upgrade")
+    assert by_option.returncode == 0, by_option.stderr
+    by_env = openbell(tmp_path, "ledger", "verify", env=clean_env(OPENBELL_CONFIG="elsewhere.toml"))
+    assert by_env.returncode == 0, by_env.stderr
+
+
+def test_log_format_console_is_for_people(tmp_path: Path) -> None:
+    (tmp_path / "openbell.toml").write_text(default_config_text(), encoding="utf-8")
+    result = openbell(tmp_path, "--log-format", "console", "db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "db_upgraded" in line]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(line)
+
+
+def test_schema_not_at_head_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "openbell.toml").write_text(default_config_text(), encoding="utf-8")
+    verify = openbell(tmp_path, "ledger", "verify")
+    assert verify.returncode == 2
+    assert_one_error_line(verify, "openbell db upgrade")
+
+    run = openbell(tmp_path, "run", "--no-upgrade")
+    assert run.returncode == 2
+    assert_one_error_line(run, "openbell db upgrade")
+
+
+class Daemon:
+    """`openbell run` in the background, its stdout lines parsed as they arrive."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [*openbell_command(), "run", *args],
+            cwd=cwd,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._events: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=STOP_WITHIN_S)
+        self._reader.join(timeout=5)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            try:
+                self._events.put(json.loads(line).get("event", ""))
+            except json.JSONDecodeError:
+                self._events.put("")
+
+    def wait_for(self, event: str, timeout_s: float = TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if self._events.get(timeout=left) == event:
+                    return
+            except queue.Empty:
+                break
+        pytest.fail(f"no {event} within {timeout_s}s; stdout so far: {self.lines}")
+
+    def stop(self, signum: signal.Signals) -> tuple[int, float, str]:
+        """Send `signum`; return the exit code, the seconds it took and stderr."""
+        sent = time.monotonic()
+        self.process.send_signal(signum)
+        code = self.process.wait(timeout=STOP_WITHIN_S)
+        elapsed_s = time.monotonic() - sent
+        self._reader.join(timeout=5)
+        assert self.process.stderr is not None
+        return code, elapsed_s, self.process.stderr.read()
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.lines]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_run_logs_json_and_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> None:
+    (tmp_path / "openbell.toml").write_text(default_config_text(), encoding="utf-8")
+    with Daemon(tmp_path, "--heartbeat-s", "0.2") as daemon:
+        daemon.wait_for("daemon_started")
+        daemon.wait_for("daemon_heartbeat")
+        code, elapsed_s, stderr = daemon.stop(signum)
+
+    assert code == 0, stderr
+    assert elapsed_s < STOP_WITHIN_S
+    assert stderr == ""
+    records = daemon.records()
+    assert all(isinstance(record.get("event"), str) and record["level"] for record in records)
+    events = [record["event"] for record in records]
+    assert events.index("db_upgraded") < events.index("daemon_started")
+    assert events[-2:] == ["daemon_stopping", "daemon_stopped"]
+    assert records[-1]["reason"] == signum.name
+    started = records[events.index("daemon_started")]
+    assert started["markets"] == ["us", "cn", "crypto"]
+    assert started["store_url"] == "sqlite:///var/openbell.db"
+    assert "cash" in started["agents"]
+
+
+def test_run_hides_the_store_password(tmp_path: Path) -> None:
+    text = config_text(
+        **{'url = "sqlite:///var/openbell.db"': 'url = "postgresql://u:s3cr3t@127.0.0.1:1/x"'}
+    )
+    (tmp_path / "openbell.toml").write_text(text, encoding="utf-8")
+    result = openbell(tmp_path, "run")
+    assert result.returncode == 2
+    assert_one_error_line(result, "database")
+    assert "s3cr3t" not in result.stdout + result.stderr

@@ -1,0 +1,59 @@
+"""The CLI's last line of defence: an unexpected failure is one redacted line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from openbell.daemon.lifecycle import DaemonConfig
+from openbell.ops import cli
+from openbell.ops.config import default_config_text
+
+LEAKY = "sk-unit4f9a7c1e5b2d4f6a8c0e"
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def test_unexpected_error_is_one_redacted_line_and_a_json_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def explode(config: DaemonConfig, *_args: object, **_kwargs: object) -> int:
+        api_key = LEAKY
+        raise RuntimeError(f"vendor said no to {api_key}")
+
+    monkeypatch.setattr(cli, "run_daemon", explode)
+    path = tmp_path / "openbell.toml"
+    path.write_text(default_config_text(), encoding="utf-8")
+
+    code = cli.main(["run", "--config", str(path), "--no-upgrade"])
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err == "openbell: error: unexpected RuntimeError: vendor said no to [redacted]\n"
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert record["event"] == "command_failed"
+    assert record["exception"][0]["exc_type"] == "RuntimeError"
+    assert LEAKY not in out
+    assert "Traceback" not in out + err
+
+
+def test_operator_error_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["ledger", "verify", "--config", str(tmp_path / "none.toml")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("openbell: error: ")
+    assert err.count("\n") == 1
+    assert out == ""

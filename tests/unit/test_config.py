@@ -1,0 +1,300 @@
+"""The config loader: every malformed file is one ConfigError line naming the file and the key."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from openbell.markets.domain import MARKETS
+from openbell.markets.errors import ConfigError
+from openbell.ops.config import (
+    LlmAgentConfig,
+    MarketsConfig,
+    OpenbellConfig,
+    RandomAgentConfig,
+    default_config_text,
+    load_config,
+    resolve_secret,
+)
+
+KEY_LITERAL = "sk-3f9a7c1e5b2d4f6a8c0e1d3b5f7a9c2e"
+
+BASE = """\
+[markets.us]
+universe = "nasdaq100"
+cadence = "daily"
+source = "yfinance"
+initial_cash = "10000"
+
+[markets.cn]
+universe = ["600519", "000001"]
+cadence = "daily"
+source = "akshare"
+initial_cash = "100000"
+
+[[agents]]
+name = "cash"
+kind = "cash"
+markets = ["us", "cn"]
+"""
+
+LLM_AGENT = """
+[[agents]]
+name = "deepseek-v3"
+kind = "llm"
+markets = ["us"]
+base_url = "https://api.deepseek.com/v1"
+model = "deepseek-chat"
+api_key_env = "DEEPSEEK_API_KEY"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "openbell.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+MALFORMED = [
+    # (id, file text, key path, words the message must contain)
+    ("unknown top-level key", 'colour = "red"\n' + BASE, "colour", "unknown key"),
+    ("unknown key in [store]", '[store]\nurll = "x"\n' + BASE, "store.urll", "did you mean 'url'"),
+    (
+        "unknown key in a market",
+        BASE.replace('cadence = "daily"\nsource = "yfinance"', 'cadense = "daily"'),
+        "markets.us.cadense",
+        "did you mean 'cadence'",
+    ),
+    ("unknown market", BASE + '[markets.eu]\nuniverse = "x"\n', "markets.eu", "unknown key"),
+    ("unknown key in an agent", BASE + 'colour = "red"\n', "agents[0].colour", "unknown key"),
+    ("llm key on a baseline", BASE + 'model = "gpt"\n', "agents[0].model", 'kind = "llm"'),
+    ("wrong type: url", "[store]\nurl = 5\n" + BASE, "store.url", "valid string"),
+    (
+        "wrong type: universe",
+        BASE.replace('"nasdaq100"', "100"),
+        "markets.us.universe",
+        "universe name",
+    ),
+    (
+        "unknown universe",
+        BASE.replace('"nasdaq100"', '"sp500"'),
+        "markets.us.universe",
+        "unknown universe 'sp500'",
+    ),
+    (
+        "universe of another market",
+        BASE.replace('"nasdaq100"', '"sse50"'),
+        "markets.us.universe",
+        "'cn' market",
+    ),
+    (
+        "wrong type: agent markets",
+        BASE.replace('markets = ["us", "cn"]', 'markets = "us"'),
+        "agents[0].markets",
+        "should be a list",
+    ),
+    ("wrong type: section", 'log = "json"\n' + BASE, "log", "should be a table"),
+    (
+        "bad enum: cadence",
+        BASE.replace('cadence = "daily"', 'cadence = "weekly"', 1),
+        "markets.us.cadence",
+        "Input should be 'daily' or 'hourly'",
+    ),
+    (
+        "bad enum: agent kind",
+        BASE.replace('kind = "cash"', 'kind = "momentum"'),
+        "agents[0].kind",
+        "'buy_and_hold'",
+    ),
+    (
+        "bad enum: llm mode",
+        BASE + LLM_AGENT + 'mode = "vibes"\n',
+        "agents[1].mode",
+        "'open-research'",
+    ),
+    ("bad enum: log level", '[log]\nlevel = "loud"\n' + BASE, "log.level", "'info'"),
+    (
+        "float cash",
+        BASE.replace('initial_cash = "10000"', "initial_cash = 10000.5"),
+        "markets.us.initial_cash",
+        'quoted string: initial_cash = "10000.5"',
+    ),
+    (
+        "negative cash",
+        BASE.replace('initial_cash = "10000"', 'initial_cash = "-1"'),
+        "markets.us.initial_cash",
+        "positive",
+    ),
+    (
+        "bad slot",
+        BASE.replace('source = "yfinance"', 'source = "yfinance"\nslots = ["09:30", "9:30pm"]'),
+        "markets.us.slots[1]",
+        '"HH:MM"',
+    ),
+    (
+        "bad source",
+        BASE.replace('source = "yfinance"', 'source = "bloomberg"'),
+        "markets.us.source",
+        "ccxt:EXCHANGE",
+    ),
+    (
+        "duplicate agent names",
+        BASE + '\n[[agents]]\nname = "cash"\nkind = "cash"\nmarkets = ["us"]\n',
+        "agents[1].name",
+        "defined twice",
+    ),
+    (
+        "agent market not configured",
+        BASE.replace('markets = ["us", "cn"]', 'markets = ["us", "crypto"]'),
+        "agents[0].markets[1]",
+        "[markets.crypto]",
+    ),
+    ("no market", "", "markets", "at least one"),
+    (
+        "key literal instead of env name",
+        BASE + LLM_AGENT.replace('"DEEPSEEK_API_KEY"', f'"{KEY_LITERAL}"'),
+        "agents[1].api_key_env",
+        "looks like an API key",
+    ),
+    (
+        "lower-case env name",
+        BASE + LLM_AGENT.replace('"DEEPSEEK_API_KEY"', '"deepseek key"'),
+        "agents[1].api_key_env",
+        "NAME of an environment variable",
+    ),
+    (
+        "missing llm model",
+        BASE + LLM_AGENT.replace('model = "deepseek-chat"\n', ""),
+        "agents[1].model",
+        "missing required key",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "key_path", "words"),
+    [pytest.param(text, key, words, id=name) for name, text, key, words in MALFORMED],
+)
+def test_malformed_config_names_file_and_key(
+    tmp_path: Path, text: str, key_path: str, words: str
+) -> None:
+    path = write(tmp_path, text)
+    message = load_error(path)
+    assert message.startswith(f"{path}: {key_path}: "), message
+    assert words in message
+
+
+def test_a_key_literal_is_never_echoed(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + LLM_AGENT.replace('"DEEPSEEK_API_KEY"', f'"{KEY_LITERAL}"'))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert KEY_LITERAL not in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.toml"
+    message = load_error(path)
+    assert message.startswith(f"{path}: no such file")
+    assert "openbell init" in message
+
+
+def test_bad_toml_names_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + "\n[store\nurl = 1\n")
+    message = load_error(path)
+    assert message.startswith(f"{path}: invalid TOML: ")
+    assert f"line {len(BASE.splitlines()) + 2}, column 7" in message
+
+
+def test_several_errors_are_counted_on_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "a = 1\nb = 2\n" + BASE)
+    assert load_error(path).endswith("(and 1 more)")
+
+
+def test_default_config_loads_and_needs_no_secret(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, default_config_text()))
+    assert config.store.url == "sqlite:///var/openbell.db"
+    assert list(config.markets.configured()) == ["us", "cn", "crypto"]
+    assert config.agents
+    assert not any(isinstance(agent, LlmAgentConfig) for agent in config.agents)
+    assert all(set(agent.markets) == set(MARKETS) for agent in config.agents)
+
+
+def test_default_config_matches_design_example_markets() -> None:
+    raw = tomllib.loads(default_config_text())
+    assert raw["markets"]["us"]["source"] == "yfinance"
+    assert raw["markets"]["cn"]["source"] == "akshare"
+    assert raw["markets"]["crypto"]["source"] == "ccxt:binance"
+
+
+def test_values_are_typed(tmp_path: Path) -> None:
+    text = BASE.replace('initial_cash = "10000"', 'initial_cash = "10000.10"')
+    text = text.replace('source = "yfinance"', 'source = "replay:data/us.parquet"')
+    text = text.replace('cadence = "daily"', 'cadence = "hourly"\nslots = ["09:30", "13:00"]', 1)
+    config = load_config(write(tmp_path, text + LLM_AGENT))
+    us = config.markets.configured()["us"]
+    assert us.initial_cash == Decimal("10000.10")
+    assert us.slots == (time(9, 30), time(13, 0))
+    assert (us.source_kind, us.source_arg) == ("replay", "data/us.parquet")
+    assert config.markets.configured()["cn"].universe == ("600519", "000001")
+    llm = config.agents[1]
+    assert isinstance(llm, LlmAgentConfig)
+    assert (llm.mode, llm.masking, llm.api_key_env) == (
+        "open-research",
+        "bright",
+        "DEEPSEEK_API_KEY",
+    )
+    assert [agent.name for agent in config.agents_in("cn")] == ["cash"]
+    assert config.http.host == "127.0.0.1"
+    assert config.http.port == 8787
+
+
+def test_integer_cash_is_allowed(tmp_path: Path) -> None:
+    text = BASE.replace('initial_cash = "10000"', "initial_cash = 10000")
+    assert load_config(write(tmp_path, text)).markets.configured()["us"].initial_cash == 10000
+
+
+def test_random_agent_takes_a_seed(tmp_path: Path) -> None:
+    text = BASE + '\n[[agents]]\nname = "dice"\nkind = "random"\nmarkets = ["us"]\nseed = 7\n'
+    agent = load_config(write(tmp_path, text)).agents[1]
+    assert isinstance(agent, RandomAgentConfig)
+    assert agent.seed == 7
+
+
+def test_config_is_frozen(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, BASE))
+    with pytest.raises(ValidationError):
+        config.store.url = "sqlite:///elsewhere.db"  # type: ignore[misc]
+
+
+def test_market_sections_are_the_domain_markets() -> None:
+    assert set(MarketsConfig.model_fields) == set(MARKETS)
+
+
+def test_config_model_needs_a_market() -> None:
+    with pytest.raises(ValidationError):
+        OpenbellConfig.model_validate({})
+
+
+def test_resolve_secret_reads_the_named_variable() -> None:
+    assert resolve_secret("DEEPSEEK_API_KEY", {"DEEPSEEK_API_KEY": KEY_LITERAL}) == KEY_LITERAL
+
+
+@pytest.mark.parametrize("environ", [{}, {"DEEPSEEK_API_KEY": "  "}])
+def test_resolve_secret_refuses_unset_variable(environ: dict[str, str]) -> None:
+    with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY is not set"):
+        resolve_secret("DEEPSEEK_API_KEY", environ)

@@ -1,0 +1,111 @@
+"""Opening the ledger database: engines for SQLite and Postgres, and the schema-version check.
+
+`make_engine` turns the configured `[store] url` into a SQLAlchemy engine, refusing anything but
+SQLite and Postgres with a one-line `ConfigError`. SQLite gets its parent directory created,
+foreign keys enforced, WAL journaling, a busy timeout and an explicit `BEGIN` (a write transaction
+may ask for `BEGIN IMMEDIATE` with the `SQLITE_IMMEDIATE` execution option); `postgresql://` URLs
+use psycopg 3.
+`check_schema` refuses to run on a database whose migrations are not at this version's head.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from openbell.markets.errors import ConfigError, SchemaError
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+#: Execution option: on SQLite, begin the transaction with the write lock (`BEGIN IMMEDIATE`).
+SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
+_POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
+
+
+def parse_url(url: str) -> URL:
+    """Parse and normalise a store URL, or raise `ConfigError` naming what is wrong."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(
+            f"store url {url!r} is not a database URL; use sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST/DB"
+        ) from exc
+    if parsed.drivername in {"sqlite", "sqlite+pysqlite"}:
+        return parsed
+    if parsed.drivername in _POSTGRES_DRIVERS:
+        return parsed.set(drivername="postgresql+psycopg")
+    raise ConfigError(
+        f"store url {parsed.render_as_string(hide_password=True)!r}: unsupported database "
+        f"{parsed.drivername!r}; use sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+    )
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for the ledger at `url` (SQLite file or Postgres).
+
+    Raises `ConfigError` for a malformed or unsupported URL. Connecting is lazy: an unreachable
+    server shows up on first use.
+    """
+    parsed = parse_url(url)
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed)
+        return create_engine(parsed, pool_pre_ping=True)
+    except (ArgumentError, NoSuchModuleError, TypeError) as exc:
+        shown = parsed.render_as_string(hide_password=True)
+        raise ConfigError(f"store url {shown!r}: {exc}") from exc
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        try:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"store url {url.render_as_string()!r}: cannot create the directory of "
+                f"{database}: {exc.strerror}"
+            ) from exc
+    engine = create_engine(url)
+    event.listen(engine, "connect", _configure_sqlite)
+    event.listen(engine, "begin", _begin_sqlite)
+    return engine
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # Take transaction control from pysqlite (which defers BEGIN until the first write, and so
+    # can neither run DDL transactionally nor take the write lock up front): see `_begin_sqlite`.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite(connection: Connection) -> None:
+    # A ledger write reads the balance it updates; on SQLite it must hold the write lock from the
+    # start, or a concurrent writer makes it fail with "database is locked" instead of waiting.
+    mode = "IMMEDIATE" if connection.get_execution_options().get(SQLITE_IMMEDIATE) else "DEFERRED"
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def check_schema(engine: Engine) -> str:
+    """Return the database's revision; raise `SchemaError` unless it is this version's head."""
+    from openbell.store.migrate import current_revision, head_revision
+
+    head = head_revision()
+    current = current_revision(engine)
+    if current == head:
+        return head
+    where = engine.url.render_as_string(hide_password=True)
+    state = "has no openbell schema" if current is None else f"is at schema revision {current}"
+    raise SchemaError(
+        f"database {where} {state}, this openbell expects {head}: run `openbell db upgrade`"
+    )

@@ -1,0 +1,340 @@
+"""The paper ledger: agents, accounts, cycle claims, orders with their fills, and NAV snapshots.
+
+`Ledger` is the only writer of trading state and the only place that turns rows into domain
+values (`AccountState`, `Fill`, `Rejection`) and store records (`RecordedOrder`, `NavSnapshot`).
+Each order is one transaction: the order row, its fill, the cash change and the position change
+commit together or not at all, under an idempotency key (`"{cycle_id}:{seq}"`) that makes a
+retried call return the stored outcome and change nothing. Writes lock the account row first
+(`SELECT ... FOR UPDATE` on Postgres, `BEGIN IMMEDIATE` on SQLite), so writers of one account run
+one at a time and fill ids grow in commit order; a unique-key violation left over from a race is
+answered with the stored row. The ledger refuses (with `LedgerBreach`, writing nothing) an order
+that would make cash or a holding negative; the rules should have rejected it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+
+from sqlalchemy import Engine, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from openbell.markets.domain import (
+    AccountState,
+    Fill,
+    Lot,
+    Money,
+    Order,
+    Position,
+    Rejection,
+    Side,
+    check_currency,
+    check_decimal,
+    check_market,
+    check_utc,
+)
+from openbell.store.db import SQLITE_IMMEDIATE
+from openbell.store.postings import check_outcome, get_account, insert_order, row_id, stored_order
+from openbell.store.records import CycleStatus, NavSnapshot, RecordedOrder, SnapshotKind
+from openbell.store.snapshots import insert_snapshot, stored_snapshot
+from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, PositionRow
+
+
+def idempotency_key(cycle_id: int, seq: int) -> str:
+    """The key that makes recording order `seq` of cycle `cycle_id` happen at most once."""
+    return f"{cycle_id}:{seq}"
+
+
+def recent_buys_since(now: datetime) -> datetime:
+    """Start of the window whose buy fills `account_state` lists as `recent_buys`.
+
+    The window opens at 00:00 UTC of the day before `now`. Every US and A-share session lies
+    within one UTC day, so this always covers the current session (all T+1 needs) and the previous
+    calendar day; the execution rules decide which of the listed lots are still locked.
+    """
+    check_utc("now", now)
+    return datetime.combine(now.date() - timedelta(days=1), time(0), tzinfo=UTC)
+
+
+class Ledger:
+    """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{SQLITE_IMMEDIATE: True})
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        with Session(self._engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        with Session(self._writer, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    # -- agents and accounts ---------------------------------------------------------------
+
+    def ensure_agent(self, name: str, kind: str, now: datetime) -> int:
+        """The id of the agent called `name`, created (with `kind`) if it does not exist yet.
+
+        An existing agent keeps the kind it was created with.
+        """
+        check_utc("now", now)
+        if not name or name != name.strip():
+            raise ValueError(f"agent name must be non-empty and trimmed, got {name!r}")
+        found = self._agentrow_id(name)
+        if found is not None:
+            return found
+        try:
+            with self._write() as session:
+                row = AgentRow(name=name, kind=kind, created_at=now)
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            found = self._agentrow_id(name)
+            if found is None:
+                raise
+            return found
+
+    def _agentrow_id(self, name: str) -> int | None:
+        with self._read() as session:
+            return session.exec(select(AgentRow.id).where(AgentRow.name == name)).first()
+
+    def open_account(
+        self, agent_id: int, market: str, currency: str, initial_cash: Decimal, now: datetime
+    ) -> int:
+        """The id of `agent_id`'s account in `market`, opened with `initial_cash` if new.
+
+        Idempotent on (agent, market): an existing account is returned unchanged.
+        """
+        check_market(market)
+        check_currency(currency)
+        check_decimal("initial_cash", initial_cash)
+        check_utc("now", now)
+        found = self._accountrow_id(agent_id, market)
+        if found is not None:
+            return found
+        try:
+            with self._write() as session:
+                row = AccountRow(
+                    agent_id=agent_id,
+                    market=market,
+                    currency=currency,
+                    initial_cash=initial_cash,
+                    cash=initial_cash,
+                    paused=False,
+                    created_at=now,
+                )
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            found = self._accountrow_id(agent_id, market)
+            if found is None:
+                raise
+            return found
+
+    def _accountrow_id(self, agent_id: int, market: str) -> int | None:
+        with self._read() as session:
+            query = select(AccountRow.id).where(
+                AccountRow.agent_id == agent_id, AccountRow.market == market
+            )
+            return session.exec(query).first()
+
+    def account_state(self, account_id: int, now: datetime) -> AccountState:
+        """Cash (the stored balance) and open positions with buys since `recent_buys_since`."""
+        since = recent_buys_since(now)
+        with self._read() as session:
+            account = get_account(session, account_id)
+            rows = session.exec(
+                select(PositionRow)
+                .where(PositionRow.account_id == account_id)
+                .order_by(col(PositionRow.symbol))
+            ).all()
+            buys = session.exec(
+                select(FillRow)
+                .where(
+                    FillRow.account_id == account_id,
+                    FillRow.side == Side.BUY.value,
+                    col(FillRow.filled_at) >= since,
+                )
+                .order_by(col(FillRow.id))
+            ).all()
+        lots: dict[str, list[Lot]] = {}
+        for buy in buys:
+            lots.setdefault(buy.symbol, []).append(
+                Lot(quantity=buy.quantity, acquired_at=buy.filled_at)
+            )
+        positions = {
+            row.symbol: Position(
+                symbol=row.symbol,
+                quantity=row.quantity,
+                cost=row.cost,
+                recent_buys=tuple(lots.get(row.symbol, ())),
+            )
+            for row in rows
+            if row.quantity > 0
+        }
+        return AccountState(
+            market=account.market,
+            cash=Money(amount=account.cash, currency=account.currency),
+            positions=positions,
+        )
+
+    # -- cycles ----------------------------------------------------------------------------
+
+    def claim_cycle(
+        self,
+        account_id: int,
+        slot_at: datetime,
+        claimed_by: str,
+        lease_until: datetime,
+        now: datetime,
+    ) -> int | None:
+        """Claim the cycle of `account_id` at `slot_at`; its id, or None if someone else holds it.
+
+        The insert under the unique (account, slot) constraint decides the winner. A cycle still
+        `claimed` whose lease ended before `now` was abandoned: it is taken over (new holder and
+        lease, same id) so the caller can complete it; idempotency keys keep its orders single.
+        """
+        for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
+            check_utc(name, value)
+        try:
+            with self._write() as session:
+                row = CycleRow(
+                    account_id=account_id,
+                    slot_at=slot_at,
+                    status=CycleStatus.CLAIMED.value,
+                    claimed_by=claimed_by,
+                    lease_until=lease_until,
+                    started_at=now,
+                )
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            pass
+        with self._write() as session:
+            taken = session.execute(
+                update(CycleRow)
+                .where(
+                    col(CycleRow.account_id) == account_id,
+                    col(CycleRow.slot_at) == slot_at,
+                    col(CycleRow.status) == CycleStatus.CLAIMED.value,
+                    col(CycleRow.lease_until) < now,
+                )
+                .values(claimed_by=claimed_by, lease_until=lease_until)
+                .returning(col(CycleRow.id))
+            ).scalar_one_or_none()
+            if taken is None:
+                exists = session.exec(
+                    select(CycleRow.id).where(
+                        CycleRow.account_id == account_id, CycleRow.slot_at == slot_at
+                    )
+                ).first()
+                if exists is None:
+                    raise ValueError(f"cannot claim a cycle: no account {account_id}")
+            return taken
+
+    def finish_cycle(
+        self,
+        cycle_id: int,
+        status: CycleStatus,
+        now: datetime,
+        *,
+        error_class: str | None = None,
+        error_message: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Close a claimed cycle with a terminal `status` (and error or reason, when relevant).
+
+        Finishing it again with the same status changes nothing; a different status raises.
+        """
+        check_utc("now", now)
+        status = CycleStatus(status)
+        if status is CycleStatus.CLAIMED:
+            raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
+        with self._write() as session:
+            row = session.get(CycleRow, cycle_id, with_for_update=True)
+            if row is None:
+                raise ValueError(f"no cycle {cycle_id}")
+            if row.status == status.value:
+                return
+            if row.status != CycleStatus.CLAIMED.value:
+                raise ValueError(f"cycle {cycle_id} is already {row.status}, not {status.value}")
+            row.status = status.value
+            row.finished_at = now
+            row.error_class = error_class
+            row.error_message = error_message
+            row.reason = reason
+
+    # -- orders ----------------------------------------------------------------------------
+
+    def record_order(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        target_weight: Decimal | None = None,
+    ) -> RecordedOrder:
+        """Record order `seq` of a cycle with its outcome, in one transaction.
+
+        A fill also moves the account's cash by `fill.cash_delta` and updates the position
+        (quantity, average cost). If the idempotency key `"{cycle_id}:{seq}"` exists, the stored
+        outcome is returned (`created=False`) and nothing changes. Raises `ValueError` when the
+        outcome does not belong to the order or account, and `LedgerBreach` when a fill would
+        make cash or a holding negative.
+        """
+        key = idempotency_key(cycle_id, seq)
+        try:
+            with self._write() as session:
+                cycle = session.get(CycleRow, cycle_id)
+                if cycle is None:
+                    raise ValueError(f"no cycle {cycle_id}")
+                account = get_account(session, cycle.account_id, lock=True)
+                stored = stored_order(session, key)
+                if stored is not None:
+                    return stored
+                check_outcome(account, order, outcome)
+                return insert_order(
+                    session, account, cycle_id, seq, key, order, outcome, target_weight
+                )
+        except IntegrityError:
+            with self._read() as session:
+                stored = stored_order(session, key)
+            if stored is None:
+                raise
+            return stored
+
+    # -- NAV -------------------------------------------------------------------------------
+
+    def write_nav_snapshot(
+        self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
+    ) -> NavSnapshot:
+        """Write the account's NAV at `at`: cash plus every holding valued at its mark.
+
+        `marks` must price every symbol held (others are ignored). A snapshot already written for
+        (account, at, kind) is returned unchanged.
+        """
+        check_utc("at", at)
+        kind = SnapshotKind(kind)
+        try:
+            with self._write() as session:
+                account = get_account(session, account_id, lock=True)
+                stored = stored_snapshot(session, account_id, at, kind)
+                if stored is not None:
+                    return stored
+                return insert_snapshot(session, account, at, kind, marks)
+        except IntegrityError:
+            with self._read() as session:
+                stored = stored_snapshot(session, account_id, at, kind)
+            if stored is None:
+                raise
+            return stored

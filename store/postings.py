@@ -1,0 +1,197 @@
+"""How one order is written to the ledger: the order row, its fill, the cash and the position.
+
+These functions run inside the `Ledger`'s transaction (they take its open `Session`) and are
+internal to `openbell.store`. They also turn the stored rows back into domain values, so a retried
+order returns exactly the outcome recorded the first time.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from sqlmodel import Session, col, select
+
+from openbell.markets.domain import (
+    CURRENCY_PLACES,
+    Fill,
+    Order,
+    Rejection,
+    RejectReason,
+    Side,
+)
+from openbell.markets.errors import LedgerBreach
+from openbell.store.records import OrderStatus, RecordedOrder
+from openbell.store.tables import AccountRow, FillRow, OrderRow, PositionRow
+
+
+def row_id(value: int | None) -> int:
+    if value is None:
+        raise RuntimeError("the database did not assign an id")
+    return value
+
+
+def get_account(session: Session, account_id: int, *, lock: bool = False) -> AccountRow:
+    account = session.get(AccountRow, account_id, with_for_update=lock)
+    if account is None:
+        raise ValueError(f"no account {account_id}")
+    return account
+
+
+def check_outcome(account: AccountRow, order: Order, outcome: Fill | Rejection) -> None:
+    if order.instrument.market != account.market:
+        raise ValueError(
+            f"order for {order.instrument.symbol} ({order.instrument.market}) "
+            f"on account {account.id} in market {account.market}"
+        )
+    if not isinstance(outcome, Fill):
+        return
+    if (outcome.symbol, outcome.side) != (order.instrument.symbol, order.side):
+        raise ValueError(
+            f"fill {outcome.side} {outcome.symbol} does not match order "
+            f"{order.side} {order.instrument.symbol}"
+        )
+    if outcome.quantity > order.quantity:
+        raise ValueError(f"fill quantity {outcome.quantity} exceeds order {order.quantity}")
+    if outcome.currency != account.currency:
+        raise ValueError(f"fill in {outcome.currency} on a {account.currency} account")
+
+
+def insert_order(
+    session: Session,
+    account: AccountRow,
+    cycle_id: int,
+    seq: int,
+    key: str,
+    order: Order,
+    outcome: Fill | Rejection,
+    target_weight: Decimal | None,
+) -> RecordedOrder:
+    account_id = row_id(account.id)
+    rejected = isinstance(outcome, Rejection)
+    row = OrderRow(
+        cycle_id=cycle_id,
+        account_id=account_id,
+        seq=seq,
+        idempotency_key=key,
+        symbol=order.instrument.symbol,
+        side=order.side.value,
+        quantity=order.quantity,
+        target_weight=target_weight,
+        reason=order.reason,
+        confidence=order.confidence,
+        placed_at=order.placed_at,
+        status=(OrderStatus.REJECTED if rejected else OrderStatus.FILLED).value,
+        reject_reason=outcome.reason.value if isinstance(outcome, Rejection) else None,
+        reject_message=outcome.message if isinstance(outcome, Rejection) else None,
+        rejected_at=outcome.at if isinstance(outcome, Rejection) else None,
+    )
+    session.add(row)
+    session.flush()
+    order_id = row_id(row.id)
+    if isinstance(outcome, Rejection):
+        return RecordedOrder(order_id=order_id, idempotency_key=key, outcome=outcome, created=True)
+    cash = account.cash + outcome.cash_delta
+    if cash < 0:
+        raise LedgerBreach(
+            f"account {account_id}: fill {key} would leave cash at {cash} {account.currency}"
+        )
+    account.cash = cash
+    apply_to_position(session, account_id, outcome)
+    fill_row = FillRow(
+        order_id=order_id,
+        account_id=account_id,
+        idempotency_key=key,
+        symbol=outcome.symbol,
+        side=outcome.side.value,
+        quantity=outcome.quantity,
+        price=outcome.price,
+        notional=outcome.notional,
+        fees=outcome.fees,
+        currency=outcome.currency,
+        filled_at=outcome.filled_at,
+        price_source=outcome.price_source,
+    )
+    session.add(fill_row)
+    session.flush()
+    return RecordedOrder(
+        order_id=order_id,
+        idempotency_key=key,
+        outcome=outcome,
+        created=True,
+        fill_id=row_id(fill_row.id),
+    )
+
+
+def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
+    position = session.get(PositionRow, (account_id, fill.symbol), with_for_update=True)
+    held = position.quantity if position is not None else Decimal(0)
+    if fill.side is Side.BUY:
+        if position is None:
+            position = PositionRow(
+                account_id=account_id,
+                symbol=fill.symbol,
+                quantity=Decimal(0),
+                cost=Decimal(0),
+                updated_at=fill.filled_at,
+            )
+            session.add(position)
+        position.quantity = held + fill.quantity
+        position.cost += fill.notional + fill.fees
+        position.updated_at = fill.filled_at
+        return
+    if position is None or fill.quantity > held:
+        raise LedgerBreach(
+            f"account {account_id}: selling {fill.quantity} {fill.symbol} but holding {held}"
+        )
+    if fill.quantity == held:
+        session.delete(position)
+        return
+    places = Decimal(1).scaleb(-CURRENCY_PLACES[fill.currency])
+    sold_cost = (position.cost * fill.quantity / held).quantize(places, ROUND_HALF_EVEN)
+    position.quantity = held - fill.quantity
+    position.cost -= sold_cost
+    position.updated_at = fill.filled_at
+
+
+def stored_order(session: Session, key: str) -> RecordedOrder | None:
+    row = session.exec(select(OrderRow).where(OrderRow.idempotency_key == key)).first()
+    if row is None:
+        return None
+    order_id = row_id(row.id)
+    if row.status == OrderStatus.REJECTED.value:
+        if row.reject_reason is None:
+            raise LedgerBreach(f"order {order_id} ({key}) is rejected without a reason")
+        rejection = Rejection(
+            reason=RejectReason(row.reject_reason),
+            message=row.reject_message or "",
+            at=row.rejected_at or row.placed_at,
+        )
+        return RecordedOrder(
+            order_id=order_id, idempotency_key=key, outcome=rejection, created=False
+        )
+    fill = session.exec(
+        select(FillRow).where(FillRow.order_id == order_id).order_by(col(FillRow.id))
+    ).first()
+    if fill is None:
+        raise LedgerBreach(f"order {order_id} ({key}) is marked filled but has no fill")
+    return RecordedOrder(
+        order_id=order_id,
+        idempotency_key=key,
+        outcome=to_fill(fill),
+        created=False,
+        fill_id=fill.id,
+    )
+
+
+def to_fill(row: FillRow) -> Fill:
+    return Fill(
+        symbol=row.symbol,
+        side=Side(row.side),
+        quantity=row.quantity,
+        price=row.price,
+        notional=row.notional,
+        fees=row.fees,
+        currency=row.currency,
+        filled_at=row.filled_at,
+        price_source=row.price_source,
+    )

@@ -1,0 +1,238 @@
+"""The SQLModel tables of the ledger and its caches; their table names are a contract.
+
+Rows stay inside `openbell.store`: the ledger converts them to domain values at its edge. Every
+money and quantity column is `ExactDecimal` and every datetime `UtcDateTime` (a test walks the
+metadata and fails on anything else). Orders and fills are append-only; `account.cash` and
+`position` are running balances that `openbell ledger verify` recomputes from the fills. Enumerated
+strings are guarded by CHECK constraints. Constraint names follow `NAMING_CONVENTION`, so future
+migrations (and SQLite batch migrations) can address them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import CheckConstraint, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from openbell.store.types import ExactDecimal, UtcDateTime
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+SQLModel.metadata.naming_convention = NAMING_CONVENTION
+
+_CYCLE_STATUSES = "'claimed', 'done', 'failed', 'skipped', 'interrupted', 'missed'"
+
+
+def _in(column: str, values: str, name: str) -> CheckConstraint:
+    return CheckConstraint(f"{column} IN ({values})", name=name)
+
+
+class AgentRow(SQLModel, table=True):
+    """A competitor: an LLM agent or a baseline, known by its unique name."""
+
+    __tablename__ = "agent"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    kind: str
+    created_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class AccountRow(SQLModel, table=True):
+    """One agent enrolled in one market, with its own cash in the market's currency."""
+
+    __tablename__ = "account"
+    __table_args__ = (
+        UniqueConstraint("agent_id", "market"),
+        _in("market", "'us', 'cn', 'crypto'", "market"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    agent_id: int = Field(foreign_key="agent.id")
+    market: str
+    currency: str
+    initial_cash: Decimal = Field(sa_type=ExactDecimal)
+    cash: Decimal = Field(sa_type=ExactDecimal)
+    paused: bool = False
+    created_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class CycleRow(SQLModel, table=True):
+    """One decision cycle of an account at a slot; the unique (account, slot) insert claims it."""
+
+    __tablename__ = "cycle"
+    __table_args__ = (
+        UniqueConstraint("account_id", "slot_at"),
+        _in("status", _CYCLE_STATUSES, "status"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    slot_at: datetime = Field(sa_type=UtcDateTime)
+    status: str
+    claimed_by: str
+    lease_until: datetime = Field(sa_type=UtcDateTime)
+    started_at: datetime = Field(sa_type=UtcDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    error_class: str | None = None
+    error_message: str | None = Field(default=None, sa_type=Text)
+    reason: str | None = Field(default=None, sa_type=Text)
+
+
+class OrderRow(SQLModel, table=True):
+    """An order an agent placed in a cycle, with its outcome (append-only)."""
+
+    __tablename__ = "order"
+    __table_args__ = (
+        UniqueConstraint("cycle_id", "seq"),
+        _in("side", "'buy', 'sell'", "side"),
+        _in("status", "'filled', 'rejected'", "status"),
+        CheckConstraint(
+            "(status = 'rejected') = (reject_reason IS NOT NULL)", name="reject_reason"
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    account_id: int = Field(foreign_key="account.id", index=True)
+    seq: int
+    idempotency_key: str = Field(unique=True)
+    symbol: str
+    side: str
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    target_weight: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    reason: str = Field(default="", sa_type=Text)
+    confidence: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    placed_at: datetime = Field(sa_type=UtcDateTime)
+    status: str
+    reject_reason: str | None = None
+    reject_message: str | None = Field(default=None, sa_type=Text)
+    rejected_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class FillRow(SQLModel, table=True):
+    """An executed order (append-only). Cash and positions are sums over these rows."""
+
+    __tablename__ = "fill"
+    __table_args__ = (
+        Index("ix_fill_account_id_filled_at", "account_id", "filled_at"),
+        _in("side", "'buy', 'sell'", "side"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: int = Field(foreign_key="order.id", index=True)
+    account_id: int = Field(foreign_key="account.id")
+    idempotency_key: str = Field(unique=True)
+    symbol: str
+    side: str
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    price: Decimal = Field(sa_type=ExactDecimal)
+    notional: Decimal = Field(sa_type=ExactDecimal)
+    fees: Decimal = Field(sa_type=ExactDecimal)
+    currency: str
+    filled_at: datetime = Field(sa_type=UtcDateTime)
+    price_source: str
+
+
+class PositionRow(SQLModel, table=True):
+    """The running holding of one symbol in one account; deleted when it reaches zero."""
+
+    __tablename__ = "position"
+
+    account_id: int = Field(foreign_key="account.id", primary_key=True)
+    symbol: str = Field(primary_key=True)
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    cost: Decimal = Field(sa_type=ExactDecimal)
+    updated_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class NavSnapshotRow(SQLModel, table=True):
+    """An account's NAV at an instant, computed from the ledger at its marks."""
+
+    __tablename__ = "nav_snapshot"
+    __table_args__ = (
+        UniqueConstraint("account_id", "at", "kind"),
+        _in("kind", "'slot', 'close'", "kind"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    at: datetime = Field(sa_type=UtcDateTime)
+    kind: str
+    cash: Decimal = Field(sa_type=ExactDecimal)
+    positions_value: Decimal = Field(sa_type=ExactDecimal)
+    nav: Decimal = Field(sa_type=ExactDecimal)
+    last_fill_id: int | None = None
+
+
+class NavMarkRow(SQLModel, table=True):
+    """One holding valued in a NAV snapshot."""
+
+    __tablename__ = "nav_mark"
+
+    snapshot_id: int = Field(foreign_key="nav_snapshot.id", primary_key=True)
+    symbol: str = Field(primary_key=True)
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    price: Decimal = Field(sa_type=ExactDecimal)
+    value: Decimal = Field(sa_type=ExactDecimal)
+
+
+class TraceRow(SQLModel, table=True):
+    """One model message or tool call of a cycle, in order."""
+
+    __tablename__ = "trace"
+    __table_args__ = (UniqueConstraint("cycle_id", "seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    seq: int
+    role: str
+    content: str | None = Field(default=None, sa_type=Text)
+    tool: str | None = None
+    arguments: str | None = Field(default=None, sa_type=Text)
+    result: str | None = Field(default=None, sa_type=Text)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: int | None = None
+    at: datetime = Field(sa_type=UtcDateTime)
+
+
+class BarRow(SQLModel, table=True):
+    """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed."""
+
+    __tablename__ = "bar"
+
+    symbol: str = Field(primary_key=True)
+    interval: str = Field(primary_key=True)
+    start_at: datetime = Field(sa_type=UtcDateTime, primary_key=True)
+    end_at: datetime = Field(sa_type=UtcDateTime)
+    open: Decimal = Field(sa_type=ExactDecimal)
+    high: Decimal = Field(sa_type=ExactDecimal)
+    low: Decimal = Field(sa_type=ExactDecimal)
+    close: Decimal = Field(sa_type=ExactDecimal)
+    volume: Decimal = Field(sa_type=ExactDecimal)
+    source: str
+    fetched_at: datetime = Field(sa_type=UtcDateTime)
+    is_final: bool
+
+
+class NewsRow(SQLModel, table=True):
+    """A cached news item, observable from `published_at`."""
+
+    __tablename__ = "news"
+    __table_args__ = (Index("ix_news_symbol_published_at", "symbol", "published_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    symbol: str | None = None
+    published_at: datetime = Field(sa_type=UtcDateTime)
+    title: str = Field(sa_type=Text)
+    url: str | None = Field(default=None, sa_type=Text)
+    source: str
+    fetched_at: datetime = Field(sa_type=UtcDateTime)

@@ -1,0 +1,91 @@
+"""Column types that keep money, quantities and instants exact on both SQLite and Postgres.
+
+`ExactDecimal` stores a `Decimal` without loss: as canonical text on SQLite (whose `NUMERIC`
+affinity silently goes through a float) and as unconstrained `NUMERIC` on Postgres. It refuses
+floats, so a vendor float can never reach the ledger unconverted. `UtcDateTime` stores an aware
+instant and always loads it back aware, in UTC; naive datetimes are refused on the way in.
+Every money, quantity and datetime column of the store uses one of these two types.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import DateTime, Dialect, Numeric, Text
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+
+class ExactDecimal(TypeDecorator[Decimal]):
+    """A `Decimal` column stored exactly: TEXT on SQLite, unconstrained NUMERIC on Postgres.
+
+    Binding a float (or a bool) raises `TypeError`; an int is accepted as an exact value; a
+    non-finite Decimal raises `ValueError`. Values are compared and summed in Python, never in
+    SQL: on SQLite the column is text, so SQL arithmetic or ordering on it would be wrong.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(Numeric(asdecimal=True))
+        return dialect.type_descriptor(Text())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, Decimal | int):
+            raise TypeError(
+                f"ExactDecimal takes a Decimal (or int), got {type(value).__name__} {value!r}; "
+                "convert vendor floats with Decimal(str(x)) at the adapter"
+            )
+        exact = Decimal(value)
+        if not exact.is_finite():
+            raise ValueError(f"ExactDecimal refuses the non-finite value {exact}")
+        if dialect.name == "postgresql":
+            return exact
+        return str(exact)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if isinstance(value, Decimal):
+            return value
+        if isinstance(value, str):
+            return Decimal(value)
+        raise TypeError(f"ExactDecimal column held a {type(value).__name__}: {value!r}")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """An aware datetime column that always loads as UTC.
+
+    Postgres stores `timestamp with time zone`; SQLite stores the UTC wall time as fixed-width text
+    (so SQL comparisons between two UtcDateTime values stay correct). A naive datetime is refused
+    with `ValueError`; an aware one in another zone is converted to UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"UtcDateTime takes a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"UtcDateTime refuses the naive datetime {value.isoformat()}")
+        instant = value.astimezone(UTC)
+        if dialect.name == "postgresql":
+            return instant
+        return instant.replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"UtcDateTime column held a {type(value).__name__}: {value!r}")
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)

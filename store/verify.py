@@ -1,0 +1,425 @@
+"""Checking the ledger invariants of DESIGN §5; `openbell ledger verify` prints this report.
+
+`verify_ledger` recomputes every account from its append-only fills and compares, exactly (as
+`Decimal`), with what the ledger stores: the running cash balance, the position rows (both ways),
+the fills' links to their orders and cycles, one fill per order matching it, each fill's notional,
+and every NAV snapshot at its marks. It reads the whole ledger into memory, which is fine for
+paper-trading volumes (millions of fills would want a per-account pass). A breach names the
+account, the invariant and the expected and actual amounts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from openbell.markets.domain import Side
+from openbell.markets.execution import round_money
+from openbell.store.records import OrderStatus
+from openbell.store.tables import (
+    AccountRow,
+    AgentRow,
+    CycleRow,
+    FillRow,
+    NavMarkRow,
+    NavSnapshotRow,
+    OrderRow,
+    PositionRow,
+)
+
+CASH_BALANCE = "cash_balance"
+NEGATIVE_CASH = "negative_cash"
+POSITION_QUANTITY = "position_quantity"
+NEGATIVE_QUANTITY = "negative_quantity"
+FILL_ORDER_LINK = "fill_order_link"
+ORDER_CYCLE_LINK = "order_cycle_link"
+ONE_FILL_PER_ORDER = "one_fill_per_order"
+FILL_MATCHES_ORDER = "fill_matches_order"
+FILL_NOTIONAL = "fill_notional"
+FILL_CURRENCY = "fill_currency"
+NAV_SNAPSHOT = "nav_snapshot"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Breach:
+    """One broken invariant of one account, with the amount expected and the amount found."""
+
+    account_id: int
+    agent_name: str
+    market: str
+    invariant: str
+    expected: Decimal | None
+    actual: Decimal | None
+    detail: str
+
+    def line(self) -> str:
+        """One human-readable line: account, invariant, amounts and detail."""
+        return (
+            f"account {self.account_id} ({self.agent_name}/{self.market}) {self.invariant}: "
+            f"expected {self.expected}, actual {self.actual}: {self.detail}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyReport:
+    """The result of `verify_ledger`: counts of what was checked and every breach found."""
+
+    accounts: int
+    fills: int
+    snapshots: int
+    breaches: list[Breach] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no invariant is broken."""
+        return not self.breaches
+
+    def summary(self) -> str:
+        """One line, e.g. `ledger ok: 3 accounts, 1000 fills, 12 snapshots`."""
+        counts = f"{self.accounts} accounts, {self.fills} fills, {self.snapshots} snapshots"
+        if self.ok:
+            return f"ledger ok: {counts}"
+        broken = len({breach.account_id for breach in self.breaches})
+        return f"ledger BREACHED: {len(self.breaches)} breaches in {broken} accounts ({counts})"
+
+    def lines(self) -> list[str]:
+        """One line per breach."""
+        return [breach.line() for breach in self.breaches]
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """Every row the checks read, keyed by id or grouped by account (fills in id order)."""
+
+    accounts: dict[int, AccountRow]
+    agent_names: dict[int, str]
+    cycles: dict[int, CycleRow]
+    orders: dict[int, OrderRow]
+    fills: dict[int, list[FillRow]]
+    positions: dict[int, list[PositionRow]]
+    snapshots: dict[int, list[NavSnapshotRow]]
+    marks: dict[int, list[NavMarkRow]]
+
+
+class _Collector:
+    """Collects breaches, naming each account's agent and market."""
+
+    def __init__(self, ledger: _Ledger) -> None:
+        self._ledger = ledger
+        self.breaches: list[Breach] = []
+
+    def add(
+        self,
+        account_id: int,
+        invariant: str,
+        expected: Decimal | None,
+        actual: Decimal | None,
+        detail: str,
+    ) -> None:
+        account = self._ledger.accounts.get(account_id)
+        self.breaches.append(
+            Breach(
+                account_id=account_id,
+                agent_name=self._ledger.agent_names.get(account.agent_id, "?") if account else "?",
+                market=account.market if account else "?",
+                invariant=invariant,
+                expected=expected,
+                actual=actual,
+                detail=detail,
+            )
+        )
+
+
+def verify_ledger(engine: Engine) -> VerifyReport:
+    """Check every ledger invariant on the database behind `engine`."""
+    ledger = _load(engine)
+    out = _Collector(ledger)
+    for account_id, account in sorted(ledger.accounts.items()):
+        fills = ledger.fills.get(account_id, [])
+        _check_balances(account, fills, ledger.positions.get(account_id, []), out)
+        _check_fills(account, fills, ledger, out)
+        for snapshot in ledger.snapshots.get(account_id, []):
+            marks = ledger.marks.get(_id(snapshot.id), [])
+            _check_snapshot(account, snapshot, fills, marks, out)
+    _check_orders(ledger, out)
+    return VerifyReport(
+        accounts=len(ledger.accounts),
+        fills=sum(len(fills) for fills in ledger.fills.values()),
+        snapshots=sum(len(snapshots) for snapshots in ledger.snapshots.values()),
+        breaches=out.breaches,
+    )
+
+
+def _id(value: int | None) -> int:
+    return value if value is not None else -1
+
+
+def _load(engine: Engine) -> _Ledger:
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        accounts = {_id(row.id): row for row in session.exec(select(AccountRow))}
+        agents = {_id(row.id): row.name for row in session.exec(select(AgentRow))}
+        cycles = {_id(row.id): row for row in session.exec(select(CycleRow))}
+        orders = {_id(row.id): row for row in session.exec(select(OrderRow))}
+        fills: dict[int, list[FillRow]] = defaultdict(list)
+        for fill in session.exec(select(FillRow).order_by(col(FillRow.id))):
+            fills[fill.account_id].append(fill)
+        positions: dict[int, list[PositionRow]] = defaultdict(list)
+        for position in session.exec(select(PositionRow)):
+            positions[position.account_id].append(position)
+        snapshots: dict[int, list[NavSnapshotRow]] = defaultdict(list)
+        for snapshot in session.exec(select(NavSnapshotRow).order_by(col(NavSnapshotRow.id))):
+            snapshots[snapshot.account_id].append(snapshot)
+        marks: dict[int, list[NavMarkRow]] = defaultdict(list)
+        for mark in session.exec(select(NavMarkRow)):
+            marks[mark.snapshot_id].append(mark)
+    return _Ledger(accounts, agents, cycles, orders, fills, positions, snapshots, marks)
+
+
+def _cash_delta(fill: FillRow) -> Decimal:
+    if fill.side == Side.BUY.value:
+        return -(fill.notional + fill.fees)
+    return fill.notional - fill.fees
+
+
+def _quantity_delta(fill: FillRow) -> Decimal:
+    return fill.quantity if fill.side == Side.BUY.value else -fill.quantity
+
+
+def _replay(fills: Sequence[FillRow], initial_cash: Decimal) -> tuple[Decimal, dict[str, Decimal]]:
+    """Cash and non-zero holdings after `fills`, recomputed from nothing but the fills."""
+    cash = initial_cash
+    held: dict[str, Decimal] = defaultdict(Decimal)
+    for fill in fills:
+        cash += _cash_delta(fill)
+        held[fill.symbol] += _quantity_delta(fill)
+    return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}
+
+
+def _check_balances(
+    account: AccountRow, fills: Sequence[FillRow], positions: Sequence[PositionRow], out: _Collector
+) -> None:
+    account_id = _id(account.id)
+    _check_never_negative(account, fills, out)
+    expected_cash, expected_held = _replay(fills, account.initial_cash)
+    if account.cash != expected_cash:
+        out.add(
+            account_id,
+            CASH_BALANCE,
+            expected_cash,
+            account.cash,
+            f"initial {account.initial_cash} + sells - buys - fees over {len(fills)} fills is "
+            f"{expected_cash}, stored cash is {account.cash} {account.currency}",
+        )
+    if account.cash < 0:
+        out.add(account_id, NEGATIVE_CASH, Decimal(0), account.cash, "stored cash is negative")
+    stored = {row.symbol: row.quantity for row in positions}
+    for symbol in sorted(set(stored) | set(expected_held)):
+        expected = expected_held.get(symbol, Decimal(0))
+        actual = stored.get(symbol, Decimal(0))
+        if expected != actual:
+            out.add(
+                account_id,
+                POSITION_QUANTITY,
+                expected,
+                actual,
+                f"{symbol}: sum of fills is {expected}, position row holds {actual}",
+            )
+        if actual < 0:
+            out.add(account_id, NEGATIVE_QUANTITY, Decimal(0), actual, f"{symbol} position row")
+
+
+def _check_never_negative(account: AccountRow, fills: Sequence[FillRow], out: _Collector) -> None:
+    """Cash and every holding stay non-negative after each fill, in the order they were made."""
+    account_id = _id(account.id)
+    cash = account.initial_cash
+    held: dict[str, Decimal] = defaultdict(Decimal)
+    cash_reported = False
+    reported: set[str] = set()
+    for fill in fills:
+        cash += _cash_delta(fill)
+        held[fill.symbol] += _quantity_delta(fill)
+        if cash < 0 and not cash_reported:
+            cash_reported = True
+            out.add(account_id, NEGATIVE_CASH, Decimal(0), cash, f"cash after fill {fill.id}")
+        if held[fill.symbol] < 0 and fill.symbol not in reported:
+            reported.add(fill.symbol)
+            out.add(
+                account_id,
+                NEGATIVE_QUANTITY,
+                Decimal(0),
+                held[fill.symbol],
+                f"{fill.symbol} after fill {fill.id}",
+            )
+
+
+def _check_fills(
+    account: AccountRow, fills: Sequence[FillRow], ledger: _Ledger, out: _Collector
+) -> None:
+    account_id = _id(account.id)
+    by_order: dict[int, list[int]] = defaultdict(list)
+    for fill in fills:
+        by_order[fill.order_id].append(_id(fill.id))
+        _check_fill_link(account_id, fill, ledger, out)
+        order = ledger.orders.get(fill.order_id)
+        if order is not None:
+            _check_fill_matches(account_id, fill, order, out)
+        expected = round_money(fill.quantity * fill.price, account.currency)
+        if fill.notional != expected:
+            out.add(
+                account_id,
+                FILL_NOTIONAL,
+                expected,
+                fill.notional,
+                f"fill {fill.id}: {fill.quantity} x {fill.price} rounded to "
+                f"{account.currency} places",
+            )
+        if fill.currency != account.currency:
+            out.add(
+                account_id,
+                FILL_CURRENCY,
+                None,
+                None,
+                f"fill {fill.id} is in {fill.currency} on a {account.currency} account",
+            )
+    for order_id, fill_ids in sorted(by_order.items()):
+        if len(fill_ids) > 1:
+            out.add(
+                account_id,
+                ONE_FILL_PER_ORDER,
+                Decimal(1),
+                Decimal(len(fill_ids)),
+                f"order {order_id} has fills {', '.join(map(str, fill_ids))}",
+            )
+
+
+def _check_fill_link(account_id: int, fill: FillRow, ledger: _Ledger, out: _Collector) -> None:
+    order = ledger.orders.get(fill.order_id)
+    if order is None:
+        problem = f"fill {fill.id} names order {fill.order_id}, which does not exist"
+    elif order.account_id != account_id:
+        problem = f"fill {fill.id} belongs to order {order.id} of account {order.account_id}"
+    else:
+        cycle = ledger.cycles.get(order.cycle_id)
+        if cycle is None:
+            problem = f"fill {fill.id}: order {order.id} names missing cycle {order.cycle_id}"
+        elif cycle.account_id != account_id:
+            problem = (
+                f"fill {fill.id}: order {order.id} belongs to cycle {cycle.id} "
+                f"of account {cycle.account_id}"
+            )
+        else:
+            return
+    out.add(account_id, FILL_ORDER_LINK, None, None, problem)
+
+
+def _check_fill_matches(account_id: int, fill: FillRow, order: OrderRow, out: _Collector) -> None:
+    if (fill.symbol, fill.side) != (order.symbol, order.side):
+        out.add(
+            account_id,
+            FILL_MATCHES_ORDER,
+            None,
+            None,
+            f"fill {fill.id} is {fill.side} {fill.symbol}, "
+            f"order {order.id} is {order.side} {order.symbol}",
+        )
+    if fill.quantity > order.quantity:
+        out.add(
+            account_id,
+            FILL_MATCHES_ORDER,
+            order.quantity,
+            fill.quantity,
+            f"fill {fill.id} quantity exceeds order {order.id}",
+        )
+    if order.status != OrderStatus.FILLED.value:
+        out.add(
+            account_id,
+            FILL_MATCHES_ORDER,
+            None,
+            None,
+            f"fill {fill.id} belongs to order {order.id}, which is {order.status}",
+        )
+
+
+def _check_orders(ledger: _Ledger, out: _Collector) -> None:
+    filled_orders = {fill.order_id for fills in ledger.fills.values() for fill in fills}
+    for order_id, order in sorted(ledger.orders.items()):
+        cycle = ledger.cycles.get(order.cycle_id)
+        if cycle is None or cycle.account_id != order.account_id:
+            owner = "missing" if cycle is None else f"of account {cycle.account_id}"
+            out.add(
+                order.account_id,
+                ORDER_CYCLE_LINK,
+                None,
+                None,
+                f"order {order_id} names cycle {order.cycle_id} ({owner})",
+            )
+        if order.status == OrderStatus.FILLED.value and order_id not in filled_orders:
+            out.add(
+                order.account_id,
+                ONE_FILL_PER_ORDER,
+                Decimal(1),
+                Decimal(0),
+                f"order {order_id} is marked filled but has no fill",
+            )
+
+
+def _check_snapshot(
+    account: AccountRow,
+    snapshot: NavSnapshotRow,
+    fills: Sequence[FillRow],
+    marks: Sequence[NavMarkRow],
+    out: _Collector,
+) -> None:
+    account_id = _id(account.id)
+    last = snapshot.last_fill_id
+    included = [fill for fill in fills if last is not None and _id(fill.id) <= last]
+    cash, held = _replay(included, account.initial_cash)
+    where = f"snapshot {snapshot.id} ({snapshot.kind} at {snapshot.at.isoformat()})"
+    if snapshot.cash != cash:
+        out.add(
+            account_id,
+            NAV_SNAPSHOT,
+            cash,
+            snapshot.cash,
+            f"{where}: cash from fills up to {last}",
+        )
+    by_symbol = {mark.symbol: mark for mark in marks}
+    for symbol in sorted(set(held) | set(by_symbol)):
+        mark = by_symbol.get(symbol)
+        expected = held.get(symbol, Decimal(0))
+        if mark is None:
+            out.add(account_id, NAV_SNAPSHOT, expected, None, f"{where}: no mark for {symbol}")
+        elif mark.quantity != expected:
+            out.add(
+                account_id, NAV_SNAPSHOT, expected, mark.quantity, f"{where}: {symbol} quantity"
+            )
+        elif mark.value != mark.quantity * mark.price:
+            out.add(
+                account_id,
+                NAV_SNAPSHOT,
+                mark.quantity * mark.price,
+                mark.value,
+                f"{where}: {symbol} value at {mark.price}",
+            )
+    positions_value = sum((mark.value for mark in marks), Decimal(0))
+    if snapshot.positions_value != positions_value:
+        out.add(
+            account_id,
+            NAV_SNAPSHOT,
+            positions_value,
+            snapshot.positions_value,
+            f"{where}: positions value is the sum of its marks",
+        )
+    if snapshot.nav != snapshot.cash + snapshot.positions_value:
+        out.add(
+            account_id,
+            NAV_SNAPSHOT,
+            snapshot.cash + snapshot.positions_value,
+            snapshot.nav,
+            f"{where}: nav = cash + positions value",
+        )

@@ -1,0 +1,86 @@
+"""Builders with defaults for the store tests: instruments, orders, fills, and table dumps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from sqlalchemy import Engine, delete, select
+from sqlmodel import SQLModel
+
+import openbell.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from openbell.markets.domain import CURRENCY_PLACES, Fill, Instrument, Order, Side, utc
+
+NOW = utc(2025, 10, 1, 14, 30)
+
+INSTRUMENTS: dict[str, tuple[Instrument, ...]] = {
+    "us": tuple(
+        Instrument(symbol=s, market="us", currency="USD") for s in ("AAPL", "MSFT", "NVDA")
+    ),
+    "cn": tuple(
+        Instrument(symbol=s, market="cn", currency="CNY")
+        for s in ("600519.SH", "601318.SH", "600036.SH")
+    ),
+    "crypto": tuple(
+        Instrument(symbol=s, market="crypto", currency="USDT")
+        for s in ("BTC/USDT", "ETH/USDT", "SOL/USDT")
+    ),
+}
+CURRENCY = {"us": "USD", "cn": "CNY", "crypto": "USDT"}
+
+
+def make_order(**overrides: Any) -> Order:
+    """A 10-share AAPL buy placed at NOW, unless overridden."""
+    order = Order(
+        instrument=INSTRUMENTS["us"][0],
+        side=Side.BUY,
+        quantity=Decimal(10),
+        placed_at=NOW,
+        reason="test",
+        confidence=Decimal("0.6"),
+    )
+    return replace(order, **overrides)
+
+
+def fill_for(
+    order: Order,
+    price: Decimal,
+    *,
+    fees: Decimal = Decimal(0),
+    at: datetime | None = None,
+    quantity: Decimal | None = None,
+) -> Fill:
+    """The fill of `order` at `price`, with the notional rounded as execution rounds it."""
+    amount = order.quantity if quantity is None else quantity
+    currency = order.instrument.currency
+    places = Decimal(1).scaleb(-CURRENCY_PLACES[currency])
+    return Fill(
+        symbol=order.instrument.symbol,
+        side=order.side,
+        quantity=amount,
+        price=price,
+        notional=(amount * price).quantize(places, rounding=ROUND_HALF_UP),
+        fees=fees,
+        currency=currency,
+        filled_at=at or order.placed_at,
+        price_source="quote",
+    )
+
+
+def dump_tables(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every store table, in primary-key order, as exact Python values."""
+    dump: dict[str, list[tuple[Any, ...]]] = {}
+    with engine.connect() as connection:
+        for table in SQLModel.metadata.sorted_tables:
+            query = select(table).order_by(*table.primary_key.columns)
+            dump[table.name] = [tuple(row) for row in connection.execute(query)]
+    return dump
+
+
+def clear_tables(engine: Engine) -> None:
+    """Delete every row of every store table (children first)."""
+    with engine.begin() as connection:
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            connection.execute(delete(table))

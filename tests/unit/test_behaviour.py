@@ -1,0 +1,136 @@
+"""Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from openbell.ops.behaviour import (
+    CycleActivity,
+    Forecast,
+    brier_score,
+    cash_ratio,
+    expected_calibration_error,
+    hhi,
+    no_trade_share,
+    rejection_rate,
+    trade_count,
+    turnover,
+)
+
+
+def D(value: str) -> Decimal:
+    return Decimal(value)
+
+
+def test_turnover_is_traded_notional_over_average_nav() -> None:
+    # Traded 1000 + 500 + 250.50 = 1750.50; average NAV (10000 + 10200 + 9800) / 3 = 10000.
+    notionals = [D("1000"), D("500"), D("250.50")]
+    assert turnover(notionals, [D("10000"), D("10200"), D("9800")]) == 0.17505
+
+
+def test_turnover_edges() -> None:
+    assert turnover([], [D("10000")]) == 0.0
+    assert turnover([D("100")], []) is None
+    assert turnover([D("100")], [D("0"), D("0")]) is None
+    with pytest.raises(ValueError, match="negative"):
+        turnover([D("-100")], [D("10000")])
+
+
+def test_hhi_of_position_weights() -> None:
+    # Weights 0.5, 0.3, 0.2: 0.25 + 0.09 + 0.04 = 0.38.
+    assert hhi([D("5000"), D("3000"), D("2000")]) == 0.38
+    # Four equal positions: 4 * 0.25 ** 2 = 0.25 (the 1/n floor); one position: 1.0.
+    assert hhi([D("25.10")] * 4) == 0.25
+    assert hhi([D("7")]) == 1.0
+    assert hhi([]) is None
+    assert hhi([D("0")]) is None
+
+
+def test_cash_ratio() -> None:
+    assert cash_ratio(D("2500"), D("10000")) == 0.25
+    assert cash_ratio(D("0"), D("10000")) == 0.0
+    assert cash_ratio(D("0"), D("0")) is None
+
+
+CYCLES = [
+    CycleActivity(orders=3, rejections=1, fills=2),
+    CycleActivity(orders=0, rejections=0, fills=0),
+    CycleActivity(orders=2, rejections=2, fills=0),
+    CycleActivity(orders=1, rejections=0, fills=1),
+]
+
+
+def test_cycle_activity() -> None:
+    assert trade_count(CYCLES) == 3
+    # Cycles 2 and 3 of 4 made no fill.
+    assert no_trade_share(CYCLES) == 0.5
+    # 3 rejections of 6 orders.
+    assert rejection_rate(CYCLES) == 0.5
+
+
+def test_cycle_activity_edges() -> None:
+    assert trade_count([]) == 0
+    assert no_trade_share([]) is None
+    assert rejection_rate([CycleActivity(orders=0, rejections=0, fills=0)]) is None
+    with pytest.raises(ValueError, match="exceed"):
+        CycleActivity(orders=1, rejections=2, fills=0)
+    with pytest.raises(ValueError, match="negative"):
+        CycleActivity(orders=1, rejections=0, fills=-1)
+
+
+def f(confidence: float, outcome: bool) -> Forecast:
+    return Forecast(confidence=confidence, outcome=outcome)
+
+
+# Bin 9: four at 0.9, three true (gap |0.9 - 0.75| = 0.15); bin 5: two at 0.55, one true
+# (gap 0.05); bin 2: four at 0.2, one true (gap 0.05). ECE = (4 * 0.15 + 2 * 0.05 + 4 * 0.05) / 10
+# = 0.09. Brier = (3 * 0.01 + 0.81 + 0.2025 + 0.3025 + 3 * 0.04 + 0.64) / 10 = 0.2105.
+FORECASTS = [
+    *(f(0.9, True) for _ in range(3)),
+    f(0.9, False),
+    f(0.55, True),
+    f(0.55, False),
+    *(f(0.2, False) for _ in range(3)),
+    f(0.2, True),
+]
+
+
+def test_ece_hand_value() -> None:
+    assert expected_calibration_error(FORECASTS) == pytest.approx(0.09, rel=1e-12)
+
+
+def test_brier_hand_value() -> None:
+    assert brier_score(FORECASTS) == pytest.approx(0.2105, rel=1e-12)
+
+
+def test_ece_bins_are_half_open() -> None:
+    # 0.3 opens bin 3 and 0.25 sits in bin 2: gaps 0.3 and 0.75, ECE (0.3 + 0.75) / 2 = 0.525.
+    # Were they binned together: |0.275 - 0.5| = 0.225.
+    assert expected_calibration_error([f(0.3, False), f(0.25, True)]) == pytest.approx(0.525)
+    # 1.0 belongs to the last bin, 0.0 to the first: both perfectly calibrated.
+    assert expected_calibration_error([f(1.0, True), f(0.0, False)]) == 0.0
+
+
+def test_ece_with_other_bin_counts() -> None:
+    # One bin: |mean confidence 0.6 - share true 0.5| = 0.1.
+    forecasts = [f(0.9, True), f(0.3, False)]
+    assert expected_calibration_error(forecasts, bins=1) == pytest.approx(0.1)
+    # Two bins: |0.9 - 1| and |0.3 - 0|, each weighted one half: 0.2.
+    assert expected_calibration_error(forecasts, bins=2) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="bins"):
+        expected_calibration_error(forecasts, bins=0)
+
+
+def test_calibration_edges() -> None:
+    assert expected_calibration_error([]) is None
+    assert brier_score([]) is None
+    assert brier_score([f(0.5, True), f(0.5, False)]) == 0.25
+    assert brier_score([f(1.0, False)]) == 1.0
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        f(1.2, True)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        f(float("nan"), True)
+    with pytest.raises(TypeError, match="bool"):
+        Forecast(confidence=0.5, outcome=1)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Domain types shared by every layer: instruments, money, bars, quotes, orders, fills, positions.
+"""Domain types of every layer: instruments, money, bars, quotes, news, orders, fills, positions.
 
 Every value here is a frozen, keyword-only dataclass validated at construction. Amounts and
 quantities are `Decimal` (never float), and every datetime is timezone-aware UTC. Vendor shapes are
@@ -161,6 +161,26 @@ class Quote:
     def __post_init__(self) -> None:
         check_decimal("price", self.price, positive=True)
         check_utc("at", self.at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewsItem:
+    """A news item or filing, observable only once `published_at <= now`.
+
+    `symbol` is the instrument it is about, None for market-wide news; `source` names the vendor
+    or feed it came from.
+    """
+
+    symbol: str | None
+    published_at: datetime
+    title: str
+    url: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        check_utc("published_at", self.published_at)
+        if not self.title.strip():
+            raise ValueError("news item title must not be empty")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

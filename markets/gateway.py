@@ -1,0 +1,282 @@
+"""The point-in-time gateway: the one road from a data source to an agent (DESIGN §2, §3 step 2).
+
+This module owns the point-in-time rule. Every read takes the decision time `now` and returns a
+frozen result stamped `as_of=now` that holds only what was knowable then: bars with
+`end_at <= now` (an unfinished bar is never shown), quotes with `at <= now` and news with
+`published_at <= now`. The result types check this again when built, so a result holding the
+future cannot exist. It also owns `MarketSnapshot`, the quotes of one market at one slot, fetched
+once and shared by every agent of that slot. Sources (`sources.py`) answer time ranges; the
+gateway chooses the ranges and filters what comes back, so a source's mistakes cannot leak.
+An interval the source does not serve raises `IntervalUnavailable`; a symbol without data is an
+empty result or a `missing` entry, worded the same whether the symbol is unknown or merely has no
+data yet, so that an error says nothing about the future either.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Final
+
+from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.slots import slots_per_session
+from openbell.markets.sources import IntervalUnavailable, MarketDataSource, check_symbols
+
+MAX_LOOKBACK: Final = 1000
+MAX_NEWS: Final = 50
+
+_FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+
+def _check_seen(what: str, stamps: Iterable[datetime], as_of: datetime) -> None:
+    for stamp in stamps:
+        if stamp > as_of:
+            raise ValueError(f"look-ahead: a {what} stamped {stamp} in a result as of {as_of}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BarsResult:
+    """The last bars of `symbol` that had ended by `as_of`, oldest first (empty: none known)."""
+
+    symbol: str
+    interval: str
+    as_of: datetime
+    bars: tuple[Bar, ...]
+
+    def __post_init__(self) -> None:
+        check_utc("as_of", self.as_of)
+        _check_seen("bar end", (bar.end_at for bar in self.bars), self.as_of)
+        if any(bar.symbol != self.symbol for bar in self.bars):
+            raise ValueError(f"bars of another symbol in a {self.symbol} result")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosesResult:
+    """Closes of the last daily bars of `symbol` ended by `as_of`, oldest first, with their ends."""
+
+    symbol: str
+    as_of: datetime
+    closes: tuple[Decimal, ...]
+    ended_at: tuple[datetime, ...]
+
+    def __post_init__(self) -> None:
+        check_utc("as_of", self.as_of)
+        _check_seen("bar end", self.ended_at, self.as_of)
+        if len(self.closes) != len(self.ended_at):
+            raise ValueError("closes and ended_at must pair up")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuotesResult:
+    """The quotes known at `as_of`, by symbol; `missing` lists the symbols asked for without one."""
+
+    as_of: datetime
+    quotes: Mapping[str, Quote]
+    missing: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_utc("as_of", self.as_of)
+        object.__setattr__(self, "quotes", MappingProxyType(dict(self.quotes)))
+        _check_seen("quote", (quote.at for quote in self.quotes.values()), self.as_of)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewsResult:
+    """News published at or before `as_of` (and within the lookback asked for), newest first."""
+
+    as_of: datetime
+    items: tuple[NewsItem, ...]
+
+    def __post_init__(self) -> None:
+        check_utc("as_of", self.as_of)
+        _check_seen("news item", (item.published_at for item in self.items), self.as_of)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketSnapshot:
+    """What every agent of one market sees of it at slot `at`, fetched once per slot.
+
+    `quotes` follow the gateway's quote rule; `previous_closes` are the closes of each symbol's last
+    daily bar ended by `at` (during a session: the previous session's close, which A-share price
+    limits are measured against), empty when the source serves no daily bars.
+    """
+
+    market: str
+    at: datetime
+    quotes: Mapping[str, Quote]
+    missing: tuple[str, ...] = ()
+    previous_closes: Mapping[str, Decimal] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_utc("at", self.at)
+        object.__setattr__(self, "quotes", MappingProxyType(dict(self.quotes)))
+        object.__setattr__(self, "previous_closes", MappingProxyType(dict(self.previous_closes)))
+        _check_seen("quote", (quote.at for quote in self.quotes.values()), self.at)
+
+
+class PointInTimeGateway:
+    """Point-in-time reads over one `MarketDataSource`; every method takes the decision time.
+
+    Quotes are the source's (`ReplaySource`: the open of a bar starting exactly at `now`, else the
+    last close known at `now`); any stamped after `now` is dropped and reported missing. Lookbacks
+    are capped at `max_lookback` bars and news at `max_news` items.
+    """
+
+    def __init__(
+        self,
+        source: MarketDataSource,
+        *,
+        max_lookback: int = MAX_LOOKBACK,
+        max_news: int = MAX_NEWS,
+    ) -> None:
+        self._source = source
+        self._max_lookback = max_lookback
+        self._max_news = max_news
+        self._bars_per_day = {"1d": 1, "1h": slots_per_session(source.market, "hourly")}
+
+    @property
+    def source(self) -> MarketDataSource:
+        """The source this gateway reads."""
+        return self._source
+
+    @property
+    def market(self) -> str:
+        """The market of the source."""
+        return self._source.market
+
+    def at(self, now: datetime) -> GatewayView:
+        """A view of this gateway bound to `now`, for a toolbox that must not choose the time."""
+        check_utc("now", now)
+        return GatewayView(gateway=self, now=now)
+
+    def _check_interval(self, interval: str) -> None:
+        if interval not in self._source.intervals:
+            raise IntervalUnavailable(
+                f"no {interval} bars from {self._source.name}; "
+                f"it serves {', '.join(self._source.intervals)}"
+            )
+
+    def _window_days(self, interval: str, lookback: int) -> int:
+        """Calendar days that hold `lookback` bars, with room for weekends and holidays."""
+        sessions = lookback / self._bars_per_day[interval]
+        if self._source.market == "crypto":
+            return math.ceil(sessions) + 2
+        return math.ceil(sessions * 7 / 5 * 1.25) + 14
+
+    async def _ended_bars(
+        self, symbols: tuple[str, ...], interval: str, days: int, now: datetime
+    ) -> dict[str, tuple[Bar, ...]]:
+        self._check_interval(interval)
+        start_at = max(now, _FLOOR + timedelta(days=days)) - timedelta(days=days)
+        found = await self._source.bars(symbols, interval, start_at, now)
+        out: dict[str, tuple[Bar, ...]] = {}
+        for symbol in symbols:
+            # A live source returns the bar in progress; a bar not ended by `now` is never shown.
+            ended = tuple(bar for bar in found.get(symbol, ()) if bar.end_at <= now)
+            out[symbol] = ended
+        return out
+
+    async def bars(self, symbol: str, interval: str, lookback: int, now: datetime) -> BarsResult:
+        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer)."""
+        check_utc("now", now)
+        if not 1 <= lookback <= self._max_lookback:
+            raise ValueError(f"lookback must be between 1 and {self._max_lookback}, got {lookback}")
+        self._check_interval(interval)
+        days = self._window_days(interval, lookback)
+        found = (await self._ended_bars((symbol,), interval, days, now))[symbol]
+        if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
+            found = (await self._ended_bars((symbol,), interval, days * 4, now))[symbol]
+        return BarsResult(symbol=symbol, interval=interval, as_of=now, bars=found[-lookback:])
+
+    async def daily_closes(self, symbol: str, n: int, now: datetime) -> ClosesResult:
+        """Closes of the last `n` daily bars of `symbol` ended by `now` (for SMA baselines)."""
+        found = await self.bars(symbol, "1d", n, now)
+        return ClosesResult(
+            symbol=symbol,
+            as_of=now,
+            closes=tuple(bar.close for bar in found.bars),
+            ended_at=tuple(bar.end_at for bar in found.bars),
+        )
+
+    async def quote(self, symbols: Sequence[str], now: datetime) -> QuotesResult:
+        """The quote of each symbol known at `now`; symbols without one are listed in `missing`."""
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        found = await self._source.quote(wanted, now)
+        quotes: dict[str, Quote] = {}
+        for symbol in wanted:
+            quote = found.get(symbol)
+            if quote is not None and quote.symbol == symbol and quote.at <= now:
+                quotes[symbol] = quote
+        missing = tuple(symbol for symbol in wanted if symbol not in quotes)
+        return QuotesResult(as_of=now, quotes=quotes, missing=missing)
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        lookback: timedelta,
+        now: datetime,
+        *,
+        limit: int | None = None,
+    ) -> NewsResult:
+        """News about `symbols` (None: all) published in `[now - lookback, now]`, newest first,
+        at most `limit` items (capped at `max_news`)."""
+        check_utc("now", now)
+        if lookback <= timedelta(0):
+            raise ValueError(f"news lookback must be positive, got {lookback}")
+        cap = self._max_news if limit is None else max(0, min(limit, self._max_news))
+        wanted = None if symbols is None else check_symbols(symbols)
+        start_at = now - lookback
+        found = await self._source.news(wanted, start_at, now + _MICROSECOND, cap)
+        kept = [item for item in found if start_at <= item.published_at <= now]
+        kept.sort(key=lambda item: item.published_at, reverse=True)
+        return NewsResult(as_of=now, items=tuple(kept[:cap]))
+
+    async def snapshot(self, symbols: Sequence[str], now: datetime) -> MarketSnapshot:
+        """The market at slot `now`: quotes of `symbols` and their previous closes."""
+        quotes = await self.quote(symbols, now)
+        previous: dict[str, Decimal] = {}
+        if "1d" in self._source.intervals:
+            days = self._window_days("1d", 1)
+            wanted = tuple(dict.fromkeys(symbols))
+            for symbol, bars in (await self._ended_bars(wanted, "1d", days, now)).items():
+                if bars:
+                    previous[symbol] = bars[-1].close
+        return MarketSnapshot(
+            market=self._source.market,
+            at=now,
+            quotes=quotes.quotes,
+            missing=quotes.missing,
+            previous_closes=previous,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayView:
+    """A `PointInTimeGateway` bound to one decision time: its reads without the `now` argument."""
+
+    gateway: PointInTimeGateway
+    now: datetime
+
+    async def bars(self, symbol: str, interval: str, lookback: int) -> BarsResult:
+        """See `PointInTimeGateway.bars`."""
+        return await self.gateway.bars(symbol, interval, lookback, self.now)
+
+    async def daily_closes(self, symbol: str, n: int) -> ClosesResult:
+        """See `PointInTimeGateway.daily_closes`."""
+        return await self.gateway.daily_closes(symbol, n, self.now)
+
+    async def quote(self, symbols: Sequence[str]) -> QuotesResult:
+        """See `PointInTimeGateway.quote`."""
+        return await self.gateway.quote(symbols, self.now)
+
+    async def news(
+        self, symbols: Sequence[str] | None, lookback: timedelta, *, limit: int | None = None
+    ) -> NewsResult:
+        """See `PointInTimeGateway.news`."""
+        return await self.gateway.news(symbols, lookback, self.now, limit=limit)

@@ -1,0 +1,309 @@
+"""Replay: a `MarketDataSource` over recorded bars, with the replay price rules of DESIGN §2 and §4.
+
+This module owns `ReplaySource`, which serves bars from canonical bar files (`barfile.py`: bundled
+ones, or the files of a `replay:PATH` config) or from in-memory bars (the fake that unit tests use),
+and recorded news. It also owns the two replay price rules. The quote known at `t` is the open of a
+bar starting exactly at `t` (finest interval first), else the close of the bar that ended last at
+or before `t` (ties go to the finer interval). The fill price of an order placed at `t` is the open
+of the first bar starting at or after `t` (earliest start wins, ties go to the finer interval).
+Lookups are bisections over per-symbol sorted lists of microsecond stamps; a symbol's `Bar`s are
+built once, on its first query, and kept.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Final
+
+from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
+from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
+from openbell.markets.errors import ConfigError
+from openbell.markets.sources import IntervalUnavailable, check_symbols, finest_first
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+
+def micros(at: datetime) -> int:
+    """`at` (aware UTC) as whole microseconds since the Unix epoch."""
+    check_utc("at", at)
+    return (at - _EPOCH) // _MICROSECOND
+
+
+class _Series:
+    """One symbol's bars of one interval, with their starts and ends in µs for bisection."""
+
+    __slots__ = ("bars", "ends", "starts")
+
+    def __init__(self, bars: tuple[Bar, ...]) -> None:
+        self.bars = bars
+        self.starts = [(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars]
+        self.ends = [(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars]
+
+
+def _series_of(symbol: str, bars: Iterable[Bar]) -> _Series:
+    ordered = tuple(sorted(bars, key=lambda bar: bar.start_at))
+    for earlier, later in itertools.pairwise(ordered):
+        if later.start_at < earlier.end_at:
+            raise ValueError(f"{symbol}: bars at {earlier.start_at} and {later.start_at} overlap")
+    if any(bar.symbol != symbol for bar in ordered):
+        raise ValueError(f"bars filed under {symbol} belong to another symbol")
+    return _Series(ordered)
+
+
+class _Interval:
+    """The bars of one interval: where each symbol's bars come from, and its series once built."""
+
+    def __init__(self, interval: str) -> None:
+        self.interval = interval
+        self._loaders: dict[str, Callable[[], _Series]] = {}
+        self._series: dict[str, _Series] = {}
+        self._starts: list[int] | None = None
+
+    def add(self, symbol: str, loader: Callable[[], _Series], origin: str) -> None:
+        if symbol in self._loaders:
+            raise ConfigError(f"{origin}: {symbol} {self.interval} bars are loaded twice")
+        self._loaders[symbol] = loader
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        return frozenset(self._loaders)
+
+    def series(self, symbol: str) -> _Series | None:
+        found = self._series.get(symbol)
+        if found is None:
+            loader = self._loaders.get(symbol)
+            if loader is None:
+                return None
+            found = self._series[symbol] = loader()
+        return found
+
+    def all_starts(self) -> list[int]:
+        if self._starts is None:
+            starts: set[int] = set()
+            for symbol in self._loaders:
+                series = self.series(symbol)
+                if series is not None:
+                    starts.update(series.starts)
+            self._starts = sorted(starts)
+        return self._starts
+
+
+def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], _Series]:
+    return lambda: _Series(barset.bars(symbol))  # a BarSet is sorted and checked on read
+
+
+def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
+    series = _series_of(symbol, bars)  # checked now, so a bad fake fails where it is built
+    return lambda: series
+
+
+class ReplaySource:
+    """A `MarketDataSource` of one market over recorded bars and news.
+
+    Build it with `from_bundled`, `from_paths` (a `replay:PATH` config) or directly from in-memory
+    bars. Each interval may come from several bar sets (the bundled A-share stocks and index are two
+    daily files) as long as no symbol appears twice in one interval. Replay has no live quote: the
+    quote and the fill price follow the rules in the module docstring.
+    """
+
+    def __init__(
+        self,
+        *,
+        market: str,
+        barsets: Sequence[BarSet] = (),
+        bars: Mapping[str, Iterable[Bar]] | None = None,
+        news: Iterable[NewsItem] = (),
+        name: str | None = None,
+    ) -> None:
+        check_market(market)
+        self._market = market
+        self._name = name or f"replay:{market}"
+        data: dict[str, _Interval] = {}
+        for barset in barsets:
+            if barset.meta.market != market:
+                raise ConfigError(
+                    f"{barset.path} holds {barset.meta.market} bars, not {market} bars"
+                )
+            found = data.setdefault(barset.meta.interval, _Interval(barset.meta.interval))
+            for symbol in barset.symbols:
+                found.add(symbol, _barset_loader(barset, symbol), barset.path)
+        for interval, given in (bars or {}).items():
+            found = data.setdefault(interval, _Interval(interval))
+            by_symbol: dict[str, list[Bar]] = {}
+            for bar in given:
+                by_symbol.setdefault(bar.symbol, []).append(bar)
+            for symbol, symbol_bars in by_symbol.items():
+                found.add(symbol, _bars_loader(symbol, symbol_bars), "in-memory bars")
+        if not data:
+            raise ConfigError(f"replay source {self._name} has no bars")
+        self._intervals = finest_first(data)
+        self._data = [data[interval] for interval in self._intervals]
+        self._by_interval = data
+        items = sorted(news, key=lambda item: item.published_at)
+        self._news = items
+        self._news_us = [micros(item.published_at) for item in items]
+
+    @classmethod
+    def from_bundled(
+        cls, market: str, *, names: Sequence[str] | None = None, news: Iterable[NewsItem] = ()
+    ) -> ReplaySource:
+        """The bar files bundled with openbell for `market` ("us-1h", "us-1d", ...), or `names`."""
+        check_market(market)
+        chosen = (
+            names
+            if names is not None
+            else [name for name in bundled_names() if name.startswith(f"{market}-")]
+        )
+        return cls(market=market, barsets=[read_bundled(name) for name in chosen], news=news)
+
+    @classmethod
+    def from_paths(
+        cls, market: str, paths: Sequence[str | Path], *, news: Iterable[NewsItem] = ()
+    ) -> ReplaySource:
+        """Bar files at `paths`; a directory stands for each `*.parquet` file directly inside it."""
+        files: list[Path] = []
+        for raw in paths:
+            path = Path(raw)
+            if path.is_dir():
+                found = sorted(path.glob("*.parquet"))
+                if not found:
+                    raise ConfigError(f"replay directory {path} holds no *.parquet bar file")
+                files.extend(found)
+            else:
+                files.append(path)
+        label = ",".join(str(path) for path in paths)
+        return cls(
+            market=market,
+            barsets=[read_bars(path) for path in files],
+            news=news,
+            name=f"replay:{label}",
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def market(self) -> str:
+        return self._market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._intervals
+
+    def symbols(self, interval: str | None = None) -> frozenset[str]:
+        """The symbols with bars of `interval` (of any interval when None)."""
+        if interval is not None:
+            return self._interval(interval).symbols
+        return frozenset().union(*(data.symbols for data in self._data))
+
+    def _interval(self, interval: str) -> _Interval:
+        found = self._by_interval.get(interval)
+        if found is None:
+            raise IntervalUnavailable(
+                f"{self._name} has no {interval} bars; it serves {', '.join(self._intervals)}"
+            )
+        return found
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        """Bars starting in `[start_at, end_at)` for each symbol that has any, oldest first."""
+        return self.bars_between(symbols, interval, start_at, end_at)
+
+    def bars_between(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> dict[str, tuple[Bar, ...]]:
+        """The synchronous body of `bars`, for replay tooling that runs outside an event loop."""
+        data = self._interval(interval)
+        lo, hi = micros(start_at), micros(end_at)
+        out: dict[str, tuple[Bar, ...]] = {}
+        for symbol in check_symbols(symbols):
+            series = data.series(symbol)
+            if series is not None:
+                first = bisect.bisect_left(series.starts, lo)
+                last = bisect.bisect_left(series.starts, hi, first)
+                if last > first:
+                    out[symbol] = series.bars[first:last]
+        return out
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        """The replay quote known at `at` for each symbol that has one (see `quote_at`)."""
+        out: dict[str, Quote] = {}
+        for symbol in check_symbols(symbols):
+            found = self.quote_at(symbol, at)
+            if found is not None:
+                out[symbol] = found
+        return out
+
+    def quote_at(self, symbol: str, at: datetime) -> Quote | None:
+        """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
+        the close of the bar that ended last at or before `at`, stamped with its end; else None."""
+        now_us = micros(at)
+        latest: tuple[int, Bar] | None = None
+        for data in self._data:
+            series = data.series(symbol)
+            if series is None:
+                continue
+            index = bisect.bisect_left(series.starts, now_us)
+            if index < len(series.starts) and series.starts[index] == now_us:
+                bar = series.bars[index]
+                return Quote(symbol=symbol, price=bar.open, at=bar.start_at)
+            ended = bisect.bisect_right(series.ends, now_us) - 1
+            if ended >= 0 and (latest is None or series.ends[ended] > latest[0]):
+                latest = (series.ends[ended], series.bars[ended])
+        if latest is None:
+            return None
+        return Quote(symbol=symbol, price=latest[1].close, at=latest[1].end_at)
+
+    def first_price_at_or_after(self, symbol: str, at: datetime) -> Quote | None:
+        """The fill price of an order placed at `at`: the open of the first bar starting at or
+        after `at` (earliest start wins; a tie goes to the finer interval), stamped with that
+        start; None when no bar starts that late. This looks ahead on purpose: it is the broker's
+        price, never shown to an agent before `Quote.at`. How far ahead is acceptable (a weekend,
+        a suspension) is the broker's call."""
+        now_us = micros(at)
+        first: tuple[int, Bar] | None = None
+        for data in self._data:
+            series = data.series(symbol)
+            if series is None:
+                continue
+            index = bisect.bisect_left(series.starts, now_us)
+            if index < len(series.starts) and (first is None or series.starts[index] < first[0]):
+                first = (series.starts[index], series.bars[index])
+        if first is None:
+            return None
+        return Quote(symbol=symbol, price=first[1].open, at=first[1].start_at)
+
+    def bar_starts(
+        self, interval: str, start_at: datetime, end_at: datetime
+    ) -> tuple[datetime, ...]:
+        """The distinct starts in `[start_at, end_at)` of the `interval` bars of any symbol."""
+        starts = self._interval(interval).all_starts()
+        first = bisect.bisect_left(starts, micros(start_at))
+        last = bisect.bisect_left(starts, micros(end_at), first)
+        return tuple(_EPOCH + start * _MICROSECOND for start in starts[first:last])
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        """Recorded news published in `[start_at, end_at)`, newest first, at most `limit`."""
+        wanted = None if symbols is None else frozenset(check_symbols(symbols))
+        first = bisect.bisect_left(self._news_us, micros(start_at))
+        last = bisect.bisect_left(self._news_us, micros(end_at), first)
+        out: list[NewsItem] = []
+        for item in reversed(self._news[first:last]):
+            if len(out) >= limit:
+                break
+            if wanted is None or item.symbol in wanted:
+                out.append(item)
+        return tuple(out)

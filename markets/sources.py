@@ -1,0 +1,111 @@
+"""The market-data port: what openbell asks of any source of bars, quotes and news.
+
+This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
+adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
+and `IntervalUnavailable`. A source answers plain time-range questions and knows nothing of
+decision time: point-in-time filtering is the gateway's job (`gateway.py`), so a source may return
+a bar that has not finished yet (live vendors do) and the gateway drops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Final, Protocol
+
+from openbell.markets.domain import Bar, NewsItem, Quote
+from openbell.markets.errors import DataUnavailable
+
+#: The nominal length of each interval a source may serve; it orders intervals finest first.
+#: A daily bar really spans one session (6.5 h in New York), but it is still coarser than "1h".
+INTERVAL_LENGTHS: Final[Mapping[str, timedelta]] = {
+    "1h": timedelta(hours=1),
+    "1d": timedelta(days=1),
+}
+
+
+class IntervalUnavailable(DataUnavailable):
+    """The source does not serve bars of the requested interval."""
+
+
+def finest_first(intervals: Iterable[str]) -> tuple[str, ...]:
+    """`intervals` without repeats, finest first; an interval openbell does not know raises."""
+    unique = set(intervals)
+    unknown = sorted(unique - set(INTERVAL_LENGTHS))
+    if unknown:
+        raise ValueError(f"unknown intervals {unknown}; known: {sorted(INTERVAL_LENGTHS)}")
+    return tuple(sorted(unique, key=INTERVAL_LENGTHS.__getitem__))
+
+
+class MarketDataSource(Protocol):
+    """A source of market data for one market. Every datetime is aware UTC; every method is async.
+
+    Contract (the live adapters and the fake follow it; a test can check a new adapter against it):
+
+    ============  ===========  =================================================================
+    member        requirement  contract
+    ============  ===========  =================================================================
+    `name`        required     stable id for logs and fills: "replay:us", "yfinance", ...
+    `market`      required     the market served: "us", "cn" or "crypto"
+    `intervals`   required     the bar intervals served, finest first (see `INTERVAL_LENGTHS`)
+    `bars`        required     for each symbol, its bars whose `start_at` is in
+                               `[start_at, end_at)`, oldest first, never overlapping; a symbol
+                               with none may be absent or map to an empty sequence. The last bar
+                               may be unfinished (`end_at` after the time asked about): the
+                               gateway drops it. Vendor stamps (start or end labels, local or
+                               naive times, lots) are converted to `Bar` inside the adapter. An
+                               interval not in `intervals` raises `IntervalUnavailable`.
+    `quote`       optional     for each symbol it can price, the last trade price known at `at`,
+                               stamped with when it was known (`Quote.at <= at`). A source
+                               without quotes returns `{}` and the gateway reports every symbol
+                               as missing.
+    `news`        optional     items published in `[start_at, end_at)` about any of `symbols`
+                               (None: all items, market-wide ones included), newest first, at
+                               most `limit`. A source without news returns `()`.
+    ============  ===========  =================================================================
+
+    Failures: a network error, a rate limit or a vendor 5xx is translated at the adapter into
+    `DataUnavailable` (or a subclass) with `raise ... from exc`; vendor exceptions never escape.
+    """
+
+    @property
+    def name(self) -> str:
+        """A stable id for logs and fill records."""
+        ...
+
+    @property
+    def market(self) -> str:
+        """The market this source serves."""
+        ...
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        """The bar intervals served, finest first."""
+        ...
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        """Bars starting in `[start_at, end_at)` for each of `symbols`, oldest first."""
+        ...
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        """The last price known at `at` for each symbol the source can price."""
+        ...
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        """News published in `[start_at, end_at)`, newest first, at most `limit` items."""
+        ...
+
+
+def check_symbols(symbols: Sequence[str]) -> tuple[str, ...]:
+    """`symbols` as a tuple; a bare string (a sequence of characters) is refused."""
+    if isinstance(symbols, str):
+        raise TypeError(f"pass a sequence of symbols, not the string {symbols!r}")
+    return tuple(symbols)

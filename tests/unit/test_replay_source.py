@@ -1,0 +1,210 @@
+"""The replay source: time-range bars, the replay quote and fill-price rules, loading and news."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from openbell.markets.barfile import BarFileMeta, write_bars
+from openbell.markets.domain import Bar, NewsItem, Quote, utc
+from openbell.markets.errors import ConfigError
+from openbell.markets.replay import ReplaySource
+from openbell.markets.sources import IntervalUnavailable, MarketDataSource
+
+T = TypeVar("T")
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    async def wrapped() -> T:
+        return await awaitable
+
+    return asyncio.run(wrapped())
+
+
+def make_bar(symbol: str, start_hour: int, hours: int, price: str, day: int = 10) -> Bar:
+    start_at = utc(2025, 11, day, start_hour)
+    value = Decimal(price)
+    return Bar(
+        symbol=symbol,
+        start_at=start_at,
+        end_at=start_at + hours * HOUR,
+        open=value,
+        high=value + 5,
+        low=value - 5,
+        close=value + 1,
+        volume=Decimal(1),
+    )
+
+
+#: BTC: hourly bars 00:00-03:00 on the 10th (none at 01:00: a gap), daily bars on the 10th and 11th.
+HOURLY = [
+    make_bar("BTC/USDT", 0, 1, "100"),
+    make_bar("BTC/USDT", 2, 1, "102"),
+    make_bar("BTC/USDT", 3, 1, "103"),
+]
+DAILY = [
+    make_bar("BTC/USDT", 0, 24, "90"),
+    make_bar("BTC/USDT", 0, 24, "95", day=11),
+    make_bar("ETH/USDT", 0, 24, "30"),
+]
+
+
+def fake() -> ReplaySource:
+    return ReplaySource(market="crypto", bars={"1d": DAILY, "1h": HOURLY})
+
+
+def quote(price: str, at: datetime) -> Quote:
+    return Quote(symbol="BTC/USDT", price=Decimal(price), at=at)
+
+
+def test_it_is_a_market_data_source() -> None:
+    source: MarketDataSource = fake()
+    assert (source.name, source.market, source.intervals) == (
+        "replay:crypto",
+        "crypto",
+        ("1h", "1d"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("at", "expected"),
+    [
+        pytest.param(
+            utc(2025, 11, 10, 0), quote("100", utc(2025, 11, 10, 0)), id="tie-finest-wins"
+        ),
+        pytest.param(
+            utc(2025, 11, 10, 0) + timedelta(microseconds=1),
+            quote("102", utc(2025, 11, 10, 2)),
+            id="just-after-a-start-waits-for-the-next",
+        ),
+        pytest.param(utc(2025, 11, 10, 1), quote("102", utc(2025, 11, 10, 2)), id="over-a-gap"),
+        pytest.param(
+            utc(2025, 11, 10, 3, 30), quote("95", utc(2025, 11, 11)), id="coarser-is-first"
+        ),
+        pytest.param(utc(2025, 11, 11, 0, 1), None, id="nothing-starts-later"),
+    ],
+)
+def test_first_price_at_or_after_is_the_next_open(at: datetime, expected: Quote | None) -> None:
+    assert fake().first_price_at_or_after("BTC/USDT", at) == expected
+
+
+@pytest.mark.parametrize(
+    ("at", "expected"),
+    [
+        pytest.param(
+            utc(2025, 11, 10, 2), quote("102", utc(2025, 11, 10, 2)), id="open-at-a-start"
+        ),
+        pytest.param(utc(2025, 11, 10, 0), quote("100", utc(2025, 11, 10, 0)), id="finest-open"),
+        pytest.param(
+            utc(2025, 11, 10, 2, 30), quote("101", utc(2025, 11, 10, 1)), id="last-close-mid-bar"
+        ),
+        pytest.param(
+            utc(2025, 11, 11, 0), quote("95", utc(2025, 11, 11, 0)), id="daily-open-at-midnight"
+        ),
+        pytest.param(
+            utc(2025, 11, 11, 5), quote("91", utc(2025, 11, 11, 0)), id="daily-close-is-latest"
+        ),
+        pytest.param(utc(2025, 11, 9, 23), None, id="before-any-bar"),
+    ],
+)
+def test_the_replay_quote_is_an_open_now_or_the_last_close(
+    at: datetime, expected: Quote | None
+) -> None:
+    assert fake().quote_at("BTC/USDT", at) == expected
+
+
+def test_a_close_tie_goes_to_the_finer_interval() -> None:
+    hourly = [make_bar("BTC/USDT", 23, 1, "120")]
+    source = ReplaySource(market="crypto", bars={"1d": DAILY[:1], "1h": hourly})
+    assert source.quote_at("BTC/USDT", utc(2025, 11, 11, 0, 30)) == quote("121", utc(2025, 11, 11))
+
+
+def test_bars_are_the_starts_in_a_half_open_range() -> None:
+    found = run(
+        fake().bars(["BTC/USDT", "XRP/USDT"], "1h", utc(2025, 11, 10, 0), utc(2025, 11, 10, 3))
+    )
+    assert dict(found) == {"BTC/USDT": tuple(HOURLY[:2])}
+    with pytest.raises(IntervalUnavailable, match="serves 1h, 1d"):
+        run(fake().bars(["BTC/USDT"], "5m", utc(2025, 11, 10), utc(2025, 11, 11)))
+
+
+def test_quotes_skip_symbols_without_data() -> None:
+    found = run(fake().quote(["BTC/USDT", "DOGE/USDT"], utc(2025, 11, 10, 2)))
+    assert set(found) == {"BTC/USDT"}
+
+
+def test_news_is_newest_first_within_the_range_and_limit() -> None:
+    items = [
+        NewsItem(
+            symbol="BTC/USDT" if n % 2 else None, published_at=utc(2025, 11, 10, n), title=str(n)
+        )
+        for n in range(6)
+    ]
+    source = ReplaySource(market="crypto", bars={"1h": HOURLY}, news=reversed(items))
+    everything = run(source.news(None, utc(2025, 11, 10, 1), utc(2025, 11, 10, 5), 10))
+    assert [item.title for item in everything] == ["4", "3", "2", "1"]
+    btc = run(source.news(["BTC/USDT"], utc(2025, 11, 10), utc(2025, 11, 11), 2))
+    assert [item.title for item in btc] == ["5", "3"]
+
+
+def test_bar_starts_merge_every_symbol() -> None:
+    starts = fake().bar_starts("1d", utc(2025, 11, 1), utc(2025, 11, 30))
+    assert starts == (utc(2025, 11, 10), utc(2025, 11, 11))
+
+
+def test_overlapping_bars_are_refused() -> None:
+    with pytest.raises(ValueError, match="overlap"):
+        ReplaySource(market="crypto", bars={"1h": [make_bar("BTC/USDT", 1, 2, "10"), *HOURLY[1:]]})
+
+
+def meta(market: str, interval: str) -> BarFileMeta:
+    return BarFileMeta(
+        market=market,
+        interval=interval,
+        timezone="UTC",
+        label="start",
+        adjustment="raw",
+        source="test",
+        provenance="tests/unit/test_replay_source.py",
+    )
+
+
+def test_from_paths_reads_files_and_directories(tmp_path: Path) -> None:
+    folder = tmp_path / "bars"
+    folder.mkdir()
+    write_bars(folder / "a.parquet", HOURLY, meta("crypto", "1h"))
+    write_bars(tmp_path / "d.parquet", DAILY, meta("crypto", "1d"))
+    source = ReplaySource.from_paths("crypto", [folder, tmp_path / "d.parquet"])
+    assert source.intervals == ("1h", "1d")
+    assert source.first_price_at_or_after("BTC/USDT", utc(2025, 11, 10)) == quote(
+        "100", utc(2025, 11, 10)
+    )
+    assert source.symbols() == {"BTC/USDT", "ETH/USDT"}
+
+
+def test_from_paths_refuses_other_markets_repeats_and_empty_folders(tmp_path: Path) -> None:
+    write_bars(tmp_path / "us.parquet", HOURLY, meta("us", "1h"))
+    with pytest.raises(ConfigError, match="not crypto bars"):
+        ReplaySource.from_paths("crypto", [tmp_path / "us.parquet"])
+    write_bars(tmp_path / "one.parquet", HOURLY, meta("crypto", "1h"))
+    write_bars(tmp_path / "two.parquet", HOURLY, meta("crypto", "1h"))
+    with pytest.raises(ConfigError, match="loaded twice"):
+        ReplaySource.from_paths("crypto", [tmp_path / "one.parquet", tmp_path / "two.parquet"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=r"no \*\.parquet"):
+        ReplaySource.from_paths("crypto", [tmp_path / "empty"])
+
+
+def test_from_bundled_loads_every_file_of_the_market() -> None:
+    source = ReplaySource.from_bundled("cn")
+    assert source.intervals == ("1h", "1d")
+    assert "000016.SH" in source.symbols("1d")  # the index file joins the stocks' daily bars
+    assert "600519.SH" in source.symbols("1h")

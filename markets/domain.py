@@ -98,7 +98,9 @@ class Instrument:
     """A tradable symbol in one market, with the facts its rules need.
 
     `quantity_step` and `min_notional` override the market's defaults (crypto pairs take them
-    from the exchange); `is_st` marks an A-share under special treatment (tighter price limits).
+    from the exchange); `lot_size` replaces the market's buy and sell lots (a synthetic index fund
+    traded in fractional units); `is_st` marks an A-share under special treatment (tighter price
+    limits).
     """
 
     symbol: str
@@ -109,6 +111,7 @@ class Instrument:
     quantity_step: Decimal | None = None
     min_notional: Decimal | None = None
     price_tick: Decimal | None = None
+    lot_size: Decimal | None = None
 
     def __post_init__(self) -> None:
         if not self.symbol or self.symbol != self.symbol.strip():
@@ -117,7 +120,7 @@ class Instrument:
             )
         check_market(self.market)
         check_currency(self.currency)
-        for name in ("quantity_step", "min_notional", "price_tick"):
+        for name in ("quantity_step", "min_notional", "price_tick", "lot_size"):
             value = getattr(self, name)
             if value is not None:
                 check_decimal(name, value, positive=name != "min_notional")

@@ -33,6 +33,7 @@ from openbell.markets.rules import (
     BPS,
     MarketRules,
     limit_prices,
+    lot_size_for,
     min_notional_for,
     price_limit_pct,
     price_tick_for,
@@ -183,10 +184,7 @@ def _fill_price(
     and kept within the day's price limits."""
     tick = price_tick_for(instrument, rules)
     band = _limit_band(instrument, side, price, rules, prev_close, tick)
-    if side is Side.BUY:
-        moved = round_to_tick(price * (1 + rules.slippage_bps * BPS), tick, ROUND_CEILING)
-    else:
-        moved = round_to_tick(price * (1 - rules.slippage_bps * BPS), tick, ROUND_FLOOR)
+    moved = slipped_price(instrument=instrument, side=side, price=price, rules=rules)
     if band is not None:
         # Nothing trades outside the band, so slippage cannot push a fill past a limit price.
         moved = min(max(moved, band[0]), band[1])
@@ -197,6 +195,17 @@ def _fill_price(
             f"slippage; it cannot be traded.",
         )
     return moved
+
+
+def slipped_price(
+    *, instrument: Instrument, side: Side, price: Decimal, rules: MarketRules
+) -> Decimal:
+    """`price` moved against the trader by the market's slippage and rounded to the tick against
+    the trader (before price limits): what an order at quote `price` is expected to pay or get."""
+    tick = price_tick_for(instrument, rules)
+    if side is Side.BUY:
+        return round_to_tick(price * (1 + rules.slippage_bps * BPS), tick, ROUND_CEILING)
+    return round_to_tick(price * (1 - rules.slippage_bps * BPS), tick, ROUND_FLOOR)
 
 
 def _limit_band(
@@ -272,7 +281,7 @@ def _quantity(
 def _lot_message(order: Order, held: Decimal, rules: MarketRules) -> str:
     instrument = order.instrument
     step = quantity_step_for(instrument, rules)
-    lot = (rules.lot_size if order.side is Side.BUY else rules.sell_lot_size) or step
+    lot = lot_size_for(instrument, rules, order.side) or step
     text = (
         f"{order.side.value.capitalize()} orders for {instrument.symbol} must be whole multiples "
         f"of {lot}; {order.quantity} rounds down to 0"
@@ -304,7 +313,7 @@ def tradable_quantity(
     if side is Side.SELL:
         quantity = min(quantity, held)
     quantity = round_quantity(quantity, quantity_step_for(instrument, rules))
-    lot = rules.lot_size if side is Side.BUY else rules.sell_lot_size
+    lot = lot_size_for(instrument, rules, side)
     if lot is None or quantity <= 0:
         return max(quantity, Decimal(0))
     if side is Side.SELL and rules.odd_lot_sell_whole:
@@ -363,7 +372,7 @@ def affordable_quantity(
     if price <= 0 or cash <= 0:
         return Decimal(0)
     step = quantity_step_for(instrument, rules)
-    lot = rules.lot_size or step
+    lot = lot_size_for(instrument, rules, Side.BUY) or step
     fee_bps = rules.fees.commission_bps + rules.fees.transfer_fee_bps
     quantity = tradable_quantity(
         instrument=instrument,

@@ -2,7 +2,7 @@
 
 This module owns the numbers that make a market what it is (calendar, currency, lots and steps,
 settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe) and
-the small pure functions that read them: the effective step, minimum notional and tick of an
+the small pure functions that read them: the effective step, lot, minimum notional and tick of an
 instrument, the A-share board of a symbol, its daily price-limit percentage and limit prices.
 Execution (`execution.py`) applies these values; it holds no market numbers of its own.
 """
@@ -14,7 +14,13 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from openbell.markets.domain import Instrument, check_currency, check_decimal, check_market
+from openbell.markets.domain import (
+    Instrument,
+    Side,
+    check_currency,
+    check_decimal,
+    check_market,
+)
 
 #: One basis point as a fraction.
 BPS = Decimal("0.0001")
@@ -203,7 +209,7 @@ CN = MarketRules(
     ),
     slippage_bps=Decimal(5),
     price_tick=Decimal("0.01"),
-    benchmark="000016.XSHG",
+    benchmark="000016.SH",
     universe="sse50",
 )
 
@@ -238,6 +244,14 @@ def rules_for(market: str) -> MarketRules:
 def quantity_step_for(instrument: Instrument, rules: MarketRules) -> Decimal:
     """The smallest quantity increment of `instrument`: its own step, else the market's."""
     return instrument.quantity_step if instrument.quantity_step is not None else rules.quantity_step
+
+
+def lot_size_for(instrument: Instrument, rules: MarketRules, side: Side) -> Decimal | None:
+    """The lot `side` orders of `instrument` come in: its own lot, else the market's buy or sell
+    lot (None: only the quantity step applies)."""
+    if instrument.lot_size is not None:
+        return instrument.lot_size
+    return rules.lot_size if side is Side.BUY else rules.sell_lot_size
 
 
 def min_notional_for(instrument: Instrument, rules: MarketRules) -> Decimal:

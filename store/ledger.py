@@ -13,12 +13,12 @@ that would make cash or a holding negative; the rules should have rejected it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -37,10 +37,23 @@ from openbell.markets.domain import (
     check_utc,
 )
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.postings import check_outcome, get_account, insert_order, row_id, stored_order
-from openbell.store.records import CycleStatus, NavSnapshot, RecordedOrder, SnapshotKind
+from openbell.store.postings import (
+    check_outcome,
+    get_account,
+    insert_order,
+    recorded_from_row,
+    row_id,
+    stored_order,
+)
+from openbell.store.records import (
+    CycleRecord,
+    CycleStatus,
+    NavSnapshot,
+    RecordedOrder,
+    SnapshotKind,
+)
 from openbell.store.snapshots import insert_snapshot, stored_snapshot
-from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, PositionRow
+from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, OrderRow, PositionRow
 
 
 def idempotency_key(cycle_id: int, seq: int) -> str:
@@ -241,6 +254,66 @@ class Ledger:
                     raise ValueError(f"cannot claim a cycle: no account {account_id}")
             return taken
 
+    def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
+        """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
+        check_utc("slot_at", slot_at)
+        with self._read() as session:
+            row = session.exec(
+                select(CycleRow).where(
+                    CycleRow.account_id == account_id, CycleRow.slot_at == slot_at
+                )
+            ).first()
+        if row is None:
+            return None
+        return CycleRecord(
+            cycle_id=row_id(row.id),
+            account_id=row.account_id,
+            slot_at=row.slot_at,
+            status=CycleStatus(row.status),
+            claimed_by=row.claimed_by,
+            lease_until=row.lease_until,
+        )
+
+    def take_over_cycle(self, cycle_id: int, claimed_by: str, lease_until: datetime) -> bool:
+        """Take the claim of a cycle still `claimed`, whatever its lease says; True if taken.
+
+        For a caller that knows the holder is dead: a resumed replay, whose run owns its ledger.
+        A live daemon instead waits for the lease to end and lets `claim_cycle` take it over. A
+        cycle that has finished is left alone (False).
+        """
+        check_utc("lease_until", lease_until)
+        with self._write() as session:
+            taken = session.execute(
+                update(CycleRow)
+                .where(
+                    col(CycleRow.id) == cycle_id,
+                    col(CycleRow.status) == CycleStatus.CLAIMED.value,
+                )
+                .values(claimed_by=claimed_by, lease_until=lease_until)
+                .returning(col(CycleRow.id))
+            ).scalar_one_or_none()
+        return taken is not None
+
+    def count_cycles(
+        self,
+        account_ids: Collection[int],
+        *,
+        start_at: datetime,
+        end_at: datetime | None = None,
+    ) -> int:
+        """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
+        check_utc("start_at", start_at)
+        if not account_ids:
+            return 0
+        query = select(func.count()).where(
+            col(CycleRow.account_id).in_(sorted(account_ids)), col(CycleRow.slot_at) >= start_at
+        )
+        if end_at is not None:
+            check_utc("end_at", end_at)
+            query = query.where(col(CycleRow.slot_at) < end_at)
+        with self._read() as session:
+            return int(session.exec(query).one())
+
     def finish_cycle(
         self,
         cycle_id: int,
@@ -313,15 +386,47 @@ class Ledger:
                 raise
             return stored
 
+    def recorded_order(self, cycle_id: int, seq: int) -> RecordedOrder | None:
+        """Order `seq` of cycle `cycle_id` as stored (`created=False`), or None if not recorded."""
+        with self._read() as session:
+            return stored_order(session, idempotency_key(cycle_id, seq))
+
+    def cycle_orders(self, cycle_id: int) -> list[RecordedOrder]:
+        """Every order recorded in cycle `cycle_id`, with its outcome, in `seq` order."""
+        with self._read() as session:
+            rows = session.exec(
+                select(OrderRow).where(OrderRow.cycle_id == cycle_id).order_by(col(OrderRow.seq))
+            ).all()
+            return [recorded_from_row(session, row) for row in rows]
+
+    def cycle_account_id(self, cycle_id: int) -> int:
+        """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
+        with self._read() as session:
+            account_id = session.exec(
+                select(CycleRow.account_id).where(CycleRow.id == cycle_id)
+            ).first()
+        if account_id is None:
+            raise ValueError(f"no cycle {cycle_id}")
+        return account_id
+
     # -- NAV -------------------------------------------------------------------------------
+
+    def find_nav_snapshot(
+        self, account_id: int, at: datetime, kind: SnapshotKind
+    ) -> NavSnapshot | None:
+        """The snapshot of (account, `at`, `kind`) if one was written, else None."""
+        check_utc("at", at)
+        with self._read() as session:
+            return stored_snapshot(session, account_id, at, SnapshotKind(kind))
 
     def write_nav_snapshot(
         self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
     ) -> NavSnapshot:
         """Write the account's NAV at `at`: cash plus every holding valued at its mark.
 
-        `marks` must price every symbol held (others are ignored). A snapshot already written for
-        (account, at, kind) is returned unchanged.
+        `marks` must price every symbol held (others are ignored). Idempotent: a snapshot already
+        written for (account, at, kind), the unique key of `nav_snapshot`, is returned unchanged
+        (and `marks` are not looked at), so a resumed cycle never writes a second one.
         """
         check_utc("at", at)
         kind = SnapshotKind(kind)

@@ -8,6 +8,7 @@ order returns exactly the outcome recorded the first time.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TypedDict
 
 from sqlmodel import Session, col, select
 
@@ -88,8 +89,11 @@ def insert_order(
     session.add(row)
     session.flush()
     order_id = row_id(row.id)
+    facts = _order_facts(row)
     if isinstance(outcome, Rejection):
-        return RecordedOrder(order_id=order_id, idempotency_key=key, outcome=outcome, created=True)
+        return RecordedOrder(
+            order_id=order_id, idempotency_key=key, outcome=outcome, created=True, **facts
+        )
     cash = account.cash + outcome.cash_delta
     if cash < 0:
         raise LedgerBreach(
@@ -119,6 +123,25 @@ def insert_order(
         outcome=outcome,
         created=True,
         fill_id=row_id(fill_row.id),
+        **facts,
+    )
+
+
+class _OrderFacts(TypedDict):
+    seq: int
+    symbol: str
+    side: Side
+    quantity: Decimal
+    target_weight: Decimal | None
+
+
+def _order_facts(row: OrderRow) -> _OrderFacts:
+    return _OrderFacts(
+        seq=row.seq,
+        symbol=row.symbol,
+        side=Side(row.side),
+        quantity=row.quantity,
+        target_weight=row.target_weight,
     )
 
 
@@ -157,7 +180,14 @@ def stored_order(session: Session, key: str) -> RecordedOrder | None:
     row = session.exec(select(OrderRow).where(OrderRow.idempotency_key == key)).first()
     if row is None:
         return None
+    return recorded_from_row(session, row)
+
+
+def recorded_from_row(session: Session, row: OrderRow) -> RecordedOrder:
+    """The stored order `row` with its outcome, as `RecordedOrder(created=False)`."""
+    key = row.idempotency_key
     order_id = row_id(row.id)
+    facts = _order_facts(row)
     if row.status == OrderStatus.REJECTED.value:
         if row.reject_reason is None:
             raise LedgerBreach(f"order {order_id} ({key}) is rejected without a reason")
@@ -167,7 +197,7 @@ def stored_order(session: Session, key: str) -> RecordedOrder | None:
             at=row.rejected_at or row.placed_at,
         )
         return RecordedOrder(
-            order_id=order_id, idempotency_key=key, outcome=rejection, created=False
+            order_id=order_id, idempotency_key=key, outcome=rejection, created=False, **facts
         )
     fill = session.exec(
         select(FillRow).where(FillRow.order_id == order_id).order_by(col(FillRow.id))
@@ -180,6 +210,7 @@ def stored_order(session: Session, key: str) -> RecordedOrder | None:
         outcome=to_fill(fill),
         created=False,
         fill_id=fill.id,
+        **facts,
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from openbell.markets.domain import Fill, Rejection, check_utc
+from openbell.markets.domain import Fill, Rejection, Side, check_utc
 
 
 class CycleStatus(enum.StrEnum):
@@ -42,11 +42,25 @@ class OrderStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CycleRecord:
+    """A cycle as the ledger holds it: who holds its claim, until when, and its state."""
+
+    cycle_id: int
+    account_id: int
+    slot_at: datetime
+    status: CycleStatus
+    claimed_by: str
+    lease_until: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedOrder:
     """An order as the ledger holds it, with its outcome.
 
     `created` is False when the idempotency key already existed: the call changed nothing and
-    `outcome` is the one stored the first time.
+    `outcome` is the one stored the first time. `seq`, `symbol`, `side`, `quantity` and
+    `target_weight` repeat the stored order row (the ledger always fills them in; they default to
+    None only so older call sites keep working).
     """
 
     order_id: int
@@ -54,6 +68,11 @@ class RecordedOrder:
     outcome: Fill | Rejection
     created: bool
     fill_id: int | None = None
+    seq: int | None = None
+    symbol: str | None = None
+    side: Side | None = None
+    quantity: Decimal | None = None
+    target_weight: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -50,6 +50,10 @@ def make_instrument(market: str = "cn", symbol: str | None = None, **overrides: 
     )
 
 
+#: A synthetic index fund: fractional units, with its own lot replacing the market's 100 shares.
+INDEX_FUND = make_instrument("cn", "000016.SH", quantity_step=D("0.0001"), lot_size=D("0.0001"))
+
+
 def make_position(symbol: str, quantity: str, *buys: tuple[str, datetime]) -> Position:
     lots = tuple(Lot(quantity=D(amount), acquired_at=at) for amount, at in buys)
     return Position(symbol=symbol, quantity=D(quantity), recent_buys=lots)
@@ -195,6 +199,8 @@ def test_round_quantity_rounds_down(step: Decimal, quantity: Decimal, expected: 
             D("1.234"),
             id="crypto-instrument-step",
         ),
+        pytest.param(CN, INDEX_FUND, BUY, "34.56789", "0", D("34.5678"), id="cn-fund-lot-buy"),
+        pytest.param(CN, INDEX_FUND, SELL, "10.12345", "20", D("10.1234"), id="cn-fund-lot-sell"),
     ],
 )
 def test_tradable_quantity(
@@ -540,6 +546,9 @@ def test_cash_must_cover_notional_and_fees(
         pytest.param(
             CRYPTO, make_instrument("crypto"), "60030", "1000", D("0.01664"), id="crypto-step"
         ),
+        # 34.4737 units cost 99973.73 + 24.99 commission + 1.00 transfer = 99999.72; one more
+        # step (34.4738) costs 99974.02 + 25.99 = 100000.01
+        pytest.param(CN, INDEX_FUND, "2900.00", "100000", D("34.4737"), id="cn-fund-lot"),
     ],
 )
 def test_affordable_quantity(
@@ -722,6 +731,9 @@ def test_wiring_mistakes_raise(
             lambda: Instrument(symbol="SAP", market="us", currency="EUR"),
             "unknown currency",
             id="instrument-currency",
+        ),
+        pytest.param(
+            lambda: make_instrument("cn", lot_size=D(0)), "must be positive", id="zero-lot-size"
         ),
         pytest.param(
             lambda: Lot(quantity=D(100), acquired_at=datetime(2025, 9, 30, 9, 30)),  # noqa: DTZ001

@@ -58,7 +58,7 @@ def test_rules_for_refuses_an_unknown_market() -> None:
         ),
         pytest.param(
             CN,
-            ("XSHG", "Asia/Shanghai", "CNY", D(100), D(1), D(0), 1, D(5), "000016.XSHG", "sse50"),
+            ("XSHG", "Asia/Shanghai", "CNY", D(100), D(1), D(0), 1, D(5), "000016.SH", "sse50"),
             id="cn",
         ),
         pytest.param(

@@ -1,0 +1,272 @@
+"""The baseline agents: buy-and-hold, equal weight, SMA(50, 200) crossover, cash and seeded random.
+
+This module owns the passive and rule-based agents the arena compares LLM agents against (DESIGN
+§6). They act only through the toolbox, so the market rules and the point-in-time rule bind them as
+they bind every agent, and each ends its cycle with `finish`. They keep no memory between cycles:
+each decides from the portfolio and the market data of the slot, so a cycle run again after an
+interruption (the toolbox shows the account as at its start) decides exactly as the first run did,
+and a restarted daemon needs no agent state. `build_agent` makes one from its configured kind.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import ROUND_DOWN, Decimal
+from types import MappingProxyType
+
+from openbell.agents.protocol import Agent, DecisionContext
+from openbell.agents.tools import PortfolioOut, ToolError
+from openbell.markets.domain import check_market
+
+BASELINE_KINDS: tuple[str, ...] = (
+    "buy_and_hold",
+    "equal_weight",
+    "sma_crossover",
+    "cash",
+    "random",
+)
+
+#: AI-Trader's CD5 crypto index weights (its crypto benchmark), as fractions of NAV.
+CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
+    {
+        "BTC/USDT": Decimal("0.7456"),
+        "ETH/USDT": Decimal("0.1597"),
+        "XRP/USDT": Decimal("0.0520"),
+        "SOL/USDT": Decimal("0.0353"),
+        "ADA/USDT": Decimal("0.0076"),
+    }
+)
+
+SMA_FAST = 50
+SMA_SLOW = 200
+_WEIGHT_PLACES = Decimal("0.000001")
+
+
+def _weight(numerator: int, denominator: int) -> Decimal:
+    return (Decimal(numerator) / Decimal(denominator)).quantize(_WEIGHT_PLACES, ROUND_DOWN)
+
+
+def _basket(weights: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """`weights` scaled down to sum to 1 when they sum above it (CD5's published weights sum to
+    100.02%), largest first."""
+    if not weights or any(weight <= 0 for weight in weights.values()):
+        raise ValueError(f"basket weights must be positive, got {dict(weights)}")
+    total = sum(weights.values(), Decimal(0))
+    scale = Decimal(1) / total if total > 1 else Decimal(1)
+    ordered = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
+    return {
+        symbol: (weight * scale).quantize(_WEIGHT_PLACES, ROUND_DOWN) for symbol, weight in ordered
+    }
+
+
+async def _holdings(ctx: DecisionContext) -> dict[str, Decimal] | None:
+    """Symbol -> weight of what the account holds, or None when the portfolio is unavailable."""
+    portfolio = await ctx.tools.get_portfolio()
+    if isinstance(portfolio, ToolError):
+        return None
+    return _weights_of(portfolio)
+
+
+def _weights_of(portfolio: PortfolioOut) -> dict[str, Decimal]:
+    return {position.symbol: position.weight for position in portfolio.positions}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuyAndHold:
+    """Buys the market's benchmark at the first slot it can and holds it.
+
+    The benchmark is the toolbox's (QQQ; for A-shares a synthetic fund tracking the SSE-50 index
+    000016.SH, see `book.benchmark_instrument`), bought with a target weight of 1 (what the cash
+    affords after fees). With `weights` (the default for crypto: AI-Trader's CD5 basket) it buys
+    each symbol towards its weight instead. Once it holds any of its basket it only holds.
+    """
+
+    name: str
+    market: str
+    weights: Mapping[str, Decimal] | None = None
+    kind: str = field(default="buy_and_hold", init=False)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        tools = ctx.tools
+        basket = self._basket(tools.benchmark_symbol)
+        held = await _holdings(ctx)
+        if not basket:
+            await tools.finish("No benchmark to buy in this market; holding cash.")
+            return
+        if held is None or set(held) & set(basket):
+            await tools.finish(f"Holding {', '.join(basket)}.")
+            return
+        bought = []
+        for symbol, weight in basket.items():
+            result = await tools.place_order(
+                symbol, "buy", target_weight=weight, reason="buy and hold the benchmark"
+            )
+            if not isinstance(result, ToolError) and result.status == "filled":
+                bought.append(symbol)
+        await tools.finish(f"Bought {', '.join(bought) or 'nothing'} to hold.")
+
+    def _basket(self, benchmark: str | None) -> dict[str, Decimal]:
+        if self.weights is not None:
+            return _basket(self.weights)
+        if self.market == "crypto":
+            return _basket(CD5_WEIGHTS)
+        return {} if benchmark is None else {benchmark: Decimal(1)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EqualWeight:
+    """Buys 1/N of NAV of each universe symbol at the first slot, then holds.
+
+    N counts the symbols with a quote at that slot (the others are skipped). A-share lots may round
+    a 1/N share of a small account down to nothing; those symbols are skipped too. Once it holds
+    anything it only holds.
+    """
+
+    name: str
+    kind: str = field(default="equal_weight", init=False)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        tools = ctx.tools
+        held = await _holdings(ctx)
+        if held is None or held:
+            await tools.finish(f"Holding {len(held or {})} symbols.")
+            return
+        quotes = await tools.get_quote(ctx.universe.symbols)
+        if isinstance(quotes, ToolError) or not quotes.quotes:
+            await tools.finish("No prices at this slot; buying later.")
+            return
+        priced = {quote.symbol for quote in quotes.quotes}
+        symbols = [symbol for symbol in ctx.universe.symbols if symbol in priced]
+        weight = _weight(1, len(symbols))
+        for symbol in symbols:
+            await tools.place_order(
+                symbol, "buy", target_weight=weight, reason=f"equal weight 1/{len(symbols)}"
+            )
+        await tools.finish(f"Bought up to {weight} of NAV in each of {len(symbols)} symbols.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SmaCrossover:
+    """Long a symbol while its SMA50 is above its SMA200 (daily closes known at the slot).
+
+    It trades towards the signal's state, which is the crossover rule without memory: holding
+    nothing while SMA50 > SMA200 (a cross up, or already above at the first slot) it buys 1/N of
+    NAV (N = the universe's size); holding while SMA50 <= SMA200 (a cross down) it sells all. A
+    symbol with fewer than 200 daily bars has no signal and is left as it is. Sells go first, so
+    their cash is there for the buys.
+    """
+
+    name: str
+    kind: str = field(default="sma_crossover", init=False)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        tools = ctx.tools
+        held = await _holdings(ctx)
+        if held is None:
+            await tools.finish("Portfolio unavailable; no trades.")
+            return
+        longs: list[str] = []
+        exits: list[str] = []
+        for symbol in ctx.universe.symbols:
+            signal = await self._signal(ctx, symbol)
+            if signal is True and symbol not in held:
+                longs.append(symbol)
+            elif signal is False and symbol in held:
+                exits.append(symbol)
+        for symbol in exits:
+            await tools.place_order(
+                symbol, "sell", target_weight=Decimal(0), reason="SMA50 <= SMA200"
+            )
+        weight = _weight(1, len(ctx.universe.symbols))
+        for symbol in longs:
+            await tools.place_order(symbol, "buy", target_weight=weight, reason="SMA50 > SMA200")
+        await tools.finish(f"Entered {longs or 'none'}; exited {exits or 'none'}.")
+
+    @staticmethod
+    async def _signal(ctx: DecisionContext, symbol: str) -> bool | None:
+        bars = await ctx.tools.get_bars(symbol, "1d", SMA_SLOW)
+        if isinstance(bars, ToolError) or len(bars.bars) < SMA_SLOW:
+            return None
+        closes = [bar.close for bar in bars.bars]
+        fast = sum(closes[-SMA_FAST:], Decimal(0)) / SMA_FAST
+        slow = sum(closes[-SMA_SLOW:], Decimal(0)) / SMA_SLOW
+        return fast > slow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cash:
+    """Holds its cash: the zero-risk baseline."""
+
+    name: str
+    kind: str = field(default="cash", init=False)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        await ctx.tools.finish("Holding cash.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RandomTrader:
+    """Places up to two random orders per cycle: a buy adds 1-5% of NAV to a random priced
+    symbol, a sell (of a holding, half the time) takes 1-5% off it.
+
+    The generator is seeded with (`seed`, the slot time), so a cycle run again decides the same.
+    """
+
+    name: str
+    seed: int = 0
+    kind: str = field(default="random", init=False)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        tools = ctx.tools
+        # Not for security: a reproducible stream per (seed, slot).
+        rng = random.Random(f"{self.seed}:{ctx.now.isoformat()}")  # noqa: S311
+        quotes = await tools.get_quote(ctx.universe.symbols)
+        priced = [] if isinstance(quotes, ToolError) else sorted(q.symbol for q in quotes.quotes)
+        done: list[str] = []
+        for _ in range(rng.randint(0, 2)):
+            held = await _holdings(ctx)
+            if held is None or not priced:
+                break
+            step = Decimal(rng.randint(1, 5)) / 100
+            if held and rng.random() < 0.5:
+                symbol = rng.choice(sorted(held))
+                side, target = "sell", max(held[symbol] - step, Decimal(0))
+            else:
+                symbol = rng.choice(priced)
+                side, target = "buy", min(held.get(symbol, Decimal(0)) + step, Decimal(1))
+            await tools.place_order(symbol, side, target_weight=target, reason="random")
+            done.append(f"{side} {symbol} to {target}")
+        await tools.finish(f"Random orders: {'; '.join(done) or 'none'}.")
+
+
+def build_agent(
+    kind: str,
+    name: str,
+    *,
+    market: str,
+    seed: int | None = None,
+    weights: Mapping[str, Decimal] | None = None,
+) -> Agent:
+    """The baseline agent of `kind` (one of `BASELINE_KINDS`) called `name`, trading `market`.
+
+    `seed` seeds `random` (default 0; the other kinds ignore it); `weights` (symbol -> fraction of
+    NAV) replace the benchmark of `buy_and_hold`, and are refused for any other kind.
+    """
+    check_market(market)
+    if kind not in BASELINE_KINDS:
+        raise ValueError(f"unknown baseline kind {kind!r}; known: {', '.join(BASELINE_KINDS)}")
+    if weights is not None and kind != "buy_and_hold":
+        raise ValueError(f"weights are for buy_and_hold, not {kind}")
+    if kind == "buy_and_hold":
+        if weights is not None:
+            _basket(weights)  # refuse bad weights now, not at the first cycle
+        return BuyAndHold(name=name, market=market, weights=weights)
+    if kind == "equal_weight":
+        return EqualWeight(name=name)
+    if kind == "sma_crossover":
+        return SmaCrossover(name=name)
+    if kind == "cash":
+        return Cash(name=name)
+    return RandomTrader(name=name, seed=0 if seed is None else seed)

@@ -1,0 +1,55 @@
+"""The agent protocol: what every agent, baseline or LLM, is given and must do in one cycle.
+
+An agent is called once per decision cycle with a `DecisionContext`. It observes the market and its
+account and trades only through `ctx.tools` (the toolbox bound to its account, cycle and `now`), so
+the market rules and the point-in-time rule apply to every kind of agent alike. It returns nothing:
+what it did is in the ledger (orders, fills) and in the toolbox (the finish summary).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from openbell.markets.domain import check_utc
+from openbell.markets.rules import MarketRules
+from openbell.markets.universes import Universe
+
+if TYPE_CHECKING:
+    from openbell.agents.toolbox import Toolbox
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionContext:
+    """Everything an agent gets for one cycle. `now` is the slot time; nothing after it is seen."""
+
+    now: datetime
+    market: str
+    agent_name: str
+    account_id: int
+    cycle_id: int
+    universe: Universe
+    rules: MarketRules
+    tools: Toolbox
+
+    def __post_init__(self) -> None:
+        check_utc("now", self.now)
+
+
+class Agent(Protocol):
+    """One trading agent. `decide` may call any tool any number of times within the budgets."""
+
+    @property
+    def name(self) -> str:
+        """The agent's configured name (unique across the arena)."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """The agent's kind, e.g. `buy_and_hold` or `llm`."""
+        ...
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        """Observe and trade through `ctx.tools` for the cycle at `ctx.now`."""
+        ...

@@ -1,0 +1,413 @@
+"""The toolbox: the tools of `tools.py` bound to one account, one cycle and one decision time.
+
+This module owns the tool handlers and the rules they enforce for every kind of agent: market
+data comes only through the point-in-time `GatewayView` and the slot's `MarketSnapshot` (nothing
+stamped after `now`), only the universe's symbols and the market's benchmark are served, orders
+are placed at `now` (target weights sized against the NAV at the slot's quotes) and go through
+`CycleOrders`, which numbers them and replays an interrupted cycle identically, and every failure
+is a structured `ToolError` or a rejected `OrderOut`, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from openbell.agents.book import Book, benchmark_instrument, shares_for_target
+from openbell.agents.broker import PaperBroker
+from openbell.agents.cycle_orders import CycleOrders
+from openbell.agents.tools import (
+    DESCRIPTIONS,
+    BarOut,
+    BarsOut,
+    ErrorCode,
+    FinishArgs,
+    FinishOut,
+    GetBarsArgs,
+    GetPortfolioArgs,
+    GetQuoteArgs,
+    OrderOut,
+    OrderStatusOut,
+    PlaceOrderArgs,
+    PortfolioOut,
+    QuoteOut,
+    QuotesOut,
+    ToolError,
+    ToolOutcome,
+    ToolResult,
+    ToolSpec,
+    describe_validation_error,
+)
+from openbell.markets.domain import (
+    Instrument,
+    Order,
+    Quote,
+    RejectReason,
+    Side,
+    check_utc,
+)
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.gateway import GatewayView, MarketSnapshot
+from openbell.markets.rules import MarketRules
+from openbell.markets.universes import Universe
+from openbell.store.ledger import Ledger
+from openbell.store.records import RecordedOrder
+
+R = TypeVar("R", bound=ToolResult)
+
+
+class Toolbox:
+    """The tools of one (account, cycle) at decision time `now`; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        broker: PaperBroker,
+        gateway: GatewayView,
+        snapshot: MarketSnapshot,
+        universe: Universe,
+        rules: MarketRules,
+        account_id: int,
+        cycle_id: int,
+        now: datetime,
+    ) -> None:
+        check_utc("now", now)
+        if gateway.now != now or snapshot.at > now:
+            raise ValueError(
+                f"toolbox at {now} given a gateway view at {gateway.now} and a snapshot at "
+                f"{snapshot.at}"
+            )
+        if not universe.market == rules.market == snapshot.market == broker.rules.market:
+            raise ValueError(f"toolbox for {rules.market} given another market's parts")
+        self._gateway = gateway
+        self._snapshot = snapshot
+        self._universe = universe
+        self._rules = rules
+        self._now = now
+        self._benchmark = benchmark_instrument(universe, rules)
+        self._quotes: dict[str, Quote | None] = dict(snapshot.quotes)
+        self._orders = CycleOrders(
+            ledger=ledger, broker=broker, account_id=account_id, cycle_id=cycle_id, now=now
+        )
+        self.finished = False
+        self.summary: str | None = None
+        self.specs: tuple[ToolSpec[Any], ...] = (
+            ToolSpec("get_bars", DESCRIPTIONS["get_bars"], GetBarsArgs, self._get_bars),
+            ToolSpec("get_quote", DESCRIPTIONS["get_quote"], GetQuoteArgs, self._get_quote),
+            ToolSpec(
+                "get_portfolio", DESCRIPTIONS["get_portfolio"], GetPortfolioArgs, self._portfolio
+            ),
+            ToolSpec("place_order", DESCRIPTIONS["place_order"], PlaceOrderArgs, self._place_order),
+            ToolSpec("finish", DESCRIPTIONS["finish"], FinishArgs, self._finish),
+        )
+        self._by_name = {spec.name: spec for spec in self.specs}
+
+    @property
+    def now(self) -> datetime:
+        """The decision time every result is computed for."""
+        return self._now
+
+    @property
+    def placed(self) -> list[RecordedOrder]:
+        """The orders placed (or re-placed) in this run, in order."""
+        return self._orders.placed
+
+    @property
+    def benchmark_symbol(self) -> str | None:
+        """The tradable benchmark of the market (QQQ, the 000016.SH index fund), if it has one."""
+        return self._benchmark.symbol if self._benchmark is not None else None
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        """Validate `arguments` with the tool's model and run its handler; never raises for
+        anything the caller can get wrong (unknown tool, bad arguments, a call after finish)."""
+        spec = self._by_name.get(name)
+        if spec is None:
+            return self._error(
+                ErrorCode.UNKNOWN_TOOL,
+                f"There is no tool named {name!r}.",
+                f"Use one of: {', '.join(self._by_name)}.",
+            )
+        if self.finished:
+            return self._error(
+                ErrorCode.ALREADY_FINISHED,
+                "This cycle is finished; no more tool calls are served.",
+                "Stop: the next cycle starts at the next slot.",
+            )
+        raw = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        try:
+            args = spec.args.model_validate(raw)
+        except ValidationError as exc:
+            return self._error(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"Invalid arguments for {name}: {describe_validation_error(exc)}.",
+                f"Call {name} with arguments matching its schema.",
+            )
+        return await spec.handler(args)
+
+    # -- typed convenience methods for Python agents --------------------------------------------
+
+    async def get_bars(
+        self, symbol: str, interval: str = "1d", lookback: int = 20
+    ) -> BarsOut | ToolError:
+        """See the `get_bars` tool."""
+        found = await self.call(
+            "get_bars", {"symbol": symbol, "interval": interval, "lookback": lookback}
+        )
+        return _typed(found, BarsOut)
+
+    async def get_quote(self, symbols: Sequence[str]) -> QuotesOut | ToolError:
+        """See the `get_quote` tool."""
+        return _typed(await self.call("get_quote", {"symbols": list(symbols)}), QuotesOut)
+
+    async def get_portfolio(self) -> PortfolioOut | ToolError:
+        """See the `get_portfolio` tool."""
+        return _typed(await self.call("get_portfolio", {}), PortfolioOut)
+
+    async def place_order(
+        self,
+        symbol: str,
+        side: str,
+        *,
+        shares: Decimal | None = None,
+        target_weight: Decimal | None = None,
+        reason: str = "",
+        confidence: Decimal | None = None,
+    ) -> OrderOut | ToolError:
+        """See the `place_order` tool."""
+        arguments: dict[str, object] = {"symbol": symbol, "side": side, "reason": reason}
+        for key, value in (
+            ("shares", shares),
+            ("target_weight", target_weight),
+            ("confidence", confidence),
+        ):
+            if value is not None:
+                arguments[key] = value
+        return _typed(await self.call("place_order", arguments), OrderOut)
+
+    async def finish(self, summary: str) -> FinishOut | ToolError:
+        """See the `finish` tool."""
+        return _typed(await self.call("finish", {"summary": summary}), FinishOut)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    async def _get_bars(self, args: GetBarsArgs) -> ToolOutcome:
+        if self._instrument(args.symbol) is None:
+            return self._unknown(args.symbol)
+        try:
+            found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
+        except DataUnavailable as exc:
+            return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
+        bars = [bar for bar in found.bars if bar.end_at <= self._now]
+        if not bars:
+            return self._error(
+                ErrorCode.DATA_UNAVAILABLE,
+                f"No {args.interval} bars of {args.symbol} had ended by {self._now.isoformat()}.",
+                "Try another interval or symbol, or a later slot.",
+            )
+        return BarsOut(
+            as_of=self._now,
+            symbol=args.symbol,
+            interval=args.interval,
+            bars=[BarOut.of(bar) for bar in bars],
+        )
+
+    async def _get_quote(self, args: GetQuoteArgs) -> ToolOutcome:
+        wanted = list(dict.fromkeys(args.symbols))
+        known = [symbol for symbol in wanted if self._instrument(symbol) is not None]
+        found = await self._marks(known)
+        return QuotesOut(
+            as_of=self._now,
+            quotes=[
+                QuoteOut(symbol=quote.symbol, price=quote.price, at=quote.at)
+                for quote in found.values()
+            ],
+            missing=[symbol for symbol in known if symbol not in found],
+            unknown=[symbol for symbol in wanted if symbol not in known],
+        )
+
+    async def _portfolio(self, args: GetPortfolioArgs) -> ToolOutcome:
+        return PortfolioOut.of(await self._book(), self._now)
+
+    async def _place_order(self, args: PlaceOrderArgs) -> ToolOutcome:
+        if self._orders.diverged:
+            return self._diverged_error()
+        side = Side(args.side)
+        instrument = self._instrument(args.symbol)
+        if instrument is None:
+            # Recorded as a rejection; a target-weight order carries a nominal quantity of the
+            # market's quantity step, since no shares can be worked out for it.
+            outsider = Instrument(
+                symbol=args.symbol, market=self._rules.market, currency=self._rules.currency
+            )
+            quantity = args.shares if args.shares is not None else self._rules.quantity_step
+            recorded = self._orders.reject(
+                self._order(outsider, side, quantity, args),
+                reason=RejectReason.NOT_IN_UNIVERSE,
+                message=(
+                    f"{args.symbol} is not in the {self._universe.name} universe of this "
+                    f"{self._rules.market} account; order only its members."
+                ),
+                target_weight=args.target_weight,
+            )
+            return self._placed(recorded, args)
+        sized = await self._size(args, instrument, side)
+        if not isinstance(sized, Decimal):
+            return sized
+        recorded = self._orders.place(
+            self._order(instrument, side, sized, args),
+            snapshot=await self._snapshot_with(args.symbol),
+            target_weight=args.target_weight,
+        )
+        return self._placed(recorded, args)
+
+    async def _size(
+        self, args: PlaceOrderArgs, instrument: Instrument, side: Side
+    ) -> Decimal | ToolOutcome:
+        """The order's quantity: its shares, or the shares that reach its target weight."""
+        if args.target_weight is None:
+            return args.shares if args.shares is not None else Decimal(0)
+        price = (await self._marks([args.symbol])).get(args.symbol)
+        if price is None:
+            return self._error(
+                ErrorCode.DATA_UNAVAILABLE,
+                f"There is no price for {args.symbol} at {self._now.isoformat()}, so a target "
+                f"weight cannot be turned into shares.",
+                "Try again at a later slot, or order by shares.",
+            )
+        quantity, why = shares_for_target(
+            book=await self._book(),
+            instrument=instrument,
+            side=side,
+            target_weight=args.target_weight,
+            price=price.price,
+            rules=self._rules,
+        )
+        if quantity <= 0:
+            return self._outcome(OrderStatusOut.NOTHING_TO_DO, args, why)
+        return quantity
+
+    async def _finish(self, args: FinishArgs) -> ToolOutcome:
+        self.finished = True
+        self.summary = args.summary
+        self._orders.check_complete()
+        return FinishOut(as_of=self._now, summary=args.summary, orders_placed=len(self.placed))
+
+    # -- orders -------------------------------------------------------------------------------
+
+    def _order(
+        self, instrument: Instrument, side: Side, quantity: Decimal, args: PlaceOrderArgs
+    ) -> Order:
+        return Order(
+            instrument=instrument,
+            side=side,
+            quantity=quantity,
+            placed_at=self._now,
+            reason=args.reason,
+            confidence=args.confidence,
+        )
+
+    def _placed(self, recorded: RecordedOrder | None, args: PlaceOrderArgs) -> ToolOutcome:
+        """Describe a recorded order's outcome, with the account after it."""
+        if recorded is None:
+            return self._diverged_error()
+        state = self._orders.state()
+        return OrderOut.of(
+            recorded,
+            as_of=self._now,
+            cash_after=state.cash.amount,
+            held_after=state.quantity(args.symbol),
+        )
+
+    def _outcome(
+        self, status: OrderStatusOut, args: PlaceOrderArgs, message: str, **fields: Any
+    ) -> OrderOut:
+        return OrderOut(
+            as_of=self._now,
+            status=status,
+            symbol=args.symbol,
+            side=args.side,
+            message=message,
+            **fields,
+        )
+
+    # -- the account and prices ---------------------------------------------------------------
+
+    async def _book(self) -> Book:
+        state = self._orders.state()
+        quotes = await self._marks(list(state.positions))
+        marks = {symbol: quote.price for symbol, quote in quotes.items()}
+        return Book.mark(state, marks, self._rules.currency)
+
+    async def _marks(self, symbols: Sequence[str]) -> dict[str, Quote]:
+        """The quotes of `symbols`: the snapshot's, else the gateway's at `now` (kept)."""
+        asked = [symbol for symbol in symbols if symbol not in self._quotes]
+        if asked:
+            found = await self._gateway.quote(asked)
+            for symbol in asked:
+                self._quotes[symbol] = found.quotes.get(symbol)
+        out: dict[str, Quote] = {}
+        for symbol in symbols:
+            quote = self._quotes[symbol]
+            if quote is not None and quote.at <= self._now:
+                out[symbol] = quote
+        return out
+
+    async def _snapshot_with(self, symbol: str) -> MarketSnapshot:
+        """The slot's snapshot, with `symbol`'s previous close added when it lacks one (the
+        benchmark may not be among the symbols the daemon fetched)."""
+        snapshot = self._snapshot
+        if symbol in snapshot.previous_closes:
+            return snapshot
+        try:
+            closes = await self._gateway.daily_closes(symbol, 1)
+        except DataUnavailable:  # no daily bars: execution rejects where limits need a close
+            return snapshot
+        if not closes.closes:
+            return snapshot
+        return MarketSnapshot(
+            market=snapshot.market,
+            at=snapshot.at,
+            quotes=snapshot.quotes,
+            missing=snapshot.missing,
+            previous_closes={**snapshot.previous_closes, symbol: closes.closes[-1]},
+        )
+
+    def _instrument(self, symbol: str) -> Instrument | None:
+        if symbol in self._universe:
+            return self._universe.instrument(symbol)
+        if self._benchmark is not None and symbol == self._benchmark.symbol:
+            return self._benchmark
+        return None
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _error(self, code: ErrorCode, message: str, hint: str = "") -> ToolError:
+        return ToolError(code=code, message=message, hint=hint, as_of=self._now)
+
+    def _unknown(self, symbol: str) -> ToolError:
+        return self._error(
+            ErrorCode.UNKNOWN_SYMBOL,
+            f"{symbol} is not served: it is not in the {self._universe.name} universe.",
+            "Use the universe's symbols, written as the market writes them.",
+        )
+
+    def _diverged_error(self) -> ToolError:
+        return self._error(
+            ErrorCode.CYCLE_REPLAY_DIVERGED,
+            "This cycle is being run again after an interruption, and this order differs from "
+            "the one recorded in its place the first time; no more orders are accepted.",
+            "Call finish.",
+        )
+
+
+def _typed(found: ToolOutcome, kind: type[R]) -> R | ToolError:
+    if isinstance(found, ToolError | kind):
+        return found
+    raise TypeError(f"expected {kind.__name__}, got {type(found).__name__}")

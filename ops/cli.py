@@ -25,6 +25,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from openbell.daemon.clock import SystemClock
 from openbell.daemon.lifecycle import DaemonConfig, run_daemon
 from openbell.markets.errors import ConfigError, OperatorError
+from openbell.ops.cli_replay import register as register_replay_commands
+from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.config import OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.store.db import check_schema, make_engine, parse_url
@@ -79,6 +81,8 @@ db_app = typer.Typer(help="Manage the ledger database schema.", rich_markup_mode
 ledger_app = typer.Typer(help="Check the paper-trading ledger.", rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 app.add_typer(ledger_app, name="ledger")
+register_report_commands(app)  # leaderboard, report, export, demo
+register_replay_commands(app)  # replay, data import
 
 
 def _help_without_command(ctx: typer.Context) -> None:

@@ -1,0 +1,211 @@
+"""Replay speed against backtrader, and peak memory of the US hourly replay.
+
+1. `sma_crossover` over the ten coins' full daily history (BTC from 2010), replayed by openbell
+   into a fresh SQLite ledger, against backtrader running the same rule (SMA50 over SMA200 of the
+   daily closes: target weight 1/N on a cross up, 0 on a cross down) on the same bars. Both run in
+   this process, alternately, `--runs` times; the script prints each wall time, the medians and
+   the ratio of the medians (openbell / backtrader; the target is <= 1.0).
+2. Peak RSS of the US hourly replay (2025-10-01..2025-11-10) with every baseline, measured in a
+   child process (`resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`); the target is <= 400 MB.
+
+Not a test: run it by hand, `.venv/bin/python benchmarks/replay_bench.py [--runs N] [--skip-rss]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import backtrader as bt
+import pandas as pd
+
+from openbell.markets.barfile import read_bundled
+from openbell.ops.config import load_config
+from openbell.ops.logs import configure_logging
+from openbell.ops.replaying import replay_from_config
+
+CRYPTO_START = date(2010, 7, 17)
+CRYPTO_END = date(2025, 12, 28)
+
+CRYPTO_CONFIG = """
+[store]
+url = "sqlite:///{db}"
+
+[markets.crypto]
+universe = "crypto10"
+cadence = "daily"
+source = "ccxt:binance"
+initial_cash = "10000"
+
+[[agents]]
+name = "sma-crossover"
+kind = "sma_crossover"
+markets = ["crypto"]
+"""
+
+US_CONFIG = """
+[store]
+url = "sqlite:///{db}"
+
+[markets.us]
+universe = "nasdaq100"
+cadence = "hourly"
+source = "yfinance"
+initial_cash = "10000"
+
+[[agents]]
+name = "buy-and-hold"
+kind = "buy_and_hold"
+markets = ["us"]
+
+[[agents]]
+name = "equal-weight"
+kind = "equal_weight"
+markets = ["us"]
+
+[[agents]]
+name = "sma-crossover"
+kind = "sma_crossover"
+markets = ["us"]
+
+[[agents]]
+name = "cash"
+kind = "cash"
+markets = ["us"]
+
+[[agents]]
+name = "random"
+kind = "random"
+markets = ["us"]
+seed = 7
+"""
+
+RSS_CHILD = """
+import sys
+from datetime import date
+from openbell.ops.config import load_config
+from openbell.ops.logs import configure_logging
+configure_logging(level="warning", stream=sys.stderr)
+from openbell.ops.logs import configure_logging
+from openbell.ops.replaying import replay_from_config
+config = load_config(sys.argv[1])
+replay_from_config(config, start=date(2025, 10, 1), end=date(2025, 11, 11), market="us",
+                   resume=False, show_progress=False)
+"""
+
+
+class SmaCross(bt.Strategy):  # type: ignore[misc]
+    """The baseline's rule in backtrader: 1/N of the portfolio while SMA50 > SMA200."""
+
+    def __init__(self) -> None:
+        self.cross = {
+            data: bt.ind.CrossOver(
+                bt.ind.SMA(data.close, period=50), bt.ind.SMA(data.close, period=200)
+            )
+            for data in self.datas
+        }
+
+    def prenext(self) -> None:  # coins start on different dates: trade those that have started
+        self.next()
+
+    def next(self) -> None:
+        weight = 1 / len(self.datas)
+        for data in self.datas:
+            if len(data) < 200:
+                continue
+            if self.cross[data][0] > 0:
+                self.order_target_percent(data, weight)
+            elif self.cross[data][0] < 0:
+                self.order_target_percent(data, 0)
+
+
+def crypto_frames() -> dict[str, pd.DataFrame]:
+    barset = read_bundled("crypto-1d")
+    frames = {}
+    for symbol in barset.symbols:
+        bars = barset.bars(symbol)
+        frames[symbol] = pd.DataFrame(
+            {
+                "open": [float(bar.open) for bar in bars],
+                "high": [float(bar.high) for bar in bars],
+                "low": [float(bar.low) for bar in bars],
+                "close": [float(bar.close) for bar in bars],
+                "volume": [float(bar.volume) for bar in bars],
+            },
+            index=pd.DatetimeIndex([bar.start_at.replace(tzinfo=None) for bar in bars]),
+        )
+    return frames
+
+
+def run_backtrader(frames: dict[str, pd.DataFrame]) -> float:
+    started = time.perf_counter()
+    cerebro = bt.Cerebro(stdstats=False)
+    for symbol, frame in frames.items():
+        cerebro.adddata(bt.feeds.PandasData(dataname=frame), name=symbol)
+    cerebro.addstrategy(SmaCross)
+    cerebro.broker.setcash(10_000)
+    cerebro.run()
+    return time.perf_counter() - started
+
+
+def run_openbell(workdir: Path, run: int) -> tuple[float, int]:
+    db = workdir / f"crypto-{run}.db"
+    config_path = workdir / f"crypto-{run}.toml"
+    config_path.write_text(CRYPTO_CONFIG.format(db=db.as_posix()))
+    config = load_config(config_path)
+    started = time.perf_counter()
+    report = replay_from_config(
+        config,
+        start=CRYPTO_START,
+        end=CRYPTO_END,
+        market="crypto",
+        resume=False,
+        show_progress=False,
+    )
+    return time.perf_counter() - started, report.slots
+
+
+def peak_rss_mb(workdir: Path) -> float:
+    config_path = workdir / "us.toml"
+    config_path.write_text(US_CONFIG.format(db=(workdir / "us.db").as_posix()))
+    subprocess.run([sys.executable, "-c", RSS_CHILD, str(config_path)], check=True)  # noqa: S603
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip-rss", action="store_true")
+    args = parser.parse_args()
+    configure_logging(level="warning", stream=sys.stderr)
+    frames = crypto_frames()
+    ours: list[float] = []
+    theirs: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        slots = 0
+        for run in range(args.runs):
+            seconds, slots = run_openbell(workdir, run)
+            ours.append(seconds)
+            theirs.append(run_backtrader(frames))
+            print(f"run {run + 1}: openbell {ours[-1]:.2f} s, backtrader {theirs[-1]:.2f} s")
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        print(
+            f"crypto10 daily sma_crossover, {slots} slots: openbell median "
+            f"{statistics.median(ours):.2f} s, backtrader median "
+            f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f} (target <= 1.0)"
+        )
+        if not args.skip_rss:
+            rss_mb = peak_rss_mb(workdir)
+            print(f"US hourly replay, all baselines: peak RSS {rss_mb:.0f} MB (target <= 400)")
+
+
+if __name__ == "__main__":
+    main()

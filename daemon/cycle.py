@@ -1,0 +1,352 @@
+"""The decision cycle of DESIGN §3 for one slot of one market: claim, observe, decide, snapshot.
+
+This module owns `CycleRunner`, the one cycle runner: the replay driver calls it slot by slot on a
+simulated clock, and the live daemon calls it at each bell. For a slot it claims each account's
+cycle (the unique insert wins; a cycle already finished is left alone; with `take_over_claimed` a
+cycle still `claimed` by a dead run is taken over and completed), fetches the market snapshot once
+for all the slot's agents, runs each agent on a `Toolbox` bound to its account and cycle, writes
+the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle. It also writes the
+NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it, or
+stop the run for an operator) is decided by `actions.action_for` alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+
+from openbell.agents.broker import PaperBroker
+from openbell.agents.protocol import Agent, DecisionContext
+from openbell.agents.toolbox import Toolbox
+from openbell.daemon.actions import Action, Stage, action_for
+from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
+from openbell.markets.rules import MarketRules
+from openbell.markets.universes import Universe
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleStatus, SnapshotKind
+
+log = structlog.stdlib.get_logger(__name__)
+
+#: The reason stored on a cycle skipped because its market's data could not be had for the slot.
+DATA_UNAVAILABLE: Final = "data_unavailable"
+#: The wall-time budget of one agent's decision (DESIGN §3 step 3).
+DECIDE_TIMEOUT_S: Final = 600.0
+#: Stored error messages are cut to this many characters.
+MAX_ERROR_CHARS: Final = 2000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketDesk:
+    """What a cycle of one market needs: its point-in-time data, broker, universe and rules.
+
+    `benchmarks` are priced in each slot's snapshot along with the universe and its benchmark.
+    """
+
+    market: str
+    gateway: PointInTimeGateway
+    broker: PaperBroker
+    universe: Universe
+    rules: MarketRules
+    benchmarks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (
+            ("gateway", self.gateway.market),
+            ("universe", self.universe.market),
+            ("rules", self.rules.market),
+        ):
+            if value != self.market:
+                raise ValueError(f"the {self.market} desk has a {name} of market {value}")
+
+    @property
+    def snapshot_symbols(self) -> tuple[str, ...]:
+        """The symbols priced in each slot's snapshot: the universe, its benchmark, the others."""
+        benchmark = () if self.universe.benchmark is None else (self.universe.benchmark,)
+        return tuple(dict.fromkeys((*self.universe.symbols, *benchmark, *self.benchmarks)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleOutcome:
+    """What became of one account's cycle at a slot.
+
+    `status` is None when this runner did not run it: it had finished before, or another run
+    holds it. `fills` counts the fills this run recorded (replayed orders are not counted).
+    """
+
+    account_id: int
+    agent: str
+    cycle_id: int | None
+    status: CycleStatus | None
+    fills: int = 0
+    taken_over: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotReport:
+    """The outcomes of every account's cycle at one slot of one market."""
+
+    market: str
+    slot_at: datetime
+    outcomes: tuple[CycleOutcome, ...]
+
+    def count(self, status: CycleStatus | None) -> int:
+        """How many cycles ended in `status` here (None: how many were not run here)."""
+        return sum(1 for outcome in self.outcomes if outcome.status == status)
+
+    @property
+    def fills(self) -> int:
+        """Fills recorded at this slot by this run."""
+        return sum(outcome.fills for outcome in self.outcomes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    account_id: int
+    agent: Agent
+    cycle_id: int
+    taken_over: bool
+
+
+class CycleRunner:
+    """Runs the decision cycles of a slot against one ledger, for the markets it has desks for.
+
+    `run_id` is stored as each claim's holder and `lease` is how long past `now` a claim holds.
+    With `take_over_claimed`, a cycle still `claimed` is taken over whatever its lease: only for
+    a caller that knows no other run is alive (a resumed replay); a live daemon leaves it off and
+    takes over a cycle only once its lease has ended.
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        desks: Mapping[str, MarketDesk],
+        run_id: str,
+        lease: timedelta,
+        take_over_claimed: bool = False,
+        decide_timeout_s: float = DECIDE_TIMEOUT_S,
+    ) -> None:
+        if not run_id:
+            raise ValueError("run_id must not be empty")
+        if lease <= timedelta(0):
+            raise ValueError(f"lease must be positive, got {lease}")
+        for market, desk in desks.items():
+            if desk.market != market:
+                raise ValueError(f"desk of {desk.market} filed under {market}")
+        self._ledger = ledger
+        self._desks = dict(desks)
+        self._run_id = run_id
+        self._lease = lease
+        self._take_over_claimed = take_over_claimed
+        self._decide_timeout_s = decide_timeout_s
+
+    def _desk(self, market: str) -> MarketDesk:
+        desk = self._desks.get(market)
+        if desk is None:
+            raise ValueError(f"no desk for market {market!r}; have {sorted(self._desks)}")
+        return desk
+
+    async def run_slot(
+        self,
+        market: str,
+        slot_at: datetime,
+        accounts: Sequence[tuple[int, Agent]],
+        now: datetime,
+    ) -> SlotReport:
+        """Run the cycle of each (account, agent) of `market` at `slot_at`.
+
+        Agents decide as of `slot_at` (the slot is the decision time); `now` stamps the claims,
+        leases and finish times. Raises only for `Action.STOP`: every other failure is recorded
+        on its cycle.
+        """
+        desk = self._desk(market)
+        outcomes: dict[int, CycleOutcome] = {}
+        claims: list[_Claim] = []
+        for account_id, agent in accounts:
+            claim = self._claim(account_id, agent, slot_at, now)
+            if claim is None:
+                outcomes[account_id] = CycleOutcome(
+                    account_id=account_id, agent=agent.name, cycle_id=None, status=None
+                )
+            else:
+                claims.append(claim)
+        if claims:
+            snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
+            if snapshot is not None:
+                for claim in claims:
+                    outcomes[claim.account_id] = await self._run_cycle(
+                        desk, snapshot, claim, slot_at, now
+                    )
+        return SlotReport(
+            market=market,
+            slot_at=slot_at,
+            outcomes=tuple(outcomes[account_id] for account_id, _agent in accounts),
+        )
+
+    def _claim(
+        self, account_id: int, agent: Agent, slot_at: datetime, now: datetime
+    ) -> _Claim | None:
+        lease_until = now + self._lease
+        if self._take_over_claimed:
+            found = self._ledger.find_cycle(account_id, slot_at)
+            if found is not None:
+                if found.status is CycleStatus.CLAIMED and self._ledger.take_over_cycle(
+                    found.cycle_id, self._run_id, lease_until
+                ):
+                    return _Claim(account_id, agent, found.cycle_id, taken_over=True)
+                return None
+        cycle_id = self._ledger.claim_cycle(account_id, slot_at, self._run_id, lease_until, now)
+        return None if cycle_id is None else _Claim(account_id, agent, cycle_id, taken_over=False)
+
+    async def _observe(
+        self,
+        desk: MarketDesk,
+        slot_at: datetime,
+        claims: Sequence[_Claim],
+        now: datetime,
+        outcomes: dict[int, CycleOutcome],
+    ) -> MarketSnapshot | None:
+        """The slot's snapshot, or None after skipping every claimed cycle when it cannot be had."""
+        try:
+            snapshot = await desk.gateway.snapshot(desk.snapshot_symbols, slot_at)
+            if not snapshot.quotes:
+                raise DataUnavailable(f"no {desk.market} symbol has a price at {slot_at}")
+        except Exception as exc:
+            if action_for(Stage.OBSERVE, exc) is Action.STOP:
+                raise
+            for claim in claims:
+                self._ledger.finish_cycle(
+                    claim.cycle_id, CycleStatus.SKIPPED, now, reason=DATA_UNAVAILABLE
+                )
+                self._bound(desk.market, claim, slot_at).warning(
+                    "cycle_skipped",
+                    reason=DATA_UNAVAILABLE,
+                    error_class=type(exc).__name__,
+                    error_message=str(exc),
+                )
+                outcomes[claim.account_id] = CycleOutcome(
+                    account_id=claim.account_id,
+                    agent=claim.agent.name,
+                    cycle_id=claim.cycle_id,
+                    status=CycleStatus.SKIPPED,
+                    taken_over=claim.taken_over,
+                )
+            return None
+        return snapshot
+
+    def _bound(self, market: str, claim: _Claim, slot_at: datetime) -> structlog.stdlib.BoundLogger:
+        return log.bind(
+            agent=claim.agent.name, market=market, cycle_id=claim.cycle_id, slot_at=slot_at
+        )
+
+    async def _run_cycle(
+        self,
+        desk: MarketDesk,
+        snapshot: MarketSnapshot,
+        claim: _Claim,
+        slot_at: datetime,
+        now: datetime,
+    ) -> CycleOutcome:
+        bound = self._bound(desk.market, claim, slot_at)
+        bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
+        toolbox = Toolbox(
+            ledger=self._ledger,
+            broker=desk.broker,
+            gateway=desk.gateway.at(slot_at),
+            snapshot=snapshot,
+            universe=desk.universe,
+            rules=desk.rules,
+            account_id=claim.account_id,
+            cycle_id=claim.cycle_id,
+            now=slot_at,
+        )
+        context = DecisionContext(
+            now=slot_at,
+            market=desk.market,
+            agent_name=claim.agent.name,
+            account_id=claim.account_id,
+            cycle_id=claim.cycle_id,
+            universe=desk.universe,
+            rules=desk.rules,
+            tools=toolbox,
+        )
+        failure: Exception | None = None
+        try:
+            async with asyncio.timeout(self._decide_timeout_s):
+                await claim.agent.decide(context)
+        except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
+            failure = self._failed(Stage.DECIDE, exc, claim.cycle_id, now)
+        fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
+        try:
+            valued = await write_slot_snapshot(
+                self._ledger, desk.gateway, snapshot, claim.account_id
+            )
+            bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
+        except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
+            unvalued = self._failed(Stage.SNAPSHOT, exc, claim.cycle_id, now)
+            failure = failure or unvalued
+        status = CycleStatus.DONE
+        if failure is None:
+            self._ledger.finish_cycle(claim.cycle_id, CycleStatus.DONE, now)
+            bound.info("cycle_completed", orders=len(toolbox.placed), fills=fills)
+        else:
+            status = CycleStatus.FAILED
+            self._finish_failed(claim.cycle_id, failure, now)
+            bound.warning(
+                "cycle_failed",
+                error_class=type(failure).__name__,
+                error_message=_message(failure),
+                orders=len(toolbox.placed),
+                fills=fills,
+            )
+        return CycleOutcome(
+            account_id=claim.account_id,
+            agent=claim.agent.name,
+            cycle_id=claim.cycle_id,
+            status=status,
+            fills=fills,
+            taken_over=claim.taken_over,
+        )
+
+    def _failed(self, stage: Stage, exc: Exception, cycle_id: int, now: datetime) -> Exception:
+        """`exc` when it fails only its cycle; else record the failure if possible, and raise."""
+        if action_for(stage, exc) is Action.FAIL:
+            return exc
+        if not isinstance(exc, SQLAlchemyError):
+            try:
+                self._finish_failed(cycle_id, exc, now)
+            except Exception as during:  # the ledger is broken too: report the first failure
+                raise exc from during
+        raise exc
+
+    def _finish_failed(self, cycle_id: int, exc: Exception, now: datetime) -> None:
+        self._ledger.finish_cycle(
+            cycle_id,
+            CycleStatus.FAILED,
+            now,
+            error_class=type(exc).__name__,
+            error_message=_message(exc),
+        )
+
+    async def write_close_snapshots(
+        self, market: str, close_at: datetime, account_ids: Collection[int]
+    ) -> int:
+        """Write each account's `close` NAV snapshot at a session's `close_at`; how many were new.
+
+        See `valuation.write_close_snapshots`.
+        """
+        desk = self._desk(market)
+        return await write_close_snapshots(self._ledger, desk.gateway, close_at, account_ids)
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."

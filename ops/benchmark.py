@@ -1,0 +1,152 @@
+"""The benchmark of each market as a NAV series, priced point-in-time from recorded bars.
+
+This module owns what a market's benchmark is (US: QQQ; A-shares: the SSE-50 index `000016.SH`;
+crypto: the CD5 basket, BTC 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %, weights
+normalised to sum to one) and how it becomes a NAV series at the accounts' snapshot timestamps.
+Prices come from a `ReplaySource` (by default the bars bundled with openbell) under the gateway's
+quote rule: at `t`, the open of a bar starting at `t`, else the close of the last bar ended by `t`,
+never a quote stamped after `t`. Carry-forward: when `t` has no quote, or its quote is older than
+one already used (an hourly slot inside a session when only daily index bars exist would fall back
+to yesterday's close), the last price used is kept. A basket's value is
+`sum(w_i * p_i(t) / p_i(t0))` from the first timestamp `t0` where every component has a price;
+the NAV is that value (a single instrument: `p(t) / p(t0)`) times the accounts' initial cash, so
+the benchmark can be shown as a leaderboard row. Timestamps before `t0` have no benchmark value.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from types import MappingProxyType
+
+from openbell.markets.domain import Quote, check_decimal, check_market
+from openbell.markets.replay import ReplaySource
+from openbell.ops.metrics import NavPoint
+
+#: The CD5 crypto basket: coin weights in percent, as published (they sum to 100.02).
+CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
+    {
+        "BTC/USDT": Decimal("74.56"),
+        "ETH/USDT": Decimal("15.97"),
+        "XRP/USDT": Decimal("5.20"),
+        "SOL/USDT": Decimal("3.53"),
+        "ADA/USDT": Decimal("0.76"),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Benchmark:
+    """A market's benchmark: its name and its components with weights summing to one."""
+
+    name: str
+    weights: Mapping[str, Decimal]
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            raise ValueError(f"benchmark {self.name} has no components")
+        for symbol, weight in self.weights.items():
+            check_decimal(f"weight of {symbol}", weight, positive=True)
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+
+    @classmethod
+    def basket(cls, name: str, weights: Mapping[str, Decimal]) -> Benchmark:
+        """A basket whose `weights` (any positive scale) are normalised to sum to one."""
+        total = sum(weights.values(), Decimal(0))
+        return cls(name=name, weights={symbol: w / total for symbol, w in weights.items()})
+
+    @property
+    def label(self) -> str:
+        """The benchmark's name as a leaderboard row: `benchmark:QQQ`."""
+        return f"benchmark:{self.name}"
+
+
+_BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
+    {
+        "us": Benchmark(name="QQQ", weights={"QQQ": Decimal(1)}),
+        "cn": Benchmark(name="000016.SH", weights={"000016.SH": Decimal(1)}),
+        "crypto": Benchmark.basket("CD5", CD5_WEIGHTS),
+    }
+)
+
+
+def benchmark_for(market: str) -> Benchmark:
+    """The benchmark of `market` ("us", "cn" or "crypto")."""
+    check_market(market)
+    return _BENCHMARKS[market]
+
+
+@functools.lru_cache(maxsize=3)
+def bundled_source(market: str) -> ReplaySource:
+    """The replay source over the bars bundled for `market`, read once per process."""
+    return ReplaySource.from_bundled(market)
+
+
+def _point_in_time(source: ReplaySource, symbol: str, at: datetime) -> Quote | None:
+    quote = source.quote_at(symbol, at)
+    # The gateway's filter: a quote stamped after `at` is never used.
+    return quote if quote is not None and quote.at <= at else None
+
+
+def carried_prices(
+    source: ReplaySource, symbol: str, timestamps: Sequence[datetime]
+) -> list[Decimal | None]:
+    """The price of `symbol` at each timestamp (in increasing order), carried forward.
+
+    Each timestamp takes its point-in-time quote unless it has none, or the quote is stamped
+    before the last one used; then the last price used is kept. `None` until the first quote.
+    """
+    out: list[Decimal | None] = []
+    used: Quote | None = None
+    for at in timestamps:
+        quote = _point_in_time(source, symbol, at)
+        if quote is not None and (used is None or quote.at >= used.at):
+            used = quote
+        out.append(used.price if used is not None else None)
+    return out
+
+
+def benchmark_navs(
+    market: str,
+    timestamps: Sequence[datetime],
+    initial_cash: Decimal,
+    *,
+    source: ReplaySource | None = None,
+    benchmark: Benchmark | None = None,
+) -> list[NavPoint]:
+    """The benchmark's NAV at each of `timestamps` from the first one it has a value at.
+
+    `timestamps` must increase; `source` defaults to the bundled bars of `market` and `benchmark`
+    to `benchmark_for(market)`. The first point's NAV is `initial_cash` (see the module docstring).
+    """
+    check_decimal("initial_cash", initial_cash, positive=True)
+    chosen = benchmark or benchmark_for(market)
+    data = source if source is not None else bundled_source(market)
+    ordered = sorted(set(timestamps))
+    if list(timestamps) != ordered:
+        raise ValueError("benchmark timestamps must increase strictly")
+    prices = {symbol: carried_prices(data, symbol, ordered) for symbol in chosen.weights}
+    start = next(
+        (i for i in range(len(ordered)) if all(p[i] is not None for p in prices.values())), None
+    )
+    if start is None:
+        return []
+    # Prices are carried forward, so from `start` on no component lacks one.
+    known = {
+        symbol: [price for price in series[start:] if price is not None]
+        for symbol, series in prices.items()
+    }
+    out: list[NavPoint] = []
+    for offset, at in enumerate(ordered[start:]):
+        value = sum(
+            (
+                weight * known[symbol][offset] / known[symbol][0]
+                for symbol, weight in chosen.weights.items()
+            ),
+            Decimal(0),
+        )
+        out.append(NavPoint(at=at, nav=initial_cash * value))
+    return out

@@ -1,0 +1,193 @@
+"""The history commands of `openbell`: `replay` and `data import`.
+
+This module owns these commands' options and output. `replay` runs the configured markets' agents
+over recorded bars on a simulated clock (`ops.replaying`), with a progress bar on stderr and one
+summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
+data. `register` adds them to the `openbell` app. Errors follow the CLI's contract: one line on
+stderr, exit 2 for bad input (dates, an unknown market, an existing replay without `--resume`).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TextIO, cast
+
+import typer
+
+from openbell.markets.importers.ai_trader import build_dataset
+from openbell.ops.config import OpenbellConfig, load_config
+from openbell.ops.logs import configure_logging
+from openbell.ops.replaying import replay_from_config
+
+#: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
+DEFAULT_BARS_DIR = Path("var/data/bars")
+
+
+class Market(StrEnum):
+    """Values of `replay --market`."""
+
+    us = "us"
+    cn = "cn"
+    crypto = "crypto"
+
+
+class LogLevel(StrEnum):
+    """Values of `replay --log-level`."""
+
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config file for this command (overrides the global --config).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+StartOption = Annotated[
+    datetime,
+    typer.Option(
+        "--start",
+        formats=["%Y-%m-%d"],
+        help="First session date (UTC), YYYY-MM-DD.",
+        show_default=False,
+    ),
+]
+EndOption = Annotated[
+    datetime,
+    typer.Option(
+        "--end",
+        formats=["%Y-%m-%d"],
+        help="Last session date (UTC), YYYY-MM-DD, included.",
+        show_default=False,
+    ),
+]
+
+data_app = typer.Typer(help="Build replay datasets.", rich_markup_mode=None)
+
+
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the time, so that log lines printed while the
+    progress bar runs go through its redirection and appear above it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+def _load(ctx: typer.Context, config: Path | None, level: LogLevel) -> OpenbellConfig:
+    """The config of this command (`--config`, else the global one); logging set up on stderr."""
+    root = ctx.find_root().params
+    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
+    chosen = str(root.get("log_format") or loaded.log.format)
+    stream = cast(TextIO, _CurrentStderr())
+    configure_logging("console" if chosen == "console" else "json", level.value, stream)
+    return loaded
+
+
+def replay(
+    ctx: typer.Context,
+    start: StartOption,
+    end: EndOption,
+    config: ConfigOption = None,
+    market: Annotated[
+        Market | None,
+        typer.Option("--market", "-m", help="Replay only this market; default: all configured."),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Continue a replay that was cut off: finished cycles are not rerun."
+        ),
+    ] = False,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Show a progress bar on stderr; default: when stderr is a terminal.",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(
+            "--log-level", help="Log level on stderr while replaying.", case_sensitive=False
+        ),
+    ] = LogLevel.warning,
+) -> None:
+    """Replay recorded history through the agents, on a simulated clock, into the ledger.
+
+    Every configured market (or --market) rings at the starts of its recorded bars (daily: 1d bars,
+    hourly: 1h bars) from --start through --end; every baseline agent enrolled in it gets its
+    cycle. Replay never touches the network: a market with source = "replay:PATH" reads the bar
+    files at PATH (for example "replay:./var/data/bars", written by `openbell data import`); any
+    live source (yfinance, akshare, ccxt:...) replays the dataset bundled with openbell. A ledger
+    that already has cycles in the window is refused: pass --resume to finish a replay that was
+    cut off, or use a fresh database. LLM agents cannot be replayed yet.
+    """
+    loaded = _load(ctx, config, log_level)
+    report = replay_from_config(
+        loaded,
+        start=start.date(),
+        end=end.date(),
+        market=None if market is None else market.value,
+        resume=resume,
+        show_progress=sys.stderr.isatty() if progress is None else progress,
+    )
+    typer.echo(report.summary())
+
+
+@data_app.command("import")
+def data_import(
+    source_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="A copy of the AI-Trader data: one folder per commit (c8b24a0/, ...).",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help='Directory for the bar files; use it with source = "replay:DIR".',
+        ),
+    ] = DEFAULT_BARS_DIR,
+) -> None:
+    """Build canonical bar files from a copy of the AI-Trader data (see PROVENANCE.md).
+
+    The bundled bars are package data and are not overwritten: the files go to --out (default
+    ./var/data/bars), which a market reads with source = "replay:./var/data/bars".
+    """
+    report = build_dataset(source_dir, out)
+    typer.echo(report.summary())
+    typer.echo(f"wrote {len(report.bars_written)} bar files to {out}")
+
+
+@data_app.callback(invoke_without_command=True)
+def _data(ctx: typer.Context) -> None:
+    """Build replay datasets."""
+    if ctx.invoked_subcommand is None:  # a group without a command: its help, exit 2
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `replay` and `data import` to the `openbell` app."""
+    app.command("replay")(replay)
+    app.add_typer(data_app, name="data")

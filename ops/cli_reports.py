@@ -1,0 +1,336 @@
+"""The reporting commands of `openbell`: `leaderboard`, `report`, `export` and `demo`.
+
+This module owns these commands' options and their output: a rich table for people, JSON and CSV
+(`ops.exporting`) for programs, Parquet files, the equity-curve PNG (`ops.plotting`). They read the
+ledger named by the config's `[store] url` (`--config`, else the global one) and never write to it,
+except `demo`, which builds its own ledger. `register` adds them to the `openbell` app; errors
+follow the CLI's contract (one line on stderr, exit 2 for bad input such as an unknown agent or
+market).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import Engine
+
+from openbell.ops import exporting
+from openbell.ops.config import OpenbellConfig, load_config
+from openbell.ops.logs import configure_logging
+from openbell.ops.reports import Leaderboard, leaderboards, report
+from openbell.store import exports
+from openbell.store.db import check_schema, make_engine
+
+
+class Market(StrEnum):
+    """Values of `--market`."""
+
+    us = "us"
+    cn = "cn"
+    crypto = "crypto"
+
+
+class BoardFormat(StrEnum):
+    """Values of `leaderboard --format`."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class ExportFormat(StrEnum):
+    """Values of `export --format`."""
+
+    csv = "csv"
+    parquet = "parquet"
+
+
+class ExportTable(StrEnum):
+    """The ledger tables `export` writes."""
+
+    nav = "nav"
+    orders = "orders"
+    fills = "fills"
+    cycles = "cycles"
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config file for this command (overrides the global --config).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+DateOption = Annotated[
+    datetime | None,
+    typer.Option(formats=["%Y-%m-%d"], help="A UTC date, YYYY-MM-DD.", show_default=False),
+]
+MarketOption = Annotated[
+    Market | None,
+    typer.Option("--market", "-m", help="One market; default: every market in the ledger."),
+]
+
+
+def _load(ctx: typer.Context, config: Path | None) -> OpenbellConfig:
+    """The config of this command: `--config`, else the global one; logging set up on stderr."""
+    root = ctx.find_root().params
+    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
+    chosen = str(root.get("log_format") or loaded.log.format)
+    configure_logging("console" if chosen == "console" else "json", loaded.log.level, sys.stderr)
+    return loaded
+
+
+def _engine(loaded: OpenbellConfig) -> Engine:
+    engine = make_engine(loaded.store.url)
+    check_schema(engine)
+    return engine
+
+
+def _window(
+    start: datetime | None, end: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """`[start, end]` in UTC dates as the half-open instants `[start 00:00, end + 1 day 00:00)`."""
+    if start is not None and end is not None and end < start:
+        raise typer.BadParameter("--end is before --start", param_hint="--end")
+    begin = datetime(start.year, start.month, start.day, tzinfo=UTC) if start else None
+    stop = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(days=1) if end else None
+    return begin, stop
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.2f}"
+
+
+def _num(value: float | None, places: int = 2) -> str:
+    return "-" if value is None else f"{value:.{places}f}"
+
+
+def render_table(board: Leaderboard, console: Console) -> None:
+    """Print one leaderboard as a rich table (ratios in %, the benchmark row in italics)."""
+    window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
+    window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
+    table = Table(
+        title=(
+            f"{board.market} leaderboard ({board.cadence}, benchmark {board.benchmark}, "
+            f"{board.currency}){' ' + window if window else ''}"
+        ),
+        title_justify="left",
+    )
+    headers = (
+        "#", "agent", "final NAV", "return %", "ann. %", "vol %", "Sharpe", "Sortino", "max DD %",
+        "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %", "turnover", "HHI",
+        "cash %", "composite",
+    )  # fmt: skip
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="left" if index == 1 else "right", no_wrap=True)
+    for row in board.rows:
+        panel, acts = row.panel, row.behaviour
+        table.add_row(
+            "bench" if row.is_benchmark else ("-" if row.rank is None else str(row.rank)),
+            row.name,
+            "-" if row.final_nav is None else f"{row.final_nav:,.2f}",
+            _pct(panel.cumulative_return),
+            _pct(panel.annual_return),
+            _pct(panel.annual_volatility),
+            _num(panel.sharpe_ratio),
+            _num(panel.sortino_ratio),
+            _pct(panel.max_drawdown),
+            _num(panel.calmar_ratio),
+            _pct(panel.excess_return),
+            _num(panel.information_ratio),
+            "-" if acts is None else str(acts.trades),
+            _pct(acts.no_trade_share if acts else None),
+            _pct(acts.rejection_rate if acts else None),
+            _num(acts.turnover if acts else None),
+            _num(acts.hhi if acts else None, 3),
+            _pct(acts.cash_ratio if acts else None),
+            _num(row.ranking.composite, 3),
+            style="italic" if row.is_benchmark else None,
+        )
+    console.print(table)
+
+
+def _console(stream: TextIO) -> Console:
+    wide = None if stream.isatty() else 240
+    return Console(file=stream, width=wide, soft_wrap=False, highlight=False)
+
+
+def print_leaderboards(boards: list[Leaderboard], fmt: BoardFormat, stream: TextIO) -> None:
+    """Write `boards` to `stream` as rich tables, one JSON document, or one CSV table."""
+    if fmt is BoardFormat.json:
+        document = {"leaderboards": [exporting.leaderboard_record(b) for b in boards]}
+        stream.write(json.dumps(document, indent=2) + "\n")
+    elif fmt is BoardFormat.csv:
+        exporting.leaderboard_csv(boards, stream)
+    else:
+        console = _console(stream)
+        if not boards:
+            console.print("no accounts in the ledger yet")
+        for board in boards:
+            render_table(board, console)
+
+
+def leaderboard_command(
+    ctx: typer.Context,
+    market: MarketOption = None,
+    start: DateOption = None,
+    end: DateOption = None,
+    fmt: Annotated[
+        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = BoardFormat.table,
+    config: ConfigOption = None,
+) -> None:
+    """Rank the agents of each market by the StockBench composite, with the benchmark as a row."""
+    window = _window(start, end)
+    engine = _engine(_load(ctx, config))
+    try:
+        boards = leaderboards(engine, [market.value] if market else None, *window)
+    finally:
+        engine.dispose()
+    print_leaderboards(boards, fmt, sys.stdout)
+
+
+def report_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="The agent's name.")],
+    market: Annotated[Market, typer.Option("--market", "-m", help="The market.")],
+    start: DateOption = None,
+    end: DateOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the panel as JSON.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write the equity curve vs the benchmark to this PNG.",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
+    window = _window(start, end)
+    engine = _engine(_load(ctx, config))
+    try:
+        found = report(engine, agent, market.value, *window)
+    finally:
+        engine.dispose()
+    record = exporting.report_record(found)
+    if plot is not None:
+        from openbell.ops.plotting import plot_equity
+
+        plot_equity(found, plot)
+        record["plot"] = str(plot)
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        return
+    table = Table(title=f"{agent} in {market.value}", title_justify="left", show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in record.items():
+        shown = "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else value)
+        table.add_row(key, str(shown))
+    _console(sys.stdout).print(table)
+
+
+def export_command(
+    ctx: typer.Context,
+    table: Annotated[ExportTable, typer.Argument(help="nav, orders, fills or cycles.")],
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="csv or parquet.")
+    ] = ExportFormat.csv,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output file (csv: default stdout; parquet: required).",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    market: MarketOption = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's rows.")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
+    if fmt is ExportFormat.parquet and out is None:
+        raise typer.BadParameter("parquet output needs --out FILE", param_hint="--out")
+    engine = _engine(_load(ctx, config))
+    columns = exports.export_columns(table.value)
+    try:
+        rows = exports.export_rows(
+            engine, table.value, market=market.value if market else None, agent=agent
+        )
+        if fmt is ExportFormat.parquet and out is not None:
+            count = exporting.write_parquet(columns, rows, out)
+        elif out is not None:
+            with out.open("w", encoding="utf-8", newline="") as stream:
+                count = exporting.write_csv(columns, rows, stream)
+        else:
+            count = exporting.write_csv(columns, rows, sys.stdout)
+    finally:
+        engine.dispose()
+    if out is not None:
+        typer.echo(f"wrote {count} {table.value} rows to {out}", err=True)
+
+
+def demo_command(
+    db: Annotated[
+        Path, typer.Option("--db", help="SQLite file of the demo ledger (replaced if it exists).")
+    ] = Path("var/demo.db"),
+    start: DateOption = None,
+    end: DateOption = None,
+    fmt: Annotated[
+        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = BoardFormat.table,
+) -> None:
+    """Replay the bundled data of all three markets with every baseline, then print the boards.
+
+    Windows: us hourly 2025-10-01..2025-11-10, cn daily 2025-01-02..2025-11-19, crypto daily
+    2024-12-01..2025-11-30; --start/--end replace them for every market.
+    """
+    from dataclasses import replace
+
+    from openbell.ops.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
+
+    markets = [
+        replace(
+            spec,
+            start=start.date() if start else spec.start,
+            end=end.date() if end else spec.end,
+        )
+        for spec in DEMO_MARKETS
+    ]
+    configure_logging("console", "warning", sys.stderr)
+    if db.exists():
+        typer.echo(f"replacing the existing demo ledger {db}", err=True)
+        reset_sqlite(db)
+    began = time.perf_counter()
+
+    def announce(spec: DemoMarket) -> None:
+        typer.echo(f"replaying {spec.market} ({spec.cadence}) {spec.start}..{spec.end}", err=True)
+
+    boards = run_demo(db, markets, on_market=announce)
+    typer.echo(f"demo ledger: {db} ({time.perf_counter() - began:.1f} s)", err=True)
+    print_leaderboards(boards, fmt, sys.stdout)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `leaderboard`, `report`, `export` and `demo` to the `openbell` app."""
+    app.command("leaderboard")(leaderboard_command)
+    app.command("report")(report_command)
+    app.command("export")(export_command)
+    app.command("demo")(demo_command)

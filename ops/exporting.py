@@ -1,0 +1,238 @@
+"""Machine-readable output: ledger exports as CSV or Parquet, leaderboards and reports as records.
+
+This module owns the text and file shapes that outside tools read, so their keys and column orders
+are stable: export columns come from `store.queries.EXPORTS`; leaderboard rows are flat records
+with the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour
+and calibration. Exact decimals are written as plain decimal text (never scientific notation, never
+through a float), in CSV and in Parquet alike (Parquet string columns: the values stay exact);
+instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are integers;
+statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TextIO
+
+from openbell.ops.metrics import Panel
+from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow
+from openbell.store.exports import Cell
+
+JsonValue = str | int | float | bool | None
+
+#: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).
+LEADERBOARD_KEYS: tuple[str, ...] = (
+    "rank",
+    "name",
+    "agent",
+    "is_benchmark",
+    "periods",
+    "start_at",
+    "end_at",
+    "final_nav",
+    "cumulative_return",
+    "annual_return",
+    "annual_volatility",
+    "sharpe_ratio",
+    "sortino_ratio",
+    "max_drawdown",
+    "calmar_ratio",
+    "excess_return",
+    "information_ratio",
+    "trades",
+    "cycles",
+    "no_trade_share",
+    "rejection_rate",
+    "turnover",
+    "hhi",
+    "cash_ratio",
+    "composite",
+    "z_cumulative_return",
+    "z_max_drawdown",
+    "z_sortino_ratio",
+)
+_PANEL_KEYS = (
+    "cumulative_return",
+    "annual_return",
+    "annual_volatility",
+    "sharpe_ratio",
+    "sortino_ratio",
+    "max_drawdown",
+    "calmar_ratio",
+    "excess_return",
+    "information_ratio",
+)
+_BEHAVIOUR_KEYS = (
+    "trades",
+    "cycles",
+    "no_trade_share",
+    "rejection_rate",
+    "turnover",
+    "hhi",
+    "cash_ratio",
+)
+
+
+def decimal_text(value: Decimal) -> str:
+    """A decimal as plain text: `1E+1` is written `10`, `0E-8` is `0.00000000`."""
+    return format(value, "f")
+
+
+def _instant(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _panel(panel: Panel) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {
+        "periods": panel.periods,
+        "start_at": _instant(panel.start_at),
+        "end_at": _instant(panel.end_at),
+    }
+    out.update({key: getattr(panel, key) for key in _PANEL_KEYS})
+    return out
+
+
+def _behaviour(found: Behaviour | None) -> dict[str, JsonValue]:
+    return {key: getattr(found, key) if found else None for key in _BEHAVIOUR_KEYS}
+
+
+def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
+    """One leaderboard row as a flat record with the keys of `LEADERBOARD_KEYS`, in order."""
+    ranking = row.ranking
+    values: dict[str, JsonValue] = {
+        "rank": ranking.rank,
+        "name": ranking.name,
+        "agent": row.agent,
+        "is_benchmark": ranking.is_benchmark,
+        "final_nav": decimal_text(row.final_nav) if row.final_nav is not None else None,
+        "composite": ranking.composite,
+        "z_cumulative_return": ranking.z_cumulative_return,
+        "z_max_drawdown": ranking.z_max_drawdown,
+        "z_sortino_ratio": ranking.z_sortino_ratio,
+        **_panel(row.panel),
+        **_behaviour(row.behaviour),
+    }
+    return {key: values[key] for key in LEADERBOARD_KEYS}
+
+
+def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
+    """A leaderboard as a record: its market, window, annualisation, benchmark and rows."""
+    return {
+        "market": board.market,
+        "start": _instant(board.start),
+        "end": _instant(board.end),
+        "cadence": board.cadence,
+        "periods_per_year": board.periods_per_year,
+        "benchmark": board.benchmark,
+        "currency": board.currency,
+        "rows": [row_record(row) for row in board.rows],
+    }
+
+
+def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
+    """Every row of `boards` as CSV: a header of `market` and `LEADERBOARD_KEYS`, then rows."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(("market", *LEADERBOARD_KEYS))
+    for board in boards:
+        for row in board.rows:
+            record = row_record(row)
+            writer.writerow((board.market, *(_csv_cell(record[key]) for key in LEADERBOARD_KEYS)))
+
+
+def report_record(found: AgentReport) -> dict[str, Any]:
+    """An agent's report as a record: account, rank, panel, behaviour and calibration."""
+    return {
+        "agent": found.account.agent_name,
+        "kind": found.account.agent_kind,
+        "market": found.account.market,
+        "currency": found.account.currency,
+        "initial_cash": decimal_text(found.account.initial_cash),
+        "cadence": found.cadence,
+        "periods_per_year": found.row.panel.periods_per_year,
+        "benchmark": found.benchmark,
+        "rank": found.row.rank,
+        "composite": found.row.ranking.composite,
+        "final_nav": decimal_text(found.row.final_nav) if found.row.final_nav is not None else None,
+        **_panel(found.row.panel),
+        **_behaviour(found.behaviour),
+        "forecasts": found.forecasts,
+        "expected_calibration_error": found.expected_calibration_error,
+        "brier_score": found.brier_score,
+        "tokens_per_decision": found.tokens_per_decision,
+    }
+
+
+def _csv_cell(value: Cell | float) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Cell]], stream: TextIO) -> int:
+    """Write a header and `rows` as CSV to `stream`; return the number of rows written."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(columns)
+    count = 0
+    for row in rows:
+        writer.writerow([_csv_cell(cell) for cell in row])
+        count += 1
+    return count
+
+
+def _arrow_type(column: str) -> Any:
+    import pyarrow as pa
+
+    if column == "at" or column.endswith("_at"):
+        return pa.timestamp("us", tz="UTC")
+    if column in {"account_id", "seq"} or column.endswith("_id"):
+        return pa.int64()
+    return pa.string()
+
+
+def _arrow_cell(value: Cell) -> Any:
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _batches(rows: Iterable[Sequence[Cell]], size: int) -> Iterator[list[Sequence[Cell]]]:
+    batch: list[Sequence[Cell]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def write_parquet(
+    columns: Sequence[str], rows: Iterable[Sequence[Cell]], path: Path, *, batch: int = 5000
+) -> int:
+    """Write `rows` to a Parquet file at `path` (types as in the module docstring); row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, _arrow_type(name)) for name in columns])
+    count = 0
+    with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
+        for chunk in _batches(rows, batch):
+            arrays = [
+                pa.array([_arrow_cell(row[i]) for row in chunk], type=schema.field(i).type)
+                for i in range(len(columns))
+            ]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            count += len(chunk)
+    return count

@@ -1,0 +1,332 @@
+"""Leaderboards and per-agent reports of one market, computed from the ledger (DESIGN §7).
+
+This module owns turning ledger facts into the metrics panel, the trading-behaviour metrics and
+the StockBench composite rank, over one window. Each account's series is its `slot` NAV snapshots
+in `[start, end)`. Annualisation is `periods_per_year(market, cadence)`, where the cadence is the
+caller's or, by default, inferred from the snapshots: a median spacing of 20 hours or more is
+`daily`, else `hourly` (with the market's default slots per session). The benchmark
+(`ops.benchmark`) is priced at the union of the accounts' timestamps, normalised to their initial
+cash, shown as an unranked row; an account gets excess return and information ratio only when the
+benchmark has a value at every one of its timestamps. Behaviour: trades and the rejection rate
+count every cycle in the window; the no-trade share counts `done` cycles only (a failed or
+skipped cycle made no decision); turnover is the window's traded notional over its mean NAV; HHI
+and cash ratio are read at the window's last snapshot. Calibration (ECE, Brier) uses the outcome
+defined in `store.queries.order_confidences`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import Engine
+
+from openbell.markets.domain import check_market
+from openbell.markets.errors import OperatorError
+from openbell.markets.replay import ReplaySource
+from openbell.ops import behaviour
+from openbell.ops.benchmark import benchmark_for, benchmark_navs
+from openbell.ops.metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops.ranking import Entrant, RankRow, composite_rank
+from openbell.store import queries
+from openbell.store.queries import AccountInfo
+from openbell.store.records import CycleStatus
+
+MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
+DAILY_SPACING = timedelta(hours=20)
+
+_Window = tuple[datetime | None, datetime | None]
+
+
+class ReportError(OperatorError):
+    """The ledger holds no such agent, account or market."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Behaviour:
+    """How an account traded over the window (`ops.behaviour`); `None` where undefined."""
+
+    trades: int
+    cycles: int
+    no_trade_share: float | None
+    rejection_rate: float | None
+    turnover: float | None
+    hhi: float | None
+    cash_ratio: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderboardRow:
+    """One leaderboard row: the composite rank, the metrics panel and the behaviour metrics.
+
+    The benchmark row has `is_benchmark` set, `agent` and `account_id` `None`, `rank` `None`
+    and `behaviour` `None`.
+    """
+
+    ranking: RankRow
+    agent: str | None
+    account_id: int | None
+    panel: Panel
+    behaviour: Behaviour | None
+    final_nav: Decimal | None
+
+    @property
+    def name(self) -> str:
+        return self.ranking.name
+
+    @property
+    def rank(self) -> int | None:
+        return self.ranking.rank
+
+    @property
+    def is_benchmark(self) -> bool:
+        return self.ranking.is_benchmark
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leaderboard:
+    """The ranked accounts of one market over one window, with the benchmark as a row."""
+
+    market: str
+    start: datetime | None
+    end: datetime | None
+    cadence: str
+    periods_per_year: float
+    benchmark: str
+    currency: str
+    rows: tuple[LeaderboardRow, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentReport:
+    """The full §7 panel of one account, its rank, calibration and the series behind them."""
+
+    account: AccountInfo
+    row: LeaderboardRow
+    behaviour: Behaviour
+    cadence: str
+    benchmark: str
+    forecasts: int
+    expected_calibration_error: float | None
+    brier_score: float | None
+    tokens_per_decision: float | None
+    navs: tuple[NavPoint, ...]
+    benchmark_navs: tuple[NavPoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Account:
+    info: AccountInfo
+    navs: tuple[NavPoint, ...]
+    behaviour: Behaviour
+    final_nav: Decimal | None
+
+
+def infer_cadence(timestamps: Sequence[datetime]) -> str:
+    """`daily` when the median spacing of the timestamps is 20 hours or more, else `hourly`.
+
+    Fewer than two timestamps say nothing: `daily`.
+    """
+    ordered = sorted(timestamps)
+    gaps = [b - a for a, b in itertools.pairwise(ordered)]
+    if not gaps:
+        return "daily"
+    return "daily" if statistics.median_low(gaps) >= DAILY_SPACING else "hourly"
+
+
+def _check_market(market: str) -> None:
+    try:
+        check_market(market)
+    except ValueError:
+        raise ReportError(f"unknown market {market!r}; known: us, cn, crypto") from None
+
+
+def _behaviour(
+    engine: Engine, info: AccountInfo, navs: Sequence[Decimal], window: _Window
+) -> Behaviour:
+    start, end = window
+    counts = queries.cycle_activity(engine, info.account_id, start, end)
+    every = [
+        behaviour.CycleActivity(orders=c.orders, rejections=c.rejections, fills=c.fills)
+        for c in counts
+    ]
+    done = [
+        activity for activity, c in zip(every, counts, strict=True) if c.status is CycleStatus.DONE
+    ]
+    last = queries.last_snapshot(engine, info.account_id, start=start, end=end)
+    hhi = cash = None
+    if last is not None:
+        snapshot, holdings = last
+        hhi = behaviour.hhi([h.value for h in holdings if h.value > 0])
+        cash = behaviour.cash_ratio(snapshot.cash, snapshot.nav)
+    return Behaviour(
+        trades=behaviour.trade_count(every),
+        cycles=len(every),
+        no_trade_share=behaviour.no_trade_share(done),
+        rejection_rate=behaviour.rejection_rate(every),
+        turnover=behaviour.turnover(
+            queries.traded_notionals(engine, info.account_id, start, end), navs
+        ),
+        hhi=hhi,
+        cash_ratio=cash,
+    )
+
+
+def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Account]:
+    out: list[_Account] = []
+    for info in queries.accounts(engine, market):
+        rows = queries.nav_series(engine, info.account_id, start=window[0], end=window[1])
+        navs = tuple(NavPoint(at=row.at, nav=row.nav) for row in rows if row.nav > 0)
+        out.append(
+            _Account(
+                info=info,
+                navs=navs,
+                behaviour=_behaviour(engine, info, [row.nav for row in rows], window),
+                final_nav=rows[-1].nav if rows else None,
+            )
+        )
+    return out
+
+
+def _initial_cash(found: Sequence[_Account]) -> Decimal:
+    """The initial cash most of the market's accounts started with (the largest on a tie)."""
+    amounts = [account.info.initial_cash for account in found]
+    chosen: Decimal = max(set(amounts), key=lambda amount: (amounts.count(amount), amount))
+    return chosen
+
+
+def leaderboard(
+    engine: Engine,
+    market: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    cadence: str | None = None,
+    source: ReplaySource | None = None,
+) -> Leaderboard:
+    """The composite-ranked leaderboard of `market` over `[start, end)`, benchmark included.
+
+    `cadence` overrides the inferred one; `source` the bundled bars the benchmark is priced from.
+    Raises `ReportError` for an unknown market or one without accounts in the ledger.
+    """
+    board, _found, _bench = _build(engine, market, (start, end), cadence, source)
+    return board
+
+
+def _build(
+    engine: Engine,
+    market: str,
+    window: _Window,
+    cadence: str | None,
+    source: ReplaySource | None,
+) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
+    _check_market(market)
+    found = _load_accounts(engine, market, window)
+    if not found:
+        raise ReportError(f"no accounts in market {market!r} in the ledger")
+    stamps = sorted({point.at for account in found for point in account.navs})
+    chosen = cadence or infer_cadence(stamps)
+    factor = periods_per_year(market, chosen)
+    spec = benchmark_for(market)
+    bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), source=source))
+    by_at = {point.at: point for point in bench}
+    entrants: list[Entrant] = []
+    extras: dict[str, tuple[_Account | None, Panel]] = {}
+    for account in found:
+        aligned = [by_at.get(point.at) for point in account.navs]
+        reference = [p for p in aligned if p is not None]
+        panel = compute_panel(
+            account.navs,
+            periods_per_year=factor,
+            benchmark=reference if len(reference) == len(aligned) else None,
+        )
+        entrants.append(Entrant(name=account.info.agent_name, panel=panel))
+        extras[account.info.agent_name] = (account, panel)
+    bench_panel = compute_panel(bench, periods_per_year=factor)
+    entrants.append(Entrant(name=spec.label, panel=bench_panel, is_benchmark=True))
+    extras[spec.label] = (None, bench_panel)
+    rows: list[LeaderboardRow] = []
+    for ranked in composite_rank(entrants):
+        entry, panel = extras[ranked.name]
+        rows.append(
+            LeaderboardRow(
+                ranking=ranked,
+                agent=entry.info.agent_name if entry else None,
+                account_id=entry.info.account_id if entry else None,
+                panel=panel,
+                behaviour=entry.behaviour if entry else None,
+                final_nav=entry.final_nav if entry else (bench[-1].nav if bench else None),
+            )
+        )
+    board = Leaderboard(
+        market=market,
+        start=window[0],
+        end=window[1],
+        cadence=chosen,
+        periods_per_year=factor,
+        benchmark=spec.name,
+        currency=found[0].info.currency,
+        rows=tuple(rows),
+    )
+    return board, found, bench
+
+
+def leaderboards(
+    engine: Engine,
+    markets: Sequence[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[Leaderboard]:
+    """The leaderboard of each of `markets` (default: every market with accounts), in order."""
+    if markets is None:
+        present = {info.market for info in queries.accounts(engine)}
+        markets = [market for market in MARKETS if market in present]
+    return [leaderboard(engine, market, start, end) for market in markets]
+
+
+def report(
+    engine: Engine,
+    agent: str,
+    market: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    cadence: str | None = None,
+    source: ReplaySource | None = None,
+) -> AgentReport:
+    """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration.
+
+    Raises `ReportError` when the market is unknown or the agent has no account in it.
+    """
+    _check_market(market)
+    known = [info for info in queries.accounts(engine, market) if info.agent_name == agent]
+    if not known:
+        raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
+    board, found, bench = _build(engine, market, (start, end), cadence, source)
+    row = next(r for r in board.rows if r.agent == agent)
+    account = next(a for a in found if a.info.agent_name == agent)
+    confidences = queries.order_confidences(engine, account.info.account_id, start, end)
+    forecasts = [
+        behaviour.Forecast(confidence=float(c.confidence), outcome=c.outcome)
+        for c in confidences
+        if c.outcome is not None and Decimal(0) <= c.confidence <= Decimal(1)
+    ]
+    tokens = queries.tokens_per_cycle(engine, account.info.account_id, start, end)
+    stamps = {point.at for point in account.navs}
+    return AgentReport(
+        account=account.info,
+        row=row,
+        behaviour=account.behaviour,
+        cadence=board.cadence,
+        benchmark=board.benchmark,
+        forecasts=len(forecasts),
+        expected_calibration_error=behaviour.expected_calibration_error(forecasts),
+        brier_score=behaviour.brier_score(forecasts),
+        tokens_per_decision=statistics.fmean(tokens) if tokens else None,
+        navs=account.navs,
+        benchmark_navs=tuple(point for point in bench if point.at in stamps),
+    )

@@ -1,0 +1,342 @@
+"""Read-only queries over the ledger for reports: accounts, NAV series, activity, confidences.
+
+This module owns every read that metrics and leaderboards make of the ledger (exports are in
+`store.exports`). Each query takes an engine and returns frozen dataclasses, never table rows. A
+window is half-open, `start <= t < end` on the row's own instant (`at` of a snapshot, `slot_at` of
+a cycle, `placed_at` of an order, `filled_at` of a fill); `None` leaves that side open. Money
+stays `Decimal`; nothing here computes a statistic. An order's "outcome" for calibration is
+defined in `order_confidences`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import ColumnElement, Engine, case, func, select
+from sqlmodel import Session, col
+
+from openbell.markets.domain import check_utc
+from openbell.store.records import CycleStatus, OrderStatus, SnapshotKind
+from openbell.store.tables import (
+    AccountRow,
+    AgentRow,
+    CycleRow,
+    FillRow,
+    NavMarkRow,
+    NavSnapshotRow,
+    OrderRow,
+    TraceRow,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountInfo:
+    """One account (an agent enrolled in a market) with its agent's name and kind."""
+
+    account_id: int
+    agent_name: str
+    agent_kind: str
+    market: str
+    currency: str
+    initial_cash: Decimal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NavRow:
+    """One NAV snapshot of an account: `nav = cash + positions_value` at `at`."""
+
+    at: datetime
+    nav: Decimal
+    cash: Decimal
+    positions_value: Decimal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleCounts:
+    """What one cycle did: its status, orders placed, orders rejected and fills made."""
+
+    cycle_id: int
+    slot_at: datetime
+    status: CycleStatus
+    orders: int
+    rejections: int
+    fills: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrderConfidence:
+    """A filled order's stated confidence and whether the price then moved its way.
+
+    `next_mark_price` is the symbol's price in the first slot snapshot of the same market after the
+    fill (`None` when no later snapshot marks it, and then `outcome` is `None` too).
+    """
+
+    order_id: int
+    symbol: str
+    side: str
+    confidence: Decimal
+    fill_price: Decimal
+    filled_at: datetime
+    next_mark_price: Decimal | None
+    next_mark_at: datetime | None
+    outcome: bool | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HoldingValue:
+    """One holding valued in a snapshot (its NAV mark)."""
+
+    symbol: str
+    quantity: Decimal
+    price: Decimal
+    value: Decimal
+
+
+def _window(column: Any, start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    if start is not None:
+        check_utc("start", start)
+        clauses.append(column >= start)
+    if end is not None:
+        check_utc("end", end)
+        clauses.append(column < end)
+    return clauses
+
+
+def accounts(engine: Engine, market: str | None = None) -> list[AccountInfo]:
+    """Every account (of `market`, when given), ordered by market then agent name."""
+    query = select(AccountRow, AgentRow).join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+    if market is not None:
+        query = query.where(col(AccountRow.market) == market)
+    with Session(engine) as session:
+        rows = session.execute(query).all()
+    found = [
+        AccountInfo(
+            account_id=int(account.id or 0),
+            agent_name=agent.name,
+            agent_kind=agent.kind,
+            market=account.market,
+            currency=account.currency,
+            initial_cash=account.initial_cash,
+        )
+        for account, agent in rows
+    ]
+    order = {"us": 0, "cn": 1, "crypto": 2}
+    return sorted(found, key=lambda a: (order.get(a.market, 9), a.agent_name))
+
+
+def nav_series(
+    engine: Engine,
+    account_id: int,
+    kind: SnapshotKind | str = SnapshotKind.SLOT,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[NavRow]:
+    """The account's NAV snapshots of `kind` in the window, oldest first."""
+    kind = SnapshotKind(kind)
+    query = (
+        select(NavSnapshotRow)
+        .where(
+            col(NavSnapshotRow.account_id) == account_id,
+            col(NavSnapshotRow.kind) == kind.value,
+            *_window(col(NavSnapshotRow.at), start, end),
+        )
+        .order_by(col(NavSnapshotRow.at))
+    )
+    with Session(engine) as session:
+        rows = session.execute(query).scalars().all()
+    return [
+        NavRow(at=row.at, nav=row.nav, cash=row.cash, positions_value=row.positions_value)
+        for row in rows
+    ]
+
+
+def cycle_activity(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> list[CycleCounts]:
+    """Each cycle of the account with `slot_at` in the window, with its order and fill counts."""
+    orders = (
+        select(
+            col(OrderRow.cycle_id).label("cycle_id"),
+            func.count().label("orders"),
+            func.sum(case((col(OrderRow.status) == OrderStatus.REJECTED.value, 1), else_=0)).label(
+                "rejections"
+            ),
+        )
+        .where(col(OrderRow.account_id) == account_id)
+        .group_by(col(OrderRow.cycle_id))
+        .subquery()
+    )
+    fills = (
+        select(col(OrderRow.cycle_id).label("cycle_id"), func.count().label("fills"))
+        .join(FillRow, col(FillRow.order_id) == OrderRow.id)
+        .where(col(OrderRow.account_id) == account_id)
+        .group_by(col(OrderRow.cycle_id))
+        .subquery()
+    )
+    query = (
+        select(
+            col(CycleRow.id),
+            col(CycleRow.slot_at),
+            col(CycleRow.status),
+            orders.c.orders,
+            orders.c.rejections,
+            fills.c.fills,
+        )
+        .outerjoin(orders, orders.c.cycle_id == CycleRow.id)
+        .outerjoin(fills, fills.c.cycle_id == CycleRow.id)
+        .where(col(CycleRow.account_id) == account_id, *_window(col(CycleRow.slot_at), start, end))
+        .order_by(col(CycleRow.slot_at))
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
+    return [
+        CycleCounts(
+            cycle_id=cycle_id,
+            slot_at=slot_at,
+            status=CycleStatus(status),
+            orders=int(n_orders or 0),
+            rejections=int(n_rejections or 0),
+            fills=int(n_fills or 0),
+        )
+        for cycle_id, slot_at, status, n_orders, n_rejections, n_fills in rows
+    ]
+
+
+def traded_notionals(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> list[Decimal]:
+    """The notional of every fill of the account in the window (buys and sells, unsigned)."""
+    query = (
+        select(col(FillRow.notional))
+        .where(col(FillRow.account_id) == account_id, *_window(col(FillRow.filled_at), start, end))
+        .order_by(col(FillRow.id))
+    )
+    with Session(engine) as session:
+        return list(session.execute(query).scalars().all())
+
+
+def last_snapshot(
+    engine: Engine,
+    account_id: int,
+    kind: SnapshotKind | str = SnapshotKind.SLOT,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> tuple[NavRow, list[HoldingValue]] | None:
+    """The account's last snapshot of `kind` in the window and its holdings; None without one."""
+    kind = SnapshotKind(kind)
+    query = (
+        select(NavSnapshotRow)
+        .where(
+            col(NavSnapshotRow.account_id) == account_id,
+            col(NavSnapshotRow.kind) == kind.value,
+            *_window(col(NavSnapshotRow.at), start, end),
+        )
+        .order_by(col(NavSnapshotRow.at).desc())
+        .limit(1)
+    )
+    with Session(engine) as session:
+        row = session.execute(query).scalars().first()
+        if row is None:
+            return None
+        marks = session.execute(
+            select(NavMarkRow)
+            .where(col(NavMarkRow.snapshot_id) == row.id)
+            .order_by(col(NavMarkRow.symbol))
+        ).scalars()
+        holdings = [
+            HoldingValue(symbol=m.symbol, quantity=m.quantity, price=m.price, value=m.value)
+            for m in marks
+        ]
+    nav = NavRow(at=row.at, nav=row.nav, cash=row.cash, positions_value=row.positions_value)
+    return nav, holdings
+
+
+def order_confidences(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> list[OrderConfidence]:
+    """Filled orders of the account placed in the window that carry a confidence, oldest first.
+
+    Outcome (one definition, used for ECE and Brier): the trade came true when the symbol's price
+    moved in the trade's direction from the fill price to the next mark, i.e. the symbol's price in
+    the first slot NAV snapshot of any account of the same market strictly after the fill. A buy
+    came true when that mark is above the fill price, a sell when it is below (slippage and fees
+    count against the trade; an unchanged price is not a success). When no later snapshot marks
+    the symbol (say it was sold out everywhere), the outcome is `None` and calibration skips it.
+    """
+    query = (
+        select(OrderRow, FillRow, col(AccountRow.market))
+        .join(FillRow, col(FillRow.order_id) == OrderRow.id)
+        .join(AccountRow, col(AccountRow.id) == OrderRow.account_id)
+        .where(
+            col(OrderRow.account_id) == account_id,
+            col(OrderRow.confidence).is_not(None),
+            *_window(col(OrderRow.placed_at), start, end),
+        )
+        .order_by(col(OrderRow.id))
+    )
+    with Session(engine) as session:
+        rows = session.execute(query).all()
+        if not rows:
+            return []
+        market = rows[0][2]
+        symbols = sorted({fill.symbol for _order, fill, _m in rows})
+        first_at = min(fill.filled_at for _order, fill, _m in rows)
+        marks = session.execute(
+            select(col(NavMarkRow.symbol), col(NavSnapshotRow.at), col(NavMarkRow.price))
+            .join(NavSnapshotRow, col(NavSnapshotRow.id) == NavMarkRow.snapshot_id)
+            .join(AccountRow, col(AccountRow.id) == NavSnapshotRow.account_id)
+            .where(
+                col(AccountRow.market) == market,
+                col(NavSnapshotRow.kind) == SnapshotKind.SLOT.value,
+                col(NavMarkRow.symbol).in_(symbols),
+                col(NavSnapshotRow.at) > first_at,
+            )
+        ).all()
+    by_symbol: dict[str, dict[datetime, Decimal]] = {}
+    for symbol, at, price in marks:
+        by_symbol.setdefault(symbol, {}).setdefault(at, price)
+    index = {symbol: sorted(found.items()) for symbol, found in by_symbol.items()}
+    out: list[OrderConfidence] = []
+    for order, fill, _market in rows:
+        series = index.get(fill.symbol, [])
+        position = bisect.bisect_right([at for at, _ in series], fill.filled_at)
+        mark_at, mark = series[position] if position < len(series) else (None, None)
+        outcome: bool | None = None
+        if mark is not None:
+            outcome = mark > fill.price if fill.side == "buy" else mark < fill.price
+        out.append(
+            OrderConfidence(
+                order_id=int(order.id or 0),
+                symbol=fill.symbol,
+                side=fill.side,
+                confidence=order.confidence if order.confidence is not None else Decimal(0),
+                fill_price=fill.price,
+                filled_at=fill.filled_at,
+                next_mark_price=mark,
+                next_mark_at=mark_at,
+                outcome=outcome,
+            )
+        )
+    return out
+
+
+def tokens_per_cycle(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> list[int]:
+    """Tokens (in + out) traced per cycle that traced any, for cycles in the window."""
+    tokens_in, tokens_out = col(TraceRow.tokens_in), col(TraceRow.tokens_out)
+    query = (
+        select(func.sum(func.coalesce(tokens_in, 0) + func.coalesce(tokens_out, 0)))
+        .select_from(TraceRow)
+        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .where(col(CycleRow.account_id) == account_id, *_window(col(CycleRow.slot_at), start, end))
+        .group_by(col(TraceRow.cycle_id))
+        .having(func.count(tokens_in) + func.count(tokens_out) > 0)
+    )
+    with engine.connect() as connection:
+        return [int(total or 0) for (total,) in connection.execute(query)]

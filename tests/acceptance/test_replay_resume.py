@@ -1,0 +1,135 @@
+"""`openbell replay` killed by SIGKILL mid-way, then resumed, ends with the uninterrupted ledger.
+
+The real console script replays six weeks of A-share sessions with every baseline into a fresh
+SQLite file; the test polls the file until some cycles exist (one of them still claimed, if it can
+catch one), kills the process, resumes it with `--resume`, and compares every table with a
+second, uninterrupted run: cycles, orders, fills, positions, cash and NAV snapshots alike. Only
+the claim bookkeeping (holder, lease, start and finish stamps) may differ. `openbell ledger
+verify` then exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlmodel import SQLModel
+
+import openbell.store.tables  # registers the tables on SQLModel.metadata
+from openbell.store.db import make_engine
+from tests.acceptance.test_cli import TIMEOUT_S, clean_env, openbell, openbell_command
+
+START, END = "2025-08-01", "2025-09-12"
+SESSIONS = 31  # XSHG sessions from 2025-08-01 through 2025-09-12
+AGENTS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
+CYCLES = SESSIONS * len(AGENTS)
+KILL_AFTER_CYCLES = CYCLES // 3
+#: Claim bookkeeping: which run held a cycle and when; the rest of the ledger must be identical.
+CLAIM_COLUMNS = frozenset({"claimed_by", "lease_until", "started_at", "finished_at"})
+
+
+def _config(workdir: Path, name: str) -> tuple[Path, Path]:
+    db = workdir / f"{name}.db"
+    agents = "".join(
+        f'[[agents]]\nname = "{kind}"\nkind = "{kind}"\nmarkets = ["cn"]\n'
+        + ("seed = 7\n" if kind == "random" else "")
+        for kind in AGENTS
+    )
+    path = workdir / f"{name}.toml"
+    path.write_text(
+        f'[store]\nurl = "sqlite:///{db.as_posix()}"\n\n'
+        '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+        'initial_cash = "100000"\n\n' + agents,
+        encoding="utf-8",
+    )
+    return path, db
+
+
+def _replay_args(config: Path, *extra: str) -> list[str]:
+    return ["replay", "--config", str(config), "--start", START, "--end", END, *extra]
+
+
+def _cycles(db: Path) -> tuple[int, int]:
+    """(cycles, cycles still claimed) in the SQLite file; (0, 0) before its schema exists."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as connection:
+            total, claimed = connection.execute(
+                "SELECT count(*), coalesce(sum(status = 'claimed'), 0) FROM cycle"
+            ).fetchone()
+    except sqlite3.Error:
+        return 0, 0
+    return int(total), int(claimed)
+
+
+def _ledger(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    engine = make_engine(f"sqlite:///{db}")
+    dump: dict[str, list[tuple[Any, ...]]] = {}
+    try:
+        with engine.connect() as connection:
+            for table in SQLModel.metadata.sorted_tables:
+                columns = [c for c in table.columns if c.name not in CLAIM_COLUMNS]
+                query = select(*columns).order_by(*table.primary_key.columns)
+                dump[table.name] = [tuple(row) for row in connection.execute(query)]
+    finally:
+        engine.dispose()
+    return dump
+
+
+def _kill_mid_way(workdir: Path, config: Path, db: Path) -> tuple[int, int]:
+    """Start a replay, SIGKILL it once a third of its cycles exist; (cycles, claimed) then."""
+    process = subprocess.Popen(
+        [*openbell_command(), *_replay_args(config, "--no-progress")],
+        cwd=workdir,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            total, claimed = _cycles(db)
+            if total >= KILL_AFTER_CYCLES and claimed:
+                break
+            time.sleep(0.01)
+        ended = process.poll()
+        process.send_signal(signal.SIGKILL)
+    finally:
+        _out, err = process.communicate(timeout=TIMEOUT_S)
+    assert ended is None, f"the replay ended (exit {ended}) before the kill: {err}"
+    assert process.returncode == -signal.SIGKILL
+    return _cycles(db)
+
+
+def test_a_killed_replay_resumes_to_the_uninterrupted_ledger(tmp_path: Path) -> None:
+    cut_config, cut_db = _config(tmp_path, "cut")
+    total, _claimed = _kill_mid_way(tmp_path, cut_config, cut_db)
+    assert KILL_AFTER_CYCLES <= total < CYCLES
+
+    refused = openbell(tmp_path, *_replay_args(cut_config))
+    assert refused.returncode == 2
+    assert "use --resume or a fresh database" in refused.stderr
+    resumed = openbell(tmp_path, *_replay_args(cut_config, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"replayed {SESSIONS} slots" in resumed.stdout
+    assert _cycles(cut_db) == (CYCLES, 0)
+
+    whole_config, whole_db = _config(tmp_path, "whole")
+    whole = openbell(tmp_path, *_replay_args(whole_config))
+    assert whole.returncode == 0, whole.stderr
+    assert f"{CYCLES} cycles done" in whole.stdout
+
+    cut, uninterrupted = _ledger(cut_db), _ledger(whole_db)
+    assert uninterrupted["fill"]
+    assert len(uninterrupted["nav_snapshot"]) == 2 * CYCLES  # one per slot, one per close
+    for table in uninterrupted:
+        assert cut[table] == uninterrupted[table], table
+
+    verified = openbell(tmp_path, "ledger", "verify", "--config", str(cut_config))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.stdout.startswith("ledger ok:")

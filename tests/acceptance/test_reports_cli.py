@@ -1,0 +1,164 @@
+"""The real `openbell leaderboard`, `report` and `export` commands on a prepared SQLite ledger."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from report_builders import build_ledger
+
+from openbell.ops.exporting import LEADERBOARD_KEYS
+from openbell.store.db import make_engine
+from openbell.store.exports import EXPORTS
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+
+TIMEOUT_S = 120
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def openbell_command() -> list[str]:
+    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with `openbell.toml` pointing at a prepared ledger (see report_builders)."""
+    root = tmp_path_factory.mktemp("cli")
+    url = f"sqlite:///{root / 'var' / 'ledger.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    build_ledger(Ledger(engine))
+    engine.dispose()
+    (root / "openbell.toml").write_text(
+        f'[store]\nurl = "{url}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
+        '[markets.us]\nuniverse = "nasdaq100"\ncadence = "daily"\nsource = "yfinance"\n'
+        'initial_cash = "10000"\n',
+        encoding="utf-8",
+    )
+    return root
+
+
+def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*openbell_command(), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("openbell: error: ")
+    for word in words:
+        assert word in lines[0]
+
+
+def test_leaderboard_json_covers_every_market_with_a_benchmark_row(workdir: Path) -> None:
+    result = openbell(workdir, "leaderboard", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    boards = json.loads(result.stdout)["leaderboards"]
+    assert [board["market"] for board in boards] == ["us", "crypto"]
+    assert [board["benchmark"] for board in boards] == ["QQQ", "CD5"]
+    us = boards[0]
+    assert (us["cadence"], us["periods_per_year"], us["currency"]) == ("daily", 252.0, "USD")
+    for board in boards:
+        for row in board["rows"]:
+            assert tuple(row) == LEADERBOARD_KEYS
+        bench = [row for row in board["rows"] if row["is_benchmark"]]
+        assert len(bench) == 1
+        assert bench[0]["rank"] is None
+    assert sorted(row["rank"] for row in us["rows"] if not row["is_benchmark"]) == [1, 2, 3]
+    alpha = next(row for row in us["rows"] if row["agent"] == "alpha")
+    assert alpha["final_nav"] == "10080.00"
+    assert alpha["cumulative_return"] == pytest.approx(0.008)
+
+
+def test_leaderboard_csv_and_table(workdir: Path) -> None:
+    result = openbell(
+        workdir,
+        "leaderboard",
+        "-m",
+        "us",
+        "--start",
+        "2025-10-01",
+        "--end",
+        "2025-10-08",
+        "-f",
+        "csv",
+    )
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert tuple(rows[0]) == ("market", *LEADERBOARD_KEYS)
+    assert len(rows) == 1 + 4
+    assert {row[2] for row in rows[1:]} == {"alpha", "beta", "gamma", "benchmark:QQQ"}
+    table = openbell(workdir, "leaderboard", "--market", "us")
+    assert table.returncode == 0, table.stderr
+    assert "us leaderboard" in table.stdout
+    for name in ("alpha", "beta", "gamma", "benchmark:QQQ", "Sortino", "HHI"):
+        assert name in table.stdout
+
+
+def test_report_json_and_plot(workdir: Path) -> None:
+    png = workdir / "alpha.png"
+    result = openbell(workdir, "report", "alpha", "--market", "us", "--json", "--plot", str(png))
+    assert result.returncode == 0, result.stderr
+    panel = json.loads(result.stdout)
+    assert (panel["agent"], panel["market"], panel["benchmark"], panel["forecasts"]) == (
+        "alpha",
+        "us",
+        "QQQ",
+        1,
+    )
+    for key in ("sharpe_ratio", "calmar_ratio", "information_ratio", "turnover", "hhi"):
+        assert key in panel
+    assert panel["brier_score"] == pytest.approx(0.04)
+    data = png.read_bytes()
+    assert data.startswith(PNG_MAGIC)
+    assert len(data) > 10_000
+    text = openbell(workdir, "report", "gamma", "-m", "us")
+    assert text.returncode == 0, text.stderr
+    assert "expected_calibration_error" in text.stdout
+
+
+def test_export_csv_to_stdout_and_parquet_to_a_file(workdir: Path) -> None:
+    result = openbell(workdir, "export", "nav", "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert tuple(rows[0]) == EXPORTS["nav"].columns
+    assert len(rows) == 1 + 21
+    out = workdir / "orders.parquet"
+    result = openbell(workdir, "export", "orders", "-f", "parquet", "--out", str(out), "-m", "us")
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(out)
+    assert tuple(table.column_names) == EXPORTS["orders"].columns
+    assert table.num_rows == 4  # alpha 1, gamma 3 (the crypto order is filtered out)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("report", "nobody", "--market", "us"), ("nobody",)),
+        (("leaderboard", "--market", "cn"), ("no accounts", "cn")),
+        (("leaderboard", "--market", "mars"), ("mars",)),
+        (("export", "fills", "--format", "parquet"), ("--out",)),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    workdir: Path, args: tuple[str, ...], words: tuple[str, ...]
+) -> None:
+    assert_one_error_line(openbell(workdir, *args), *words)

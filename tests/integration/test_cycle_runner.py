@@ -1,0 +1,248 @@
+"""The cycle runner on a real ledger (SQLite and Postgres) over in-memory crypto bars.
+
+Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped, every
+cycle leaves a slot NAV snapshot and every session a close one, and a cycle a dead run left half
+done is completed without a second fill or a second snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import Engine, func, select
+from structlog.testing import capture_logs
+
+from openbell.agents.broker import PaperBroker
+from openbell.agents.protocol import DecisionContext
+from openbell.daemon.cycle import CycleRunner, MarketDesk
+from openbell.markets.calendars import calendar_for
+from openbell.markets.domain import Bar, Instrument, utc
+from openbell.markets.errors import LedgerBreach
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.replay import ReplaySource
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import Universe
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleStatus, SnapshotKind
+from openbell.store.tables import CycleRow, FillRow, NavSnapshotRow
+
+DAY = timedelta(days=1)
+FIRST = utc(2025, 1, 6)  # the first bar's start; the data has three daily bars per coin
+PRICES = {"BTC/USDT": ("50000", "51000", "52000"), "ETH/USDT": ("3000", "3100", "3200")}
+LEASE = timedelta(minutes=15)
+
+
+def _bars() -> list[Bar]:
+    bars = []
+    for symbol, opens in PRICES.items():
+        for index, text in enumerate(opens):
+            price = Decimal(text)
+            bars.append(
+                Bar(
+                    symbol=symbol,
+                    start_at=FIRST + index * DAY,
+                    end_at=FIRST + (index + 1) * DAY,
+                    open=price,
+                    high=price + 100,
+                    low=price - 100,
+                    close=price + 50,
+                    volume=Decimal(1000),
+                )
+            )
+    return bars
+
+
+def _desk(ledger: Ledger) -> MarketDesk:
+    source = ReplaySource(market="crypto", bars={"1d": _bars()})
+    rules = rules_for("crypto")
+    universe = Universe(
+        name="two-coins",
+        market="crypto",
+        as_of=FIRST.date(),
+        instruments=tuple(
+            Instrument(symbol=symbol, market="crypto", currency="USDT") for symbol in PRICES
+        ),
+    )
+    broker = PaperBroker(
+        ledger=ledger,
+        rules=rules,
+        calendar=calendar_for(rules.calendar_id),
+        fill_price=source.first_price_at_or_after,
+    )
+    return MarketDesk(
+        market="crypto",
+        gateway=PointInTimeGateway(source),
+        broker=broker,
+        universe=universe,
+        rules=rules,
+    )
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: not an `Exception`, so nothing in the runner catches it."""
+
+
+@dataclass
+class Buyer:
+    """Buys `shares` of `symbol` each cycle; then raises `error`, if any, like a buggy agent."""
+
+    name: str
+    symbol: str = "BTC/USDT"
+    shares: Decimal = Decimal("0.01")
+    error: BaseException | None = None
+    kind: str = "test"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        await ctx.tools.place_order(self.symbol, "buy", shares=self.shares, reason="test")
+        if self.error is not None:
+            raise self.error
+        await ctx.tools.finish("bought")
+
+
+def _runner(ledger: Ledger, run_id: str = "run-a", *, take_over: bool = False) -> CycleRunner:
+    return CycleRunner(
+        ledger=ledger,
+        desks={"crypto": _desk(ledger)},
+        run_id=run_id,
+        lease=LEASE,
+        take_over_claimed=take_over,
+    )
+
+
+def _accounts(ledger: Ledger, *agents: Buyer) -> list[tuple[int, Buyer]]:
+    out = []
+    for agent in agents:
+        agent_id = ledger.ensure_agent(agent.name, agent.kind, FIRST)
+        account_id = ledger.open_account(agent_id, "crypto", "USDT", Decimal(10000), FIRST)
+        out.append((account_id, agent))
+    return out
+
+
+def _count(engine: Engine, table: type[CycleRow | FillRow | NavSnapshotRow]) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def _status(ledger: Ledger, account_id: int, at: datetime) -> CycleStatus:
+    found = ledger.find_cycle(account_id, at)
+    assert found is not None
+    return found.status
+
+
+def test_each_cycle_is_claimed_once_across_runners(ledger: Ledger, engine: Engine) -> None:
+    accounts = _accounts(ledger, Buyer("alice"), Buyer("bob"))
+    first, second = _runner(ledger, "run-a"), _runner(ledger, "run-b")
+
+    async def both() -> list[int]:
+        reports = await asyncio.gather(
+            first.run_slot("crypto", FIRST, accounts, FIRST),
+            second.run_slot("crypto", FIRST, accounts, FIRST),
+        )
+        return [report.count(CycleStatus.DONE) for report in reports]
+
+    assert sum(asyncio.run(both())) == 2
+    again = asyncio.run(first.run_slot("crypto", FIRST, accounts, FIRST + timedelta(hours=1)))
+    assert again.count(None) == 2
+    assert _count(engine, CycleRow) == 2
+    assert _count(engine, FillRow) == 2
+
+
+def test_a_failing_agent_fails_only_its_own_cycle(ledger: Ledger) -> None:
+    (broken, _), (fine, _) = accounts = _accounts(
+        ledger, Buyer("broken", error=RuntimeError("agent bug")), Buyer("fine")
+    )
+    with capture_logs() as logs:
+        report = asyncio.run(_runner(ledger).run_slot("crypto", FIRST, accounts, FIRST))
+    assert [outcome.status for outcome in report.outcomes] == [
+        CycleStatus.FAILED,
+        CycleStatus.DONE,
+    ]
+    failed = [line for line in logs if line["event"] == "cycle_failed"]
+    assert len(failed) == 1
+    assert failed[0]["agent"] == "broken"
+    assert failed[0]["error_class"] == "RuntimeError"
+    assert failed[0]["error_message"] == "agent bug"
+    assert {"cycle_id", "market", "slot_at"} <= set(failed[0])
+    # Both accounts are valued at the slot; the failed one's fill stands (it happened).
+    for account_id in (broken, fine):
+        snapshot = ledger.find_nav_snapshot(account_id, FIRST, SnapshotKind.SLOT)
+        assert snapshot is not None
+        assert snapshot.marks["BTC/USDT"].price == Decimal(50000)
+
+
+def test_an_operator_error_is_recorded_then_stops_the_run(ledger: Ledger) -> None:
+    accounts = _accounts(ledger, Buyer("breach", error=LedgerBreach("cash went negative")))
+    with pytest.raises(LedgerBreach):
+        asyncio.run(_runner(ledger).run_slot("crypto", FIRST, accounts, FIRST))
+    assert _status(ledger, accounts[0][0], FIRST) is CycleStatus.FAILED
+
+
+def test_a_slot_without_data_is_skipped(ledger: Ledger, engine: Engine) -> None:
+    accounts = _accounts(ledger, Buyer("alice"))
+    before = FIRST - DAY  # no bar has started or ended: nothing is priced
+    with capture_logs() as logs:
+        report = asyncio.run(_runner(ledger).run_slot("crypto", before, accounts, before))
+    assert report.count(CycleStatus.SKIPPED) == 1
+    assert _status(ledger, accounts[0][0], before) is CycleStatus.SKIPPED
+    assert [line["reason"] for line in logs if line["event"] == "cycle_skipped"] == [
+        "data_unavailable"
+    ]
+    assert _count(engine, FillRow) == 0
+    assert _count(engine, NavSnapshotRow) == 0
+
+
+def test_nav_snapshots_at_each_slot_and_session_close(ledger: Ledger) -> None:
+    accounts = _accounts(ledger, Buyer("alice"), Buyer("cash", shares=Decimal(0)))
+    (alice, _), (cash, _) = accounts
+    runner = _runner(ledger)
+    for index in range(2):
+        slot_at = FIRST + index * DAY
+        asyncio.run(runner.run_slot("crypto", slot_at, accounts, slot_at))
+        close_at = slot_at + DAY
+        assert asyncio.run(runner.write_close_snapshots("crypto", close_at, [alice, cash])) == 2
+        assert asyncio.run(runner.write_close_snapshots("crypto", close_at, [alice, cash])) == 0
+    slot = ledger.find_nav_snapshot(alice, FIRST + DAY, SnapshotKind.SLOT)
+    close = ledger.find_nav_snapshot(alice, FIRST + 2 * DAY, SnapshotKind.CLOSE)
+    assert slot is not None
+    assert close is not None
+    assert slot.marks["BTC/USDT"].quantity == Decimal("0.02")
+    assert slot.marks["BTC/USDT"].price == Decimal(51000)  # the open of the slot's bar
+    assert close.marks["BTC/USDT"].price == Decimal(51050)  # the close of the bar ended by then
+    assert close.nav == close.cash + Decimal("0.02") * Decimal(51050)
+    flat = ledger.find_nav_snapshot(cash, FIRST + 2 * DAY, SnapshotKind.CLOSE)
+    assert flat is not None
+    assert flat.nav == Decimal(10000)
+
+
+def test_a_cycle_left_claimed_is_completed_without_a_second_fill_or_snapshot(
+    ledger: Ledger, engine: Engine
+) -> None:
+    accounts = _accounts(ledger, Buyer("alice", error=Killed()))
+    account_id = accounts[0][0]
+    with pytest.raises(Killed):
+        asyncio.run(_runner(ledger, "dead").run_slot("crypto", FIRST, accounts, FIRST))
+    # The dead run got as far as the slot's snapshot before it died.
+    written = ledger.write_nav_snapshot(
+        account_id, FIRST, SnapshotKind.SLOT, {"BTC/USDT": Decimal(50000)}
+    )
+    assert _status(ledger, account_id, FIRST) is CycleStatus.CLAIMED
+    resumed = [(account_id, Buyer("alice"))]
+    # Its lease still runs: a live runner leaves the cycle alone; a resumed replay takes it.
+    live = asyncio.run(_runner(ledger, "live").run_slot("crypto", FIRST, resumed, FIRST))
+    assert live.count(None) == 1
+    report = asyncio.run(
+        _runner(ledger, "resumed", take_over=True).run_slot("crypto", FIRST, resumed, FIRST)
+    )
+    assert report.count(CycleStatus.DONE) == 1
+    assert report.outcomes[0].taken_over
+    assert report.fills == 0  # the order was replayed from the ledger, not filled again
+    assert _count(engine, FillRow) == 1
+    assert _count(engine, NavSnapshotRow) == 1
+    assert ledger.find_nav_snapshot(account_id, FIRST, SnapshotKind.SLOT) == written
+    found = ledger.find_cycle(account_id, FIRST)
+    assert found is not None
+    assert (found.status, found.claimed_by) == (CycleStatus.DONE, "resumed")

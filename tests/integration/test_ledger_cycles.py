@@ -1,0 +1,83 @@
+"""The ledger's cycle look-ups and take-over, and NAV snapshots written twice (SQLite, Postgres)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from sqlalchemy import Engine, func, select
+
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleStatus, SnapshotKind
+from openbell.store.tables import NavSnapshotRow
+from tests.integration.store_builders import NOW, fill_for, make_order
+
+
+def _account(ledger: Ledger, market: str = "us") -> int:
+    agent_id = ledger.ensure_agent("tester", "cash", NOW)
+    return ledger.open_account(agent_id, market, "USD", Decimal("10000.00"), NOW)
+
+
+def test_a_claimed_cycle_is_found_and_taken_over_whatever_its_lease(ledger: Ledger) -> None:
+    account_id = _account(ledger)
+    assert ledger.find_cycle(account_id, NOW) is None
+    lease = NOW + timedelta(hours=1)
+    cycle_id = ledger.claim_cycle(account_id, NOW, "run-a", lease, NOW)
+    assert cycle_id is not None
+    found = ledger.find_cycle(account_id, NOW)
+    assert found is not None
+    assert (found.cycle_id, found.status, found.claimed_by) == (
+        cycle_id,
+        CycleStatus.CLAIMED,
+        "run-a",
+    )
+    # The lease has not ended, so claim_cycle refuses; a resumed replay takes it anyway.
+    assert ledger.claim_cycle(account_id, NOW, "run-b", lease, NOW) is None
+    assert ledger.take_over_cycle(cycle_id, "run-b", lease + timedelta(hours=1))
+    taken = ledger.find_cycle(account_id, NOW)
+    assert taken is not None
+    assert taken.claimed_by == "run-b"
+    assert taken.lease_until == lease + timedelta(hours=1)
+    ledger.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
+    assert not ledger.take_over_cycle(cycle_id, "run-c", lease)
+    done = ledger.find_cycle(account_id, NOW)
+    assert done is not None
+    assert (done.status, done.claimed_by) == (CycleStatus.DONE, "run-b")
+
+
+def test_count_cycles_counts_the_accounts_slots_in_a_window(ledger: Ledger) -> None:
+    account_id = _account(ledger)
+    other = ledger.open_account(
+        ledger.ensure_agent("other", "cash", NOW), "us", "USD", Decimal(1), NOW
+    )
+    for day in range(3):
+        at = NOW + timedelta(days=day)
+        ledger.claim_cycle(account_id, at, "run", at, at)
+    ledger.claim_cycle(other, NOW, "run", NOW, NOW)
+    assert ledger.count_cycles([account_id], start_at=NOW) == 3
+    assert ledger.count_cycles([account_id], start_at=NOW, end_at=NOW + timedelta(days=1)) == 1
+    assert ledger.count_cycles([account_id, other], start_at=NOW + timedelta(seconds=1)) == 2
+    assert ledger.count_cycles([account_id], start_at=NOW + timedelta(days=3)) == 0
+    assert ledger.count_cycles([], start_at=NOW) == 0
+
+
+def test_rewriting_a_nav_snapshot_returns_the_first_and_adds_no_row(
+    ledger: Ledger, engine: Engine
+) -> None:
+    account_id = _account(ledger)
+    cycle_id = ledger.claim_cycle(account_id, NOW, "run", NOW, NOW)
+    assert cycle_id is not None
+    order = make_order()
+    ledger.record_order(cycle_id=cycle_id, seq=1, order=order, outcome=fill_for(order, Decimal(30)))
+    assert ledger.find_nav_snapshot(account_id, NOW, SnapshotKind.SLOT) is None
+    first = ledger.write_nav_snapshot(account_id, NOW, SnapshotKind.SLOT, {"AAPL": Decimal(31)})
+    # A resumed cycle writes the same snapshot again, maybe with other marks (or none at all).
+    again = ledger.write_nav_snapshot(account_id, NOW, SnapshotKind.SLOT, {"AAPL": Decimal(99)})
+    bare = ledger.write_nav_snapshot(account_id, NOW, SnapshotKind.SLOT, {})
+    assert again == first
+    assert bare == first
+    assert ledger.find_nav_snapshot(account_id, NOW, SnapshotKind.SLOT) == first
+    assert first.nav == Decimal("10000.00") - Decimal("300.00") + Decimal(310)
+    with engine.connect() as connection:
+        rows = connection.execute(select(func.count()).select_from(NavSnapshotRow)).scalar_one()
+    assert rows == 1

@@ -116,8 +116,8 @@ class BarOut(BaseModel):
 
     @classmethod
     def of(cls, bar: Bar) -> BarOut:
-        """The tool's view of `bar`."""
-        return cls(
+        """The tool's view of `bar` (already validated as a domain `Bar`, so not validated again)."""
+        return cls.model_construct(
             start_at=bar.start_at,
             end_at=bar.end_at,
             open=bar.open,

@@ -24,6 +24,7 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, ReplayReport, run_replay
+from openbell.markets.barfile import bundled_names
 from openbell.markets.domain import Instrument
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
@@ -85,7 +86,7 @@ def _replay_market(
     source = (
         ReplaySource.from_paths(name, [market.source_arg])
         if market.source_kind == "replay"
-        else ReplaySource.from_bundled(name)
+        else ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence))
     )
     universe = _universe(name, market, start)
     if not set(universe.symbols) & source.symbols():
@@ -149,3 +150,16 @@ def _progress_bar(show: bool) -> Iterator[ProgressCallback | None]:
             bar.update(task, completed=done, total=total)
 
         yield update
+
+
+def _bundled_files(market: str, cadence: str) -> list[str]:
+    """The bundled bar files a replay of `market` at `cadence` reads.
+
+    A daily replay leaves the hourly files out: fills take the first open of the finest loaded
+    interval, and the bundled hourly bars are adjusted while the daily ones are raw, so mixing them
+    would price a daily account's fills and marks on a different basis than its history.
+    """
+    names = [name for name in bundled_names() if name.startswith(f"{market}-")]
+    if cadence == "daily":
+        names = [name for name in names if not name.endswith("-1h")]
+    return names

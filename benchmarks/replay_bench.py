@@ -4,7 +4,9 @@
    into a fresh SQLite ledger, against backtrader running the same rule (SMA50 over SMA200 of the
    daily closes: target weight 1/N on a cross up, 0 on a cross down) on the same bars. Both run in
    this process, alternately, `--runs` times; the script prints each wall time, the medians and
-   the ratio of the medians (openbell / backtrader; the target is <= 1.0).
+   the ratio of the medians (openbell / backtrader; the target is <= 1.0), with each side's final
+   portfolio value. The values are not expected to agree to the cent: openbell fills at the next
+   open with slippage, lots and a minimum notional; backtrader fills at the next open without them.
 2. Peak RSS of the US hourly replay (2025-10-01..2025-11-10) with every baseline, measured in a
    child process (`resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`); the target is <= 400 MB.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -144,18 +147,28 @@ def crypto_frames() -> dict[str, pd.DataFrame]:
     return frames
 
 
-def run_backtrader(frames: dict[str, pd.DataFrame]) -> float:
+def run_backtrader(frames: dict[str, pd.DataFrame]) -> tuple[float, float]:
+    """Wall time and final portfolio value of the rule in backtrader (taker fee 10 bps)."""
     started = time.perf_counter()
     cerebro = bt.Cerebro(stdstats=False)
     for symbol, frame in frames.items():
         cerebro.adddata(bt.feeds.PandasData(dataname=frame), name=symbol)
     cerebro.addstrategy(SmaCross)
     cerebro.broker.setcash(10_000)
+    cerebro.broker.setcommission(commission=0.001)
     cerebro.run()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, float(cerebro.broker.getvalue())
 
 
-def run_openbell(workdir: Path, run: int) -> tuple[float, int]:
+def final_nav(db: Path) -> str:
+    with sqlite3.connect(db) as connection:
+        row = connection.execute(
+            "SELECT nav FROM nav_snapshot WHERE kind = 'slot' ORDER BY at DESC LIMIT 1"
+        ).fetchone()
+    return str(row[0]) if row else "none"
+
+
+def run_openbell(workdir: Path, run: int) -> tuple[float, int, str]:
     db = workdir / f"crypto-{run}.db"
     config_path = workdir / f"crypto-{run}.toml"
     config_path.write_text(CRYPTO_CONFIG.format(db=db.as_posix()))
@@ -169,7 +182,7 @@ def run_openbell(workdir: Path, run: int) -> tuple[float, int]:
         resume=False,
         show_progress=False,
     )
-    return time.perf_counter() - started, report.slots
+    return time.perf_counter() - started, report.slots, final_nav(db)
 
 
 def peak_rss_mb(workdir: Path) -> float:
@@ -192,10 +205,14 @@ def main() -> None:
         workdir = Path(tmp)
         slots = 0
         for run in range(args.runs):
-            seconds, slots = run_openbell(workdir, run)
+            seconds, slots, nav = run_openbell(workdir, run)
             ours.append(seconds)
-            theirs.append(run_backtrader(frames))
-            print(f"run {run + 1}: openbell {ours[-1]:.2f} s, backtrader {theirs[-1]:.2f} s")
+            bt_seconds, bt_value = run_backtrader(frames)
+            theirs.append(bt_seconds)
+            print(
+                f"run {run + 1}: openbell {seconds:.2f} s (final NAV {nav}), "
+                f"backtrader {bt_seconds:.2f} s (final value {bt_value:.2f})"
+            )
         ratio = statistics.median(ours) / statistics.median(theirs)
         print(
             f"crypto10 daily sma_crossover, {slots} slots: openbell median "

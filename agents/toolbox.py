@@ -22,7 +22,6 @@ from openbell.agents.broker import PaperBroker
 from openbell.agents.cycle_orders import CycleOrders
 from openbell.agents.tools import (
     DESCRIPTIONS,
-    BarOut,
     BarsOut,
     ErrorCode,
     FinishArgs,
@@ -204,19 +203,14 @@ class Toolbox:
             found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
         except DataUnavailable as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
-        bars = [bar for bar in found.bars if bar.end_at <= self._now]
+        bars = tuple(bar for bar in found.bars if bar.end_at <= self._now)
         if not bars:
             return self._error(
                 ErrorCode.DATA_UNAVAILABLE,
                 f"No {args.interval} bars of {args.symbol} had ended by {self._now.isoformat()}.",
                 "Try another interval or symbol, or a later slot.",
             )
-        return BarsOut(
-            as_of=self._now,
-            symbol=args.symbol,
-            interval=args.interval,
-            bars=[BarOut.of(bar) for bar in bars],
-        )
+        return BarsOut.of(as_of=self._now, symbol=args.symbol, interval=args.interval, bars=bars)
 
     async def _get_quote(self, args: GetQuoteArgs) -> ToolOutcome:
         wanted = list(dict.fromkeys(args.symbols))

@@ -101,39 +101,21 @@ class ToolResult(BaseModel):
     as_of: datetime
 
 
-class BarOut(BaseModel):
-    """One OHLCV bar over `[start_at, end_at)`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start_at: datetime
-    end_at: datetime
-    open: Decimal
-    high: Decimal
-    low: Decimal
-    close: Decimal
-    volume: Decimal
-
-    @classmethod
-    def of(cls, bar: Bar) -> BarOut:
-        """The tool's view of `bar` (already validated as a domain `Bar`, so not validated again)."""
-        return cls.model_construct(
-            start_at=bar.start_at,
-            end_at=bar.end_at,
-            open=bar.open,
-            high=bar.high,
-            low=bar.low,
-            close=bar.close,
-            volume=bar.volume,
-        )
-
-
 class BarsOut(ToolResult):
-    """The latest bars of `symbol` that had ended by `as_of`, oldest first."""
+    """The latest bars of `symbol` that had ended by `as_of`, oldest first.
+
+    The bars are the domain's frozen `Bar` values themselves (validated when they were loaded), so a
+    200-bar lookback builds no per-bar objects; they serialise to JSON field by field.
+    """
 
     symbol: str
     interval: str
-    bars: list[BarOut]
+    bars: tuple[Bar, ...]
+
+    @classmethod
+    def of(cls, *, as_of: datetime, symbol: str, interval: str, bars: tuple[Bar, ...]) -> BarsOut:
+        """A result over already-validated bars (not validated again)."""
+        return cls.model_construct(as_of=as_of, symbol=symbol, interval=interval, bars=bars)
 
 
 class QuoteOut(BaseModel):

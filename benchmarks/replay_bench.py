@@ -96,7 +96,6 @@ from datetime import date
 from openbell.ops.config import load_config
 from openbell.ops.logs import configure_logging
 configure_logging(level="warning", stream=sys.stderr)
-from openbell.ops.logs import configure_logging
 from openbell.ops.replaying import replay_from_config
 config = load_config(sys.argv[1])
 replay_from_config(config, start=date(2025, 10, 1), end=date(2025, 11, 11), market="us",
@@ -196,6 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-rss", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true")
     args = parser.parse_args()
     configure_logging(level="warning", stream=sys.stderr)
     frames = crypto_frames()
@@ -204,7 +204,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         slots = 0
-        for run in range(args.runs):
+        for run in range(0 if args.skip_speed else args.runs):
             seconds, slots, nav = run_openbell(workdir, run)
             ours.append(seconds)
             bt_seconds, bt_value = run_backtrader(frames)
@@ -213,12 +213,13 @@ def main() -> None:
                 f"run {run + 1}: openbell {seconds:.2f} s (final NAV {nav}), "
                 f"backtrader {bt_seconds:.2f} s (final value {bt_value:.2f})"
             )
-        ratio = statistics.median(ours) / statistics.median(theirs)
-        print(
-            f"crypto10 daily sma_crossover, {slots} slots: openbell median "
-            f"{statistics.median(ours):.2f} s, backtrader median "
-            f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f} (target <= 1.0)"
-        )
+        if ours:
+            ratio = statistics.median(ours) / statistics.median(theirs)
+            print(
+                f"crypto10 daily sma_crossover, {slots} slots: openbell median "
+                f"{statistics.median(ours):.2f} s, backtrader median "
+                f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f} (target <= 1.0)"
+            )
         if not args.skip_rss:
             rss_mb = peak_rss_mb(workdir)
             print(f"US hourly replay, all baselines: peak RSS {rss_mb:.0f} MB (target <= 400)")

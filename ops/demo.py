@@ -43,8 +43,10 @@ class DemoMarket:
 
 
 #: Windows inside the bundled data. US hourly bars cover 2025-10-01..2025-11-10; A-share daily bars
-#: 2025-01-02..2025-11-19; crypto daily bars reach back to 2010 (so the SMA(200) baseline has its
-#: history from the first slot) and up to 2025-12-26: the demo replays the year to 2025-11-30.
+#: 2025-01-02..2025-11-19, and the demo starts a session later: A-share orders need the previous
+#: close (price limits), which the first bundled session lacks; crypto daily bars reach back to
+#: 2010 (so the SMA(200) baseline has its history from the first slot) and up to 2025-12-26: the
+#: demo replays the year to 2025-11-30.
 DEMO_MARKETS: tuple[DemoMarket, ...] = (
     DemoMarket(
         market="us",
@@ -57,7 +59,7 @@ DEMO_MARKETS: tuple[DemoMarket, ...] = (
     DemoMarket(
         market="cn",
         cadence="daily",
-        start=date(2025, 1, 2),
+        start=date(2025, 1, 3),
         end=date(2025, 11, 19),
         universe="sse50",
         initial_cash="100000",

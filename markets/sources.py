@@ -28,6 +28,18 @@ class IntervalUnavailable(DataUnavailable):
     """The source does not serve bars of the requested interval."""
 
 
+class RateLimited(DataUnavailable):
+    """The vendor refused the request for calling too often; back off before asking again."""
+
+
+class SymbolUnavailable(DataUnavailable):
+    """The vendor does not know the symbol (any more): delisted, renamed or never listed.
+
+    Batch reads (`bars`, `quote`) leave such a symbol out of their result instead; a read about
+    one symbol (an instrument's trading facts, fundamentals) raises this.
+    """
+
+
 def finest_first(intervals: Iterable[str]) -> tuple[str, ...]:
     """`intervals` without repeats, finest first; an interval openbell does not know raises."""
     unique = set(intervals)
@@ -65,7 +77,9 @@ class MarketDataSource(Protocol):
     ============  ===========  =================================================================
 
     Failures: a network error, a rate limit or a vendor 5xx is translated at the adapter into
-    `DataUnavailable` (or a subclass) with `raise ... from exc`; vendor exceptions never escape.
+    `DataUnavailable` (or a subclass: `RateLimited`, `SymbolUnavailable`) with
+    `raise ... from exc`; vendor exceptions never escape. Bad credentials or a bad exchange id are
+    an `OperatorError`.
     """
 
     @property

@@ -1,0 +1,12 @@
+"""The akshare adapter: China A-share bars, quotes, news and SSE-50 members from Eastmoney.
+
+akshare's frames with their Chinese column names stay inside this package; `source.py` calls the
+library (rate-limited, memoised, under a deadline) and `parse.py` turns what it returns into `Bar`,
+`Quote`, `NewsItem` and `Universe`.
+"""
+
+from __future__ import annotations
+
+from openbell.markets.ak.source import AkshareSource
+
+__all__ = ["AkshareSource"]

@@ -1,0 +1,234 @@
+"""Parsing akshare's frames (Eastmoney and CSIndex, Chinese column names) into openbell's types.
+
+This module owns every knowledge of the columns akshare 1.19 returns, as pure functions. Times are
+naive Beijing time. A daily bar's date becomes its XSHG session `[open, close)` in UTC; a 60-minute
+bar is labelled by its END (10:30, 11:30, 14:00, 15:00) and becomes `[end - 1h, end)`, kept only
+when it lies inside a session and outside the lunch break. Eastmoney volumes count lots of 100
+shares and become shares. Vendor numbers become `Decimal(str(x))` once, here. A row with a NaN, a
+repeated timestamp (the first is kept), a bar not finished at `now` or values a `Bar` refuses is
+dropped, not raised; an empty frame (akshare returns a 0x0 frame for no data) parses to nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from openbell.markets.calendars import TradingCalendar
+from openbell.markets.domain import Bar, Instrument, NewsItem
+from openbell.markets.rules import a_share_code
+from openbell.markets.universes import Universe
+
+logger = logging.getLogger(__name__)
+
+SHANGHAI: Final = ZoneInfo("Asia/Shanghai")
+LOT: Final = Decimal(100)  # Eastmoney's 成交量 counts 手, lots of 100 shares
+_HOUR: Final = timedelta(hours=1)
+_OHLCV: Final = ("开盘", "最高", "最低", "收盘", "成交量")
+_EXCHANGES: Final = {"上海证券交易所": "SH", "深圳证券交易所": "SZ", "北京证券交易所": "BJ"}
+
+
+def vendor_code(symbol: str) -> str:
+    """The 6-digit code akshare takes for an openbell A-share symbol ("600519.SH" -> "600519")."""
+    return a_share_code(symbol)
+
+
+def is_index(symbol: str) -> bool:
+    """Whether `symbol` is an SSE index ("000016.SH"): its code would name an SZSE stock."""
+    return symbol.upper().endswith(".SH") and a_share_code(symbol).startswith("000")
+
+
+def decimal(value: Any) -> Decimal | None:
+    """A vendor number (or numeric text) as an exact Decimal; None for NaN, None, "-" or junk."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def local_to_utc(value: datetime) -> datetime:
+    """A naive Beijing time as aware UTC."""
+    return value.replace(tzinfo=SHANGHAI).astimezone(UTC)
+
+
+def _has(frame: pd.DataFrame, columns: Sequence[str]) -> bool:
+    return not frame.empty and all(name in frame.columns for name in columns)
+
+
+def _bar(symbol: str, start_at: datetime, end_at: datetime, row: pd.Series) -> Bar | None:
+    values = [decimal(row[name]) for name in _OHLCV]
+    if any(value is None for value in values):
+        return None
+    o, h, low, c, lots = (value for value in values if value is not None)
+    try:
+        return Bar(
+            symbol=symbol,
+            start_at=start_at,
+            end_at=end_at,
+            open=o,
+            high=h,
+            low=low,
+            close=c,
+            volume=lots * LOT,
+        )
+    except ValueError as exc:
+        logger.warning("akshare_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
+        return None
+
+
+def _collect(
+    symbol: str,
+    spans: Sequence[tuple[datetime, datetime] | None],
+    frame: pd.DataFrame,
+    now: datetime,
+) -> tuple[Bar, ...]:
+    bars: list[Bar] = []
+    seen: set[datetime] = set()
+    for span, (_, row) in zip(spans, frame.iterrows(), strict=True):
+        if span is None or span[0] in seen or span[1] > now:
+            continue
+        bar = _bar(symbol, span[0], span[1], row)
+        if bar is not None:
+            seen.add(span[0])
+            bars.append(bar)
+    return tuple(sorted(bars, key=lambda bar: bar.start_at))
+
+
+def _day(value: Any) -> date | None:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def parse_daily(
+    frame: pd.DataFrame, symbol: str, calendar: TradingCalendar, now: datetime
+) -> tuple[Bar, ...]:
+    """Finished daily bars of `symbol` from a `stock_zh_a_hist` frame."""
+    if not _has(frame, ("日期", *_OHLCV)):
+        return ()
+    spans: list[tuple[datetime, datetime] | None] = []
+    for value in frame["日期"]:
+        day = _day(value)
+        if day is None or not calendar.is_session(day):
+            spans.append(None)
+            continue
+        session = calendar.session(day)
+        spans.append((session.open_at, session.close_at))
+    return _collect(symbol, spans, frame, now)
+
+
+def _hour_span(value: Any, calendar: TradingCalendar) -> tuple[datetime, datetime] | None:
+    try:
+        end_at = local_to_utc(datetime.fromisoformat(str(value).strip()))
+    except ValueError:
+        return None
+    start_at = end_at - _HOUR
+    day = calendar.session_of(start_at)
+    if day is None:
+        return None
+    session = calendar.session(day)
+    if end_at > session.close_at:
+        return None
+    lunch = (session.break_start_at, session.break_end_at)
+    if lunch[0] is not None and lunch[1] is not None and start_at < lunch[1] and end_at > lunch[0]:
+        return None
+    return start_at, end_at
+
+
+def parse_hourly(
+    frame: pd.DataFrame, symbol: str, calendar: TradingCalendar, now: datetime
+) -> tuple[Bar, ...]:
+    """Finished 60-minute bars of `symbol` from a `stock_zh_a_hist_min_em(period="60")` frame."""
+    if not _has(frame, ("时间", *_OHLCV)):
+        return ()
+    spans = [_hour_span(value, calendar) for value in frame["时间"]]
+    return _collect(symbol, spans, frame, now)
+
+
+def parse_last_price(frame: pd.DataFrame) -> Decimal | None:
+    """The last trade price (`最新`) of a `stock_bid_ask_em` item/value frame; None if absent."""
+    if not _has(frame, ("item", "value")):
+        return None
+    found = frame.loc[frame["item"] == "最新", "value"]
+    if found.empty:
+        return None
+    price = decimal(found.iloc[0])
+    return price if price is not None and price > 0 else None
+
+
+def parse_news(frame: pd.DataFrame, symbol: str) -> list[NewsItem]:
+    """`stock_news_em` rows as `NewsItem`s about `symbol` (publish times are Beijing time)."""
+    if not _has(frame, ("新闻标题", "发布时间")):
+        return []
+    out: list[NewsItem] = []
+    for _, row in frame.iterrows():
+        title, stamp = row["新闻标题"], row["发布时间"]
+        if not isinstance(title, str) or not title.strip() or not isinstance(stamp, str):
+            continue
+        try:
+            published_at = local_to_utc(datetime.fromisoformat(stamp.strip()))
+        except ValueError:
+            continue
+        url = row.get("新闻链接")
+        outlet = row.get("文章来源")
+        out.append(
+            NewsItem(
+                symbol=symbol,
+                published_at=published_at,
+                title=title.strip(),
+                url=url if isinstance(url, str) else "",
+                source=f"eastmoney:{outlet}" if isinstance(outlet, str) and outlet else "eastmoney",
+            )
+        )
+    return out
+
+
+def parse_members(frame: pd.DataFrame, name: str) -> Universe | None:
+    """An `index_stock_cons_csindex` frame as a `Universe` dated by CSIndex's publication date."""
+    columns = ("日期", "成分券代码", "成分券名称", "交易所")
+    if not _has(frame, columns):
+        return None
+    instruments: list[Instrument] = []
+    seen: set[str] = set()
+    as_of: date | None = None
+    for _, row in frame.iterrows():
+        exchange = _EXCHANGES.get(str(row["交易所"]).strip())
+        code = str(row["成分券代码"]).strip().zfill(6)
+        if exchange is None or not code.isdigit() or f"{code}.{exchange}" in seen:
+            continue
+        seen.add(f"{code}.{exchange}")
+        label = str(row["成分券名称"]).strip()
+        instruments.append(
+            Instrument(
+                symbol=f"{code}.{exchange}",
+                market="cn",
+                currency="CNY",
+                name=label,
+                is_st="ST" in label.upper(),
+            )
+        )
+        as_of = max(filter(None, (as_of, _day(row["日期"]))), default=None)
+    if not instruments or as_of is None:
+        return None
+    return Universe(
+        name=name, market="cn", as_of=as_of, instruments=tuple(instruments), source="csindex"
+    )

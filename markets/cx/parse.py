@@ -1,0 +1,144 @@
+"""Parsing ccxt's unified shapes (OHLCV rows, tickers, markets) and errors into openbell's.
+
+This module owns what ccxt 4.5 returns and raises, as pure functions. An OHLCV row is
+`[open time in UTC ms, open, high, low, close, volume]` with float values; it becomes
+`[start, start + interval)`. A row with a None or NaN, a repeated open time (the first is kept), a
+candle still open at `now` or values a `Bar` refuses is dropped. A market's `precision` is a tick
+or step size under `TICK_SIZE` (almost every exchange) and a digit count under `DECIMAL_PLACES`.
+`translate_error` maps ccxt's exception tree onto openbell's: retry later (network, rate limit,
+exchange down), a symbol the exchange no longer lists, or an operator problem (credentials, an
+unsupported feature).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+import ccxt.async_support as ccxt_async
+from ccxt.base.decimal_to_precision import DECIMAL_PLACES, TICK_SIZE
+
+from openbell.markets.domain import CURRENCY_PLACES, Bar, Instrument, Quote
+from openbell.markets.errors import ConfigError, DataUnavailable, OpenbellError
+from openbell.markets.sources import RateLimited, SymbolUnavailable
+
+logger = logging.getLogger(__name__)
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND: Final = timedelta(milliseconds=1)
+
+
+def to_ms(at: datetime) -> int:
+    """An aware datetime as whole milliseconds since the Unix epoch (ccxt's `since`)."""
+    return (at - _EPOCH) // _MILLISECOND
+
+
+def from_ms(ms: int) -> datetime:
+    """Milliseconds since the Unix epoch as an aware UTC datetime."""
+    return _EPOCH + ms * _MILLISECOND
+
+
+def decimal(value: Any) -> Decimal | None:
+    """A ccxt number (float, int or numeric string) as an exact Decimal; None for None/NaN/junk."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def parse_ohlcv(rows: Iterable[Any], symbol: str, length: timedelta, now: datetime) -> list[Bar]:
+    """Closed candles of `symbol` from `fetch_ohlcv` rows, oldest first."""
+    bars: dict[datetime, Bar] = {}
+    for row in rows:
+        if not isinstance(row, list | tuple) or len(row) < 6 or not isinstance(row[0], int | float):
+            continue
+        start_at = from_ms(int(row[0]))
+        end_at = start_at + length
+        values = [decimal(value) for value in row[1:6]]
+        if start_at in bars or end_at > now or any(value is None for value in values):
+            continue
+        o, h, low, c, v = (value for value in values if value is not None)
+        try:
+            bars[start_at] = Bar(
+                symbol=symbol,
+                start_at=start_at,
+                end_at=end_at,
+                open=o,
+                high=h,
+                low=low,
+                close=c,
+                volume=v,
+            )
+        except ValueError as exc:
+            logger.warning("ccxt_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
+    return [bars[start] for start in sorted(bars)]
+
+
+def parse_ticker(ticker: Mapping[str, Any], symbol: str, at: datetime) -> Quote | None:
+    """A unified ticker's `last` price, stamped with its time capped at `at`; None if no price."""
+    price = decimal(ticker.get("last"))
+    if price is None or price <= 0:
+        return None
+    stamp = ticker.get("timestamp")
+    known_at = from_ms(int(stamp)) if isinstance(stamp, int | float) and stamp > 0 else at
+    return Quote(symbol=symbol, price=price, at=min(known_at, at))
+
+
+def _size(value: Any, mode: int) -> Decimal | None:
+    number = decimal(value)
+    if number is None or number <= 0:
+        return None
+    if mode == TICK_SIZE:
+        return number
+    if mode == DECIMAL_PLACES:
+        return Decimal(1).scaleb(-int(number))
+    return None  # SIGNIFICANT_DIGITS has no fixed step: the market's default applies
+
+
+def parse_instrument(market: Mapping[str, Any], precision_mode: int, name: str = "") -> Instrument:
+    """A ccxt market as an `Instrument` with its amount step, price tick and minimum cost."""
+    symbol = str(market["symbol"])
+    currency = str(market.get("quote") or "")
+    if currency not in CURRENCY_PLACES:
+        raise ConfigError(
+            f"{symbol} is quoted in {currency!r}; openbell keeps cash in {sorted(CURRENCY_PLACES)}"
+        )
+    precision = market.get("precision") or {}
+    limits = market.get("limits") or {}
+    cost = limits.get("cost") or {}
+    minimum = decimal(cost.get("min"))
+    return Instrument(
+        symbol=symbol,
+        market="crypto",
+        currency=currency,
+        name=name,
+        quantity_step=_size(precision.get("amount"), precision_mode),
+        price_tick=_size(precision.get("price"), precision_mode),
+        min_notional=minimum if minimum is not None and minimum >= 0 else None,
+    )
+
+
+def translate_error(exc: BaseException, what: str) -> OpenbellError:
+    """The openbell error for a ccxt exception (raise it `from exc`)."""
+    message = f"{what}: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ccxt_async.RateLimitExceeded | ccxt_async.DDoSProtection):
+        return RateLimited(message)
+    if isinstance(exc, ccxt_async.BadSymbol):
+        return SymbolUnavailable(message)
+    if isinstance(
+        exc,
+        ccxt_async.AuthenticationError | ccxt_async.InvalidProxySettings | ccxt_async.NotSupported,
+    ):
+        return ConfigError(message)
+    # NetworkError (ExchangeNotAvailable, RequestTimeout, OnMaintenance), BadResponse and any
+    # other ExchangeError: the exchange could not answer now.
+    return DataUnavailable(message)

@@ -1,0 +1,11 @@
+"""The yfinance adapter: US equities bars, quotes, news and fundamentals from Yahoo Finance.
+
+yfinance's frames and dicts stay inside this package; `source.py` calls the library and `parse.py`
+turns what it returns into `Bar`, `Quote`, `NewsItem` and `Fundamentals`.
+"""
+
+from __future__ import annotations
+
+from openbell.markets.yf.source import YahooSource
+
+__all__ = ["YahooSource"]

@@ -1,0 +1,271 @@
+"""Parsing yfinance's shapes into openbell's: download frames, news dicts, `Ticker.info`, log lines.
+
+This module owns every knowledge of what yfinance 1.7 returns, as pure functions. A
+`yf.download(..., group_by="column")` frame has `(field, TICKER)` columns; its daily index is
+tz-naive session dates (a date becomes its XNYS session `[open, close)` in UTC) and its intraday
+index is the bar start in the exchange's zone (a 1h bar ends an hour later or at the session
+close, whichever is first; pre- and post-market rows are dropped). Vendor floats become
+`Decimal(str(x))` once, here. A row with a NaN, a repeated timestamp (the first is kept), a bar not
+finished at `now`, or values a `Bar` refuses is dropped, not raised.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from openbell.markets.calendars import TradingCalendar
+from openbell.markets.domain import CURRENCY_PLACES, Bar, NewsItem, Quote
+from openbell.markets.fundamentals import Fundamentals
+
+logger = logging.getLogger(__name__)
+
+_FIELDS: Final = ("Open", "High", "Low", "Close", "Volume")
+_HOUR: Final = timedelta(hours=1)
+_MINUTE: Final = timedelta(minutes=1)
+_FAILED_LINE: Final = re.compile(r"^(\[.*?\]): (.*)$", re.DOTALL)
+_RATE_LIMIT_MARKS: Final = ("YFRateLimitError", "Too Many Requests", "Rate limited")
+
+
+def yahoo_ticker(symbol: str) -> str:
+    """The Yahoo ticker of an openbell US symbol ("BRK.B" is "BRK-B"; Yahoo upper-cases)."""
+    return symbol.strip().upper().replace(".", "-")
+
+
+def decimal(value: Any) -> Decimal | None:
+    """A vendor number as an exact Decimal via its shortest repr; None for NaN, None or text."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | np.integer):
+        return Decimal(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        return None if not math.isfinite(number) else Decimal(str(number))
+    return None
+
+
+@dataclass(slots=True)
+class DownloadFailures:
+    """The failures yfinance logged during one call (`download` and `get_news` never raise)."""
+
+    rate_limited: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    messages: list[str] = field(default_factory=list)
+
+    def read(self, message: str) -> None:
+        """Take in one `yfinance` ERROR log line such as `['NOPE']: possibly delisted; ...`."""
+        self.messages.append(message)
+        match = _FAILED_LINE.match(message.strip())
+        if match is None:
+            return
+        try:
+            tickers = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            return
+        target = (
+            self.rate_limited
+            if any(mark in match.group(2) for mark in _RATE_LIMIT_MARKS)
+            else self.missing
+        )
+        target.update(str(ticker).upper() for ticker in tickers)
+
+
+def _column(frame: pd.DataFrame, name: str, ticker: str) -> pd.Series | None:
+    key = (name, ticker)
+    return frame[key] if key in frame.columns else None
+
+
+def tickers_with_rows(frame: pd.DataFrame | None) -> frozenset[str]:
+    """The tickers of a download frame with at least one non-NaN close."""
+    if frame is None or frame.empty or not isinstance(frame.columns, pd.MultiIndex):
+        return frozenset()
+    closes = [ticker for name, ticker in frame.columns if name == "Close"]
+    return frozenset(str(t) for t in closes if frame[("Close", t)].notna().any())
+
+
+def _row_bar(
+    symbol: str, start_at: datetime, end_at: datetime, values: Sequence[Any]
+) -> Bar | None:
+    numbers = [decimal(value) for value in values]
+    if any(number is None for number in numbers):
+        return None
+    o, h, low, c, v = (number for number in numbers if number is not None)
+    try:
+        return Bar(
+            symbol=symbol,
+            start_at=start_at,
+            end_at=end_at,
+            open=o,
+            high=h,
+            low=low,
+            close=c,
+            volume=v,
+        )
+    except ValueError as exc:
+        logger.warning("yfinance_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
+        return None
+
+
+def _span(
+    stamp: pd.Timestamp, interval: str, calendar: TradingCalendar
+) -> tuple[datetime, datetime] | None:
+    """The UTC `[start, end)` of the bar yfinance labels `stamp`, None outside a session."""
+    if interval == "1d":
+        day: date = stamp.date()
+        if not calendar.is_session(day):
+            return None
+        session = calendar.session(day)
+        return session.open_at, session.close_at
+    start_at = stamp.to_pydatetime().astimezone(UTC)
+    day_of = calendar.session_of(start_at)
+    if day_of is None or not calendar.is_open(start_at):
+        return None
+    session = calendar.session(day_of)
+    return start_at, min(start_at + _HOUR, session.close_at)
+
+
+def parse_download(
+    frame: pd.DataFrame | None,
+    symbols: Mapping[str, str],
+    interval: str,
+    calendar: TradingCalendar,
+    now: datetime,
+) -> dict[str, tuple[Bar, ...]]:
+    """Finished bars by openbell symbol from a `download` frame; `symbols` maps symbol -> ticker."""
+    out: dict[str, tuple[Bar, ...]] = {}
+    if frame is None or frame.empty or not isinstance(frame.columns, pd.MultiIndex):
+        return out
+    for symbol, ticker in symbols.items():
+        columns = [_column(frame, name, ticker) for name in _FIELDS]
+        if any(column is None for column in columns):
+            continue
+        bars: list[Bar] = []
+        seen: set[datetime] = set()
+        for position, stamp in enumerate(frame.index):
+            span = _span(pd.Timestamp(stamp), interval, calendar)
+            if span is None or span[0] in seen or span[1] > now:
+                continue
+            bar = _row_bar(
+                symbol, *span, [col.iloc[position] for col in columns if col is not None]
+            )
+            if bar is not None:
+                seen.add(span[0])
+                bars.append(bar)
+        if bars:
+            out[symbol] = tuple(sorted(bars, key=lambda bar: bar.start_at))
+    return out
+
+
+def parse_last_prices(
+    frame: pd.DataFrame | None, symbols: Mapping[str, str], at: datetime, step: timedelta = _MINUTE
+) -> dict[str, Quote]:
+    """The last close before `at` of each ticker of an intraday frame, stamped `min(end, at)`."""
+    out: dict[str, Quote] = {}
+    if frame is None or frame.empty or not isinstance(frame.columns, pd.MultiIndex):
+        return out
+    starts = [pd.Timestamp(stamp).to_pydatetime().astimezone(UTC) for stamp in frame.index]
+    for symbol, ticker in symbols.items():
+        closes = _column(frame, "Close", ticker)
+        if closes is None:
+            continue
+        for position in range(len(starts) - 1, -1, -1):
+            price = decimal(closes.iloc[position])
+            if starts[position] < at and price is not None and price > 0:
+                stamp = min(starts[position] + step, at)
+                out[symbol] = Quote(symbol=symbol, price=price, at=stamp)
+                break
+    return out
+
+
+def _published_at(raw: Mapping[str, Any], content: Mapping[str, Any]) -> datetime | None:
+    text = content.get("pubDate") or content.get("displayTime")
+    if isinstance(text, str) and text:
+        try:
+            return datetime.fromisoformat(text).astimezone(UTC)
+        except ValueError:
+            return None
+    epoch = raw.get("providerPublishTime")
+    if isinstance(epoch, int | float) and not isinstance(epoch, bool):
+        return datetime.fromtimestamp(epoch, tz=UTC)
+    return None
+
+
+def _url(content: Mapping[str, Any], raw: Mapping[str, Any]) -> str:
+    for key in ("canonicalUrl", "clickThroughUrl"):
+        found = content.get(key)
+        if isinstance(found, Mapping) and isinstance(found.get("url"), str):
+            return str(found["url"])
+    link = raw.get("link")
+    return link if isinstance(link, str) else ""
+
+
+def parse_news(raw_items: Iterable[Any], symbol: str) -> list[NewsItem]:
+    """`Ticker.news` items (the 2025 `content` shape or the older flat one) as `NewsItem`s."""
+    out: list[NewsItem] = []
+    for raw in raw_items:
+        if not isinstance(raw, Mapping):
+            continue
+        content = raw.get("content")
+        content = content if isinstance(content, Mapping) else raw
+        title = content.get("title")
+        published_at = _published_at(raw, content)
+        if not isinstance(title, str) or not title.strip() or published_at is None:
+            continue
+        provider = content.get("provider")
+        source = (
+            provider.get("displayName") if isinstance(provider, Mapping) else raw.get("publisher")
+        )
+        out.append(
+            NewsItem(
+                symbol=symbol,
+                published_at=published_at,
+                title=title.strip(),
+                url=_url(content, raw),
+                source=f"yahoo:{source}" if isinstance(source, str) and source else "yahoo",
+            )
+        )
+    return out
+
+
+def parse_info(info: Mapping[str, Any], symbol: str, fetched_at: datetime) -> Fundamentals | None:
+    """`Ticker.info` as `Fundamentals` stamped `fetched_at`; None when Yahoo knew no such symbol."""
+    if not info or "quoteType" not in info:
+        return None
+
+    def number(key: str) -> Decimal | None:
+        return decimal(info.get(key))
+
+    currency = info.get("currency")
+    dividend = number("trailingAnnualDividendYield")
+    if dividend is None:
+        # Since 2025 `dividendYield` is in percent points (AAPL 0.35 means 0.35 %).
+        points = number("dividendYield")
+        dividend = None if points is None else points / 100
+    return Fundamentals(
+        symbol=symbol,
+        fetched_at=fetched_at,
+        source="yfinance",
+        currency=currency if currency in CURRENCY_PLACES else None,
+        name=str(info.get("longName") or info.get("shortName") or ""),
+        sector=str(info.get("sector") or ""),
+        industry=str(info.get("industry") or ""),
+        market_cap=number("marketCap"),
+        shares_outstanding=number("sharesOutstanding"),
+        trailing_pe=number("trailingPE"),
+        forward_pe=number("forwardPE"),
+        price_to_book=number("priceToBook"),
+        beta=number("beta"),
+        dividend_yield=dividend,
+        fifty_two_week_high=number("fiftyTwoWeekHigh"),
+        fifty_two_week_low=number("fiftyTwoWeekLow"),
+    )

@@ -1,0 +1,298 @@
+"""`YahooSource`: the live US-equities `MarketDataSource` over yfinance, plus fundamentals.
+
+This module owns how openbell calls yfinance: one `yf.download` for the whole universe per
+(interval, window) instead of one per symbol, kept for a few seconds so that every read of one slot
+shares it; raw (unadjusted, `auto_adjust=False`) prices, since adjusted history is rewritten after
+every dividend and is not point-in-time; quotes from the last 1-minute bar before `at`; news from a
+fresh `Ticker` per read (a reused `Ticker` never refreshes its news); fundamentals from
+`Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`. `yf.download`
+never raises: it logs each failed ticker and returns NaN columns or an empty frame, so the log
+lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out).
+An empty frame for a window that holds a session is `DataUnavailable`. Every call runs in a worker
+thread under a deadline, one at a time (yfinance keeps process-wide state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+from typing import Any, Final
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import yfinance as yf
+from pandas.errors import Pandas4Warning
+
+from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.calls import Memo, Monotonic, Now, call_blocking, check_live
+from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import Fundamentals
+from openbell.markets.sources import (
+    IntervalUnavailable,
+    RateLimited,
+    SymbolUnavailable,
+    check_symbols,
+)
+from openbell.markets.yf.parse import (
+    DownloadFailures,
+    parse_download,
+    parse_info,
+    parse_last_prices,
+    parse_news,
+    tickers_with_rows,
+    yahoo_ticker,
+)
+
+# yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
+# and the warning is not ours to fix (pyproject filters the same one for the tests).
+warnings.filterwarnings(
+    "ignore", message=r"The inplace keyword", category=Pandas4Warning, module=r"yfinance\."
+)
+
+logger = logging.getLogger(__name__)
+
+INTERVALS: Final = ("1h", "1d")
+NEW_YORK: Final = ZoneInfo("America/New_York")
+_QUOTE_DAYS: Final = 5  # 1-minute bars looked back for a quote: covers a long weekend
+
+
+class _LogCollector(logging.Handler):
+    def __init__(self, failures: DownloadFailures) -> None:
+        super().__init__(level=logging.ERROR)
+        self._failures = failures
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failures.read(record.getMessage())
+
+
+@contextmanager
+def _collect_failures() -> Iterator[DownloadFailures]:
+    failures = DownloadFailures()
+    handler = _LogCollector(failures)
+    vendor_logger = logging.getLogger("yfinance")
+    vendor_logger.addHandler(handler)
+    try:
+        yield failures
+    finally:
+        vendor_logger.removeHandler(handler)
+
+
+class YahooSource:
+    """US equities from Yahoo Finance through yfinance. Every datetime is aware UTC.
+
+    `universe` is downloaded in full whenever any of it is asked for; `now` is the daemon clock's
+    `now` (bars not ended by then are dropped); `session` is a `requests` or `curl_cffi` session
+    (None: yfinance's own), injected for proxies and for tests. yfinance keeps one session for the
+    whole process, so two sources with different sessions must not run at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        now: Now,
+        universe: Sequence[str] = (),
+        session: Any = None,
+        calendar: TradingCalendar | None = None,
+        timeout_s: float = 30.0,
+        memo_ttl_s: float = 60.0,
+        news_count: int = 20,
+        threads: bool = True,
+        monotonic: Monotonic = time.monotonic,
+    ) -> None:
+        self._now = now
+        self._universe = check_symbols(universe)
+        self._session = session
+        self._calendar = calendar or calendar_for("XNYS")
+        self._timeout_s = timeout_s
+        self._news_count = news_count
+        self._threads = threads
+        # (interval, first, last) -> (symbols downloaded, their finished bars)
+        self._memo: Memo[tuple[frozenset[str], dict[str, tuple[Bar, ...]]]] = Memo(
+            memo_ttl_s, monotonic=monotonic
+        )
+        self._lock = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        return "yfinance"
+
+    @property
+    def market(self) -> str:
+        return "us"
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return INTERVALS
+
+    def _tickers(self, symbols: Sequence[str]) -> dict[str, str]:
+        return {symbol: yahoo_ticker(symbol) for symbol in (*self._universe, *symbols)}
+
+    async def _call(self, function: Callable[[], Any], what: str) -> Any:
+        async with self._lock:
+            return await call_blocking(function, timeout_s=self._timeout_s, what=what)
+
+    async def _download(
+        self, tickers: Mapping[str, str], interval: str, first: date, last: date
+    ) -> tuple[pd.DataFrame | None, DownloadFailures]:
+        """One `yf.download` of every ticker over local dates `[first, last]`."""
+        wanted = sorted(set(tickers.values()))
+
+        def fetch() -> tuple[pd.DataFrame | None, DownloadFailures]:
+            with _collect_failures() as failures:
+                frame = yf.download(
+                    wanted,
+                    start=first.isoformat(),
+                    end=(last + timedelta(days=1)).isoformat(),
+                    interval=interval,
+                    auto_adjust=False,
+                    actions=False,
+                    prepost=False,
+                    progress=False,
+                    threads=self._threads,
+                    group_by="column",
+                    multi_level_index=True,
+                    session=self._session,
+                    timeout=self._timeout_s,
+                )
+            return frame, failures
+
+        frame, failures = await self._call(fetch, f"yfinance download of {len(wanted)} tickers")
+        return frame, failures
+
+    def _check(
+        self,
+        frame: pd.DataFrame | None,
+        failures: DownloadFailures,
+        asked: Mapping[str, str],
+        has_session: bool,
+    ) -> None:
+        limited = failures.rate_limited & set(asked.values())
+        if limited:
+            raise RateLimited(f"Yahoo rate-limited the download of {sorted(limited)}")
+        if has_session and not tickers_with_rows(frame):
+            # No ticker at all has a row although the window holds a session: Yahoo failed
+            # (throttled answers look like "possibly delisted" too), not every symbol delisted.
+            raise DataUnavailable("yfinance returned an empty frame for a window with sessions")
+        for ticker in sorted(failures.missing & set(asked.values())):
+            logger.warning("vendor_symbol_missing", extra={"source": "yfinance", "ticker": ticker})
+
+    def _has_session(self, start_at: datetime, end_at: datetime) -> bool:
+        """Whether some session overlaps `[start_at, end_at)` (then an empty frame is a failure)."""
+        first = start_at.astimezone(NEW_YORK).date()
+        last = end_at.astimezone(NEW_YORK).date()
+        for day in self._calendar.sessions_between(first, last):
+            session = self._calendar.session(day)
+            if start_at < session.close_at and session.open_at < end_at:
+                return True
+        return False
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        """Finished bars starting in `[start_at, end_at)`, by symbol, oldest first."""
+        if interval not in INTERVALS:
+            raise IntervalUnavailable(f"yfinance serves {', '.join(INTERVALS)}, not {interval}")
+        check_utc("start_at", start_at)
+        check_utc("end_at", end_at)
+        asked = {symbol: yahoo_ticker(symbol) for symbol in check_symbols(symbols)}
+        if not asked or end_at <= start_at:
+            return {}
+        first = start_at.astimezone(NEW_YORK).date()
+        last = end_at.astimezone(NEW_YORK).date()
+        key = (interval, first, last)
+        memo = self._memo.get(key)
+        if memo is None or not set(asked) <= memo[0]:
+            tickers = self._tickers(tuple(asked))
+            frame, failures = await self._download(tickers, interval, first, last)
+            self._check(frame, failures, asked, self._has_session(start_at, end_at))
+            parsed = parse_download(frame, tickers, interval, self._calendar, self._now())
+            memo = (frozenset(tickers), parsed)
+            self._memo.put(key, memo)
+        parsed = memo[1]
+        return {
+            symbol: kept
+            for symbol in asked
+            if (kept := tuple(b for b in parsed.get(symbol, ()) if start_at <= b.start_at < end_at))
+        }
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        """The close of the last 1-minute bar starting before `at`, stamped `min(its end, at)`."""
+        check_utc("at", at)
+        asked = {symbol: yahoo_ticker(symbol) for symbol in check_symbols(symbols)}
+        if not asked:
+            return {}
+        local = at.astimezone(NEW_YORK).date()
+        first = local - timedelta(days=_QUOTE_DAYS)
+        tickers = self._tickers(tuple(asked))
+        frame, failures = await self._download(tickers, "1m", first, local)
+        session_open = self._has_session(at - timedelta(days=_QUOTE_DAYS), at)
+        self._check(frame, failures, asked, session_open)
+        return parse_last_prices(frame, asked, at)
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        """Yahoo news about `symbols` (None: the universe) published in `[start_at, end_at)`."""
+        wanted = self._universe if symbols is None else check_symbols(symbols)
+        items: list[NewsItem] = []
+        failed: list[str] = []
+        for symbol in wanted:
+            ticker = yahoo_ticker(symbol)
+
+            def fetch(ticker: str = ticker) -> Any:
+                with _collect_failures() as failures:
+                    raw = yf.Ticker(ticker, session=self._session).get_news(count=self._news_count)
+                if failures.messages and not raw:  # yfinance logs a failed request, returns []
+                    raise DataUnavailable(f"yfinance news of {ticker}: {failures.messages[0]}")
+                return raw
+
+            try:
+                raw = await self._call(fetch, f"yfinance news of {ticker}")
+            except DataUnavailable:
+                failed.append(symbol)
+                continue
+            except Exception as exc:  # noqa: BLE001  (yfinance raises raw HTTP and JSON errors)
+                logger.warning("vendor_news_failed", extra={"ticker": ticker, "error": repr(exc)})
+                failed.append(symbol)
+                continue
+            items.extend(parse_news(raw or (), symbol))
+        if wanted and len(failed) == len(wanted):
+            raise DataUnavailable(f"yfinance news failed for every symbol asked: {failed}")
+        kept = [item for item in items if start_at <= item.published_at < end_at]
+        kept.sort(key=lambda item: item.published_at, reverse=True)
+        return tuple(kept[:limit])
+
+    async def fundamentals(self, symbol: str, at: datetime) -> Fundamentals:
+        """`Ticker.info` of `symbol` now, stamped `fetched_at=min(at, now)`.
+
+        Not point-in-time: Yahoo reports today's figures only, so an `at` well before `now`
+        raises `DataUnavailable`, and a symbol Yahoo does not know raises `SymbolUnavailable`.
+        """
+        fetched_at = check_live("yfinance fundamentals", at, self._now())
+        ticker = yahoo_ticker(symbol)
+
+        def fetch() -> Any:
+            return yf.Ticker(ticker, session=self._session).info
+
+        try:
+            info = await self._call(fetch, f"yfinance info of {ticker}")
+        except DataUnavailable:
+            raise
+        except yf.exceptions.YFRateLimitError as exc:
+            raise RateLimited(f"Yahoo rate-limited the info of {ticker}") from exc
+        except Exception as exc:  # raw HTTP and JSON errors of the quoteSummary endpoint
+            raise DataUnavailable(f"yfinance info of {ticker} failed: {exc!r}") from exc
+        found = parse_info(info if isinstance(info, Mapping) else {}, symbol, fetched_at)
+        if found is None:
+            raise SymbolUnavailable(f"Yahoo knows no symbol {ticker}")
+        return found

@@ -1,0 +1,281 @@
+"""The yfinance adapter against recorded Yahoo payloads served by a fake `requests` transport.
+
+yfinance runs for real (its URL building, JSON parsing, frame assembly); only the HTTP layer is
+replaced, and any real connection attempt fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yfinance as yf
+from requests.adapters import BaseAdapter
+from requests.models import PreparedRequest, Response
+
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
+from openbell.markets.yf import YahooSource
+
+PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
+Route = Callable[[PreparedRequest], tuple[int, Any]]
+
+
+def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test body with `asyncio.run` (the suite has no async plugin)."""
+
+    @functools.wraps(test)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return wrapper
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any real connection: Python sockets, DNS, and curl_cffi (which bypasses them)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a test tried to reach the network: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    import curl_cffi.requests
+
+    monkeypatch.setattr(curl_cffi.requests.Session, "request", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_yfinance(tmp_path: Path) -> None:
+    yf.set_tz_cache_location(str(tmp_path / "yf-cache"))
+    yf.data.YfData.cache_get.cache_clear()
+
+
+def payload(name: str) -> Any:
+    return json.loads((PAYLOADS / name).read_text(encoding="utf-8"))
+
+
+class FakeYahoo(BaseAdapter):
+    """A `requests` transport answering from routes (regex on the URL -> status and body)."""
+
+    def __init__(self, routes: list[tuple[str, Route]]) -> None:
+        super().__init__()
+        self.routes = [
+            (r"fc\.yahoo\.com", lambda r: (200, "")),
+            (r"getcrumb", lambda r: (200, "fakecrumb")),
+            *routes,
+        ]
+        self.urls: list[str] = []
+
+    def send(self, request: PreparedRequest, *args: Any, **kwargs: Any) -> Response:
+        url = request.url or ""
+        self.urls.append(url)
+        status, body = 404, "Not Found"
+        for pattern, route in self.routes:
+            if re.search(pattern, url):
+                status, body = route(request)
+                break
+        response = Response()
+        response.status_code = status
+        response.url = url
+        response.request = request
+        response._content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        response.headers["Content-Type"] = "application/json"
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def charts(by_ticker: dict[str, tuple[int, Any]]) -> tuple[str, Route]:
+    def route(request: PreparedRequest) -> tuple[int, Any]:
+        ticker = re.search(r"/chart/([^?]+)", request.url or "")
+        assert ticker is not None
+        return by_ticker.get(ticker.group(1), (200, payload("chart_not_found.json")))
+
+    return r"/v8/finance/chart/", route
+
+
+def source(
+    routes: list[tuple[str, Route]], now: datetime, **options: Any
+) -> tuple[YahooSource, FakeYahoo]:
+    adapter = FakeYahoo(routes)
+    session = requests.Session()
+    session.mount("https://", adapter)
+    found = YahooSource(now=lambda: now, session=session, threads=False, **options)
+    return found, adapter
+
+
+# 2025-07-09 15:00 New York: the 2025-07-09 daily bar is still in progress.
+MID_SESSION = datetime(2025, 7, 9, 19, 0, tzinfo=UTC)
+WEEK = (datetime(2025, 7, 6, tzinfo=UTC), datetime(2025, 7, 10, tzinfo=UTC))
+DAILY = {"AAPL": (200, payload("chart_AAPL_1d.json")), "MSFT": (200, payload("chart_MSFT_1d.json"))}
+
+
+@sync
+async def test_daily_bars_for_the_universe_in_one_download() -> None:
+    yahoo, adapter = source([charts(DAILY)], MID_SESSION, universe=("AAPL", "MSFT"))
+    found = await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert [bar.start_at for bar in found["AAPL"]] == [
+        datetime(2025, 7, 7, 13, 30, tzinfo=UTC),
+        datetime(2025, 7, 8, 13, 30, tzinfo=UTC),
+    ]  # the 2025-07-09 bar is in progress at `now` and dropped
+    first = found["AAPL"][0]
+    assert first.end_at == datetime(2025, 7, 7, 20, 0, tzinfo=UTC)
+    assert (first.open, first.close, first.volume) == (
+        Decimal("209.79"),
+        Decimal("209.95"),
+        Decimal(50229000),
+    )
+    # MSFT came with the same download; its NaN row is dropped; no second request is made.
+    chart_calls = len([u for u in adapter.urls if "period1" in u])
+    msft = await yahoo.bars(["MSFT"], "1d", *WEEK)
+    assert [bar.start_at.day for bar in msft["MSFT"]] == [7]
+    assert len([u for u in adapter.urls if "period1" in u]) == chart_calls == 2
+
+
+@sync
+async def test_hourly_bars_are_start_labelled_and_end_at_the_close() -> None:
+    hourly = {"AAPL": (200, payload("chart_AAPL_1h.json"))}
+    after_close = datetime(2025, 7, 8, 20, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(hourly)], after_close)
+    bars = (await yahoo.bars(["AAPL"], "1h", *WEEK))["AAPL"]
+    assert [bar.start_at.hour for bar in bars] == [13, 14, 15, 16, 17, 18, 19]
+    assert bars[-1].end_at == after_close  # 15:30-16:00, half an hour long
+    assert bars[1].volume == Decimal(5200000)  # the repeated 10:30 row is ignored
+    assert len({bar.start_at for bar in bars}) == len(bars)
+
+    during_last_bar = datetime(2025, 7, 8, 19, 45, tzinfo=UTC)
+    yahoo, _ = source([charts(hourly)], during_last_bar)
+    assert len((await yahoo.bars(["AAPL"], "1h", *WEEK))["AAPL"]) == 6
+
+
+@sync
+async def test_a_symbol_yahoo_does_not_know_is_left_out() -> None:
+    yahoo, _ = source([charts(DAILY)], MID_SESSION)
+    found = await yahoo.bars(["AAPL", "GONE"], "1d", *WEEK)
+    assert set(found) == {"AAPL"}
+
+
+@sync
+async def test_a_429_swallowed_by_download_raises_rate_limited() -> None:
+    yahoo, _ = source([(r"/v8/finance/chart/", lambda r: (429, "Too Many Requests"))], MID_SESSION)
+    with pytest.raises(RateLimited):
+        await yahoo.bars(["AAPL"], "1d", *WEEK)
+
+
+@sync
+async def test_an_empty_frame_for_a_window_with_sessions_is_unavailable() -> None:
+    empty = {"AAPL": (200, {"chart": {"result": None, "error": None}})}
+    yahoo, _ = source([charts(empty)], MID_SESSION)
+    with pytest.raises(DataUnavailable):
+        await yahoo.bars(["AAPL"], "1d", *WEEK)
+
+
+@sync
+async def test_an_empty_weekend_is_not_an_error() -> None:
+    yahoo, _ = source([charts(DAILY)], MID_SESSION)
+    weekend = (datetime(2025, 7, 5, 4, tzinfo=UTC), datetime(2025, 7, 7, 4, tzinfo=UTC))
+    assert await yahoo.bars(["AAPL"], "1d", *weekend) == {}
+
+
+@sync
+async def test_a_hung_request_times_out() -> None:
+    release = threading.Event()
+
+    def hang(request: PreparedRequest) -> tuple[int, Any]:
+        release.wait(5)
+        return 200, payload("chart_AAPL_1d.json")
+
+    yahoo, _ = source([(r"/v8/finance/chart/", hang)], MID_SESSION, timeout_s=0.2)
+    try:
+        with pytest.raises(DataUnavailable, match="timed out"):
+            await yahoo.bars(["AAPL"], "1d", *WEEK)
+    finally:
+        release.set()
+
+
+@sync
+async def test_an_unknown_interval_is_refused() -> None:
+    yahoo, _ = source([], MID_SESSION)
+    with pytest.raises(IntervalUnavailable):
+        await yahoo.bars(["AAPL"], "5m", *WEEK)
+
+
+@sync
+async def test_quote_is_the_last_minute_close_before_at() -> None:
+    minutes = {"AAPL": (200, payload("chart_AAPL_1m.json"))}
+    at = datetime(2025, 7, 8, 19, 59, 30, tzinfo=UTC)
+    yahoo, _ = source([charts(minutes)], at)
+    found = await yahoo.quote(["AAPL", "GONE"], at)
+    assert set(found) == {"AAPL"}
+    assert found["AAPL"].price == Decimal("210.01")
+    assert found["AAPL"].at == at  # the 15:59 bar is still open: stamped `at`, never later
+
+
+@sync
+async def test_news_in_both_shapes_filtered_and_newest_first() -> None:
+    yahoo, _ = source([(r"/xhr/ncp", lambda r: (200, payload("news_AAPL.json")))], MID_SESSION)
+    items = await yahoo.news(["AAPL"], *WEEK, limit=10)
+    assert [item.title for item in items] == [
+        "Apple faces EU deadline",
+        "Apple supplier shares rise on iPhone demand",
+    ]  # the untitled item and the ad are dropped
+    assert items[1].published_at == datetime(2025, 7, 8, 13, 5, tzinfo=UTC)
+    assert items[1].source == "yahoo:Reuters"
+    assert items[1].url.startswith("https://finance.yahoo.com/news/")
+
+
+@sync
+async def test_news_fails_only_when_every_symbol_fails() -> None:
+    yahoo, _ = source([(r"/xhr/ncp", lambda r: (500, "boom"))], MID_SESSION)
+    with pytest.raises(DataUnavailable):
+        await yahoo.news(["AAPL"], *WEEK, limit=10)
+
+
+def info_routes(found: bool) -> list[tuple[str, Route]]:
+    summary = "quoteSummary_AAPL.json" if found else "quoteSummary_not_found.json"
+    quote = "quote_AAPL.json" if found else "quote_not_found.json"
+    return [
+        (r"quoteSummary", lambda r: (200, payload(summary))),
+        (r"/v7/finance/quote", lambda r: (200, payload(quote))),
+        (r"fundamentals-timeseries", lambda r: (200, payload("timeseries_empty.json"))),
+    ]
+
+
+@sync
+async def test_fundamentals_are_stamped_with_their_fetch_time() -> None:
+    yahoo, _ = source(info_routes(found=True), MID_SESSION)
+    facts = await yahoo.fundamentals("AAPL", MID_SESSION)
+    assert facts.fetched_at == MID_SESSION
+    assert not facts.point_in_time
+    assert facts.market_cap == Decimal(3136659996672)
+    assert facts.trailing_pe == Decimal("32.7")
+    assert facts.dividend_yield == Decimal("0.004857")  # the fraction, not percent points
+    assert (facts.sector, facts.currency) == ("Technology", "USD")
+
+
+@sync
+async def test_fundamentals_refuse_the_past_and_unknown_symbols() -> None:
+    yahoo, _ = source(info_routes(found=False), MID_SESSION)
+    with pytest.raises(SymbolUnavailable):
+        await yahoo.fundamentals("NOPE", MID_SESSION)
+    with pytest.raises(DataUnavailable, match="live"):
+        await yahoo.fundamentals("AAPL", datetime(2025, 1, 2, tzinfo=UTC))
+
+
+def test_the_network_guard_refuses_a_real_connection() -> None:
+    with pytest.raises(AssertionError, match="network"):
+        socket.create_connection(("127.0.0.1", 9))

@@ -3,7 +3,8 @@
 An agent is called once per decision cycle with a `DecisionContext`. It observes the market and its
 account and trades only through `ctx.tools` (the toolbox bound to its account, cycle and `now`), so
 the market rules and the point-in-time rule apply to every kind of agent alike. It returns nothing:
-what it did is in the ledger (orders, fills) and in the toolbox (the finish summary).
+what it did is in the ledger (orders, fills) and in the toolbox (the finish summary). An agent that
+talks to a model also writes its trace and usage to `ctx.journal` (the ledger, in a daemon).
 """
 
 from __future__ import annotations
@@ -15,9 +16,22 @@ from typing import TYPE_CHECKING, Protocol
 from openbell.markets.domain import check_utc
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
+from openbell.store.records import CycleUsage, TraceEntry
 
 if TYPE_CHECKING:
     from openbell.agents.toolbox import Toolbox
+
+
+class Journal(Protocol):
+    """Where an agent records its cycle's trace and LLM usage (`Ledger` is one)."""
+
+    def add_trace(self, entry: TraceEntry) -> TraceEntry:
+        """Append `entry` to its cycle's trace; the stored entry, with its `seq`."""
+        ...
+
+    def add_usage(self, cycle_id: int, usage: CycleUsage) -> CycleUsage:
+        """Add `usage` to the cycle's LLM usage; the cycle's total so far."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +46,7 @@ class DecisionContext:
     universe: Universe
     rules: MarketRules
     tools: Toolbox
+    journal: Journal | None = None
 
     def __post_init__(self) -> None:
         check_utc("now", self.now)

@@ -5,7 +5,8 @@ data comes only through the point-in-time `GatewayView` and the slot's `MarketSn
 stamped after `now`), only the universe's symbols and the market's benchmark are served, orders
 are placed at `now` (target weights sized against the NAV at the slot's quotes) and go through
 `CycleOrders`, which numbers them and replays an interrupted cycle identically, and every failure
-is a structured `ToolError` or a rejected `OrderOut`, never an exception.
+is a structured `ToolError` or a rejected `OrderOut`, never an exception. The research tools
+(news, fundamentals, arithmetic) are served from `research.py`'s handlers.
 """
 
 from __future__ import annotations
@@ -20,15 +21,23 @@ from pydantic import ValidationError
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import PaperBroker
 from openbell.agents.cycle_orders import CycleOrders
+from openbell.agents.fundamentals import FundamentalsSource
+from openbell.agents.research import ResearchTools
 from openbell.agents.tools import (
     DESCRIPTIONS,
     BarsOut,
+    CalculateArgs,
+    CalculationOut,
     ErrorCode,
     FinishArgs,
     FinishOut,
+    FundamentalsOut,
     GetBarsArgs,
+    GetFundamentalsArgs,
+    GetNewsArgs,
     GetPortfolioArgs,
     GetQuoteArgs,
+    NewsOut,
     OrderOut,
     OrderStatusOut,
     PlaceOrderArgs,
@@ -74,6 +83,7 @@ class Toolbox:
         account_id: int,
         cycle_id: int,
         now: datetime,
+        fundamentals: FundamentalsSource | None = None,
     ) -> None:
         check_utc("now", now)
         if gateway.now != now or snapshot.at > now:
@@ -95,9 +105,24 @@ class Toolbox:
         )
         self.finished = False
         self.summary: str | None = None
+        research = ResearchTools(
+            gateway=gateway,
+            fundamentals=fundamentals,
+            serves=lambda symbol: self._instrument(symbol) is not None,
+            universe_name=universe.name,
+            now=now,
+        )
         self.specs: tuple[ToolSpec[Any], ...] = (
             ToolSpec("get_bars", DESCRIPTIONS["get_bars"], GetBarsArgs, self._get_bars),
             ToolSpec("get_quote", DESCRIPTIONS["get_quote"], GetQuoteArgs, self._get_quote),
+            ToolSpec("get_news", DESCRIPTIONS["get_news"], GetNewsArgs, research.get_news),
+            ToolSpec(
+                "get_fundamentals",
+                DESCRIPTIONS["get_fundamentals"],
+                GetFundamentalsArgs,
+                research.get_fundamentals,
+            ),
+            ToolSpec("calculate", DESCRIPTIONS["calculate"], CalculateArgs, research.calculate),
             ToolSpec(
                 "get_portfolio", DESCRIPTIONS["get_portfolio"], GetPortfolioArgs, self._portfolio
             ),
@@ -164,6 +189,30 @@ class Toolbox:
     async def get_quote(self, symbols: Sequence[str]) -> QuotesOut | ToolError:
         """See the `get_quote` tool."""
         return _typed(await self.call("get_quote", {"symbols": list(symbols)}), QuotesOut)
+
+    async def get_news(
+        self,
+        symbol: str | None = None,
+        *,
+        query: str | None = None,
+        lookback_hours: int = 48,
+        limit: int = 10,
+    ) -> NewsOut | ToolError:
+        """See the `get_news` tool."""
+        arguments: dict[str, object] = {"lookback_hours": lookback_hours, "limit": limit}
+        if symbol is not None:
+            arguments["symbol"] = symbol
+        if query is not None:
+            arguments["query"] = query
+        return _typed(await self.call("get_news", arguments), NewsOut)
+
+    async def get_fundamentals(self, symbol: str) -> FundamentalsOut | ToolError:
+        """See the `get_fundamentals` tool."""
+        return _typed(await self.call("get_fundamentals", {"symbol": symbol}), FundamentalsOut)
+
+    async def calculate(self, expression: str) -> CalculationOut | ToolError:
+        """See the `calculate` tool."""
+        return _typed(await self.call("calculate", {"expression": expression}), CalculationOut)
 
     async def get_portfolio(self) -> PortfolioOut | ToolError:
         """See the `get_portfolio` tool."""

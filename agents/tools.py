@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
@@ -27,8 +27,9 @@ from pydantic import (
 )
 
 from openbell.agents.book import Book
+from openbell.agents.calculator import MAX_EXPRESSION_CHARS
 from openbell.markets.domain import Bar, Fill
-from openbell.markets.gateway import MAX_LOOKBACK
+from openbell.markets.gateway import MAX_LOOKBACK, MAX_NEWS
 from openbell.store.records import RecordedOrder
 
 #: A market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
@@ -37,6 +38,11 @@ Symbol = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9./_-]{
 Fraction = Annotated[Decimal, Field(ge=0, le=1, allow_inf_nan=False)]
 
 MAX_QUOTE_SYMBOLS = 200
+#: The largest order quantity accepted: beyond it, execution's exact arithmetic overflows the
+#: decimal context (a model asking for 1e30 shares gets `invalid_arguments`, not a crash).
+MAX_ORDER_SHARES = Decimal("1e15")
+MAX_NEWS_LOOKBACK_HOURS = 24 * 30
+MAX_REPORTS = 4
 _WEIGHT_PLACES = Decimal("0.0001")
 
 
@@ -47,7 +53,8 @@ class _Args(BaseModel):
 class GetBarsArgs(_Args):
     """Arguments of `get_bars`."""
 
-    symbol: Symbol = Field(description="The symbol, e.g. AAPL, 600519.SH or BTC/USDT.")
+    # no real ticker as an example: the schemas are shown to masked agents too
+    symbol: Symbol = Field(description="The symbol, exactly as your universe lists it.")
     interval: Literal["1d", "1h"] = Field("1d", description="Bar length: 1d (daily) or 1h.")
     lookback: int = Field(20, ge=1, le=MAX_LOOKBACK, description="How many of the latest bars.")
 
@@ -60,6 +67,36 @@ class GetQuoteArgs(_Args):
     )
 
 
+class GetNewsArgs(_Args):
+    """Arguments of `get_news`: a symbol, a query, both, or neither (the market's latest)."""
+
+    symbol: Symbol | None = Field(None, description="Only news about this symbol.")
+    query: str | None = Field(
+        None, min_length=1, max_length=100, description="Only items whose title contains this."
+    )
+    lookback_hours: int = Field(
+        48, ge=1, le=MAX_NEWS_LOOKBACK_HOURS, description="How far back to look, in hours."
+    )
+    limit: int = Field(10, ge=1, le=MAX_NEWS, description="At most this many items.")
+
+
+class GetFundamentalsArgs(_Args):
+    """Arguments of `get_fundamentals`."""
+
+    symbol: Symbol = Field(description="The symbol whose reported figures to get.")
+
+
+class CalculateArgs(_Args):
+    """Arguments of `calculate`."""
+
+    expression: str = Field(
+        min_length=1,
+        max_length=MAX_EXPRESSION_CHARS,
+        description="Arithmetic on numbers: + - * / // % ** ( ) comparisons, pi, e and "
+        "min, max, abs, round, sqrt, log, exp. Example: round(10000 * 0.25 / 187.3, 2)",
+    )
+
+
 class GetPortfolioArgs(_Args):
     """`get_portfolio` takes no arguments."""
 
@@ -69,8 +106,8 @@ class PlaceOrderArgs(_Args):
 
     symbol: Symbol = Field(description="The symbol to trade; it must be in the universe.")
     side: Literal["buy", "sell"] = Field(description="buy or sell (long-only: no shorting).")
-    shares: Annotated[Decimal, Field(gt=0, allow_inf_nan=False)] | None = Field(
-        None, description="Quantity to trade; rounded down to the market's lots and steps."
+    shares: Annotated[Decimal, Field(gt=0, le=MAX_ORDER_SHARES, allow_inf_nan=False)] | None = (
+        Field(None, description="Quantity to trade; rounded down to the market's lots and steps.")
     )
     target_weight: Fraction | None = Field(
         None,
@@ -134,6 +171,49 @@ class QuotesOut(ToolResult):
     quotes: list[QuoteOut]
     missing: list[str] = Field(default_factory=list)
     unknown: list[str] = Field(default_factory=list)
+
+
+class NewsItemOut(BaseModel):
+    """One news item, published at `published_at` (never after `as_of`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    symbol: str | None
+    published_at: datetime
+    title: str
+    source: str = ""
+    url: str = ""
+
+
+class NewsOut(ToolResult):
+    """News published at or before `as_of` within the lookback, newest first."""
+
+    items: list[NewsItemOut]
+
+
+class ReportOut(BaseModel):
+    """One published report: the period it covers, when it was published, its figures."""
+
+    model_config = ConfigDict(frozen=True)
+
+    period_end: date
+    published_at: datetime
+    currency: str
+    values: dict[str, Decimal]
+
+
+class FundamentalsOut(ToolResult):
+    """The reports of `symbol` published at or before `as_of`, newest first."""
+
+    symbol: str
+    reports: list[ReportOut]
+
+
+class CalculationOut(ToolResult):
+    """The exact value of `expression` (a boolean for a comparison)."""
+
+    expression: str
+    value: Decimal | bool
 
 
 class PositionOut(BaseModel):
@@ -255,6 +335,10 @@ class ErrorCode(enum.StrEnum):
     DATA_UNAVAILABLE = "data_unavailable"
     ALREADY_FINISHED = "already_finished"
     CYCLE_REPLAY_DIVERGED = "cycle_replay_diverged"
+    NOT_POINT_IN_TIME = "not_point_in_time"
+    MASKED = "masked"
+    INVALID_EXPRESSION = "invalid_expression"
+    ARITHMETIC_ERROR = "arithmetic_error"
 
 
 class ToolError(BaseModel):
@@ -289,6 +373,15 @@ class ToolSpec(Generic[A]):
 DESCRIPTIONS: dict[str, str] = {
     "get_bars": "Price bars (OHLCV) of one symbol, oldest first; only bars that have ended.",
     "get_quote": "The latest known price of one or more symbols.",
+    "get_news": (
+        "News published up to now, newest first: about one symbol, matching a query in the "
+        "title, or the market's latest."
+    ),
+    "get_fundamentals": (
+        "Reported company figures of one symbol (revenue, earnings, ...), as published up to "
+        "now. Refused where the data is not point-in-time."
+    ),
+    "calculate": "Exact arithmetic on an expression (no variables, no code).",
     "get_portfolio": "Your cash, positions marked at their latest prices, weights and NAV.",
     "place_order": (
         "Buy or sell one symbol now, by shares or towards a target weight of NAV. The order "
@@ -322,6 +415,26 @@ def _clean(schema: Any) -> Any:
     return schema
 
 
+def _compact(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The parameters schema without what costs prompt tokens and tells the model nothing: the
+    argument model's own docstring (the tool has its description) and `"default": null` on
+    optional properties (not being required says it). Validation still uses the full model."""
+    compact = {key: value for key, value in parameters.items() if key != "description"}
+    properties = compact.get("properties")
+    if isinstance(properties, dict):
+        compact["properties"] = {
+            name: {
+                key: value
+                for key, value in schema.items()
+                if not (key == "default" and value is None)
+            }
+            if isinstance(schema, dict)
+            else schema
+            for name, schema in properties.items()
+        }
+    return compact
+
+
 def openai_tools(specs: Sequence[ToolSpec[Any]]) -> list[dict[str, Any]]:
     """The OpenAI chat-completions `tools` list for `specs` (one function tool per spec)."""
     return [
@@ -330,7 +443,7 @@ def openai_tools(specs: Sequence[ToolSpec[Any]]) -> list[dict[str, Any]]:
             "function": {
                 "name": spec.name,
                 "description": spec.description,
-                "parameters": _clean(spec.args.model_json_schema()),
+                "parameters": _compact(_clean(spec.args.model_json_schema())),
             },
         }
         for spec in specs

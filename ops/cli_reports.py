@@ -131,7 +131,7 @@ def render_table(board: Leaderboard, console: Console) -> None:
     headers = (
         "#", "agent", "final NAV", "return %", "ann. %", "vol %", "Sharpe", "Sortino", "max DD %",
         "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %", "turnover", "HHI",
-        "cash %", "composite",
+        "cash %", "composite", "cost/dec.", "ret./$",
     )  # fmt: skip
     for index, header in enumerate(headers):
         table.add_column(header, justify="left" if index == 1 else "right", no_wrap=True)
@@ -157,6 +157,10 @@ def render_table(board: Leaderboard, console: Console) -> None:
             _num(acts.hhi if acts else None, 3),
             _pct(acts.cash_ratio if acts else None),
             _num(row.ranking.composite, 3),
+            "-"
+            if row.llm is None or row.llm.cost_per_decision is None
+            else f"{row.llm.cost_per_decision:.4f}",
+            _num(row.llm.return_per_dollar if row.llm else None, 4),
             style="italic" if row.is_benchmark else None,
         )
     console.print(table)
@@ -240,9 +244,22 @@ def report_command(
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in record.items():
-        shown = "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else value)
+        if isinstance(value, dict):
+            shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+        else:
+            shown = (
+                "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else value)
+            )
         table.add_row(key, str(shown))
     _console(sys.stdout).print(table)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {count}" for key, count in value.items()) or "none"
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def export_command(

@@ -19,7 +19,7 @@ from datetime import time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from os import PathLike
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -79,15 +79,20 @@ class LogConfig(_Section):
 
 
 class HttpConfig(_Section):
-    """`[http]`: the loopback address of the status page (served by a later issue)."""
+    """`[http]`: the address of `/healthz` and `/metrics`; loopback unless `allow_remote`.
+
+    Port 0 asks for any free port (tests). The endpoint has no authentication, so a non-loopback
+    address is refused unless `allow_remote = true` says it is meant.
+    """
 
     listen: str = "127.0.0.1:8787"
+    allow_remote: bool = False
 
     @field_validator("listen")
     @classmethod
     def _host_port(cls, listen: str) -> str:
         host, _, port = listen.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not host or not port.isdigit() or not 0 <= int(port) < 65536:
             raise ValueError('should be "HOST:PORT", for example "127.0.0.1:8787"')
         return listen
 
@@ -247,8 +252,35 @@ class RandomAgentConfig(_AgentConfig):
     seed: StrictInt = 0
 
 
+_SECRET_HEADER = re.compile(r"(?i)authorization|cookie|.*(api[-_]?key|token|secret).*")
+
+
+def _exact_price(value: object) -> Decimal:
+    """A price per million tokens from a quoted decimal string (a float is not exact)."""
+    if isinstance(value, float):
+        raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
+            f'a float is not exact; write prices as quoted strings, e.g. "{value!r}"'
+        )
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError('should be a price in a quoted string, for example "0.27"')  # noqa: TRY004
+    try:
+        price = Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f'{value!r} is not a decimal price, for example "0.27"') from None
+    if not price.is_finite() or price < 0:
+        raise ValueError("should be a non-negative price")
+    return price
+
+
 class LlmAgentConfig(_AgentConfig):
-    """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`."""
+    """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`.
+
+    Prices are per million tokens in the account's terms (usually USD), as quoted decimal
+    strings: `price_in_per_mtok` and `price_out_per_mtok` together (no prices: cost is not
+    computed), `price_cached_per_mtok` optionally (default: the input price). Budgets are per
+    cycle. `extra_headers` and `extra_body` are sent with every request (no credentials in them:
+    those come from `api_key_env`).
+    """
 
     kind: Literal["llm"]
     base_url: str
@@ -258,6 +290,17 @@ class LlmAgentConfig(_AgentConfig):
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
     mode: DecisionMode = "open-research"
     masking: Masking = "bright"
+    #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
+    masking_seed: StrictInt = 0
+    price_in_per_mtok: Decimal | None = None
+    price_out_per_mtok: Decimal | None = None
+    price_cached_per_mtok: Decimal | None = None
+    max_turns: Annotated[StrictInt, Field(gt=0, le=1000)] = 25
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    max_tokens_per_cycle: Annotated[StrictInt, Field(gt=0)] = 120_000
+    max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod
@@ -280,6 +323,45 @@ class LlmAgentConfig(_AgentConfig):
         raise ValueError(
             'should be the NAME of an environment variable in capitals, e.g. "DEEPSEEK_API_KEY"'
         )
+
+    @field_validator(
+        "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
+    )
+    @classmethod
+    def _price(cls, value: object) -> Decimal | None:
+        return None if value is None else _exact_price(value)
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _no_secret_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name in headers:
+            if _SECRET_HEADER.fullmatch(name):
+                raise PathError(
+                    (name,),
+                    "credentials never go in the config file: name the key's environment "
+                    "variable in api_key_env",
+                )
+        return headers
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_reserved_body(cls, body: dict[str, Any]) -> dict[str, Any]:
+        for name in ("model", "messages", "tools"):
+            if name in body:
+                raise PathError((name,), f"{name} is set by openbell and cannot be overridden")
+        return body
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> LlmAgentConfig:
+        priced = (self.price_in_per_mtok is None, self.price_out_per_mtok is None)
+        if priced[0] != priced[1]:
+            missing = "price_out_per_mtok" if priced[1] else "price_in_per_mtok"
+            raise PathError((missing,), "give both price_in_per_mtok and price_out_per_mtok")
+        if self.price_cached_per_mtok is not None and priced[0]:
+            raise PathError(
+                ("price_cached_per_mtok",), "give price_in_per_mtok and price_out_per_mtok too"
+            )
+        return self
 
 
 AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openbell.ops.metrics import Panel
-from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow
+from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.store.exports import Cell
 
 JsonValue = str | int | float | bool | None
@@ -54,6 +54,8 @@ LEADERBOARD_KEYS: tuple[str, ...] = (
     "z_cumulative_return",
     "z_max_drawdown",
     "z_sortino_ratio",
+    "cost_per_decision",
+    "return_per_dollar",
 )
 _PANEL_KEYS = (
     "cumulative_return",
@@ -115,8 +117,31 @@ def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
         "z_sortino_ratio": ranking.z_sortino_ratio,
         **_panel(row.panel),
         **_behaviour(row.behaviour),
+        "cost_per_decision": _decimal(row.llm.cost_per_decision) if row.llm else None,
+        "return_per_dollar": row.llm.return_per_dollar if row.llm else None,
     }
     return {key: values[key] for key in LEADERBOARD_KEYS}
+
+
+def _decimal(value: Decimal | None) -> str | None:
+    return None if value is None else decimal_text(value)
+
+
+def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
+    """An LLM agent's usage as flat `llm_*` keys (all None for an agent that uses no model)."""
+    return {
+        "llm_decisions": usage.decisions if usage else None,
+        "tokens_in": usage.tokens_in if usage else None,
+        "tokens_out": usage.tokens_out if usage else None,
+        "tokens_cached": usage.tokens_cached if usage else None,
+        "tokens_estimated": usage.usage_estimated if usage else None,
+        "llm_latency_ms": usage.llm_latency_ms if usage else None,
+        "cost": _decimal(usage.cost) if usage else None,
+        "cost_per_decision": _decimal(usage.cost_per_decision) if usage else None,
+        "return_per_dollar": usage.return_per_dollar if usage else None,
+        "parse_failures": usage.parse_failures if usage else None,
+        "invalid_tool_calls": usage.invalid_tool_calls if usage else None,
+    }
 
 
 def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
@@ -163,6 +188,8 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "expected_calibration_error": found.expected_calibration_error,
         "brier_score": found.brier_score,
         "tokens_per_decision": found.tokens_per_decision,
+        **llm_record(found.llm),
+        "rejections_by_reason": dict(found.rejections_by_reason),
     }
 
 

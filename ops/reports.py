@@ -11,7 +11,9 @@ benchmark has a value at every one of its timestamps. Behaviour: trades and the 
 count every cycle in the window; the no-trade share counts `done` cycles only (a failed or
 skipped cycle made no decision); turnover is the window's traded notional over its mean NAV; HHI
 and cash ratio are read at the window's last snapshot. Calibration (ECE, Brier) uses the outcome
-defined in `store.queries.order_confidences`.
+defined in `store.queries.order_confidences`. An LLM agent's row also carries its model usage
+(`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures and invalid tool
+calls), and its report its rejected orders by reason.
 """
 
 from __future__ import annotations
@@ -60,6 +62,58 @@ class Behaviour:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LlmUsage:
+    """An LLM agent's model usage over the window, summed over its cycles (`decisions`).
+
+    `cost` (and `cost_per_decision`) is in the currency of the model's price table (None when it
+    has no prices). `return_per_dollar` is the cumulative return (a fraction) per unit of cost.
+    """
+
+    decisions: int
+    tokens_in: int
+    tokens_out: int
+    tokens_cached: int
+    usage_estimated: bool
+    llm_latency_ms: int
+    cost: Decimal | None
+    cost_per_decision: Decimal | None
+    return_per_dollar: float | None
+    parse_failures: int
+    invalid_tool_calls: int
+
+    @property
+    def tokens_per_decision(self) -> float:
+        """Tokens in and out per decision."""
+        return (self.tokens_in + self.tokens_out) / self.decisions
+
+
+def _llm_usage(
+    engine: Engine, account_id: int, window: _Window, cumulative_return: float | None
+) -> LlmUsage | None:
+    decisions, usage = queries.llm_usage(engine, account_id, *window)
+    if decisions == 0:
+        return None
+    cost = usage.cost
+    return LlmUsage(
+        decisions=decisions,
+        tokens_in=usage.tokens_in,
+        tokens_out=usage.tokens_out,
+        tokens_cached=usage.tokens_cached,
+        usage_estimated=usage.usage_estimated,
+        llm_latency_ms=usage.llm_latency_ms,
+        cost=cost,
+        cost_per_decision=None if cost is None else cost / decisions,
+        return_per_dollar=(
+            None
+            if cost is None or cost <= 0 or cumulative_return is None
+            else cumulative_return / float(cost)
+        ),
+        parse_failures=usage.parse_failures,
+        invalid_tool_calls=usage.invalid_tool_calls,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaderboardRow:
     """One leaderboard row: the composite rank, the metrics panel and the behaviour metrics.
 
@@ -73,6 +127,7 @@ class LeaderboardRow:
     panel: Panel
     behaviour: Behaviour | None
     final_nav: Decimal | None
+    llm: LlmUsage | None = None
 
     @property
     def name(self) -> str:
@@ -116,6 +171,12 @@ class AgentReport:
     tokens_per_decision: float | None
     navs: tuple[NavPoint, ...]
     benchmark_navs: tuple[NavPoint, ...]
+    rejections_by_reason: dict[str, int]
+
+    @property
+    def llm(self) -> LlmUsage | None:
+        """The model usage, for an LLM agent."""
+        return self.row.llm
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +321,11 @@ def _build(
                 panel=panel,
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else (bench[-1].nav if bench else None),
+                llm=(
+                    _llm_usage(engine, entry.info.account_id, window, panel.cumulative_return)
+                    if entry
+                    else None
+                ),
             )
         )
     board = Leaderboard(
@@ -329,4 +395,7 @@ def report(
         tokens_per_decision=statistics.fmean(tokens) if tokens else None,
         navs=account.navs,
         benchmark_navs=tuple(point for point in bench if point.at in stamps),
+        rejections_by_reason=queries.rejections_by_reason(
+            engine, account.info.account_id, start, end
+        ),
     )

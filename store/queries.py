@@ -5,7 +5,7 @@ This module owns every read that metrics and leaderboards make of the ledger (ex
 window is half-open, `start <= t < end` on the row's own instant (`at` of a snapshot, `slot_at` of
 a cycle, `placed_at` of an order, `filled_at` of a fill); `None` leaves that side open. Money
 stays `Decimal`; nothing here computes a statistic. An order's "outcome" for calibration is
-defined in `order_confidences`.
+defined in `order_confidences`. LLM usage per account sums the cycles' usage columns.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, Engine, case, func, select
 from sqlmodel import Session, col
 
 from openbell.markets.domain import check_utc
-from openbell.store.records import CycleStatus, OrderStatus, SnapshotKind
+from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.tables import (
     AccountRow,
     AgentRow,
@@ -31,6 +31,7 @@ from openbell.store.tables import (
     OrderRow,
     TraceRow,
 )
+from openbell.store.traces import usage_of
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,3 +341,42 @@ def tokens_per_cycle(
     )
     with engine.connect() as connection:
         return [int(total or 0) for (total,) in connection.execute(query)]
+
+
+def llm_usage(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> tuple[int, CycleUsage]:
+    """(cycles with LLM usage, their summed usage) for the account's cycles in the window.
+
+    Cost is summed in Python (the column is text on SQLite); it is None when no cycle was priced.
+    """
+    query = select(CycleRow).where(
+        col(CycleRow.account_id) == account_id,
+        col(CycleRow.tokens_in).is_not(None),
+        *_window(col(CycleRow.slot_at), start, end),
+    )
+    total = CycleUsage()
+    cycles = 0
+    with Session(engine) as session:
+        for row in session.execute(query).scalars():
+            cycles += 1
+            total = total + usage_of(row)
+    return cycles, total
+
+
+def rejections_by_reason(
+    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
+) -> dict[str, int]:
+    """How many of the account's orders placed in the window were rejected, by reason."""
+    query = (
+        select(col(OrderRow.reject_reason), func.count())
+        .where(
+            col(OrderRow.account_id) == account_id,
+            col(OrderRow.status) == OrderStatus.REJECTED.value,
+            *_window(col(OrderRow.placed_at), start, end),
+        )
+        .group_by(col(OrderRow.reject_reason))
+        .order_by(col(OrderRow.reject_reason))
+    )
+    with engine.connect() as connection:
+        return {str(reason): int(count) for reason, count in connection.execute(query)}

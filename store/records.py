@@ -105,3 +105,63 @@ class NavSnapshot:
 
     def __post_init__(self) -> None:
         check_utc("at", self.at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceEntry:
+    """One model message or tool call of a cycle, as stored in `trace` (secrets already redacted).
+
+    `role` is `system`, `user`, `assistant`, `reasoning` (a model's reasoning, kept here and never
+    sent back) or `tool` (a call with its `arguments` and `result`). `seq` is assigned by the
+    ledger when the entry is added (None before).
+    """
+
+    cycle_id: int
+    role: str
+    at: datetime
+    seq: int | None = None
+    content: str | None = None
+    tool: str | None = None
+    arguments: str | None = None
+    result: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        check_utc("at", self.at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleUsage:
+    """An LLM agent's usage in a cycle (or an increment of it): tokens, latency, cost, errors.
+
+    `cost` is None when the model has no price configured. `usage_estimated` is True when some
+    tokens were estimated because the provider reported no usage.
+    """
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    usage_estimated: bool = False
+    llm_latency_ms: int = 0
+    cost: Decimal | None = None
+    parse_failures: int = 0
+    invalid_tool_calls: int = 0
+
+    def __add__(self, other: CycleUsage) -> CycleUsage:
+        cost = (
+            None
+            if self.cost is None and other.cost is None
+            else (self.cost or Decimal(0)) + (other.cost or Decimal(0))
+        )
+        return CycleUsage(
+            tokens_in=self.tokens_in + other.tokens_in,
+            tokens_out=self.tokens_out + other.tokens_out,
+            tokens_cached=self.tokens_cached + other.tokens_cached,
+            usage_estimated=self.usage_estimated or other.usage_estimated,
+            llm_latency_ms=self.llm_latency_ms + other.llm_latency_ms,
+            cost=cost,
+            parse_failures=self.parse_failures + other.parse_failures,
+            invalid_tool_calls=self.invalid_tool_calls + other.invalid_tool_calls,
+        )

@@ -84,6 +84,15 @@ class CycleRow(SQLModel, table=True):
     error_class: str | None = None
     error_message: str | None = Field(default=None, sa_type=Text)
     reason: str | None = Field(default=None, sa_type=Text)
+    # LLM usage, summed over the cycle's runs (NULL for agents that use no model).
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cached: int | None = None
+    usage_estimated: bool | None = None
+    llm_latency_ms: int | None = None
+    cost: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    parse_failures: int | None = None
+    invalid_tool_calls: int | None = None
 
 
 class OrderRow(SQLModel, table=True):

@@ -427,7 +427,10 @@ def test_openai_tools_match_the_argument_models(ledger: Ledger) -> None:
     tools = asyncio.run(arena.toolbox(US_OPEN))
     schemas = openai_tools(tools.specs)
     names = [schema["function"]["name"] for schema in schemas]
-    assert names == ["get_bars", "get_quote", "get_portfolio", "place_order", "finish"]
+    assert names == [
+        "get_bars", "get_quote", "get_news", "get_fundamentals", "calculate",
+        "get_portfolio", "place_order", "finish",
+    ]  # fmt: skip
     by_name = {schema["function"]["name"]: schema for schema in schemas}
     for spec in tools.specs:
         function = by_name[spec.name]["function"]

@@ -1,0 +1,268 @@
+"""The chat-completions client: one OpenAI-compatible endpoint over an injected `httpx.AsyncClient`.
+
+This module owns the wire protocol and its failures. `ChatClient.complete` posts
+`{base_url}/chat/completions` with the model, messages, tools, temperature, max_tokens and any
+configured extra body fields and headers (the API key goes only in the `Authorization` header and
+never into a message, log or error), and parses the answer once (`parse.parse_completion`).
+Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
+not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
+seconds; the sleep and the random source are injected, so tests take no time. Errors are
+translated into the openbell tree (STYLE §8), by what the caller must do:
+
+```
+LlmUnavailable(TransientError)  retries exhausted: the cycle fails, the next slot tries again
+LlmRefused(AgentError)          another 4xx (400, 413, 422, ...): the request itself was refused,
+                                e.g. a conversation past the context window; not retried
+LlmAuthError(OperatorError)     401, 403 or 404: a bad key, no access, or a wrong base_url or
+                                model; an operator must fix the config, so the run stops
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+
+from openbell.agents.llm.parse import Completion, MalformedResponse, parse_completion
+from openbell.agents.llm.redact import Redactor
+from openbell.markets.errors import AgentError, OperatorError, TransientError
+
+#: Status codes that mean "this request will never work with this config".
+AUTH_STATUSES: Final = frozenset({401, 403, 404})
+#: The longest `Retry-After` honoured, in seconds.
+MAX_RETRY_AFTER_S: Final = 120.0
+_ERROR_BODY_CHARS: Final = 300
+
+
+class LlmUnavailable(TransientError):
+    """The model endpoint did not answer successfully, even after retries."""
+
+
+class LlmRefused(AgentError):
+    """The model endpoint refused the request."""
+
+
+class LlmAuthError(OperatorError):
+    """The model endpoint refused the credentials, the model or the URL; fix the agent's config."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientConfig:
+    """One endpoint and model. `api_key` is the resolved secret (never shown in `repr`)."""
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        if not self.model:
+            raise ValueError("model must not be empty")
+        if self.max_retries < 0 or self.timeout_s <= 0 or self.backoff_base_s < 0:
+            raise ValueError("max_retries, timeout_s and backoff_base_s must be non-negative")
+        reserved = {"model", "messages", "tools"} & set(self.extra_body)
+        if reserved:
+            raise ValueError(f"extra_body may not set {sorted(reserved)}")
+
+    @property
+    def url(self) -> str:
+        """The chat-completions URL."""
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """A completion with what getting it took: `latency_ms` over all attempts, `attempts`."""
+
+    completion: Completion
+    latency_ms: int
+    attempts: int
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class ChatClient:
+    """Chat completions against one endpoint; see the module docstring.
+
+    With `http` the client uses that `httpx.AsyncClient` (tests pass one on a `MockTransport`;
+    the caller closes it). Without, `connect()` opens one per use and closes it after.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        http: httpx.AsyncClient | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._http = http
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()  # noqa: S311  (jitter only)
+        self._monotonic = monotonic
+        self.redact = Redactor([config.api_key] if config.api_key else [])
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Chat]:
+        """A `Chat` on the injected HTTP client, or on a new one closed on exit."""
+        if self._http is not None:
+            yield Chat(self, self._http)
+            return
+        async with httpx.AsyncClient(timeout=self.config.timeout_s) as http:
+            yield Chat(self, http)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self.config.extra_headers}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def _body(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": list(messages),
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+        }
+        if tools:
+            body["tools"] = list(tools)
+        body.update(self.config.extra_body)
+        return body
+
+    async def complete(
+        self,
+        http: httpx.AsyncClient,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Answer:
+        """The model's answer to `messages` (with `tools` offered), retried as documented."""
+        body = json.dumps(self._body(messages, tools), default=str, ensure_ascii=False)
+        prompt_chars = sum(len(json.dumps(m, default=str)) for m in messages)
+        started = self._monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            outcome = await self._attempt(http, body, prompt_chars, bool(tools))
+            if isinstance(outcome, Completion):
+                latency_ms = round((self._monotonic() - started) * 1000)
+                return Answer(completion=outcome, latency_ms=latency_ms, attempts=attempt)
+            why, retry_after_s = outcome
+            if attempt > self.config.max_retries:
+                raise LlmUnavailable(
+                    f"{self.config.model} at {self.config.base_url}: {why} "
+                    f"(gave up after {attempt} attempts)"
+                )
+            await self._sleep(self._delay(attempt, retry_after_s))
+
+    async def _attempt(
+        self, http: httpx.AsyncClient, body: str, prompt_chars: int, with_tools: bool
+    ) -> Completion | tuple[str, float | None]:
+        """One request: the completion, or (why, Retry-After) when it is worth retrying."""
+        try:
+            response = await http.post(
+                self.config.url,
+                content=body.encode("utf-8"),
+                headers=self._headers(),
+                timeout=self.config.timeout_s,
+            )
+        except httpx.TimeoutException as exc:
+            return f"timed out ({type(exc).__name__})", None
+        except httpx.TransportError as exc:
+            return f"transport error: {self.redact.text(str(exc)) or type(exc).__name__}", None
+        status = response.status_code
+        if status == 429 or status >= 500:
+            return f"HTTP {status}", _retry_after(response.headers.get("retry-after"))
+        if status in AUTH_STATUSES:
+            raise LlmAuthError(
+                f"{self.config.model} at {self.config.base_url}: HTTP {status}: "
+                f"{self._error_text(response)}; check base_url, model and the key's variable"
+            )
+        if status >= 400:
+            raise LlmRefused(
+                f"HTTP {status} from {self.config.model}: {self._error_text(response)}"
+            )
+        try:
+            payload = response.json()
+        except ValueError:
+            return "the response body is not JSON", None
+        if not isinstance(payload, dict):
+            return "the response body is not a JSON object", None
+        try:
+            return parse_completion(
+                payload, prompt_chars=prompt_chars, recover_text_calls=with_tools
+            )
+        except MalformedResponse as exc:
+            error = payload.get("error")
+            return f"{exc}{f': {self._clip(str(error))}' if error else ''}", None
+
+    def _delay(self, attempt: int, retry_after_s: float | None) -> float:
+        """Seconds to wait before retry number `attempt`: Retry-After, else capped backoff with
+        jitter (a random half to whole of the exponential step)."""
+        if retry_after_s is not None:
+            return min(retry_after_s, MAX_RETRY_AFTER_S)
+        step = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
+        return step * (0.5 + self._rng.random() / 2)
+
+    def _error_text(self, response: httpx.Response) -> str:
+        try:
+            payload = response.json()
+        except ValueError:
+            return self._clip(response.text)
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return self._clip(error["message"])
+        return self._clip(json.dumps(payload, default=str))
+
+    def _clip(self, text: str) -> str:
+        text = self.redact.text(" ".join(text.split()))
+        return text if len(text) <= _ERROR_BODY_CHARS else text[:_ERROR_BODY_CHARS] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A `ChatClient` bound to an open HTTP client, for one agent's cycle."""
+
+    client: ChatClient
+    http: httpx.AsyncClient
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Answer:
+        """See `ChatClient.complete`."""
+        return await self.client.complete(self.http, messages, tools)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """`Retry-After` in seconds (an HTTP date is not honoured: that needs the wall clock)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None

@@ -1,0 +1,152 @@
+"""The trace and usage bookkeeping of one LLM agent's cycle.
+
+This module owns `Recorder`: every message, reasoning, tool call with its result, error and stop of
+a cycle becomes a `TraceEntry` (secrets redacted, each text field cut to `MAX_TRACE_CHARS`), written
+to the cycle's journal as it happens (so a cycle cut short keeps its trace) and kept in memory. It
+also turns each completion's usage into a `CycleUsage` increment (cost from the model's `Prices`)
+and adds the parse-failure and invalid-tool-call counts. Trace times are the decision time plus
+the monotonic time elapsed since the cycle started: agents never read the wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Final
+
+from openbell.agents.llm.parse import Usage
+from openbell.agents.llm.redact import Redactor
+from openbell.agents.protocol import DecisionContext
+from openbell.store.records import CycleUsage, TraceEntry
+
+#: Each stored text field of a trace row is cut to this many characters.
+MAX_TRACE_CHARS: Final = 65_536
+_PER_MTOK: Final = Decimal(1_000_000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prices:
+    """A model's prices per million tokens; cached input tokens at `cached_per_mtok` (default:
+    the input price)."""
+
+    in_per_mtok: Decimal
+    out_per_mtok: Decimal
+    cached_per_mtok: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        for price in (self.in_per_mtok, self.out_per_mtok, self.cached_per_mtok):
+            if price is not None and (not price.is_finite() or price < 0):
+                raise ValueError(f"prices must be finite and non-negative, got {price}")
+
+    def cost(self, usage: Usage) -> Decimal:
+        """The cost of `usage`, exactly."""
+        cached_price = (
+            self.cached_per_mtok if self.cached_per_mtok is not None else self.in_per_mtok
+        )
+        uncached = usage.tokens_in - usage.tokens_cached
+        total = (
+            uncached * self.in_per_mtok
+            + usage.tokens_cached * cached_price
+            + usage.tokens_out * self.out_per_mtok
+        )
+        return total / _PER_MTOK
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters with a note of how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [cut: {len(text)} characters]"
+
+
+class Recorder:
+    """Writes one cycle's trace and usage; see the module docstring."""
+
+    def __init__(
+        self,
+        ctx: DecisionContext,
+        *,
+        redact: Redactor,
+        prices: Prices | None,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._ctx = ctx
+        self._redact = redact
+        self._prices = prices
+        self._monotonic = monotonic
+        self._started = monotonic()
+        self.entries: list[TraceEntry] = []
+        self.usage = CycleUsage()
+        if ctx.journal is not None:  # marks the cycle as an LLM cycle even if no answer comes
+            ctx.journal.add_usage(ctx.cycle_id, CycleUsage(cost=self._zero_cost()))
+
+    def _zero_cost(self) -> Decimal | None:
+        return Decimal(0) if self._prices is not None else None
+
+    def _text(self, text: str | None) -> str | None:
+        return None if text is None else cut(self._redact.text(text), MAX_TRACE_CHARS)
+
+    def trace(
+        self,
+        role: str,
+        *,
+        content: str | None = None,
+        tool: str | None = None,
+        arguments: str | None = None,
+        result: str | None = None,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+        latency_ms: int | None = None,
+    ) -> None:
+        """Record one trace row (redacted and cut) in the journal and in memory."""
+        entry = TraceEntry(
+            cycle_id=self._ctx.cycle_id,
+            role=role,
+            at=self._ctx.now + timedelta(seconds=self._monotonic() - self._started),
+            content=self._text(content),
+            tool=None if tool is None else cut(self._redact.text(tool), 200),
+            arguments=self._text(arguments),
+            result=self._text(result),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=latency_ms,
+        )
+        if self._ctx.journal is not None:
+            entry = self._ctx.journal.add_trace(entry)
+        self.entries.append(entry)
+
+    def completion(self, usage: Usage, latency_ms: int) -> None:
+        """Add one completion's tokens, latency and cost."""
+        self._add(
+            CycleUsage(
+                tokens_in=usage.tokens_in,
+                tokens_out=usage.tokens_out,
+                tokens_cached=usage.tokens_cached,
+                usage_estimated=usage.estimated,
+                llm_latency_ms=latency_ms,
+                cost=self._prices.cost(usage) if self._prices is not None else None,
+            )
+        )
+
+    def errors(self, *, parse_failures: int, invalid_tool_calls: int) -> None:
+        """Add parse failures and invalid tool calls."""
+        if parse_failures or invalid_tool_calls:
+            self._add(
+                CycleUsage(
+                    parse_failures=parse_failures,
+                    invalid_tool_calls=invalid_tool_calls,
+                    cost=self._zero_cost(),
+                )
+            )
+
+    def _add(self, delta: CycleUsage) -> None:
+        self.usage = self.usage + delta
+        if self._ctx.journal is not None:
+            self._ctx.journal.add_usage(self._ctx.cycle_id, delta)
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens in and out so far in this run."""
+        return self.usage.tokens_in + self.usage.tokens_out

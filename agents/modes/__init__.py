@@ -1,0 +1,61 @@
+"""Decision modes (KTD-Fin, StockBench): what an LLM agent is told, which tools it gets, and how
+its answer becomes orders. `prompt_for_mode` builds a fresh `PromptBuilder` for one cycle (the
+LLM agent's prompt factory calls it per cycle); `parse_final_action` reads the structured final
+action of the no-tool modes."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
+from openbell.agents.masking import MaskingLevel
+from openbell.agents.modes.actions import (
+    MAX_RETRIES,
+    FinalAction,
+    OrderIntent,
+    ValidationFeedback,
+    parse_final_action,
+)
+from openbell.agents.modes.candidates import DEFAULT_TOP_K, FixedCandidatePrompt, MemoryOnlyPrompt
+from openbell.agents.modes.research import MaskedResearchPrompt
+from openbell.agents.modes.stockbench import ActionHistory, MemoryHistory, StockBenchPrompt
+
+MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench")
+
+__all__ = [
+    "MAX_RETRIES",
+    "MODES",
+    "ActionHistory",
+    "FinalAction",
+    "MemoryHistory",
+    "OrderIntent",
+    "ValidationFeedback",
+    "parse_final_action",
+    "prompt_for_mode",
+]
+
+
+def prompt_for_mode(
+    mode: str,
+    *,
+    masking: MaskingLevel | str = MaskingLevel.BRIGHT,
+    masking_seed: str | int = 0,
+    top_k: int = DEFAULT_TOP_K,
+    history: ActionHistory | None = None,
+) -> PromptBuilder:
+    """A fresh builder of `mode` (one of `MODES`) for one cycle.
+
+    `masking` and `masking_seed` must be those of the agent's masker: the structured modes
+    translate the model's stock ids with the same map. `top_k` sizes the fixed-candidate table;
+    `history` is where stockbench keeps recent actions (share one per agent across cycles).
+    """
+    level = MaskingLevel(masking)
+    if mode == "open-research":
+        return OpenResearchPrompt() if level is MaskingLevel.BRIGHT else MaskedResearchPrompt(level)
+    if mode == "fixed-candidate":
+        return FixedCandidatePrompt(top_k=top_k, masking=level, masking_seed=masking_seed)
+    if mode == "memory-only":
+        return MemoryOnlyPrompt(masking=level, masking_seed=masking_seed)
+    if mode == "stockbench":
+        return StockBenchPrompt(history=history, masking=level, masking_seed=masking_seed)
+    raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

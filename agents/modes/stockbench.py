@@ -1,0 +1,301 @@
+"""The `stockbench` decision mode: StockBench's four-stage daily workflow, without tool calls.
+
+This module owns `StockBenchPrompt`. Stage 1, the first message: an overview of every stock (the
+quantity held, the account's recent actions in it, the opening price at the slot, and the top 5
+news items of the last 48 hours; under any masking news are unavailable and the overview says so).
+Stage 2: the model picks up to `MAX_PICKS` stocks (`{"selected": [...]}`) and gets their
+fundamentals through `get_fundamentals` (where the data has no point-in-time fundamentals the
+refusal is said in the prompt). Stage 3: a decision per stock, increase, decrease or hold
+(`{"decisions": [...]}`). Stage 4: the plan is validated against the account (`plan.py`) and the
+problems fed back until it is executable, at most `MAX_RETRIES` times per stage; then its orders
+are placed. Recent actions come from an `ActionHistory`; `MemoryHistory` keeps them in process.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Annotated, Final, Literal, Protocol, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from openbell.agents.llm.hooks import ToolCaller
+from openbell.agents.masking import MaskingLevel
+from openbell.agents.modes.actions import (
+    FinalAction,
+    OrderIntent,
+    ValidationFeedback,
+    extract_json,
+    feedback,
+)
+from openbell.agents.modes.plan import check_plan
+from openbell.agents.modes.structured import StructuredPrompt, account_text
+from openbell.agents.protocol import DecisionContext
+from openbell.agents.tools import (
+    ErrorCode,
+    Fraction,
+    NewsItemOut,
+    OrderOut,
+    OrderStatusOut,
+    Symbol,
+    ToolError,
+    describe_validation_error,
+)
+
+MAX_PICKS: Final = 5
+NEWS_HOURS: Final = 48
+NEWS_PER_STOCK: Final = 5
+RECENT_ACTIONS: Final = 3
+
+PICK_FORMAT: Final = (
+    'Answer with one JSON object: {"selected": ["<stock_id>", ...]} (at most '
+    f"{MAX_PICKS}; [] to look at none)."
+)
+DECISION_FORMAT: Final = (
+    'Answer with one JSON object: {"decisions": [{"stock_id": "<id>", "action": "increase" | '
+    '"decrease" | "hold", "target_weight": <0..1 of NAV> OR "shares": <number> (not for '
+    'hold), "confidence": <0..1>, "reason": "<one sentence>"}]}. Stocks you leave out are held.'
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PastAction:
+    """An order the account placed earlier: when, what, and what became of it."""
+
+    at: datetime
+    symbol: str
+    side: str
+    status: str
+    shares: Decimal | None
+
+
+class ActionHistory(Protocol):
+    """Where stockbench reads and records an account's recent actions."""
+
+    def recent(self, account_id: int, before: datetime, limit: int) -> Sequence[PastAction]:
+        """The account's latest actions before `before`, newest first."""
+        ...
+
+    def record(self, account_id: int, action: PastAction) -> None:
+        """Remember `action` of `account_id`."""
+        ...
+
+
+class MemoryHistory:
+    """An in-process `ActionHistory` (lost on restart; a ledger-backed one can replace it)."""
+
+    def __init__(self, keep: int = 50) -> None:
+        self._keep = keep
+        self._by_account: dict[int, deque[PastAction]] = {}
+
+    def recent(self, account_id: int, before: datetime, limit: int) -> Sequence[PastAction]:
+        """See `ActionHistory.recent`."""
+        found = [a for a in self._by_account.get(account_id, ()) if a.at < before]
+        return sorted(found, key=lambda a: a.at, reverse=True)[:limit]
+
+    def record(self, account_id: int, action: PastAction) -> None:
+        """See `ActionHistory.record`."""
+        self._by_account.setdefault(account_id, deque(maxlen=self._keep)).append(action)
+
+
+class Picks(BaseModel):
+    """Stage 2's answer: the stocks to look at closer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    selected: list[Symbol] = Field(max_length=MAX_PICKS)
+
+
+class StockDecision(BaseModel):
+    """Stage 3's decision for one stock."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stock_id: Symbol
+    action: Literal["increase", "decrease", "hold"]
+    confidence: Fraction
+    reason: str = Field(min_length=1, max_length=2000)
+    shares: Annotated[Decimal, Field(gt=0, allow_inf_nan=False)] | None = None
+    target_weight: Fraction | None = None
+
+    @model_validator(mode="after")
+    def _size(self) -> Self:
+        sized = (self.shares is not None) + (self.target_weight is not None)
+        if self.action == "hold" and sized:
+            raise ValueError("hold takes neither shares nor target_weight")
+        if self.action != "hold" and sized != 1:
+            raise ValueError("increase and decrease take exactly one of shares and target_weight")
+        return self
+
+
+class Decisions(BaseModel):
+    """Stage 3's answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decisions: list[StockDecision] = Field(max_length=200)
+
+    def action(self) -> FinalAction:
+        """The orders of the decisions (holds place nothing)."""
+        return FinalAction(
+            orders=[
+                OrderIntent(
+                    stock_id=d.stock_id,
+                    side="buy" if d.action == "increase" else "sell",
+                    confidence=d.confidence,
+                    reason=d.reason,
+                    shares=d.shares,
+                    target_weight=d.target_weight,
+                )
+                for d in self.decisions
+                if d.action != "hold"
+            ]
+        )
+
+
+class StockBenchPrompt(StructuredPrompt):
+    """`stockbench`: overview, picks and fundamentals, decisions, validation; see the module."""
+
+    system_role = (
+        "You work in four stages: an overview of every stock; picking a few for a closer look "
+        "at their fundamentals; a decision per stock (increase, decrease or hold); and a check "
+        "that your plan can be executed."
+    )
+
+    def __init__(
+        self,
+        *,
+        history: ActionHistory | None = None,
+        masking: MaskingLevel = MaskingLevel.BRIGHT,
+        masking_seed: str | int = 0,
+    ) -> None:
+        super().__init__(masking=masking, masking_seed=masking_seed)
+        self.history = history if history is not None else MemoryHistory()
+        self.stage = 1
+        self.opens: dict[str, Decimal] = {}
+        self.news: dict[str, list[NewsItemOut]] = {}
+
+    async def gather(self, ctx: DecisionContext) -> None:
+        """Opening prices of every stock and, when not masked, their latest news."""
+        quotes = await ctx.tools.get_quote(list(ctx.universe.symbols))
+        if not isinstance(quotes, ToolError):
+            self.opens = {quote.symbol: quote.price for quote in quotes.quotes}
+        if self.masking is not MaskingLevel.BRIGHT:
+            return
+        for symbol in ctx.universe.symbols:
+            found = await ctx.tools.get_news(
+                symbol, lookback_hours=NEWS_HOURS, limit=NEWS_PER_STOCK
+            )
+            if not isinstance(found, ToolError) and found.items:
+                self.news[symbol] = found.items
+
+    def first_user_message(self, ctx: DecisionContext) -> str:
+        """Stage 1: the overview, and the request for picks."""
+        held = {p.symbol: p.quantity for p in self.portfolio.positions} if self.portfolio else {}
+        lines = []
+        for symbol in ctx.universe.symbols:
+            price = self.opens.get(symbol)
+            recent = self.history.recent(ctx.account_id, ctx.now, RECENT_ACTIONS)
+            mine = [a for a in recent if a.symbol == symbol]
+            actions = "; ".join(f"{a.side} {a.shares or ''} {a.status}".strip() for a in mine)
+            lines.append(
+                f"{symbol} | held {held.get(symbol, 0)} | open {price if price else 'n/a'} | "
+                f"recent: {actions or 'none'}"
+            )
+            for item in self.news.get(symbol, ()):
+                hours = (ctx.now - item.published_at) / timedelta(hours=1)
+                lines.append(f"    news {hours:.0f}h ago: {item.title}")
+        news_note = (
+            "News: unavailable in this run (masked)."
+            if self.masking is not MaskingLevel.BRIGHT
+            else f"News: the top {NEWS_PER_STOCK} items of the last {NEWS_HOURS} h, if any."
+        )
+        return (
+            f"{self.now_text(ctx)}\nYour account: {account_text(self.portfolio, with_prices=True)}"
+            f"\nStage 1 of 4, overview (stock_id | held | opening price | recent actions).\n"
+            f"{news_note}\n" + "\n".join(lines) + "\n"
+            f"Stage 2 of 4: pick the stocks whose fundamentals you want to see. {PICK_FORMAT}"
+        )
+
+    async def after_answer(
+        self, ctx: DecisionContext, content: str, call: ToolCaller
+    ) -> str | None:
+        """Run the next stage from the answer; see the module docstring."""
+        if self.stage == 1:
+            picks = self._picks(ctx, content)
+            if isinstance(picks, ValidationFeedback):
+                return await self.refuse(picks, call)
+            self.stage, self.failures = 3, 0
+            return await self._fundamentals(picks, call) + f"\nStage 3 of 4: {DECISION_FORMAT}"
+        plan = self._decisions(ctx, content)
+        if isinstance(plan, ValidationFeedback):
+            return await self.refuse(plan, call)
+        await self.execute(plan, call)
+        self._remember(ctx)
+        return None
+
+    def _picks(self, ctx: DecisionContext, content: str) -> list[str] | ValidationFeedback:
+        try:
+            picks = Picks.model_validate(extract_json(content))
+        except ValidationError as exc:
+            return feedback([describe_validation_error(exc)], PICK_FORMAT)
+        unknown = [s for s in picks.selected if self.resolve(ctx, s) is None]
+        if unknown:
+            return feedback([f"{len(unknown)} selected stock_id(s) are not listed"], PICK_FORMAT)
+        return list(dict.fromkeys(picks.selected))
+
+    async def _fundamentals(self, picks: Sequence[str], call: ToolCaller) -> str:
+        if not picks:
+            return "Stage 2 of 4: you picked no stock; no fundamentals."
+        parts = ["Stage 2 of 4, fundamentals of the stocks you picked:"]
+        for stock_id in picks:
+            called = await call("get_fundamentals", {"symbol": stock_id})
+            outcome = called.outcome
+            if isinstance(outcome, ToolError) and outcome.code in (
+                ErrorCode.NOT_POINT_IN_TIME,
+                ErrorCode.MASKED,
+            ):
+                return (
+                    "Stage 2 of 4: fundamentals are not available in this run "
+                    f"({outcome.code.value}: {outcome.message}) Decide from the overview."
+                )
+            parts.append(f"{stock_id}: {called.text}")
+        return "\n".join(parts)
+
+    def _decisions(self, ctx: DecisionContext, content: str) -> FinalAction | ValidationFeedback:
+        try:
+            decisions = Decisions.model_validate(extract_json(content))
+        except ValidationError as exc:
+            return feedback([describe_validation_error(exc)], DECISION_FORMAT)
+        action = decisions.action()
+        real = {i.stock_id: self.resolve(ctx, i.stock_id) for i in action.orders}
+        unknown = [stock_id for stock_id, symbol in real.items() if symbol is None]
+        if unknown:
+            return feedback([f"{len(unknown)} decision(s) name a stock_id not listed"])
+        problems = check_plan(
+            action,
+            symbols={k: v for k, v in real.items() if v is not None},
+            portfolio=self.portfolio,
+            prices=self.opens,
+            rules=ctx.rules,
+        )
+        if problems:
+            return feedback(problems, DECISION_FORMAT)
+        return action
+
+    def _remember(self, ctx: DecisionContext) -> None:
+        for outcome in self.outcomes:
+            if isinstance(outcome, OrderOut) and outcome.status is not OrderStatusOut.NOTHING_TO_DO:
+                self.history.record(
+                    ctx.account_id,
+                    PastAction(
+                        at=ctx.now,
+                        symbol=outcome.symbol,
+                        side=outcome.side,
+                        status=outcome.status.value,
+                        shares=outcome.filled_shares or outcome.shares,
+                    ),
+                )

@@ -1,0 +1,203 @@
+"""LLM-agent framework overhead, concurrency and prompt size, with a fake model of fixed latency.
+
+The model is an OpenAI-compatible endpoint faked at the HTTP boundary (`httpx.MockTransport`): it
+answers every request after `--latency-s` (default 0.2 s) with the next step of a script of ten
+tool calls on the US Nasdaq-100 universe (quotes, bars, portfolio, arithmetic, an order) and then
+`finish`. Everything else is real: the replay driver and cycle runner, the toolbox on the bundled
+US hourly data, the paper broker and a SQLite ledger with traces.
+
+1. Overhead: one agent, one slot. The slot's wall time (claim to finish, timed between the replay's
+   progress callbacks) minus the model's latency (requests x latency), as a share of the slot's
+   wall time. Target: <= 5%.
+2. Concurrency: `--agents` (default 100) such agents on one slot. Target: wall time <= 1.5x the one
+   agent's slot, and peak RSS (of this process, which runs it last) <= 500 MB.
+3. Prompt size: the first request's messages plus its tool schemas, in characters and estimated
+   tokens (characters / 4), against AI-Trader's ~6.7k characters of prompt plus ~1.3k tokens of
+   tool schemas. Target: at most a third.
+
+Not a test: run it by hand, `.venv/bin/python benchmarks/llm_bench.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from openbell.agents.llm.agent import LlmAgent
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.markets.domain import utc
+from openbell.markets.replay import ReplaySource
+from openbell.markets.universes import load_universe
+from openbell.ops.logs import configure_logging
+from openbell.store.migrate import upgrade
+
+SLOT_AT = utc(2025, 10, 1, 14)  # 10:00 New York, the first bundled US hourly slot
+AI_TRADER_PROMPT_CHARS = 6_700
+AI_TRADER_TOOL_TOKENS = 1_300
+
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("get_portfolio", {}),
+    ("get_quote", {"symbols": ["AAPL", "MSFT", "NVDA", "AMZN", "GOOGL"]}),
+    ("get_bars", {"symbol": "AAPL", "interval": "1h", "lookback": 20}),
+    ("get_bars", {"symbol": "MSFT", "interval": "1h", "lookback": 20}),
+    ("get_bars", {"symbol": "NVDA", "interval": "1d", "lookback": 60}),
+    ("calculate", {"expression": "10000 * 0.1 / 187.5"}),
+    ("get_quote", {"symbols": ["QQQ"]}),
+    ("place_order", {"symbol": "AAPL", "side": "buy", "shares": "5", "reason": "bench"}),
+    ("get_portfolio", {}),
+    ("get_bars", {"symbol": "QQQ", "interval": "1h", "lookback": 10}),
+]
+
+
+def _completion(step: int) -> dict[str, Any]:
+    if step < len(SCRIPT):
+        name, arguments = SCRIPT[step]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{step}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+            ],
+        }
+    else:
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_finish",
+                    "type": "function",
+                    "function": {"name": "finish", "arguments": '{"summary": "done"}'},
+                }
+            ],
+        }
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1_760_000_000,
+        "model": "fake-200ms",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 30, "total_tokens": 1030},
+    }
+
+
+class FakeModel:
+    """Answers each agent's requests in script order after a fixed latency; counts requests."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.requests = 0
+        self.first_request: dict[str, Any] | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        step = 0
+
+        async def handle(request: httpx.Request) -> httpx.Response:
+            nonlocal step
+            body = json.loads(request.content)
+            if self.first_request is None:
+                self.first_request = body
+            self.requests += 1
+            await asyncio.sleep(self.latency_s)
+            answer = _completion(step)
+            step += 1
+            return httpx.Response(200, json=answer)
+
+        return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+def _agent(name: str, model: FakeModel) -> LlmAgent:
+    client = ChatClient(
+        ClientConfig(base_url="http://fake.invalid/v1", model="fake-200ms"), http=model.client()
+    )
+    return LlmAgent(name=name, client=client)
+
+
+def run_slot(workdir: Path, agents: int, latency_s: float) -> tuple[float, FakeModel]:
+    """Wall time of one US hourly slot with `agents` LLM agents on the fake model."""
+    url = f"sqlite:///{(workdir / f'bench-{agents}.db').as_posix()}"
+    upgrade(url)
+    model = FakeModel(latency_s)
+    market = ReplayMarket(
+        market="us",
+        source=ReplaySource.from_bundled("us"),
+        universe=load_universe("nasdaq100"),
+        cadence="hourly",
+        initial_cash=Decimal(10_000),
+        agents=tuple(_agent(f"llm-{index:03d}", model) for index in range(agents)),
+    )
+    plan = ReplayPlan(
+        store_url=url,
+        start_at=SLOT_AT,
+        end_at=SLOT_AT.replace(hour=15),
+        markets=(market,),
+        run_id="bench",
+    )
+    marks: dict[int, float] = {}
+
+    def progress(done: int, _total: int) -> None:
+        marks[done] = time.perf_counter()
+
+    report = run_replay(plan, progress=progress)
+    if report.cycles_done != agents:
+        raise SystemExit(f"expected {agents} finished cycles, got {report.summary()}")
+    return marks[1] - marks[0], model
+
+
+def prompt_size(model: FakeModel) -> tuple[int, int]:
+    """Characters of the first request's messages and of its tool schemas."""
+    body = model.first_request or {}
+    message_chars = sum(len(str(message.get("content") or "")) for message in body["messages"])
+    tool_chars = len(json.dumps(body.get("tools", []), separators=(",", ":")))
+    return message_chars, tool_chars
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=100)
+    parser.add_argument("--latency-s", type=float, default=0.2)
+    args = parser.parse_args()
+    configure_logging(level="warning", stream=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        one_s, one = run_slot(workdir, 1, args.latency_s)
+        latency_s = one.requests * args.latency_s
+        overhead = (one_s - latency_s) / one_s
+        print(
+            f"one agent, one slot: {one_s:.3f} s for {one.requests} model calls "
+            f"({latency_s:.2f} s of model latency): overhead {overhead:.1%} (target <= 5%)"
+        )
+        many_s, many = run_slot(workdir, args.agents, args.latency_s)
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"{args.agents} agents, one slot: {many_s:.3f} s ({many.requests} model calls), "
+            f"{many_s / one_s:.2f}x one agent (target <= 1.5x); peak RSS {rss_mb:.0f} MB "
+            "(target <= 500 MB)"
+        )
+        message_chars, tool_chars = prompt_size(one)
+        ours_tokens = (message_chars + tool_chars) / 4
+        theirs_tokens = AI_TRADER_PROMPT_CHARS / 4 + AI_TRADER_TOOL_TOKENS
+        print(
+            f"first prompt: {message_chars} chars of messages + {tool_chars} chars of tool schemas "
+            f"= ~{ours_tokens:.0f} tokens; AI-Trader ~{theirs_tokens:.0f} tokens: "
+            f"{ours_tokens / theirs_tokens:.2f} of it (target <= 0.33)"
+        )
+
+
+if __name__ == "__main__":
+    main()

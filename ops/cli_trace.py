@@ -1,0 +1,182 @@
+"""`openbell trace CYCLE_ID`: a readable trace of one decision cycle.
+
+This module owns the command and its output: a header with the cycle's agent, market, slot,
+status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, parse failures and
+invalid tool calls), then one table row per trace entry: its role, the tool, the arguments, a
+summary of the content or result, tokens and latency. Long texts are cut unless `--full`; `--json`
+prints the whole trace as one JSON document. Reads the ledger only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from openbell.markets.errors import OperatorError
+from openbell.ops.config import load_config
+from openbell.ops.logs import configure_logging
+from openbell.store.db import check_schema, make_engine
+from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.traces import CycleTrace, cycle_trace
+
+_CUT = 160
+
+
+class TraceNotFound(OperatorError):
+    """There is no such cycle in the ledger."""
+
+
+def _summary(text: str | None, full: bool) -> str:
+    if not text:
+        return ""
+    flat = text if full else " ".join(text.split())
+    return flat if full or len(flat) <= _CUT else flat[: _CUT - 3] + "..."
+
+
+def _result_summary(text: str | None, full: bool) -> str:
+    """A tool result as a person reads it: an error's code and message, an order's outcome."""
+    if full or not text:
+        return _summary(text, full)
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return _summary(text, full)
+    if isinstance(found, dict) and "code" in found and "message" in found:
+        return _summary(f"error {found['code']}: {found['message']}", full)
+    if isinstance(found, dict) and "status" in found:
+        reason = f" ({found['reject_reason']})" if found.get("reject_reason") else ""
+        return _summary(f"{found['status']}{reason}: {found.get('message', '')}", full)
+    return _summary(text, full)
+
+
+def _usage_line(usage: CycleUsage | None) -> str:
+    if usage is None:
+        return "no model usage (not an LLM agent)"
+    cost = "-" if usage.cost is None else format(usage.cost, "f")
+    estimated = " (estimated)" if usage.usage_estimated else ""
+    return (
+        f"tokens in {usage.tokens_in} (cached {usage.tokens_cached}), out {usage.tokens_out}"
+        f"{estimated}; cost {cost}; model latency {usage.llm_latency_ms} ms; "
+        f"parse failures {usage.parse_failures}; invalid tool calls {usage.invalid_tool_calls}"
+    )
+
+
+def _row(entry: TraceEntry, full: bool) -> tuple[str, ...]:
+    body = _summary(entry.content, full)
+    if entry.role == "tool":
+        body = _result_summary(entry.result, full)
+    elif entry.role == "assistant" and not entry.content and entry.arguments:
+        body = "(tool calls)"
+    tokens = "" if entry.tokens_in is None else f"{entry.tokens_in}/{entry.tokens_out}"
+    return (
+        str(entry.seq),
+        entry.role,
+        entry.tool or "",
+        _summary(entry.arguments, full) if entry.role == "tool" else "",
+        body,
+        tokens,
+        "" if entry.latency_ms is None else str(entry.latency_ms),
+    )
+
+
+def _record(found: CycleTrace) -> dict[str, Any]:
+    usage = found.usage
+    return {
+        "cycle_id": found.cycle_id,
+        "agent": found.agent,
+        "market": found.market,
+        "slot_at": found.slot_at.isoformat(),
+        "status": found.status.value,
+        "error_class": found.error_class,
+        "error_message": found.error_message,
+        "usage": None
+        if usage is None
+        else {
+            "tokens_in": usage.tokens_in,
+            "tokens_out": usage.tokens_out,
+            "tokens_cached": usage.tokens_cached,
+            "usage_estimated": usage.usage_estimated,
+            "llm_latency_ms": usage.llm_latency_ms,
+            "cost": None if usage.cost is None else format(usage.cost, "f"),
+            "parse_failures": usage.parse_failures,
+            "invalid_tool_calls": usage.invalid_tool_calls,
+        },
+        "entries": [
+            {
+                "seq": e.seq,
+                "role": e.role,
+                "at": e.at.isoformat(),
+                "content": e.content,
+                "tool": e.tool,
+                "arguments": e.arguments,
+                "result": e.result,
+                "tokens_in": e.tokens_in,
+                "tokens_out": e.tokens_out,
+                "latency_ms": e.latency_ms,
+            }
+            for e in found.entries
+        ],
+    }
+
+
+def print_trace(found: CycleTrace, console: Console, *, full: bool = False) -> None:
+    """The header and the table of `found`."""
+    console.print(
+        Text(
+            f"cycle {found.cycle_id}: {found.agent} ({found.agent_kind}) in {found.market} at "
+            f"{found.slot_at.isoformat()}, {found.status.value}"
+        )
+    )
+    if found.error_class:
+        console.print(Text(f"error: {found.error_class}: {found.error_message or ''}"))
+    console.print(Text(_usage_line(found.usage)))
+    if not found.entries:
+        console.print("no trace rows (this agent does not trace)")
+        return
+    table = Table(show_lines=False)
+    for header in ("#", "role", "tool", "arguments", "content / result", "tok in/out", "ms"):
+        table.add_column(header, overflow="fold")
+    for entry in found.entries:
+        table.add_row(*(Text(cell) for cell in _row(entry, full)))
+    console.print(table)
+
+
+def trace_command(
+    ctx: typer.Context,
+    cycle_id: Annotated[int, typer.Argument(help="The cycle's id (see `openbell export cycles`).")],
+    full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Config file for this command.", dir_okay=False),
+    ] = None,
+) -> None:
+    """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
+    root = ctx.find_root().params
+    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
+    configure_logging("console", loaded.log.level, sys.stderr)
+    engine = make_engine(loaded.store.url)
+    try:
+        check_schema(engine)
+        found = cycle_trace(engine, cycle_id)
+    finally:
+        engine.dispose()
+    if found is None:
+        raise TraceNotFound(f"no cycle {cycle_id} in the ledger")
+    if as_json:
+        sys.stdout.write(json.dumps(_record(found), indent=2) + "\n")
+        return
+    wide = None if sys.stdout.isatty() else 200
+    print_trace(found, Console(file=sys.stdout, width=wide, highlight=False), full=full)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `trace` to the `openbell` app."""
+    app.command("trace")(trace_command)

@@ -1,0 +1,70 @@
+"""The real CLI with an LLM agent against a scripted OpenAI-compatible server on 127.0.0.1:
+`openbell replay` trades, `openbell report` shows tokens, cost and error counts, `openbell trace`
+prints a readable trace of a cycle, and the API key never reaches the ledger or the output."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from llm_script import ScriptedModel, self_correcting_trader, serve_script
+
+from tests.acceptance.test_cli import clean_env, openbell
+
+KEY = "sk-cli-acceptance-0123456789"
+
+
+def test_replay_report_and_trace_of_an_llm_agent(tmp_path: Path) -> None:
+    model = ScriptedModel([self_correcting_trader] * 100)
+    db = tmp_path / "var" / "ledger.db"
+    env = clean_env(OPENBELL_TEST_LLM_KEY=KEY)
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
+            '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+            'initial_cash = "100000"\n\n'
+            '[[agents]]\nname = "local-llm"\nkind = "llm"\nmarkets = ["cn"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\n'
+            'api_key_env = "OPENBELL_TEST_LLM_KEY"\n'
+            'price_in_per_mtok = "0.27"\nprice_out_per_mtok = "1.10"\n',
+            encoding="utf-8",
+        )
+        replayed = openbell(
+            tmp_path, "replay", "--start", "2025-09-01", "--end", "2025-09-03", env=env
+        )
+    assert replayed.returncode == 0, replayed.stderr
+    assert "3 cycles done, 0 failed" in replayed.stdout + replayed.stderr
+
+    reported = openbell(tmp_path, "report", "local-llm", "--market", "cn", "--json", env=env)
+    assert reported.returncode == 0, reported.stderr
+    record = json.loads(reported.stdout)
+    assert record["llm_decisions"] == 3
+    assert record["tokens_in"] == 300 * 2 + 100 + 100  # 4 turns, then 2 and 2 (see the script)
+    assert float(record["cost"]) > 0
+    assert float(record["cost_per_decision"]) == float(record["cost"]) / 3
+    assert (record["parse_failures"], record["invalid_tool_calls"]) == (0, 0)
+    assert record["rejections_by_reason"] == {"lot_size": 1}
+    table = openbell(tmp_path, "report", "local-llm", "--market", "cn", env=env)
+    assert table.returncode == 0, table.stderr
+    for words in ("tokens_in", "cost_per_decision", "lot_size: 1", "invalid_tool_calls"):
+        assert words in table.stdout
+
+    traced = openbell(tmp_path, "trace", "1", env=env)
+    assert traced.returncode == 0, traced.stderr
+    out = traced.stdout
+    for words in ("cycle 1: local-llm (llm) in cn", "tokens in 400", "get_bars", "place_order",
+                  "lot_size", "finish", "assistant", "100/20"):  # fmt: skip
+        assert words in out, out
+    as_json = json.loads(openbell(tmp_path, "trace", "1", "--json", env=env).stdout)
+    assert [e["role"] for e in as_json["entries"]][:3] == ["system", "user", "assistant"]
+
+    missing = openbell(tmp_path, "trace", "999", env=env)
+    assert missing.returncode != 0
+    assert "no cycle 999" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    with sqlite3.connect(db) as connection:
+        dump = "\n".join(line for line in connection.iterdump())
+    assert KEY not in dump
+    assert KEY not in replayed.stdout + replayed.stderr + out

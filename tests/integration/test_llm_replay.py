@@ -1,0 +1,171 @@
+"""A full short A-share replay with a scripted LLM agent next to a baseline: it researches, trades,
+gets a `lot_size` rejection and corrects itself, every cycle is traced and priced, and the ledger
+verifies. Then the same replay built from `openbell.toml`, against a real local HTTP server, with
+the API key taken from the environment."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+from llm_script import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
+
+from openbell.agents.baselines import build_agent
+from openbell.agents.llm.agent import LlmAgent
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.agents.llm.recorder import Prices
+from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.markets.domain import Rejection, utc
+from openbell.markets.errors import ConfigError
+from openbell.markets.replay import ReplaySource
+from openbell.markets.universes import load_universe
+from openbell.ops.config import load_config
+from openbell.ops.replaying import replay_from_config
+from openbell.ops.reports import report
+from openbell.store import queries
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.verify import verify_ledger
+
+SESSIONS = 5  # 2025-09-01 .. 2025-09-05
+KEY = "sk-replay-test-0123456789"
+
+
+def check_ledger(url: str) -> tuple[Ledger, list[int]]:
+    """The ledger verifies; the LLM account's cycle ids."""
+    engine = make_engine(url)
+    report_ = verify_ledger(engine)
+    assert report_.ok, report_.lines()
+    ledger = Ledger(engine)
+    (account,) = [a for a in queries.accounts(engine, "cn") if a.agent_kind == "llm"]
+    cycles = [c.cycle_id for c in queries.cycle_activity(engine, account.account_id)]
+    return ledger, cycles
+
+
+def assert_self_corrected(ledger: Ledger, cycles: list[int]) -> None:
+    assert len(cycles) == SESSIONS
+    first = ledger.cycle_orders(cycles[0])
+    assert [o.outcome.reason.value for o in first if isinstance(o.outcome, Rejection)] == [
+        "lot_size"
+    ]
+    fills = [o.outcome for o in first if not isinstance(o.outcome, Rejection)]
+    assert [(f.symbol, f.quantity) for f in fills] == [(CN_STOCK, Decimal(100))]
+    assert all(not ledger.cycle_orders(cycle) for cycle in cycles[1:])  # it holds afterwards
+    for cycle in cycles:
+        roles = [t.role for t in ledger.traces(cycle)]
+        assert roles[:2] == ["system", "user"]
+        assert "stop" in roles
+        assert ledger.cycle_usage(cycle).tokens_in > 0
+
+
+def test_a_scripted_llm_agent_replays_next_to_a_baseline(sqlite_url: str) -> None:
+    upgrade(sqlite_url)
+    model = ScriptedModel([self_correcting_trader] * 100)
+    http = httpx.AsyncClient(transport=httpx.MockTransport(model.handler))
+    agent = LlmAgent(
+        name="scripted-llm",
+        client=ChatClient(
+            ClientConfig(base_url="https://llm.test/v1", model="scripted-1", api_key=KEY),
+            http=http,
+        ),
+        prices=Prices(in_per_mtok=Decimal("0.27"), out_per_mtok=Decimal("1.10")),
+    )
+    market = ReplayMarket(
+        market="cn",
+        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
+        universe=load_universe("sse50"),
+        cadence="daily",
+        initial_cash=Decimal(100000),
+        agents=(agent, build_agent("buy_and_hold", "buy-and-hold", market="cn")),
+    )
+    done = run_replay(
+        ReplayPlan(
+            store_url=sqlite_url,
+            start_at=utc(2025, 9, 1),
+            end_at=utc(2025, 9, 6),
+            markets=(market,),
+        )
+    )
+    assert (done.slots, done.cycles_done, done.cycles_failed) == (SESSIONS, 2 * SESSIONS, 0)
+    ledger, cycles = check_ledger(sqlite_url)
+    assert_self_corrected(ledger, cycles)
+    found = report(make_engine(sqlite_url), "scripted-llm", "cn")
+    assert found.llm is not None
+    assert found.llm.decisions == SESSIONS
+    assert found.llm.cost is not None
+    assert found.llm.cost > 0
+    assert found.llm.cost_per_decision == found.llm.cost / SESSIONS
+    assert found.rejections_by_reason == {"lot_size": 1}
+    baseline = report(make_engine(sqlite_url), "buy-and-hold", "cn")
+    assert baseline.llm is None
+
+
+def config_text(url: str, base_url: str) -> str:
+    return f"""
+[store]
+url = "{url}"
+
+[markets.cn]
+universe = "sse50"
+cadence = "daily"
+source = "akshare"
+initial_cash = "100000"
+
+[[agents]]
+name = "local-llm"
+kind = "llm"
+markets = ["cn"]
+base_url = "{base_url}"
+model = "qwen3:8b"
+api_key_env = "OPENBELL_TEST_LLM_KEY"
+price_in_per_mtok = "0.1"
+price_out_per_mtok = "0.4"
+max_turns = 8
+extra_headers = {{ "X-Title" = "openbell-test" }}
+extra_body = {{ keep_alive = "5m" }}
+"""
+
+
+def test_an_llm_agent_from_the_config_trades_against_a_real_local_server(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel([self_correcting_trader] * 100)
+    monkeypatch.setenv("OPENBELL_TEST_LLM_KEY", KEY)
+    path = tmp_path / "openbell.toml"
+    with serve_script(model) as base_url:
+        path.write_text(config_text(sqlite_url, base_url), encoding="utf-8")
+        done = replay_from_config(
+            load_config(path),
+            start=date(2025, 9, 1),
+            end=date(2025, 9, 5),
+            market="cn",
+            resume=False,
+            show_progress=False,
+        )
+    assert (done.cycles_done, done.cycles_failed) == (SESSIONS, 0)
+    ledger, cycles = check_ledger(sqlite_url)
+    assert_self_corrected(ledger, cycles)
+    assert {h["authorization"] for h in model.headers} == {f"Bearer {KEY}"}
+    assert {h["x-title"] for h in model.headers} == {"openbell-test"}
+    assert all(r["keep_alive"] == "5m" and r["model"] == "qwen3:8b" for r in model.requests)
+
+
+def test_a_missing_key_variable_is_one_config_error(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENBELL_TEST_LLM_KEY", raising=False)
+    path = tmp_path / "openbell.toml"
+    path.write_text(config_text(sqlite_url, "http://127.0.0.1:9/v1"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="OPENBELL_TEST_LLM_KEY is not set"):
+        replay_from_config(
+            load_config(path),
+            start=date(2025, 9, 1),
+            end=date(2025, 9, 5),
+            market="cn",
+            resume=False,
+            show_progress=False,
+        )

@@ -1,0 +1,221 @@
+"""The research tools on a real toolbox over replay data: news are point-in-time (never published
+after `now`, newest first, capped, filtered by symbol and query), fundamentals are refused where
+the data is not point-in-time and otherwise only reports published by `now` are served, and
+`calculate` answers exactly or with a structured error; every answer carries `as_of`."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import random
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from agent_builders import US_OPEN, Arena, make_arena
+from sqlalchemy import Engine
+
+from openbell.agents.fundamentals import FundamentalsReport, RecordedFundamentals
+from openbell.agents.toolbox import Toolbox
+from openbell.agents.tools import CalculationOut, ErrorCode, FundamentalsOut, NewsOut, ToolError
+from openbell.markets.domain import NewsItem
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.replay import ReplaySource
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+
+D = Decimal
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def engine(sqlite_url: str) -> Iterator[Engine]:
+    upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def ledger(engine: Engine) -> Ledger:
+    return Ledger(engine)
+
+
+def news_items(seed: int = 7, n: int = 120) -> list[NewsItem]:
+    """Items about AAPL, MSFT or the market, published up to 4 days either side of US_OPEN."""
+    rng = random.Random(seed)
+    return [
+        NewsItem(
+            symbol=rng.choice(["AAPL", "MSFT", None]),
+            published_at=US_OPEN + timedelta(minutes=rng.randint(-96 * 60, 96 * 60)),
+            title=f"item {i} {'earnings' if i % 3 == 0 else 'update'}",
+            source="test",
+        )
+        for i in range(n)
+    ] + [NewsItem(symbol="AAPL", published_at=US_OPEN, title="at the bell", source="test")]
+
+
+@functools.cache
+def source_with_news() -> ReplaySource:
+    return ReplaySource.from_bundled("us", names=["us-1d"], news=news_items())
+
+
+def news_arena(ledger: Ledger) -> Arena:
+    arena = make_arena(ledger, "us")
+    source = source_with_news()
+    return dataclasses.replace(arena, source=source, gateway=PointInTimeGateway(source))
+
+
+async def toolbox_at(arena: Arena, now: datetime, **extra: object) -> Toolbox:
+    snapshot = await arena.gateway.snapshot(list(arena.universe.symbols), now)
+    return Toolbox(
+        ledger=arena.ledger,
+        broker=arena.broker,
+        gateway=arena.gateway.at(now),
+        snapshot=snapshot,
+        universe=arena.universe,
+        rules=arena.rules,
+        account_id=arena.account_id,
+        cycle_id=arena.claim(now),
+        now=now,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("hours_later", [0, 1, 5, 30, 70])
+def test_news_are_never_published_after_now(ledger: Ledger, hours_later: int) -> None:
+    arena = news_arena(ledger)
+    now = US_OPEN + hours_later * HOUR
+    every = news_items()
+
+    async def scenario() -> list[object]:
+        tools = await toolbox_at(arena, now)
+        return [
+            await tools.get_news(lookback_hours=96, limit=50),
+            await tools.get_news("AAPL", lookback_hours=96, limit=50),
+            await tools.get_news(query="EARNINGS", lookback_hours=720, limit=50),
+            await tools.get_news("MSFT", lookback_hours=6, limit=3),
+        ]
+
+    for found in asyncio.run(scenario()):
+        assert isinstance(found, NewsOut), found
+        assert found.as_of == now
+        stamps = [item.published_at for item in found.items]
+        assert all(stamp <= now for stamp in stamps)
+        assert stamps == sorted(stamps, reverse=True)
+    market, apple, earnings, msft = asyncio.run(scenario())
+    assert isinstance(market, NewsOut)
+    assert isinstance(apple, NewsOut)
+    assert isinstance(earnings, NewsOut)
+    assert isinstance(msft, NewsOut)
+    expected = sorted(
+        (i for i in every if now - 96 * HOUR <= i.published_at <= now),
+        key=lambda i: i.published_at,
+        reverse=True,
+    )[:50]
+    assert [i.title for i in market.items] == [i.title for i in expected]
+    assert {i.symbol for i in apple.items} <= {"AAPL"}
+    assert all("earnings" in i.title for i in earnings.items)
+    assert len(msft.items) <= 3
+    assert all(now - 6 * HOUR <= i.published_at for i in msft.items)
+
+
+def test_news_of_an_unknown_symbol_and_bad_arguments_are_structured_errors(
+    ledger: Ledger,
+) -> None:
+    arena = news_arena(ledger)
+
+    async def scenario() -> list[object]:
+        tools = await toolbox_at(arena, US_OPEN)
+        return [
+            await tools.call("get_news", {"symbol": "IBM"}),
+            await tools.call("get_news", {"lookback_hours": 0}),
+            await tools.call("get_news", {"limit": 10_000}),
+            await tools.call("get_news", {"when": "tomorrow"}),
+        ]
+
+    unknown, *invalid = asyncio.run(scenario())
+    assert isinstance(unknown, ToolError)
+    assert unknown.code is ErrorCode.UNKNOWN_SYMBOL
+    for error in invalid:
+        assert isinstance(error, ToolError)
+        assert error.code is ErrorCode.INVALID_ARGUMENTS
+        assert error.hint
+
+
+def test_fundamentals_are_refused_in_a_replay_without_point_in_time_data(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+
+    async def scenario() -> object:
+        return await (await arena.toolbox(US_OPEN)).get_fundamentals("AAPL")
+
+    refused = asyncio.run(scenario())
+    assert isinstance(refused, ToolError)
+    assert refused.code is ErrorCode.NOT_POINT_IN_TIME
+    assert refused.as_of == US_OPEN
+    assert refused.hint
+
+
+def report(published_at: datetime, period_end: date, eps: str) -> FundamentalsReport:
+    return FundamentalsReport(
+        symbol="AAPL",
+        period_end=period_end,
+        published_at=published_at,
+        currency="USD",
+        values={"eps": D(eps), "revenue": D("94930000000")},
+    )
+
+
+def test_fundamentals_serve_only_reports_published_by_now(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    reports = [
+        report(US_OPEN - timedelta(days=60), date(2025, 6, 28), "1.57"),
+        report(US_OPEN - timedelta(days=150), date(2025, 3, 29), "1.65"),
+        report(US_OPEN, date(2025, 9, 27), "1.85"),  # published at the bell: known
+        report(US_OPEN + timedelta(days=30), date(2025, 12, 27), "2.84"),  # the future
+    ]
+
+    async def scenario(point_in_time: bool) -> list[object]:
+        source = RecordedFundamentals.of(reports, point_in_time=point_in_time)
+        tools = await toolbox_at(arena, US_OPEN, fundamentals=source)
+        return [await tools.get_fundamentals("AAPL"), await tools.get_fundamentals("IBM")]
+
+    found, unknown = asyncio.run(scenario(True))
+    assert isinstance(found, FundamentalsOut)
+    assert found.as_of == US_OPEN
+    assert [r.values["eps"] for r in found.reports] == [D("1.85"), D("1.57"), D("1.65")]
+    assert isinstance(unknown, ToolError)
+    assert unknown.code is ErrorCode.UNKNOWN_SYMBOL
+    restated, _ = asyncio.run(scenario(False))
+    assert isinstance(restated, ToolError)
+    assert restated.code is ErrorCode.NOT_POINT_IN_TIME
+
+
+def test_calculate_through_the_toolbox(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+
+    async def scenario() -> list[object]:
+        tools = await arena.toolbox(US_OPEN)
+        return [
+            await tools.calculate("10000 * 0.1 / 3"),
+            await tools.calculate("__import__('os').system('true')"),
+            await tools.calculate("1 / 0"),
+            await tools.call("calculate", {"expression": "1" * 501}),
+        ]
+
+    value, attack, zero, long = asyncio.run(scenario())
+    assert isinstance(value, CalculationOut)
+    assert value.value == D("333.3333333333333333333333333")
+    assert value.as_of == US_OPEN
+    for error, code in (
+        (attack, ErrorCode.INVALID_EXPRESSION),
+        (zero, ErrorCode.ARITHMETIC_ERROR),
+        (long, ErrorCode.INVALID_ARGUMENTS),
+    ):
+        assert isinstance(error, ToolError)
+        assert error.code is code
+        assert error.hint
+        assert error.as_of == US_OPEN

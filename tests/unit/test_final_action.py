@@ -1,0 +1,156 @@
+"""The structured final action: JSON found in real-shaped answers, validated by schema with
+feedback that names the problem, and stockbench's executability check of a plan."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from openbell.agents.modes import (
+    MODES,
+    FinalAction,
+    ValidationFeedback,
+    parse_final_action,
+    prompt_for_mode,
+)
+from openbell.agents.modes.actions import FEEDBACK_PREFIX
+from openbell.agents.modes.plan import check_plan
+from openbell.agents.tools import PortfolioOut, PositionOut
+from openbell.markets.rules import rules_for
+
+D = Decimal
+ORDER = {"stock_id": "AAPL", "side": "buy", "confidence": 0.7, "reason": "trend", "shares": 5}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"orders": [ORDER]}),
+        f"Here is my plan:\n```json\n{json.dumps({'orders': [ORDER]})}\n```\nThanks.",
+        f"<think>maybe {{not json}}</think>{json.dumps([ORDER])}",
+        f"I think {{this}} is fine: {json.dumps({'orders': [ORDER]})} and that's all",
+    ],
+)
+def test_answers_are_read(text: str) -> None:
+    found = parse_final_action(text)
+    assert isinstance(found, FinalAction)
+    assert [(o.stock_id, o.side, o.shares, o.confidence) for o in found.orders] == [
+        ("AAPL", "buy", D(5), D("0.7"))
+    ]
+    assert found.orders[0].arguments() == {
+        "symbol": "AAPL",
+        "side": "buy",
+        "reason": "trend",
+        "confidence": "0.7",
+        "shares": "5",
+    }
+
+
+def test_no_orders_is_a_valid_hold() -> None:
+    found = parse_final_action('{"orders": []}')
+    assert isinstance(found, FinalAction)
+    assert found.orders == []
+
+
+@pytest.mark.parametrize(
+    ("change", "mentions"),
+    [
+        ({"side": "short"}, "side"),
+        ({"shares": -3}, "shares"),
+        ({"shares": "NaN"}, "shares"),
+        ({"target_weight": 0.5}, "exactly one"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"stock_id": "AAPL; DROP TABLE"}, "stock_id"),
+        ({"leverage": 10}, "leverage"),
+        ({"reason": ""}, "reason"),
+    ],
+)
+def test_invalid_orders_get_feedback(change: dict[str, object], mentions: str) -> None:
+    found = parse_final_action(json.dumps({"orders": [{**ORDER, **change}]}))
+    assert isinstance(found, ValidationFeedback)
+    assert found.message.startswith(FEEDBACK_PREFIX)
+    assert mentions in found.message
+    assert '{"orders"' in found.message  # the format is restated
+
+
+def test_no_json_and_too_many_orders_get_feedback() -> None:
+    assert isinstance(parse_final_action("I would buy some Apple."), ValidationFeedback)
+    many = parse_final_action(json.dumps({"orders": [ORDER] * 51}))
+    assert isinstance(many, ValidationFeedback)
+    assert "orders" in many.message
+
+
+def test_unknown_modes_are_refused() -> None:
+    for mode in MODES:
+        assert prompt_for_mode(mode) is not prompt_for_mode(mode)  # fresh per cycle
+    with pytest.raises(ValueError, match="known: open-research"):
+        prompt_for_mode("yolo")
+
+
+def portfolio() -> PortfolioOut:
+    return PortfolioOut(
+        as_of=datetime(2025, 10, 10, 1, 30, tzinfo=UTC),
+        currency="CNY",
+        cash=D(10000),
+        positions=[
+            PositionOut(
+                symbol="600519.SH",
+                quantity=D(100),
+                mark=D(1500),
+                value=D(150000),
+                weight=D("0.9375"),
+            )
+        ],
+        positions_value=D(150000),
+        nav=D(160000),
+    )
+
+
+def plan(*orders: dict[str, object]) -> FinalAction:
+    return FinalAction.model_validate(
+        {"orders": [{"confidence": 0.5, "reason": "r", **o} for o in orders]}
+    )
+
+
+def problems(action: FinalAction) -> list[str]:
+    symbols = {
+        o.stock_id: {"moutai": "600519.SH"}.get(o.stock_id, "601318.SH") for o in action.orders
+    }
+    return check_plan(
+        action,
+        symbols=symbols,
+        portfolio=portfolio(),
+        prices={"600519.SH": D(1500), "601318.SH": D(50)},
+        rules=rules_for("cn"),
+    )
+
+
+def test_an_executable_plan_has_no_problems() -> None:
+    assert problems(plan(
+        {"stock_id": "moutai", "side": "sell", "shares": 50},
+        {"stock_id": "pingan", "side": "buy", "shares": 1600},
+    )) == []  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("orders", "mentions"),
+    [
+        ([{"stock_id": "pingan", "side": "sell", "shares": 100}], "hold none"),
+        ([{"stock_id": "moutai", "side": "sell", "shares": 200}], "cannot sell 200"),
+        ([{"stock_id": "moutai", "side": "sell", "target_weight": 0.95}], "below the current"),
+        ([{"stock_id": "pingan", "side": "buy", "shares": 150}], "whole lots of 100"),
+        ([{"stock_id": "moutai", "side": "buy", "target_weight": 0.5}], "above the current"),
+        ([{"stock_id": "pingan", "side": "buy", "shares": 300}], "cost about"),
+        ([{"stock_id": "pingan", "side": "buy", "target_weight": 0.2}], "cost about"),
+        (
+            [{"stock_id": "pingan", "side": "buy", "shares": 100}] * 2,
+            "more than once",
+        ),
+    ],
+)
+def test_unexecutable_plans_say_why(orders: list[dict[str, object]], mentions: str) -> None:
+    found = problems(plan(*orders))
+    assert any(mentions in problem for problem in found), found

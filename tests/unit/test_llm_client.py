@@ -1,0 +1,168 @@
+"""The chat client over `httpx.MockTransport`: the request it sends, retries with backoff on 429,
+5xx and timeouts (honouring Retry-After), no retry on other 4xx, and errors in our tree."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+import httpx
+import pytest
+
+from openbell.agents.llm.client import (
+    ChatClient,
+    ClientConfig,
+    LlmAuthError,
+    LlmRefused,
+    LlmUnavailable,
+)
+from openbell.markets.errors import AgentError, OperatorError, TransientError
+
+KEY = "sk-test-abcdefghijklmnop"
+OK: dict[str, Any] = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+class Script:
+    """Answers from a list of responses or exceptions, recording each request."""
+
+    def __init__(self, *steps: httpx.Response | Exception) -> None:
+        self.steps = list(steps)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def run(script: Script, *, max_retries: int = 4, **config: Any) -> tuple[Any, list[float]]:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def scenario() -> Any:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(script)) as http:
+            client = ChatClient(
+                ClientConfig(
+                    base_url="https://api.example.com/v1/",
+                    model="m",
+                    api_key=KEY,
+                    max_retries=max_retries,
+                    **config,
+                ),
+                http=http,
+                sleep=sleep,
+                rng=random.Random(7),
+            )
+            async with client.connect() as chat:
+                return await chat.complete(MESSAGES, [{"type": "function", "function": {}}])
+
+    return asyncio.run(scenario()), slept
+
+
+def test_the_request_carries_the_model_the_key_and_the_extras() -> None:
+    script = Script(httpx.Response(200, json=OK))
+    answer, slept = run(
+        script,
+        temperature=0.3,
+        max_tokens=99,
+        extra_headers={"X-Title": "openbell"},
+        extra_body={"top_p": 0.9, "enable_thinking": False},
+    )
+    (request,) = script.requests
+    assert str(request.url) == "https://api.example.com/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.headers["x-title"] == "openbell"
+    sent = json.loads(request.content)
+    assert sent["model"] == "m"
+    assert sent["messages"] == MESSAGES
+    assert (sent["temperature"], sent["max_tokens"], sent["top_p"]) == (0.3, 99, 0.9)
+    assert sent["enable_thinking"] is False
+    assert sent["tools"] == [{"type": "function", "function": {}}]
+    assert answer.completion.content == "hi"
+    assert answer.attempts == 1
+    assert slept == []
+
+
+def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> None:
+    script = Script(
+        httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow"}}),
+        httpx.Response(500, text="oops"),
+        httpx.ReadTimeout("read timed out"),
+        httpx.ConnectError("refused"),
+        httpx.Response(200, json=OK),
+    )
+    answer, slept = run(script, backoff_base_s=1.0, backoff_max_s=30.0)
+    assert answer.attempts == 5
+    assert len(script.requests) == 5
+    assert slept[0] == 7.0  # Retry-After honoured
+    # Exponential backoff with jitter: a random half to whole of 1, 2, 4 seconds.
+    for delay, step in zip(slept[1:], (2.0, 4.0, 8.0), strict=True):
+        assert step / 2 <= delay <= step
+
+
+def test_backoff_is_capped() -> None:
+    script = Script(*(httpx.Response(503) for _ in range(6)), httpx.Response(200, json=OK))
+    _answer, slept = run(script, max_retries=6, backoff_base_s=1.0, backoff_max_s=3.0)
+    assert max(slept) <= 3.0
+
+
+def test_exhausted_retries_are_a_transient_error() -> None:
+    script = Script(*(httpx.Response(502) for _ in range(3)))
+    with pytest.raises(LlmUnavailable, match=r"HTTP 502.*3 attempts") as raised:
+        run(script, max_retries=2)
+    assert isinstance(raised.value, TransientError)
+    assert len(script.requests) == 3
+
+
+def test_a_200_that_is_not_a_completion_is_retried() -> None:
+    script = Script(
+        httpx.Response(200, text="<html>gateway</html>"),
+        httpx.Response(200, json={"error": {"message": "overloaded"}}),
+        httpx.Response(200, json=OK),
+    )
+    answer, _ = run(script)
+    assert answer.attempts == 3
+
+
+@pytest.mark.parametrize("status", [400, 413, 422])
+def test_other_4xx_are_refused_without_retry(status: int) -> None:
+    script = Script(httpx.Response(status, json={"error": {"message": "context too long"}}))
+    with pytest.raises(LlmRefused, match="context too long") as raised:
+        run(script)
+    assert isinstance(raised.value, AgentError)
+    assert len(script.requests) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_bad_key_or_model_is_an_operator_error_and_the_key_is_not_repeated(status: int) -> None:
+    script = Script(
+        httpx.Response(status, json={"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    )
+    with pytest.raises(LlmAuthError) as raised:
+        run(script)
+    assert isinstance(raised.value, OperatorError)
+    assert KEY not in str(raised.value)
+    assert len(script.requests) == 1
+
+
+def test_the_key_is_not_in_the_config_repr() -> None:
+    config = ClientConfig(base_url="https://x/v1", model="m", api_key=KEY)
+    assert KEY not in repr(config)
+
+
+def test_extra_body_cannot_override_the_request() -> None:
+    with pytest.raises(ValueError, match="messages"):
+        ClientConfig(base_url="https://x/v1", model="m", extra_body={"messages": []})

@@ -181,10 +181,18 @@ class CycleRunner:
         if claims:
             snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
             if snapshot is not None:
-                for claim in claims:
-                    outcomes[claim.account_id] = await self._run_cycle(
-                        desk, snapshot, claim, slot_at, now
-                    )
+                # The agents of one slot run concurrently (an LLM agent mostly waits on its model);
+                # a STOP raised by one cancels the others, whose cycles stay claimed for recovery.
+                try:
+                    async with asyncio.TaskGroup() as group:
+                        tasks = [
+                            group.create_task(self._run_cycle(desk, snapshot, claim, slot_at, now))
+                            for claim in claims
+                        ]
+                except BaseExceptionGroup as stopped:  # the first STOP is the run's reason to stop
+                    raise stopped.exceptions[0] from None
+                for claim, task in zip(claims, tasks, strict=True):
+                    outcomes[claim.account_id] = task.result()
         return SlotReport(
             market=market,
             slot_at=slot_at,
@@ -277,6 +285,7 @@ class CycleRunner:
             universe=desk.universe,
             rules=desk.rules,
             tools=toolbox,
+            journal=self._ledger,
         )
         failure: Exception | None = None
         try:

@@ -25,14 +25,13 @@ from zoneinfo import ZoneInfo
 
 import structlog
 
-from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.cycle import CycleRunner, MarketDesk, SlotReport
+from openbell.daemon.desks import build_desk, open_accounts
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.domain import check_decimal, check_utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import replay_slots, slots_between
@@ -225,21 +224,17 @@ class _Counts:
 
 
 def _open_accounts(plan: ReplayPlan, ledger: Ledger) -> list[list[tuple[int, Agent]]]:
-    accounts: list[list[tuple[int, Agent]]] = []
-    for market in plan.markets:
-        opened = []
-        for agent in market.agents:
-            agent_id = ledger.ensure_agent(agent.name, agent.kind, plan.start_at)
-            account_id = ledger.open_account(
-                agent_id,
-                market.market,
-                market.market_rules.currency,
-                market.initial_cash,
-                plan.start_at,
-            )
-            opened.append((account_id, agent))
-        accounts.append(opened)
-    return accounts
+    return [
+        open_accounts(
+            ledger,
+            market.market,
+            market.market_rules,
+            market.initial_cash,
+            market.agents,
+            plan.start_at,
+        )
+        for market in plan.markets
+    ]
 
 
 def _check_window(plan: ReplayPlan, ledger: Ledger, account_ids: Sequence[int]) -> None:
@@ -299,18 +294,12 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
 
 
 def _desk(market: ReplayMarket, ledger: Ledger) -> MarketDesk:
-    rules = market.market_rules
-    return MarketDesk(
-        market=market.market,
-        gateway=PointInTimeGateway(market.source),
-        broker=PaperBroker(
-            ledger=ledger,
-            rules=rules,
-            calendar=calendar_for(rules.calendar_id),
-            fill_price=market.source.first_price_at_or_after,
-            price_source=market.source.name,
-        ),
+    return build_desk(
+        source=market.source,
         universe=market.universe,
-        rules=rules,
+        rules=market.market_rules,
+        ledger=ledger,
+        fill_price=market.source.first_price_at_or_after,
+        price_source=market.source.name,
         benchmarks=market.benchmarks,
     )

@@ -1,8 +1,9 @@
 """The `openbell` command line: the entry point that wires config, logging, store and daemon.
 
-This module owns the command surface (`init`, `db upgrade`, `ledger verify`, `run`), the global
-options (`--config`, `--log-format`) and the exit-code contract: 0 success, 1 a ledger breach (or
-`init` refusing to overwrite, or an unexpected failure), 2 anything an operator must fix (bad
+This module owns the command surface (`init`, `db upgrade`, `ledger verify`, `run`, `cycle`), the
+global options (`--config`, `--log-format`, and the hidden `--fake-clock` for tests) and the
+exit-code contract: 0 success, 1 a ledger breach (or `init` refusing to overwrite, or an
+unexpected failure), 2 anything an operator must fix (bad
 config, bad input, schema drift, unreachable database), 130 interrupted. Every error is one line on
 stderr, `openbell: error: ...`, never a traceback. One-shot commands print their result on stdout
 and log to stderr; `run` logs JSON lines on stdout for journald.
@@ -14,6 +15,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -22,13 +24,16 @@ import structlog
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from openbell.daemon.clock import SystemClock
-from openbell.daemon.lifecycle import DaemonConfig, run_daemon
+from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
+from openbell.daemon.live import run_live
+from openbell.daemon.oneshot import run_one_cycle
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
+from openbell.ops.cli_trace import register as register_trace_command
 from openbell.ops.config import OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
+from openbell.ops.running import live_plan
 from openbell.store.db import check_schema, make_engine, parse_url
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
@@ -70,6 +75,16 @@ ConfigOption = Annotated[
     ),
 ]
 
+FakeClockOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fake-clock",
+        envvar="OPENBELL_FAKE_CLOCK",
+        hidden=True,
+        help="For tests only: run on a fake clock START[:SPEED] instead of the wall clock.",
+    ),
+]
+
 app = typer.Typer(
     name=PROG,
     help="openbell: a live paper-trading arena for AI agents (US equities, A-shares, crypto).",
@@ -83,6 +98,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(ledger_app, name="ledger")
 register_report_commands(app)  # leaderboard, report, export, demo
 register_replay_commands(app)  # replay, data import
+register_trace_command(app)  # trace
 
 
 def _help_without_command(ctx: typer.Context) -> None:
@@ -207,6 +223,12 @@ def run(
         float,
         typer.Option("--heartbeat-s", min=0.05, help="Seconds between daemon_heartbeat lines."),
     ] = 60.0,
+    stop_grace_s: Annotated[
+        float,
+        typer.Option(
+            "--stop-grace-s", min=0, help="On SIGTERM, seconds running cycles get to finish."
+        ),
+    ] = 30.0,
     upgrade_db: Annotated[
         bool,
         typer.Option(
@@ -214,25 +236,52 @@ def run(
             help="Apply pending schema migrations before starting.",
         ),
     ] = True,
+    fake_clock: FakeClockOption = None,
 ) -> None:
     """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout."""
     loaded = _load(ctx, config, sys.stdout)
     if upgrade_db:
         revision = upgrade(loaded.store.url)
         log.info("db_upgraded", revision=revision, store_url=_shown_url(loaded.store.url))
-    daemon_config = DaemonConfig(
-        store_url=loaded.store.url,
-        markets=tuple(loaded.markets.configured()),
-        agents=tuple(agent.name for agent in loaded.agents),
-    )
-    code = run_daemon(
-        daemon_config,
-        SystemClock(),
-        stop=threading.Event(),
-        heartbeat_s=heartbeat_s,
-        handle_signals=True,
-    )
-    raise typer.Exit(code)
+    clock = _clock(fake_clock)
+    plan = live_plan(loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s)
+    raise typer.Exit(run_live(plan, clock, stop=threading.Event(), handle_signals=True))
+
+
+@app.command()
+def cycle(
+    ctx: typer.Context,
+    market: Annotated[str, typer.Option("--market", help="The market: us, cn or crypto.")],
+    agent: Annotated[str, typer.Option("--agent", help="The agent's configured name.")],
+    at: Annotated[
+        datetime | None,
+        typer.Option(
+            "--at",
+            formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M%z"],
+            help="The slot (e.g. 2026-11-30T14:30+00:00); default: the current slot.",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    fake_clock: FakeClockOption = None,
+) -> None:
+    """Run one agent's cycle in one market now (or at slot --at), for cron use and debugging."""
+    loaded = _load(ctx, config, sys.stderr)
+    upgrade(loaded.store.url)
+    clock = _clock(fake_clock)
+    plan = live_plan(loaded, clock, markets=[market], agents=[agent], http=False)
+    slot_at, outcome = run_one_cycle(plan, clock, market=market, agent=agent, at=at)
+    status = "already run" if outcome.status is None else outcome.status.value
+    typer.echo(f"{market} {agent} {slot_at.isoformat()}: {status}, {outcome.fills} fills")
+
+
+def _clock(fake_clock: str | None) -> Clock:
+    if fake_clock is None:
+        return SystemClock()
+    try:
+        return parse_fake_clock(fake_clock)
+    except ValueError as exc:
+        raise ConfigError(f"--fake-clock: {exc}") from None
 
 
 def _error(message: str, code: int) -> int:

@@ -132,12 +132,13 @@ def replay(
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
     Every configured market (or --market) rings at the starts of its recorded bars (daily: 1d bars,
-    hourly: 1h bars) from --start through --end; every baseline agent enrolled in it gets its
-    cycle. Replay never touches the network: a market with source = "replay:PATH" reads the bar
+    hourly: 1h bars) from --start through --end; every agent enrolled in it gets its cycle.
+    Market data never comes from the network: a market with source = "replay:PATH" reads the bar
     files at PATH (for example "replay:./var/data/bars", written by `openbell data import`); any
-    live source (yfinance, akshare, ccxt:...) replays the dataset bundled with openbell. A ledger
+    live source (yfinance, akshare, ccxt:...) replays the dataset bundled with openbell. LLM
+    agents call their configured endpoint, with the key from their api_key_env variable. A ledger
     that already has cycles in the window is refused: pass --resume to finish a replay that was
-    cut off, or use a fresh database. LLM agents cannot be replayed yet.
+    cut off, or use a fresh database.
     """
     loaded = _load(ctx, config, log_level)
     report = replay_from_config(

@@ -4,7 +4,8 @@ This module owns the translation of the config into a `ReplayPlan`: for each con
 the one asked for) its recorded data (a `replay:PATH` source reads the bar files at PATH; a live
 source, `yfinance`, `akshare` or `ccxt:...`, stands for the dataset bundled with openbell, so a
 replay never touches the network), its universe (a bundled one by name, or the listed symbols), its
-benchmark, and the baseline agents enrolled in it. The window is whole UTC dates, `start` through
+benchmark, and the agents enrolled in it (LLM agents built by `llm_agents`, their keys read from
+the environment). The window is whole UTC dates, `start` through
 `end` inclusive. The ledger is migrated to the schema head first. It also draws the progress bar.
 """
 
@@ -20,17 +21,13 @@ import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from openbell.agents.baselines import build_agent
-from openbell.agents.protocol import Agent
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, ReplayReport, run_replay
 from openbell.markets.barfile import bundled_names
-from openbell.markets.domain import Instrument
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
-from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
-from openbell.ops.config import AnyAgentConfig, LlmAgentConfig, MarketConfig, OpenbellConfig
-from openbell.ops.config import RandomAgentConfig as RandomConfig
+from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
+from openbell.ops.wiring import agent_for, universe_for
 from openbell.store.migrate import upgrade
 
 log = structlog.stdlib.get_logger(__name__)
@@ -46,11 +43,11 @@ def replay_from_config(
     show_progress: bool,
 ) -> ReplayReport:
     """Replay the sessions from `start` through `end` (UTC dates) of the configured markets (or
-    just `market`) with their baseline agents, into the config's ledger.
+    just `market`) with their agents, into the config's ledger.
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
-    without agents or an LLM agent (not replayable yet), and `OperatorError` for a ledger that
-    already has cycles in the window without `resume`.
+    without agents or an LLM agent whose key variable is not set, and `OperatorError` for a ledger
+    that already has cycles in the window without `resume`.
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -88,7 +85,7 @@ def _replay_market(
         if market.source_kind == "replay"
         else ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence))
     )
-    universe = _universe(name, market, start)
+    universe = universe_for(name, market, start)
     if not set(universe.symbols) & source.symbols():
         raise ConfigError(
             f"markets.{name}: {source.name} has no bars of any symbol of universe {universe.name}"
@@ -99,35 +96,10 @@ def _replay_market(
         universe=universe,
         cadence=market.cadence,
         initial_cash=market.initial_cash,
-        agents=tuple(_agent(agent, name) for agent in agents),
+        agents=tuple(agent_for(agent, name) for agent in agents),
         benchmarks=() if market.benchmark is None else (market.benchmark,),
         slot_times=(None if market.slots is None else tuple(f"{at:%H:%M}" for at in market.slots)),
     )
-
-
-def _universe(name: str, market: MarketConfig, start: date) -> Universe:
-    if isinstance(market.universe, str):
-        return load_universe(market.universe)
-    currency = MARKET_CURRENCY[name]
-    return Universe(
-        name=f"{name}-configured",
-        market=name,
-        as_of=start,
-        instruments=tuple(
-            Instrument(symbol=symbol, market=name, currency=currency) for symbol in market.universe
-        ),
-        source="openbell.toml",
-    )
-
-
-def _agent(agent: AnyAgentConfig, market: str) -> Agent:
-    if isinstance(agent, LlmAgentConfig):
-        raise ConfigError(
-            f"agent {agent.name!r} is an LLM agent: LLM agents arrive with the LLM issue; "
-            "replay baseline agents only for now"
-        )
-    seed = agent.seed if isinstance(agent, RandomConfig) else None
-    return build_agent(agent.kind, agent.name, market=market, seed=seed)
 
 
 @contextmanager

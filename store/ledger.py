@@ -48,12 +48,15 @@ from openbell.store.postings import (
 from openbell.store.records import (
     CycleRecord,
     CycleStatus,
+    CycleUsage,
     NavSnapshot,
     RecordedOrder,
     SnapshotKind,
+    TraceEntry,
 )
 from openbell.store.snapshots import insert_snapshot, stored_snapshot
 from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, OrderRow, PositionRow
+from openbell.store.traces import add_usage, cycle_traces, insert_trace, usage_of
 
 
 def idempotency_key(cycle_id: int, seq: int) -> str:
@@ -294,6 +297,33 @@ class Ledger:
             ).scalar_one_or_none()
         return taken is not None
 
+    def record_missed(
+        self, account_id: int, slot_at: datetime, now: datetime, *, reason: str = "daemon_down"
+    ) -> int | None:
+        """Record that the cycle of `account_id` at `slot_at` never ran; its id, or None when the
+        cycle already has a row (claimed, finished or missed before): a slot is recorded once."""
+        for name, value in (("slot_at", slot_at), ("now", now)):
+            check_utc(name, value)
+        try:
+            with self._write() as session:
+                row = CycleRow(
+                    account_id=account_id,
+                    slot_at=slot_at,
+                    status=CycleStatus.MISSED.value,
+                    claimed_by="",
+                    lease_until=now,
+                    started_at=now,
+                    finished_at=now,
+                    reason=reason,
+                )
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            if self.find_cycle(account_id, slot_at) is None:
+                raise
+            return None
+
     def count_cycles(
         self,
         account_ids: Collection[int],
@@ -408,6 +438,31 @@ class Ledger:
         if account_id is None:
             raise ValueError(f"no cycle {cycle_id}")
         return account_id
+
+    # -- traces and LLM usage (store/traces.py) ---------------------------------------------
+
+    def add_trace(self, entry: TraceEntry) -> TraceEntry:
+        """Append `entry` to its cycle's trace; the stored entry, with its `seq`."""
+        with self._write() as session:
+            return insert_trace(session, entry)
+
+    def traces(self, cycle_id: int) -> list[TraceEntry]:
+        """The trace of cycle `cycle_id`, in order."""
+        with self._read() as session:
+            return cycle_traces(session, cycle_id)
+
+    def add_usage(self, cycle_id: int, usage: CycleUsage) -> CycleUsage:
+        """Add `usage` to the cycle's LLM usage; the cycle's total so far."""
+        with self._write() as session:
+            return add_usage(session, cycle_id, usage)
+
+    def cycle_usage(self, cycle_id: int) -> CycleUsage:
+        """The LLM usage recorded on cycle `cycle_id` (zeros when none)."""
+        with self._read() as session:
+            row = session.get(CycleRow, cycle_id)
+            if row is None:
+                raise ValueError(f"no cycle {cycle_id}")
+            return usage_of(row)
 
     # -- NAV -------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from openbell.daemon.lifecycle import DaemonConfig
+from openbell.daemon.live_plan import LivePlan
 from openbell.ops import cli
 from openbell.ops.config import default_config_text
 
@@ -30,11 +30,11 @@ def restore_logging() -> Iterator[None]:
 def test_unexpected_error_is_one_redacted_line_and_a_json_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def explode(config: DaemonConfig, *_args: object, **_kwargs: object) -> int:
+    def explode(plan: LivePlan, *_args: object, **_kwargs: object) -> int:
         api_key = LEAKY
         raise RuntimeError(f"vendor said no to {api_key}")
 
-    monkeypatch.setattr(cli, "run_daemon", explode)
+    monkeypatch.setattr(cli, "run_live", explode)
     path = tmp_path / "openbell.toml"
     path.write_text(default_config_text(), encoding="utf-8")
 

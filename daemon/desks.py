@@ -1,0 +1,117 @@
+"""Wiring a market for the cycle runner: its desk, its accounts, and live fill prices.
+
+This module owns what replay and the live daemon share when they set a market up: `build_desk`
+(a point-in-time gateway over the market's source and a paper broker on the ledger, under the
+market's rules), `open_accounts` (one account per enrolled agent with the market's initial cash,
+idempotently) and `LatestQuotes`, the live broker's fill price: a source decorator that remembers
+the last quote it fetched for each symbol, so an order placed at `t` fills at the latest price
+fetched at `t` (DESIGN §4). Replay fills from its recorded bars instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+
+from openbell.agents.broker import FillPrice, PaperBroker
+from openbell.agents.protocol import Agent
+from openbell.daemon.cycle import MarketDesk
+from openbell.markets.calendars import calendar_for
+from openbell.markets.domain import Bar, NewsItem, Quote
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.rules import MarketRules
+from openbell.markets.sources import MarketDataSource
+from openbell.markets.universes import Universe
+from openbell.store.ledger import Ledger
+
+
+def build_desk(
+    *,
+    source: MarketDataSource,
+    universe: Universe,
+    rules: MarketRules,
+    ledger: Ledger,
+    fill_price: FillPrice,
+    price_source: str,
+    benchmarks: tuple[str, ...] = (),
+) -> MarketDesk:
+    """The desk of `source`'s market: gateway, broker, universe and rules."""
+    return MarketDesk(
+        market=source.market,
+        gateway=PointInTimeGateway(source),
+        broker=PaperBroker(
+            ledger=ledger,
+            rules=rules,
+            calendar=calendar_for(rules.calendar_id),
+            fill_price=fill_price,
+            price_source=price_source,
+        ),
+        universe=universe,
+        rules=rules,
+        benchmarks=benchmarks,
+    )
+
+
+def open_accounts(
+    ledger: Ledger,
+    market: str,
+    rules: MarketRules,
+    initial_cash: Decimal,
+    agents: Sequence[Agent],
+    now: datetime,
+) -> list[tuple[int, Agent]]:
+    """(account id, agent) of each agent in `market`, opening the accounts that do not exist."""
+    opened = []
+    for agent in agents:
+        agent_id = ledger.ensure_agent(agent.name, agent.kind, now)
+        account_id = ledger.open_account(agent_id, market, rules.currency, initial_cash, now)
+        opened.append((account_id, agent))
+    return opened
+
+
+class LatestQuotes:
+    """`source`, remembering the last quote fetched per symbol; `fill_price` reads them back."""
+
+    def __init__(self, source: MarketDataSource) -> None:
+        self._source = source
+        self._latest: dict[str, Quote] = {}
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    @property
+    def market(self) -> str:
+        return self._source.market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._source.intervals
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        return await self._source.bars(symbols, interval, start_at, end_at)
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        found = await self._source.quote(symbols, at)
+        for symbol, quote in found.items():
+            known = self._latest.get(symbol)
+            if known is None or known.at <= quote.at:
+                self._latest[symbol] = quote
+        return found
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        return await self._source.news(symbols, start_at, end_at, limit)
+
+    def fill_price(self, symbol: str, at: datetime) -> Quote | None:
+        """The latest quote of `symbol` fetched so far, if it is not stamped after `at`."""
+        quote = self._latest.get(symbol)
+        return quote if quote is not None and quote.at <= at else None

@@ -1,0 +1,374 @@
+"""The live daemon: the replay's cycle runner driven by the wall clock and APScheduler's bells.
+
+This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
+Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
+pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims,
+catch-up slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
+none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the
+market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
+remember the prices orders fill at. A sweep every few minutes repeats the claim recovery. Systemd
+hears READY, a WATCHDOG ping only while the loop ticks, and STOPPING; `/healthz` and `/metrics`
+are served on loopback. On SIGTERM or SIGINT (or `stop`): stop ringing, let running cycles finish
+for `stop_grace_s`, cancel the rest and mark this run's unfinished claims `interrupted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import Engine
+
+from openbell.agents.protocol import Agent
+from openbell.daemon.clock import Clock
+from openbell.daemon.cycle import CycleRunner
+from openbell.daemon.health import HealthBoard
+from openbell.daemon.http import serve_http
+from openbell.daemon.live_plan import LiveMarket, LivePlan, build_live_desks
+from openbell.daemon.locks import DaemonLock
+from openbell.daemon.recovery import (
+    backfill_missed,
+    catch_up_slots,
+    interrupt_abandoned,
+    pause_broken_accounts,
+    split_abandoned,
+)
+from openbell.daemon.scheduler import Bells, report_horizon
+from openbell.daemon.sdnotify import Notifier
+from openbell.markets.domain import Rejection
+from openbell.markets.errors import OperatorError
+from openbell.store.cyclebook import CycleBook
+from openbell.store.db import check_schema, make_engine, parse_url
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleStatus
+
+log = structlog.stdlib.get_logger(__name__)
+
+SWEEP_S = 300.0
+TICK_S = 1.0
+
+
+def new_run_id() -> str:
+    """`host:pid:uuid`, stored as the holder of every claim this run makes."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def run_live(
+    plan: LivePlan,
+    clock: Clock,
+    *,
+    stop: threading.Event | None = None,
+    handle_signals: bool = False,
+    notifier: Notifier | None = None,
+) -> int:
+    """Run the daemon until a signal or `stop`; 0 after an orderly stop.
+
+    Raises `OperatorError` (exit 2) for a schema not at head, a SQLite ledger held by another
+    daemon, a non-loopback HTTP address, or when no market's calendar covers the coming week.
+    """
+    engine = make_engine(plan.store_url)
+    lock = DaemonLock(plan.store_url)
+    try:
+        revision = check_schema(engine)
+        lock.acquire()
+        daemon = _Daemon(plan, clock, engine, lock, notifier or Notifier())
+        return asyncio.run(daemon.serve(stop, handle_signals, revision))
+    finally:
+        lock.release()
+        engine.dispose()
+
+
+class _Daemon:
+    def __init__(
+        self, plan: LivePlan, clock: Clock, engine: Engine, lock: DaemonLock, notifier: Notifier
+    ) -> None:
+        self.plan = plan
+        self.clock = clock
+        self.engine = engine
+        self.lock = lock
+        self.notifier = notifier
+        self.ledger = Ledger(engine)
+        self.book = CycleBook(engine)
+        self.run_id = plan.run_id or new_run_id()
+        self.running: set[asyncio.Task[Any]] = set()
+        self.last_tick_s = time.monotonic()
+        self.stopping = False
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def _ringable(self, now: datetime) -> list[LiveMarket]:
+        ringable = [
+            market
+            for market in self.plan.markets
+            if report_horizon(market.bell, now, scheduled=False)
+        ]
+        if not ringable:
+            names = ", ".join(market.market for market in self.plan.markets)
+            raise OperatorError(
+                f"no market can ring: the calendars of {names} do not cover the coming week "
+                "(calendar_horizon); upgrade exchange_calendars"
+            )
+        return ringable
+
+    async def serve(self, stop: threading.Event | None, handle_signals: bool, revision: str) -> int:
+        now = self.clock.now()
+        markets = self._ringable(now)
+        desks, accounts = build_live_desks(markets, self.ledger, self.clock, now)
+        self.accounts = accounts
+        self.grace = {m.market: m.bell.grace for m in markets}
+        self.specs = {m.market: m for m in markets}
+        lease = max(self.grace.values()) + timedelta(seconds=self.plan.decide_timeout_s)
+        self.runner = CycleRunner(
+            ledger=self.ledger,
+            desks=desks,
+            run_id=self.run_id,
+            lease=lease,
+            decide_timeout_s=self.plan.decide_timeout_s,
+        )
+        if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
+            ended = self.book.expire_claims(now, except_holder=self.run_id)
+            if ended:
+                log.warning("claims_expired", count=ended, reason="holder_dead")
+        self.board = HealthBoard(
+            {m.market: m.watch for m in markets}, lambda name, at: self.specs[name].latest_slot(at)
+        )
+        pause_broken_accounts(self.engine, self.book)
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        reasons: list[str] = []
+
+        def request_stop(reason: str) -> None:
+            reasons.append(reason)
+            wake.set()
+
+        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
+        for sig in signals:
+            loop.add_signal_handler(sig, request_stop, sig.name)
+        server = None
+        try:
+            if self.plan.http_listen is not None:
+                host, port = self.plan.http_listen
+                server = await serve_http(
+                    host, port, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
+                )
+            log.info(
+                "daemon_started",
+                run_id=self.run_id,
+                store_url=parse_url(self.plan.store_url).render_as_string(hide_password=True),
+                schema_revision=revision,
+                markets=[m.market for m in self.plan.markets],
+                ringing=[m.market for m in markets],
+                agents=sorted({a.name for m in self.plan.markets for a in m.agents}),
+                now_at=now,
+            )
+            self.bells = Bells(
+                clock=self.clock,
+                bells=[m.bell for m in markets],
+                on_slot=self._on_slot,
+                on_close=self._on_close,
+                on_missed=self._on_missed,
+                on_horizon_check=self._check_horizons,
+            )
+            self.bells.start()
+            # Recover after the bells run, so that no slot falls between the two: a slot before
+            # `now` is caught up (or recorded missed) here, one after it rings.
+            await self._recover(self.clock.now())
+            self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
+            background = [
+                loop.create_task(self._tick()),
+                loop.create_task(self._heartbeat()),
+                loop.create_task(self._sweep_loop()),
+            ]
+            while not wake.is_set():
+                if stop is not None and stop.is_set():
+                    request_stop("stop_requested")
+                    break
+                await _wait(wake, 0.1)
+            await self._stop(reasons[0] if reasons else "stop_requested", background)
+            return 0
+        finally:
+            if server is not None:
+                server.close()
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    # -- ringing ---------------------------------------------------------------------------
+
+    def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
+        opened = self.accounts[market]
+        paused = self.book.paused([account_id for account_id, _ in opened])
+        return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
+
+    async def _on_slot(self, market: str, slot_at: datetime) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.running.add(task)
+        started_s = time.monotonic()
+        try:
+            accounts = self._unpaused(market)
+            report = await self.runner.run_slot(market, slot_at, accounts, self.clock.now())
+            rejections = sum(
+                isinstance(order.outcome, Rejection)
+                for outcome in report.outcomes
+                if outcome.status is not None and outcome.cycle_id is not None
+                for order in self.ledger.cycle_orders(outcome.cycle_id)
+            )
+            self.board.slot_finished(
+                report, rejections=rejections, latency_s=time.monotonic() - started_s
+            )
+            log.info(
+                "slot_finished",
+                market=market,
+                slot_at=slot_at,
+                done=report.count(CycleStatus.DONE),
+                failed=report.count(CycleStatus.FAILED),
+                skipped=report.count(CycleStatus.SKIPPED),
+                not_run=report.count(None),
+                fills=report.fills,
+            )
+        except Exception:  # one bad slot never kills the loop; the claim sweep cleans up
+            log.exception("slot_failed", market=market, slot_at=slot_at)
+        finally:
+            if task is not None:
+                self.running.discard(task)
+
+    async def _on_close(self, market: str, close_at: datetime) -> None:
+        ids = [account_id for account_id, _ in self._unpaused(market)]
+        try:
+            written = await self.runner.write_close_snapshots(market, close_at, ids)
+            log.info("close_snapshots_written", market=market, close_at=close_at, count=written)
+        except Exception:
+            log.exception("close_snapshots_failed", market=market, close_at=close_at)
+
+    async def _on_missed(self, market: str, slot_at: datetime) -> None:
+        now = self.clock.now()
+        recorded = 0
+        for account_id, _agent in self._unpaused(market):
+            if self.ledger.record_missed(account_id, slot_at, now, reason="bell_missed"):
+                recorded += 1
+        self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
+        log.warning("cycles_missed", market=market, slot_at=slot_at, count=recorded)
+
+    def _check_horizons(self) -> None:
+        now = self.clock.now()
+        for market in self.plan.markets:
+            report_horizon(market.bell, now, scheduled=market.market in self.specs)
+
+    # -- recovery --------------------------------------------------------------------------
+
+    async def _recover(self, now: datetime, *, startup: bool = True) -> None:
+        grace_of = {
+            account_id: self.grace[market]
+            for market, opened in self.accounts.items()
+            for account_id, _ in opened
+        }
+        stale = self.book.claims(expired_at=now)
+        current, past = split_abandoned(stale, grace_of, now)
+        marked = interrupt_abandoned(self.book, past, now)
+        if marked:
+            log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
+        for market, spec in self.specs.items():
+            slots = {claim.slot_at for claim in current if grace_of.get(claim.account_id)}
+            if startup:
+                slots |= set(
+                    catch_up_slots(market, spec.cadence, spec.slot_times, spec.bell.grace, now)
+                )
+                ids = [account_id for account_id, _ in self._unpaused(market)]
+                backfill_missed(
+                    self.ledger,
+                    self.book,
+                    market=market,
+                    cadence=spec.cadence,
+                    slot_times=spec.slot_times,
+                    grace=spec.bell.grace,
+                    account_ids=ids,
+                    now=now,
+                )
+            for slot_at in sorted(slots):
+                if spec.is_slot(slot_at):
+                    log.info("slot_recovered", market=market, slot_at=slot_at)
+                    await self._on_slot(market, slot_at)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_S)
+            try:
+                await self._recover(self.clock.now(), startup=False)
+            except Exception:
+                log.exception("sweep_failed")
+
+    # -- liveness --------------------------------------------------------------------------
+
+    async def _tick(self) -> None:
+        while True:
+            self.last_tick_s = time.monotonic()
+            await asyncio.sleep(TICK_S)
+
+    async def _heartbeat(self) -> None:
+        watchdog_s = self.notifier.watchdog_s
+        every_s = min(
+            self.plan.heartbeat_s, watchdog_s / 2 if watchdog_s else self.plan.heartbeat_s
+        )
+        beats = 0
+        next_log_s = time.monotonic() + self.plan.heartbeat_s
+        while True:
+            await asyncio.sleep(every_s)
+            # Ping only while the loop ticks: a stuck loop lets systemd's watchdog fire.
+            if time.monotonic() - self.last_tick_s < max(3 * TICK_S, every_s):
+                self.notifier.watchdog()
+            if time.monotonic() >= next_log_s:
+                beats += 1
+                next_log_s = time.monotonic() + self.plan.heartbeat_s
+                log.info("daemon_heartbeat", beat=beats, now_at=self.clock.now())
+
+    # -- stopping --------------------------------------------------------------------------
+
+    async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
+        log.info("daemon_stopping", reason=reason, running=len(self.running))
+        self.notifier.stopping()
+        self.bells.pause()
+        pending = set(self.running)
+        if pending:
+            _done, pending = await asyncio.wait(pending, timeout=self.plan.stop_grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        interrupted = 0
+        now = self.clock.now()
+        for claim in self.book.claims(held_by=self.run_id):
+            if self.book.interrupt(claim.cycle_id, now, held_by=self.run_id):
+                interrupted += 1
+                log.warning(
+                    "cycle_interrupted",
+                    cycle_id=claim.cycle_id,
+                    account_id=claim.account_id,
+                    slot_at=claim.slot_at,
+                    reason="daemon_stopping",
+                )
+        for task in background:
+            task.cancel()
+        self.bells.shutdown()
+        for market in self.plan.markets:
+            close = getattr(market.source, "close", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:  # closing a vendor session must not spoil the stop
+                    log.exception("source_close_failed", market=market.market)
+        await asyncio.sleep(0)  # let the scheduler's shutdown callback run before the last line
+        log.info("daemon_stopped", reason=reason, interrupted=interrupted)
+
+
+async def _wait(event: asyncio.Event, timeout_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout_s)

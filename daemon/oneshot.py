@@ -1,0 +1,57 @@
+"""One cycle on demand: what `openbell cycle --market M --agent A [--at T]` runs.
+
+This module owns `run_one_cycle`: the cycle of one agent's account in one market at one slot, run
+now through the same desks and `CycleRunner` as the daemon (retrying source, live fill prices, the
+claim under a lease). Without `at` it runs the market's current slot (the latest at or before now);
+`at` must be a slot of a session (an instant the market's bell rings). A cycle that already has a
+row is not run again: the claim makes a cycle happen at most once, whoever asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from openbell.daemon.clock import Clock
+from openbell.daemon.cycle import CycleOutcome, CycleRunner
+from openbell.daemon.live import new_run_id
+from openbell.daemon.live_plan import LivePlan, build_live_desks
+from openbell.markets.errors import ConfigError
+from openbell.store.db import check_schema, make_engine
+from openbell.store.ledger import Ledger
+
+
+def run_one_cycle(
+    plan: LivePlan, clock: Clock, *, market: str, agent: str, at: datetime | None
+) -> tuple[datetime, CycleOutcome]:
+    """Run `agent`'s cycle in `market` at `at` (default: the current slot); its slot and outcome.
+
+    Raises `ConfigError` when `at` is not a slot of the market or there has been no slot lately.
+    """
+    (spec,) = [found for found in plan.markets if found.market == market]
+    slot_at = at if at is not None else spec.latest_slot(clock.now())
+    if slot_at is None:
+        raise ConfigError(f"market {market} has had no slot in the last week: nothing to run now")
+    if not spec.is_slot(slot_at):
+        raise ConfigError(
+            f"--at {slot_at.isoformat()} is not a slot of market {market} "
+            f"({spec.cadence} bells, in sessions only)"
+        )
+    engine = make_engine(plan.store_url)
+    try:
+        check_schema(engine)
+        ledger = Ledger(engine)
+        now = clock.now()
+        desks, accounts = build_live_desks([spec], ledger, clock, now)
+        chosen = [(account, found) for account, found in accounts[market] if found.name == agent]
+        runner = CycleRunner(
+            ledger=ledger,
+            desks=desks,
+            run_id=f"cycle:{new_run_id()}",
+            lease=spec.bell.grace + timedelta(seconds=plan.decide_timeout_s),
+            decide_timeout_s=plan.decide_timeout_s,
+        )
+        report = asyncio.run(runner.run_slot(market, slot_at, chosen, now))
+    finally:
+        engine.dispose()
+    return slot_at, report.outcomes[0]

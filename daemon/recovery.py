@@ -1,0 +1,128 @@
+"""Recovery of the live daemon: abandoned claims, slots it slept through, and broken accounts.
+
+This module owns the rules a starting (and, every few minutes, a running) daemon applies so that no
+slot is ever silently absent (DESIGN §3):
+
+- a cycle still `claimed` whose holder is gone (its lease ended; on SQLite, whose single daemon
+  holds the lock, the daemon ends every other holder's lease first) is completed the replay way,
+  by running its slot again, while the slot's grace window is open, and becomes `interrupted`
+  once it is closed;
+- a slot whose grace window is still open and that this daemon did not ring (it was starting) is
+  rung now (`catch_up_slots`);
+- a slot whose grace window closed while no daemon ran becomes a `missed` cycle for every account
+  enrolled then (`backfill_missed`), looking back to the account's last cycle older than the
+  grace window (at most `MAX_BACKFILL`);
+- an account whose ledger fails `verify_ledger` is paused (`account_paused`); the others go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Final
+
+import structlog
+from sqlalchemy import Engine
+
+from openbell.markets.calendars import CalendarOutOfRange
+from openbell.markets.slots import slots_between
+from openbell.store.cyclebook import CycleBook
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleRecord
+from openbell.store.verify import verify_ledger
+
+log = structlog.stdlib.get_logger(__name__)
+
+#: How far back start-up records missed slots of an account with an older last cycle.
+MAX_BACKFILL: Final = timedelta(days=14)
+
+
+def pause_broken_accounts(engine: Engine, book: CycleBook) -> set[int]:
+    """Run `verify_ledger`; pause each account with a breach and log `account_paused`."""
+    report = verify_ledger(engine)
+    broken: dict[int, list[str]] = {}
+    for breach in report.breaches:
+        broken.setdefault(breach.account_id, []).append(breach.line())
+    for account_id, lines in sorted(broken.items()):
+        book.set_paused(account_id, True)
+        log.error("account_paused", account_id=account_id, breaches=lines[:10], count=len(lines))
+    log.info("ledger_verified", accounts=report.accounts, fills=report.fills, paused=len(broken))
+    return set(broken)
+
+
+def split_abandoned(
+    claims: Iterable[CycleRecord], grace_of: dict[int, timedelta], now: datetime
+) -> tuple[list[CycleRecord], list[CycleRecord]]:
+    """Abandoned claims of the accounts in `grace_of`: (still in their slot's grace, past it)."""
+    current: list[CycleRecord] = []
+    past: list[CycleRecord] = []
+    for claim in claims:
+        grace = grace_of.get(claim.account_id)
+        if grace is None:
+            continue
+        (current if now <= claim.slot_at + grace else past).append(claim)
+    return current, past
+
+
+def interrupt_abandoned(book: CycleBook, claims: Sequence[CycleRecord], now: datetime) -> int:
+    """Mark abandoned claims (lease ended) past their grace `interrupted`; how many were marked."""
+    marked = 0
+    for claim in claims:
+        if book.interrupt(claim.cycle_id, now, expired_at=now):
+            marked += 1
+            log.warning(
+                "cycle_interrupted",
+                cycle_id=claim.cycle_id,
+                account_id=claim.account_id,
+                slot_at=claim.slot_at,
+                claimed_by=claim.claimed_by,
+                reason="abandoned_past_grace",
+            )
+    return marked
+
+
+def catch_up_slots(
+    market: str, cadence: str, slot_times: tuple[str, ...] | None, grace: timedelta, now: datetime
+) -> list[datetime]:
+    """The market's slots whose grace window is still open at `now`, oldest first."""
+    try:
+        return slots_between(
+            market, cadence, now - grace, now + timedelta(microseconds=1), slot_times=slot_times
+        )
+    except CalendarOutOfRange:
+        return []
+
+
+def backfill_missed(
+    ledger: Ledger,
+    book: CycleBook,
+    *,
+    market: str,
+    cadence: str,
+    slot_times: tuple[str, ...] | None,
+    grace: timedelta,
+    account_ids: Sequence[int],
+    now: datetime,
+) -> int:
+    """Record `missed` cycles for the slots whose grace closed while no daemon ran them."""
+    end_at = now - grace
+    recorded = 0
+    for account_id in account_ids:
+        last = book.last_slot(account_id, before=end_at)
+        start_at = book.account_opened_at(account_id) if last is None else last
+        start_at = max(start_at + timedelta(microseconds=1), now - MAX_BACKFILL)
+        if start_at >= end_at:
+            continue
+        try:
+            slots = slots_between(market, cadence, start_at, end_at, slot_times=slot_times)
+        except CalendarOutOfRange:
+            continue
+        taken = book.slots_with_cycles([account_id], start_at, end_at)
+        for slot_at in slots:
+            if (account_id, slot_at) not in taken and ledger.record_missed(
+                account_id, slot_at, now
+            ):
+                recorded += 1
+    if recorded:
+        log.warning("cycles_missed", market=market, count=recorded, reason="daemon_down")
+    return recorded

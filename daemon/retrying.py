@@ -1,0 +1,128 @@
+"""Retrying market-data reads within a slot's grace window: a decorator over any source.
+
+This module owns `RetryingSource`, the live daemon's answer to a flaky vendor. It wraps a
+`MarketDataSource` and retries a read that raised `DataUnavailable` (a timeout, a 429, a 5xx) with
+exponential backoff, but only while the next attempt still starts inside the grace window of the
+slot asked about (`at + grace`, on the daemon's clock); then it re-raises, and the cycle runner
+skips the slot with reason `data_unavailable`. Anything else propagates at once. The cycle runner
+itself stays as replay uses it: the retry lives here, around the source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Final, TypeVar
+
+import structlog
+
+from openbell.daemon.clock import Clock
+from openbell.markets.domain import Bar, NewsItem, Quote
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.sources import IntervalUnavailable, MarketDataSource, SymbolUnavailable
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+log = structlog.stdlib.get_logger(__name__)
+
+#: The first backoff, in seconds; each retry doubles it up to `MAX_BACKOFF_S`.
+FIRST_BACKOFF_S: Final = 1.0
+MAX_BACKOFF_S: Final = 60.0
+#: Errors that another attempt cannot fix.
+_FINAL: Final = (IntervalUnavailable, SymbolUnavailable)
+
+
+class RetryingSource:
+    """`source`, with each read retried on `DataUnavailable` while the slot's grace lasts."""
+
+    def __init__(
+        self,
+        source: MarketDataSource,
+        *,
+        clock: Clock,
+        grace: timedelta,
+        sleep: Sleep = asyncio.sleep,
+        first_backoff_s: float = FIRST_BACKOFF_S,
+        max_backoff_s: float = MAX_BACKOFF_S,
+        max_attempts: int = 8,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        self._source = source
+        self._clock = clock
+        self._grace = grace
+        self._sleep = sleep
+        self._first_backoff_s = first_backoff_s
+        self._max_backoff_s = max_backoff_s
+        self._max_attempts = max_attempts
+        self.retries = 0  # how many reads were tried again, for logs and tests
+
+    @property
+    def inner(self) -> MarketDataSource:
+        """The wrapped source."""
+        return self._source
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    @property
+    def market(self) -> str:
+        return self._source.market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._source.intervals
+
+    async def _retry(self, read: Callable[[], Awaitable[T]], at: datetime, what: str) -> T:
+        deadline = at + self._grace
+        backoff_s = self._first_backoff_s
+        attempt = 1
+        while True:
+            try:
+                return await read()
+            except _FINAL:
+                raise
+            except DataUnavailable as exc:
+                # The backoff is real seconds; the deadline is on the daemon's clock, which runs
+                # faster under a test's fake clock: compare where the clock will be after it.
+                speed = getattr(self._clock, "speed", 1.0)
+                after = self._clock.now() + timedelta(seconds=backoff_s * speed)
+                if attempt >= self._max_attempts or after >= deadline:
+                    raise
+                log.info(
+                    "data_retry",
+                    source=self.name,
+                    what=what,
+                    attempt=attempt,
+                    backoff_s=backoff_s,
+                    error_class=type(exc).__name__,
+                    error_message=str(exc),
+                )
+                self.retries += 1
+                await self._sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, self._max_backoff_s)
+                attempt += 1
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        return await self._retry(
+            lambda: self._source.bars(symbols, interval, start_at, end_at), end_at, "bars"
+        )
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        return await self._retry(lambda: self._source.quote(symbols, at), at, "quote")
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        return await self._retry(
+            lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news"
+        )

@@ -1,0 +1,142 @@
+"""Building the live daemon from `openbell.toml`: what `openbell run` and `openbell cycle` run.
+
+This module owns the source factory and the translation of the config into a `LivePlan`. A market's
+`source` names its live data: `yfinance`, `akshare` and `ccxt:EXCHANGE` become the adapters in
+`openbell.markets.yf`, `.ak` and `.cx` (bound to the daemon clock's `now`); `replay:PATH` becomes a
+`ReplaySource` over the bar files at PATH, which fills orders from its bars as replay does (for
+tests and demonstrations on a fake clock). A live adapter that cannot be imported becomes a source
+that answers every read with `DataUnavailable`, so the daemon keeps running and records the
+market's cycles as skipped (`data_unavailable`) instead of failing to start. Universes and agents
+come from `wiring`, the very ones a replay uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import structlog
+
+from openbell.agents.broker import FillPrice
+from openbell.daemon.clock import Clock
+from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.markets.domain import Bar, NewsItem, Quote
+from openbell.markets.errors import ConfigError, DataUnavailable
+from openbell.markets.replay import ReplaySource
+from openbell.markets.sources import MarketDataSource
+from openbell.ops.config import MarketConfig, OpenbellConfig
+from openbell.ops.wiring import agent_for, universe_for
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class UnavailableSource:
+    """A source whose every read raises `DataUnavailable` (an adapter that could not load)."""
+
+    def __init__(self, name: str, market: str, why: str) -> None:
+        self._name = name
+        self._market = market
+        self._why = why
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def market(self) -> str:
+        return self._market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return ("1h", "1d")
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        raise DataUnavailable(self._why)
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        raise DataUnavailable(self._why)
+
+    async def news(
+        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+    ) -> Sequence[NewsItem]:
+        raise DataUnavailable(self._why)
+
+
+def make_source(
+    name: str, market: MarketConfig, clock: Clock, universe: Sequence[str]
+) -> tuple[MarketDataSource, FillPrice | None]:
+    """The data source of market `name` and, for a replay source, its fill price."""
+    kind, arg = market.source_kind, market.source_arg
+    if kind == "replay":
+        replay = ReplaySource.from_paths(name, [arg])
+        return replay, replay.first_price_at_or_after
+    try:
+        if kind == "yfinance":
+            from openbell.markets.yf import YahooSource
+
+            return YahooSource(now=clock.now, universe=universe), None
+        if kind == "akshare":
+            from openbell.markets.ak import AkshareSource
+
+            return AkshareSource(now=clock.now, universe=universe), None
+        from openbell.markets.cx import CcxtSource
+
+        return CcxtSource.create(arg or "binance", now=clock.now), None
+    except ImportError as exc:
+        why = f"the {market.source} adapter cannot be loaded: {exc}"
+        log.error("source_unavailable", market=name, source=market.source, error_message=why)
+        return UnavailableSource(market.source, name, why), None
+
+
+def live_plan(
+    config: OpenbellConfig,
+    clock: Clock,
+    *,
+    markets: Sequence[str] | None = None,
+    agents: Sequence[str] | None = None,
+    stop_grace_s: float = 30.0,
+    heartbeat_s: float = 60.0,
+    http: bool = True,
+) -> LivePlan:
+    """The live plan of the configured markets (or `markets`) and their agents (or `agents`)."""
+    configured = config.markets.configured()
+    chosen = list(configured) if markets is None else list(markets)
+    for name in chosen:
+        if name not in configured:
+            raise ConfigError(f"market {name!r} is not configured; configured: {list(configured)}")
+    today = clock.now().date()
+    live = []
+    for name in chosen:
+        market = configured[name]
+        enrolled = [a for a in config.agents_in(name) if agents is None or a.name in agents]
+        if not enrolled:
+            continue
+        universe = universe_for(name, market, today)
+        source, fill_price = make_source(name, market, clock, universe.symbols)
+        live.append(
+            LiveMarket(
+                market=name,
+                source=source,
+                universe=universe,
+                cadence=market.cadence,
+                initial_cash=market.initial_cash,
+                agents=tuple(agent_for(agent, name) for agent in enrolled),
+                benchmarks=() if market.benchmark is None else (market.benchmark,),
+                slot_times=(
+                    None if market.slots is None else tuple(f"{at:%H:%M}" for at in market.slots)
+                ),
+                fill_price=fill_price,
+            )
+        )
+    if not live:
+        raise ConfigError(f"no agent is enrolled in {' or '.join(chosen)}: nothing to run")
+    return LivePlan(
+        store_url=config.store.url,
+        markets=tuple(live),
+        http_listen=(config.http.host, config.http.port) if http else None,
+        http_allow_remote=config.http.allow_remote,
+        stop_grace_s=stop_grace_s,
+        heartbeat_s=heartbeat_s,
+    )

@@ -1,0 +1,284 @@
+"""`openbell run` for real, in a subprocess on a fake clock (`--fake-clock`, for tests only):
+SIGTERM in mid-cycle and kill -9 leave a ledger that verifies and recovers, and with the default
+config and no network the daemon keeps running, skips cycles with `data_unavailable` and says so
+on /healthz."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+from typing import Any, Self
+
+import pytest
+from sqlmodel import Session, select
+
+from openbell.ops.config import default_config_text
+from openbell.store import tables
+from openbell.store.db import make_engine
+from openbell.store.verify import verify_ledger
+
+CRYPTO_1H = Path(
+    str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
+)
+CRYPTO_HOURLY = f"""
+[store]
+url = "sqlite:///var/openbell.db"
+
+[http]
+listen = "127.0.0.1:{{port}}"
+
+[markets.crypto]
+universe = "crypto10"
+cadence = "hourly"
+source = "replay:{CRYPTO_1H}"
+initial_cash = "10000"
+
+[[agents]]
+name = "equal-weight"
+kind = "equal_weight"
+markets = ["crypto"]
+
+[[agents]]
+name = "random"
+kind = "random"
+markets = ["crypto"]
+seed = 3
+"""
+
+
+def openbell_command() -> list[str]:
+    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
+
+
+def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*openbell_command(), *args],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+class Daemon:
+    """`openbell run ARGS` in the background; its JSON log lines collected as they arrive."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [*openbell_command(), "run", *args],
+            cwd=cwd,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._events: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self._reader.join(timeout=5)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            try:
+                self._events.put(json.loads(line).get("event", ""))
+            except json.JSONDecodeError:
+                self._events.put("")
+
+    def wait_for(self, event: str, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if self._events.get(timeout=left) == event:
+                    return
+            except queue.Empty:
+                break
+        pytest.fail(f"no {event} within {timeout_s}s; stdout so far: {self.lines[-20:]}")
+
+    def stop(self, signum: signal.Signals) -> tuple[int, str]:
+        self.process.send_signal(signum)
+        code = self.process.wait(timeout=30)
+        self._reader.join(timeout=5)
+        assert self.process.stderr is not None
+        return code, self.process.stderr.read()
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.lines if line.startswith("{")]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def write_config(tmp_path: Path, text: str) -> int:
+    port = free_port()
+    (tmp_path / "openbell.toml").write_text(text.replace("{port}", str(port)), encoding="utf-8")
+    return port
+
+
+def cycle_rows(tmp_path: Path) -> list[tables.CycleRow]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'openbell.db'}")
+    try:
+        with Session(engine) as session:
+            return list(session.exec(select(tables.CycleRow)).all())
+    finally:
+        engine.dispose()
+
+
+def assert_ledger_verifies(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'openbell.db'}")
+    try:
+        report = verify_ledger(engine)
+    finally:
+        engine.dispose()
+    assert report.ok, report.lines()
+    result = openbell(tmp_path, "ledger", "verify")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_sigterm_in_mid_cycle_leaves_a_ledger_that_verifies(tmp_path: Path) -> None:
+    write_config(tmp_path, CRYPTO_HOURLY)
+    args = ("--fake-clock", "2025-11-03T00:59:00Z:60", "--stop-grace-s", "0")
+    with Daemon(tmp_path, *args) as daemon:
+        daemon.wait_for("cycle_claimed")
+        code, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    events = [record["event"] for record in daemon.records()]
+    assert events[-1] == "daemon_stopped"
+    rows = cycle_rows(tmp_path)
+    assert rows
+    assert "claimed" not in {row.status for row in rows}
+    assert_ledger_verifies(tmp_path)
+
+
+def test_restart_after_kill_9_recovers(tmp_path: Path) -> None:
+    write_config(tmp_path, CRYPTO_HOURLY)
+    with Daemon(tmp_path, "--fake-clock", "2025-11-03T00:59:30Z:30") as daemon:
+        daemon.wait_for("cycle_claimed")
+        daemon.process.send_signal(signal.SIGKILL)
+        daemon.process.wait(timeout=10)
+    with Daemon(tmp_path, "--fake-clock", "2025-11-03T01:05:00Z:30") as daemon:
+        daemon.wait_for("daemon_started")
+        daemon.wait_for("slot_finished")
+        code, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    rows = cycle_rows(tmp_path)
+    assert "claimed" not in {row.status for row in rows}
+    slot_rows = [row for row in rows if row.slot_at.hour == 1]
+    assert len(slot_rows) == 2
+    assert {row.status for row in slot_rows} == {"done"}  # completed within the grace window
+    assert_ledger_verifies(tmp_path)
+
+
+def get(port: int, path: str) -> tuple[int, bytes]:
+    url = f"http://127.0.0.1:{port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_default_config_without_network_keeps_running_and_reports_skips(tmp_path: Path) -> None:
+    text = default_config_text().replace('listen = "127.0.0.1:8787"', 'listen = "127.0.0.1:{port}"')
+    port = write_config(tmp_path, text)
+    # Just before crypto's 00:00 UTC bell on a Tuesday, ten minutes per second.
+    with Daemon(tmp_path, "--fake-clock", "2026-12-01T23:59:00Z:600") as daemon:
+        daemon.wait_for("daemon_started")
+        daemon.wait_for("slot_finished", timeout_s=60)
+        deadline = time.monotonic() + 45
+        body: dict[str, Any] = {}
+        status = 0
+        while time.monotonic() < deadline:
+            status, raw = get(port, "/healthz")
+            body = json.loads(raw)
+            if status == 503 and body["markets"]["crypto"]["skipped"]:
+                break
+            time.sleep(0.5)
+        metrics_status, metrics = get(port, "/metrics")
+        assert daemon.process.poll() is None  # still running
+        code, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    assert status == 503, body
+    assert "crypto" in body["overdue"]
+    assert body["markets"]["crypto"]["skipped"]["data_unavailable"] == 5
+    assert metrics_status == 200
+    assert b'openbell_cycles_total{market="crypto",status="skipped"} 5.0' in metrics
+    assert b"openbell_data_errors_total" in metrics
+    skipped = [row for row in cycle_rows(tmp_path) if row.status == "skipped"]
+    assert len(skipped) == 5
+    assert {row.reason for row in skipped} == {"data_unavailable"}
+
+
+def test_cycle_command_runs_one_slot(tmp_path: Path) -> None:
+    write_config(tmp_path, CRYPTO_HOURLY)
+    result = openbell(
+        tmp_path,
+        "cycle",
+        "--market",
+        "crypto",
+        "--agent",
+        "random",
+        "--at",
+        "2025-11-03T05:00+00:00",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("crypto random 2025-11-03T05:00:00+00:00: done, ")
+    again = openbell(
+        tmp_path,
+        "cycle",
+        "--market",
+        "crypto",
+        "--agent",
+        "random",
+        "--at",
+        "2025-11-03T05:00+00:00",
+    )
+    assert "already run" in again.stdout
+    bad = openbell(
+        tmp_path,
+        "cycle",
+        "--market",
+        "crypto",
+        "--agent",
+        "random",
+        "--at",
+        "2025-11-03T05:30+00:00",
+    )
+    assert bad.returncode == 2
+    assert "not a slot" in bad.stderr

@@ -1,0 +1,126 @@
+"""Builders for live-daemon tests: a plan over the bundled crypto hourly bars on a fast fake clock,
+the daemon run in a thread, and what its ledger holds afterwards."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from sqlalchemy import text
+from sqlmodel import Session, col, select
+
+from openbell.agents.baselines import build_agent
+from openbell.agents.protocol import Agent
+from openbell.daemon.clock import Clock
+from openbell.daemon.live import run_live
+from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.markets.replay import ReplaySource
+from openbell.markets.universes import load_universe
+from openbell.store import tables
+from openbell.store.db import make_engine
+from openbell.store.migrate import upgrade
+from openbell.store.verify import verify_ledger
+
+#: A Monday inside the bundled crypto hourly bars (they end 2025-11-10 07:00 UTC).
+START_AT = datetime(2025, 11, 3, 0, 0, tzinfo=UTC)
+
+
+def crypto_plan(
+    store_url: str,
+    *,
+    agents: tuple[Agent, ...] | None = None,
+    grace: timedelta = timedelta(minutes=30),
+    run_id: str | None = None,
+    stop_grace_s: float = 5.0,
+) -> LivePlan:
+    source = ReplaySource.from_bundled("crypto", names=["crypto-1h"])
+    chosen = agents or (
+        build_agent("buy_and_hold", "buy-and-hold", market="crypto"),
+        build_agent("random", "random", market="crypto", seed=7),
+    )
+    market = LiveMarket(
+        market="crypto",
+        source=source,
+        universe=load_universe("crypto10"),
+        cadence="hourly",
+        initial_cash=Decimal(10000),
+        agents=chosen,
+        fill_price=source.first_price_at_or_after,
+        grace=grace,
+    )
+    return LivePlan(
+        store_url=store_url,
+        markets=(market,),
+        http_listen=None,
+        stop_grace_s=stop_grace_s,
+        heartbeat_s=0.5,
+        run_id=run_id,
+    )
+
+
+@contextmanager
+def running(plan: LivePlan, clock: Clock) -> Iterator[threading.Event]:
+    """Run the daemon in a thread; stop it (and wait) when the block ends."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run_live(plan, clock, stop=stop)
+        except BaseException as exc:  # noqa: BLE001  (re-raised in the test thread)
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        yield stop
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive(), "the daemon did not stop"
+    if errors:
+        raise errors[0]
+
+
+@dataclass(frozen=True)
+class CycleRow:
+    account_id: int
+    slot_at: datetime
+    status: str
+    claimed_by: str
+
+
+def cycles(store_url: str) -> list[CycleRow]:
+    engine = make_engine(store_url)
+    try:
+        with Session(engine) as session:
+            rows = session.exec(select(tables.CycleRow).order_by(col(tables.CycleRow.id))).all()
+    finally:
+        engine.dispose()
+    return [CycleRow(row.account_id, row.slot_at, row.status, row.claimed_by) for row in rows]
+
+
+def fills(store_url: str) -> int:
+    engine = make_engine(store_url)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text('SELECT count(*) FROM "fill"')).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def verifies(store_url: str) -> bool:
+    engine = make_engine(store_url)
+    try:
+        return verify_ledger(engine).ok
+    finally:
+        engine.dispose()
+
+
+def migrated(store_url: str) -> str:
+    upgrade(store_url)
+    return store_url

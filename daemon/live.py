@@ -6,10 +6,11 @@ pauses accounts whose ledger fails verification, recovers (`recovery.py`: abando
 catch-up slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
 none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the
 market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
-remember the prices orders fill at. A sweep every few minutes repeats the claim recovery. Systemd
-hears READY, a WATCHDOG ping only while the loop ticks, and STOPPING; `/healthz` and `/metrics`
-are served on loopback. On SIGTERM or SIGINT (or `stop`): stop ringing, let running cycles finish
-for `stop_grace_s`, cancel the rest and mark this run's unfinished claims `interrupted`.
+record the bars and news it reads in the store's cache and to remember the prices orders fill at.
+A sweep every few minutes repeats the claim recovery. Systemd hears READY, a WATCHDOG ping only
+while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. On SIGTERM
+or SIGINT (or `stop`): stop ringing, let running cycles finish for `stop_grace_s`, cancel the rest
+and mark this run's unfinished claims `interrupted`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.markets.domain import Rejection
 from openbell.markets.errors import OperatorError
+from openbell.store.cache import SqlBarCache
 from openbell.store.cyclebook import CycleBook
 from openbell.store.db import check_schema, make_engine, parse_url
 from openbell.store.ledger import Ledger
@@ -122,7 +124,9 @@ class _Daemon:
     async def serve(self, stop: threading.Event | None, handle_signals: bool, revision: str) -> int:
         now = self.clock.now()
         markets = self._ringable(now)
-        desks, accounts = build_live_desks(markets, self.ledger, self.clock, now)
+        desks, accounts = build_live_desks(
+            markets, self.ledger, self.clock, now, cache=SqlBarCache(self.engine)
+        )
         self.accounts = accounts
         self.grace = {m.market: m.bell.grace for m in markets}
         self.specs = {m.market: m for m in markets}

@@ -2,10 +2,11 @@
 
 This module owns `LiveMarket` and `LivePlan`, the live counterparts of the replay's plan, and
 `build_live_desks`, which opens each market's accounts and builds its desk through the wiring replay
-uses (`desks.py`), with the source wrapped to retry within the slot's grace (`retrying.py`) and,
-unless a fill price is given (a replay source fills from its bars), to remember the latest prices
-for the broker (`desks.LatestQuotes`). Grace windows default by cadence: 15 minutes for hourly
-bells, an hour for daily ones.
+uses (`desks.py`), with the source wrapped to record every bar and news read in the store's cache
+(`markets.cache.CachingSource`; live sources only, a replay source's data is already on disk), to
+retry within the slot's grace (`retrying.py`) and, unless a fill price is given (a replay source
+fills from its bars), to remember the latest prices for the broker (`desks.LatestQuotes`). Grace
+windows default by cadence: 15 minutes for hourly bells, an hour for daily ones.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from openbell.daemon.desks import LatestQuotes, build_desk, open_accounts
 from openbell.daemon.health import MarketWatch
 from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.scheduler import MarketBell
+from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import check_decimal
+from openbell.markets.replay import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import slots_between
 from openbell.markets.sources import MarketDataSource
@@ -118,14 +121,26 @@ class LivePlan:
 
 
 def build_live_desks(
-    markets: Sequence[LiveMarket], ledger: Ledger, clock: Clock, now: datetime
+    markets: Sequence[LiveMarket],
+    ledger: Ledger,
+    clock: Clock,
+    now: datetime,
+    *,
+    cache: BarCache | None = None,
 ) -> tuple[dict[str, MarketDesk], dict[str, list[tuple[int, Agent]]]]:
-    """The desks of `markets` and their (account, agent) lists, accounts opened at `now`."""
+    """The desks of `markets` and their (account, agent) lists, accounts opened at `now`.
+
+    With a `cache`, every live (not replay) source records the bars and news it reads in it,
+    stamped with `clock.now`.
+    """
     desks: dict[str, MarketDesk] = {}
     accounts: dict[str, list[tuple[int, Agent]]] = {}
     for market in markets:
         rules = market.market_rules
-        retrying = RetryingSource(market.source, clock=clock, grace=market.bell.grace)
+        read: MarketDataSource = market.source
+        if cache is not None and not isinstance(read, ReplaySource):
+            read = CachingSource(read, cache, now=clock.now)
+        retrying = RetryingSource(read, clock=clock, grace=market.bell.grace)
         source: MarketDataSource = retrying
         fill_price = market.fill_price
         if fill_price is None:

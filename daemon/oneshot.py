@@ -17,6 +17,7 @@ from openbell.daemon.cycle import CycleOutcome, CycleRunner
 from openbell.daemon.live import new_run_id
 from openbell.daemon.live_plan import LivePlan, build_live_desks
 from openbell.markets.errors import ConfigError
+from openbell.store.cache import SqlBarCache
 from openbell.store.db import check_schema, make_engine
 from openbell.store.ledger import Ledger
 
@@ -42,7 +43,7 @@ def run_one_cycle(
         check_schema(engine)
         ledger = Ledger(engine)
         now = clock.now()
-        desks, accounts = build_live_desks([spec], ledger, clock, now)
+        desks, accounts = build_live_desks([spec], ledger, clock, now, cache=SqlBarCache(engine))
         chosen = [(account, found) for account, found in accounts[market] if found.name == agent]
         runner = CycleRunner(
             ledger=ledger,

@@ -233,7 +233,12 @@ class BarRow(SQLModel, table=True):
 
 
 class NewsRow(SQLModel, table=True):
-    """A cached news item, observable from `published_at`."""
+    """A cached news item, observable from `published_at`, kept once per `item_key`.
+
+    `source` is the data source that fetched it (as for bars); `item_source` is the item's own
+    `NewsItem.source`, the vendor or feed it names. `item_key` is a digest of (symbol,
+    published_at, title), unique so that putting an item again changes nothing.
+    """
 
     __tablename__ = "news"
     __table_args__ = (Index("ix_news_symbol_published_at", "symbol", "published_at"),)
@@ -245,3 +250,5 @@ class NewsRow(SQLModel, table=True):
     url: str | None = Field(default=None, sa_type=Text)
     source: str
     fetched_at: datetime = Field(sa_type=UtcDateTime)
+    item_key: str = Field(unique=True)
+    item_source: str = ""

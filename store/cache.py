@@ -1,0 +1,196 @@
+"""The bar and news cache in the database: `SqlBarCache`, the store's `markets.cache.BarCache`.
+
+This module owns the `bar` and `news` tables' reads and writes. It keeps the port's semantics
+exactly as `MemoryBarCache` does: a bar is stored final when `end_at <= fetched_at`; a stored
+final bar is never replaced by an unfinished one, and anything else is replaced by the newer put;
+a news item is kept once per (symbol, published_at, title), whose digest is its unique `item_key`.
+Writes are single-statement upserts (`INSERT ... ON CONFLICT`, in the SQLite or Postgres dialect)
+in one transaction that takes SQLite's write lock up front, so concurrent daemons on Postgres and
+the one daemon on SQLite need no read-then-write. Reads return domain values (`CachedBar`,
+`NewsItem`); decimals round-trip exactly through `ExactDecimal`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, Engine, Table, not_, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from openbell.markets.cache import CachedBar
+from openbell.markets.domain import Bar, NewsItem, check_utc
+from openbell.markets.sources import check_symbols
+from openbell.store.db import SQLITE_IMMEDIATE
+from openbell.store.tables import BarRow, NewsRow
+
+_BARS: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]  # SQLModel sets it
+_NEWS: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
+_BAR_KEY: Final = ("symbol", "interval", "start_at")
+#: Rows per INSERT statement: well under SQLite's limit of 32766 bound parameters.
+_CHUNK: Final = 500
+
+
+def news_key(symbol: str | None, published_at: datetime, title: str) -> str:
+    """The unique key of a news item: SHA-256 of (symbol, published_at in UTC, title), in hex."""
+    raw = json.dumps([symbol, published_at.astimezone(UTC).isoformat(), title])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class SqlBarCache:
+    """The bar and news cache on one engine (SQLite or Postgres), at the migrations' head."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{SQLITE_IMMEDIATE: True})
+
+    def put_bars(
+        self, *, source: str, interval: str, bars: Sequence[Bar], fetched_at: datetime
+    ) -> None:
+        """Record `bars`; a bar is final when `end_at <= fetched_at` (see the module docstring)."""
+        check_utc("fetched_at", fetched_at)
+        kept: dict[tuple[str, datetime], dict[str, Any]] = {}
+        for bar in bars:  # one row per key, decided as sequential puts would decide it
+            values = _bar_values(bar, interval, source, fetched_at)
+            old = kept.get((bar.symbol, bar.start_at))
+            if old is None or not old["is_final"] or values["is_final"]:
+                kept[(bar.symbol, bar.start_at)] = values
+        with self._writer.begin() as connection:
+            for chunk in _chunks(list(kept.values())):
+                connection.execute(_upsert_bars(connection, chunk))
+
+    def get_bars(
+        self,
+        symbols: Sequence[str],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+        *,
+        final_only: bool = True,
+    ) -> Mapping[str, Sequence[CachedBar]]:
+        """Cached bars starting in `[start_at, end_at)` by symbol, oldest first."""
+        wanted = check_symbols(symbols)
+        query = (
+            select(_BARS)
+            .where(
+                _BARS.c.symbol.in_(wanted),
+                _BARS.c.interval == interval,
+                _BARS.c.start_at >= start_at,
+                _BARS.c.start_at < end_at,
+            )
+            .order_by(_BARS.c.symbol, _BARS.c.start_at)
+        )
+        if final_only:
+            query = query.where(_BARS.c.is_final)
+        out: dict[str, list[CachedBar]] = {}
+        with self._engine.connect() as connection:
+            for row in connection.execute(query):
+                out.setdefault(row.symbol, []).append(_cached_bar(row))
+        return out
+
+    def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
+        """Record news items not yet cached."""
+        check_utc("fetched_at", fetched_at)
+        kept: dict[str, dict[str, Any]] = {}
+        for item in items:
+            key = news_key(item.symbol, item.published_at, item.title)
+            kept.setdefault(key, _news_values(item, key, source, fetched_at))
+        with self._writer.begin() as connection:
+            for chunk in _chunks(list(kept.values())):
+                insert = _insert(connection, _NEWS).values(chunk)
+                connection.execute(insert.on_conflict_do_nothing(index_elements=["item_key"]))
+
+    def get_news(
+        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+    ) -> Sequence[NewsItem]:
+        """Cached news published in `[start_at, end_at)` (None: any symbol), newest first."""
+        query = (
+            select(_NEWS)
+            .where(_NEWS.c.published_at >= start_at, _NEWS.c.published_at < end_at)
+            .order_by(_NEWS.c.published_at.desc(), _NEWS.c.id)
+            .limit(max(limit, 0))
+        )
+        if symbols is not None:
+            query = query.where(_NEWS.c.symbol.in_(check_symbols(symbols)))
+        with self._engine.connect() as connection:
+            return tuple(
+                NewsItem(
+                    symbol=row.symbol,
+                    published_at=row.published_at,
+                    title=row.title,
+                    url=row.url or "",
+                    source=row.item_source,
+                )
+                for row in connection.execute(query)
+            )
+
+
+def _bar_values(bar: Bar, interval: str, source: str, fetched_at: datetime) -> dict[str, Any]:
+    return {
+        "symbol": bar.symbol,
+        "interval": interval,
+        "start_at": bar.start_at,
+        "end_at": bar.end_at,
+        "open": bar.open,
+        "high": bar.high,
+        "low": bar.low,
+        "close": bar.close,
+        "volume": bar.volume,
+        "source": source,
+        "fetched_at": fetched_at,
+        "is_final": bar.end_at <= fetched_at,
+    }
+
+
+def _news_values(item: NewsItem, key: str, source: str, fetched_at: datetime) -> dict[str, Any]:
+    return {
+        "symbol": item.symbol,
+        "published_at": item.published_at,
+        "title": item.title,
+        "url": item.url,
+        "source": source,
+        "fetched_at": fetched_at,
+        "item_key": key,
+        "item_source": item.source,
+    }
+
+
+def _cached_bar(row: Any) -> CachedBar:
+    bar = Bar(
+        symbol=row.symbol,
+        start_at=row.start_at,
+        end_at=row.end_at,
+        open=row.open,
+        high=row.high,
+        low=row.low,
+        close=row.close,
+        volume=row.volume,
+    )
+    return CachedBar(bar=bar, interval=row.interval, source=row.source, fetched_at=row.fetched_at)
+
+
+def _insert(connection: Connection, table: Table) -> sqlite.Insert | postgresql.Insert:
+    # Both dialects' inserts build the same ON CONFLICT clauses; the store runs on nothing else.
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def _upsert_bars(
+    connection: Connection, rows: list[dict[str, Any]]
+) -> sqlite.Insert | postgresql.Insert:
+    insert = _insert(connection, _BARS).values(rows)
+    return insert.on_conflict_do_update(
+        index_elements=list(_BAR_KEY),
+        set_={name: insert.excluded[name] for name in rows[0] if name not in _BAR_KEY},
+        # A stored final bar is replaced only by another final one (a re-fetch after the end).
+        where=or_(not_(_BARS.c.is_final), insert.excluded.is_final),
+    )
+
+
+def _chunks(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    for start in range(0, len(rows), _CHUNK):
+        yield rows[start : start + _CHUNK]

@@ -18,10 +18,10 @@ from openbell.agents.broker import FillPrice, PaperBroker
 from openbell.agents.protocol import Agent
 from openbell.daemon.cycle import MarketDesk
 from openbell.markets.calendars import calendar_for
-from openbell.markets.domain import Bar, NewsItem, Quote
+from openbell.markets.domain import Quote
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.rules import MarketRules
-from openbell.markets.sources import MarketDataSource
+from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 
@@ -70,29 +70,12 @@ def open_accounts(
     return opened
 
 
-class LatestQuotes:
+class LatestQuotes(ForwardingSource):
     """`source`, remembering the last quote fetched per symbol; `fill_price` reads them back."""
 
     def __init__(self, source: MarketDataSource) -> None:
-        self._source = source
+        super().__init__(source)
         self._latest: dict[str, Quote] = {}
-
-    @property
-    def name(self) -> str:
-        return self._source.name
-
-    @property
-    def market(self) -> str:
-        return self._source.market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return self._source.intervals
-
-    async def bars(
-        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
-    ) -> Mapping[str, Sequence[Bar]]:
-        return await self._source.bars(symbols, interval, start_at, end_at)
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
         found = await self._source.quote(symbols, at)
@@ -101,15 +84,6 @@ class LatestQuotes:
             if known is None or known.at <= quote.at:
                 self._latest[symbol] = quote
         return found
-
-    async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
-    ) -> Sequence[NewsItem]:
-        return await self._source.news(symbols, start_at, end_at, limit)
 
     def fill_price(self, symbol: str, at: datetime) -> Quote | None:
         """The latest quote of `symbol` fetched so far, if it is not stamped after `at`."""

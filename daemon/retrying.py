@@ -20,7 +20,12 @@ import structlog
 from openbell.daemon.clock import Clock
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import IntervalUnavailable, MarketDataSource, SymbolUnavailable
+from openbell.markets.sources import (
+    ForwardingSource,
+    IntervalUnavailable,
+    MarketDataSource,
+    SymbolUnavailable,
+)
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -34,7 +39,7 @@ MAX_BACKOFF_S: Final = 60.0
 _FINAL: Final = (IntervalUnavailable, SymbolUnavailable)
 
 
-class RetryingSource:
+class RetryingSource(ForwardingSource):
     """`source`, with each read retried on `DataUnavailable` while the slot's grace lasts."""
 
     def __init__(
@@ -50,7 +55,7 @@ class RetryingSource:
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-        self._source = source
+        super().__init__(source)
         self._clock = clock
         self._grace = grace
         self._sleep = sleep
@@ -63,18 +68,6 @@ class RetryingSource:
     def inner(self) -> MarketDataSource:
         """The wrapped source."""
         return self._source
-
-    @property
-    def name(self) -> str:
-        return self._source.name
-
-    @property
-    def market(self) -> str:
-        return self._source.market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return self._source.intervals
 
     async def _retry(self, read: Callable[[], Awaitable[T]], at: datetime, what: str) -> T:
         deadline = at + self._grace

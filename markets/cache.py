@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Protocol
 
 from openbell.markets.calls import Now
-from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
-from openbell.markets.sources import MarketDataSource, check_symbols
+from openbell.markets.domain import Bar, NewsItem, check_utc
+from openbell.markets.sources import ForwardingSource, MarketDataSource, check_symbols
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,7 +126,7 @@ class MemoryBarCache:
         return tuple(found[:limit])
 
 
-class CachingSource:
+class CachingSource(ForwardingSource):
     """A `MarketDataSource` that reads through `source` and records bars and news in `cache`.
 
     `now` is the daemon clock's `now`: the `fetched_at` of everything recorded. Quotes pass
@@ -134,21 +134,9 @@ class CachingSource:
     """
 
     def __init__(self, source: MarketDataSource, cache: BarCache, *, now: Now) -> None:
-        self._source = source
+        super().__init__(source)
         self._cache = cache
         self._now = now
-
-    @property
-    def name(self) -> str:
-        return self._source.name
-
-    @property
-    def market(self) -> str:
-        return self._source.market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return self._source.intervals
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
@@ -160,9 +148,6 @@ class CachingSource:
             source=self._source.name, interval=interval, bars=tuple(every), fetched_at=fetched_at
         )
         return found
-
-    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
-        return await self._source.quote(symbols, at)
 
     async def news(
         self,

@@ -4,7 +4,9 @@ This module owns the vendor-independent plumbing of the live sources (`yf/`, `ak
 `call_blocking` runs a synchronous vendor function in a worker thread under a deadline (a hung
 socket becomes `DataUnavailable`, never a stuck cycle), `RateLimiter` spaces calls to one vendor,
 `Memo` keeps recent answers for a few seconds so that the reads of one slot share one request,
-and `check_live` refuses to answer a question about the past with data fetched now (look-ahead).
+`check_live` refuses to answer a question about the past with data fetched now (look-ahead),
+`check_bars_request` vets the arguments of a `bars` read, and `bars_within` and `newest_news` cut
+what a vendor returned down to the window asked about.
 Durations come from an injectable monotonic source, never from the wall clock.
 """
 
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Final, Generic, TypeVar
 
-from openbell.markets.domain import check_utc
+from openbell.markets.domain import Bar, NewsItem, check_utc
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.sources import IntervalUnavailable
 
 T = TypeVar("T")
 
@@ -118,3 +121,33 @@ def check_live(what: str, at: datetime, now: datetime) -> datetime:
             f"{what} is live data; it cannot answer for {at.isoformat()} (now is {now.isoformat()})"
         )
     return min(at, now)
+
+
+def check_bars_request(
+    source: str, intervals: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+) -> None:
+    """Raise `IntervalUnavailable` for an interval `source` does not serve; refuse naive times."""
+    if interval not in intervals:
+        raise IntervalUnavailable(f"{source} serves {', '.join(intervals)}, not {interval}")
+    check_utc("start_at", start_at)
+    check_utc("end_at", end_at)
+
+
+def bars_within(
+    found: Mapping[str, Sequence[Bar]], start_at: datetime, end_at: datetime
+) -> dict[str, tuple[Bar, ...]]:
+    """The bars of `found` starting in `[start_at, end_at)`; a symbol left with none is dropped."""
+    return {
+        symbol: kept
+        for symbol, bars in found.items()
+        if (kept := tuple(b for b in bars if start_at <= b.start_at < end_at))
+    }
+
+
+def newest_news(
+    items: Iterable[NewsItem], start_at: datetime, end_at: datetime, limit: int
+) -> tuple[NewsItem, ...]:
+    """The items published in `[start_at, end_at)`, newest first, at most `limit`."""
+    kept = [item for item in items if start_at <= item.published_at < end_at]
+    kept.sort(key=lambda item: item.published_at, reverse=True)
+    return tuple(kept[:limit])

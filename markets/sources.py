@@ -2,9 +2,10 @@
 
 This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
-and `IntervalUnavailable`. A source answers plain time-range questions and knows nothing of
-decision time: point-in-time filtering is the gateway's job (`gateway.py`), so a source may return
-a bar that has not finished yet (live vendors do) and the gateway drops it.
+`IntervalUnavailable`, and `ForwardingSource`, the base of the decorators that wrap a source. A
+source answers plain time-range questions and knows nothing of decision time: point-in-time
+filtering is the gateway's job (`gateway.py`), so a source may return a bar that has not finished
+yet (live vendors do) and the gateway drops it.
 """
 
 from __future__ import annotations
@@ -116,6 +117,46 @@ class MarketDataSource(Protocol):
     ) -> Sequence[NewsItem]:
         """News published in `[start_at, end_at)`, newest first, at most `limit` items."""
         ...
+
+
+class ForwardingSource:
+    """A `MarketDataSource` that passes every member through to `source`.
+
+    The base of source decorators (caching, retrying, remembering quotes): a subclass overrides
+    only the reads it changes and reaches the wrapped source as `self._source`.
+    """
+
+    def __init__(self, source: MarketDataSource) -> None:
+        self._source = source
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    @property
+    def market(self) -> str:
+        return self._source.market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._source.intervals
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        return await self._source.bars(symbols, interval, start_at, end_at)
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        return await self._source.quote(symbols, at)
+
+    async def news(
+        self,
+        symbols: Sequence[str] | None,
+        start_at: datetime,
+        end_at: datetime,
+        limit: int,
+    ) -> Sequence[NewsItem]:
+        return await self._source.news(symbols, start_at, end_at, limit)
 
 
 def check_symbols(symbols: Sequence[str]) -> tuple[str, ...]:

@@ -12,10 +12,9 @@ dropped, not raised; an empty frame (akshare returns a 0x0 frame for no data) pa
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
@@ -25,6 +24,7 @@ from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import Bar, Instrument, NewsItem
 from openbell.markets.rules import a_share_code
 from openbell.markets.universes import Universe
+from openbell.markets.vendor_rows import decimal, finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 
@@ -45,19 +45,6 @@ def is_index(symbol: str) -> bool:
     return symbol.upper().endswith(".SH") and a_share_code(symbol).startswith("000")
 
 
-def decimal(value: Any) -> Decimal | None:
-    """A vendor number (or numeric text) as an exact Decimal; None for NaN, None, "-" or junk."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
-
-
 def local_to_utc(value: datetime) -> datetime:
     """A naive Beijing time as aware UTC."""
     return value.replace(tzinfo=SHANGHAI).astimezone(UTC)
@@ -67,43 +54,26 @@ def _has(frame: pd.DataFrame, columns: Sequence[str]) -> bool:
     return not frame.empty and all(name in frame.columns for name in columns)
 
 
-def _bar(symbol: str, start_at: datetime, end_at: datetime, row: pd.Series) -> Bar | None:
-    values = [decimal(row[name]) for name in _OHLCV]
-    if any(value is None for value in values):
-        return None
-    o, h, low, c, lots = (value for value in values if value is not None)
-    try:
-        return Bar(
-            symbol=symbol,
-            start_at=start_at,
-            end_at=end_at,
-            open=o,
-            high=h,
-            low=low,
-            close=c,
-            volume=lots * LOT,
-        )
-    except ValueError as exc:
-        logger.warning("akshare_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
-        return None
-
-
 def _collect(
     symbol: str,
     spans: Sequence[tuple[datetime, datetime] | None],
     frame: pd.DataFrame,
     now: datetime,
 ) -> tuple[Bar, ...]:
-    bars: list[Bar] = []
-    seen: set[datetime] = set()
-    for span, (_, row) in zip(spans, frame.iterrows(), strict=True):
-        if span is None or span[0] in seen or span[1] > now:
-            continue
-        bar = _bar(symbol, span[0], span[1], row)
-        if bar is not None:
-            seen.add(span[0])
-            bars.append(bar)
-    return tuple(sorted(bars, key=lambda bar: bar.start_at))
+    def build(start_at: datetime, end_at: datetime, row: pd.Series) -> Bar | None:
+        numbers = [decimal(row[name]) for name in _OHLCV]
+        return make_bar(
+            symbol,
+            start_at,
+            end_at,
+            numbers,
+            logger=logger,
+            event="akshare_bar_dropped",
+            volume_unit=LOT,
+        )
+
+    rows = (row for _, row in frame.iterrows())
+    return finished_bars(zip(spans, rows, strict=True), now, build)
 
 
 def _day(value: Any) -> date | None:

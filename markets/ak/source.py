@@ -46,17 +46,15 @@ from openbell.markets.calls import (
     Now,
     RateLimiter,
     Sleep,
+    bars_within,
     call_blocking,
+    check_bars_request,
     check_live,
+    newest_news,
 )
-from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import (
-    IntervalUnavailable,
-    RateLimited,
-    SymbolUnavailable,
-    check_symbols,
-)
+from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.universes import Universe
 
 # akshare 1.19 uses pandas APIs that pandas 3 deprecates (`inplace=`, a format with integer
@@ -179,10 +177,7 @@ class AkshareSource:
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
         """Finished bars starting in `[start_at, end_at)`, by symbol, oldest first."""
-        if interval not in INTERVALS:
-            raise IntervalUnavailable(f"akshare serves {', '.join(INTERVALS)}, not {interval}")
-        check_utc("start_at", start_at)
-        check_utc("end_at", end_at)
+        check_bars_request(self.name, INTERVALS, interval, start_at, end_at)
         stocks = [symbol for symbol in check_symbols(symbols) if not is_index(symbol)]
         if end_at <= start_at or not stocks:
             return {}
@@ -213,11 +208,7 @@ class AkshareSource:
             return parse_hourly(frame, symbol, self._calendar, self._now())
 
         found = await self._each(stocks, read, f"{interval} bars")
-        return {
-            symbol: kept
-            for symbol, bars in found.items()
-            if (kept := tuple(b for b in bars if start_at <= b.start_at < end_at))
-        }
+        return bars_within(found, start_at, end_at)
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
         """The last trade price of each symbol now, stamped `min(at, now)` (live only)."""
@@ -251,14 +242,8 @@ class AkshareSource:
             return parse_news(frame, symbol)
 
         found = await self._each(wanted, read, "news")
-        items = [
-            item
-            for batch in found.values()
-            for item in batch
-            if start_at <= item.published_at < end_at
-        ]
-        items.sort(key=lambda item: item.published_at, reverse=True)
-        return tuple(items[:limit])
+        items = (item for batch in found.values() for item in batch)
+        return newest_news(items, start_at, end_at, limit)
 
     async def index_members(self, index: str = SSE50, *, name: str = "sse50") -> Universe:
         """The current members of a CSIndex index (default SSE 50), dated by CSIndex.

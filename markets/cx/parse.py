@@ -13,10 +13,9 @@ unsupported feature).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Final
 
 import ccxt.async_support as ccxt_async
@@ -25,6 +24,7 @@ from ccxt.base.decimal_to_precision import DECIMAL_PLACES, TICK_SIZE
 from openbell.markets.domain import CURRENCY_PLACES, Bar, Instrument, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable, OpenbellError
 from openbell.markets.sources import RateLimited, SymbolUnavailable
+from openbell.markets.vendor_rows import decimal, finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 
@@ -42,45 +42,22 @@ def from_ms(ms: int) -> datetime:
     return _EPOCH + ms * _MILLISECOND
 
 
-def decimal(value: Any) -> Decimal | None:
-    """A ccxt number (float, int or numeric string) as an exact Decimal; None for None/NaN/junk."""
-    if value is None or isinstance(value, bool):
+def _candle_span(row: Any, length: timedelta) -> tuple[datetime, datetime] | None:
+    if not isinstance(row, list | tuple) or len(row) < 6 or not isinstance(row[0], int | float):
         return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
+    start_at = from_ms(int(row[0]))
+    return start_at, start_at + length
 
 
 def parse_ohlcv(rows: Iterable[Any], symbol: str, length: timedelta, now: datetime) -> list[Bar]:
     """Closed candles of `symbol` from `fetch_ohlcv` rows, oldest first."""
-    bars: dict[datetime, Bar] = {}
-    for row in rows:
-        if not isinstance(row, list | tuple) or len(row) < 6 or not isinstance(row[0], int | float):
-            continue
-        start_at = from_ms(int(row[0]))
-        end_at = start_at + length
-        values = [decimal(value) for value in row[1:6]]
-        if start_at in bars or end_at > now or any(value is None for value in values):
-            continue
-        o, h, low, c, v = (value for value in values if value is not None)
-        try:
-            bars[start_at] = Bar(
-                symbol=symbol,
-                start_at=start_at,
-                end_at=end_at,
-                open=o,
-                high=h,
-                low=low,
-                close=c,
-                volume=v,
-            )
-        except ValueError as exc:
-            logger.warning("ccxt_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
-    return [bars[start] for start in sorted(bars)]
+
+    def build(start_at: datetime, end_at: datetime, row: Any) -> Bar | None:
+        numbers = [decimal(value) for value in row[1:6]]
+        return make_bar(symbol, start_at, end_at, numbers, logger=logger, event="ccxt_bar_dropped")
+
+    candles = ((_candle_span(row, length), row) for row in rows)
+    return list(finished_bars(candles, now, build))
 
 
 def parse_ticker(ticker: Mapping[str, Any], symbol: str, at: datetime) -> Quote | None:

@@ -27,6 +27,7 @@ import pandas as pd
 from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import CURRENCY_PLACES, Bar, NewsItem, Quote
 from openbell.markets.fundamentals import Fundamentals
+from openbell.markets.vendor_rows import finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 
@@ -93,29 +94,6 @@ def tickers_with_rows(frame: pd.DataFrame | None) -> frozenset[str]:
     return frozenset(str(t) for t in closes if frame[("Close", t)].notna().any())
 
 
-def _row_bar(
-    symbol: str, start_at: datetime, end_at: datetime, values: Sequence[Any]
-) -> Bar | None:
-    numbers = [decimal(value) for value in values]
-    if any(number is None for number in numbers):
-        return None
-    o, h, low, c, v = (number for number in numbers if number is not None)
-    try:
-        return Bar(
-            symbol=symbol,
-            start_at=start_at,
-            end_at=end_at,
-            open=o,
-            high=h,
-            low=low,
-            close=c,
-            volume=v,
-        )
-    except ValueError as exc:
-        logger.warning("yfinance_bar_dropped", extra={"symbol": symbol, "reason": str(exc)})
-        return None
-
-
 def _span(
     stamp: pd.Timestamp, interval: str, calendar: TradingCalendar
 ) -> tuple[datetime, datetime] | None:
@@ -134,6 +112,29 @@ def _span(
     return start_at, min(start_at + _HOUR, session.close_at)
 
 
+def _ticker_bars(
+    symbol: str,
+    columns: Sequence[pd.Series],
+    index: pd.Index,
+    interval: str,
+    calendar: TradingCalendar,
+    now: datetime,
+) -> tuple[Bar, ...]:
+    """Finished bars of `symbol` from its open, high, low, close and volume `columns`."""
+
+    def build(start_at: datetime, end_at: datetime, position: int) -> Bar | None:
+        numbers = [decimal(column.iloc[position]) for column in columns]
+        return make_bar(
+            symbol, start_at, end_at, numbers, logger=logger, event="yfinance_bar_dropped"
+        )
+
+    rows = (
+        (_span(pd.Timestamp(stamp), interval, calendar), position)
+        for position, stamp in enumerate(index)
+    )
+    return finished_bars(rows, now, build)
+
+
 def parse_download(
     frame: pd.DataFrame | None,
     symbols: Mapping[str, str],
@@ -147,22 +148,12 @@ def parse_download(
         return out
     for symbol, ticker in symbols.items():
         columns = [_column(frame, name, ticker) for name in _FIELDS]
-        if any(column is None for column in columns):
+        found = [column for column in columns if column is not None]
+        if len(found) < len(columns):
             continue
-        bars: list[Bar] = []
-        seen: set[datetime] = set()
-        for position, stamp in enumerate(frame.index):
-            span = _span(pd.Timestamp(stamp), interval, calendar)
-            if span is None or span[0] in seen or span[1] > now:
-                continue
-            bar = _row_bar(
-                symbol, *span, [col.iloc[position] for col in columns if col is not None]
-            )
-            if bar is not None:
-                seen.add(span[0])
-                bars.append(bar)
+        bars = _ticker_bars(symbol, found, frame.index, interval, calendar, now)
         if bars:
-            out[symbol] = tuple(sorted(bars, key=lambda bar: bar.start_at))
+            out[symbol] = bars
     return out
 
 

@@ -29,16 +29,20 @@ import yfinance as yf
 from pandas.errors import Pandas4Warning
 
 from openbell.markets.calendars import TradingCalendar, calendar_for
-from openbell.markets.calls import Memo, Monotonic, Now, call_blocking, check_live
+from openbell.markets.calls import (
+    Memo,
+    Monotonic,
+    Now,
+    bars_within,
+    call_blocking,
+    check_bars_request,
+    check_live,
+    newest_news,
+)
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.sources import (
-    IntervalUnavailable,
-    RateLimited,
-    SymbolUnavailable,
-    check_symbols,
-)
+from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.yf.parse import (
     DownloadFailures,
     parse_download,
@@ -196,10 +200,7 @@ class YahooSource:
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
         """Finished bars starting in `[start_at, end_at)`, by symbol, oldest first."""
-        if interval not in INTERVALS:
-            raise IntervalUnavailable(f"yfinance serves {', '.join(INTERVALS)}, not {interval}")
-        check_utc("start_at", start_at)
-        check_utc("end_at", end_at)
+        check_bars_request(self.name, INTERVALS, interval, start_at, end_at)
         asked = {symbol: yahoo_ticker(symbol) for symbol in check_symbols(symbols)}
         if not asked or end_at <= start_at:
             return {}
@@ -215,11 +216,7 @@ class YahooSource:
             memo = (frozenset(tickers), parsed)
             self._memo.put(key, memo)
         parsed = memo[1]
-        return {
-            symbol: kept
-            for symbol in asked
-            if (kept := tuple(b for b in parsed.get(symbol, ()) if start_at <= b.start_at < end_at))
-        }
+        return bars_within({symbol: parsed.get(symbol, ()) for symbol in asked}, start_at, end_at)
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
         """The close of the last 1-minute bar starting before `at`, stamped `min(its end, at)`."""
@@ -268,9 +265,7 @@ class YahooSource:
             items.extend(parse_news(raw or (), symbol))
         if wanted and len(failed) == len(wanted):
             raise DataUnavailable(f"yfinance news failed for every symbol asked: {failed}")
-        kept = [item for item in items if start_at <= item.published_at < end_at]
-        kept.sort(key=lambda item: item.published_at, reverse=True)
-        return tuple(kept[:limit])
+        return newest_news(items, start_at, end_at, limit)
 
     async def fundamentals(self, symbol: str, at: datetime) -> Fundamentals:
         """`Ticker.info` of `symbol` now, stamped `fetched_at=min(at, now)`.

@@ -7,12 +7,10 @@ for real. Any real connection attempt fails the test.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -22,6 +20,7 @@ from typing import Any
 import curl_cffi.requests
 import pytest
 import requests
+from offline import refuse_network, sync
 
 from openbell.markets.ak import AkshareSource
 from openbell.markets.errors import DataUnavailable
@@ -30,27 +29,9 @@ from openbell.markets.sources import SymbolUnavailable
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "eastmoney"
 
 
-def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body with `asyncio.run` (the suite has no async plugin)."""
-
-    @functools.wraps(test)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return wrapper
-
-
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any real connection: Python sockets, DNS, and curl_cffi (which bypasses them)."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"a test tried to reach the network: {args!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(curl_cffi.requests.Session, "request", refuse)
+    refuse_network(monkeypatch, with_curl=True)
 
 
 @dataclass

@@ -8,10 +8,9 @@ as the real `fetch` does after a response. Any real connection attempt fails the
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import ccxt.async_support as ccxt_async
 import pytest
+from offline import refuse_network, sync
 
 from openbell.markets.cx import CcxtSource
 from openbell.markets.errors import ConfigError, DataUnavailable
@@ -28,26 +28,9 @@ PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
 HOUR_MS = 3_600_000
 
 
-def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body with `asyncio.run` (the suite has no async plugin)."""
-
-    @functools.wraps(test)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return wrapper
-
-
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any real connection (aiohttp resolves names and connects through these)."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"a test tried to reach the network: {args!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    refuse_network(monkeypatch)
 
 
 def payload(name: str) -> Any:

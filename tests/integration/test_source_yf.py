@@ -6,13 +6,11 @@ replaced, and any real connection attempt fails the test.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import re
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 import requests
 import yfinance as yf
+from offline import refuse_network, sync
 from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
 
@@ -32,29 +31,9 @@ PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
 Route = Callable[[PreparedRequest], tuple[int, Any]]
 
 
-def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body with `asyncio.run` (the suite has no async plugin)."""
-
-    @functools.wraps(test)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return wrapper
-
-
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any real connection: Python sockets, DNS, and curl_cffi (which bypasses them)."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError(f"a test tried to reach the network: {args!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    import curl_cffi.requests
-
-    monkeypatch.setattr(curl_cffi.requests.Session, "request", refuse)
+    refuse_network(monkeypatch, with_curl=True)
 
 
 @pytest.fixture(autouse=True)

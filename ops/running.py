@@ -12,6 +12,7 @@ come from `wiring`, the very ones a replay uses.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -31,7 +32,8 @@ log = structlog.stdlib.get_logger(__name__)
 
 
 class UnavailableSource:
-    """A source whose every read raises `DataUnavailable` (an adapter that could not load)."""
+    """A source whose every read raises `DataUnavailable`: an adapter that could not load, or any
+    live source while `OPENBELL_OFFLINE` is set."""
 
     def __init__(self, name: str, market: str, why: str) -> None:
         self._name = name
@@ -64,14 +66,29 @@ class UnavailableSource:
         raise DataUnavailable(self._why)
 
 
+#: Set (to anything but "" or "0") to keep the daemon off the network: every live source (yfinance,
+#: akshare, ccxt) is replaced by one that answers `DataUnavailable`. For tests and dry runs; the
+#: acceptance tests set it so that no test ever reaches a vendor's endpoint.
+OFFLINE_ENV = "OPENBELL_OFFLINE"
+
+
 def make_source(
-    name: str, market: MarketConfig, clock: Clock, universe: Sequence[str]
+    name: str,
+    market: MarketConfig,
+    clock: Clock,
+    universe: Sequence[str],
+    *,
+    environ: Mapping[str, str] = os.environ,
 ) -> tuple[MarketDataSource, FillPrice | None]:
     """The data source of market `name` and, for a replay source, its fill price."""
     kind, arg = market.source_kind, market.source_arg
     if kind == "replay":
         replay = ReplaySource.from_paths(name, [arg])
         return replay, replay.first_price_at_or_after
+    if environ.get(OFFLINE_ENV, "") not in ("", "0"):
+        why = f"{OFFLINE_ENV} is set: the {market.source} source is not contacted"
+        log.warning("source_offline", market=name, source=market.source)
+        return UnavailableSource(market.source, name, why), None
     try:
         if kind == "yfinance":
             from openbell.markets.yf import YahooSource

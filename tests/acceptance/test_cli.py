@@ -36,6 +36,7 @@ def openbell_command() -> list[str]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "OPENBELL_CONFIG"}
+    env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
     env.update(extra)
     return env
 

@@ -64,7 +64,9 @@ def openbell_command() -> list[str]:
 
 
 def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
+    env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
+    return env
 
 
 def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

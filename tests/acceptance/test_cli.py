@@ -35,14 +35,14 @@ def openbell_command() -> list[str]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENBELL_CONFIG"}
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
     env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
     env.update(extra)
     return env
 
 
 def openbell(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*openbell_command(), *args],
@@ -50,7 +50,7 @@ def openbell(
         env=env or clean_env(),
         capture_output=True,
         text=True,
-        timeout=TIMEOUT_S,
+        timeout=timeout_s,
         check=False,
     )
 
@@ -213,9 +213,13 @@ def test_schema_not_at_head_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 class Daemon:
-    """`openbell run` in the background, its stdout lines parsed as they arrive."""
+    """`openbell run ARGS` in the background, its stdout lines parsed as they arrive.
 
-    def __init__(self, cwd: Path, *args: str) -> None:
+    `stop_within_s` bounds how long a stop (or the kill on exit) may take.
+    """
+
+    def __init__(self, cwd: Path, *args: str, stop_within_s: float = STOP_WITHIN_S) -> None:
+        self.stop_within_s = stop_within_s
         self.process = subprocess.Popen(
             [*openbell_command(), "run", *args],
             cwd=cwd,
@@ -235,7 +239,7 @@ class Daemon:
     def __exit__(self, *_exc: object) -> None:
         if self.process.poll() is None:
             self.process.kill()
-            self.process.wait(timeout=STOP_WITHIN_S)
+            self.process.wait(timeout=self.stop_within_s)
         self._reader.join(timeout=5)
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
@@ -258,20 +262,21 @@ class Daemon:
                     return
             except queue.Empty:
                 break
-        pytest.fail(f"no {event} within {timeout_s}s; stdout so far: {self.lines}")
+        pytest.fail(f"no {event} within {timeout_s}s; last stdout lines: {self.lines[-20:]}")
 
     def stop(self, signum: signal.Signals) -> tuple[int, float, str]:
         """Send `signum`; return the exit code, the seconds it took and stderr."""
         sent = time.monotonic()
         self.process.send_signal(signum)
-        code = self.process.wait(timeout=STOP_WITHIN_S)
+        code = self.process.wait(timeout=self.stop_within_s)
         elapsed_s = time.monotonic() - sent
         self._reader.join(timeout=5)
         assert self.process.stderr is not None
         return code, elapsed_s, self.process.stderr.read()
 
-    def records(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.lines]
+    def records(self, *, json_only: bool = False) -> list[dict[str, Any]]:
+        """Every stdout line parsed as JSON (`json_only`: skipping lines that are not objects)."""
+        return [json.loads(line) for line in self.lines if not json_only or line.startswith("{")]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

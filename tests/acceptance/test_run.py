@@ -6,28 +6,25 @@ on /healthz."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 import urllib.error
 import urllib.request
+from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-import pytest
 from sqlmodel import Session, select
 
 from openbell.ops.config import default_config_text
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger
+from tests.acceptance.test_cli import Daemon as CliDaemon
+from tests.acceptance.test_cli import openbell as run_openbell
 
 CRYPTO_1H = Path(
     str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
@@ -58,86 +55,12 @@ seed = 3
 """
 
 
-def openbell_command() -> list[str]:
-    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
-
-
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
-    env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
-    return env
-
-
 def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*openbell_command(), *args],
-        cwd=cwd,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_openbell(cwd, *args, timeout_s=120)
 
 
-class Daemon:
-    """`openbell run ARGS` in the background; its JSON log lines collected as they arrive."""
-
-    def __init__(self, cwd: Path, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [*openbell_command(), "run", *args],
-            cwd=cwd,
-            env=clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._events: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        self._reader.join(timeout=5)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-            try:
-                self._events.put(json.loads(line).get("event", ""))
-            except json.JSONDecodeError:
-                self._events.put("")
-
-    def wait_for(self, event: str, timeout_s: float = 60) -> None:
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                if self._events.get(timeout=left) == event:
-                    return
-            except queue.Empty:
-                break
-        pytest.fail(f"no {event} within {timeout_s}s; stdout so far: {self.lines[-20:]}")
-
-    def stop(self, signum: signal.Signals) -> tuple[int, str]:
-        self.process.send_signal(signum)
-        code = self.process.wait(timeout=30)
-        self._reader.join(timeout=5)
-        assert self.process.stderr is not None
-        return code, self.process.stderr.read()
-
-    def records(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.lines if line.startswith("{")]
+#: The CLI tests' daemon helper, allowed the stop grace a cycle in flight may need.
+Daemon = partial(CliDaemon, stop_within_s=30)
 
 
 def free_port() -> int:
@@ -178,9 +101,9 @@ def test_sigterm_in_mid_cycle_leaves_a_ledger_that_verifies(tmp_path: Path) -> N
     args = ("--fake-clock", "2025-11-03T00:59:00Z:60", "--stop-grace-s", "0")
     with Daemon(tmp_path, *args) as daemon:
         daemon.wait_for("cycle_claimed")
-        code, stderr = daemon.stop(signal.SIGTERM)
+        code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
     assert code == 0, stderr
-    events = [record["event"] for record in daemon.records()]
+    events = [record["event"] for record in daemon.records(json_only=True)]
     assert events[-1] == "daemon_stopped"
     rows = cycle_rows(tmp_path)
     assert rows
@@ -197,7 +120,7 @@ def test_restart_after_kill_9_recovers(tmp_path: Path) -> None:
     with Daemon(tmp_path, "--fake-clock", "2025-11-03T01:05:00Z:30") as daemon:
         daemon.wait_for("daemon_started")
         daemon.wait_for("slot_finished")
-        code, stderr = daemon.stop(signal.SIGTERM)
+        code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
     assert code == 0, stderr
     rows = cycle_rows(tmp_path)
     assert "claimed" not in {row.status for row in rows}
@@ -234,7 +157,7 @@ def test_default_config_without_network_keeps_running_and_reports_skips(tmp_path
             time.sleep(0.5)
         metrics_status, metrics = get(port, "/metrics")
         assert daemon.process.poll() is None  # still running
-        code, stderr = daemon.stop(signal.SIGTERM)
+        code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
     assert code == 0, stderr
     assert status == 503, body
     assert "crypto" in body["overdue"]

@@ -28,6 +28,7 @@ from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.markets.errors import ConfigError, OperatorError
+from openbell.ops.cli_common import ConfigOption
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
@@ -63,17 +64,6 @@ class _State:
 
 
 _state = _State()
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Config file for this command (overrides the global --config).",
-        show_default=False,
-        dir_okay=False,
-    ),
-]
 
 FakeClockOption = Annotated[
     str | None,

@@ -18,20 +18,12 @@ from typing import Annotated, TextIO, cast
 import typer
 
 from openbell.markets.importers.ai_trader import build_dataset
-from openbell.ops.config import OpenbellConfig, load_config
-from openbell.ops.logs import configure_logging
+from openbell.ops.cli_common import ConfigOption, Market, load_command_config
+from openbell.ops.config import OpenbellConfig
 from openbell.ops.replaying import replay_from_config
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
 DEFAULT_BARS_DIR = Path("var/data/bars")
-
-
-class Market(StrEnum):
-    """Values of `replay --market`."""
-
-    us = "us"
-    cn = "cn"
-    crypto = "crypto"
 
 
 class LogLevel(StrEnum):
@@ -43,16 +35,6 @@ class LogLevel(StrEnum):
     error = "error"
 
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Config file for this command (overrides the global --config).",
-        show_default=False,
-        dir_okay=False,
-    ),
-]
 StartOption = Annotated[
     datetime,
     typer.Option(
@@ -90,13 +72,10 @@ class _CurrentStderr:
 
 
 def _load(ctx: typer.Context, config: Path | None, level: LogLevel) -> OpenbellConfig:
-    """The config of this command (`--config`, else the global one); logging set up on stderr."""
-    root = ctx.find_root().params
-    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
-    chosen = str(root.get("log_format") or loaded.log.format)
-    stream = cast(TextIO, _CurrentStderr())
-    configure_logging("console" if chosen == "console" else "json", level.value, stream)
-    return loaded
+    """The command's config, logging on the stderr of the moment (under the progress bar)."""
+    return load_command_config(
+        ctx, config, level=level.value, stream=cast(TextIO, _CurrentStderr())
+    )
 
 
 def replay(

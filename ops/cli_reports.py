@@ -21,22 +21,12 @@ from typing import Annotated, TextIO
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import Engine
 
 from openbell.ops import exporting
-from openbell.ops.config import OpenbellConfig, load_config
+from openbell.ops.cli_common import ConfigOption, Market, load_command_config, open_ledger
 from openbell.ops.logs import configure_logging
 from openbell.ops.reports import Leaderboard, leaderboards, report
 from openbell.store import exports
-from openbell.store.db import check_schema, make_engine
-
-
-class Market(StrEnum):
-    """Values of `--market`."""
-
-    us = "us"
-    cn = "cn"
-    crypto = "crypto"
 
 
 class BoardFormat(StrEnum):
@@ -63,16 +53,6 @@ class ExportTable(StrEnum):
     cycles = "cycles"
 
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Config file for this command (overrides the global --config).",
-        show_default=False,
-        dir_okay=False,
-    ),
-]
 DateOption = Annotated[
     datetime | None,
     typer.Option(formats=["%Y-%m-%d"], help="A UTC date, YYYY-MM-DD.", show_default=False),
@@ -81,21 +61,6 @@ MarketOption = Annotated[
     Market | None,
     typer.Option("--market", "-m", help="One market; default: every market in the ledger."),
 ]
-
-
-def _load(ctx: typer.Context, config: Path | None) -> OpenbellConfig:
-    """The config of this command: `--config`, else the global one; logging set up on stderr."""
-    root = ctx.find_root().params
-    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
-    chosen = str(root.get("log_format") or loaded.log.format)
-    configure_logging("console" if chosen == "console" else "json", loaded.log.level, sys.stderr)
-    return loaded
-
-
-def _engine(loaded: OpenbellConfig) -> Engine:
-    engine = make_engine(loaded.store.url)
-    check_schema(engine)
-    return engine
 
 
 def _window(
@@ -198,7 +163,7 @@ def leaderboard_command(
 ) -> None:
     """Rank the agents of each market by the StockBench composite, with the benchmark as a row."""
     window = _window(start, end)
-    engine = _engine(_load(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config))
     try:
         boards = leaderboards(engine, [market.value] if market else None, *window)
     finally:
@@ -226,7 +191,7 @@ def report_command(
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
     window = _window(start, end)
-    engine = _engine(_load(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config))
     try:
         found = report(engine, agent, market.value, *window)
     finally:
@@ -285,7 +250,7 @@ def export_command(
     """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
     if fmt is ExportFormat.parquet and out is None:
         raise typer.BadParameter("parquet output needs --out FILE", param_hint="--out")
-    engine = _engine(_load(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config))
     columns = exports.export_columns(table.value)
     try:
         rows = exports.export_rows(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,9 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openbell.markets.errors import OperatorError
-from openbell.ops.config import load_config
-from openbell.ops.logs import configure_logging
-from openbell.store.db import check_schema, make_engine
+from openbell.ops.cli_common import ConfigOption, load_command_config, open_ledger
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace, cycle_trace
 
@@ -153,18 +150,11 @@ def trace_command(
     cycle_id: Annotated[int, typer.Argument(help="The cycle's id (see `openbell export cycles`).")],
     full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="Config file for this command.", dir_okay=False),
-    ] = None,
+    config: ConfigOption = None,
 ) -> None:
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
-    root = ctx.find_root().params
-    loaded = load_config(config or root.get("config") or Path("openbell.toml"))
-    configure_logging("console", loaded.log.level, sys.stderr)
-    engine = make_engine(loaded.store.url)
+    engine = open_ledger(load_command_config(ctx, config, fmt="console"))
     try:
-        check_schema(engine)
         found = cycle_trace(engine, cycle_id)
     finally:
         engine.dispose()

@@ -9,6 +9,7 @@ talks to a model also writes its trace and usage to `ctx.journal` (the ledger, i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -25,12 +26,11 @@ if TYPE_CHECKING:
 class Journal(Protocol):
     """Where an agent records its cycle's trace and LLM usage (`Ledger` is one)."""
 
-    def add_trace(self, entry: TraceEntry) -> TraceEntry:
-        """Append `entry` to its cycle's trace; the stored entry, with its `seq`."""
-        ...
-
-    def add_usage(self, cycle_id: int, usage: CycleUsage) -> CycleUsage:
-        """Add `usage` to the cycle's LLM usage; the cycle's total so far."""
+    def append_journal(
+        self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None = None
+    ) -> tuple[TraceEntry, ...]:
+        """Append `entries` to the cycle's trace and add `usage` to its LLM usage, together; the
+        stored entries, with their `seq`s."""
         ...
 
 

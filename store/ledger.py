@@ -13,12 +13,13 @@ that would make cash or a holding negative; the rules should have rejected it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
+from typing import Final
 
-from sqlalchemy import Engine, func, update
+from sqlalchemy import Engine, Table, bindparam, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -56,7 +57,7 @@ from openbell.store.records import (
 )
 from openbell.store.snapshots import insert_snapshot, stored_snapshot
 from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, OrderRow, PositionRow
-from openbell.store.traces import add_usage, cycle_traces, insert_trace, usage_of
+from openbell.store.traces import append_journal, cycle_traces, usage_of
 
 
 def idempotency_key(cycle_id: int, seq: int) -> str:
@@ -163,24 +164,18 @@ class Ledger:
             return session.exec(query).first()
 
     def account_state(self, account_id: int, now: datetime) -> AccountState:
-        """Cash (the stored balance) and open positions with buys since `recent_buys_since`."""
+        """Cash (the stored balance) and open positions with buys since `recent_buys_since`.
+
+        Prebuilt Core statements in one read transaction: agents read their account several
+        times a cycle, so this is on the hot path.
+        """
         since = recent_buys_since(now)
-        with self._read() as session:
-            account = get_account(session, account_id)
-            rows = session.exec(
-                select(PositionRow)
-                .where(PositionRow.account_id == account_id)
-                .order_by(col(PositionRow.symbol))
-            ).all()
-            buys = session.exec(
-                select(FillRow)
-                .where(
-                    FillRow.account_id == account_id,
-                    FillRow.side == Side.BUY.value,
-                    col(FillRow.filled_at) >= since,
-                )
-                .order_by(col(FillRow.id))
-            ).all()
+        with self._engine.connect() as connection:
+            account = connection.execute(_ACCOUNT, {"account": account_id}).one_or_none()
+            if account is None:
+                raise ValueError(f"no account {account_id}")
+            rows = connection.execute(_POSITIONS, {"account": account_id}).all()
+            buys = connection.execute(_RECENT_BUYS, {"account": account_id, "since": since}).all()
         lots: dict[str, list[Lot]] = {}
         for buy in buys:
             lots.setdefault(buy.symbol, []).append(
@@ -441,20 +436,18 @@ class Ledger:
 
     # -- traces and LLM usage (store/traces.py) ---------------------------------------------
 
-    def add_trace(self, entry: TraceEntry) -> TraceEntry:
-        """Append `entry` to its cycle's trace; the stored entry, with its `seq`."""
-        with self._write() as session:
-            return insert_trace(session, entry)
+    def append_journal(
+        self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None = None
+    ) -> tuple[TraceEntry, ...]:
+        """Append `entries` to the cycle's trace and add `usage` to its LLM usage, in one
+        transaction; the stored entries, with their `seq`s."""
+        with self._writer.begin() as connection:
+            return append_journal(connection, cycle_id, entries, usage)
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
         """The trace of cycle `cycle_id`, in order."""
         with self._read() as session:
             return cycle_traces(session, cycle_id)
-
-    def add_usage(self, cycle_id: int, usage: CycleUsage) -> CycleUsage:
-        """Add `usage` to the cycle's LLM usage; the cycle's total so far."""
-        with self._write() as session:
-            return add_usage(session, cycle_id, usage)
 
     def cycle_usage(self, cycle_id: int) -> CycleUsage:
         """The LLM usage recorded on cycle `cycle_id` (zeros when none)."""
@@ -498,3 +491,25 @@ class Ledger:
             if stored is None:
                 raise
             return stored
+
+
+_ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
+_POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
+_FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
+_ACCOUNT: Final = select(
+    _ACCOUNT_TABLE.c.market, _ACCOUNT_TABLE.c.cash, _ACCOUNT_TABLE.c.currency
+).where(_ACCOUNT_TABLE.c.id == bindparam("account"))
+_POSITIONS: Final = (
+    select(_POSITION_TABLE.c.symbol, _POSITION_TABLE.c.quantity, _POSITION_TABLE.c.cost)
+    .where(_POSITION_TABLE.c.account_id == bindparam("account"))
+    .order_by(_POSITION_TABLE.c.symbol)
+)
+_RECENT_BUYS: Final = (
+    select(_FILL_TABLE.c.symbol, _FILL_TABLE.c.quantity, _FILL_TABLE.c.filled_at)
+    .where(
+        _FILL_TABLE.c.account_id == bindparam("account"),
+        _FILL_TABLE.c.side == Side.BUY.value,
+        _FILL_TABLE.c.filled_at >= bindparam("since"),
+    )
+    .order_by(_FILL_TABLE.c.id)
+)

@@ -1,20 +1,22 @@
 """Trace rows and per-cycle LLM usage: what an LLM agent said and did in a cycle, and what it cost.
 
 This module owns the reads and writes of the `trace` table and of the usage columns of `cycle`,
-on behalf of `Ledger` (which exposes them as `add_trace`, `traces`, `add_usage` and
-`cycle_usage`). A trace entry gets the next `seq` of its cycle when added, so a cycle run again
-after an interruption appends after the first run's rows. Usage is added, never overwritten:
-an agent records increments as it goes (a cycle cut short by its timeout keeps what it spent),
-and a re-run adds its own.
+on behalf of `Ledger` (which exposes them as `append_journal`, `traces` and `cycle_usage`). Trace
+entries get the next `seq`s of their cycle when appended, so a cycle run again after an
+interruption appends after the first run's rows. Usage is added, never overwritten: an agent
+journals increments as it goes (a cycle cut short by its timeout keeps what it spent), and a re-run
+adds its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
+from typing import Any, Final
 
-from sqlalchemy import Engine, func, insert
+from sqlalchemy import Connection, Engine, Row, Table, bindparam, func, update
 from sqlmodel import Session, col, select
 
 from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
@@ -63,37 +65,88 @@ def cycle_trace(engine: Engine, cycle_id: int) -> CycleTrace | None:
         )
 
 
-def insert_trace(session: Session, entry: TraceEntry) -> TraceEntry:
-    """Add `entry` as the next row of its cycle; the stored entry (with its `seq`).
+def append_journal(
+    connection: Connection,
+    cycle_id: int,
+    entries: Sequence[TraceEntry],
+    usage: CycleUsage | None,
+) -> tuple[TraceEntry, ...]:
+    """Append `entries` to cycle `cycle_id`'s trace and add `usage` to its usage columns; the
+    stored entries, numbered with the cycle's next `seq`s.
 
-    One Core statement, not an ORM round trip: an LLM cycle writes a row per message and per tool
-    call as it goes, so this is on the agents' hot path. The cycle's foreign key refuses an
-    unknown cycle; the (cycle, seq) unique key refuses a racing duplicate.
+    Prebuilt Core statements on one connection, not ORM round trips: an LLM cycle journals once
+    per model turn, so this is on the agents' hot path. The cycle's row is read locked (on
+    Postgres) and the cost is added in Python, exactly; the (cycle, seq) unique key refuses a
+    racing duplicate.
     """
-    if session.get(CycleRow, entry.cycle_id) is None:
-        raise ValueError(f"no cycle {entry.cycle_id}")
-    table = TraceRow.__table__  # type: ignore[attr-defined]  # SQLModel sets it on table classes
-    seq = session.execute(
-        select(func.coalesce(func.max(TraceRow.seq), 0) + 1).where(
-            TraceRow.cycle_id == entry.cycle_id
+    if any(entry.cycle_id != cycle_id for entry in entries):
+        raise ValueError(f"every entry must belong to cycle {cycle_id}")
+    row = connection.execute(_READ_USAGE, {"cycle": cycle_id}).one_or_none()
+    if row is None:
+        raise ValueError(f"no cycle {cycle_id}")
+    if usage is not None:
+        total = usage_of(row) + usage
+        connection.execute(
+            _WRITE_USAGE,
+            {
+                "cycle": cycle_id,
+                "tokens_in": total.tokens_in,
+                "tokens_out": total.tokens_out,
+                "tokens_cached": total.tokens_cached,
+                "usage_estimated": total.usage_estimated,
+                "llm_latency_ms": total.llm_latency_ms,
+                "cost": total.cost,
+                "parse_failures": total.parse_failures,
+                "invalid_tool_calls": total.invalid_tool_calls,
+            },
         )
-    ).scalar_one()
-    session.execute(
-        insert(table).values(
-            cycle_id=entry.cycle_id,
-            seq=seq,
-            role=entry.role,
-            content=entry.content,
-            tool=entry.tool,
-            arguments=entry.arguments,
-            result=entry.result,
-            tokens_in=entry.tokens_in,
-            tokens_out=entry.tokens_out,
-            latency_ms=entry.latency_ms,
-            at=entry.at,
-        )
+    if not entries:
+        return ()
+    first = connection.execute(_NEXT_SEQ, {"cycle": cycle_id}).scalar_one()
+    stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
+    connection.execute(
+        _TRACE.insert(),
+        [
+            {
+                "cycle_id": entry.cycle_id,
+                "seq": entry.seq,
+                "role": entry.role,
+                "content": entry.content,
+                "tool": entry.tool,
+                "arguments": entry.arguments,
+                "result": entry.result,
+                "tokens_in": entry.tokens_in,
+                "tokens_out": entry.tokens_out,
+                "latency_ms": entry.latency_ms,
+                "at": entry.at,
+            }
+            for entry in stored
+        ],
     )
-    return replace(entry, seq=seq)
+    return stored
+
+
+_CYCLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
+_TRACE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]
+_USAGE_COLUMNS: Final = (
+    "tokens_in",
+    "tokens_out",
+    "tokens_cached",
+    "usage_estimated",
+    "llm_latency_ms",
+    "cost",
+    "parse_failures",
+    "invalid_tool_calls",
+)
+_READ_USAGE: Final = (
+    select(*(_CYCLE.c[name] for name in _USAGE_COLUMNS))
+    .where(_CYCLE.c.id == bindparam("cycle"))
+    .with_for_update()
+)
+_WRITE_USAGE: Final = update(_CYCLE).where(_CYCLE.c.id == bindparam("cycle"))
+_NEXT_SEQ: Final = select(func.coalesce(func.max(_TRACE.c.seq), 0) + 1).where(
+    _TRACE.c.cycle_id == bindparam("cycle")
+)
 
 
 def cycle_traces(session: Session, cycle_id: int) -> list[TraceEntry]:
@@ -120,25 +173,9 @@ def _entry(row: TraceRow) -> TraceEntry:
     )
 
 
-def add_usage(session: Session, cycle_id: int, usage: CycleUsage) -> CycleUsage:
-    """Add `usage` to the cycle's usage columns (locking its row); the cycle's new total."""
-    row = session.get(CycleRow, cycle_id, with_for_update=True)
-    if row is None:
-        raise ValueError(f"no cycle {cycle_id}")
-    total = usage_of(row) + usage
-    row.tokens_in = total.tokens_in
-    row.tokens_out = total.tokens_out
-    row.tokens_cached = total.tokens_cached
-    row.usage_estimated = total.usage_estimated
-    row.llm_latency_ms = total.llm_latency_ms
-    row.cost = total.cost
-    row.parse_failures = total.parse_failures
-    row.invalid_tool_calls = total.invalid_tool_calls
-    return total
-
-
-def usage_of(row: CycleRow) -> CycleUsage:
-    """The usage stored on a cycle row (zeros where nothing was recorded)."""
+def usage_of(row: CycleRow | Row[Any]) -> CycleUsage:
+    """The usage stored on a cycle row, or on a row of its usage columns (zeros where nothing was
+    recorded)."""
     return CycleUsage(
         tokens_in=row.tokens_in or 0,
         tokens_out=row.tokens_out or 0,

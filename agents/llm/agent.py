@@ -60,7 +60,6 @@ class LlmAgent:
         self._masker = masker
         self._monotonic = monotonic
         self.last_stop: StopReason | None = None
-        self.last_recorder: Recorder | None = None
 
     @property
     def name(self) -> str:
@@ -82,7 +81,6 @@ class LlmAgent:
         recorder = Recorder(
             ctx, redact=self._client.redact, prices=self._prices, monotonic=self._monotonic
         )
-        self.last_recorder = recorder
         self.last_stop = None
         try:
             async with self._client.connect() as chat:
@@ -99,3 +97,5 @@ class LlmAgent:
         except OpenbellError as exc:
             recorder.trace("error", content=f"{type(exc).__name__}: {exc}")
             raise
+        finally:  # also when the cycle's timeout cancels it
+            recorder.flush()

@@ -160,7 +160,7 @@ class ChatClient:
     ) -> Answer:
         """The model's answer to `messages` (with `tools` offered), retried as documented."""
         body = json.dumps(self._body(messages, tools), default=str, ensure_ascii=False)
-        prompt_chars = sum(len(json.dumps(m, default=str)) for m in messages)
+        prompt_chars = len(body)  # the tool schemas are billed as input too
         started = self._monotonic()
         attempt = 0
         while True:

@@ -1,11 +1,14 @@
 """The trace and usage bookkeeping of one LLM agent's cycle.
 
 This module owns `Recorder`: every message, reasoning, tool call with its result, error and stop of
-a cycle becomes a `TraceEntry` (secrets redacted, each text field cut to `MAX_TRACE_CHARS`), written
-to the cycle's journal as it happens (so a cycle cut short keeps its trace) and kept in memory. It
+a cycle becomes a `TraceEntry` (secrets redacted, each text field cut to `MAX_TRACE_CHARS`). It
 also turns each completion's usage into a `CycleUsage` increment (cost from the model's `Prices`)
-and adds the parse-failure and invalid-tool-call counts. Trace times are the decision time plus
-the monotonic time elapsed since the cycle started: agents never read the wall clock.
+and adds the parse-failure and invalid-tool-call counts. Entries and usage are held until `flush`,
+which writes them to the cycle's journal in one transaction: the loop flushes before every model
+request and when the cycle ends, however it ends, so a cycle cut short keeps its trace up to its
+last model request and one write per turn keeps the ledger off the agents' critical path (a
+hundred agents share one SQLite writer). Trace times are the decision time plus the monotonic
+time elapsed since the cycle started: agents never read the wall clock.
 """
 
 from __future__ import annotations
@@ -77,10 +80,10 @@ class Recorder:
         self._prices = prices
         self._monotonic = monotonic
         self._started = monotonic()
-        self.entries: list[TraceEntry] = []
         self.usage = CycleUsage()
-        if ctx.journal is not None:  # marks the cycle as an LLM cycle even if no answer comes
-            ctx.journal.add_usage(ctx.cycle_id, CycleUsage(cost=self._zero_cost()))
+        self._pending: list[TraceEntry] = []
+        # Marks the cycle as an LLM cycle (usage columns set) even if no answer ever comes.
+        self._pending_usage: CycleUsage | None = CycleUsage(cost=self._zero_cost())
 
     def _zero_cost(self) -> Decimal | None:
         return Decimal(0) if self._prices is not None else None
@@ -100,7 +103,7 @@ class Recorder:
         tokens_out: int | None = None,
         latency_ms: int | None = None,
     ) -> None:
-        """Record one trace row (redacted and cut) in the journal and in memory."""
+        """Record one trace row (redacted and cut), written at the next `flush`."""
         entry = TraceEntry(
             cycle_id=self._ctx.cycle_id,
             role=role,
@@ -113,9 +116,7 @@ class Recorder:
             tokens_out=tokens_out,
             latency_ms=latency_ms,
         )
-        if self._ctx.journal is not None:
-            entry = self._ctx.journal.add_trace(entry)
-        self.entries.append(entry)
+        self._pending.append(entry)
 
     def completion(self, usage: Usage, latency_ms: int) -> None:
         """Add one completion's tokens, latency and cost."""
@@ -143,8 +144,20 @@ class Recorder:
 
     def _add(self, delta: CycleUsage) -> None:
         self.usage = self.usage + delta
+        pending = self._pending_usage
+        self._pending_usage = delta if pending is None else pending + delta
+
+    def flush(self) -> None:
+        """Write the entries and usage recorded since the last flush to the journal, together.
+
+        Without a journal they are dropped (nothing is kept in memory but the usage total).
+        """
+        entries, usage = self._pending, self._pending_usage
+        if not entries and usage is None:
+            return
+        self._pending, self._pending_usage = [], None
         if self._ctx.journal is not None:
-            self._ctx.journal.add_usage(self._ctx.cycle_id, delta)
+            self._ctx.journal.append_journal(self._ctx.cycle_id, entries, usage)
 
     @property
     def tokens_used(self) -> int:

@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -18,14 +18,14 @@ import httpx
 import pytest
 from agent_builders import US_OPEN, Arena, make_arena
 from llm_script import Body, ScriptedModel, call, completion, finish, tool_turn
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.llm.run import Budgets, StopReason
 from openbell.agents.toolbox import Toolbox
-from openbell.agents.tools import ToolResult, ToolSpec, _Args
+from openbell.agents.tools import ToolOutcome, ToolResult, ToolSpec, _Args
 from openbell.markets.domain import Rejection
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -171,6 +171,76 @@ def test_the_first_prompt_is_minimal_and_offers_every_tool(ledger: Ledger) -> No
         spec.name for spec in ran.tools.specs
     ]
     assert ran.model.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+# -- the journal: written once per turn, stored before every model request ------------------------
+
+
+def stored_journal(engine: Engine) -> tuple[list[str], int | None]:
+    """The roles of every stored trace row, in order, and the stored tokens in (one cycle here)."""
+    with engine.connect() as connection:
+        roles = connection.execute(text("SELECT role FROM trace ORDER BY seq")).scalars().all()
+        tokens_in = connection.execute(text("SELECT tokens_in FROM cycle")).scalar_one()
+    return list(roles), tokens_in
+
+
+def test_the_trace_is_stored_before_each_model_request(ledger: Ledger, engine: Engine) -> None:
+    model = ScriptedModel(
+        [
+            tool_turn(("get_quote", {"symbols": ["AAPL"]}), ("get_portfolio", {})),
+            tool_turn(("get_portfolio", {})),
+            finish(),
+        ]
+    )
+    seen: list[tuple[list[str], int | None]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(stored_journal(engine))
+        return model.handler(request)
+
+    ran = run_cycle(make_arena(ledger, "us"), [], handler=handler)
+    assert ran.stop is StopReason.FINISHED
+    assert seen == [
+        (["system", "user"], 0),
+        (["system", "user", "assistant", "tool", "tool"], 100),
+        (["system", "user", "assistant", "tool", "tool", "assistant", "tool"], 200),
+    ]
+    roles = [t.role for t in ran.traces]
+    assert roles == [*seen[-1][0], "assistant", "tool", "stop"]
+    assert ran.usage.tokens_in == 300
+
+
+class StuckQuoteToolbox(Toolbox):
+    """A toolbox whose `get_quote` never answers: the cycle is cut off inside a tool call."""
+
+    async def call(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        if name == "get_quote":
+            await asyncio.Event().wait()
+        return await super().call(name, arguments)
+
+
+def test_a_cycle_cancelled_inside_a_tool_call_keeps_its_turn_in_the_journal(
+    ledger: Ledger, engine: Engine
+) -> None:
+    arena = make_arena(ledger, "us")
+    model = ScriptedModel([tool_turn(("get_quote", {"symbols": ["AAPL"]}), usage=(70, 9))])
+
+    async def scenario() -> None:
+        async with model.client() as http:
+            client = ChatClient(
+                ClientConfig(base_url="https://llm.test/v1", model="scripted-1"), http=http
+            )
+            agent = LlmAgent(name="llm", client=client)
+            tools = await arena.toolbox(US_OPEN, kind=StuckQuoteToolbox)
+            ctx = dataclasses.replace(arena.context(agent, tools), journal=arena.ledger)
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.5):  # as the cycle runner's decide timeout does
+                    await agent.decide(ctx)
+
+    asyncio.run(scenario())
+    # The turn's answer and usage were pending when the cycle was cancelled; they were flushed.
+    assert stored_journal(engine) == (["system", "user", "assistant"], 70)
+    assert len(model.requests) == 1
 
 
 # -- budgets -----------------------------------------------------------------------------------

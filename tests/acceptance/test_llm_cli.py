@@ -1,16 +1,20 @@
 """The real CLI with an LLM agent against a scripted OpenAI-compatible server on 127.0.0.1:
 `openbell replay` trades, `openbell report` shows tokens, cost and error counts, `openbell trace`
-prints a readable trace of a cycle, and the API key never reaches the ledger or the output."""
+prints a readable trace of a cycle, and the API key never reaches the ledger or the output; and
+`openbell run` (on a fake clock over replayed bars) trades with the same kind of agent entry."""
 
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from llm_script import ScriptedModel, self_correcting_trader, serve_script
+from llm_script import Body, ScriptedModel, finish, self_correcting_trader, serve_script, tool_turn
 
 from tests.acceptance.test_cli import clean_env, openbell
+from tests.acceptance.test_run import CRYPTO_1H, Daemon, assert_ledger_verifies, cycle_rows
 
 KEY = "sk-cli-acceptance-0123456789"
 
@@ -68,3 +72,48 @@ def test_replay_report_and_trace_of_an_llm_agent(tmp_path: Path) -> None:
         dump = "\n".join(line for line in connection.iterdump())
     assert KEY not in dump
     assert KEY not in replayed.stdout + replayed.stderr + out
+
+
+def bitcoin_buyer(body: Body) -> Body:
+    """Each cycle: quote BTC/USDT, buy 0.01 of it, finish."""
+    results: list[dict[str, Any]] = [
+        json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"
+    ]
+    if not results:
+        return tool_turn(("get_quote", {"symbols": ["BTC/USDT"]}))
+    if "quotes" in results[-1]:
+        order = {"symbol": "BTC/USDT", "side": "buy", "shares": "0.01", "reason": "trend"}
+        return tool_turn(("place_order", order))
+    return finish(f"Order {results[-1].get('status')}.")
+
+
+def test_run_trades_with_an_llm_agent(tmp_path: Path) -> None:
+    model = ScriptedModel([bitcoin_buyer] * 100)
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            '[store]\nurl = "sqlite:///var/openbell.db"\n\n[http]\nlisten = "127.0.0.1:0"\n\n'
+            '[markets.crypto]\nuniverse = "crypto10"\ncadence = "hourly"\n'
+            f'source = "replay:{CRYPTO_1H}"\ninitial_cash = "10000"\n\n'
+            '[[agents]]\nname = "local-llm"\nkind = "llm"\nmarkets = ["crypto"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\n',
+            encoding="utf-8",
+        )
+        with Daemon(tmp_path, "--fake-clock", "2025-11-03T00:59:00Z:600") as daemon:
+            daemon.wait_for("slot_finished")
+            daemon.wait_for("slot_finished")
+            code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    done = [row for row in cycle_rows(tmp_path) if row.status == "done"]
+    assert len(done) >= 2
+    assert all(row.tokens_in for row in done)  # every cycle talked to the model
+    assert len(model.requests) >= 3 * len(done)
+    reported = openbell(tmp_path, "report", "local-llm", "--market", "crypto", "--json")
+    assert reported.returncode == 0, reported.stderr
+    record = json.loads(reported.stdout)
+    assert record["llm_decisions"] >= 2
+    assert record["trades"] >= 2
+    traced = openbell(tmp_path, "trace", str(done[0].id))
+    assert traced.returncode == 0, traced.stderr
+    for words in ("local-llm (llm) in crypto", "get_quote", "place_order", "BTC/USDT", "finish"):
+        assert words in traced.stdout, traced.stdout
+    assert_ledger_verifies(tmp_path)

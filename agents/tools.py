@@ -5,12 +5,15 @@ served (Python baselines, OpenAI-style function tools for the LLM agent, MCP for
 the pydantic argument models (unknown keys refused), the structured results (each stamped `as_of`,
 the decision time it was computed for), `ToolError` with a machine-readable code and a hint the
 agent can act on, `ToolSpec` binding a name to its model and async handler, and `openai_tools`,
-which turns specs into OpenAI function-tool JSON schemas. The handlers live in `toolbox.py`.
+which turns specs into OpenAI function-tool JSON schemas, compacted for the prompt (validation
+always uses the full models). The handlers live in `toolbox.py`.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -46,6 +49,8 @@ MAX_REPORTS = 4
 _WEIGHT_PLACES = Decimal("0.0001")
 
 
+# The argument models' field descriptions are shown to the model in every prompt: only where the
+# name, type and bounds do not say it all, and with no real ticker (masked agents see them too).
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -53,37 +58,30 @@ class _Args(BaseModel):
 class GetBarsArgs(_Args):
     """Arguments of `get_bars`."""
 
-    # no real ticker as an example: the schemas are shown to masked agents too
-    symbol: Symbol = Field(description="The symbol, exactly as your universe lists it.")
-    interval: Literal["1d", "1h"] = Field("1d", description="Bar length: 1d (daily) or 1h.")
-    lookback: int = Field(20, ge=1, le=MAX_LOOKBACK, description="How many of the latest bars.")
+    symbol: Symbol
+    interval: Literal["1d", "1h"] = "1d"
+    lookback: int = Field(20, ge=1, le=MAX_LOOKBACK, description="How many latest bars.")
 
 
 class GetQuoteArgs(_Args):
     """Arguments of `get_quote`."""
 
-    symbols: list[Symbol] = Field(
-        min_length=1, max_length=MAX_QUOTE_SYMBOLS, description="The symbols to price."
-    )
+    symbols: list[Symbol] = Field(min_length=1, max_length=MAX_QUOTE_SYMBOLS)
 
 
 class GetNewsArgs(_Args):
     """Arguments of `get_news`: a symbol, a query, both, or neither (the market's latest)."""
 
-    symbol: Symbol | None = Field(None, description="Only news about this symbol.")
-    query: str | None = Field(
-        None, min_length=1, max_length=100, description="Only items whose title contains this."
-    )
-    lookback_hours: int = Field(
-        48, ge=1, le=MAX_NEWS_LOOKBACK_HOURS, description="How far back to look, in hours."
-    )
-    limit: int = Field(10, ge=1, le=MAX_NEWS, description="At most this many items.")
+    symbol: Symbol | None = None
+    query: str | None = Field(None, min_length=1, max_length=100)
+    lookback_hours: int = Field(48, ge=1, le=MAX_NEWS_LOOKBACK_HOURS)
+    limit: int = Field(10, ge=1, le=MAX_NEWS)
 
 
 class GetFundamentalsArgs(_Args):
     """Arguments of `get_fundamentals`."""
 
-    symbol: Symbol = Field(description="The symbol whose reported figures to get.")
+    symbol: Symbol
 
 
 class CalculateArgs(_Args):
@@ -92,8 +90,8 @@ class CalculateArgs(_Args):
     expression: str = Field(
         min_length=1,
         max_length=MAX_EXPRESSION_CHARS,
-        description="Arithmetic on numbers: + - * / // % ** ( ) comparisons, pi, e and "
-        "min, max, abs, round, sqrt, log, exp. Example: round(10000 * 0.25 / 187.3, 2)",
+        description="E.g. round(10000*0.25/187.3, 2); also // % ** comparisons pi e min max abs "
+        "sqrt log exp.",
     )
 
 
@@ -104,18 +102,17 @@ class GetPortfolioArgs(_Args):
 class PlaceOrderArgs(_Args):
     """Arguments of `place_order`: exactly one of `shares` and `target_weight`."""
 
-    symbol: Symbol = Field(description="The symbol to trade; it must be in the universe.")
-    side: Literal["buy", "sell"] = Field(description="buy or sell (long-only: no shorting).")
+    symbol: Symbol
+    side: Literal["buy", "sell"]
     shares: Annotated[Decimal, Field(gt=0, le=MAX_ORDER_SHARES, allow_inf_nan=False)] | None = (
-        Field(None, description="Quantity to trade; rounded down to the market's lots and steps.")
+        Field(None, description="Rounded down to lots and steps.")
     )
     target_weight: Fraction | None = Field(
         None,
-        description="Trade towards this fraction of the account's NAV held in the symbol "
-        "(0 sells everything); the side must point towards it.",
+        description="Fraction of NAV to hold in the symbol (0 sells all); side must move to it.",
     )
-    reason: str = Field("", max_length=2000, description="Why, in a sentence or two.")
-    confidence: Fraction | None = Field(None, description="Confidence in this trade, 0 to 1.")
+    reason: str = Field("", max_length=2000, description="Why, briefly.")
+    confidence: Fraction | None = None
 
     @model_validator(mode="after")
     def _one_size(self) -> Self:
@@ -371,24 +368,14 @@ class ToolSpec(Generic[A]):
 
 
 DESCRIPTIONS: dict[str, str] = {
-    "get_bars": "Price bars (OHLCV) of one symbol, oldest first; only bars that have ended.",
-    "get_quote": "The latest known price of one or more symbols.",
-    "get_news": (
-        "News published up to now, newest first: about one symbol, matching a query in the "
-        "title, or the market's latest."
-    ),
-    "get_fundamentals": (
-        "Reported company figures of one symbol (revenue, earnings, ...), as published up to "
-        "now. Refused where the data is not point-in-time."
-    ),
-    "calculate": "Exact arithmetic on an expression (no variables, no code).",
-    "get_portfolio": "Your cash, positions marked at their latest prices, weights and NAV.",
-    "place_order": (
-        "Buy or sell one symbol now, by shares or towards a target weight of NAV. The order "
-        "fills at the next trade price under the market's rules (lots, fees, T+1, price "
-        "limits); a rejection says why."
-    ),
-    "finish": "End this decision cycle with a short summary. Call it exactly once, last.",
+    "get_bars": "Ended OHLCV bars of a symbol, oldest first.",
+    "get_quote": "Latest prices.",
+    "get_news": "News, newest first; optionally on a symbol, or with query in the title.",
+    "get_fundamentals": "A company's reported figures (revenue, earnings...).",
+    "calculate": "Exact arithmetic (no variables, no code).",
+    "get_portfolio": "Your cash, positions (marked, with weights) and NAV.",
+    "place_order": "Buy or sell a symbol now, by shares or target_weight (give exactly one).",
+    "finish": "End the cycle. Call once, last.",
 }
 
 
@@ -401,49 +388,82 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _clean(schema: Any) -> Any:
-    """`schema` without pydantic's `title` annotations, which function-tool schemas do not need
-    (a property named "title" maps to a dict and is kept)."""
-    if isinstance(schema, dict):
-        return {
-            key: _clean(value)
-            for key, value in schema.items()
-            if not (key == "title" and isinstance(value, str))
-        }
-    if isinstance(schema, list):
-        return [_clean(value) for value in schema]
-    return schema
+#: The JSON-schema keywords a model is shown. The rest (patterns, length and item limits,
+#: `additionalProperties`, titles, the argument model's docstring) cost prompt tokens and only
+#: matter to validation, which always runs on the full argument model.
+_SHOWN_KEYWORDS = frozenset(
+    {"type", "properties", "required", "items", "enum", "default", "description", "$ref", "$defs"}
+)
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+#: Bounds this large guard the exact arithmetic against overflow; they tell a model nothing.
+_SILENT_BOUND = 10**9
 
 
-def _compact(parameters: dict[str, Any]) -> dict[str, Any]:
-    """The parameters schema without what costs prompt tokens and tells the model nothing: the
-    argument model's own docstring (the tool has its description) and `"default": null` on
-    optional properties (not being required says it). Validation still uses the full model."""
-    compact = {key: value for key, value in parameters.items() if key != "description"}
-    properties = compact.get("properties")
-    if isinstance(properties, dict):
-        compact["properties"] = {
-            name: {
-                key: value
-                for key, value in schema.items()
-                if not (key == "default" and value is None)
-            }
-            if isinstance(schema, dict)
-            else schema
-            for name, schema in properties.items()
-        }
-    return compact
+def _fold_optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with `null` taken out of its `anyOf` (not being required says a property is
+    optional) and a decimal's text form dropped beside its number (strings still validate); a
+    single branch left is merged into `schema`."""
+    branches = schema.get("anyOf")
+    if not isinstance(branches, list):
+        return schema
+    kept = [branch for branch in branches if branch != {"type": "null"}]
+    if any(branch.get("type") in ("number", "integer") for branch in kept):
+        kept = [branch for branch in kept if branch.get("type") != "string"]
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    if len(kept) == 1:
+        return {**kept[0], **rest}
+    return {**rest, "anyOf": kept}
+
+
+def _shown(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as a model is shown it: only `_SHOWN_KEYWORDS` and informative bounds, optional
+    properties folded (see `_fold_optional`), `"default": null` dropped, recursively."""
+    shown: dict[str, Any] = {}
+    for key, value in _fold_optional(schema).items():
+        if key in ("properties", "$defs"):  # maps of names to schemas (a property may be "title")
+            shown[key] = {name: _shown(sub) for name, sub in value.items()}
+        elif key == "items":
+            shown[key] = _shown(value)
+        elif key == "anyOf":
+            shown[key] = [_shown(branch) for branch in value]
+        elif key in _BOUNDS:
+            if abs(value) < _SILENT_BOUND:
+                shown[key] = int(value) if float(value).is_integer() else value
+        elif key == "default":
+            if value is not None:
+                shown[key] = value
+        elif key in _SHOWN_KEYWORDS:
+            shown[key] = value
+    return shown
+
+
+@functools.cache
+def _parameters_text(args: type[BaseModel]) -> str:
+    """The parameters schema of `args` as shown to a model, as JSON text: computed once per
+    argument model (pydantic's schema generation is slow) and immutable, so no caller can change
+    what the next one gets. The tool has its own description, so the model's docstring goes."""
+    shown = _shown(args.model_json_schema())
+    shown.pop("description", None)
+    return json.dumps(shown)
+
+
+def _shown_parameters(args: type[BaseModel]) -> dict[str, Any]:
+    """A fresh copy of the cached parameters schema of `args`."""
+    parameters: dict[str, Any] = json.loads(_parameters_text(args))
+    return parameters
 
 
 def openai_tools(specs: Sequence[ToolSpec[Any]]) -> list[dict[str, Any]]:
-    """The OpenAI chat-completions `tools` list for `specs` (one function tool per spec)."""
+    """The OpenAI chat-completions `tools` list for `specs` (one function tool per spec), fresh on
+    each call. The schemas are compacted for the prompt (see `_shown`); a call's arguments are
+    still validated against the full argument model."""
     return [
         {
             "type": "function",
             "function": {
                 "name": spec.name,
                 "description": spec.description,
-                "parameters": _compact(_clean(spec.args.model_json_schema())),
+                "parameters": _shown_parameters(spec.args),
             },
         }
         for spec in specs

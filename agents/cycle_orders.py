@@ -69,6 +69,10 @@ class CycleOrders:
         ]
         return unwind(state, pending) if pending else state
 
+    def earlier(self, limit: int) -> list[RecordedOrder]:
+        """The account's latest `limit` orders placed before this cycle's time, newest first."""
+        return self._ledger.recent_orders(self._account_id, self._now, limit)
+
     def place(
         self, order: Order, *, snapshot: MarketSnapshot, target_weight: Decimal | None
     ) -> RecordedOrder | None:

@@ -239,6 +239,11 @@ class Toolbox:
                 arguments[key] = value
         return _typed(await self.call("place_order", arguments), OrderOut)
 
+    async def recent_orders(self, limit: int) -> list[RecordedOrder]:
+        """The account's latest `limit` orders placed before now, newest first, with their
+        outcomes (for a decision mode's prompt; not a model tool)."""
+        return self._orders.earlier(limit)
+
     async def finish(self, summary: str) -> FinishOut | ToolError:
         """See the `finish` tool."""
         return _typed(await self.call("finish", {"summary": summary}), FinishOut)

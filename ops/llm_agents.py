@@ -19,7 +19,7 @@ from openbell.agents.llm.hooks import PromptBuilder
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.llm.run import Budgets
 from openbell.agents.masking import masker_for
-from openbell.agents.modes import MemoryHistory, prompt_for_mode
+from openbell.agents.modes import prompt_for_mode
 from openbell.agents.protocol import DecisionContext
 from openbell.ops.config import LlmAgentConfig, resolve_secret
 
@@ -65,16 +65,11 @@ def prices_of(config: LlmAgentConfig) -> Prices | None:
 
 
 def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
-    """The prompt builder of the entry's decision mode, fresh for every cycle.
-
-    One `MemoryHistory` is shared by the agent's cycles: stockbench's overview lists its recent
-    actions (kept in memory, so a restarted daemon starts it empty).
-    """
-    history = MemoryHistory()
+    """The prompt builder of the entry's decision mode, fresh for every cycle."""
 
     def build(ctx: DecisionContext) -> PromptBuilder:
         return prompt_for_mode(
-            config.mode, masking=config.masking, masking_seed=config.masking_seed, history=history
+            config.mode, masking=config.masking, masking_seed=config.masking_seed
         )
 
     return build

@@ -424,6 +424,21 @@ class Ledger:
             ).all()
             return [recorded_from_row(session, row) for row in rows]
 
+    def recent_orders(self, account_id: int, before: datetime, limit: int) -> list[RecordedOrder]:
+        """The account's latest `limit` orders placed before `before`, newest first, with their
+        outcomes (point-in-time: an order placed at `before` or later is not among them)."""
+        check_utc("before", before)
+        if limit < 0:
+            raise ValueError(f"limit must not be negative, got {limit}")
+        with self._read() as session:
+            rows = session.exec(
+                select(OrderRow)
+                .where(OrderRow.account_id == account_id, col(OrderRow.placed_at) < before)
+                .order_by(col(OrderRow.placed_at).desc(), col(OrderRow.id).desc())
+                .limit(limit)
+            ).all()
+            return [recorded_from_row(session, row) for row in rows]
+
     def cycle_account_id(self, cycle_id: int) -> int:
         """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
         with self._read() as session:

@@ -7,6 +7,7 @@ order returns exactly the outcome recorded the first time.
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TypedDict
 
@@ -133,6 +134,7 @@ class _OrderFacts(TypedDict):
     side: Side
     quantity: Decimal
     target_weight: Decimal | None
+    placed_at: datetime
 
 
 def _order_facts(row: OrderRow) -> _OrderFacts:
@@ -142,6 +144,7 @@ def _order_facts(row: OrderRow) -> _OrderFacts:
         side=Side(row.side),
         quantity=row.quantity,
         target_weight=row.target_weight,
+        placed_at=row.placed_at,
     )
 
 

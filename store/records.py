@@ -58,8 +58,8 @@ class RecordedOrder:
     """An order as the ledger holds it, with its outcome.
 
     `created` is False when the idempotency key already existed: the call changed nothing and
-    `outcome` is the one stored the first time. `seq`, `symbol`, `side`, `quantity` and
-    `target_weight` repeat the stored order row (the ledger always fills them in; they default to
+    `outcome` is the one stored the first time. `seq`, `symbol`, `side`, `quantity`,
+    `target_weight` and `placed_at` repeat the stored order row (the ledger always fills them in; they default to
     None only so older call sites keep working).
     """
 
@@ -73,6 +73,7 @@ class RecordedOrder:
     side: Side | None = None
     quantity: Decimal | None = None
     target_weight: Decimal | None = None
+    placed_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,16 +18,14 @@ from openbell.agents.modes.actions import (
 )
 from openbell.agents.modes.candidates import DEFAULT_TOP_K, FixedCandidatePrompt, MemoryOnlyPrompt
 from openbell.agents.modes.research import MaskedResearchPrompt
-from openbell.agents.modes.stockbench import ActionHistory, MemoryHistory, StockBenchPrompt
+from openbell.agents.modes.stockbench import StockBenchPrompt
 
 MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench")
 
 __all__ = [
     "MAX_RETRIES",
     "MODES",
-    "ActionHistory",
     "FinalAction",
-    "MemoryHistory",
     "OrderIntent",
     "ValidationFeedback",
     "parse_final_action",
@@ -41,13 +39,11 @@ def prompt_for_mode(
     masking: MaskingLevel | str = MaskingLevel.BRIGHT,
     masking_seed: str | int = 0,
     top_k: int = DEFAULT_TOP_K,
-    history: ActionHistory | None = None,
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
     `masking` and `masking_seed` must be those of the agent's masker: the structured modes
-    translate the model's stock ids with the same map. `top_k` sizes the fixed-candidate table;
-    `history` is where stockbench keeps recent actions (share one per agent across cycles).
+    translate the model's stock ids with the same map. `top_k` sizes the fixed-candidate table.
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
@@ -57,5 +53,5 @@ def prompt_for_mode(
     if mode == "memory-only":
         return MemoryOnlyPrompt(masking=level, masking_seed=masking_seed)
     if mode == "stockbench":
-        return StockBenchPrompt(history=history, masking=level, masking_seed=masking_seed)
+        return StockBenchPrompt(masking=level, masking_seed=masking_seed)
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

@@ -8,17 +8,16 @@ fundamentals through `get_fundamentals` (where the data has no point-in-time fun
 refusal is said in the prompt). Stage 3: a decision per stock, increase, decrease or hold
 (`{"decisions": [...]}`). Stage 4: the plan is validated against the account (`plan.py`) and the
 problems fed back until it is executable, at most `MAX_RETRIES` times per stage; then its orders
-are placed. Recent actions come from an `ActionHistory`; `MemoryHistory` keeps them in process.
+are placed. Recent actions are the account's orders in the ledger placed before the slot (through
+`ctx.tools.recent_orders`), so a restarted daemon or a resumed replay shows the same overview.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
-from typing import Annotated, Final, Literal, Protocol, Self
+from typing import Annotated, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -38,17 +37,19 @@ from openbell.agents.tools import (
     ErrorCode,
     Fraction,
     NewsItemOut,
-    OrderOut,
-    OrderStatusOut,
     Symbol,
     ToolError,
     describe_validation_error,
 )
+from openbell.markets.domain import Fill
+from openbell.store.records import RecordedOrder
 
 MAX_PICKS: Final = 5
 NEWS_HOURS: Final = 48
 NEWS_PER_STOCK: Final = 5
 RECENT_ACTIONS: Final = 3
+#: How many of the account's latest orders the overview looks through for each stock's actions.
+RECENT_ORDERS: Final = 200
 
 PICK_FORMAT: Final = (
     'Answer with one JSON object: {"selected": ["<stock_id>", ...]} (at most '
@@ -59,46 +60,6 @@ DECISION_FORMAT: Final = (
     '"decrease" | "hold", "target_weight": <0..1 of NAV> OR "shares": <number> (not for '
     'hold), "confidence": <0..1>, "reason": "<one sentence>"}]}. Stocks you leave out are held.'
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PastAction:
-    """An order the account placed earlier: when, what, and what became of it."""
-
-    at: datetime
-    symbol: str
-    side: str
-    status: str
-    shares: Decimal | None
-
-
-class ActionHistory(Protocol):
-    """Where stockbench reads and records an account's recent actions."""
-
-    def recent(self, account_id: int, before: datetime, limit: int) -> Sequence[PastAction]:
-        """The account's latest actions before `before`, newest first."""
-        ...
-
-    def record(self, account_id: int, action: PastAction) -> None:
-        """Remember `action` of `account_id`."""
-        ...
-
-
-class MemoryHistory:
-    """An in-process `ActionHistory` (lost on restart; a ledger-backed one can replace it)."""
-
-    def __init__(self, keep: int = 50) -> None:
-        self._keep = keep
-        self._by_account: dict[int, deque[PastAction]] = {}
-
-    def recent(self, account_id: int, before: datetime, limit: int) -> Sequence[PastAction]:
-        """See `ActionHistory.recent`."""
-        found = [a for a in self._by_account.get(account_id, ()) if a.at < before]
-        return sorted(found, key=lambda a: a.at, reverse=True)[:limit]
-
-    def record(self, account_id: int, action: PastAction) -> None:
-        """See `ActionHistory.record`."""
-        self._by_account.setdefault(account_id, deque(maxlen=self._keep)).append(action)
 
 
 class Picks(BaseModel):
@@ -166,20 +127,21 @@ class StockBenchPrompt(StructuredPrompt):
     )
 
     def __init__(
-        self,
-        *,
-        history: ActionHistory | None = None,
-        masking: MaskingLevel = MaskingLevel.BRIGHT,
-        masking_seed: str | int = 0,
+        self, *, masking: MaskingLevel = MaskingLevel.BRIGHT, masking_seed: str | int = 0
     ) -> None:
         super().__init__(masking=masking, masking_seed=masking_seed)
-        self.history = history if history is not None else MemoryHistory()
+        self.recent: dict[str, list[str]] = {}
         self.stage = 1
         self.opens: dict[str, Decimal] = {}
         self.news: dict[str, list[NewsItemOut]] = {}
 
     async def gather(self, ctx: DecisionContext) -> None:
-        """Opening prices of every stock and, when not masked, their latest news."""
+        """Opening prices and recent actions of every stock and, when not masked, its news."""
+        for order in await ctx.tools.recent_orders(RECENT_ORDERS):
+            if order.symbol is not None:
+                actions = self.recent.setdefault(order.symbol, [])
+                if len(actions) < RECENT_ACTIONS:
+                    actions.append(_action_text(order))
         quotes = await ctx.tools.get_quote(list(ctx.universe.symbols))
         if not isinstance(quotes, ToolError):
             self.opens = {quote.symbol: quote.price for quote in quotes.quotes}
@@ -198,9 +160,7 @@ class StockBenchPrompt(StructuredPrompt):
         lines = []
         for symbol in ctx.universe.symbols:
             price = self.opens.get(symbol)
-            recent = self.history.recent(ctx.account_id, ctx.now, RECENT_ACTIONS)
-            mine = [a for a in recent if a.symbol == symbol]
-            actions = "; ".join(f"{a.side} {a.shares or ''} {a.status}".strip() for a in mine)
+            actions = "; ".join(self.recent.get(symbol, ()))
             lines.append(
                 f"{symbol} | held {held.get(symbol, 0)} | open {price if price else 'n/a'} | "
                 f"recent: {actions or 'none'}"
@@ -234,7 +194,6 @@ class StockBenchPrompt(StructuredPrompt):
         if isinstance(plan, ValidationFeedback):
             return await self.refuse(plan, call)
         await self.execute(plan, call)
-        self._remember(ctx)
         return None
 
     def _picks(self, ctx: DecisionContext, content: str) -> list[str] | ValidationFeedback:
@@ -286,16 +245,10 @@ class StockBenchPrompt(StructuredPrompt):
             return feedback(problems, DECISION_FORMAT)
         return action
 
-    def _remember(self, ctx: DecisionContext) -> None:
-        for outcome in self.outcomes:
-            if isinstance(outcome, OrderOut) and outcome.status is not OrderStatusOut.NOTHING_TO_DO:
-                self.history.record(
-                    ctx.account_id,
-                    PastAction(
-                        at=ctx.now,
-                        symbol=outcome.symbol,
-                        side=outcome.side,
-                        status=outcome.status.value,
-                        shares=outcome.filled_shares or outcome.shares,
-                    ),
-                )
+
+def _action_text(order: RecordedOrder) -> str:
+    """An earlier order as the overview lists it: "buy 10 filled", "sell 5 rejected (lot_size)"."""
+    side = order.side.value if order.side is not None else "?"
+    if isinstance(order.outcome, Fill):
+        return f"{side} {order.outcome.quantity} filled"
+    return f"{side} {order.quantity} rejected ({order.outcome.reason.value})"

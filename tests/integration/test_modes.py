@@ -9,7 +9,7 @@ import functools
 import json
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -17,13 +17,14 @@ from agent_builders import US_OPEN, make_arena
 from llm_script import completion
 from mode_builders import run_llm
 from sqlalchemy import Engine
+from store_builders import fill_for
 
 from openbell.agents.masking import BLINDED_TOOLS, MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
 from openbell.agents.modes.actions import FEEDBACK_PREFIX
 from openbell.agents.modes.screen import WINDOW, factors
 from openbell.agents.modes.structured import NO_TRADE_SUMMARY
-from openbell.markets.domain import Fill, NewsItem
+from openbell.markets.domain import Fill, NewsItem, Order, Rejection, RejectReason, Side
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay import ReplaySource
 from openbell.store.db import make_engine
@@ -202,6 +203,39 @@ def test_stockbench_runs_its_four_stages(ledger: Ledger) -> None:
     assert ran.tools.finished
     calls = [t.tool for t in ran.traces if t.role == "tool"]
     assert calls == ["get_fundamentals", "place_order", "finish"]
+
+
+def overview_line(overview: str, symbol: str) -> str:
+    return next(line for line in overview.splitlines() if line.startswith(f"{symbol} | "))
+
+
+def test_stockbench_overview_lists_earlier_orders_from_the_ledger(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    earlier, later = US_OPEN - timedelta(days=1), US_OPEN + timedelta(days=1)
+
+    def record(at: datetime, seq: int, symbol: str, side: Side, outcome: str) -> None:
+        instrument = next(i for i in arena.universe.instruments if i.symbol == symbol)
+        order = Order(instrument=instrument, side=side, quantity=D(5), placed_at=at, reason="r")
+        result: Fill | Rejection = (
+            fill_for(order, D(100))
+            if outcome == "filled"
+            else Rejection(reason=RejectReason.LOT_SIZE, message="m", at=at)
+        )
+        ledger.record_order(cycle_id=arena.claim(at), seq=seq, order=order, outcome=result)
+
+    for seq, minutes in enumerate((0, 60, 120, 180), start=1):  # four AAPL buys: three are shown
+        record(earlier + timedelta(minutes=minutes), seq, "AAPL", Side.BUY, "filled")
+    record(earlier + timedelta(minutes=180), 5, "MSFT", Side.SELL, "rejected")
+    record(later, 1, "NVDA", Side.BUY, "filled")  # after the slot: never in its overview
+    script = [answer({"selected": []}), answer({"decisions": []})]
+    # A fresh builder, as after a restart: what it lists comes from the ledger alone.
+    ran = run_llm(arena, script, US_OPEN, prompt=lambda ctx: prompt_for_mode("stockbench"))
+    overview = ran.user_messages()[0]
+    assert overview_line(overview, "AAPL").endswith(
+        "| recent: buy 5 filled; buy 5 filled; buy 5 filled"
+    )
+    assert overview_line(overview, "MSFT").endswith("| recent: sell 5 rejected (lot_size)")
+    assert overview_line(overview, "NVDA").endswith("| recent: none")
 
 
 def test_structured_modes_under_masking_trade_through_aliases(ledger: Ledger) -> None:

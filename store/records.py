@@ -59,8 +59,8 @@ class RecordedOrder:
 
     `created` is False when the idempotency key already existed: the call changed nothing and
     `outcome` is the one stored the first time. `seq`, `symbol`, `side`, `quantity`,
-    `target_weight` and `placed_at` repeat the stored order row (the ledger always fills them in; they default to
-    None only so older call sites keep working).
+    `target_weight` and `placed_at` repeat the stored order row (the ledger always fills them in;
+    they default to None only so older call sites keep working).
     """
 
     order_id: int

@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from openbell.agents.calculator import CalculationError, evaluate
-from openbell.agents.fundamentals import FundamentalsSource
 from openbell.agents.tools import (
     MAX_REPORTS,
     CalculateArgs,
@@ -32,6 +31,7 @@ from openbell.agents.tools import (
     ToolOutcome,
 )
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MAX_NEWS, GatewayView
 
 #: How far back `get_fundamentals` looks for reports (about two years of quarterly reports).

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import PaperBroker
 from openbell.agents.cycle_orders import CycleOrders
-from openbell.agents.fundamentals import FundamentalsSource
 from openbell.agents.research import ResearchTools
 from openbell.agents.tools import (
     DESCRIPTIONS,
@@ -59,6 +58,7 @@ from openbell.markets.domain import (
     check_utc,
 )
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import GatewayView, MarketSnapshot
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe

@@ -371,7 +371,7 @@ DESCRIPTIONS: dict[str, str] = {
     "get_bars": "Ended OHLCV bars of a symbol, oldest first.",
     "get_quote": "Latest prices.",
     "get_news": "News, newest first; optionally on a symbol, or with query in the title.",
-    "get_fundamentals": "A company's reported figures (revenue, earnings...).",
+    "get_fundamentals": "A company's reported figures and ratios (P/E, market cap...) known now.",
     "calculate": "Exact arithmetic (no variables, no code).",
     "get_portfolio": "Your cash, positions (marked, with weights) and NAV.",
     "place_order": "Buy or sell a symbol now, by shares or target_weight (give exactly one).",

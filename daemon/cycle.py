@@ -27,6 +27,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.daemon.actions import Action, Stage, action_for
 from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
@@ -48,6 +49,8 @@ class MarketDesk:
     """What a cycle of one market needs: its point-in-time data, broker, universe and rules.
 
     `benchmarks` are priced in each slot's snapshot along with the universe and its benchmark.
+    `fundamentals` serves the `get_fundamentals` tool (None: the tool refuses, as in a replay of
+    data without point-in-time fundamentals).
     """
 
     market: str
@@ -56,6 +59,7 @@ class MarketDesk:
     universe: Universe
     rules: MarketRules
     benchmarks: tuple[str, ...] = ()
+    fundamentals: FundamentalsSource | None = None
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -275,6 +279,7 @@ class CycleRunner:
             account_id=claim.account_id,
             cycle_id=claim.cycle_id,
             now=slot_at,
+            fundamentals=desk.fundamentals,
         )
         context = DecisionContext(
             now=slot_at,

@@ -19,6 +19,7 @@ from openbell.agents.protocol import Agent
 from openbell.daemon.cycle import MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Quote
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.rules import MarketRules
 from openbell.markets.sources import ForwardingSource, MarketDataSource
@@ -35,8 +36,9 @@ def build_desk(
     fill_price: FillPrice,
     price_source: str,
     benchmarks: tuple[str, ...] = (),
+    fundamentals: FundamentalsSource | None = None,
 ) -> MarketDesk:
-    """The desk of `source`'s market: gateway, broker, universe and rules."""
+    """The desk of `source`'s market: gateway, broker, universe, rules and fundamentals."""
     return MarketDesk(
         market=source.market,
         gateway=PointInTimeGateway(source),
@@ -50,6 +52,7 @@ def build_desk(
         universe=universe,
         rules=rules,
         benchmarks=benchmarks,
+        fundamentals=fundamentals,
     )
 
 

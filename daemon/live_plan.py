@@ -28,6 +28,7 @@ from openbell.daemon.scheduler import MarketBell
 from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import check_decimal
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.replay import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import slots_between
@@ -41,7 +42,8 @@ _CADENCE: Final = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveMarket:
-    """One market of the live daemon. `fill_price` None: fill at the latest fetched price."""
+    """One market of the live daemon. `fill_price` None: fill at the latest fetched price.
+    `fundamentals` None: the `get_fundamentals` tool refuses."""
 
     market: str
     source: MarketDataSource
@@ -54,6 +56,7 @@ class LiveMarket:
     rules: MarketRules | None = None
     fill_price: FillPrice | None = None
     grace: timedelta | None = None
+    fundamentals: FundamentalsSource | None = None
 
     def __post_init__(self) -> None:
         if self.cadence not in DEFAULT_GRACE:
@@ -154,6 +157,7 @@ def build_live_desks(
             fill_price=fill_price,
             price_source=market.source.name,
             benchmarks=market.benchmarks,
+            fundamentals=market.fundamentals,
         )
         accounts[market.market] = open_accounts(
             ledger, market.market, rules, market.initial_cash, market.agents, now

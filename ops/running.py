@@ -23,7 +23,9 @@ from openbell.daemon.clock import Clock
 from openbell.daemon.live_plan import LiveMarket, LivePlan
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
+from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay import ReplaySource
+from openbell.markets.rules import rules_for
 from openbell.markets.sources import MarketDataSource
 from openbell.ops.config import MarketConfig, OpenbellConfig
 from openbell.ops.wiring import agent_for, universe_for
@@ -107,6 +109,18 @@ def make_source(
         return UnavailableSource(market.source, name, why), None
 
 
+def fundamentals_of(source: MarketDataSource, currency: str) -> FundamentalsSource | None:
+    """The `get_fundamentals` source of a live market: yfinance's snapshots of `Ticker.info`,
+    reported as published when fetched; None (the tool refuses) for the other sources."""
+    try:
+        from openbell.markets.yf import YahooSource
+    except ImportError:  # then no source is a YahooSource (make_source says why)
+        return None
+    if isinstance(source, YahooSource):
+        return LiveFundamentals(source.fundamentals, name=source.name, currency=currency)
+    return None
+
+
 def live_plan(
     config: OpenbellConfig,
     clock: Clock,
@@ -145,6 +159,7 @@ def live_plan(
                     None if market.slots is None else tuple(f"{at:%H:%M}" for at in market.slots)
                 ),
                 fill_price=fill_price,
+                fundamentals=fundamentals_of(source, rules_for(name).currency),
             )
         )
     if not live:

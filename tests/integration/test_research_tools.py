@@ -17,10 +17,15 @@ import pytest
 from agent_builders import US_OPEN, Arena, make_arena
 from sqlalchemy import Engine
 
-from openbell.agents.fundamentals import FundamentalsReport, RecordedFundamentals
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import CalculationOut, ErrorCode, FundamentalsOut, NewsOut, ToolError
 from openbell.markets.domain import NewsItem
+from openbell.markets.fundamentals import (
+    Fundamentals,
+    FundamentalsReport,
+    LiveFundamentals,
+    RecordedFundamentals,
+)
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay import ReplaySource
 from openbell.store.db import make_engine
@@ -192,6 +197,54 @@ def test_fundamentals_serve_only_reports_published_by_now(ledger: Ledger) -> Non
     restated, _ = asyncio.run(scenario(False))
     assert isinstance(restated, ToolError)
     assert restated.code is ErrorCode.NOT_POINT_IN_TIME
+
+
+def snapshot(fetched_at: datetime, **figures: Decimal) -> Fundamentals:
+    return Fundamentals(symbol="AAPL", fetched_at=fetched_at, source="vendor", **figures)  # type: ignore[arg-type]
+
+
+def test_live_snapshots_are_served_as_reports_published_at_their_fetch_time(
+    ledger: Ledger,
+) -> None:
+    arena = make_arena(ledger, "us")
+    asked: list[datetime] = []
+    fetched = {"at": US_OPEN}
+
+    async def fetch(symbol: str, at: datetime) -> Fundamentals:
+        asked.append(at)
+        return snapshot(fetched["at"], trailing_pe=D("32.7"), market_cap=D("3136659996672"))
+
+    live = LiveFundamentals(fetch, name="vendor", currency="USD")
+
+    async def scenario() -> object:
+        tools = await toolbox_at(arena, US_OPEN, fundamentals=live)
+        return await tools.get_fundamentals("AAPL")
+
+    found = asyncio.run(scenario())
+    assert isinstance(found, FundamentalsOut)
+    assert asked == [US_OPEN]  # the snapshot is asked for as of the decision time
+    [shown] = found.reports
+    assert (shown.published_at, shown.period_end, shown.currency) == (
+        US_OPEN,
+        US_OPEN.date(),
+        "USD",
+    )
+    assert shown.values == {"trailing_pe": D("32.7"), "market_cap": D("3136659996672")}
+    # A vendor stamping its snapshot after the decision time is never served.
+    fetched["at"] = US_OPEN + timedelta(seconds=1)
+    late = asyncio.run(scenario())
+    assert isinstance(late, FundamentalsOut)
+    assert late.reports == []
+
+
+def test_a_live_snapshot_without_figures_is_no_report() -> None:
+    async def fetch(symbol: str, at: datetime) -> Fundamentals:
+        return snapshot(at)
+
+    live = LiveFundamentals(fetch, name="vendor", currency="USD")
+    window = (US_OPEN - timedelta(days=1), US_OPEN + timedelta(microseconds=1))
+    assert asyncio.run(live.reports("AAPL", *window, 4)) == ()
+    assert asyncio.run(live.reports("AAPL", *window, 0)) == ()
 
 
 def test_calculate_through_the_toolbox(ledger: Ledger) -> None:

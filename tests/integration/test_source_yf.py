@@ -11,7 +11,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
 
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.yf import YahooSource
 
@@ -253,6 +254,19 @@ async def test_fundamentals_refuse_the_past_and_unknown_symbols() -> None:
         await yahoo.fundamentals("NOPE", MID_SESSION)
     with pytest.raises(DataUnavailable, match="live"):
         await yahoo.fundamentals("AAPL", datetime(2025, 1, 2, tzinfo=UTC))
+
+
+@sync
+async def test_live_fundamentals_turn_the_info_snapshot_into_a_report() -> None:
+    yahoo, _ = source(info_routes(found=True), MID_SESSION)
+    live = LiveFundamentals(yahoo.fundamentals, name="yfinance", currency="USD")
+    start = MID_SESSION - timedelta(days=800)
+    [report] = await live.reports("AAPL", start, MID_SESSION + timedelta(microseconds=1), 4)
+    assert (report.symbol, report.published_at, report.currency) == ("AAPL", MID_SESSION, "USD")
+    assert report.values["trailing_pe"] == Decimal("32.7")
+    assert report.values["market_cap"] == Decimal(3136659996672)
+    with pytest.raises(DataUnavailable, match="live"):  # a window in the past: Yahoo cannot say
+        await live.reports("AAPL", start, MID_SESSION - timedelta(days=30), 4)
 
 
 def test_the_network_guard_refuses_a_real_connection() -> None:

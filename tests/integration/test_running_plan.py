@@ -1,0 +1,47 @@
+"""`openbell run`'s plan from the default config: which markets get live fundamentals.
+
+The live adapters are only constructed here (no read is made), with the network refused."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from offline import refuse_network
+
+from openbell.daemon.clock import SimulatedClock
+from openbell.markets.fundamentals import LiveFundamentals
+from openbell.ops.config import default_config_text, load_config
+from openbell.ops.running import OFFLINE_ENV, live_plan
+
+NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
+
+
+def plan_fundamentals(tmp_path: Path) -> dict[str, object]:
+    path = tmp_path / "openbell.toml"
+    path.write_text(default_config_text(), encoding="utf-8")
+    plan = live_plan(load_config(path), SimulatedClock(NOW), http=False)
+    return {market.market: market.fundamentals for market in plan.markets}
+
+
+def test_yfinance_markets_serve_live_fundamentals_and_the_others_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_network(monkeypatch, with_curl=True)
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
+    found = plan_fundamentals(tmp_path)
+    assert set(found) == {"us", "cn", "crypto"}
+    us = found["us"]
+    assert isinstance(us, LiveFundamentals)
+    assert (us.name, us.point_in_time) == ("yfinance", True)
+    assert found["cn"] is None
+    assert found["crypto"] is None
+
+
+def test_offline_no_market_serves_fundamentals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_network(monkeypatch, with_curl=True)
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    assert set(plan_fundamentals(tmp_path).values()) == {None}

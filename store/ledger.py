@@ -55,7 +55,7 @@ from openbell.store.records import (
     SnapshotKind,
     TraceEntry,
 )
-from openbell.store.snapshots import insert_snapshot, stored_snapshot
+from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
 from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, OrderRow, PositionRow
 from openbell.store.traces import append_journal, cycle_traces, usage_of
 
@@ -216,18 +216,19 @@ class Ledger:
         for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
             check_utc(name, value)
         try:
-            with self._write() as session:
-                row = CycleRow(
-                    account_id=account_id,
-                    slot_at=slot_at,
-                    status=CycleStatus.CLAIMED.value,
-                    claimed_by=claimed_by,
-                    lease_until=lease_until,
-                    started_at=now,
-                )
-                session.add(row)
-                session.flush()
-                return row_id(row.id)
+            with self._writer.begin() as connection:
+                inserted = connection.execute(
+                    _CYCLE_TABLE.insert(),
+                    {
+                        "account_id": account_id,
+                        "slot_at": slot_at,
+                        "status": CycleStatus.CLAIMED.value,
+                        "claimed_by": claimed_by,
+                        "lease_until": lease_until,
+                        "started_at": now,
+                    },
+                ).inserted_primary_key
+                return row_id(None if inserted is None else inserted[0])
         except IntegrityError:
             pass
         with self._write() as session:
@@ -357,19 +358,25 @@ class Ledger:
         status = CycleStatus(status)
         if status is CycleStatus.CLAIMED:
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
-        with self._write() as session:
-            row = session.get(CycleRow, cycle_id, with_for_update=True)
-            if row is None:
+        with self._writer.begin() as connection:
+            stored = connection.execute(_CYCLE_STATUS, {"cycle": cycle_id}).scalar_one_or_none()
+            if stored is None:
                 raise ValueError(f"no cycle {cycle_id}")
-            if row.status == status.value:
+            if stored == status.value:
                 return
-            if row.status != CycleStatus.CLAIMED.value:
-                raise ValueError(f"cycle {cycle_id} is already {row.status}, not {status.value}")
-            row.status = status.value
-            row.finished_at = now
-            row.error_class = error_class
-            row.error_message = error_message
-            row.reason = reason
+            if stored != CycleStatus.CLAIMED.value:
+                raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
+            connection.execute(
+                _FINISH_CYCLE,
+                {
+                    "cycle": cycle_id,
+                    "status": status.value,
+                    "finished_at": now,
+                    "error_class": error_class,
+                    "error_message": error_message,
+                    "reason": reason,
+                },
+            )
 
     # -- orders ----------------------------------------------------------------------------
 
@@ -479,8 +486,8 @@ class Ledger:
     ) -> NavSnapshot | None:
         """The snapshot of (account, `at`, `kind`) if one was written, else None."""
         check_utc("at", at)
-        with self._read() as session:
-            return stored_snapshot(session, account_id, at, SnapshotKind(kind))
+        with self._engine.connect() as connection:
+            return stored_snapshot(connection, account_id, at, SnapshotKind(kind))
 
     def write_nav_snapshot(
         self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
@@ -494,15 +501,15 @@ class Ledger:
         check_utc("at", at)
         kind = SnapshotKind(kind)
         try:
-            with self._write() as session:
-                account = get_account(session, account_id, lock=True)
-                stored = stored_snapshot(session, account_id, at, kind)
+            with self._writer.begin() as connection:
+                cash = locked_cash(connection, account_id)
+                stored = stored_snapshot(connection, account_id, at, kind)
                 if stored is not None:
                     return stored
-                return insert_snapshot(session, account, at, kind, marks)
+                return insert_snapshot(connection, account_id, cash, at, kind, marks)
         except IntegrityError:
-            with self._read() as session:
-                stored = stored_snapshot(session, account_id, at, kind)
+            with self._engine.connect() as connection:
+                stored = stored_snapshot(connection, account_id, at, kind)
             if stored is None:
                 raise
             return stored
@@ -528,3 +535,8 @@ _RECENT_BUYS: Final = (
     )
     .order_by(_FILL_TABLE.c.id)
 )
+_CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
+_CYCLE_STATUS: Final = (
+    select(_CYCLE_TABLE.c.status).where(_CYCLE_TABLE.c.id == bindparam("cycle")).with_for_update()
+)
+_FINISH_CYCLE: Final = update(_CYCLE_TABLE).where(_CYCLE_TABLE.c.id == bindparam("cycle"))

@@ -2,11 +2,12 @@
 
 This module owns `LiveMarket` and `LivePlan`, the live counterparts of the replay's plan, and
 `build_live_desks`, which opens each market's accounts and builds its desk through the wiring replay
-uses (`desks.py`), with the source wrapped to record every bar and news read in the store's cache
-(`markets.cache.CachingSource`; live sources only, a replay source's data is already on disk), to
-retry within the slot's grace (`retrying.py`) and, unless a fill price is given (a replay source
-fills from its bars), to remember the latest prices for the broker (`desks.LatestQuotes`). Grace
-windows default by cadence: 15 minutes for hourly bells, an hour for daily ones.
+uses (`desks.py`), with the source wrapped to read bars through the store's cache and record every
+bar and news read in it (`markets.cache.CachingSource`; live sources only, a replay source's data
+is already on disk), to retry within the slot's grace (`retrying.py`) and, unless a fill price is
+given (a replay source fills from its bars), to remember the latest prices for the broker
+(`desks.LatestQuotes`). Grace windows default by cadence: 15 minutes for hourly bells, an hour for
+daily ones.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def build_live_desks(
 ) -> tuple[dict[str, MarketDesk], dict[str, list[tuple[int, Agent]]]]:
     """The desks of `markets` and their (account, agent) lists, accounts opened at `now`.
 
-    With a `cache`, every live (not replay) source records the bars and news it reads in it,
-    stamped with `clock.now`.
+    With a `cache`, every live (not replay) source reads bars through it and records the bars and
+    news it fetches in it, stamped with `clock.now`.
     """
     desks: dict[str, MarketDesk] = {}
     accounts: dict[str, list[tuple[int, Agent]]] = {}

@@ -1,23 +1,29 @@
-"""The bar and news cache port, its in-memory fake, and the write-through source that fills it.
+"""The bar and news cache port, its in-memory fake, and the source that reads bars through it.
 
 This module owns `BarCache`, the protocol the store implements (`store/cache.py`) to keep every
-fetched bar and news item with its `fetched_at`; `MemoryBarCache`, the fake beside it; and
-`CachingSource`, a `MarketDataSource` that passes every read to a live source and records what came
-back. A bar is final once its end has passed when it was fetched (`end_at <= fetched_at`): a final
-bar is never replaced by an unfinished one, and an unfinished bar is replaced by any later fetch.
-News items are kept once per (symbol, published_at, title).
+fetched bar and news item with its `fetched_at`, and the spans over which a source's bars are all
+cached and final (`coverage.py`); `MemoryBarCache`, the fake beside it; and `CachingSource`, a
+`MarketDataSource` that serves bars from the cache where it covers the window asked, asks a live
+source for the rest and records what came back. A bar is final once its end has passed when it was
+fetched (`end_at <= fetched_at`): a final bar is never replaced by an unfinished one, and an
+unfinished bar is replaced by any later fetch. News items are kept once per (symbol,
+published_at, title); news is recorded, not read back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from openbell.markets.calls import Now
+from openbell.markets.coverage import TimeSpan, fetched_span, merge_spans, uncovered_hull
 from openbell.markets.domain import Bar, NewsItem, check_utc
 from openbell.markets.sources import ForwardingSource, MarketDataSource, check_symbols
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +65,29 @@ class BarCache(Protocol):
         """Cached bars starting in `[start_at, end_at)` by symbol, oldest first."""
         ...
 
+    def put_coverage(
+        self,
+        *,
+        source: str,
+        interval: str,
+        spans: Mapping[str, TimeSpan],
+        fetched_at: datetime,
+    ) -> None:
+        """Record that every bar of `source` starting in each symbol's span is cached and final."""
+        ...
+
+    def get_coverage(
+        self,
+        *,
+        source: str,
+        symbols: Sequence[str],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+    ) -> Mapping[str, Sequence[TimeSpan]]:
+        """Each symbol's covered spans overlapping `[start_at, end_at)`, merged, oldest first."""
+        ...
+
     def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
         """Record news items not yet cached."""
         ...
@@ -79,6 +108,7 @@ class MemoryBarCache:
 
     def __init__(self) -> None:
         self._bars: dict[tuple[str, str, datetime], CachedBar] = {}
+        self._coverage: dict[tuple[str, str, str], tuple[TimeSpan, ...]] = {}
         self._news: dict[tuple[str | None, datetime, str], NewsItem] = {}
 
     def put_bars(
@@ -108,6 +138,36 @@ class MemoryBarCache:
                 out.setdefault(symbol, []).append(cached)
         return out
 
+    def put_coverage(
+        self,
+        *,
+        source: str,
+        interval: str,
+        spans: Mapping[str, TimeSpan],
+        fetched_at: datetime,
+    ) -> None:
+        check_utc("fetched_at", fetched_at)
+        for symbol, span in spans.items():
+            key = (source, symbol, interval)
+            self._coverage[key] = merge_spans((*self._coverage.get(key, ()), span))
+
+    def get_coverage(
+        self,
+        *,
+        source: str,
+        symbols: Sequence[str],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+    ) -> Mapping[str, Sequence[TimeSpan]]:
+        out: dict[str, tuple[TimeSpan, ...]] = {}
+        for symbol in check_symbols(symbols):
+            spans = self._coverage.get((source, symbol, interval), ())
+            found = tuple(s for s in spans if s.start_at < end_at and start_at < s.end_at)
+            if found:
+                out[symbol] = found
+        return out
+
     def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
         check_utc("fetched_at", fetched_at)
         for item in items:
@@ -126,28 +186,147 @@ class MemoryBarCache:
         return tuple(found[:limit])
 
 
-class CachingSource(ForwardingSource):
-    """A `MarketDataSource` that reads through `source` and records bars and news in `cache`.
+#: What the cache knows of one symbol: the bars it serves, and the part of the window it does not
+#: cover (None: it covers the whole window).
+_Known = tuple[tuple[Bar, ...], TimeSpan | None]
 
-    `now` is the daemon clock's `now`: the `fetched_at` of everything recorded. Quotes pass
-    through unrecorded. Failures of `source` propagate unchanged.
+
+class CachingSource(ForwardingSource):
+    """A `MarketDataSource` that reads bars through `cache` and records what `source` returns.
+
+    `now` is the daemon clock's `now`; the `fetched_at` of a bar read is taken as the read is
+    asked, so that a bar ending while the vendor answers is not taken for final. For each symbol,
+    the part of the window the cache covers is served from it and the rest is asked of `source`:
+    one read for all such symbols over the smallest window holding each one's uncovered part
+    (typically the newest bar). A bar served from the cache starts inside the window and inside a
+    covered span, was final when fetched, and has ended by `now`. The answer is recorded with the
+    span it covers (`coverage.py`). With `read_back=False` every read goes to `source` and is only
+    recorded. The cache only saves vendor calls: a failing cache read falls back to `source` and
+    a failing write keeps its answer (logged as `bar_cache_read_failed`, `bar_cache_write_failed`).
+    News is recorded, never read back; quotes pass through unrecorded. Failures of `source`
+    propagate unchanged.
     """
 
-    def __init__(self, source: MarketDataSource, cache: BarCache, *, now: Now) -> None:
+    def __init__(
+        self, source: MarketDataSource, cache: BarCache, *, now: Now, read_back: bool = True
+    ) -> None:
         super().__init__(source)
         self._cache = cache
         self._now = now
+        self._read_back = read_back
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
-        found = await self._source.bars(symbols, interval, start_at, end_at)
-        fetched_at = self._now()
-        every: Iterable[Bar] = (bar for bars in found.values() for bar in bars)
-        self._cache.put_bars(
-            source=self._source.name, interval=interval, bars=tuple(every), fetched_at=fetched_at
+        asked = tuple(dict.fromkeys(check_symbols(symbols)))
+        asked_at = self._now()
+        if not self._read_back or not asked or end_at <= start_at:
+            return await self._fetch(asked, interval, start_at, end_at, asked_at)
+        window = TimeSpan(start_at=start_at, end_at=end_at)
+        try:
+            known = self._known(asked, interval, window, asked_at)
+        except Exception:
+            logger.warning(
+                "bar_cache_read_failed",
+                exc_info=True,
+                extra={"source": self.name, "interval": interval},
+            )
+            return await self._fetch(asked, interval, start_at, end_at, asked_at)
+        holes = [hull for _, hull in known.values() if hull is not None]
+        if not holes:
+            return {symbol: bars for symbol, (bars, _) in known.items() if bars}
+        vendor = TimeSpan(
+            start_at=min(hull.start_at for hull in holes),
+            end_at=max(hull.end_at for hull in holes),
         )
+        missing = tuple(symbol for symbol, (_, hull) in known.items() if hull is not None)
+        fetched = await self._fetch(missing, interval, vendor.start_at, vendor.end_at, asked_at)
+        out: dict[str, tuple[Bar, ...]] = {}
+        for symbol, (cached, hull) in known.items():
+            if hull is None:
+                merged = cached
+            else:
+                merged = _merge(cached, fetched.get(symbol, ()), vendor, window)
+            if merged:
+                out[symbol] = merged
+        return out
+
+    def _known(
+        self, symbols: tuple[str, ...], interval: str, window: TimeSpan, now: datetime
+    ) -> dict[str, _Known]:
+        covered = self._cache.get_coverage(
+            source=self.name,
+            symbols=symbols,
+            interval=interval,
+            start_at=window.start_at,
+            end_at=window.end_at,
+        )
+        with_spans = [symbol for symbol in symbols if covered.get(symbol)]
+        cached = (
+            self._cache.get_bars(with_spans, interval, window.start_at, window.end_at)
+            if with_spans
+            else {}
+        )
+        out: dict[str, _Known] = {}
+        for symbol in symbols:
+            spans = covered.get(symbol, ())
+            served = tuple(
+                found.bar
+                for found in cached.get(symbol, ())
+                if found.is_final
+                and found.bar.end_at <= now
+                and window.contains(found.bar.start_at)
+                and any(span.contains(found.bar.start_at) for span in spans)
+            )
+            out[symbol] = (served, uncovered_hull(window, spans))
+        return out
+
+    async def _fetch(
+        self,
+        symbols: tuple[str, ...],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+        fetched_at: datetime,
+    ) -> Mapping[str, Sequence[Bar]]:
+        """`source`'s bars for the window, recorded in the cache with what they cover."""
+        found = await self._source.bars(symbols, interval, start_at, end_at)
+        try:
+            self._record(found, symbols, interval, start_at, end_at, fetched_at)
+        except Exception:
+            logger.warning(
+                "bar_cache_write_failed",
+                exc_info=True,
+                extra={"source": self.name, "interval": interval},
+            )
         return found
+
+    def _record(
+        self,
+        found: Mapping[str, Sequence[Bar]],
+        symbols: tuple[str, ...],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+        fetched_at: datetime,
+    ) -> None:
+        every = tuple(bar for bars in found.values() for bar in bars)
+        self._cache.put_bars(
+            source=self._source.name, interval=interval, bars=every, fetched_at=fetched_at
+        )
+        if end_at <= start_at:
+            return
+        asked = TimeSpan(start_at=start_at, end_at=end_at)
+        spans: dict[str, TimeSpan] = {}
+        for symbol in symbols:
+            span = fetched_span(asked, found.get(symbol, ()), fetched_at)
+            if span is not None:
+                spans[symbol] = span
+        if spans:
+            # After the bars: a span is never recorded over bars that are not in the cache.
+            self._cache.put_coverage(
+                source=self._source.name, interval=interval, spans=spans, fetched_at=fetched_at
+            )
 
     async def news(
         self,
@@ -159,3 +338,12 @@ class CachingSource(ForwardingSource):
         found = await self._source.news(symbols, start_at, end_at, limit)
         self._cache.put_news(source=self._source.name, items=tuple(found), fetched_at=self._now())
         return found
+
+
+def _merge(
+    cached: Sequence[Bar], fetched: Sequence[Bar], vendor: TimeSpan, window: TimeSpan
+) -> tuple[Bar, ...]:
+    """Cached bars outside the `vendor` read and fetched ones inside `window`, oldest first."""
+    by_start = {bar.start_at: bar for bar in cached if not vendor.contains(bar.start_at)}
+    by_start.update((bar.start_at, bar) for bar in fetched if window.contains(bar.start_at))
+    return tuple(by_start[start] for start in sorted(by_start))

@@ -1,13 +1,17 @@
 """The bar and news cache in the database: `SqlBarCache`, the store's `markets.cache.BarCache`.
 
-This module owns the `bar` and `news` tables' reads and writes. It keeps the port's semantics
-exactly as `MemoryBarCache` does: a bar is stored final when `end_at <= fetched_at`; a stored
-final bar is never replaced by an unfinished one, and anything else is replaced by the newer put;
-a news item is kept once per (symbol, published_at, title), whose digest is its unique `item_key`.
-Writes are single-statement upserts (`INSERT ... ON CONFLICT`, in the SQLite or Postgres dialect)
-in one transaction that takes SQLite's write lock up front, so concurrent daemons on Postgres and
-the one daemon on SQLite need no read-then-write. Reads return domain values (`CachedBar`,
-`NewsItem`); decimals round-trip exactly through `ExactDecimal`.
+This module owns the `bar`, `bar_coverage` and `news` tables' reads and writes. It keeps the port's
+semantics exactly as `MemoryBarCache` does: a bar is stored final when `end_at <= fetched_at`; a
+stored final bar is never replaced by an unfinished one, and anything else is replaced by the newer
+put; a news item is kept once per (symbol, published_at, title), whose digest is its unique
+`item_key`; a covered span is merged with the spans of its (source, symbol, interval) that it
+overlaps or touches. Bar and news writes are single-statement upserts (`INSERT ... ON CONFLICT`, in
+the SQLite or Postgres dialect) in one transaction that takes SQLite's write lock up front, so
+concurrent daemons on Postgres and the one daemon on SQLite need no read-then-write. A span write
+does read, delete and insert, in one such transaction: two daemons on Postgres writing spans of
+one symbol at once may leave overlapping spans, which is harmless (reads merge them). Reads return
+domain values (`CachedBar`, `TimeSpan`, `NewsItem`); decimals round-trip exactly through
+`ExactDecimal`.
 """
 
 from __future__ import annotations
@@ -16,19 +20,22 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, not_, or_, select
+from sqlalchemy import Connection, Engine, Table, delete, insert, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from openbell.markets.cache import CachedBar
+from openbell.markets.coverage import TimeSpan, merge_spans
 from openbell.markets.domain import Bar, NewsItem, check_utc
 from openbell.markets.sources import check_symbols
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import BarRow, NewsRow
+from openbell.store.tables import BarCoverageRow, BarRow, NewsRow
 
 _BARS: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]  # SQLModel sets it
+_COVERAGE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
 _NEWS: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
+T = TypeVar("T")
 _BAR_KEY: Final = ("symbol", "interval", "start_at")
 #: Rows per INSERT statement: well under SQLite's limit of 32766 bound parameters.
 _CHUNK: Final = 500
@@ -90,6 +97,80 @@ class SqlBarCache:
             for row in connection.execute(query):
                 out.setdefault(row.symbol, []).append(_cached_bar(row))
         return out
+
+    def put_coverage(
+        self,
+        *,
+        source: str,
+        interval: str,
+        spans: Mapping[str, TimeSpan],
+        fetched_at: datetime,
+    ) -> None:
+        """Record that every bar of `source` starting in each symbol's span is cached and final."""
+        check_utc("fetched_at", fetched_at)
+        if not spans:
+            return
+        low = min(span.start_at for span in spans.values())
+        high = max(span.end_at for span in spans.values())
+        with self._writer.begin() as connection:
+            for symbols in _chunks(sorted(spans)):
+                query = select(_COVERAGE).where(
+                    _COVERAGE.c.source == source,
+                    _COVERAGE.c.interval == interval,
+                    _COVERAGE.c.symbol.in_(symbols),
+                    _COVERAGE.c.start_at <= high,
+                    _COVERAGE.c.end_at >= low,
+                )
+                stored: dict[str, list[Any]] = {}
+                for row in connection.execute(query):
+                    stored.setdefault(row.symbol, []).append(row)
+                gone: list[int] = []
+                rows: list[dict[str, Any]] = []
+                for symbol in symbols:
+                    span = spans[symbol]
+                    touching = [
+                        row
+                        for row in stored.get(symbol, ())
+                        if row.start_at <= span.end_at and span.start_at <= row.end_at
+                    ]
+                    (merged,) = merge_spans([span, *(_span(row) for row in touching)])
+                    gone.extend(row.id for row in touching)
+                    rows.append(
+                        {
+                            "source": source,
+                            "symbol": symbol,
+                            "interval": interval,
+                            "start_at": merged.start_at,
+                            "end_at": merged.end_at,
+                            "fetched_at": max([fetched_at, *(row.fetched_at for row in touching)]),
+                        }
+                    )
+                if gone:
+                    connection.execute(delete(_COVERAGE).where(_COVERAGE.c.id.in_(gone)))
+                connection.execute(insert(_COVERAGE), rows)
+
+    def get_coverage(
+        self,
+        *,
+        source: str,
+        symbols: Sequence[str],
+        interval: str,
+        start_at: datetime,
+        end_at: datetime,
+    ) -> Mapping[str, Sequence[TimeSpan]]:
+        """Each symbol's covered spans overlapping `[start_at, end_at)`, merged, oldest first."""
+        query = select(_COVERAGE).where(
+            _COVERAGE.c.source == source,
+            _COVERAGE.c.interval == interval,
+            _COVERAGE.c.symbol.in_(check_symbols(symbols)),
+            _COVERAGE.c.start_at < end_at,
+            _COVERAGE.c.end_at > start_at,
+        )
+        found: dict[str, list[TimeSpan]] = {}
+        with self._engine.connect() as connection:
+            for row in connection.execute(query):
+                found.setdefault(row.symbol, []).append(_span(row))
+        return {symbol: merge_spans(spans) for symbol, spans in found.items()}
 
     def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
         """Record news items not yet cached."""
@@ -172,6 +253,10 @@ def _cached_bar(row: Any) -> CachedBar:
     return CachedBar(bar=bar, interval=row.interval, source=row.source, fetched_at=row.fetched_at)
 
 
+def _span(row: Any) -> TimeSpan:
+    return TimeSpan(start_at=row.start_at, end_at=row.end_at)
+
+
 def _insert(connection: Connection, table: Table) -> sqlite.Insert | postgresql.Insert:
     # Both dialects' inserts build the same ON CONFLICT clauses; the store runs on nothing else.
     if connection.dialect.name == "postgresql":
@@ -191,6 +276,6 @@ def _upsert_bars(
     )
 
 
-def _chunks(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+def _chunks(rows: list[T]) -> Iterator[list[T]]:
     for start in range(0, len(rows), _CHUNK):
         yield rows[start : start + _CHUNK]

@@ -232,6 +232,29 @@ class BarRow(SQLModel, table=True):
     is_final: bool
 
 
+class BarCoverageRow(SQLModel, table=True):
+    """A span of bar starts `[start_at, end_at)` over which every bar of `source` is cached, final.
+
+    The cache reads back only what such a span covers (`markets/coverage.py` says which part of a
+    vendor read counts). Spans of one (source, symbol, interval) that overlap or touch are merged
+    when written; `fetched_at` is the latest fetch merged into the span.
+    """
+
+    __tablename__ = "bar_coverage"
+    __table_args__ = (
+        Index("ix_bar_coverage_source_symbol_interval", "source", "symbol", "interval", "start_at"),
+        CheckConstraint("start_at < end_at", name="span"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str
+    symbol: str
+    interval: str
+    start_at: datetime = Field(sa_type=UtcDateTime)
+    end_at: datetime = Field(sa_type=UtcDateTime)
+    fetched_at: datetime = Field(sa_type=UtcDateTime)
+
+
 class NewsRow(SQLModel, table=True):
     """A cached news item, observable from `published_at`, kept once per `item_key`.
 

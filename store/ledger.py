@@ -19,7 +19,7 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import Engine, Table, bindparam, func, update
+from sqlalchemy import Engine, Table, bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -36,6 +36,14 @@ from openbell.markets.domain import (
     check_decimal,
     check_market,
     check_utc,
+)
+from openbell.store.cycles import (
+    count_cycles,
+    find_cycle,
+    finish_cycle,
+    insert_cycle,
+    take_over,
+    take_over_expired,
 )
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.postings import (
@@ -217,61 +225,25 @@ class Ledger:
             check_utc(name, value)
         try:
             with self._writer.begin() as connection:
-                inserted = connection.execute(
-                    _CYCLE_TABLE.insert(),
-                    {
-                        "account_id": account_id,
-                        "slot_at": slot_at,
-                        "status": CycleStatus.CLAIMED.value,
-                        "claimed_by": claimed_by,
-                        "lease_until": lease_until,
-                        "started_at": now,
-                    },
-                ).inserted_primary_key
-                return row_id(None if inserted is None else inserted[0])
+                return insert_cycle(
+                    connection,
+                    account_id=account_id,
+                    slot_at=slot_at,
+                    status=CycleStatus.CLAIMED.value,
+                    claimed_by=claimed_by,
+                    lease_until=lease_until,
+                    started_at=now,
+                )
         except IntegrityError:
             pass
-        with self._write() as session:
-            taken = session.execute(
-                update(CycleRow)
-                .where(
-                    col(CycleRow.account_id) == account_id,
-                    col(CycleRow.slot_at) == slot_at,
-                    col(CycleRow.status) == CycleStatus.CLAIMED.value,
-                    col(CycleRow.lease_until) < now,
-                )
-                .values(claimed_by=claimed_by, lease_until=lease_until)
-                .returning(col(CycleRow.id))
-            ).scalar_one_or_none()
-            if taken is None:
-                exists = session.exec(
-                    select(CycleRow.id).where(
-                        CycleRow.account_id == account_id, CycleRow.slot_at == slot_at
-                    )
-                ).first()
-                if exists is None:
-                    raise ValueError(f"cannot claim a cycle: no account {account_id}")
-            return taken
+        with self._writer.begin() as connection:
+            return take_over_expired(connection, account_id, slot_at, claimed_by, lease_until, now)
 
     def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
         """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
         check_utc("slot_at", slot_at)
-        with self._read() as session:
-            row = session.exec(
-                select(CycleRow).where(
-                    CycleRow.account_id == account_id, CycleRow.slot_at == slot_at
-                )
-            ).first()
-        if row is None:
-            return None
-        return CycleRecord(
-            cycle_id=row_id(row.id),
-            account_id=row.account_id,
-            slot_at=row.slot_at,
-            status=CycleStatus(row.status),
-            claimed_by=row.claimed_by,
-            lease_until=row.lease_until,
-        )
+        with self._engine.connect() as connection:
+            return find_cycle(connection, account_id, slot_at)
 
     def take_over_cycle(self, cycle_id: int, claimed_by: str, lease_until: datetime) -> bool:
         """Take the claim of a cycle still `claimed`, whatever its lease says; True if taken.
@@ -281,17 +253,8 @@ class Ledger:
         cycle that has finished is left alone (False).
         """
         check_utc("lease_until", lease_until)
-        with self._write() as session:
-            taken = session.execute(
-                update(CycleRow)
-                .where(
-                    col(CycleRow.id) == cycle_id,
-                    col(CycleRow.status) == CycleStatus.CLAIMED.value,
-                )
-                .values(claimed_by=claimed_by, lease_until=lease_until)
-                .returning(col(CycleRow.id))
-            ).scalar_one_or_none()
-        return taken is not None
+        with self._writer.begin() as connection:
+            return take_over(connection, cycle_id, claimed_by, lease_until)
 
     def record_missed(
         self, account_id: int, slot_at: datetime, now: datetime, *, reason: str = "daemon_down"
@@ -301,8 +264,9 @@ class Ledger:
         for name, value in (("slot_at", slot_at), ("now", now)):
             check_utc(name, value)
         try:
-            with self._write() as session:
-                row = CycleRow(
+            with self._writer.begin() as connection:
+                return insert_cycle(
+                    connection,
                     account_id=account_id,
                     slot_at=slot_at,
                     status=CycleStatus.MISSED.value,
@@ -312,9 +276,6 @@ class Ledger:
                     finished_at=now,
                     reason=reason,
                 )
-                session.add(row)
-                session.flush()
-                return row_id(row.id)
         except IntegrityError:
             if self.find_cycle(account_id, slot_at) is None:
                 raise
@@ -329,16 +290,12 @@ class Ledger:
     ) -> int:
         """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
         check_utc("start_at", start_at)
-        if not account_ids:
-            return 0
-        query = select(func.count()).where(
-            col(CycleRow.account_id).in_(sorted(account_ids)), col(CycleRow.slot_at) >= start_at
-        )
         if end_at is not None:
             check_utc("end_at", end_at)
-            query = query.where(col(CycleRow.slot_at) < end_at)
-        with self._read() as session:
-            return int(session.exec(query).one())
+        if not account_ids:
+            return 0
+        with self._engine.connect() as connection:
+            return count_cycles(connection, account_ids, start_at, end_at)
 
     def finish_cycle(
         self,
@@ -359,23 +316,14 @@ class Ledger:
         if status is CycleStatus.CLAIMED:
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
         with self._writer.begin() as connection:
-            stored = connection.execute(_CYCLE_STATUS, {"cycle": cycle_id}).scalar_one_or_none()
-            if stored is None:
-                raise ValueError(f"no cycle {cycle_id}")
-            if stored == status.value:
-                return
-            if stored != CycleStatus.CLAIMED.value:
-                raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
-            connection.execute(
-                _FINISH_CYCLE,
-                {
-                    "cycle": cycle_id,
-                    "status": status.value,
-                    "finished_at": now,
-                    "error_class": error_class,
-                    "error_message": error_message,
-                    "reason": reason,
-                },
+            finish_cycle(
+                connection,
+                cycle_id,
+                status,
+                now,
+                error_class=error_class,
+                error_message=error_message,
+                reason=reason,
             )
 
     # -- orders ----------------------------------------------------------------------------
@@ -535,8 +483,3 @@ _RECENT_BUYS: Final = (
     )
     .order_by(_FILL_TABLE.c.id)
 )
-_CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
-_CYCLE_STATUS: Final = (
-    select(_CYCLE_TABLE.c.status).where(_CYCLE_TABLE.c.id == bindparam("cycle")).with_for_update()
-)
-_FINISH_CYCLE: Final = update(_CYCLE_TABLE).where(_CYCLE_TABLE.c.id == bindparam("cycle"))

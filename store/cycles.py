@@ -1,0 +1,148 @@
+"""The cycle rows of the ledger: claims under a lease, take-overs, missed slots and finishes.
+
+Internal to `openbell.store`: `Ledger` exposes these as `claim_cycle`, `find_cycle`,
+`take_over_cycle`, `record_missed`, `count_cycles` and `finish_cycle`, each in its own
+transaction; they run on its connection as prebuilt Core statements (every slot of every account
+claims and finishes a cycle, so this is on the replay's hot path). The unique (account, slot) key
+decides which of two claimants wins; a claim still `claimed` after its lease is anyone's to take
+over, with the same id, so the orders it recorded stay single under their idempotency keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection, Table, bindparam, func, select, update
+
+from openbell.store.postings import row_id
+from openbell.store.records import CycleRecord, CycleStatus
+from openbell.store.tables import CycleRow
+
+
+def insert_cycle(connection: Connection, **values: Any) -> int:
+    """Insert a cycle row with `values`; its id (an `IntegrityError` if the slot has one)."""
+    inserted = connection.execute(_CYCLE.insert(), values).inserted_primary_key
+    return row_id(None if inserted is None else inserted[0])
+
+
+def take_over_expired(
+    connection: Connection,
+    account_id: int,
+    slot_at: datetime,
+    claimed_by: str,
+    lease_until: datetime,
+    now: datetime,
+) -> int | None:
+    """Take the claim of the (account, slot) cycle if it is still `claimed` with its lease ended
+    before `now`; its id, or None (`ValueError` when the account has no such cycle at all, which
+    means the account does not exist: the claim's insert failed for another reason)."""
+    taken = connection.execute(
+        _TAKE_EXPIRED,
+        {
+            "account": account_id,
+            "slot": slot_at,
+            "now": now,
+            "claimed_by": claimed_by,
+            "lease_until": lease_until,
+        },
+    ).scalar_one_or_none()
+    if taken is None and find_cycle(connection, account_id, slot_at) is None:
+        raise ValueError(f"cannot claim a cycle: no account {account_id}")
+    return taken
+
+
+def find_cycle(connection: Connection, account_id: int, slot_at: datetime) -> CycleRecord | None:
+    """The cycle of `account_id` at `slot_at`, or None when it has no row."""
+    row = connection.execute(_FIND, {"account": account_id, "slot": slot_at}).one_or_none()
+    if row is None:
+        return None
+    return CycleRecord(
+        cycle_id=row.id,
+        account_id=row.account_id,
+        slot_at=row.slot_at,
+        status=CycleStatus(row.status),
+        claimed_by=row.claimed_by,
+        lease_until=row.lease_until,
+    )
+
+
+def take_over(
+    connection: Connection, cycle_id: int, claimed_by: str, lease_until: datetime
+) -> bool:
+    """Take the claim of a cycle still `claimed`, whatever its lease; True if taken."""
+    taken = connection.execute(
+        _TAKE_OVER, {"cycle": cycle_id, "claimed_by": claimed_by, "lease_until": lease_until}
+    ).scalar_one_or_none()
+    return taken is not None
+
+
+def count_cycles(
+    connection: Connection,
+    account_ids: Collection[int],
+    start_at: datetime,
+    end_at: datetime | None,
+) -> int:
+    """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
+    query = select(func.count()).where(
+        _CYCLE.c.account_id.in_(sorted(account_ids)), _CYCLE.c.slot_at >= start_at
+    )
+    if end_at is not None:
+        query = query.where(_CYCLE.c.slot_at < end_at)
+    return int(connection.execute(query).scalar_one())
+
+
+def finish_cycle(
+    connection: Connection,
+    cycle_id: int,
+    status: CycleStatus,
+    now: datetime,
+    *,
+    error_class: str | None,
+    error_message: str | None,
+    reason: str | None,
+) -> None:
+    """Close a `claimed` cycle with `status`; nothing if it already has it, else `ValueError`."""
+    stored = connection.execute(_STATUS, {"cycle": cycle_id}).scalar_one_or_none()
+    if stored is None:
+        raise ValueError(f"no cycle {cycle_id}")
+    if stored == status.value:
+        return
+    if stored != CycleStatus.CLAIMED.value:
+        raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
+    connection.execute(
+        _FINISH,
+        {
+            "cycle": cycle_id,
+            "status": status.value,
+            "finished_at": now,
+            "error_class": error_class,
+            "error_message": error_message,
+            "reason": reason,
+        },
+    )
+
+
+_CYCLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
+_CLAIMED: Final = CycleStatus.CLAIMED.value
+_TAKE_EXPIRED: Final = (
+    update(_CYCLE)
+    .where(
+        _CYCLE.c.account_id == bindparam("account"),
+        _CYCLE.c.slot_at == bindparam("slot"),
+        _CYCLE.c.status == _CLAIMED,
+        _CYCLE.c.lease_until < bindparam("now"),
+    )
+    .returning(_CYCLE.c.id)
+)
+_TAKE_OVER: Final = (
+    update(_CYCLE)
+    .where(_CYCLE.c.id == bindparam("cycle"), _CYCLE.c.status == _CLAIMED)
+    .returning(_CYCLE.c.id)
+)
+_FIND: Final = select(_CYCLE).where(
+    _CYCLE.c.account_id == bindparam("account"), _CYCLE.c.slot_at == bindparam("slot")
+)
+_STATUS: Final = select(_CYCLE.c.status).where(_CYCLE.c.id == bindparam("cycle")).with_for_update()
+_FINISH: Final = update(_CYCLE).where(_CYCLE.c.id == bindparam("cycle"))

@@ -144,12 +144,13 @@ def run_slots(
         initial_cash=Decimal(10_000),
         agents=tuple(_agent(f"llm-{index:03d}", model) for index in range(agents)),
     )
+    ahead = replay_slots(source, "us", "1h", SLOT_AT, SLOT_AT + timedelta(days=14))
+    if slots >= len(ahead):
+        raise SystemExit(f"--slots must be below {len(ahead)}: the bundled data has no more")
     plan = ReplayPlan(
         store_url=url,
         start_at=SLOT_AT,
-        end_at=replay_slots(source, "us", "1h", SLOT_AT, SLOT_AT + timedelta(days=1))[
-            slots
-        ],  # end excluded
+        end_at=ahead[slots],  # excluded: the plan runs the first `slots` slots
         markets=(market,),
         run_id="bench",
     )
@@ -176,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=100)
     parser.add_argument("--latency-s", type=float, default=0.2)
-    parser.add_argument("--slots", type=int, default=4, help="consecutive slots per run (>= 2)")
+    parser.add_argument("--slots", type=int, default=8, help="consecutive slots per run (>= 2)")
     args = parser.parse_args()
     if args.slots < 2:
         parser.error("--slots must be at least 2: the first slot is the cold one")

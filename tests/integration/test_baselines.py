@@ -8,7 +8,6 @@ never trades; random is reproducible from its seed; every baseline finishes its 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -24,7 +23,6 @@ from agent_builders import (
     make_arena,
     small_universe,
 )
-from sqlalchemy import Engine
 from store_builders import dump_tables
 
 from openbell.agents.baselines import BASELINE_KINDS, CD5_WEIGHTS, build_agent
@@ -39,12 +37,9 @@ D = Decimal
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    """A migrated SQLite file (this module's tests do not need Postgres)."""
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def run(arena: Arena, agent: Agent, slots: list[datetime]) -> list[Toolbox]:

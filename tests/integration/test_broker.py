@@ -8,7 +8,6 @@ session; a rejection decided before execution is recorded as such.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -22,21 +21,16 @@ from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Fill, Order, Rejection, RejectReason, Side, utc
 from openbell.markets.gateway import MarketSnapshot
 from openbell.markets.rules import CN, US
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 from openbell.store.records import RecordedOrder
 
 D = Decimal
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    """A migrated SQLite file (this module's tests do not need Postgres)."""
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def place(

@@ -5,18 +5,14 @@ trade each market correctly."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from agent_builders import CN_OPEN, CRYPTO_DAY, US_OPEN, make_arena
 from llm_script import finish
 from mode_builders import run_llm
-from sqlalchemy import Engine
 
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 
 #: AI-Trader's first prompt (~6.7k characters) plus its tool schemas (~1.3k tokens), in characters
 #: at 4 per token, and the share of it ours may take.
@@ -26,16 +22,9 @@ NOW = {"us": US_OPEN, "cn": CN_OPEN, "crypto": CRYPTO_DAY}
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Ledger:
-    return Ledger(engine)
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def first_request(ledger: Ledger, market: str) -> tuple[dict[str, Any], list[str]]:

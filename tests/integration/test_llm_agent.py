@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -27,9 +27,7 @@ from openbell.agents.llm.run import Budgets, StopReason
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import ToolOutcome, ToolResult, ToolSpec, _Args
 from openbell.markets.domain import Rejection
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, CycleUsage, RecordedOrder, TraceEntry
 from openbell.store.verify import verify_ledger
 
@@ -38,16 +36,9 @@ D = Decimal
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Ledger:
-    return Ledger(engine)
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 @dataclasses.dataclass

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -22,9 +21,7 @@ from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
 from openbell.markets.domain import Fill
 from openbell.markets.universes import Universe
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
 
 SEED = "leak-test"
@@ -41,16 +38,9 @@ DATE_PATTERNS = [
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Ledger:
-    return Ledger(engine)
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def forbidden(universe: Universe) -> list[re.Pattern[str]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -16,7 +15,6 @@ import pytest
 from agent_builders import US_OPEN, make_arena
 from llm_script import completion
 from mode_builders import run_llm
-from sqlalchemy import Engine
 from store_builders import fill_for
 
 from openbell.agents.masking import BLINDED_TOOLS, MaskingLevel, masker_for
@@ -27,24 +25,15 @@ from openbell.agents.modes.structured import NO_TRADE_SUMMARY
 from openbell.markets.domain import Fill, NewsItem, Order, Rejection, RejectReason, Side
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay import ReplaySource
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 
 D = Decimal
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Ledger:
-    return Ledger(engine)
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def answer(payload: object) -> dict[str, object]:

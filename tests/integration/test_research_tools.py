@@ -9,13 +9,11 @@ import asyncio
 import dataclasses
 import functools
 import random
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from agent_builders import US_OPEN, Arena, make_arena
-from sqlalchemy import Engine
 
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import CalculationOut, ErrorCode, FundamentalsOut, NewsOut, ToolError
@@ -28,25 +26,16 @@ from openbell.markets.fundamentals import (
 )
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay import ReplaySource
-from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 
 D = Decimal
 HOUR = timedelta(hours=1)
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Ledger:
-    return Ledger(engine)
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def news_items(seed: int = 7, n: int = 120) -> list[NewsItem]:

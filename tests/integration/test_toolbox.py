@@ -9,7 +9,6 @@ again ends with exactly the ledger of an uninterrupted run, and the OpenAI schem
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 
 import pytest
 from agent_builders import CN_OPEN, CRYPTO_DAY, DAY, US_OPEN, Arena, make_arena
-from sqlalchemy import Engine
 from store_builders import dump_tables
 
 from openbell.agents.baselines import build_agent
@@ -41,12 +39,9 @@ D = Decimal
 
 
 @pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    """A migrated SQLite file (this module's tests do not need Postgres)."""
-    upgrade(sqlite_url)
-    engine = make_engine(sqlite_url)
-    yield engine
-    engine.dispose()
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
 
 
 def order(result: object) -> OrderOut:

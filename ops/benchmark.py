@@ -3,11 +3,15 @@
 This module owns what a market's benchmark is (US: QQQ; A-shares: the SSE-50 index `000016.SH`;
 crypto: the CD5 basket, BTC 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %, weights
 normalised to sum to one) and how it becomes a NAV series at the accounts' snapshot timestamps.
-Prices come from a `ReplaySource` (by default the bars bundled with openbell) under the gateway's
-quote rule: at `t`, the open of a bar starting at `t`, else the close of the last bar ended by `t`,
-never a quote stamped after `t`. Carry-forward: when `t` has no quote, or its quote is older than
-one already used (an hourly slot inside a session when only daily index bars exist would fall back
-to yesterday's close), the last price used is kept. A basket's value is
+Prices come from one or more `ReplaySource`s under the gateway's quote rule: at `t`, the open of
+a bar starting at `t`, else the close of the last bar ended by `t`, never a quote stamped after
+`t`; of several sources, the latest such quote wins. A report prices from the bars bundled with
+openbell and the final bars the live daemon cached in the ledger's database (`benchmark_sources`),
+so a live arena's benchmark moves past the end of the bundled data: every slot snapshot reads the
+benchmark's last daily bar, which the cache keeps once it has ended. Carry-forward: when `t` has
+no quote, or its quote is older than one already used (an hourly slot inside a session when only
+daily index bars exist would fall back to yesterday's close), the last price used is kept. A
+basket's value is
 `sum(w_i * p_i(t) / p_i(t0))` from the first timestamp `t0` where every component has a price;
 the NAV is that value (a single instrument: `p(t) / p(t0)`) times the accounts' initial cash, so
 the benchmark can be shown as a leaderboard row. Timestamps before `t0` have no benchmark value.
@@ -18,13 +22,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from types import MappingProxyType
+
+from sqlalchemy import Engine
 
 from openbell.markets.domain import Quote, check_decimal, check_market
 from openbell.markets.replay import ReplaySource
 from openbell.ops.metrics import NavPoint
+from openbell.store.cache import SqlBarCache
 
 #: The CD5 crypto basket: coin weights in percent, as published (they sum to 100.02).
 CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
@@ -79,20 +86,52 @@ def benchmark_for(market: str) -> Benchmark:
     return _BENCHMARKS[market]
 
 
+#: The intervals of cached bars a benchmark is priced from (what the live adapters fetch).
+CACHED_INTERVALS = ("1h", "1d")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_END = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 @functools.lru_cache(maxsize=3)
 def bundled_source(market: str) -> ReplaySource:
     """The replay source over the bars bundled for `market`, read once per process."""
     return ReplaySource.from_bundled(market)
 
 
-def _point_in_time(source: ReplaySource, symbol: str, at: datetime) -> Quote | None:
-    quote = source.quote_at(symbol, at)
-    # The gateway's filter: a quote stamped after `at` is never used.
-    return quote if quote is not None and quote.at <= at else None
+def benchmark_sources(engine: Engine, market: str) -> tuple[ReplaySource, ...]:
+    """The bar sources the benchmark of `market` is priced from in a report on `engine`'s ledger:
+    the bundled bars, and the final bars of the benchmark's components in the ledger's bar cache
+    (written by a live daemon), if it holds any."""
+    symbols = sorted(benchmark_for(market).weights)
+    cache = SqlBarCache(engine)
+    cached = {
+        interval: [
+            found.bar
+            for series in cache.get_bars(symbols, interval, _EPOCH, _END).values()
+            for found in series
+        ]
+        for interval in CACHED_INTERVALS
+    }
+    kept = {interval: bars for interval, bars in cached.items() if bars}
+    if not kept:
+        return (bundled_source(market),)
+    live = ReplaySource(market=market, bars=kept, name=f"bar-cache:{market}")
+    return (bundled_source(market), live)
+
+
+def _point_in_time(sources: Sequence[ReplaySource], symbol: str, at: datetime) -> Quote | None:
+    """The latest quote of `symbol` at `at` among `sources` (the first source wins a tie)."""
+    found: Quote | None = None
+    for source in sources:
+        quote = source.quote_at(symbol, at)
+        # The gateway's filter: a quote stamped after `at` is never used.
+        if quote is not None and quote.at <= at and (found is None or quote.at > found.at):
+            found = quote
+    return found
 
 
 def carried_prices(
-    source: ReplaySource, symbol: str, timestamps: Sequence[datetime]
+    sources: Sequence[ReplaySource], symbol: str, timestamps: Sequence[datetime]
 ) -> list[Decimal | None]:
     """The price of `symbol` at each timestamp (in increasing order), carried forward.
 
@@ -102,7 +141,7 @@ def carried_prices(
     out: list[Decimal | None] = []
     used: Quote | None = None
     for at in timestamps:
-        quote = _point_in_time(source, symbol, at)
+        quote = _point_in_time(sources, symbol, at)
         if quote is not None and (used is None or quote.at >= used.at):
             used = quote
         out.append(used.price if used is not None else None)
@@ -114,17 +153,17 @@ def benchmark_navs(
     timestamps: Sequence[datetime],
     initial_cash: Decimal,
     *,
-    source: ReplaySource | None = None,
+    sources: Sequence[ReplaySource] | None = None,
     benchmark: Benchmark | None = None,
 ) -> list[NavPoint]:
     """The benchmark's NAV at each of `timestamps` from the first one it has a value at.
 
-    `timestamps` must increase; `source` defaults to the bundled bars of `market` and `benchmark`
+    `timestamps` must increase; `sources` default to the bundled bars of `market` and `benchmark`
     to `benchmark_for(market)`. The first point's NAV is `initial_cash` (see the module docstring).
     """
     check_decimal("initial_cash", initial_cash, positive=True)
     chosen = benchmark or benchmark_for(market)
-    data = source if source is not None else bundled_source(market)
+    data = tuple(sources) if sources else (bundled_source(market),)
     ordered = sorted(set(timestamps))
     if list(timestamps) != ordered:
         raise ValueError("benchmark timestamps must increase strictly")

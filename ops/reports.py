@@ -31,7 +31,7 @@ from openbell.markets.domain import check_market
 from openbell.markets.errors import OperatorError
 from openbell.markets.replay import ReplaySource
 from openbell.ops import behaviour
-from openbell.ops.benchmark import benchmark_for, benchmark_navs
+from openbell.ops.benchmark import benchmark_for, benchmark_navs, benchmark_sources
 from openbell.ops.metrics import NavPoint, Panel, compute_panel, periods_per_year
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.store import queries
@@ -293,7 +293,8 @@ def _build(
     chosen = cadence or infer_cadence(stamps)
     factor = periods_per_year(market, chosen)
     spec = benchmark_for(market)
-    bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), source=source))
+    sources = (source,) if source is not None else benchmark_sources(engine, market)
+    bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), sources=sources))
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []
     extras: dict[str, tuple[_Account | None, Panel]] = {}

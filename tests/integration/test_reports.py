@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,9 +21,11 @@ from openbell.ops.metrics import NavPoint, compute_panel, periods_per_year
 from openbell.ops.ranking import Entrant, composite_rank
 from openbell.ops.reports import ReportError, infer_cadence, leaderboard, report
 from openbell.store import exports
+from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, SnapshotKind
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +176,7 @@ def test_cd5_basket_by_hand() -> None:
     ]
     source = ReplaySource(market="crypto", bars={"1d": bars})
     stamps = [utc(2025, 10, 1), utc(2025, 10, 2), utc(2025, 10, 5)]
-    navs = benchmark_navs("crypto", stamps, Decimal(10000), source=source)
+    navs = benchmark_navs("crypto", stamps, Decimal(10000), sources=[source])
     total = Decimal("100.02")
     expected = Decimal(10000) * (
         Decimal("74.56") / total * Decimal("1.1")
@@ -243,3 +245,46 @@ def test_parquet_round_trip(built: tuple[Engine, Built], tmp_path: Path) -> None
         assert row["at"] == want[3]
         assert (row["account_id"], row["agent"], row["kind"]) == (want[0], want[1], want[4])
         assert Decimal(row["nav"]) == want[7]
+
+
+def test_a_live_benchmark_moves_with_the_bars_the_daemon_cached(sqlite_url: str) -> None:
+    """Past the bundled data, the benchmark is priced from the ledger's bar cache, not carried."""
+    upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    ledger = Ledger(engine)
+    days = (23, 24, 25)  # 2026-11: after the bundled bars end
+    # after each session's close; the 26th's bar was cached before it ended: not final, not used
+    stamps = [utc(2026, 11, day, 22) for day in (*days, 26)]
+    opened = stamps[0] - timedelta(days=7)
+    account = ledger.open_account(
+        ledger.ensure_agent("cash", "cash", opened), "us", "USD", INITIAL, opened
+    )
+    for at in stamps:
+        cycle = ledger.claim_cycle(account, at, "test", at + timedelta(minutes=5), at)
+        assert cycle is not None
+        ledger.write_nav_snapshot(account, at, SnapshotKind.SLOT, {})
+        ledger.finish_cycle(cycle, CycleStatus.DONE, at)
+    flat = report(engine, "cash", "us").benchmark_navs
+    assert {point.nav for point in flat} == {INITIAL}  # the last bundled close, carried
+    closes = (Decimal(500), Decimal(510), Decimal(495))
+    bars = [
+        Bar(symbol="QQQ", start_at=utc(2026, 11, day, 14, 30), end_at=utc(2026, 11, day, 21),
+            open=close, high=close, low=close, close=close, volume=Decimal(1000))
+        for day, close in zip(days, closes, strict=True)
+    ]  # fmt: skip
+    cache = SqlBarCache(engine)
+    cache.put_bars(source="yfinance", interval="1d", bars=bars, fetched_at=utc(2026, 11, 26))
+    unfinished = Bar(symbol="QQQ", start_at=utc(2026, 11, 26, 14, 30), end_at=utc(2026, 11, 26, 21),
+                     open=Decimal(1), high=Decimal(1), low=Decimal(1), close=Decimal(1),
+                     volume=Decimal(1))  # fmt: skip
+    cache.put_bars(
+        source="yfinance", interval="1d", bars=[unfinished], fetched_at=utc(2026, 11, 26, 15)
+    )
+    moving = report(engine, "cash", "us").benchmark_navs
+    assert [(point.at, point.nav) for point in moving] == [
+        (stamps[0], INITIAL),
+        (stamps[1], INITIAL * Decimal(510) / Decimal(500)),
+        (stamps[2], INITIAL * Decimal(495) / Decimal(500)),
+        (stamps[3], INITIAL * Decimal(495) / Decimal(500)),
+    ]
+    engine.dispose()

@@ -21,7 +21,7 @@ from typing import Final
 
 from sqlalchemy import Engine, Table, bindparam
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from openbell.markets.domain import (
     AccountState,
@@ -50,7 +50,7 @@ from openbell.store.postings import (
     check_outcome,
     get_account,
     insert_order,
-    recorded_from_row,
+    read_orders,
     row_id,
     stored_order,
 )
@@ -352,7 +352,7 @@ class Ledger:
                 if cycle is None:
                     raise ValueError(f"no cycle {cycle_id}")
                 account = get_account(session, cycle.account_id, lock=True)
-                stored = stored_order(session, key)
+                stored = stored_order(session.connection(), key)
                 if stored is not None:
                     return stored
                 check_outcome(account, order, outcome)
@@ -360,24 +360,21 @@ class Ledger:
                     session, account, cycle_id, seq, key, order, outcome, target_weight
                 )
         except IntegrityError:
-            with self._read() as session:
-                stored = stored_order(session, key)
+            with self._engine.connect() as connection:
+                stored = stored_order(connection, key)
             if stored is None:
                 raise
             return stored
 
     def recorded_order(self, cycle_id: int, seq: int) -> RecordedOrder | None:
         """Order `seq` of cycle `cycle_id` as stored (`created=False`), or None if not recorded."""
-        with self._read() as session:
-            return stored_order(session, idempotency_key(cycle_id, seq))
+        with self._engine.connect() as connection:
+            return stored_order(connection, idempotency_key(cycle_id, seq))
 
     def cycle_orders(self, cycle_id: int) -> list[RecordedOrder]:
         """Every order recorded in cycle `cycle_id`, with its outcome, in `seq` order."""
-        with self._read() as session:
-            rows = session.exec(
-                select(OrderRow).where(OrderRow.cycle_id == cycle_id).order_by(col(OrderRow.seq))
-            ).all()
-            return [recorded_from_row(session, row) for row in rows]
+        with self._engine.connect() as connection:
+            return read_orders(connection, _ORDER_TABLE.c.cycle_id == cycle_id)
 
     def recent_orders(self, account_id: int, before: datetime, limit: int) -> list[RecordedOrder]:
         """The account's latest `limit` orders placed before `before`, newest first, with their
@@ -385,14 +382,11 @@ class Ledger:
         check_utc("before", before)
         if limit < 0:
             raise ValueError(f"limit must not be negative, got {limit}")
-        with self._read() as session:
-            rows = session.exec(
-                select(OrderRow)
-                .where(OrderRow.account_id == account_id, col(OrderRow.placed_at) < before)
-                .order_by(col(OrderRow.placed_at).desc(), col(OrderRow.id).desc())
-                .limit(limit)
-            ).all()
-            return [recorded_from_row(session, row) for row in rows]
+        placed_before = (_ORDER_TABLE.c.account_id == account_id) & (
+            _ORDER_TABLE.c.placed_at < before
+        )
+        with self._engine.connect() as connection:
+            return read_orders(connection, placed_before, newest_first=True, limit=limit)
 
     def cycle_account_id(self, cycle_id: int) -> int:
         """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
@@ -483,3 +477,4 @@ _RECENT_BUYS: Final = (
     )
     .order_by(_FILL_TABLE.c.id)
 )
+_ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]

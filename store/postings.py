@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TypedDict
+from typing import Any, Final, TypedDict
 
-from sqlmodel import Session, col, select
+from sqlalchemy import ColumnElement, Connection, Table, select
+from sqlmodel import Session
 
 from openbell.markets.domain import (
     CURRENCY_PLACES,
@@ -137,7 +138,7 @@ class _OrderFacts(TypedDict):
     placed_at: datetime
 
 
-def _order_facts(row: OrderRow) -> _OrderFacts:
+def _order_facts(row: Any) -> _OrderFacts:
     return _OrderFacts(
         seq=row.seq,
         symbol=row.symbol,
@@ -179,15 +180,47 @@ def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
     position.updated_at = fill.filled_at
 
 
-def stored_order(session: Session, key: str) -> RecordedOrder | None:
-    row = session.exec(select(OrderRow).where(OrderRow.idempotency_key == key)).first()
-    if row is None:
-        return None
-    return recorded_from_row(session, row)
+def stored_order(connection: Connection, key: str) -> RecordedOrder | None:
+    """The order stored under idempotency `key`, with its outcome; None if there is none."""
+    found = read_orders(connection, _ORDER.c.idempotency_key == key)
+    return found[0] if found else None
 
 
-def recorded_from_row(session: Session, row: OrderRow) -> RecordedOrder:
-    """The stored order `row` with its outcome, as `RecordedOrder(created=False)`."""
+def read_orders(
+    connection: Connection,
+    where: ColumnElement[bool],
+    *,
+    newest_first: bool = False,
+    limit: int | None = None,
+) -> list[RecordedOrder]:
+    """The orders matching `where`, with their outcomes, as `RecordedOrder(created=False)`: in
+    `seq` order, or (`newest_first`) latest placed first; at most `limit`.
+
+    One Core query (each order with its first fill), not an ORM round trip per order: cycles read
+    their orders back on the hot path.
+    """
+    order_by = (
+        (_ORDER.c.placed_at.desc(), _ORDER.c.id.desc())
+        if newest_first
+        else (_ORDER.c.seq, _ORDER.c.id)
+    )
+    query = select(_ORDER).where(where).order_by(*order_by)
+    if limit is not None:
+        query = query.limit(limit)
+    orders = connection.execute(query).all()
+    if not orders:
+        return []
+    fills: dict[int, Any] = {}
+    ids = [order.id for order in orders if order.status != OrderStatus.REJECTED.value]
+    if ids:
+        for fill in connection.execute(
+            select(_FILL).where(_FILL.c.order_id.in_(ids)).order_by(_FILL.c.id)
+        ):
+            fills.setdefault(fill.order_id, fill)
+    return [_recorded(order, fills.get(order.id)) for order in orders]
+
+
+def _recorded(row: Any, fill: Any | None) -> RecordedOrder:
     key = row.idempotency_key
     order_id = row_id(row.id)
     facts = _order_facts(row)
@@ -202,9 +235,6 @@ def recorded_from_row(session: Session, row: OrderRow) -> RecordedOrder:
         return RecordedOrder(
             order_id=order_id, idempotency_key=key, outcome=rejection, created=False, **facts
         )
-    fill = session.exec(
-        select(FillRow).where(FillRow.order_id == order_id).order_by(col(FillRow.id))
-    ).first()
     if fill is None:
         raise LedgerBreach(f"order {order_id} ({key}) is marked filled but has no fill")
     return RecordedOrder(
@@ -217,7 +247,8 @@ def recorded_from_row(session: Session, row: OrderRow) -> RecordedOrder:
     )
 
 
-def to_fill(row: FillRow) -> Fill:
+def to_fill(row: Any) -> Fill:
+    """The fill of a `fill` row (an ORM row or a Core one)."""
     return Fill(
         symbol=row.symbol,
         side=Side(row.side),
@@ -229,3 +260,7 @@ def to_fill(row: FillRow) -> Fill:
         filled_at=row.filled_at,
         price_source=row.price_source,
     )
+
+
+_ORDER: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
+_FILL: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]

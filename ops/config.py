@@ -272,12 +272,30 @@ def _exact_price(value: object) -> Decimal:
     return price
 
 
+class ModelPrices(_Section):
+    """`[prices."MODEL"]`: a model's prices per million tokens, as quoted decimal strings.
+
+    Every LLM agent entry whose `model` is MODEL and that gives no prices of its own uses these.
+    `cached_per_mtok` is optional (default: the input price).
+    """
+
+    in_per_mtok: Decimal
+    out_per_mtok: Decimal
+    cached_per_mtok: Decimal | None = None
+
+    @field_validator("in_per_mtok", "out_per_mtok", "cached_per_mtok", mode="before")
+    @classmethod
+    def _price(cls, value: object) -> Decimal | None:
+        return None if value is None else _exact_price(value)
+
+
 class LlmAgentConfig(_AgentConfig):
     """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`.
 
     Prices are per million tokens in the account's terms (usually USD), as quoted decimal
-    strings: `price_in_per_mtok` and `price_out_per_mtok` together (no prices: cost is not
-    computed), `price_cached_per_mtok` optionally (default: the input price). Budgets are per
+    strings: `price_in_per_mtok` and `price_out_per_mtok` together, `price_cached_per_mtok`
+    optionally (default: the input price). Without them the model's `[prices."MODEL"]` table
+    applies, if there is one; with neither, cost is not computed. Budgets are per
     cycle. `extra_headers` and `extra_body` are sent with every request (no credentials in them:
     those come from `api_key_env`).
     """
@@ -382,6 +400,7 @@ class OpenbellConfig(_Section):
     http: HttpConfig = HttpConfig()
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
+    prices: dict[str, ModelPrices] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenbellConfig:
@@ -405,8 +424,23 @@ class OpenbellConfig(_Section):
         return self
 
     def agents_in(self, market: str) -> tuple[AnyAgentConfig, ...]:
-        """The agents enrolled in `market`, in file order."""
-        return tuple(agent for agent in self.agents if market in agent.markets)
+        """The agents enrolled in `market`, in file order, each LLM agent with its model's
+        `[prices]` entry when it gives no prices of its own."""
+        return tuple(self._priced(agent) for agent in self.agents if market in agent.markets)
+
+    def _priced(self, agent: AnyAgentConfig) -> AnyAgentConfig:
+        if not isinstance(agent, LlmAgentConfig) or agent.price_in_per_mtok is not None:
+            return agent
+        found = self.prices.get(agent.model)
+        if found is None:
+            return agent
+        return agent.model_copy(
+            update={
+                "price_in_per_mtok": found.in_per_mtok,
+                "price_out_per_mtok": found.out_per_mtok,
+                "price_cached_per_mtok": found.cached_per_mtok,
+            }
+        )
 
 
 def load_config(path: str | PathLike[str]) -> OpenbellConfig:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from openbell.agents.llm.recorder import Prices
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import load_universe
-from openbell.ops.config import LlmAgentConfig, load_config
+from openbell.ops.config import LlmAgentConfig, OpenbellConfig, load_config
 from openbell.ops.llm_agents import build_llm_agent, masker_factory, prices_of, prompt_factory
 
 BASE = """
@@ -164,3 +165,59 @@ def test_a_bright_agent_sees_real_names(tmp_path: Path) -> None:
     masker = masker_factory(load(tmp_path, ""))(_context(1))
 
     assert masker.mask_text("AAPL closed at 2025-09-30") == "AAPL closed at 2025-09-30"
+
+
+def load_config_text(tmp_path: Path, text: str) -> OpenbellConfig:
+    path = tmp_path / "openbell.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path)
+
+
+SECOND_AGENT = """
+[[agents]]
+name = "gpt-blind"
+kind = "llm"
+markets = ["us"]
+base_url = "https://api.openai.com/v1"
+model = "gpt-4o-mini"
+masking = "blinded"
+price_in_per_mtok = "9"
+price_out_per_mtok = "9"
+"""
+PRICE_TABLE = """
+[prices."gpt-4o-mini"]
+in_per_mtok = "0.15"
+out_per_mtok = "0.60"
+cached_per_mtok = "0.075"
+"""
+
+
+def test_a_models_price_table_prices_every_agent_of_it_without_its_own(tmp_path: Path) -> None:
+    config = load_config_text(tmp_path, BASE + SECOND_AGENT + PRICE_TABLE)
+    table, own = config.agents_in("us")
+    assert isinstance(table, LlmAgentConfig)
+    assert isinstance(own, LlmAgentConfig)
+    assert prices_of(table) == Prices(
+        in_per_mtok=Decimal("0.15"), out_per_mtok=Decimal("0.60"), cached_per_mtok=Decimal("0.075")
+    )
+    assert prices_of(own) == Prices(in_per_mtok=Decimal(9), out_per_mtok=Decimal(9))  # its own win
+    unpriced = load_config_text(tmp_path, BASE + PRICE_TABLE.replace("gpt-4o-mini", "other"))
+    assert prices_of(unpriced.agents_in("us")[0]) is None  # another model's table does not apply
+
+
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ('[prices.m]\nin_per_mtok = 0.15\nout_per_mtok = "1"\n', "float"),
+        ('[prices.m]\nin_per_mtok = "1"\n', "out_per_mtok"),
+        ('[prices.m]\nin_per_mtok = "1"\nout_per_mtok = "-2"\n', "non-negative"),
+        ('[prices.m]\nin_per_mtok = "1"\nout_per_mtok = "1"\ninput = "1"\n', "input"),
+    ],
+)
+def test_a_bad_price_table_names_its_key(tmp_path: Path, table: str, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(tmp_path, BASE + table)
+    message = str(caught.value)
+    assert "prices.m" in message
+    assert words in message
+    assert "\n" not in message

@@ -136,6 +136,7 @@ class _Daemon:
             desks=desks,
             run_id=self.run_id,
             lease=lease,
+            spread_claims=True,
             decide_timeout_s=self.plan.decide_timeout_s,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from openbell.daemon.clock import ScaledClock, SimulatedClock, parse_fake_clock
+from openbell.daemon.cycle import claim_order
 from openbell.daemon.http import is_loopback
 from openbell.daemon.locks import DaemonLock
 from openbell.daemon.retrying import RetryingSource
@@ -146,3 +147,20 @@ def test_second_daemon_on_one_sqlite_file_is_refused(tmp_path: Path) -> None:
 )
 def test_loopback_addresses(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_runs_claim_a_slots_accounts_from_different_starts() -> None:
+    accounts = [(account_id, object()) for account_id in range(1, 9)]
+    slots = [SLOT + timedelta(hours=hour) for hour in range(4)]
+    starts: set[tuple[int, ...]] = set()
+    for at in slots:
+        orders = [claim_order(accounts, f"daemon-{n}", at) for n in range(3)]  # type: ignore[arg-type]
+        for order in orders:
+            assert sorted(order, key=lambda pair: pair[0]) == accounts  # every account, once
+            start = accounts.index(order[0])
+            assert order == accounts[start:] + accounts[:start]  # a rotation: the order is kept
+        assert orders[0] == claim_order(accounts, "daemon-0", at)  # type: ignore[arg-type]
+        starts.add(tuple(order[0][0] for order in orders))
+    # The three runs do not all start at one account at every slot.
+    assert any(len(set(first)) > 1 for first in starts)
+    assert claim_order(accounts[:1], "daemon-0", SLOT) == accounts[:1]  # type: ignore[arg-type]

@@ -126,10 +126,8 @@ class CycleRunner:
     `run_id` is stored as each claim's holder and `lease` is how long past `now` a claim holds.
     With `take_over_claimed`, a cycle still `claimed` is taken over whatever its lease: only for
     a caller that knows no other run is alive (a resumed replay); a live daemon leaves it off and
-    takes over a cycle only once its lease has ended. With `spread_claims` (live daemons sharing a
-    ledger), a slot's accounts are claimed in an order rotated by the run and the slot
-    (`claim_order`), so daemons ringing together split the slot's cycles instead of the first one
-    taking them all; without it (replay) they are claimed in the order given.
+    takes over a cycle only once its lease has ended. A slot's accounts are claimed in the order
+    given; live daemons sharing a ledger give them in `claim_order`.
     """
 
     def __init__(
@@ -140,7 +138,6 @@ class CycleRunner:
         run_id: str,
         lease: timedelta,
         take_over_claimed: bool = False,
-        spread_claims: bool = False,
         decide_timeout_s: float = DECIDE_TIMEOUT_S,
     ) -> None:
         if not run_id:
@@ -153,7 +150,6 @@ class CycleRunner:
         self._ledger = ledger
         self._desks = dict(desks)
         self._run_id = run_id
-        self._spread_claims = spread_claims
         self._lease = lease
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
@@ -180,8 +176,7 @@ class CycleRunner:
         desk = self._desk(market)
         outcomes: dict[int, CycleOutcome] = {}
         claims: list[_Claim] = []
-        ordered = claim_order(accounts, self._run_id, slot_at) if self._spread_claims else accounts
-        for account_id, agent in ordered:
+        for account_id, agent in accounts:
             claim = self._claim(account_id, agent, slot_at, now)
             if claim is None:
                 outcomes[account_id] = CycleOutcome(
@@ -377,7 +372,8 @@ def claim_order(
     accounts: Sequence[tuple[int, Agent]], run_id: str, slot_at: datetime
 ) -> list[tuple[int, Agent]]:
     """`accounts` rotated by a stable hash of (`run_id`, `slot_at`): where several runs claim
-    the same slot, each starts at its own account. The claim still decides who runs a cycle."""
+    the same slot, each starts at its own account, so daemons ringing together split the slot's
+    cycles instead of the first one taking them all. The claim still decides who runs a cycle."""
     if len(accounts) < 2:
         return list(accounts)
     digest = hashlib.sha256(f"{run_id}|{slot_at.isoformat()}".encode()).digest()

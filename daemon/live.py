@@ -31,7 +31,7 @@ from sqlalchemy import Engine
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
-from openbell.daemon.cycle import CycleRunner
+from openbell.daemon.cycle import CycleRunner, claim_order
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.http import serve_http
 from openbell.daemon.live_plan import LiveMarket, LivePlan, build_live_desks
@@ -136,7 +136,6 @@ class _Daemon:
             desks=desks,
             run_id=self.run_id,
             lease=lease,
-            spread_claims=True,
             decide_timeout_s=self.plan.decide_timeout_s,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
@@ -219,7 +218,7 @@ class _Daemon:
             self.running.add(task)
         started_s = time.monotonic()
         try:
-            accounts = self._unpaused(market)
+            accounts = claim_order(self._unpaused(market), self.run_id, slot_at)
             report = await self.runner.run_slot(market, slot_at, accounts, self.clock.now())
             rejections = sum(
                 isinstance(order.outcome, Rejection)

@@ -89,7 +89,6 @@ def benchmark_for(market: str) -> Benchmark:
 #: The intervals of cached bars a benchmark is priced from (what the live adapters fetch).
 CACHED_INTERVALS = ("1h", "1d")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_END = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @functools.lru_cache(maxsize=3)
@@ -98,16 +97,16 @@ def bundled_source(market: str) -> ReplaySource:
     return ReplaySource.from_bundled(market)
 
 
-def benchmark_sources(engine: Engine, market: str) -> tuple[ReplaySource, ...]:
-    """The bar sources the benchmark of `market` is priced from in a report on `engine`'s ledger:
-    the bundled bars, and the final bars of the benchmark's components in the ledger's bar cache
-    (written by a live daemon), if it holds any."""
+def benchmark_sources(engine: Engine, market: str, until: datetime) -> tuple[ReplaySource, ...]:
+    """The bar sources the benchmark of `market` is priced from, up to `until`, in a report on
+    `engine`'s ledger: the bundled bars, and the final bars of the benchmark's components that
+    start before `until` in the ledger's bar cache (written by a live daemon), if it holds any."""
     symbols = sorted(benchmark_for(market).weights)
     cache = SqlBarCache(engine)
     cached = {
         interval: [
             found.bar
-            for series in cache.get_bars(symbols, interval, _EPOCH, _END).values()
+            for series in cache.get_bars(symbols, interval, _EPOCH, until).values()
             for found in series
         ]
         for interval in CACHED_INTERVALS

@@ -187,6 +187,16 @@ class MarketConfig(_Section):
         """What follows the colon: the ccxt exchange id or the replay path ("" when none)."""
         return self.source.partition(":")[2]
 
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        """The extra symbols each slot's snapshot prices: the configured `benchmark`, if any."""
+        return () if self.benchmark is None else (self.benchmark,)
+
+    @property
+    def slot_times(self) -> tuple[str, ...] | None:
+        """`slots` as "HH:MM" strings (None: the cadence's default slots)."""
+        return None if self.slots is None else tuple(f"{at:%H:%M}" for at in self.slots)
+
 
 class MarketsConfig(_Section):
     """`[markets]`: the markets this daemon rings; a market left out is not traded."""

@@ -4,13 +4,11 @@ This module owns the demo's setup: a config in a temporary directory (the three 
 the bars bundled with openbell, each market's files copied into its own folder so that a
 `replay:PATH` source sees only them; every baseline agent enrolled in every market), a fresh SQLite
 ledger (an existing file at the path is replaced), one `replay_from_config` run per market over a
-window that suits the bundled data, and the resulting leaderboards. The replay driver lives in
-`openbell.ops.replaying`; it is looked up when the demo runs.
+window that suits the bundled data, and the resulting leaderboards.
 """
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -18,11 +16,10 @@ from dataclasses import dataclass
 from datetime import date
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, cast
 
 from openbell.markets.barfile import bundled_names
-from openbell.markets.errors import OperatorError
-from openbell.ops.config import OpenbellConfig, load_config
+from openbell.ops.config import load_config
+from openbell.ops.replaying import replay_from_config
 from openbell.ops.reports import Leaderboard, leaderboard
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
@@ -84,32 +81,6 @@ BASELINES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class ReplayFromConfig(Protocol):
-    """The replay driver's entry point (`openbell.ops.replaying.replay_from_config`)."""
-
-    def __call__(
-        self,
-        config: OpenbellConfig,
-        *,
-        start: date,
-        end: date,
-        market: str | None,
-        resume: bool,
-        show_progress: bool,
-    ) -> Any: ...
-
-
-def replay_driver() -> ReplayFromConfig:
-    """`replay_from_config`, or an `OperatorError` when this build has no replay driver."""
-    try:
-        module = importlib.import_module("openbell.ops.replaying")
-    except ImportError as exc:
-        raise OperatorError(
-            f"the demo needs the replay driver (openbell.ops.replaying): {exc}"
-        ) from exc
-    return cast(ReplayFromConfig, module.replay_from_config)
-
-
 def copy_bundled_bars(market: str, folder: Path) -> Path:
     """Copy the bar files bundled for `market` into `folder` (created); return `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,15 +136,13 @@ def run_demo(
     db_path: Path,
     markets: Sequence[DemoMarket] = DEMO_MARKETS,
     *,
-    replay: ReplayFromConfig | None = None,
     on_market: Callable[[DemoMarket], None] | None = None,
 ) -> list[Leaderboard]:
     """Replay each of `markets` into a fresh ledger at `db_path`; return their leaderboards.
 
-    Any existing file at `db_path` is replaced. `replay` defaults to the replay driver;
-    `on_market` is called before each market's replay (for progress lines).
+    Any existing file at `db_path` is replaced. `on_market` is called before each market's
+    replay (for progress lines).
     """
-    driver = replay or replay_driver()
     db_path.parent.mkdir(parents=True, exist_ok=True)
     reset_sqlite(db_path)
     with tempfile.TemporaryDirectory(prefix="openbell-demo-") as temp:
@@ -187,7 +156,7 @@ def run_demo(
         for spec in markets:
             if on_market is not None:
                 on_market(spec)
-            driver(
+            replay_from_config(
                 config,
                 start=spec.start,
                 end=spec.end,

@@ -97,8 +97,8 @@ def _replay_market(
         cadence=market.cadence,
         initial_cash=market.initial_cash,
         agents=tuple(agent_for(agent, name) for agent in agents),
-        benchmarks=() if market.benchmark is None else (market.benchmark,),
-        slot_times=(None if market.slots is None else tuple(f"{at:%H:%M}" for at in market.slots)),
+        benchmarks=market.benchmarks,
+        slot_times=market.slot_times,
     )
 
 

@@ -293,7 +293,11 @@ def _build(
     chosen = cadence or infer_cadence(stamps)
     factor = periods_per_year(market, chosen)
     spec = benchmark_for(market)
-    sources = (source,) if source is not None else benchmark_sources(engine, market)
+    sources: tuple[ReplaySource, ...] = ()
+    if source is not None:
+        sources = (source,)
+    elif stamps:  # a bar starting after the last timestamp is never quoted at one
+        sources = benchmark_sources(engine, market, stamps[-1] + timedelta(microseconds=1))
     bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), sources=sources))
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []

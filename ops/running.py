@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 import structlog
 
@@ -25,8 +26,8 @@ from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay import ReplaySource
-from openbell.markets.rules import rules_for
 from openbell.markets.sources import MarketDataSource
+from openbell.markets.universes import MARKET_CURRENCY
 from openbell.ops.config import MarketConfig, OpenbellConfig
 from openbell.ops.wiring import agent_for, universe_for
 
@@ -74,6 +75,16 @@ class UnavailableSource:
 OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 
+class LiveSource(NamedTuple):
+    """What a market's `source` config becomes: the data source, its fill price (a replay
+    source fills from its bars; None: the latest fetched price) and its fundamentals source
+    (None: `get_fundamentals` refuses)."""
+
+    source: MarketDataSource
+    fill_price: FillPrice | None = None
+    fundamentals: FundamentalsSource | None = None
+
+
 def make_source(
     name: str,
     market: MarketConfig,
@@ -81,44 +92,40 @@ def make_source(
     universe: Sequence[str],
     *,
     environ: Mapping[str, str] = os.environ,
-) -> tuple[MarketDataSource, FillPrice | None]:
-    """The data source of market `name` and, for a replay source, its fill price."""
+) -> LiveSource:
+    """The data source of market `name`, with its fill price and fundamentals where it has them.
+
+    Only yfinance serves fundamentals: its `Ticker.info` snapshots, reported as published when
+    fetched.
+    """
     kind, arg = market.source_kind, market.source_arg
     if kind == "replay":
         replay = ReplaySource.from_paths(name, [arg])
-        return replay, replay.first_price_at_or_after
+        return LiveSource(replay, replay.first_price_at_or_after)
     if environ.get(OFFLINE_ENV, "") not in ("", "0"):
         why = f"{OFFLINE_ENV} is set: the {market.source} source is not contacted"
         log.warning("source_offline", market=name, source=market.source)
-        return UnavailableSource(market.source, name, why), None
+        return LiveSource(UnavailableSource(market.source, name, why))
     try:
         if kind == "yfinance":
             from openbell.markets.yf import YahooSource
 
-            return YahooSource(now=clock.now, universe=universe), None
+            yahoo = YahooSource(now=clock.now, universe=universe)
+            fundamentals = LiveFundamentals(
+                yahoo.fundamentals, name=yahoo.name, currency=MARKET_CURRENCY[name]
+            )
+            return LiveSource(yahoo, fundamentals=fundamentals)
         if kind == "akshare":
             from openbell.markets.ak import AkshareSource
 
-            return AkshareSource(now=clock.now, universe=universe), None
+            return LiveSource(AkshareSource(now=clock.now, universe=universe))
         from openbell.markets.cx import CcxtSource
 
-        return CcxtSource.create(arg or "binance", now=clock.now), None
+        return LiveSource(CcxtSource.create(arg or "binance", now=clock.now))
     except ImportError as exc:
         why = f"the {market.source} adapter cannot be loaded: {exc}"
         log.error("source_unavailable", market=name, source=market.source, error_message=why)
-        return UnavailableSource(market.source, name, why), None
-
-
-def fundamentals_of(source: MarketDataSource, currency: str) -> FundamentalsSource | None:
-    """The `get_fundamentals` source of a live market: yfinance's snapshots of `Ticker.info`,
-    reported as published when fetched; None (the tool refuses) for the other sources."""
-    try:
-        from openbell.markets.yf import YahooSource
-    except ImportError:  # then no source is a YahooSource (make_source says why)
-        return None
-    if isinstance(source, YahooSource):
-        return LiveFundamentals(source.fundamentals, name=source.name, currency=currency)
-    return None
+        return LiveSource(UnavailableSource(market.source, name, why))
 
 
 def live_plan(
@@ -145,21 +152,19 @@ def live_plan(
         if not enrolled:
             continue
         universe = universe_for(name, market, today)
-        source, fill_price = make_source(name, market, clock, universe.symbols)
+        live_source = make_source(name, market, clock, universe.symbols)
         live.append(
             LiveMarket(
                 market=name,
-                source=source,
+                source=live_source.source,
                 universe=universe,
                 cadence=market.cadence,
                 initial_cash=market.initial_cash,
                 agents=tuple(agent_for(agent, name) for agent in enrolled),
-                benchmarks=() if market.benchmark is None else (market.benchmark,),
-                slot_times=(
-                    None if market.slots is None else tuple(f"{at:%H:%M}" for at in market.slots)
-                ),
-                fill_price=fill_price,
-                fundamentals=fundamentals_of(source, rules_for(name).currency),
+                benchmarks=market.benchmarks,
+                slot_times=market.slot_times,
+                fill_price=live_source.fill_price,
+                fundamentals=live_source.fundamentals,
             )
         )
     if not live:

@@ -21,7 +21,9 @@ def test_offline_replaces_every_live_source(tmp_path: Path, market: str) -> None
     configured = load_config(path).markets.configured()[market]
     clock = SimulatedClock(utc(2026, 12, 1, 15))
 
-    source, fill_price = make_source(market, configured, clock, ("X",), environ={OFFLINE_ENV: "1"})
+    source, fill_price, _ = make_source(
+        market, configured, clock, ("X",), environ={OFFLINE_ENV: "1"}
+    )
 
     assert isinstance(source, UnavailableSource)
     assert fill_price is None
@@ -34,7 +36,7 @@ def test_without_offline_the_configured_adapter_is_built(tmp_path: Path) -> None
     path.write_text(default_config_text(), encoding="utf-8")
     configured = load_config(path).markets.configured()["cn"]
 
-    source, _ = make_source(
+    source, _, _ = make_source(
         "cn", configured, SimulatedClock(utc(2026, 12, 1, 2)), ("600519.SH",), environ={}
     )
 

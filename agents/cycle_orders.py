@@ -53,6 +53,7 @@ class CycleOrders:
         self.seq = 0
         self.diverged = False
         self.placed: list[RecordedOrder] = []
+        self._state: tuple[int, AccountState] | None = None
 
     @property
     def stored_count(self) -> int:
@@ -60,18 +61,24 @@ class CycleOrders:
         return len(self._stored)
 
     def state(self) -> AccountState:
-        """The account at the start of the cycle plus the orders placed so far in this run."""
+        """The account at the start of the cycle plus the orders placed so far in this run.
+
+        Read from the ledger once per `seq` and cached: every accepted order (fill or rejection)
+        moves `seq`, and the cycle holds the slot's claim on the account, so nothing else writes
+        it while `seq` is unchanged.
+        """
+        if self._state is not None and self._state[0] == self.seq:
+            return self._state[1]
         state = self._ledger.account_state(self._account_id, self._now)
         pending = [
             stored.outcome
             for seq, stored in self._stored.items()
             if seq > self.seq and isinstance(stored.outcome, Fill)
         ]
-        return unwind(state, pending) if pending else state
-
-    def earlier(self, limit: int) -> list[RecordedOrder]:
-        """The account's latest `limit` orders placed before this cycle's time, newest first."""
-        return self._ledger.recent_orders(self._account_id, self._now, limit)
+        if pending:
+            state = unwind(state, pending)
+        self._state = (self.seq, state)
+        return state
 
     def place(
         self, order: Order, *, snapshot: MarketSnapshot, target_weight: Decimal | None

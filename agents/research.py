@@ -29,6 +29,7 @@ from openbell.agents.tools import (
     ReportOut,
     ToolError,
     ToolOutcome,
+    unknown_symbol,
 )
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
@@ -59,7 +60,7 @@ class ResearchTools:
     async def get_news(self, args: GetNewsArgs) -> ToolOutcome:
         """News published in the lookback up to `now`, newest first, at most `args.limit`."""
         if args.symbol is not None and not self._serves(args.symbol):
-            return self._unknown(args.symbol)
+            return unknown_symbol(args.symbol, self._universe_name, self._now)
         symbols = None if args.symbol is None else [args.symbol]
         # a query filters titles after the fetch, so fetch the cap and cut afterwards
         limit = MAX_NEWS if args.query is not None else args.limit
@@ -103,7 +104,7 @@ class ResearchTools:
                 "Decide from prices, quotes and news instead.",
             )
         if not self._serves(args.symbol):
-            return self._unknown(args.symbol)
+            return unknown_symbol(args.symbol, self._universe_name, self._now)
         try:
             found = await source.reports(
                 args.symbol,
@@ -139,10 +140,3 @@ class ResearchTools:
 
     def _error(self, code: ErrorCode, message: str, hint: str = "") -> ToolError:
         return ToolError(code=code, message=message, hint=hint, as_of=self._now)
-
-    def _unknown(self, symbol: str) -> ToolError:
-        return self._error(
-            ErrorCode.UNKNOWN_SYMBOL,
-            f"{symbol} is not served: it is not in the {self._universe_name} universe.",
-            "Use the universe's symbols, written as the market writes them.",
-        )

@@ -48,6 +48,7 @@ from openbell.agents.tools import (
     ToolResult,
     ToolSpec,
     describe_validation_error,
+    unknown_symbol,
 )
 from openbell.markets.domain import (
     Instrument,
@@ -93,12 +94,20 @@ class Toolbox:
             )
         if not universe.market == rules.market == snapshot.market == broker.rules.market:
             raise ValueError(f"toolbox for {rules.market} given another market's parts")
+        self._ledger = ledger
+        self._account_id = account_id
         self._gateway = gateway
         self._snapshot = snapshot
         self._universe = universe
         self._rules = rules
         self._now = now
         self._benchmark = benchmark_instrument(universe, rules)
+        # The symbols served: the universe's members, and the benchmark when it is not one.
+        self._instruments: dict[str, Instrument] = {
+            instrument.symbol: instrument for instrument in universe.instruments
+        }
+        if self._benchmark is not None:
+            self._instruments.setdefault(self._benchmark.symbol, self._benchmark)
         self._quotes: dict[str, Quote | None] = dict(snapshot.quotes)
         self._orders = CycleOrders(
             ledger=ledger, broker=broker, account_id=account_id, cycle_id=cycle_id, now=now
@@ -242,7 +251,7 @@ class Toolbox:
     async def recent_orders(self, limit: int) -> list[RecordedOrder]:
         """The account's latest `limit` orders placed before now, newest first, with their
         outcomes (for a decision mode's prompt; not a model tool)."""
-        return self._orders.earlier(limit)
+        return self._ledger.recent_orders(self._account_id, self._now, limit)
 
     async def finish(self, summary: str) -> FinishOut | ToolError:
         """See the `finish` tool."""
@@ -252,7 +261,7 @@ class Toolbox:
 
     async def _get_bars(self, args: GetBarsArgs) -> ToolOutcome:
         if self._instrument(args.symbol) is None:
-            return self._unknown(args.symbol)
+            return unknown_symbol(args.symbol, self._universe.name, self._now)
         try:
             found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
         except DataUnavailable as exc:
@@ -428,23 +437,12 @@ class Toolbox:
         )
 
     def _instrument(self, symbol: str) -> Instrument | None:
-        if symbol in self._universe:
-            return self._universe.instrument(symbol)
-        if self._benchmark is not None and symbol == self._benchmark.symbol:
-            return self._benchmark
-        return None
+        return self._instruments.get(symbol)
 
     # -- errors -------------------------------------------------------------------------------
 
     def _error(self, code: ErrorCode, message: str, hint: str = "") -> ToolError:
         return ToolError(code=code, message=message, hint=hint, as_of=self._now)
-
-    def _unknown(self, symbol: str) -> ToolError:
-        return self._error(
-            ErrorCode.UNKNOWN_SYMBOL,
-            f"{symbol} is not served: it is not in the {self._universe.name} universe.",
-            "Use the universe's symbols, written as the market writes them.",
-        )
 
     def _diverged_error(self) -> ToolError:
         return self._error(

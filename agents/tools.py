@@ -349,6 +349,17 @@ class ToolError(BaseModel):
     as_of: datetime | None = None
 
 
+def unknown_symbol(symbol: str, universe_name: str, as_of: datetime) -> ToolError:
+    """The error for a `symbol` not served: outside the `universe_name` universe (and not the
+    market's benchmark)."""
+    return ToolError(
+        code=ErrorCode.UNKNOWN_SYMBOL,
+        message=f"{symbol} is not served: it is not in the {universe_name} universe.",
+        hint="Use the universe's symbols, written as the market writes them.",
+        as_of=as_of,
+    )
+
+
 ToolOutcome = ToolResult | ToolError
 A = TypeVar("A", bound=BaseModel)
 

@@ -133,13 +133,13 @@ def split_reasoning(content: str) -> tuple[str, str | None]:
         head, _, content = content.partition("</think>")
         thoughts.append(head.strip())
 
-    def cut(match: re.Match[str]) -> str:
+    def keep_thought(match: re.Match[str]) -> str:
         inner = match.group(0)
         inner = re.sub(r"(?i)^<think>|</think>$", "", inner)
         thoughts.append(inner.strip())
         return ""
 
-    content = _THINK.sub(cut, content)
+    content = _THINK.sub(keep_thought, content)
     kept = [thought for thought in thoughts if thought]
     return content.strip(), ("\n".join(kept) if kept else None)
 
@@ -325,15 +325,20 @@ def _call_from_value(value: object, index: int) -> ToolCall | None:
 def assistant_message(completion: Completion, *, max_content_chars: int) -> dict[str, Any]:
     """The assistant message to send back: content (cut to `max_content_chars`) and tool calls in
     the standard shape; reasoning is not sent back."""
-    content = completion.content
-    if len(content) > max_content_chars:
-        content = content[:max_content_chars] + f"... [cut: {len(completion.content)} characters]"
+    content = cut(completion.content, max_content_chars)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if completion.tool_calls:
         message["tool_calls"] = [
             _wire_call(call, max_content_chars) for call in completion.tool_calls
         ]
     return message
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters with a note of how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [cut: {len(text)} characters]"
 
 
 def _wire_call(call: ToolCall, max_chars: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Final
 
-from openbell.agents.llm.parse import Usage
+from openbell.agents.llm.parse import Usage, cut
 from openbell.agents.llm.redact import Redactor
 from openbell.agents.protocol import DecisionContext
 from openbell.store.records import CycleUsage, TraceEntry
@@ -55,13 +55,6 @@ class Prices:
             + usage.tokens_out * self.out_per_mtok
         )
         return total / _PER_MTOK
-
-
-def cut(text: str, limit: int) -> str:
-    """`text`, or its first `limit` characters with a note of how long it was."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [cut: {len(text)} characters]"
 
 
 class Recorder:

@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from openbell.agents.llm.client import Chat, LlmRefused
 from openbell.agents.llm.hooks import CalledTool, Masker, PromptBuilder
-from openbell.agents.llm.parse import CHARS_PER_TOKEN, ToolCall, assistant_message
-from openbell.agents.llm.recorder import Recorder, cut
+from openbell.agents.llm.parse import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
+from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import ErrorCode, ToolError, ToolOutcome, ToolSpec, openai_tools
 

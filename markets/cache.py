@@ -200,27 +200,23 @@ class CachingSource(ForwardingSource):
     one read for all such symbols over the smallest window holding each one's uncovered part
     (typically the newest bar). A bar served from the cache starts inside the window and inside a
     covered span, was final when fetched, and has ended by `now`. The answer is recorded with the
-    span it covers (`coverage.py`). With `read_back=False` every read goes to `source` and is only
-    recorded. The cache only saves vendor calls: a failing cache read falls back to `source` and
-    a failing write keeps its answer (logged as `bar_cache_read_failed`, `bar_cache_write_failed`).
-    News is recorded, never read back; quotes pass through unrecorded. Failures of `source`
-    propagate unchanged.
+    span it covers (`coverage.py`). The cache only saves vendor calls: a failing cache read falls
+    back to `source` and a failing write keeps its answer (logged as `bar_cache_read_failed`,
+    `bar_cache_write_failed`). News is recorded, never read back; quotes pass through unrecorded.
+    Failures of `source` propagate unchanged.
     """
 
-    def __init__(
-        self, source: MarketDataSource, cache: BarCache, *, now: Now, read_back: bool = True
-    ) -> None:
+    def __init__(self, source: MarketDataSource, cache: BarCache, *, now: Now) -> None:
         super().__init__(source)
         self._cache = cache
         self._now = now
-        self._read_back = read_back
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
         asked = tuple(dict.fromkeys(check_symbols(symbols)))
         asked_at = self._now()
-        if not self._read_back or not asked or end_at <= start_at:
+        if not asked or end_at <= start_at:
             return await self._fetch(asked, interval, start_at, end_at, asked_at)
         window = TimeSpan(start_at=start_at, end_at=end_at)
         try:

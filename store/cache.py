@@ -30,11 +30,8 @@ from openbell.markets.coverage import TimeSpan, merge_spans
 from openbell.markets.domain import Bar, NewsItem, check_utc
 from openbell.markets.sources import check_symbols
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import BarCoverageRow, BarRow, NewsRow
+from openbell.store.tables import BAR_COVERAGE_TABLE, BAR_TABLE, NEWS_TABLE
 
-_BARS: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]  # SQLModel sets it
-_COVERAGE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
-_NEWS: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
 T = TypeVar("T")
 _BAR_KEY: Final = ("symbol", "interval", "start_at")
 #: Rows per INSERT statement: well under SQLite's limit of 32766 bound parameters.
@@ -65,6 +62,8 @@ class SqlBarCache:
             old = kept.get((bar.symbol, bar.start_at))
             if old is None or not old["is_final"] or values["is_final"]:
                 kept[(bar.symbol, bar.start_at)] = values
+        if not kept:
+            return
         with self._writer.begin() as connection:
             for chunk in _chunks(list(kept.values())):
                 connection.execute(_upsert_bars(connection, chunk))
@@ -81,17 +80,17 @@ class SqlBarCache:
         """Cached bars starting in `[start_at, end_at)` by symbol, oldest first."""
         wanted = check_symbols(symbols)
         query = (
-            select(_BARS)
+            select(BAR_TABLE)
             .where(
-                _BARS.c.symbol.in_(wanted),
-                _BARS.c.interval == interval,
-                _BARS.c.start_at >= start_at,
-                _BARS.c.start_at < end_at,
+                BAR_TABLE.c.symbol.in_(wanted),
+                BAR_TABLE.c.interval == interval,
+                BAR_TABLE.c.start_at >= start_at,
+                BAR_TABLE.c.start_at < end_at,
             )
-            .order_by(_BARS.c.symbol, _BARS.c.start_at)
+            .order_by(BAR_TABLE.c.symbol, BAR_TABLE.c.start_at)
         )
         if final_only:
-            query = query.where(_BARS.c.is_final)
+            query = query.where(BAR_TABLE.c.is_final)
         out: dict[str, list[CachedBar]] = {}
         with self._engine.connect() as connection:
             for row in connection.execute(query):
@@ -114,12 +113,12 @@ class SqlBarCache:
         high = max(span.end_at for span in spans.values())
         with self._writer.begin() as connection:
             for symbols in _chunks(sorted(spans)):
-                query = select(_COVERAGE).where(
-                    _COVERAGE.c.source == source,
-                    _COVERAGE.c.interval == interval,
-                    _COVERAGE.c.symbol.in_(symbols),
-                    _COVERAGE.c.start_at <= high,
-                    _COVERAGE.c.end_at >= low,
+                query = select(BAR_COVERAGE_TABLE).where(
+                    BAR_COVERAGE_TABLE.c.source == source,
+                    BAR_COVERAGE_TABLE.c.interval == interval,
+                    BAR_COVERAGE_TABLE.c.symbol.in_(symbols),
+                    BAR_COVERAGE_TABLE.c.start_at <= high,
+                    BAR_COVERAGE_TABLE.c.end_at >= low,
                 )
                 stored: dict[str, list[Any]] = {}
                 for row in connection.execute(query):
@@ -146,8 +145,10 @@ class SqlBarCache:
                         }
                     )
                 if gone:
-                    connection.execute(delete(_COVERAGE).where(_COVERAGE.c.id.in_(gone)))
-                connection.execute(insert(_COVERAGE), rows)
+                    connection.execute(
+                        delete(BAR_COVERAGE_TABLE).where(BAR_COVERAGE_TABLE.c.id.in_(gone))
+                    )
+                connection.execute(insert(BAR_COVERAGE_TABLE), rows)
 
     def get_coverage(
         self,
@@ -159,12 +160,12 @@ class SqlBarCache:
         end_at: datetime,
     ) -> Mapping[str, Sequence[TimeSpan]]:
         """Each symbol's covered spans overlapping `[start_at, end_at)`, merged, oldest first."""
-        query = select(_COVERAGE).where(
-            _COVERAGE.c.source == source,
-            _COVERAGE.c.interval == interval,
-            _COVERAGE.c.symbol.in_(check_symbols(symbols)),
-            _COVERAGE.c.start_at < end_at,
-            _COVERAGE.c.end_at > start_at,
+        query = select(BAR_COVERAGE_TABLE).where(
+            BAR_COVERAGE_TABLE.c.source == source,
+            BAR_COVERAGE_TABLE.c.interval == interval,
+            BAR_COVERAGE_TABLE.c.symbol.in_(check_symbols(symbols)),
+            BAR_COVERAGE_TABLE.c.start_at < end_at,
+            BAR_COVERAGE_TABLE.c.end_at > start_at,
         )
         found: dict[str, list[TimeSpan]] = {}
         with self._engine.connect() as connection:
@@ -179,9 +180,11 @@ class SqlBarCache:
         for item in items:
             key = news_key(item.symbol, item.published_at, item.title)
             kept.setdefault(key, _news_values(item, key, source, fetched_at))
+        if not kept:
+            return
         with self._writer.begin() as connection:
             for chunk in _chunks(list(kept.values())):
-                insert = _insert(connection, _NEWS).values(chunk)
+                insert = _insert(connection, NEWS_TABLE).values(chunk)
                 connection.execute(insert.on_conflict_do_nothing(index_elements=["item_key"]))
 
     def get_news(
@@ -189,13 +192,13 @@ class SqlBarCache:
     ) -> Sequence[NewsItem]:
         """Cached news published in `[start_at, end_at)` (None: any symbol), newest first."""
         query = (
-            select(_NEWS)
-            .where(_NEWS.c.published_at >= start_at, _NEWS.c.published_at < end_at)
-            .order_by(_NEWS.c.published_at.desc(), _NEWS.c.id)
+            select(NEWS_TABLE)
+            .where(NEWS_TABLE.c.published_at >= start_at, NEWS_TABLE.c.published_at < end_at)
+            .order_by(NEWS_TABLE.c.published_at.desc(), NEWS_TABLE.c.id)
             .limit(max(limit, 0))
         )
         if symbols is not None:
-            query = query.where(_NEWS.c.symbol.in_(check_symbols(symbols)))
+            query = query.where(NEWS_TABLE.c.symbol.in_(check_symbols(symbols)))
         with self._engine.connect() as connection:
             return tuple(
                 NewsItem(
@@ -267,12 +270,12 @@ def _insert(connection: Connection, table: Table) -> sqlite.Insert | postgresql.
 def _upsert_bars(
     connection: Connection, rows: list[dict[str, Any]]
 ) -> sqlite.Insert | postgresql.Insert:
-    insert = _insert(connection, _BARS).values(rows)
+    insert = _insert(connection, BAR_TABLE).values(rows)
     return insert.on_conflict_do_update(
         index_elements=list(_BAR_KEY),
         set_={name: insert.excluded[name] for name in rows[0] if name not in _BAR_KEY},
         # A stored final bar is replaced only by another final one (a re-fetch after the end).
-        where=or_(not_(_BARS.c.is_final), insert.excluded.is_final),
+        where=or_(not_(BAR_TABLE.c.is_final), insert.excluded.is_final),
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
 from openbell.markets.domain import check_utc
+from openbell.store.cycles import cycle_record
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.postings import row_id
 from openbell.store.records import CycleRecord, CycleStatus
@@ -25,17 +26,6 @@ from openbell.store.tables import AccountRow, CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
 INTERRUPTED_REASON = "interrupted"
-
-
-def _record(row: CycleRow) -> CycleRecord:
-    return CycleRecord(
-        cycle_id=row_id(row.id),
-        account_id=row.account_id,
-        slot_at=row.slot_at,
-        status=CycleStatus(row.status),
-        claimed_by=row.claimed_by,
-        lease_until=row.lease_until,
-    )
 
 
 class CycleBook:
@@ -64,7 +54,7 @@ class CycleBook:
             query = query.where(col(CycleRow.claimed_by) == held_by)
         with self._session() as session:
             rows = session.exec(query.order_by(col(CycleRow.slot_at), col(CycleRow.id))).all()
-        return [_record(row) for row in rows]
+        return [cycle_record(row) for row in rows]
 
     def expire_claims(self, now: datetime, *, except_holder: str) -> int:
         """End the lease (at `now`) of every `claimed` cycle not held by `except_holder`; how many.

@@ -6,6 +6,7 @@ transaction; they run on its connection as prebuilt Core statements (every slot 
 claims and finishes a cycle, so this is on the replay's hot path). The unique (account, slot) key
 decides which of two claimants wins; a claim still `claimed` after its lease is anyone's to take
 over, with the same id, so the orders it recorded stay single under their idempotency keys.
+`cycle_record` turns a cycle row (ORM or Core) into a `CycleRecord`, here and in `CycleBook`.
 """
 
 from __future__ import annotations
@@ -14,17 +15,28 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, bindparam, func, select, update
+from sqlalchemy import Connection, Row, bindparam, func, select, update
 
-from openbell.store.postings import row_id
+from openbell.store.postings import inserted_id, row_id
 from openbell.store.records import CycleRecord, CycleStatus
-from openbell.store.tables import CycleRow
+from openbell.store.tables import CYCLE_TABLE, CycleRow
+
+
+def cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
+    """The `CycleRecord` of a `cycle` row (an ORM row or a Core one)."""
+    return CycleRecord(
+        cycle_id=row_id(row.id),
+        account_id=row.account_id,
+        slot_at=row.slot_at,
+        status=CycleStatus(row.status),
+        claimed_by=row.claimed_by,
+        lease_until=row.lease_until,
+    )
 
 
 def insert_cycle(connection: Connection, **values: Any) -> int:
     """Insert a cycle row with `values`; its id (an `IntegrityError` if the slot has one)."""
-    inserted = connection.execute(_CYCLE.insert(), values).inserted_primary_key
-    return row_id(None if inserted is None else inserted[0])
+    return inserted_id(connection.execute(CYCLE_TABLE.insert(), values))
 
 
 def take_over_expired(
@@ -56,16 +68,7 @@ def take_over_expired(
 def find_cycle(connection: Connection, account_id: int, slot_at: datetime) -> CycleRecord | None:
     """The cycle of `account_id` at `slot_at`, or None when it has no row."""
     row = connection.execute(_FIND, {"account": account_id, "slot": slot_at}).one_or_none()
-    if row is None:
-        return None
-    return CycleRecord(
-        cycle_id=row.id,
-        account_id=row.account_id,
-        slot_at=row.slot_at,
-        status=CycleStatus(row.status),
-        claimed_by=row.claimed_by,
-        lease_until=row.lease_until,
-    )
+    return None if row is None else cycle_record(row)
 
 
 def take_over(
@@ -86,10 +89,10 @@ def count_cycles(
 ) -> int:
     """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
     query = select(func.count()).where(
-        _CYCLE.c.account_id.in_(sorted(account_ids)), _CYCLE.c.slot_at >= start_at
+        CYCLE_TABLE.c.account_id.in_(sorted(account_ids)), CYCLE_TABLE.c.slot_at >= start_at
     )
     if end_at is not None:
-        query = query.where(_CYCLE.c.slot_at < end_at)
+        query = query.where(CYCLE_TABLE.c.slot_at < end_at)
     return int(connection.execute(query).scalar_one())
 
 
@@ -124,25 +127,26 @@ def finish_cycle(
     )
 
 
-_CYCLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
 _CLAIMED: Final = CycleStatus.CLAIMED.value
 _TAKE_EXPIRED: Final = (
-    update(_CYCLE)
+    update(CYCLE_TABLE)
     .where(
-        _CYCLE.c.account_id == bindparam("account"),
-        _CYCLE.c.slot_at == bindparam("slot"),
-        _CYCLE.c.status == _CLAIMED,
-        _CYCLE.c.lease_until < bindparam("now"),
+        CYCLE_TABLE.c.account_id == bindparam("account"),
+        CYCLE_TABLE.c.slot_at == bindparam("slot"),
+        CYCLE_TABLE.c.status == _CLAIMED,
+        CYCLE_TABLE.c.lease_until < bindparam("now"),
     )
-    .returning(_CYCLE.c.id)
+    .returning(CYCLE_TABLE.c.id)
 )
 _TAKE_OVER: Final = (
-    update(_CYCLE)
-    .where(_CYCLE.c.id == bindparam("cycle"), _CYCLE.c.status == _CLAIMED)
-    .returning(_CYCLE.c.id)
+    update(CYCLE_TABLE)
+    .where(CYCLE_TABLE.c.id == bindparam("cycle"), CYCLE_TABLE.c.status == _CLAIMED)
+    .returning(CYCLE_TABLE.c.id)
 )
-_FIND: Final = select(_CYCLE).where(
-    _CYCLE.c.account_id == bindparam("account"), _CYCLE.c.slot_at == bindparam("slot")
+_FIND: Final = select(CYCLE_TABLE).where(
+    CYCLE_TABLE.c.account_id == bindparam("account"), CYCLE_TABLE.c.slot_at == bindparam("slot")
 )
-_STATUS: Final = select(_CYCLE.c.status).where(_CYCLE.c.id == bindparam("cycle")).with_for_update()
-_FINISH: Final = update(_CYCLE).where(_CYCLE.c.id == bindparam("cycle"))
+_STATUS: Final = (
+    select(CYCLE_TABLE.c.status).where(CYCLE_TABLE.c.id == bindparam("cycle")).with_for_update()
+)
+_FINISH: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import Engine, Table, bindparam
+from sqlalchemy import Engine, bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -48,9 +48,10 @@ from openbell.store.cycles import (
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.postings import (
     check_outcome,
+    cycle_orders,
     get_account,
     insert_order,
-    read_orders,
+    orders_before,
     row_id,
     stored_order,
 )
@@ -63,8 +64,8 @@ from openbell.store.records import (
     SnapshotKind,
     TraceEntry,
 )
-from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
-from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, OrderRow, PositionRow
+from openbell.store.snapshots import POSITIONS, insert_snapshot, locked_cash, stored_snapshot
+from openbell.store.tables import ACCOUNT_TABLE, FILL_TABLE, AccountRow, AgentRow, CycleRow
 from openbell.store.traces import append_journal, cycle_traces, usage_of
 
 
@@ -182,7 +183,7 @@ class Ledger:
             account = connection.execute(_ACCOUNT, {"account": account_id}).one_or_none()
             if account is None:
                 raise ValueError(f"no account {account_id}")
-            rows = connection.execute(_POSITIONS, {"account": account_id}).all()
+            rows = connection.execute(POSITIONS, {"account": account_id}).all()
             buys = connection.execute(_RECENT_BUYS, {"account": account_id, "since": since}).all()
         lots: dict[str, list[Lot]] = {}
         for buy in buys:
@@ -374,7 +375,7 @@ class Ledger:
     def cycle_orders(self, cycle_id: int) -> list[RecordedOrder]:
         """Every order recorded in cycle `cycle_id`, with its outcome, in `seq` order."""
         with self._engine.connect() as connection:
-            return read_orders(connection, _ORDER_TABLE.c.cycle_id == cycle_id)
+            return cycle_orders(connection, cycle_id)
 
     def recent_orders(self, account_id: int, before: datetime, limit: int) -> list[RecordedOrder]:
         """The account's latest `limit` orders placed before `before`, newest first, with their
@@ -382,11 +383,8 @@ class Ledger:
         check_utc("before", before)
         if limit < 0:
             raise ValueError(f"limit must not be negative, got {limit}")
-        placed_before = (_ORDER_TABLE.c.account_id == account_id) & (
-            _ORDER_TABLE.c.placed_at < before
-        )
         with self._engine.connect() as connection:
-            return read_orders(connection, placed_before, newest_first=True, limit=limit)
+            return orders_before(connection, account_id, before, limit)
 
     def cycle_account_id(self, cycle_id: int) -> int:
         """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
@@ -457,24 +455,15 @@ class Ledger:
             return stored
 
 
-_ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
-_POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
-_FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
 _ACCOUNT: Final = select(
-    _ACCOUNT_TABLE.c.market, _ACCOUNT_TABLE.c.cash, _ACCOUNT_TABLE.c.currency
-).where(_ACCOUNT_TABLE.c.id == bindparam("account"))
-_POSITIONS: Final = (
-    select(_POSITION_TABLE.c.symbol, _POSITION_TABLE.c.quantity, _POSITION_TABLE.c.cost)
-    .where(_POSITION_TABLE.c.account_id == bindparam("account"))
-    .order_by(_POSITION_TABLE.c.symbol)
-)
+    ACCOUNT_TABLE.c.market, ACCOUNT_TABLE.c.cash, ACCOUNT_TABLE.c.currency
+).where(ACCOUNT_TABLE.c.id == bindparam("account"))
 _RECENT_BUYS: Final = (
-    select(_FILL_TABLE.c.symbol, _FILL_TABLE.c.quantity, _FILL_TABLE.c.filled_at)
+    select(FILL_TABLE.c.symbol, FILL_TABLE.c.quantity, FILL_TABLE.c.filled_at)
     .where(
-        _FILL_TABLE.c.account_id == bindparam("account"),
-        _FILL_TABLE.c.side == Side.BUY.value,
-        _FILL_TABLE.c.filled_at >= bindparam("since"),
+        FILL_TABLE.c.account_id == bindparam("account"),
+        FILL_TABLE.c.side == Side.BUY.value,
+        FILL_TABLE.c.filled_at >= bindparam("since"),
     )
-    .order_by(_FILL_TABLE.c.id)
+    .order_by(FILL_TABLE.c.id)
 )
-_ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]

@@ -1,6 +1,7 @@
 """How one order is written to the ledger: the order row, its fill, the cash and the position.
 
-These functions run inside the `Ledger`'s transaction (they take its open `Session`) and are
+The writes run inside the `Ledger`'s transaction (they take its open `Session`); the reads of
+stored orders (`stored_order`, `cycle_orders`, `orders_before`) take a Core `Connection`. All are
 internal to `openbell.store`. They also turn the stored rows back into domain values, so a retried
 order returns exactly the outcome recorded the first time.
 """
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any, Final, TypedDict
+from typing import Any, TypedDict
 
-from sqlalchemy import ColumnElement, Connection, Table, select
+from sqlalchemy import ColumnElement, Connection, CursorResult, select
 from sqlmodel import Session
 
 from openbell.markets.domain import (
@@ -24,13 +25,26 @@ from openbell.markets.domain import (
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import OrderStatus, RecordedOrder
-from openbell.store.tables import AccountRow, FillRow, OrderRow, PositionRow
+from openbell.store.tables import (
+    FILL_TABLE,
+    ORDER_TABLE,
+    AccountRow,
+    FillRow,
+    OrderRow,
+    PositionRow,
+)
 
 
 def row_id(value: int | None) -> int:
     if value is None:
         raise RuntimeError("the database did not assign an id")
     return value
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The id the database assigned to the row a Core single-row insert wrote."""
+    inserted = result.inserted_primary_key
+    return row_id(None if inserted is None else inserted[0])
 
 
 def get_account(session: Session, account_id: int, *, lock: bool = False) -> AccountRow:
@@ -182,8 +196,22 @@ def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
 
 def stored_order(connection: Connection, key: str) -> RecordedOrder | None:
     """The order stored under idempotency `key`, with its outcome; None if there is none."""
-    found = read_orders(connection, _ORDER.c.idempotency_key == key)
+    found = read_orders(connection, ORDER_TABLE.c.idempotency_key == key)
     return found[0] if found else None
+
+
+def cycle_orders(connection: Connection, cycle_id: int) -> list[RecordedOrder]:
+    """Every order recorded in cycle `cycle_id`, with its outcome, in `seq` order."""
+    return read_orders(connection, ORDER_TABLE.c.cycle_id == cycle_id)
+
+
+def orders_before(
+    connection: Connection, account_id: int, before: datetime, limit: int
+) -> list[RecordedOrder]:
+    """The account's latest `limit` orders placed before `before`, newest first, with their
+    outcomes."""
+    placed_before = (ORDER_TABLE.c.account_id == account_id) & (ORDER_TABLE.c.placed_at < before)
+    return read_orders(connection, placed_before, newest_first=True, limit=limit)
 
 
 def read_orders(
@@ -196,15 +224,15 @@ def read_orders(
     """The orders matching `where`, with their outcomes, as `RecordedOrder(created=False)`: in
     `seq` order, or (`newest_first`) latest placed first; at most `limit`.
 
-    One Core query (each order with its first fill), not an ORM round trip per order: cycles read
-    their orders back on the hot path.
+    Two Core queries (the orders, then the first fill of each filled one), not an ORM round trip
+    per order: cycles read their orders back on the hot path.
     """
     order_by = (
-        (_ORDER.c.placed_at.desc(), _ORDER.c.id.desc())
+        (ORDER_TABLE.c.placed_at.desc(), ORDER_TABLE.c.id.desc())
         if newest_first
-        else (_ORDER.c.seq, _ORDER.c.id)
+        else (ORDER_TABLE.c.seq, ORDER_TABLE.c.id)
     )
-    query = select(_ORDER).where(where).order_by(*order_by)
+    query = select(ORDER_TABLE).where(where).order_by(*order_by)
     if limit is not None:
         query = query.limit(limit)
     orders = connection.execute(query).all()
@@ -214,7 +242,7 @@ def read_orders(
     ids = [order.id for order in orders if order.status != OrderStatus.REJECTED.value]
     if ids:
         for fill in connection.execute(
-            select(_FILL).where(_FILL.c.order_id.in_(ids)).order_by(_FILL.c.id)
+            select(FILL_TABLE).where(FILL_TABLE.c.order_id.in_(ids)).order_by(FILL_TABLE.c.id)
         ):
             fills.setdefault(fill.order_id, fill)
     return [_recorded(order, fills.get(order.id)) for order in orders]
@@ -260,7 +288,3 @@ def to_fill(row: Any) -> Fill:
         filled_at=row.filled_at,
         price_source=row.price_source,
     )
-
-
-_ORDER: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
-_FILL: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 Internal to `openbell.store`: these functions run inside the `Ledger`'s transaction, as prebuilt
 Core statements on its connection (every cycle and every session close writes a snapshot, so this
 is on the replay's hot path), and turn the stored rows back into `NavSnapshot` records.
+`POSITIONS`, the read of an account's holdings, is also the ledger's in `account_state`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from openbell.markets.domain import check_decimal
-from openbell.store.postings import row_id
+from openbell.store.postings import inserted_id
 from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
-from openbell.store.tables import AccountRow, FillRow, NavMarkRow, NavSnapshotRow, PositionRow
+from openbell.store.tables import (
+    ACCOUNT_TABLE,
+    FILL_TABLE,
+    NAV_MARK_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    POSITION_TABLE,
+)
 
 
 def locked_cash(connection: Connection, account_id: int) -> Decimal:
@@ -39,7 +46,7 @@ def insert_snapshot(
     """Write the snapshot of (account, `at`, `kind`) with `cash` and the held positions at
     `marks` (which must price every holding)."""
     valued: dict[str, NavMark] = {}
-    for position in connection.execute(_POSITIONS, {"account": account_id}):
+    for position in connection.execute(POSITIONS, {"account": account_id}):
         if position.quantity == 0:
             continue
         price = marks.get(position.symbol)
@@ -63,11 +70,10 @@ def insert_snapshot(
         "nav": cash + positions_value,
         "last_fill_id": last_fill_id,
     }
-    inserted = connection.execute(_SNAPSHOT.insert(), values).inserted_primary_key
-    snapshot_id = row_id(None if inserted is None else inserted[0])
+    snapshot_id = inserted_id(connection.execute(NAV_SNAPSHOT_TABLE.insert(), values))
     if valued:
         connection.execute(
-            _MARK.insert(),
+            NAV_MARK_TABLE.insert(),
             [
                 {
                     "snapshot_id": snapshot_id,
@@ -116,25 +122,26 @@ def _to_snapshot(
     )
 
 
-_ACCOUNT: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
-_POSITION: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
-_FILL: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
-_SNAPSHOT: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]
-_MARK: Final[Table] = NavMarkRow.__table__  # type: ignore[attr-defined]
 _CASH: Final = (
-    select(_ACCOUNT.c.cash).where(_ACCOUNT.c.id == bindparam("account")).with_for_update()
+    select(ACCOUNT_TABLE.c.cash).where(ACCOUNT_TABLE.c.id == bindparam("account")).with_for_update()
 )
-_POSITIONS: Final = (
-    select(_POSITION.c.symbol, _POSITION.c.quantity)
-    .where(_POSITION.c.account_id == bindparam("account"))
-    .order_by(_POSITION.c.symbol)
+#: An account's positions (symbol, quantity, cost) by symbol; binds `account`.
+POSITIONS: Final = (
+    select(POSITION_TABLE.c.symbol, POSITION_TABLE.c.quantity, POSITION_TABLE.c.cost)
+    .where(POSITION_TABLE.c.account_id == bindparam("account"))
+    .order_by(POSITION_TABLE.c.symbol)
 )
-_LAST_FILL: Final = select(func.max(_FILL.c.id)).where(_FILL.c.account_id == bindparam("account"))
-_FIND: Final = select(_SNAPSHOT).where(
-    _SNAPSHOT.c.account_id == bindparam("account"),
-    _SNAPSHOT.c.at == bindparam("at"),
-    _SNAPSHOT.c.kind == bindparam("kind"),
+_LAST_FILL: Final = select(func.max(FILL_TABLE.c.id)).where(
+    FILL_TABLE.c.account_id == bindparam("account")
 )
-_MARKS: Final = select(_MARK.c.symbol, _MARK.c.quantity, _MARK.c.price, _MARK.c.value).where(
-    _MARK.c.snapshot_id == bindparam("snapshot")
+_FIND: Final = select(NAV_SNAPSHOT_TABLE).where(
+    NAV_SNAPSHOT_TABLE.c.account_id == bindparam("account"),
+    NAV_SNAPSHOT_TABLE.c.at == bindparam("at"),
+    NAV_SNAPSHOT_TABLE.c.kind == bindparam("kind"),
 )
+_MARKS: Final = select(
+    NAV_MARK_TABLE.c.symbol,
+    NAV_MARK_TABLE.c.quantity,
+    NAV_MARK_TABLE.c.price,
+    NAV_MARK_TABLE.c.value,
+).where(NAV_MARK_TABLE.c.snapshot_id == bindparam("snapshot"))

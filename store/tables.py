@@ -5,15 +5,17 @@ money and quantity column is `ExactDecimal` and every datetime `UtcDateTime` (a 
 metadata and fails on anything else). Orders and fills are append-only; `account.cash` and
 `position` are running balances that `openbell ledger verify` recomputes from the fills. Enumerated
 strings are guarded by CHECK constraints. Constraint names follow `NAMING_CONVENTION`, so future
-migrations (and SQLite batch migrations) can address them.
+migrations (and SQLite batch migrations) can address them. The `*_TABLE` constants at the end are
+the Core `Table`s of the rows, for the store's prebuilt Core statements.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
+from typing import Final
 
-from sqlalchemy import CheckConstraint, Index, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -275,3 +277,17 @@ class NewsRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
     item_key: str = Field(unique=True)
     item_source: str = ""
+
+
+# SQLModel sets `__table__` on every table class; its stubs do not declare it.
+ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
+CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
+ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
+FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
+POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
+NAV_SNAPSHOT_TABLE: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]
+NAV_MARK_TABLE: Final[Table] = NavMarkRow.__table__  # type: ignore[attr-defined]
+TRACE_TABLE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]
+BAR_TABLE: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]
+BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
+NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]

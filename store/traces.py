@@ -16,11 +16,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, Row, Table, bindparam, func, update
+from sqlalchemy import Connection, Engine, Row, bindparam, func, update
 from sqlmodel import Session, col, select
 
 from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
-from openbell.store.tables import AccountRow, AgentRow, CycleRow, TraceRow
+from openbell.store.tables import CYCLE_TABLE, TRACE_TABLE, AccountRow, AgentRow, CycleRow, TraceRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,24 +88,14 @@ def append_journal(
         total = usage_of(row) + usage
         connection.execute(
             _WRITE_USAGE,
-            {
-                "cycle": cycle_id,
-                "tokens_in": total.tokens_in,
-                "tokens_out": total.tokens_out,
-                "tokens_cached": total.tokens_cached,
-                "usage_estimated": total.usage_estimated,
-                "llm_latency_ms": total.llm_latency_ms,
-                "cost": total.cost,
-                "parse_failures": total.parse_failures,
-                "invalid_tool_calls": total.invalid_tool_calls,
-            },
+            {"cycle": cycle_id, **{name: getattr(total, name) for name in _USAGE_COLUMNS}},
         )
     if not entries:
         return ()
     first = connection.execute(_NEXT_SEQ, {"cycle": cycle_id}).scalar_one()
     stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
     connection.execute(
-        _TRACE.insert(),
+        TRACE_TABLE.insert(),
         [
             {
                 "cycle_id": entry.cycle_id,
@@ -126,8 +116,7 @@ def append_journal(
     return stored
 
 
-_CYCLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]  # set by SQLModel
-_TRACE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]
+#: The usage columns of `cycle`; `CycleUsage`'s fields have the same names.
 _USAGE_COLUMNS: Final = (
     "tokens_in",
     "tokens_out",
@@ -139,13 +128,13 @@ _USAGE_COLUMNS: Final = (
     "invalid_tool_calls",
 )
 _READ_USAGE: Final = (
-    select(*(_CYCLE.c[name] for name in _USAGE_COLUMNS))
-    .where(_CYCLE.c.id == bindparam("cycle"))
+    select(*(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS))
+    .where(CYCLE_TABLE.c.id == bindparam("cycle"))
     .with_for_update()
 )
-_WRITE_USAGE: Final = update(_CYCLE).where(_CYCLE.c.id == bindparam("cycle"))
-_NEXT_SEQ: Final = select(func.coalesce(func.max(_TRACE.c.seq), 0) + 1).where(
-    _TRACE.c.cycle_id == bindparam("cycle")
+_WRITE_USAGE: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))
+_NEXT_SEQ: Final = select(func.coalesce(func.max(TRACE_TABLE.c.seq), 0) + 1).where(
+    TRACE_TABLE.c.cycle_id == bindparam("cycle")
 )
 
 

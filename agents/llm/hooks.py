@@ -12,7 +12,7 @@ need, through `ctx.tools` only (so the point-in-time rule holds). (2) `system_pr
 `first_user_message(ctx)`, each passed through `Masker.mask_text`. (3) `tool_names(ctx)`: None
 offers every toolbox tool, a tuple only those (in that order), `()` none at all (the model then
 answers in its content: the structured-final-action modes). (4) The loop: each tool call's
-arguments go through `Masker.unmask_arguments(tool, args)`, then `ctx.tools.call`; the result's
+arguments go through `Masker.unmask_arguments(tool, args)`, then `ctx.tools.serve`; the result's
 JSON text goes through `Masker.mask_result(tool, text)` before the model sees it. (5) When the
 model answers without a tool call, `await builder.after_answer(ctx, content, call)` decides: a
 string is the next user message (masked, then sent; the loop goes on within its budgets: the way

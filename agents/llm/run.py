@@ -9,8 +9,9 @@ answered, so the conversation stays valid: a parse failure, a tool not offered, 
 the tool-call budget gets a structured error; the others go through the `Masker` and
 `ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
 may be is never cut mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps
-the result). Nothing a model writes raises out of the loop. If the cycle ends unfinished the loop
-calls `finish` itself with the stop reason.
+the result). Arguments that do not parse and answers the decision mode could not use
+(`ParseFailure`) count as the cycle's parse failures. Nothing a model writes raises out of the
+loop. If the cycle ends unfinished the loop calls `finish` itself with the stop reason.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat, LlmRefused
-from openbell.agents.llm.hooks import CalledTool, Masker, PromptBuilder
+from openbell.agents.llm.hooks import CalledTool, Masker, ParseFailure, PromptBuilder
 from openbell.agents.llm.parse import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
@@ -180,6 +181,9 @@ class CycleRun:
             )
             if not completion.tool_calls:
                 follow = await self._builder.after_answer(self._ctx, completion.content, self._call)
+                if isinstance(follow, ParseFailure):
+                    self._parse_failures += 1
+                    follow = follow.feedback
                 if follow is None:
                     return StopReason.ANSWERED
                 self._send("user", self._masker.mask_text(follow))

@@ -477,6 +477,17 @@ def masker_for(
     return factory
 
 
+def unmask_text(text: str, key: MaskingKey, *, timezone: str) -> str:
+    """`text` that a masked model saw or wrote, its aliases and day labels turned back into the
+    real symbols and dates with its account's `key` (for reports; its money is left as shown)."""
+    symbols = {alias: symbol for symbol, alias in key.aliases.items()}
+    labels = AliasMap(
+        aliases=key.aliases, spellings={}, epoch=key.epoch, timezone=ZoneInfo(timezone)
+    )
+    text = _ALIAS_RE.sub(lambda m: symbols.get(m.group(0), m.group(0)), text)
+    return _LABEL_RE.sub(labels.resolve_label, text)
+
+
 def _or_same(match: re.Match[str], found: D | None, label: Callable[[D], str]) -> str:
     """`found` labelled, or the match unchanged when it was no valid date."""
     return match.group(0) if found is None else label(found)

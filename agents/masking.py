@@ -1,26 +1,18 @@
 """Masking (KTD-Fin): what a model may learn of tickers, company names, dates and price levels.
 
-This module owns the four masking levels (`bright`, `stock-blind`, `date-blind`, `blinded`), each
-account's masking key (`derive_key`) and `AliasMap`, and `AliasMasker`, which implements the LLM
-agent's `Masker` seam.
+This module owns the four masking levels (`bright`, `stock-blind`, `date-blind`, `blinded`) and
+`AliasMasker`, which implements the LLM agent's `Masker` seam, with the factories that build an
+account's masker from its masking key (`aliases.py`), made at its first masked cycle and stored
+through `ctx.masking_keys` (the ledger), so its aliases and day labels never move: not when the
+daemon restarts (even configured with another seed), nor when the universe file gains a member (its
+alias is added) or a later date. Every list of stocks a masked model is shown is in its account's
+alias order (`listing`), never the universe file's (alphabetical) order, which would tell it that
+the first is AAPL; and a masked model is never told the universe's name.
 
-An account's aliases, day epoch and money unit are its `MaskingKey`, made at its first masked
-cycle and stored (through `ctx.masking_keys`: the ledger), so they never move: not when the daemon
-restarts (even configured with another seed), nor when the universe file gains a member (its alias
-is added) or a later date. A new key is seeded from the account id and the config seed: each
-instrument of the universe (and the benchmark) gets `asset_NNNN`, NNNN drawn without replacement
-from 0001..9999, so the map is shuffled between accounts. Every list of stocks a masked model is
-shown is in its account's alias order (`listing`), never the universe file's (alphabetical) order,
-which would tell it that the first is AAPL; and a masked model is never told the universe's name.
-
-Every way an instrument is written maps to its alias: the symbol, the code without its exchange
-suffix (`600519` of `600519.SH`), a pair's base (`BTC` of `BTC/USDT`) and the company name of the
-universe file, also without a bracketed part and the bracket's content ("Strategy
-(MicroStrategy)": both). Longest spellings match first, case-sensitive and as whole tokens. Dates
-become `day_+N`, days counted from the key's epoch (the universe file's date when the key was
-made, moved back by a seeded 100..999 days, so N says nothing about the calendar or the account's
-age). Datetimes become `day_+NTHH:MM` (`:SS` and `.ffffff` only when not zero) in the market's
-local time, so daylight-saving shifts cannot reveal the season; their day is the local day. Forms
+Every spelling of an instrument (`aliases.py`) is rewritten to its alias, longest first,
+case-sensitive and as whole tokens. Dates become `day_+N`, days counted from the key's epoch.
+Datetimes become `day_+NTHH:MM` (`:SS` and `.ffffff` only when not zero) in the market's local
+time, so daylight-saving shifts cannot reveal the season; their day is the local day. Forms
 rewritten: ISO datetimes (`T` or space, optional seconds, fraction, `Z` or an offset; naive ones
 read as UTC), `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYYMMDD` (only a valid date between 1900 and 2099
 standing alone) and "October 1, 2025" / "1 Oct 2025" forms.
@@ -34,25 +26,22 @@ written by a model under stock-blindness is not served: a whole argument that is
 `unknown_asset`, so it cannot probe its memory through the tools. News and fundamentals leak names
 and dates, so under any blinding their calls are neutralised and answered with a `masked`
 `ToolError`. Price rebasing is on by default at `blinded` and may be asked for at the other
-blinded levels.
+blinded levels (`rebases`).
 """
 
 from __future__ import annotations
 
 import enum
-import hashlib
 import json
-import random
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Final, TypeVar
-from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
+from openbell.agents.aliases import ALIAS_RE, LABEL_RE, AliasMap, derive_key
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.rebasing import MoneyUnit, rebase
@@ -80,7 +69,6 @@ SHOWN_RESULTS: Final[Mapping[str, type[ToolResult]]] = {
     "get_portfolio": PortfolioOut,
     "place_order": OrderOut,
 }
-_ALIASES: Final = range(1, 10_000)
 
 _MONTHS: Final = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -100,10 +88,6 @@ _COMPACT_RE: Final = re.compile(
 )
 _MONTH_FIRST_RE: Final = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
 _DAY_FIRST_RE: Final = re.compile(rf"\b(\d{{1,2}}) {_MONTH},? (\d{{4}})\b")
-_LABEL_RE: Final = re.compile(
-    r"\bday_([+-]\d{1,6})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(?![\w:])"
-)
-_ALIAS_RE: Final = re.compile(r"\basset_\d{4}\b")
 _UNICODE_ESCAPE_RE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 D = TypeVar("D", date, datetime)
 R = TypeVar("R", bound=ToolResult)
@@ -126,131 +110,6 @@ class MaskingLevel(enum.StrEnum):
     def masks_dates(self) -> bool:
         """Whether dates and datetimes are relabelled."""
         return self in (MaskingLevel.DATE_BLIND, MaskingLevel.BLINDED)
-
-
-def _rng(seed: str | int, account_id: int) -> random.Random:
-    digest = hashlib.sha256(f"openbell-masking|{seed}|{account_id}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))  # noqa: S311  (not for secrets)
-
-
-def _spellings(symbol: str, name: str) -> list[str]:
-    """Every way `symbol` is written: itself, its code without a suffix, a pair's base, its name."""
-    out = [symbol]
-    if "." in symbol:
-        out.append(symbol.split(".", 1)[0])
-    if "/" in symbol:
-        out.append(symbol.split("/", 1)[0])
-    name = name.strip()
-    if name:
-        out.append(name)
-        short = re.sub(r"\s*\(([^)]*)\)", "", name).strip()  # "Alphabet (Class A)"
-        inner = [part for part in re.findall(r"\(([^)]*)\)", name) if not part.startswith("Class")]
-        out.extend(part for part in (short, *inner) if part)
-        if short.startswith("The "):
-            out.append(short.removeprefix("The "))
-    return out
-
-
-def _members(universe: Universe) -> dict[str, str]:
-    """Symbol -> company name of the universe's instruments and its benchmark, by symbol."""
-    named = {instrument.symbol: instrument.name for instrument in universe.instruments}
-    if universe.benchmark is not None:
-        named.setdefault(universe.benchmark, "")
-    return dict(sorted(named.items()))
-
-
-def derive_key(
-    universe: Universe,
-    *,
-    account_id: int,
-    seed: str | int,
-    epoch: date | None = None,
-    stored: MaskingKey | None = None,
-) -> MaskingKey:
-    """The key of `account_id` over `universe` (with its benchmark): `stored` with an alias added
-    for each member it lacks (`stored` itself when none), or a new key seeded by `seed`, whose day
-    epoch is `epoch` (default: the universe file's date) moved back by 100..999 days."""
-    symbols = list(_members(universe))
-    if stored is None:
-        rng = _rng(seed, account_id)
-        numbers = rng.sample(_ALIASES, len(symbols))
-        shift = timedelta(days=rng.randrange(100, 1000))
-        return MaskingKey(
-            account_id=account_id,
-            epoch=(epoch or universe.as_of) - shift,
-            money_unit=MoneyUnit.draw(_rng(f"{seed}|money", account_id)).factor,
-            aliases={s: f"asset_{n:04d}" for s, n in zip(symbols, numbers, strict=True)},
-        )
-    missing = [symbol for symbol in symbols if symbol not in stored.aliases]
-    if not missing:
-        return stored
-    used = set(stored.aliases.values())
-    free = (
-        alias
-        for n in _rng(f"{seed}|added", account_id).sample(_ALIASES, len(_ALIASES))
-        if (alias := f"asset_{n:04d}") not in used
-    )
-    added = dict(zip(missing, free, strict=False))
-    if len(added) < len(missing):
-        raise ValueError(f"account {account_id} has more than {len(_ALIASES)} symbols to alias")
-    return MaskingKey(
-        account_id=account_id,
-        epoch=stored.epoch,
-        money_unit=stored.money_unit,
-        aliases={**stored.aliases, **added},
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class AliasMap:
-    """One account's aliases: symbol -> `asset_NNNN`, spelling -> alias, and its day epoch."""
-
-    aliases: Mapping[str, str]
-    spellings: Mapping[str, str]
-    epoch: date
-    timezone: ZoneInfo
-
-    @classmethod
-    def of(cls, key: MaskingKey, universe: Universe, *, timezone: str) -> AliasMap:
-        """The map of `key`, with the spellings of `universe`'s members (names, codes)."""
-        aliases = dict(key.aliases)
-        spellings: dict[str, str] = {}
-        for symbol in sorted(aliases):  # symbols first: a name never shadows another's ticker
-            spellings[symbol] = aliases[symbol]
-        for symbol, name in _members(universe).items():
-            if symbol in aliases:
-                for spelling in _spellings(symbol, name):
-                    spellings.setdefault(spelling, aliases[symbol])
-        return cls(
-            aliases=aliases, spellings=spellings, epoch=key.epoch, timezone=ZoneInfo(timezone)
-        )
-
-    def day_label(self, day: date) -> str:
-        """`day_+N`: `day` counted from the epoch."""
-        return f"day_{(day - self.epoch).days:+d}"
-
-    def datetime_label(self, at: datetime) -> str:
-        """`day_+NTHH:MM` for aware `at`, in the market's local time."""
-        local = at.astimezone(self.timezone)
-        label = f"{self.day_label(local.date())}T{local:%H:%M}"
-        if local.second or local.microsecond:
-            label += f":{local:%S}"
-        if local.microsecond:
-            label += f".{local:%f}"
-        return label
-
-    def resolve_label(self, match: re.Match[str]) -> str:
-        """The ISO date or UTC datetime a `day_...` label stands for."""
-        day = self.epoch + timedelta(days=int(match.group(1)))
-        if match.group(2) is None:
-            return day.isoformat()
-        fraction = (match.group(5) or "0").ljust(6, "0")
-        local = datetime.combine(
-            day,
-            time(int(match.group(2)), int(match.group(3)), int(match.group(4) or 0), int(fraction)),
-            tzinfo=self.timezone,
-        )
-        return local.astimezone(UTC).isoformat()
 
 
 class AliasMasker:
@@ -366,9 +225,9 @@ class AliasMasker:
                 return self._symbols[whole]
             if whole in self.aliases.spellings:
                 return UNRESOLVED
-            value = _ALIAS_RE.sub(lambda m: self._symbols.get(m.group(0), m.group(0)), value)
+            value = ALIAS_RE.sub(lambda m: self._symbols.get(m.group(0), m.group(0)), value)
         if self.level.masks_dates:
-            value = _LABEL_RE.sub(self.aliases.resolve_label, value)
+            value = LABEL_RE.sub(self.aliases.resolve_label, value)
         return value
 
     def _mask_dates(self, text: str) -> str:
@@ -475,17 +334,6 @@ def masker_for(
         return IdentityMasker() if found is None else found
 
     return factory
-
-
-def unmask_text(text: str, key: MaskingKey, *, timezone: str) -> str:
-    """`text` that a masked model saw or wrote, its aliases and day labels turned back into the
-    real symbols and dates with its account's `key` (for reports; its money is left as shown)."""
-    symbols = {alias: symbol for symbol, alias in key.aliases.items()}
-    labels = AliasMap(
-        aliases=key.aliases, spellings={}, epoch=key.epoch, timezone=ZoneInfo(timezone)
-    )
-    text = _ALIAS_RE.sub(lambda m: symbols.get(m.group(0), m.group(0)), text)
-    return _LABEL_RE.sub(labels.resolve_label, text)
 
 
 def _or_same(match: re.Match[str], found: D | None, label: Callable[[D], str]) -> str:

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from openbell.agents.masking import unmask_text
+from openbell.agents.aliases import unmask_text
 from openbell.markets.errors import OperatorError
 from openbell.markets.rules import rules_for
 from openbell.ops.cli_common import ConfigOption, load_command_config, open_ledger

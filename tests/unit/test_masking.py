@@ -14,14 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from openbell.agents.aliases import AliasMap, derive_key
 from openbell.agents.llm.hooks import IdentityMasker
 from openbell.agents.masking import (
     UNRESOLVED,
-    AliasMap,
     AliasMasker,
     MaskingLevel,
     build_masker,
-    derive_key,
 )
 from openbell.agents.tools import PortfolioOut, PositionOut
 from openbell.markets.domain import utc

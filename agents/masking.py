@@ -154,8 +154,9 @@ class AliasMasker:
         """`result_json` masked; a blinded tool's result replaced by a `masked` error."""
         if tool in BLINDED_TOOLS:
             return masked_error(tool, self.level).model_dump_json()
-        if tool in SHOWN_RESULTS:
-            result_json = self._shown_json(SHOWN_RESULTS[tool], result_json)
+        model = SHOWN_RESULTS.get(tool)
+        if model is not None and (self.unit is not None or model is PortfolioOut):
+            result_json = self._shown_json(model, result_json)
         return self.mask_text(_decode_escapes(result_json))
 
     # -- what the prompts show ----------------------------------------------------------------

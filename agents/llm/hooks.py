@@ -110,8 +110,8 @@ class PromptBuilder(Protocol):
 #: Said to a model whose money is rebased (`agents/rebasing.py`).
 REBASED_MONEY = (
     "- Prices and money (cash, values, fees, minimums) are in a secret unit of this account, not "
-    "the market's price levels; quantities, weights and returns are real, and cash / price is the "
-    "shares you can afford."
+    "the market's price levels; quantities, weights and returns are real, and cash / price is "
+    "still the shares you can afford (before fees)."
 )
 
 

@@ -17,6 +17,7 @@ from mode_builders import Cycle, run_llm
 
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
+from openbell.agents.rebasing import MoneyUnit
 from openbell.markets.domain import Fill
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
@@ -147,4 +148,12 @@ def test_orders_sized_in_masked_terms_fill_the_real_orders_of_a_bright_model(
     for order, real in zip(shown_orders, real_orders, strict=True):
         assert order["filled_shares"] == real["filled_shares"]
         assert Decimal(order["price"]) != Decimal(real["price"])
+    # the rules' money is in the same unit, and the model is told so
+    system = blind.messages()[0]["content"]
+    assert "secret unit" in system
+    if market == "cn":
+        key = ledger.masking_key(blind_arena.account_id)
+        assert key is not None
+        assert "(min 5 CNY)" in bright.messages()[0]["content"]
+        assert f"(min {MoneyUnit(key.money_unit).show(Decimal(5))} CNY)" in system
     assert verify_ledger(engine).ok

@@ -98,7 +98,6 @@ class Toolbox:
         self._account_id = account_id
         self._gateway = gateway
         self._snapshot = snapshot
-        self._universe = universe
         self._rules = rules
         self._now = now
         self._benchmark = benchmark_instrument(universe, rules)

@@ -294,7 +294,7 @@ def masker_for(
     def factory(ctx: DecisionContext) -> Masker:
         return build_masker(
             chosen,
-            universe=ctx.universe,
+            universe=ctx.whole_universe,
             rules=ctx.rules,
             account_id=ctx.account_id,
             seed=seed,

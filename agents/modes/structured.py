@@ -74,7 +74,7 @@ class StructuredPrompt:
         """The account (and the translation of the model's ids under masking)."""
         self.masker = build_masker(
             self.masking,
-            universe=ctx.universe,
+            universe=ctx.whole_universe,
             rules=ctx.rules,
             account_id=ctx.account_id,
             seed=self.masking_seed,

@@ -179,6 +179,9 @@ class SmaCrossover:
         if held is None:
             await tools.finish("Portfolio unavailable; no trades.")
             return
+        if not ctx.universe.symbols:
+            await tools.finish("Nothing is offered at this slot; no trades.")
+            return
         longs: list[str] = []
         exits: list[str] = []
         for symbol in ctx.universe.symbols:

@@ -139,14 +139,16 @@ class Universe:
 
     def is_member_on(self, symbol: str, day: date) -> bool:
         """Whether `symbol` is a member on `day` (an undated member always is)."""
-        if symbol not in self:
-            return False
+        return symbol in self and self._dated_member(symbol, day)
+
+    def _dated_member(self, symbol: str, day: date) -> bool:
+        """Whether a member `symbol` is one on `day`: true unless its dates leave it out."""
         membership = self.memberships.get(symbol)
         return membership is None or membership.contains(day)
 
     def members_on(self, day: date) -> tuple[str, ...]:
         """The symbols of the members on `day`, in the file's order."""
-        return tuple(symbol for symbol in self.symbols if self.is_member_on(symbol, day))
+        return tuple(symbol for symbol in self.symbols if self._dated_member(symbol, day))
 
     def offered_on(self, day: date, *, with_bars: Collection[str]) -> Universe:
         """The universe an agent is offered on `day` (market-local): its members on `day` that
@@ -155,7 +157,7 @@ class Universe:
         kept = tuple(
             instrument
             for instrument in self.instruments
-            if instrument.symbol in with_bars and self.is_member_on(instrument.symbol, day)
+            if instrument.symbol in with_bars and self._dated_member(instrument.symbol, day)
         )
         symbols = {instrument.symbol for instrument in kept}
         return replace(

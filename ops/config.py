@@ -114,6 +114,7 @@ class MarketConfig(_Section):
     source: str
     initial_cash: Decimal
     benchmark: str | None = Field(default=None, min_length=1)
+    allow_outside_coverage: bool = False
 
     @field_validator("universe", mode="before")
     @classmethod

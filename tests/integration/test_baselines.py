@@ -219,6 +219,24 @@ def test_every_baseline_finishes_its_cycle(ledger: Ledger, kind: str) -> None:
     assert tools.summary
 
 
+@pytest.mark.parametrize("kind", BASELINE_KINDS)
+def test_every_baseline_finishes_a_cycle_where_nothing_is_offered(
+    ledger: Ledger, kind: str
+) -> None:
+    # 2010-07-17 00:00 is the start of BTC's first bar: it is priced at that open, but no bar has
+    # ended, so nothing is offered yet; the next day BTC alone is.
+    arena = make_arena(ledger, "crypto")
+    first = utc(2010, 7, 17)
+    agent = build_agent(kind, kind, market="crypto", seed=1)
+    empty, only_btc = run(arena, agent, [first, first + DAY])
+    assert empty.universe.symbols == ()
+    assert empty.finished
+    assert empty.summary
+    assert empty.placed == []
+    assert only_btc.universe.symbols == ("BTC/USDT",)
+    assert only_btc.finished
+
+
 @pytest.mark.parametrize(
     ("kind", "options", "message"),
     [

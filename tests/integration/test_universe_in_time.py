@@ -22,7 +22,8 @@ import pytest
 from agent_builders import Arena, make_arena
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_script import Body, ScriptedModel, finish, tool_turn
+from llm_script import Body, ScriptedModel, completion, finish, tool_turn
+from mode_builders import run_llm
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -30,7 +31,7 @@ from openbell.agents.baselines import BASELINE_KINDS, build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import AliasMasker, masker_for
-from openbell.agents.modes import prompt_for_mode
+from openbell.agents.modes import MODES, prompt_for_mode
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
 from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import utc
@@ -291,3 +292,24 @@ def test_a_structured_mode_translates_with_the_agents_alias_map(ledger: Ledger) 
     assert isinstance(agents, AliasMasker)
     assert masker.aliases == agents.aliases
     assert "SUI/USDT" not in ctx.universe
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_decision_mode_tells_of_a_coin_before_its_first_bar(ledger: Ledger, mode: str) -> None:
+    # Every mode's prompts (the open-research list, the fixed-candidate table, the memory-only ids,
+    # the StockBench overview) are built from what is offered on 2021-01-01: eight coins.
+    arena = make_arena(ledger, "crypto")
+    ran = run_llm(
+        arena,
+        [completion('{"decisions": []}')] * 3,
+        utc(2021, 1, 1),
+        prompt=lambda ctx: prompt_for_mode(mode),
+    )
+    sent = " ".join(
+        str(message.get("content") or "")
+        for body in ran.model.requests
+        for message in body["messages"]
+    )
+    assert "BTC" in sent
+    for coin in ("SUI", "LINK"):
+        assert coin not in sent, mode

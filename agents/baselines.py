@@ -2,10 +2,13 @@
 
 This module owns the passive and rule-based agents the arena compares LLM agents against (DESIGN
 §6). They act only through the toolbox, so the market rules and the point-in-time rule bind them as
-they bind every agent, and each ends its cycle with `finish`. They keep no memory between cycles:
-each decides from the portfolio and the market data of the slot, so a cycle run again after an
-interruption (the toolbox shows the account as at its start) decides exactly as the first run did,
-and a restarted daemon needs no agent state. `build_agent` makes one from its configured kind.
+they bind every agent, and each ends its cycle with `finish`. They trade only what is offered at the
+slot (`ctx.universe`: the members of that day with a bar ended by then; the benchmark once it has
+one), so a coin whose data starts in 2023 is not bought in a 2021 replay. They keep no memory
+between cycles: each decides from the portfolio and the market data of the slot, so a cycle run
+again after an interruption (the toolbox shows the account as at its start) decides exactly as the
+first run did, and a restarted daemon needs no agent state. `build_agent` makes one from its
+configured kind.
 """
 
 from __future__ import annotations
@@ -80,7 +83,9 @@ class BuyAndHold:
     The benchmark is the toolbox's (QQQ; for A-shares a synthetic fund tracking the SSE-50 index
     000016.SH, see `book.benchmark_instrument`), bought with a target weight of 1 (what the cash
     affords after fees). With `weights` (the default for crypto: AI-Trader's CD5 basket) it buys
-    each symbol towards its weight instead. Once it holds any of its basket it only holds.
+    each symbol towards its weight instead. It buys at the first slot where any of its basket is
+    offered, only what is offered then (each at its own weight; a later part is never bought), and
+    once it holds any of its basket it only holds.
     """
 
     name: str
@@ -98,8 +103,13 @@ class BuyAndHold:
         if held is None or set(held) & set(basket):
             await tools.finish(f"Holding {', '.join(basket)}.")
             return
+        offered = {*ctx.universe.symbols, tools.benchmark_symbol}
+        buyable = {symbol: weight for symbol, weight in basket.items() if symbol in offered}
+        if not buyable:
+            await tools.finish("Nothing of the benchmark is offered at this slot; buying later.")
+            return
         bought = []
-        for symbol, weight in basket.items():
+        for symbol, weight in buyable.items():
             result = await tools.place_order(
                 symbol, "buy", target_weight=weight, reason="buy and hold the benchmark"
             )
@@ -117,11 +127,13 @@ class BuyAndHold:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EqualWeight:
-    """Buys 1/N of NAV of each universe symbol at the first slot, then holds.
+    """Buys 1/N of NAV of each symbol offered at its first slot, then holds.
 
-    N counts the symbols with a quote at that slot (the others are skipped). A-share lots may round
-    a 1/N share of a small account down to nothing; those symbols are skipped too. Once it holds
-    anything it only holds.
+    N counts the symbols offered with a quote at that slot (the others are skipped). A-share lots
+    may round a 1/N share of a small account down to nothing; those symbols are skipped too. Once
+    it holds anything it only holds: a member offered later (a coin whose data starts after the
+    first slot, a stock that joins the index) is never bought, as a fund that bought the list once
+    would not have it.
     """
 
     name: str
@@ -152,10 +164,10 @@ class SmaCrossover:
     """Long a symbol while its SMA50 is above its SMA200 (daily closes known at the slot).
 
     It trades towards the signal's state, which is the crossover rule without memory: holding
-    nothing while SMA50 > SMA200 (a cross up, or already above at the first slot) it buys 1/N of
-    NAV (N = the universe's size); holding while SMA50 <= SMA200 (a cross down) it sells all. A
-    symbol with fewer than 200 daily bars has no signal and is left as it is. Sells go first, so
-    their cash is there for the buys.
+    nothing while SMA50 > SMA200 (a cross up, or already above at the first slot) it buys 1/N of NAV
+    (N = the number of symbols offered at that slot); holding while SMA50 <= SMA200 (a cross down)
+    it sells all. A symbol with fewer than 200 daily bars has no signal and is left as it is. Sells
+    go first, so their cash is there for the buys.
     """
 
     name: str
@@ -166,6 +178,9 @@ class SmaCrossover:
         held = await _holdings(ctx)
         if held is None:
             await tools.finish("Portfolio unavailable; no trades.")
+            return
+        if not ctx.universe.symbols:
+            await tools.finish("Nothing is offered at this slot; no trades.")
             return
         longs: list[str] = []
         exits: list[str] = []

@@ -301,12 +301,14 @@ def account_masker(
         return None
     keys = ctx.masking_keys
     stored = keys.masking_key(ctx.account_id) if keys is not None else None
-    key = derive_key(ctx.universe, account_id=ctx.account_id, seed=seed, epoch=epoch, stored=stored)
+    key = derive_key(
+        ctx.whole_universe, account_id=ctx.account_id, seed=seed, epoch=epoch, stored=stored
+    )
     if keys is not None and key != stored:
         key = keys.save_masking_key(key)  # a concurrent writer's key may have won
     built = build_masker(
         level,
-        universe=ctx.universe,
+        universe=ctx.whole_universe,
         rules=ctx.rules,
         account_id=ctx.account_id,
         seed=seed,

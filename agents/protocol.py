@@ -50,7 +50,13 @@ class MaskingKeys(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionContext:
-    """Everything an agent gets for one cycle. `now` is the slot time; nothing after it is seen."""
+    """Everything an agent gets for one cycle. `now` is the slot time; nothing after it is seen.
+
+    `universe` is the universe offered at `now` (the toolbox's: the members of that day with a bar
+    ended by `now`), the only symbols an agent may be told about or buy. `roster` is the whole
+    universe, every member of every date (default: `universe`), for what must stay the same from
+    cycle to cycle whatever is offered (masking's alias map); it is never shown or traded from.
+    """
 
     now: datetime
     market: str
@@ -62,9 +68,18 @@ class DecisionContext:
     tools: Toolbox
     journal: Journal | None = None
     masking_keys: MaskingKeys | None = None
+    roster: Universe | None = None
 
     def __post_init__(self) -> None:
         check_utc("now", self.now)
+        outside = sorted(set(self.universe.symbols) - set(self.whole_universe.symbols))
+        if outside:
+            raise ValueError(f"offered symbols {outside} are not in the roster")
+
+    @property
+    def whole_universe(self) -> Universe:
+        """`roster`, or `universe` when no roster was given."""
+        return self.roster if self.roster is not None else self.universe
 
 
 class Agent(Protocol):

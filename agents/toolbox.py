@@ -1,15 +1,18 @@
 """The toolbox: the tools of `tools.py` bound to one account, one cycle and one decision time.
 
-This module owns the tool handlers and the rules they enforce for every kind of agent: market
-data comes only through the point-in-time `GatewayView` and the slot's `MarketSnapshot` (nothing
-stamped after `now`), only the universe's symbols and the market's benchmark are served, orders
-are placed at `now` (target weights sized against the NAV at the slot's quotes) and go through
-`CycleOrders`, which numbers them and replays an interrupted cycle identically, and every failure
-is a structured `ToolError` or a rejected `OrderOut`, never an exception. `serve` is a call as
-a model gets it (the LLM loop, MCP): a result with rows (bars, news, reports) is kept within
-`MAX_RESULT_CHARS` of JSON, the newest rows kept and the others counted in its `omitted`; `call`
-and the typed methods, for Python agents, return every row asked for. The research tools (news,
-fundamentals, arithmetic) are served from `research.py`'s handlers.
+This module owns the tool handlers and the rules they enforce for every kind of agent: market data
+comes only through the point-in-time `GatewayView` and the slot's `MarketSnapshot` (nothing stamped
+after `now`); only the universe offered at `now` is served (`universe`: the members on the
+market-local day of `now` that had a bar ended by `now`, and the market's benchmark once it had
+one), plus what the account holds, which it may look up and sell but not buy more of (a member that
+left the universe); any other symbol is answered exactly as one that was never a member, so an
+answer says nothing of the future. Orders are placed at `now` (target weights sized against the NAV
+at the slot's quotes) and go through `CycleOrders`, which numbers them and replays an interrupted
+cycle identically, and every failure is a structured `ToolError` or a rejected `OrderOut`, never an
+exception. `serve` is a call as a model gets it (the LLM loop, MCP): a result with rows (bars,
+news, reports) is kept within `MAX_RESULT_CHARS` of JSON, the newest rows kept and the others
+counted in its `omitted`; `call` and the typed methods, for Python agents, return every row asked
+for. The research tools (news, fundamentals, arithmetic) are served from `research.py`'s handlers.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
@@ -75,7 +79,11 @@ R = TypeVar("R", bound=ToolResult)
 
 
 class Toolbox:
-    """The tools of one (account, cycle) at decision time `now`; see the module docstring."""
+    """The tools of one (account, cycle) at decision time `now`; see the module docstring.
+
+    `universe` is the market's whole universe (every member of every date); `self.universe` is
+    the part of it offered at `now`, which is what an agent is told about.
+    """
 
     def __init__(
         self,
@@ -103,12 +111,15 @@ class Toolbox:
         self._account_id = account_id
         self._gateway = gateway
         self._snapshot = snapshot
+        self._roster = universe
+        day = now.astimezone(ZoneInfo(rules.timezone)).date()
+        self.universe = universe.offered_on(day, with_bars=snapshot.with_bars)
         self._rules = rules
         self._now = now
-        self._benchmark = benchmark_instrument(universe, rules)
-        # The symbols served: the universe's members, and the benchmark when it is not one.
+        self._benchmark = benchmark_instrument(self.universe, rules)
+        # The symbols that may be bought: the offered members, and the benchmark when not one.
         self._instruments: dict[str, Instrument] = {
-            instrument.symbol: instrument for instrument in universe.instruments
+            instrument.symbol: instrument for instrument in self.universe.instruments
         }
         if self._benchmark is not None:
             self._instruments.setdefault(self._benchmark.symbol, self._benchmark)
@@ -305,7 +316,10 @@ class Toolbox:
         if self._orders.diverged:
             return self._diverged_error()
         side = Side(args.side)
-        instrument = self._instrument(args.symbol)
+        if side is Side.BUY:
+            instrument = self._instruments.get(args.symbol)
+        else:
+            instrument = self._instrument(args.symbol)
         if instrument is None:
             # Recorded as a rejection; a target-weight order carries a nominal quantity of the
             # market's quantity step, since no shares can be worked out for it.
@@ -446,7 +460,13 @@ class Toolbox:
         )
 
     def _instrument(self, symbol: str) -> Instrument | None:
-        return self._instruments.get(symbol)
+        """The instrument of a symbol served at `now`: offered, the benchmark, or held."""
+        found = self._instruments.get(symbol)
+        if found is not None or symbol not in self._orders.state().positions:
+            return found
+        if symbol in self._roster:
+            return self._roster.instrument(symbol)
+        return Instrument(symbol=symbol, market=self._rules.market, currency=self._rules.currency)
 
     # -- errors -------------------------------------------------------------------------------
 

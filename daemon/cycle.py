@@ -289,11 +289,12 @@ class CycleRunner:
             agent_name=claim.agent.name,
             account_id=claim.account_id,
             cycle_id=claim.cycle_id,
-            universe=desk.universe,
+            universe=toolbox.universe,
             rules=desk.rules,
             tools=toolbox,
             journal=self._ledger,
             masking_keys=self._ledger,
+            roster=desk.universe,
         )
         failure: Exception | None = None
         try:

@@ -106,7 +106,9 @@ class ReplayPlan:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayReport:
-    """What a replay did. `cycles_already` were finished by an earlier run (a resumed replay)."""
+    """What a replay did. `cycles_already` were finished by an earlier run (a resumed replay).
+    `warnings` are what the caller found doubtful about the replay itself (a universe used outside
+    the dates its file vouches for), repeated under the summary."""
 
     slots: int
     cycles_done: int
@@ -116,6 +118,7 @@ class ReplayReport:
     fills: int
     close_snapshots: int
     wall_s: float
+    warnings: tuple[str, ...] = ()
 
     @property
     def slots_per_s(self) -> float:
@@ -123,13 +126,15 @@ class ReplayReport:
         return self.slots / self.wall_s if self.wall_s > 0 else 0.0
 
     def summary(self) -> str:
-        """One line, e.g. `replayed 20 slots in 1.2 s (16.7 slots/s): 100 cycles done, ...`."""
-        return (
+        """One line, e.g. `replayed 20 slots in 1.2 s (16.7 slots/s): 100 cycles done, ...`, then
+        one `WARNING: ...` line per warning."""
+        line = (
             f"replayed {self.slots} slots in {self.wall_s:.1f} s ({self.slots_per_s:.1f} slots/s): "
             f"{self.cycles_done} cycles done, {self.cycles_failed} failed, "
             f"{self.cycles_skipped} skipped, {self.cycles_already} already finished; "
             f"{self.fills} fills"
         )
+        return "\n".join([line, *(f"WARNING: {warning}" for warning in self.warnings)])
 
 
 class _Kind(enum.IntEnum):

@@ -24,7 +24,12 @@ from typing import Final
 
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.slots import slots_per_session
-from openbell.markets.sources import IntervalUnavailable, MarketDataSource, check_symbols
+from openbell.markets.sources import (
+    FirstBars,
+    IntervalUnavailable,
+    MarketDataSource,
+    check_symbols,
+)
 
 MAX_LOOKBACK: Final = 1000
 MAX_NEWS: Final = 50
@@ -103,7 +108,9 @@ class MarketSnapshot:
 
     `quotes` follow the gateway's quote rule; `previous_closes` are the closes of each symbol's last
     daily bar ended by `at` (during a session: the previous session's close, which A-share price
-    limits are measured against), empty when the source serves no daily bars.
+    limits are measured against), empty when the source serves no daily bars. `with_bars` holds
+    the symbols asked for that had a bar (of any interval) ended by `at`: only those may be offered
+    to an agent (a symbol that has not traded yet, or whose data starts later, is not).
     """
 
     market: str
@@ -111,9 +118,11 @@ class MarketSnapshot:
     quotes: Mapping[str, Quote]
     missing: tuple[str, ...] = ()
     previous_closes: Mapping[str, Decimal] = field(default_factory=dict)
+    with_bars: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         check_utc("at", self.at)
+        object.__setattr__(self, "with_bars", frozenset(self.with_bars))
         object.__setattr__(self, "quotes", MappingProxyType(dict(self.quotes)))
         object.__setattr__(self, "previous_closes", MappingProxyType(dict(self.previous_closes)))
         _check_seen("quote", (quote.at for quote in self.quotes.values()), self.at)
@@ -124,7 +133,11 @@ class PointInTimeGateway:
 
     Quotes are the source's (`ReplaySource`: the open of a bar starting exactly at `now`, else the
     last close known at `now`); any stamped after `now` is dropped and reported missing. Lookbacks
-    are capped at `max_lookback` bars and news at `max_news` items.
+    are capped at `max_lookback` bars and news at `max_news` items. Which symbols had a bar ended
+    by `now` comes from the source's `first_bar_ends` when it has one (`sources.FirstBars`: the
+    replay source, which knows every symbol's history); else from the bars fetched for the
+    snapshot (the daily bars of its previous-close window, or the coarsest interval served),
+    together with the earliest bar end this gateway has seen of each symbol.
     """
 
     def __init__(
@@ -138,6 +151,8 @@ class PointInTimeGateway:
         self._max_lookback = max_lookback
         self._max_news = max_news
         self._bars_per_day = {"1d": 1, "1h": slots_per_session(source.market, "hourly")}
+        # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
+        self._first_seen: dict[str, datetime] = {}
 
     @property
     def source(self) -> MarketDataSource:
@@ -238,21 +253,45 @@ class PointInTimeGateway:
         return NewsResult(as_of=now, items=tuple(kept[:cap]))
 
     async def snapshot(self, symbols: Sequence[str], now: datetime) -> MarketSnapshot:
-        """The market at slot `now`: quotes of `symbols` and their previous closes."""
+        """The market at slot `now`: quotes of `symbols`, their previous closes, and which of
+        them had a bar ended by `now`."""
         quotes = await self.quote(symbols, now)
-        previous: dict[str, Decimal] = {}
-        if "1d" in self._source.intervals:
-            days = self._window_days("1d", 1)
-            wanted = tuple(dict.fromkeys(symbols))
-            for symbol, bars in (await self._ended_bars(wanted, "1d", days, now)).items():
-                if bars:
-                    previous[symbol] = bars[-1].close
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        knows_history = isinstance(self._source, FirstBars)
+        interval = "1d" if "1d" in self._source.intervals else self._source.intervals[-1]
+        recent: dict[str, tuple[Bar, ...]] = {}
+        if interval == "1d" or not knows_history:
+            recent = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
+        previous = (
+            {symbol: bars[-1].close for symbol, bars in recent.items() if bars}
+            if interval == "1d"
+            else {}
+        )
         return MarketSnapshot(
             market=self._source.market,
             at=now,
             quotes=quotes.quotes,
             missing=quotes.missing,
             previous_closes=previous,
+            with_bars=self._with_bars(wanted, recent, now),
+        )
+
+    def _with_bars(
+        self, symbols: tuple[str, ...], recent: Mapping[str, tuple[Bar, ...]], now: datetime
+    ) -> frozenset[str]:
+        """Which of `symbols` had a bar ended by `now` (`recent`: bars ended by `now`)."""
+        if isinstance(self._source, FirstBars):
+            firsts = self._source.first_bar_ends(symbols)
+            return frozenset(symbol for symbol, end in firsts.items() if end <= now)
+        for symbol, bars in recent.items():
+            if bars:
+                seen = self._first_seen.get(symbol)
+                if seen is None or bars[0].end_at < seen:
+                    self._first_seen[symbol] = bars[0].end_at
+        return frozenset(
+            symbol
+            for symbol in symbols
+            if (seen := self._first_seen.get(symbol)) is not None and seen <= now
         )
 
 

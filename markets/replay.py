@@ -3,11 +3,12 @@
 This module owns `ReplaySource`, which serves bars from canonical bar files (`barfile.py`: bundled
 ones, or the files of a `replay:PATH` config) or from in-memory bars (the fake that unit tests use),
 and recorded news. It also owns the two replay price rules. The quote known at `t` is the open of a
-bar starting exactly at `t` (finest interval first), else the close of the bar that ended last at
-or before `t` (ties go to the finer interval). The fill price of an order placed at `t` is the open
-of the first bar starting at or after `t` (earliest start wins, ties go to the finer interval).
-Lookups are bisections over per-symbol sorted lists of microsecond stamps; a symbol's `Bar`s are
-built once, on its first query, and kept.
+bar starting exactly at `t` (finest interval first), else the close of the bar that ended last at or
+before `t` (ties go to the finer interval). The fill price of an order placed at `t` is the open of
+the first bar starting at or after `t` (earliest start wins, ties go to the finer interval). It
+knows each symbol's whole history, so it tells the gateway when a symbol first had an ended bar
+(`first_bar_ends`). Lookups are bisections over per-symbol sorted lists of microsecond stamps; a
+symbol's `Bar`s are built once, on its first query, and kept.
 """
 
 from __future__ import annotations
@@ -260,6 +261,20 @@ class ReplaySource:
         if latest is None:
             return None
         return Quote(symbol=symbol, price=latest[1].close, at=latest[1].end_at)
+
+    def first_bar_ends(self, symbols: Sequence[str]) -> dict[str, datetime]:
+        """When each of `symbols` first had an ended bar: the earliest end of its first bars of
+        every interval; a symbol without bars is left out (see `sources.FirstBars`)."""
+        out: dict[str, datetime] = {}
+        for symbol in check_symbols(symbols):
+            ends = [
+                series.ends[0]
+                for data in self._data
+                if (series := data.series(symbol)) is not None and series.ends
+            ]
+            if ends:
+                out[symbol] = _EPOCH + min(ends) * _MICROSECOND
+        return out
 
     def first_price_at_or_after(self, symbol: str, at: datetime) -> Quote | None:
         """The fill price of an order placed at `at`: the open of the first bar starting at or

@@ -2,7 +2,8 @@
 
 This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
-`IntervalUnavailable`, and `ForwardingSource`, the base of the decorators that wrap a source. A
+`IntervalUnavailable`, `FirstBars` (the optional member of a source that knows each symbol's whole
+history), and `ForwardingSource`, the base of the decorators that wrap a source. A
 source answers plain time-range questions and knows nothing of decision time: point-in-time
 filtering is the gateway's job (`gateway.py`), so a source may return a bar that has not finished
 yet (live vendors do) and the gateway drops it.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
@@ -116,6 +117,20 @@ class MarketDataSource(Protocol):
         limit: int,
     ) -> Sequence[NewsItem]:
         """News published in `[start_at, end_at)`, newest first, at most `limit` items."""
+        ...
+
+
+@runtime_checkable
+class FirstBars(Protocol):
+    """A source that knows each symbol's whole history (the replay source does).
+
+    The gateway offers a symbol at `t` only once it has a bar ended by `t`; such a source says
+    when that first happened, and a source without this member is asked for recent bars instead.
+    """
+
+    def first_bar_ends(self, symbols: Sequence[str]) -> Mapping[str, datetime]:
+        """The end of each symbol's earliest bar of any interval; a symbol without bars is left
+        out."""
         ...
 
 

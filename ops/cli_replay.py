@@ -107,6 +107,14 @@ def replay(
             "--log-level", help="Log level on stderr while replaying.", case_sensitive=False
         ),
     ] = LogLevel.warning,
+    allow_outside_coverage: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside-coverage",
+            help="Replay a universe outside the dates its file vouches for (survivorship bias), "
+            "with a warning, instead of refusing.",
+        ),
+    ] = False,
 ) -> None:
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
@@ -117,7 +125,10 @@ def replay(
     live source (yfinance, akshare, ccxt:...) replays the dataset bundled with openbell. LLM
     agents call their configured endpoint, with the key from their api_key_env variable. A ledger
     that already has cycles in the window is refused: pass --resume to finish a replay that was
-    cut off, or use a fresh database.
+    cut off, or use a fresh database. A window outside the dates a universe file vouches for
+    (crypto10 from 2025-11-01, sse50 from 2025-09-30 until 2025-12-15, ...) is refused unless
+    --allow-outside-coverage (or allow_outside_coverage = true in the market's section) accepts
+    it; the replay then warns in the log and under the summary.
     """
     loaded = _load(ctx, config, log_level)
     report = replay_from_config(
@@ -127,6 +138,7 @@ def replay(
         market=None if market is None else market.value,
         resume=resume,
         show_progress=sys.stderr.isatty() if progress is None else progress,
+        allow_outside_coverage=allow_outside_coverage,
     )
     typer.echo(report.summary())
 

@@ -165,6 +165,7 @@ class MarketConfig(_Section):
     initial_cash: Decimal
     benchmark: str | None = Field(default=None, min_length=1)
     costs: CostsConfig = CostsConfig()
+    allow_outside_coverage: bool = False
 
     @field_validator("universe", mode="before")
     @classmethod

@@ -2,7 +2,8 @@
 
 This module owns the demo's setup: a config in a temporary directory (the three markets replaying
 the bars bundled with openbell, each market's files copied into its own folder so that a
-`replay:PATH` source sees only them; every baseline agent enrolled in every market), a fresh SQLite
+`replay:PATH` source sees only them, each allowed outside its universe's coverage with a warning;
+every baseline agent enrolled in every market), a fresh SQLite
 ledger (an existing file at the path is replaced), one `replay_from_config` run per market over a
 window that suits the bundled data, and the resulting leaderboards.
 """
@@ -43,7 +44,9 @@ class DemoMarket:
 #: 2025-01-02..2025-11-19, and the demo starts a session later: A-share orders need the previous
 #: close (price limits), which the first bundled session lacks; crypto daily bars reach back to
 #: 2010 (so the SMA(200) baseline has its history from the first slot) and up to 2025-12-26: the
-#: demo replays the year to 2025-11-30.
+#: demo replays the year to 2025-11-30. The A-share and crypto windows start before the dates
+#: their universe files vouch for (sse50 from 2025-09-30, crypto10 from 2025-11-01): the demo
+#: replays them anyway (`allow_outside_coverage`), and the replay warns about it on stderr.
 DEMO_MARKETS: tuple[DemoMarket, ...] = (
     DemoMarket(
         market="us",
@@ -110,6 +113,7 @@ def demo_config_text(db_path: Path, bars_root: Path, markets: Sequence[DemoMarke
             f'cadence = "{spec.cadence}"',
             f'source = "replay:{(bars_root / spec.market).resolve().as_posix()}"',
             f'initial_cash = "{spec.initial_cash}"',
+            "allow_outside_coverage = true",
             "",
         ]
     enrolled = ", ".join(f'"{spec.market}"' for spec in markets)

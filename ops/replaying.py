@@ -8,6 +8,13 @@ rules (with the configured costs), its benchmark, and the agents enrolled in it 
 by `llm_agents`, their keys read from the environment). The window is whole UTC dates, `start`
 through `end` inclusive. The ledger is migrated to the schema head first. It also draws the
 progress bar.
+
+A window outside the dates a universe file vouches for (its `coverage`: `crypto10` is AI-Trader's
+pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until the index's December
+2025 review) would trade that list where nobody knew it, a survivorship bias: it is refused with
+one line naming the market, unless `allow_outside_coverage` (the `--allow-outside-coverage` flag,
+or the market's config key) accepts it; then the replay runs, and the same sentence is logged as a
+`universe_outside_coverage` warning and repeated under the summary.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 
 import structlog
@@ -27,6 +35,7 @@ from openbell.daemon.replay import ReplayMarket, ReplayPlan, ReplayReport, run_r
 from openbell.markets.barfile import bundled_names
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
+from openbell.markets.universes import Universe
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
 from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 from openbell.store.migrate import upgrade
@@ -42,13 +51,15 @@ def replay_from_config(
     market: str | None,
     resume: bool,
     show_progress: bool,
+    allow_outside_coverage: bool = False,
 ) -> ReplayReport:
     """Replay the sessions from `start` through `end` (UTC dates) of the configured markets (or
     just `market`) with their agents, into the config's ledger.
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
-    without agents or an LLM agent whose key variable is not set, and `OperatorError` for a ledger
-    that already has cycles in the window without `resume`.
+    without agents, a universe used outside its coverage without `allow_outside_coverage` (here
+    or in the market's config) or an LLM agent whose key variable is not set, and `OperatorError`
+    for a ledger that already has cycles in the window without `resume`.
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -65,6 +76,28 @@ def replay_from_config(
     )
     if not markets:
         raise ConfigError(f"no agent is enrolled in {' or '.join(chosen)}: nothing to replay")
+    warnings = []
+    for replayed in markets:
+        doubt = _outside_coverage(replayed.market, replayed.universe, start, end)
+        if doubt is None:
+            continue
+        if not (allow_outside_coverage or configured[replayed.market].allow_outside_coverage):
+            raise ConfigError(
+                f"{doubt}; replay inside those dates, or pass --allow-outside-coverage (or set "
+                f"allow_outside_coverage = true in [markets.{replayed.market}]) to run it anyway"
+            )
+        coverage = replayed.universe.coverage
+        log.warning(
+            "universe_outside_coverage",
+            market=replayed.market,
+            universe=replayed.universe.name,
+            start=start.isoformat(),
+            end=end.isoformat(),
+            coverage_from=_iso(None if coverage is None else coverage.from_date),
+            coverage_until=_iso(None if coverage is None else coverage.until_date),
+            message=doubt,
+        )
+        warnings.append(doubt)
     plan = ReplayPlan(
         store_url=config.store.url,
         start_at=datetime.combine(start, time(0), tzinfo=UTC),
@@ -75,7 +108,31 @@ def replay_from_config(
     )
     upgrade(config.store.url)
     with _progress_bar(show_progress) as progress:
-        return run_replay(plan, progress=progress)
+        report = run_replay(plan, progress=progress)
+    return replace(report, warnings=tuple(warnings))
+
+
+def _iso(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _outside_coverage(name: str, universe: Universe, start: date, end: date) -> str | None:
+    """What is wrong with replaying `universe` from `start` through `end`, in one sentence; None
+    when its file vouches for every date of the window."""
+    coverage = universe.coverage
+    if coverage is None or universe.covers(start, end):
+        return None
+    vouched = f"from {coverage.from_date}"
+    if coverage.until_date is not None:
+        vouched += f" until {coverage.until_date} (excluded)"
+    if coverage.from_date is not None and start < coverage.from_date:
+        window = f"this replay starts on {start.isoformat()}"
+    else:
+        window = f"this replay ends on {end.isoformat()}"
+    return (
+        f"markets.{name}: universe {universe.name} vouches for its members only {vouched}, and "
+        f"{window}: trading its list at dates the file cannot vouch for is a survivorship bias"
+    )
 
 
 def _replay_market(

@@ -28,7 +28,8 @@ def test_replay_report_and_trace_of_an_llm_agent(tmp_path: Path) -> None:
         (tmp_path / "openbell.toml").write_text(
             f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
             '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-            'initial_cash = "100000"\n\n'
+            # September 2025 is before the dates sse50.toml vouches for (2025-09-30 on)
+            'initial_cash = "100000"\nallow_outside_coverage = true\n\n'
             '[[agents]]\nname = "local-llm"\nkind = "llm"\nmarkets = ["cn"]\n'
             f'base_url = "{base_url}"\nmodel = "scripted-1"\n'
             'api_key_env = "OPENBELL_TEST_LLM_KEY"\n'
@@ -100,7 +101,7 @@ def test_trace_unmasks_a_blinded_cycle_with_the_stored_key(tmp_path: Path) -> No
             f'base_url = "{base_url}"\nmodel = "scripted-1"\nmasking = "blinded"\n',
             encoding="utf-8",
         )
-        replayed = openbell(tmp_path, "replay", "--start", "2025-09-01", "--end", "2025-09-01")
+        replayed = openbell(tmp_path, "replay", "--start", "2025-10-09", "--end", "2025-10-09")
     assert replayed.returncode == 0, replayed.stderr
     masked = openbell(tmp_path, "trace", "1", "--json")
     assert masked.returncode == 0, masked.stderr
@@ -108,7 +109,7 @@ def test_trace_unmasks_a_blinded_cycle_with_the_stored_key(tmp_path: Path) -> No
     shown = json.dumps([[e[k] for k in texts] for e in json.loads(masked.stdout)["entries"]])
     assert "asset_" in shown
     assert "day_" in shown
-    assert "2025-09-01" not in shown
+    assert "2025-10-09" not in shown
     with sqlite3.connect(db) as connection:
         (symbol,) = connection.execute("SELECT symbol FROM fill").fetchone()
         (unit,) = connection.execute("SELECT money_unit FROM masking_key").fetchone()
@@ -120,7 +121,7 @@ def test_trace_unmasks_a_blinded_cycle_with_the_stored_key(tmp_path: Path) -> No
     assert "asset_" not in real
     assert "day_+" not in real
     assert symbol in real
-    assert "2025-09-01" in real
+    assert "2025-10-09" in real
     assert record["money_unit"] == unit
     table = openbell(tmp_path, "trace", "1", "--unmask")
     assert table.returncode == 0, table.stderr

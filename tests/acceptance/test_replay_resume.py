@@ -44,7 +44,8 @@ def _config(workdir: Path, name: str) -> tuple[Path, Path]:
     path.write_text(
         f'[store]\nurl = "sqlite:///{db.as_posix()}"\n\n'
         '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-        'initial_cash = "100000"\n\n' + agents,
+        # August and September 2025 are before the dates sse50.toml vouches for (2025-09-30 on)
+        'initial_cash = "100000"\nallow_outside_coverage = true\n\n' + agents,
         encoding="utf-8",
     )
     return path, db

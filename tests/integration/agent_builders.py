@@ -120,9 +120,10 @@ class Arena:
             agent_name=agent.name,
             account_id=self.account_id,
             cycle_id=self.claim(tools.now),
-            universe=self.universe,
+            universe=tools.universe,
             rules=self.rules,
             tools=tools,
+            roster=self.universe,
         )
 
     async def run(self, agent: Agent, now: datetime) -> Toolbox:

@@ -1,6 +1,7 @@
 """The baseline agents over a few slots of bundled data (and a constructed series for the SMA).
 
-Buy-and-hold holds QQQ, the SSE-50 index fund and the CD5 basket at its weights; equal weight
+Buy-and-hold holds QQQ, the SSE-50 index fund and the CD5 basket at its weights (only the part of
+the basket offered when it buys: coins without data yet are not bought); equal weight
 holds every priced symbol; the SMA crossover buys on a cross up and sells on a cross down; cash
 never trades; random is reproducible from its seed; every baseline finishes its cycle.
 """
@@ -97,6 +98,24 @@ def test_buy_and_hold_of_crypto_holds_the_cd5_basket_at_its_weights(ledger: Ledg
     for symbol, target in CD5_WEIGHTS.items():
         # within a quantity step, slippage and fees (0.15% of NAV in all) of the target
         assert abs(held[symbol] - target / total) < D("0.002"), symbol
+
+
+def test_buy_and_hold_buys_only_the_part_of_its_basket_offered_then(ledger: Ledger) -> None:
+    # On 2017-06-01 neither SOL (first bar 2020-04-09) nor ADA (2017-10-02) had data: buy and
+    # hold buys BTC, ETH and XRP at their CD5 weights, keeps the rest in cash, and then holds.
+    arena = make_arena(ledger, "crypto")
+    early = utc(2017, 6, 1)
+    slots = [early, early + DAY]
+    cycles = run(arena, build_agent("buy_and_hold", "bh", market="crypto"), slots)
+    assert [sorted(o.symbol or "" for o in tools.placed) for tools in cycles] == [
+        ["BTC/USDT", "ETH/USDT", "XRP/USDT"],
+        [],
+    ]
+    assert all(isinstance(o.outcome, Fill) for o in cycles[0].placed)
+    held = weights(arena, early)
+    total = sum(CD5_WEIGHTS.values(), D(0))
+    for symbol in held:
+        assert abs(held[symbol] - CD5_WEIGHTS[symbol] / total) < D("0.002"), symbol
 
 
 def test_buy_and_hold_takes_configured_weights(ledger: Ledger) -> None:
@@ -198,6 +217,24 @@ def test_every_baseline_finishes_its_cycle(ledger: Ledger, kind: str) -> None:
     (tools,) = run(arena, build_agent(kind, kind, market="crypto", seed=1), [CRYPTO_DAY])
     assert tools.finished
     assert tools.summary
+
+
+@pytest.mark.parametrize("kind", BASELINE_KINDS)
+def test_every_baseline_finishes_a_cycle_where_nothing_is_offered(
+    ledger: Ledger, kind: str
+) -> None:
+    # 2010-07-17 00:00 is the start of BTC's first bar: it is priced at that open, but no bar has
+    # ended, so nothing is offered yet; the next day BTC alone is.
+    arena = make_arena(ledger, "crypto")
+    first = utc(2010, 7, 17)
+    agent = build_agent(kind, kind, market="crypto", seed=1)
+    empty, only_btc = run(arena, agent, [first, first + DAY])
+    assert empty.universe.symbols == ()
+    assert empty.finished
+    assert empty.summary
+    assert empty.placed == []
+    assert only_btc.universe.symbols == ("BTC/USDT",)
+    assert only_btc.finished
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,8 @@ from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.tables import CycleRow, FillRow, NavSnapshotRow
 
 DAY = timedelta(days=1)
-FIRST = utc(2025, 1, 6)  # the first bar's start; the data has three daily bars per coin
+FIRST = utc(2025, 1, 6)  # the first slot; the data has three daily bars per coin from here
+HISTORY = FIRST - DAY  # and one bar before, so each coin has a bar ended by the first slot
 PRICES = {"BTC/USDT": ("50000", "51000", "52000"), "ETH/USDT": ("3000", "3100", "3200")}
 LEASE = timedelta(minutes=15)
 
@@ -39,6 +40,19 @@ LEASE = timedelta(minutes=15)
 def _bars() -> list[Bar]:
     bars = []
     for symbol, opens in PRICES.items():
+        first = Decimal(opens[0])
+        bars.append(
+            Bar(
+                symbol=symbol,
+                start_at=HISTORY,
+                end_at=FIRST,
+                open=first,
+                high=first,
+                low=first,
+                close=first,
+                volume=Decimal(1000),
+            )
+        )
         for index, text in enumerate(opens):
             price = Decimal(text)
             bars.append(
@@ -183,7 +197,7 @@ def test_an_operator_error_is_recorded_then_stops_the_run(ledger: Ledger) -> Non
 
 def test_a_slot_without_data_is_skipped(ledger: Ledger, engine: Engine) -> None:
     accounts = _accounts(ledger, Buyer("alice"))
-    before = FIRST - DAY  # no bar has started or ended: nothing is priced
+    before = HISTORY - DAY  # no bar has started or ended: nothing is priced
     with capture_logs() as logs:
         report = asyncio.run(_runner(ledger).run_slot("crypto", before, accounts, before))
     assert report.count(CycleStatus.SKIPPED) == 1

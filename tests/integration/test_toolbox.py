@@ -9,7 +9,8 @@ again ends with exactly the ledger of an uninterrupted run, and the OpenAI schem
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from dataclasses import replace
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from openbell.agents.tools import (
     openai_tools,
 )
 from openbell.markets.domain import Fill, Rejection, RejectReason, utc
+from openbell.markets.universes import Period, load_universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
@@ -155,9 +157,9 @@ def test_get_bars_never_shows_a_bar_ending_after_now(
     assert result.bars[-1].end_at == max(bar.end_at for bar in every if bar.end_at <= now)
 
 
-def test_quotes_are_the_slots_and_unknown_symbols_are_named(ledger: Ledger) -> None:
+def test_quotes_are_the_slots_and_symbols_not_offered_are_unknown(ledger: Ledger) -> None:
     arena = make_arena(ledger, "crypto")
-    early = utc(2020, 1, 1)  # SUI has no bars yet
+    early = utc(2020, 1, 1)  # SUI has no bars yet: not offered, told apart from no outsider
 
     async def scenario() -> tuple[object, object]:
         tools = await arena.toolbox(early)
@@ -169,9 +171,9 @@ def test_quotes_are_the_slots_and_unknown_symbols_are_named(ledger: Ledger) -> N
     assert not isinstance(quotes, ToolError)
     assert [quote.symbol for quote in quotes.quotes] == ["BTC/USDT"]
     assert all(quote.at <= early for quote in quotes.quotes)
-    assert (quotes.missing, quotes.unknown) == (["SUI/USDT"], ["DOGE/USDT"])
-    assert isinstance(sized, ToolError)
-    assert sized.code is ErrorCode.DATA_UNAVAILABLE
+    assert (quotes.missing, quotes.unknown) == ([], ["SUI/USDT", "DOGE/USDT"])
+    assert isinstance(sized, OrderOut)
+    assert (sized.status, sized.reject_reason) == (OrderStatusOut.REJECTED, "not_in_universe")
 
 
 # -- orders -------------------------------------------------------------------------------------
@@ -283,6 +285,48 @@ def test_orders_outside_the_universe_are_recorded_as_rejections(ledger: Ledger) 
     assert stored[0].outcome.reason is RejectReason.NOT_IN_UNIVERSE
     assert stored[1].target_weight == D("0.2")
     assert arena.holdings(US_OPEN) == {"AAPL": D(1)}
+
+
+def test_a_member_that_left_is_sold_but_not_bought_and_not_offered(ledger: Ledger) -> None:
+    # ETH/USDT leaves this universe on 2025-11-02: bought before, it may be looked up and sold
+    # after, never bought again, and it is no longer part of the universe an agent is offered.
+    crypto10 = load_universe("crypto10")
+    leaving = replace(
+        crypto10,
+        memberships={"ETH/USDT": Period(until_date=date(2025, 11, 2), source="test")},
+    )
+    arena = make_arena(ledger, "crypto", universe=leaving)
+    later = CRYPTO_DAY + 2 * DAY
+
+    async def scenario() -> tuple[list[str], list[str], list[object]]:
+        before = await arena.toolbox(CRYPTO_DAY)
+        bought = await before.place_order("ETH/USDT", "buy", shares=D("0.5"))
+        assert order(bought).status is OrderStatusOut.FILLED
+        after = await arena.toolbox(later)
+        quotes = await after.get_quote(["ETH/USDT"])
+        assert not isinstance(quotes, ToolError)
+        return (
+            list(before.universe.symbols),
+            list(after.universe.symbols),
+            [
+                [quote.symbol for quote in quotes.quotes],
+                await after.get_bars("ETH/USDT", "1d", 2),
+                await after.place_order("ETH/USDT", "buy", shares=D("0.1")),
+                await after.place_order("ETH/USDT", "sell", shares=D("0.2")),
+            ],
+        )
+
+    offered_before, offered_after, (quoted, bars, buy, sell) = asyncio.run(scenario())
+    assert "ETH/USDT" in offered_before
+    assert offered_after == [s for s in crypto10.symbols if s != "ETH/USDT"]
+    assert quoted == ["ETH/USDT"]
+    assert not isinstance(bars, ToolError)
+    assert (order(buy).status, order(buy).reject_reason) == (
+        OrderStatusOut.REJECTED,
+        RejectReason.NOT_IN_UNIVERSE.value,
+    )
+    assert order(sell).status is OrderStatusOut.FILLED
+    assert arena.holdings(later) == {"ETH/USDT": D("0.3")}
 
 
 def test_rule_rejections_are_results_the_agent_can_read(ledger: Ledger) -> None:

@@ -1,4 +1,7 @@
-"""The point-in-time gateway: nothing after `now` ever comes out, and what comes out is right."""
+"""The point-in-time gateway: nothing after `now` ever comes out, and what comes out is right.
+
+A slot's snapshot also says which symbols had a bar ended by the slot: from the replay source's
+history, or for a source without one from the bars it fetched and the earliest it has seen."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.gateway import BarsResult, PointInTimeGateway, QuotesResult
 from openbell.markets.replay import ReplaySource
-from openbell.markets.sources import IntervalUnavailable
+from openbell.markets.sources import FirstBars, ForwardingSource, IntervalUnavailable
 
 T = TypeVar("T")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -330,3 +333,38 @@ def test_a_view_reads_at_its_bound_time(small_source: ReplaySource) -> None:
     assert run(view.quote(["600000.SH"])).quotes["600000.SH"].at == now
     assert run(view.daily_closes("600000.SH", 2)).ended_at[-1] == local(2025, 10, 20, 15)
     assert run(view.news(None, timedelta(days=1), limit=2)).items == NEWS[16:18][::-1]
+
+
+# -- which symbols had a bar ended by the slot (issue 9, item 4) ---------------------------------
+
+
+def test_a_snapshot_names_the_symbols_with_a_bar_ended_by_its_slot(
+    small_source: ReplaySource,
+) -> None:
+    gateway = PointInTimeGateway(small_source)
+    first = local(2025, 10, 16, 9, 30)  # both symbols' first bars start here
+    at_first = run(gateway.snapshot([*SYMBOLS, "UNKNOWN"], first))
+    assert set(at_first.quotes) == set(SYMBOLS)  # priced at the open of their first bars...
+    assert at_first.with_bars == frozenset()  # ...but no bar of theirs has ended
+    assert run(gateway.snapshot([*SYMBOLS], first + timedelta(hours=1) - US)).with_bars == set()
+    after = run(gateway.snapshot([*SYMBOLS, "UNKNOWN"], first + timedelta(hours=1)))
+    assert after.with_bars == frozenset(SYMBOLS)
+
+
+def test_a_source_without_history_is_read_from_its_recent_bars(
+    small_source: ReplaySource,
+) -> None:
+    # A live source cannot say when its data starts: the gateway reads the bars it fetches for
+    # the snapshot, and remembers the earliest it has seen.
+    live = ForwardingSource(small_source)
+    assert not isinstance(live, FirstBars)
+    gateway = PointInTimeGateway(live)
+    assert run(gateway.snapshot(list(SYMBOLS), local(2025, 10, 16, 9, 30))).with_bars == set()
+    monday = local(2025, 10, 20, 9, 30)  # 600519.SH is suspended that day
+    assert run(gateway.snapshot([*SYMBOLS, "UNKNOWN"], monday)).with_bars == set(SYMBOLS)
+    much_later = utc(2026, 6, 1)  # nothing in the snapshot's window any more
+    assert run(gateway.snapshot(list(SYMBOLS), much_later)).with_bars == set(SYMBOLS)
+    fresh = PointInTimeGateway(ForwardingSource(small_source))
+    assert run(fresh.snapshot(list(SYMBOLS), much_later)).with_bars == set()
+    # what was seen later says nothing about earlier times
+    assert run(gateway.snapshot(list(SYMBOLS), local(2025, 10, 16, 9, 30))).with_bars == set()

@@ -1,4 +1,8 @@
-"""Universes load from their bundled TOML files; malformed ones and unknown names are refused."""
+"""Universes load from their bundled TOML files; malformed ones and unknown names are refused.
+
+A file states the window it can vouch for (`coverage`) and, for a member that joins or leaves
+inside it, the dates and where they come from; the universe offered on a day holds the members of
+that day that have bars by then."""
 
 from __future__ import annotations
 
@@ -92,6 +96,7 @@ def universe_data(**overrides: Any) -> dict[str, Any]:
             {"symbol": "600519.SH", "name": "贵州茅台", "weight_pct": "60"},
             {"symbol": "600028.SH", "name": "*ST 示例", "is_st": True},
         ],
+        "coverage": {"from": date(2025, 9, 30), "source": "test"},
     }
     data.update(overrides)
     return data
@@ -123,3 +128,149 @@ def test_parse_refuses_malformed_data(
 ) -> None:
     with pytest.raises(error, match=message):
         parse_universe(universe_data(**overrides))
+
+
+# -- membership dates and coverage (issue 9, item 4) ---------------------------------------------
+
+
+def dated_data(**overrides: Any) -> dict[str, Any]:
+    """A universe file with a coverage window and members that join and leave inside it."""
+    return universe_data(
+        instruments=[
+            {"symbol": "600519.SH", "name": "贵州茅台"},
+            {
+                "symbol": "601127.SH",
+                "from": date(2025, 12, 15),
+                "dates_source": "SSE notice of 2025-11-28: joins after the close of 2025-12-12",
+            },
+            {
+                "symbol": "600104.SH",
+                "until": date(2025, 12, 15),
+                "dates_source": "SSE notice of 2025-11-28: leaves after the close of 2025-12-12",
+            },
+        ],
+        coverage={
+            "from": date(2025, 9, 30),
+            "until": date(2026, 6, 15),
+            "source": "index weights of 2025-09-30 and the review notice of 2025-11-28",
+        },
+        **overrides,
+    )
+
+
+def test_parse_reads_membership_dates_and_coverage() -> None:
+    universe = parse_universe(dated_data())
+    assert universe.coverage is not None
+    assert (universe.coverage.from_date, universe.coverage.until_date) == (
+        date(2025, 9, 30),
+        date(2026, 6, 15),
+    )
+    assert "2025-09-30" in universe.coverage.source
+    joined = universe.memberships["601127.SH"]
+    assert (joined.from_date, joined.until_date) == (date(2025, 12, 15), None)
+    assert "joins" in joined.source
+    assert "600519.SH" not in universe.memberships  # undated: a member at every date
+    # `until` is the first day a member is out, as a bar's end is the first instant after it
+    assert universe.members_on(date(2025, 12, 12)) == ("600519.SH", "600104.SH")
+    assert universe.members_on(date(2025, 12, 15)) == ("600519.SH", "601127.SH")
+
+
+def test_the_universe_offered_on_a_day_needs_membership_and_bars() -> None:
+    universe = parse_universe(dated_data(benchmark="000016.SH"))
+    offered = universe.offered_on(date(2025, 12, 15), with_bars={"601127.SH", "600104.SH"})
+    assert offered.symbols == ("601127.SH",)  # 600519 has no bars, 600104 has left
+    assert offered.benchmark is None  # the benchmark had no bar either
+    assert offered.name == universe.name
+    assert offered.weights_pct == {}
+    with_benchmark = universe.offered_on(date(2025, 10, 1), with_bars={"600519.SH", "000016.SH"})
+    assert with_benchmark.symbols == ("600519.SH",)
+    assert with_benchmark.benchmark == "000016.SH"
+    assert universe.offered_on(date(2025, 10, 1), with_bars=set()).symbols == ()
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "covered"),
+    [
+        (date(2025, 9, 30), date(2026, 6, 14), True),
+        (date(2025, 9, 29), date(2025, 10, 10), False),  # starts before the file vouches
+        (date(2025, 10, 1), date(2026, 6, 15), False),  # ends on the first day it no longer does
+    ],
+)
+def test_coverage_says_which_windows_the_file_vouches_for(
+    start: date, end: date, covered: bool
+) -> None:
+    assert parse_universe(dated_data()).covers(start, end) is covered
+
+
+def test_a_universe_without_coverage_covers_any_window() -> None:
+    listed = Universe(
+        name="listed",
+        market="us",
+        as_of=date(2025, 1, 1),
+        instruments=(Instrument(symbol="AAPL", market="us", currency="USD"),),
+    )
+    assert listed.coverage is None
+    assert listed.covers(date(1990, 1, 1), date(2030, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("name", "coverage_from"),
+    [
+        ("nasdaq100", date(2025, 10, 1)),
+        ("sse50", date(2025, 9, 30)),
+        ("crypto10", date(2025, 11, 1)),
+        ("djia20", date(2025, 3, 1)),
+    ],
+)
+def test_each_bundled_universe_states_its_coverage(name: str, coverage_from: date) -> None:
+    universe = load_universe(name)
+    assert universe.coverage is not None
+    assert universe.coverage.from_date == coverage_from
+    assert universe.coverage.source
+    assert universe.coverage.contains(universe.as_of)
+
+
+def test_sse50_coverage_ends_at_the_december_2025_review() -> None:
+    coverage = load_universe("sse50").coverage
+    assert coverage is not None
+    assert coverage.until_date == date(2025, 12, 15)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"coverage": None}, "missing keys \\['coverage'\\]"),
+        ({"coverage": {"source": "x"}}, "coverage needs `from`"),
+        ({"coverage": {"from": date(2025, 9, 30)}}, "coverage needs .*source"),
+        (
+            {"coverage": {"from": date(2025, 9, 30), "source": "x", "since": date(2025, 1, 1)}},
+            "coverage: unknown keys \\['since'\\]",
+        ),
+        (
+            {"coverage": {"from": date(2025, 9, 30), "until": date(2025, 9, 30), "source": "x"}},
+            "until 2025-09-30 is not after from 2025-09-30",
+        ),
+        ({"as_of": date(2025, 9, 1)}, "as_of 2025-09-01 is outside its coverage"),
+        (
+            {"instruments": [{"symbol": "A", "from": date(2025, 10, 1)}]},
+            "A: a membership date needs its `dates_source`",
+        ),
+        (
+            {"instruments": [{"symbol": "A", "from": date(2025, 1, 1), "dates_source": "x"}]},
+            "A: membership from 2025-01-01 is outside the coverage",
+        ),
+        (
+            {"instruments": [{"symbol": "A", "from": "2025-10-01", "dates_source": "x"}]},
+            "A: from must be a TOML date",
+        ),
+    ],
+)
+def test_parse_refuses_bad_dates(overrides: dict[str, Any], message: str) -> None:
+    data = dated_data()
+    for key, value in overrides.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    with pytest.raises((ValueError, TypeError), match=message):
+        parse_universe(data)

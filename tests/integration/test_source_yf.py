@@ -11,7 +11,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,12 @@ from offline import refuse_network, sync
 from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
 
+from openbell.markets.actions import ActionKind
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.yf import YahooSource
+from openbell.markets.yf.parse import split_ratio
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
 Route = Callable[[PreparedRequest], tuple[int, Any]]
@@ -267,6 +269,73 @@ async def test_live_fundamentals_turn_the_info_snapshot_into_a_report() -> None:
     assert report.values["market_cap"] == Decimal(3136659996672)
     with pytest.raises(DataUnavailable, match="live"):  # a window in the past: Yahoo cannot say
         await live.reports("AAPL", start, MID_SESSION - timedelta(days=30), 4)
+
+
+# AAPL's 4-for-1 split went ex on 2020-08-31; Yahoo stamps events at the session open.
+SPLIT_2020 = {"AAPL": (200, payload("chart_AAPL_1d_split_2020.json"))}
+DIVIDEND_2025 = {"AAPL": (200, payload("chart_AAPL_1d_dividend_2025.json"))}
+
+
+@sync
+async def test_a_4_for_1_split_is_read_at_its_ex_dates_session_open() -> None:
+    after = datetime(2020, 9, 1, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(SPLIT_2020)], after, universe=("AAPL", "MSFT"))
+    [split] = await yahoo.actions(["AAPL"], date(2020, 8, 27), date(2020, 9, 1))
+    assert (split.symbol, split.kind, split.ratio, split.cash) == (
+        "AAPL",
+        ActionKind.SPLIT,
+        Decimal(4),
+        Decimal(0),
+    )
+    assert (split.ex_date, split.ex_at) == (
+        date(2020, 8, 31),
+        datetime(2020, 8, 31, 13, 30, tzinfo=UTC),
+    )
+    assert (split.currency, split.source) == ("USD", "yfinance")
+    # Outside the dates asked for, the same answer holds no action.
+    assert await yahoo.actions(["AAPL"], date(2020, 9, 1), date(2020, 9, 1)) == []
+
+
+@sync
+async def test_a_cash_dividend_is_read_per_share_in_dollars() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(DIVIDEND_2025)], after)
+    [dividend] = await yahoo.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+    assert (dividend.kind, dividend.cash, dividend.ratio, dividend.ex_date) == (
+        ActionKind.CASH_DIVIDEND,
+        Decimal("0.26"),
+        Decimal(1),
+        date(2025, 8, 11),
+    )
+    assert dividend.ex_at == datetime(2025, 8, 11, 13, 30, tzinfo=UTC)
+
+
+@sync
+async def test_actions_of_a_symbol_yahoo_does_not_know_are_none() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(DIVIDEND_2025)], after)
+    found = await yahoo.actions(["AAPL", "GONE"], date(2025, 8, 7), date(2025, 8, 12))
+    assert [action.symbol for action in found] == ["AAPL"]
+
+
+@sync
+async def test_actions_rate_limited_or_empty_are_unavailable() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    limited, _ = source([(r"/v8/finance/chart/", lambda r: (429, "Too Many Requests"))], after)
+    with pytest.raises(RateLimited):
+        await limited.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+    yf.data.YfData.cache_get.cache_clear()
+    empty, _ = source([charts({"AAPL": (200, {"chart": {"result": None, "error": None}})})], after)
+    with pytest.raises(DataUnavailable):
+        await empty.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+
+
+@pytest.mark.parametrize(
+    ("factor", "ratio"),
+    [("4.0", Decimal(4)), ("1.5", Decimal("1.5")), ("0.3333333333333333", Decimal(1) / 3)],
+)
+def test_yahoo_split_factors_become_exact_ratios(factor: str, ratio: Decimal) -> None:
+    assert split_ratio(Decimal(factor)) == ratio
 
 
 def test_the_network_guard_refuses_a_real_connection() -> None:

@@ -175,6 +175,28 @@ def parse_news(frame: pd.DataFrame, symbol: str) -> list[NewsItem]:
     return out
 
 
+def _action(
+    symbol: str,
+    day: date,
+    ex_at: datetime,
+    source: str,
+    *,
+    cash: Decimal = Decimal(0),
+    ratio: Decimal = Decimal(1),
+) -> CorporateAction:
+    kind = ActionKind.CASH_DIVIDEND if cash else ActionKind.SPLIT
+    return CorporateAction(
+        symbol=symbol,
+        kind=kind,
+        ex_date=day,
+        ex_at=ex_at,
+        currency="CNY",
+        source=source,
+        cash=cash,
+        ratio=ratio,
+    )
+
+
 def parse_actions(
     frame: pd.DataFrame, symbol: str, calendar: TradingCalendar, *, source: str
 ) -> list[CorporateAction]:
@@ -198,21 +220,11 @@ def parse_actions(
         try:
             if not calendar.is_session(day):
                 raise ValueError(f"{day} is not an XSHG session")
-            common = {
-                "symbol": symbol,
-                "ex_date": day,
-                "ex_at": calendar.session_open(day),
-                "currency": "CNY",
-                "source": source,
-            }
+            ex_at = calendar.session_open(day)
             if cash is not None and cash > 0:
-                out.append(
-                    CorporateAction(kind=ActionKind.CASH_DIVIDEND, cash=cash / _PER_TEN, **common)
-                )
+                out.append(_action(symbol, day, ex_at, source, cash=cash / _PER_TEN))
             if bonus is not None and bonus > 0:
-                out.append(
-                    CorporateAction(kind=ActionKind.SPLIT, ratio=1 + bonus / _PER_TEN, **common)
-                )
+                out.append(_action(symbol, day, ex_at, source, ratio=1 + bonus / _PER_TEN))
         except ValueError as exc:
             logger.warning(
                 "akshare_action_dropped",

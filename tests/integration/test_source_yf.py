@@ -6,32 +6,24 @@ replaced, and any real connection attempt fails the test.
 
 from __future__ import annotations
 
-import json
-import re
 import socket
 import threading
-from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import yfinance as yf
 from offline import refuse_network, sync
-from requests.adapters import BaseAdapter
-from requests.models import PreparedRequest, Response
+from requests.models import PreparedRequest
+from yahoo_fake import Route, charts, payload, source
 
 from openbell.markets.actions import ActionKind
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
-from openbell.markets.yf import YahooSource
 from openbell.markets.yf.parse import split_ratio
-
-PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
-Route = Callable[[PreparedRequest], tuple[int, Any]]
 
 
 @pytest.fixture(autouse=True)
@@ -43,61 +35,6 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 def _isolated_yfinance(tmp_path: Path) -> None:
     yf.set_tz_cache_location(str(tmp_path / "yf-cache"))
     yf.data.YfData.cache_get.cache_clear()
-
-
-def payload(name: str) -> Any:
-    return json.loads((PAYLOADS / name).read_text(encoding="utf-8"))
-
-
-class FakeYahoo(BaseAdapter):
-    """A `requests` transport answering from routes (regex on the URL -> status and body)."""
-
-    def __init__(self, routes: list[tuple[str, Route]]) -> None:
-        super().__init__()
-        self.routes = [
-            (r"fc\.yahoo\.com", lambda r: (200, "")),
-            (r"getcrumb", lambda r: (200, "fakecrumb")),
-            *routes,
-        ]
-        self.urls: list[str] = []
-
-    def send(self, request: PreparedRequest, *args: Any, **kwargs: Any) -> Response:
-        url = request.url or ""
-        self.urls.append(url)
-        status, body = 404, "Not Found"
-        for pattern, route in self.routes:
-            if re.search(pattern, url):
-                status, body = route(request)
-                break
-        response = Response()
-        response.status_code = status
-        response.url = url
-        response.request = request
-        response._content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        response.headers["Content-Type"] = "application/json"
-        return response
-
-    def close(self) -> None:
-        pass
-
-
-def charts(by_ticker: dict[str, tuple[int, Any]]) -> tuple[str, Route]:
-    def route(request: PreparedRequest) -> tuple[int, Any]:
-        ticker = re.search(r"/chart/([^?]+)", request.url or "")
-        assert ticker is not None
-        return by_ticker.get(ticker.group(1), (200, payload("chart_not_found.json")))
-
-    return r"/v8/finance/chart/", route
-
-
-def source(
-    routes: list[tuple[str, Route]], now: datetime, **options: Any
-) -> tuple[YahooSource, FakeYahoo]:
-    adapter = FakeYahoo(routes)
-    session = requests.Session()
-    session.mount("https://", adapter)
-    found = YahooSource(now=lambda: now, session=session, threads=False, **options)
-    return found, adapter
 
 
 # 2025-07-09 15:00 New York: the 2025-07-09 daily bar is still in progress.

@@ -19,9 +19,11 @@ from store_builders import INSTRUMENTS, fill_for, make_order
 from structlog.testing import capture_logs
 
 from openbell.agents.protocol import DecisionContext
+from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.corporate_actions import ActionApplier
 from openbell.daemon.cycle import CycleRunner
 from openbell.daemon.desks import build_desk
+from openbell.daemon.live_plan import LiveMarket, build_live_desks
 from openbell.markets.actions import (
     ActionKind,
     CorporateAction,
@@ -276,3 +278,30 @@ def test_an_ex_date_slot_measures_limits_from_the_reference_price(ledger: Ledger
         previous_closes={"600519.SH": Decimal("1420.00")},
     )
     assert applier.with_reference_prices(next_day) is next_day
+
+
+def test_the_live_daemon_gives_each_market_its_action_source(ledger: Ledger) -> None:
+    actions = RecordedActions(market="us", actions=[SPLIT], name="recorded")
+    replay = ReplaySource(market="us", bars={"1d": _bars()})
+    markets = [
+        LiveMarket(
+            market="us",
+            source=replay,
+            universe=Universe(
+                name="aapl",
+                market="us",
+                as_of=SESSIONS[0],
+                instruments=(Instrument(symbol="AAPL", market="us", currency="USD"),),
+            ),
+            cadence="daily",
+            initial_cash=Decimal(10000),
+            agents=(BuyOnce(),),
+            fill_price=replay.first_price_at_or_after,
+            actions=actions,
+        )
+    ]
+    clock = SimulatedClock(XNYS.session_open(SESSIONS[0]))
+    desks, _ = build_live_desks(markets, ledger, clock, clock.now())
+    applier = desks["us"].actions
+    assert applier is not None
+    assert applier.source is actions

@@ -29,6 +29,8 @@ from openbell.markets.domain import Instrument, utc
 from openbell.markets.replay import ReplaySource
 from openbell.markets.universes import Universe
 from openbell.markets.yf import YahooSource
+from openbell.ops.metrics import NavPoint, max_drawdown, simple_returns
+from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.tables import CORPORATE_ACTION_TABLE, NAV_SNAPSHOT_TABLE
@@ -108,6 +110,16 @@ def _replay(
     return [(row.at, row.kind, row.cash, row.nav) for row in rows]
 
 
+def _max_drawdown(url: str) -> float | None:
+    """The metric panel's max drawdown over the account's slot NAV series."""
+    engine = make_engine(url)
+    try:
+        rows = queries.nav_series(engine, 1)
+    finally:
+        engine.dispose()
+    return max_drawdown(simple_returns([NavPoint(at=row.at, nav=row.nav) for row in rows]))
+
+
 def _worst_step(navs: list[tuple[datetime, str, Decimal, Decimal]]) -> Decimal:
     return min(later[3] / earlier[3] - 1 for earlier, later in itertools.pairwise(navs))
 
@@ -117,6 +129,9 @@ def test_a_4_for_1_split_held_over_its_ex_date_is_not_a_75_percent_loss(db_url: 
     navs = _replay(db_url, SPLIT_WINDOW, bars, yahoo)
     assert len(navs) == 8  # a slot and a close snapshot per session
     assert _worst_step(navs) > Decimal("-0.02")
+    drawdown = _max_drawdown(db_url)
+    assert drawdown is not None
+    assert drawdown > -0.01  # the metric panel sees a 0.4% dip, not a 75% crash
     ex_slot = next(nav for nav in navs if nav[0] == utc(2020, 8, 31, 13, 30))
     before = next(nav for nav in navs if nav[0] == utc(2020, 8, 28, 20, 0))
     # 10 shares at the 499.23 close, then 40 at the 127.58 open: cash unchanged, NAV +2.2%
@@ -141,6 +156,9 @@ def test_without_the_split_the_same_replay_shows_the_cliff(sqlite_url: str) -> N
     bars, _ = _yahoo("chart_AAPL_1d_split_2020.json", SPLIT_WINDOW)
     navs = _replay(sqlite_url, SPLIT_WINDOW, bars, None)
     assert _worst_step(navs) < Decimal("-0.35")  # half the account in AAPL loses 75% of its value
+    drawdown = _max_drawdown(sqlite_url)
+    assert drawdown is not None
+    assert drawdown < -0.35
 
 
 def test_a_cash_dividend_adds_quantity_times_amount_on_the_ex_date(db_url: str) -> None:

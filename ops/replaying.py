@@ -5,9 +5,10 @@ the one asked for) its recorded data (a `replay:PATH` source reads the bar files
 source, `yfinance`, `akshare` or `ccxt:...`, stands for the dataset bundled with openbell, so a
 replay never touches the network), its corporate actions (the market's `corporate_actions` file,
 else the bundled one for a bundled daily replay; only on raw bars), its universe (a bundled one by
-name, or the listed symbols), its benchmark, and the agents enrolled in it (LLM agents built by
-`llm_agents`, their keys read from the environment). The window is whole UTC dates, `start` through
-`end` inclusive. The ledger is migrated to the schema head first. It also draws the progress bar.
+name, or the listed symbols), its rules (with the configured costs), its benchmark, and the agents
+enrolled in it (LLM agents built by `llm_agents`, their keys read from the environment). The window
+is whole UTC dates, `start` through `end` inclusive. The ledger is migrated to the schema head
+first. It also draws the progress bar.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from openbell.markets.barfile import bundled_names
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
-from openbell.ops.wiring import agent_for, universe_for
+from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 from openbell.store.migrate import upgrade
 
 log = structlog.stdlib.get_logger(__name__)
@@ -102,6 +103,7 @@ def _replay_market(
         agents=tuple(agent_for(agent, name) for agent in agents),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
+        rules=rules_for_market(name, market),
         actions=_replay_actions(name, market, source),
     )
 

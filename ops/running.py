@@ -8,7 +8,8 @@ PATH, which fills orders from its bars as replay does (for tests and demonstrati
 clock), with the market's `corporate_actions` file, if any. A live adapter that cannot be imported
 becomes a source that answers every read with `DataUnavailable`, so the daemon keeps running and
 records the market's cycles as skipped (`data_unavailable`) instead of failing to start. Universes
-and agents come from `wiring`, the very ones a replay uses.
+and agents come from `wiring`, the very ones a replay uses, under the same rules (with the
+configured costs).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from openbell.markets.replay import ReplaySource
 from openbell.markets.sources import MarketDataSource
 from openbell.markets.universes import MARKET_CURRENCY
 from openbell.ops.config import MarketConfig, OpenbellConfig
-from openbell.ops.wiring import agent_for, universe_for
+from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -177,6 +178,7 @@ def live_plan(
                 agents=tuple(agent_for(agent, name) for agent in enrolled),
                 benchmarks=market.benchmarks,
                 slot_times=market.slot_times,
+                rules=rules_for_market(name, market),
                 fill_price=live_source.fill_price,
                 fundamentals=live_source.fundamentals,
                 actions=live_source.actions,

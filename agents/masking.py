@@ -1,53 +1,74 @@
-"""Masking (KTD-Fin): what a model may learn of tickers, company names and calendar dates.
+"""Masking (KTD-Fin): what a model may learn of tickers, company names, dates and price levels.
 
-This module owns the four masking levels (`bright`, `stock-blind`, `date-blind`, `blinded`), the
-per-account `AliasMap` and `AliasMasker`, which implements the LLM agent's `Masker` seam.
+This module owns the four masking levels (`bright`, `stock-blind`, `date-blind`, `blinded`) and
+`AliasMasker`, which implements the LLM agent's `Masker` seam, with the factories that build an
+account's masker from its masking key (`aliases.py`), made at its first masked cycle and stored
+through `ctx.masking_keys` (the ledger), so its aliases and day labels never move: not when the
+daemon restarts (even configured with another seed), nor when the universe file gains a member (its
+alias is added) or a later date. Every list of stocks a masked model is shown is in its account's
+alias order (`listing`), never the universe file's (alphabetical) order, which would tell it that
+the first is AAPL; and a masked model is never told the universe's name.
 
-The alias map is seeded from the account id and a config seed: each instrument of the universe
-(and the benchmark) gets `asset_NNNN`, NNNN drawn without replacement from 0001..9999 by a
-generator seeded with both, so the map is stable for an account across cycles and restarts and
-shuffled between accounts. Every way the instrument is written maps to its alias: the symbol, the
-code without its exchange suffix (`600519` of `600519.SH`), a pair's base (`BTC` of `BTC/USDT`)
-and the company name of the universe file, also without a bracketed part and the bracket's
-content ("Strategy (MicroStrategy)": both). Longest spellings match first, case-sensitive and as
-whole tokens. Dates become `day_+N`, days counted from a per-account epoch (the universe
-file's date by default, moved back by a seeded 100..999 days, so N says nothing about the calendar
-or the account's age). Datetimes become `day_+NTHH:MM` (`:SS` and `.ffffff` only when not zero)
-in the market's local time, so daylight-saving shifts cannot reveal the season; their day is the
-local day. Forms rewritten: ISO datetimes (`T` or space, optional seconds, fraction, `Z` or an
-offset; naive ones read as UTC), `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYYMMDD` (only a valid date
-between 1900 and 2099 standing alone) and "October 1, 2025" / "1 Oct 2025" forms.
+Every spelling of an instrument (`aliases.py`) is rewritten to its alias, longest first,
+case-sensitive and as whole tokens. Dates become `day_+N`, days counted from the key's epoch.
+Datetimes become `day_+NTHH:MM` (`:SS` and `.ffffff` only when not zero) in the market's local
+time, so daylight-saving shifts cannot reveal the season; their day is the local day. Forms
+rewritten: ISO datetimes (`T` or space, optional seconds, fraction, `Z` or an offset; naive ones
+read as UTC), `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYYMMDD` (only a valid date between 1900 and 2099
+standing alone) and "October 1, 2025" / "1 Oct 2025" forms.
 
-`mask_text` rewrites prompts, `mask_result` tool results (JSON text, `\\uXXXX` escapes decoded
-first) and `unmask_arguments` turns aliases and day labels in a model's arguments back into
-symbols and ISO dates before they reach the data layer. A real ticker or name written by a model
-under stock-blindness is not served: a whole argument that is one becomes `unknown_asset`, so it
-cannot probe its memory through the tools. News and fundamentals leak names and dates, so under
-any blinding their calls are neutralised and answered with a `masked` `ToolError`.
+`mask_text` rewrites prompts; `mask_result` tool results (JSON text, `\\uXXXX` escapes decoded
+first; a result holding money or positions is read into its model first, its positions listed in
+alias order and, under price rebasing, its money shown in the account's unit: `rebasing.py`; one
+that cannot be read is withheld); `unmask_arguments` turns aliases and day labels in a model's
+arguments back into symbols and ISO dates before they reach the data layer. A real ticker or name
+written by a model under stock-blindness is not served: a whole argument that is one becomes
+`unknown_asset`, so it cannot probe its memory through the tools. News and fundamentals leak names
+and dates, so under any blinding their calls are neutralised and answered with a `masked`
+`ToolError`. Price rebasing is on by default at `blinded` and may be asked for at the other
+blinded levels (`rebases`).
 """
 
 from __future__ import annotations
 
 import enum
-import hashlib
-import random
+import json
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Final, TypeVar
-from zoneinfo import ZoneInfo
 
+from pydantic import ValidationError
+
+from openbell.agents.aliases import ALIAS_RE, LABEL_RE, AliasMap, derive_key
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.protocol import DecisionContext
-from openbell.agents.tools import ErrorCode, ToolError
+from openbell.agents.rebasing import MoneyUnit, rebase
+from openbell.agents.tools import (
+    BarsOut,
+    ErrorCode,
+    OrderOut,
+    PortfolioOut,
+    QuotesOut,
+    ToolError,
+    ToolResult,
+)
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
+from openbell.store.masking_keys import MaskingKey
 
 #: The tools whose results cannot be masked (free text full of names and dates).
 BLINDED_TOOLS: Final = frozenset({"get_news", "get_fundamentals"})
 #: What a real identifier in a model's argument becomes under stock-blindness.
 UNRESOLVED: Final = "unknown_asset"
+#: The results read into their models before they are shown: they hold money or positions.
+SHOWN_RESULTS: Final[Mapping[str, type[ToolResult]]] = {
+    "get_bars": BarsOut,
+    "get_quote": QuotesOut,
+    "get_portfolio": PortfolioOut,
+    "place_order": OrderOut,
+}
 
 _MONTHS: Final = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -67,12 +88,9 @@ _COMPACT_RE: Final = re.compile(
 )
 _MONTH_FIRST_RE: Final = re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
 _DAY_FIRST_RE: Final = re.compile(rf"\b(\d{{1,2}}) {_MONTH},? (\d{{4}})\b")
-_LABEL_RE: Final = re.compile(
-    r"\bday_([+-]\d{1,6})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(?![\w:])"
-)
-_ALIAS_RE: Final = re.compile(r"\basset_\d{4}\b")
 _UNICODE_ESCAPE_RE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 D = TypeVar("D", date, datetime)
+R = TypeVar("R", bound=ToolResult)
 
 
 class MaskingLevel(enum.StrEnum):
@@ -94,104 +112,18 @@ class MaskingLevel(enum.StrEnum):
         return self in (MaskingLevel.DATE_BLIND, MaskingLevel.BLINDED)
 
 
-def _rng(seed: str | int, account_id: int) -> random.Random:
-    digest = hashlib.sha256(f"openbell-masking|{seed}|{account_id}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))  # noqa: S311  (not for secrets)
-
-
-def _spellings(symbol: str, name: str) -> list[str]:
-    """Every way `symbol` is written: itself, its code without a suffix, a pair's base, its name."""
-    out = [symbol]
-    if "." in symbol:
-        out.append(symbol.split(".", 1)[0])
-    if "/" in symbol:
-        out.append(symbol.split("/", 1)[0])
-    name = name.strip()
-    if name:
-        out.append(name)
-        short = re.sub(r"\s*\(([^)]*)\)", "", name).strip()  # "Alphabet (Class A)"
-        inner = [part for part in re.findall(r"\(([^)]*)\)", name) if not part.startswith("Class")]
-        out.extend(part for part in (short, *inner) if part)
-        if short.startswith("The "):
-            out.append(short.removeprefix("The "))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class AliasMap:
-    """One account's aliases: symbol -> `asset_NNNN`, spelling -> alias, and its day epoch."""
-
-    aliases: Mapping[str, str]
-    spellings: Mapping[str, str]
-    epoch: date
-    timezone: ZoneInfo
-
-    @classmethod
-    def build(
-        cls,
-        universe: Universe,
-        *,
-        account_id: int,
-        seed: str | int,
-        timezone: str,
-        epoch: date | None = None,
-    ) -> AliasMap:
-        """The map of `account_id` over `universe` (with its benchmark), seeded by `seed`."""
-        named = {instrument.symbol: instrument.name for instrument in universe.instruments}
-        if universe.benchmark is not None:
-            named.setdefault(universe.benchmark, "")
-        rng = _rng(seed, account_id)
-        symbols = sorted(named)
-        numbers = rng.sample(range(1, 10000), len(symbols))
-        aliases = {symbol: f"asset_{n:04d}" for symbol, n in zip(symbols, numbers, strict=True)}
-        spellings: dict[str, str] = {}
-        for symbol in symbols:  # symbols first: a name never shadows another's ticker
-            spellings[symbol] = aliases[symbol]
-        for symbol in symbols:
-            for spelling in _spellings(symbol, named[symbol]):
-                spellings.setdefault(spelling, aliases[symbol])
-        shift = timedelta(days=rng.randrange(100, 1000))
-        return cls(
-            aliases=aliases,
-            spellings=spellings,
-            epoch=(epoch or universe.as_of) - shift,
-            timezone=ZoneInfo(timezone),
-        )
-
-    def day_label(self, day: date) -> str:
-        """`day_+N`: `day` counted from the epoch."""
-        return f"day_{(day - self.epoch).days:+d}"
-
-    def datetime_label(self, at: datetime) -> str:
-        """`day_+NTHH:MM` for aware `at`, in the market's local time."""
-        local = at.astimezone(self.timezone)
-        label = f"{self.day_label(local.date())}T{local:%H:%M}"
-        if local.second or local.microsecond:
-            label += f":{local:%S}"
-        if local.microsecond:
-            label += f".{local:%f}"
-        return label
-
-    def resolve_label(self, match: re.Match[str]) -> str:
-        """The ISO date or UTC datetime a `day_...` label stands for."""
-        day = self.epoch + timedelta(days=int(match.group(1)))
-        if match.group(2) is None:
-            return day.isoformat()
-        fraction = (match.group(5) or "0").ljust(6, "0")
-        local = datetime.combine(
-            day,
-            time(int(match.group(2)), int(match.group(3)), int(match.group(4) or 0), int(fraction)),
-            tzinfo=self.timezone,
-        )
-        return local.astimezone(UTC).isoformat()
-
-
 class AliasMasker:
-    """The `Masker` of one account at one level; see the module docstring."""
+    """The `Masker` of one account at one level, rebasing its money when `unit` is given; see the
+    module docstring."""
 
-    def __init__(self, level: MaskingLevel, aliases: AliasMap) -> None:
+    def __init__(
+        self, level: MaskingLevel, aliases: AliasMap, unit: MoneyUnit | None = None
+    ) -> None:
+        if level is MaskingLevel.BRIGHT:
+            raise ValueError("a bright agent has no alias masker (it is the identity)")
         self.level = level
         self.aliases = aliases
+        self.unit = unit
         self._symbols = {alias: symbol for symbol, alias in aliases.aliases.items()}
         ordered = sorted(aliases.spellings, key=lambda spelling: (-len(spelling), spelling))
         self._identifier_re = re.compile(
@@ -213,18 +145,70 @@ class AliasMasker:
 
     def unmask_arguments(self, tool: str, args: dict[str, object]) -> dict[str, object]:
         """`args` with aliases and day labels turned back; a blinded tool's call neutralised."""
-        if self.level is not MaskingLevel.BRIGHT and tool in BLINDED_TOOLS:
+        if tool in BLINDED_TOOLS:
             # refused by the tool's argument model before any data is read; see mask_result
             return {"masked_by_level": self.level.value}
         return {key: self._unmask(value) for key, value in args.items()}
 
     def mask_result(self, tool: str, result_json: str) -> str:
         """`result_json` masked; a blinded tool's result replaced by a `masked` error."""
-        if self.level is not MaskingLevel.BRIGHT and tool in BLINDED_TOOLS:
+        if tool in BLINDED_TOOLS:
             return masked_error(tool, self.level).model_dump_json()
+        model = SHOWN_RESULTS.get(tool)
+        if model is not None and (self.unit is not None or model is PortfolioOut):
+            result_json = self._shown_json(model, result_json)
         return self.mask_text(_decode_escapes(result_json))
 
+    # -- what the prompts show ----------------------------------------------------------------
+
+    def listing(self, symbols: Iterable[str]) -> list[str]:
+        """`symbols` in the order a model is shown them: by alias when stocks are masked."""
+        if not self.level.masks_stocks:
+            return list(symbols)
+        aliases = self.aliases.aliases
+        return sorted(
+            symbols, key=lambda symbol: (symbol not in aliases, aliases.get(symbol, symbol))
+        )
+
+    def money(self, amount: Decimal) -> Decimal:
+        """`amount` as the model is shown it (in the account's unit under rebasing)."""
+        return amount if self.unit is None else self.unit.show(amount)
+
+    def show(self, result: R) -> R:
+        """`result` as the model is shown it (before `mask_text`): its money in the account's
+        unit under rebasing, and a portfolio's positions in alias order."""
+        shown = result if self.unit is None else rebase(result, self.unit)
+        if isinstance(shown, PortfolioOut) and self.level.masks_stocks:
+            order = {
+                symbol: i
+                for i, symbol in enumerate(self.listing(p.symbol for p in shown.positions))
+            }
+            positions = sorted(shown.positions, key=lambda p: order[p.symbol])
+            shown = shown.model_copy(update={"positions": positions})
+        if not isinstance(shown, type(result)):
+            raise TypeError(f"showing a {type(result).__name__} gave a {type(shown).__name__}")
+        return shown
+
     # -- internals ----------------------------------------------------------------------------
+
+    def _shown_json(self, model: type[ToolResult], text: str) -> str:
+        """The JSON of a result that may hold money, as `show` shows it; an error unchanged; a
+        result that cannot be read withheld when its money must be rebased."""
+        try:
+            data = json.loads(text)
+            if isinstance(data, dict) and "code" in data:
+                return text  # a ToolError: it holds no money
+            result = model.model_validate(data)
+        except (ValueError, ValidationError):
+            if self.unit is None:
+                return text
+            return ToolError(
+                code=ErrorCode.MASKED,
+                message="This result could not be rebased to your account's money unit, so it "
+                "is withheld.",
+                hint="Try the call again, or another tool.",
+            ).model_dump_json()
+        return self.show(result).model_dump_json()
 
     def _unmask(self, value: object) -> object:
         if isinstance(value, str):
@@ -242,9 +226,9 @@ class AliasMasker:
                 return self._symbols[whole]
             if whole in self.aliases.spellings:
                 return UNRESOLVED
-            value = _ALIAS_RE.sub(lambda m: self._symbols.get(m.group(0), m.group(0)), value)
+            value = ALIAS_RE.sub(lambda m: self._symbols.get(m.group(0), m.group(0)), value)
         if self.level.masks_dates:
-            value = _LABEL_RE.sub(self.aliases.resolve_label, value)
+            value = LABEL_RE.sub(self.aliases.resolve_label, value)
         return value
 
     def _mask_dates(self, text: str) -> str:
@@ -266,6 +250,15 @@ def masked_error(tool: str, level: MaskingLevel) -> ToolError:
     )
 
 
+def rebases(level: MaskingLevel | str, rebase_prices: bool | None = None) -> bool:
+    """Whether `level` rebases prices: `rebase_prices`, by default only at `blinded`; refused
+    (`ValueError`) when asked for at `bright`, which shows everything real."""
+    level = MaskingLevel(level)
+    if rebase_prices and level is MaskingLevel.BRIGHT:
+        raise ValueError("price rebasing needs a masking level other than bright")
+    return level is MaskingLevel.BLINDED if rebase_prices is None else rebase_prices
+
+
 def build_masker(
     level: MaskingLevel | str,
     *,
@@ -274,32 +267,72 @@ def build_masker(
     account_id: int,
     seed: str | int = 0,
     epoch: date | None = None,
+    rebase: bool | None = None,
+    key: MaskingKey | None = None,
 ) -> Masker:
-    """The masker of `account_id` at `level` (`IdentityMasker` when bright)."""
+    """The masker of `account_id` at `level` (`IdentityMasker` when bright), from its stored `key`
+    (extended by any new member) or, without one, from a key seeded by `seed`."""
     level = MaskingLevel(level)
+    rebased = rebases(level, rebase)
     if level is MaskingLevel.BRIGHT:
         return IdentityMasker()
-    aliases = AliasMap.build(
-        universe, account_id=account_id, seed=seed, timezone=rules.timezone, epoch=epoch
+    made = derive_key(universe, account_id=account_id, seed=seed, epoch=epoch, stored=key)
+    return AliasMasker(
+        level,
+        AliasMap.of(made, universe, timezone=rules.timezone),
+        MoneyUnit(made.money_unit) if rebased else None,
     )
-    return AliasMasker(level, aliases)
+
+
+def account_masker(
+    level: MaskingLevel | str,
+    ctx: DecisionContext,
+    *,
+    seed: str | int = 0,
+    epoch: date | None = None,
+    rebase: bool | None = None,
+) -> AliasMasker | None:
+    """The masker of `ctx`'s account at `level` (None when bright), from the key stored in
+    `ctx.masking_keys`, made and stored at the account's first masked cycle (and extended when its
+    universe gains a member); without a key store, from a key seeded by `seed`."""
+    level = MaskingLevel(level)
+    rebases(level, rebase)
+    if level is MaskingLevel.BRIGHT:
+        return None
+    keys = ctx.masking_keys
+    stored = keys.masking_key(ctx.account_id) if keys is not None else None
+    key = derive_key(ctx.universe, account_id=ctx.account_id, seed=seed, epoch=epoch, stored=stored)
+    if keys is not None and key != stored:
+        key = keys.save_masking_key(key)  # a concurrent writer's key may have won
+    built = build_masker(
+        level,
+        universe=ctx.universe,
+        rules=ctx.rules,
+        account_id=ctx.account_id,
+        seed=seed,
+        epoch=epoch,
+        rebase=rebase,
+        key=key,
+    )
+    if not isinstance(built, AliasMasker):
+        raise TypeError(f"a {level.value} masker must alias")
+    return built
 
 
 def masker_for(
-    level: MaskingLevel | str, *, seed: str | int = 0, epoch: date | None = None
+    level: MaskingLevel | str,
+    *,
+    seed: str | int = 0,
+    epoch: date | None = None,
+    rebase: bool | None = None,
 ) -> Callable[[DecisionContext], Masker]:
-    """A per-cycle masker factory for an LLM agent: each cycle's masker is its account's map."""
+    """A per-cycle masker factory for an LLM agent: each cycle's masker is its account's."""
     chosen = MaskingLevel(level)
+    rebases(chosen, rebase)
 
     def factory(ctx: DecisionContext) -> Masker:
-        return build_masker(
-            chosen,
-            universe=ctx.universe,
-            rules=ctx.rules,
-            account_id=ctx.account_id,
-            seed=seed,
-            epoch=epoch,
-        )
+        found = account_masker(chosen, ctx, seed=seed, epoch=epoch, rebase=rebase)
+        return IdentityMasker() if found is None else found
 
     return factory
 

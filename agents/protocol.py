@@ -4,7 +4,8 @@ An agent is called once per decision cycle with a `DecisionContext`. It observes
 account and trades only through `ctx.tools` (the toolbox bound to its account, cycle and `now`), so
 the market rules and the point-in-time rule apply to every kind of agent alike. It returns nothing:
 what it did is in the ledger (orders, fills) and in the toolbox (the finish summary). An agent that
-talks to a model also writes its trace and usage to `ctx.journal` (the ledger, in a daemon).
+talks to a model also writes its trace and usage to `ctx.journal` (the ledger, in a daemon), and a
+masked one reads and stores its account's masking key through `ctx.masking_keys` (the ledger too).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from openbell.markets.domain import check_utc
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
+from openbell.store.masking_keys import MaskingKey
 from openbell.store.records import CycleUsage, TraceEntry
 
 if TYPE_CHECKING:
@@ -34,6 +36,18 @@ class Journal(Protocol):
         ...
 
 
+class MaskingKeys(Protocol):
+    """Where a masked agent keeps its account's masking key (`Ledger` is one)."""
+
+    def masking_key(self, account_id: int) -> MaskingKey | None:
+        """The stored key of `account_id`, or None when there is none yet."""
+        ...
+
+    def save_masking_key(self, key: MaskingKey) -> MaskingKey:
+        """Store what of `key` is missing; the stored key (an earlier writer's wins)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionContext:
     """Everything an agent gets for one cycle. `now` is the slot time; nothing after it is seen."""
@@ -47,6 +61,7 @@ class DecisionContext:
     rules: MarketRules
     tools: Toolbox
     journal: Journal | None = None
+    masking_keys: MaskingKeys | None = None
 
     def __post_init__(self) -> None:
         check_utc("now", self.now)

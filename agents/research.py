@@ -48,19 +48,17 @@ class ResearchTools:
         gateway: GatewayView,
         fundamentals: FundamentalsSource | None,
         serves: Callable[[str], bool],
-        universe_name: str,
         now: datetime,
     ) -> None:
         self._gateway = gateway
         self._fundamentals = fundamentals
         self._serves = serves
-        self._universe_name = universe_name
         self._now = now
 
     async def get_news(self, args: GetNewsArgs) -> ToolOutcome:
         """News published in the lookback up to `now`, newest first, at most `args.limit`."""
         if args.symbol is not None and not self._serves(args.symbol):
-            return unknown_symbol(args.symbol, self._universe_name, self._now)
+            return unknown_symbol(args.symbol, self._now)
         symbols = None if args.symbol is None else [args.symbol]
         # a query filters titles after the fetch, so fetch the cap and cut afterwards
         limit = MAX_NEWS if args.query is not None else args.limit
@@ -104,7 +102,7 @@ class ResearchTools:
                 "Decide from prices, quotes and news instead.",
             )
         if not self._serves(args.symbol):
-            return unknown_symbol(args.symbol, self._universe_name, self._now)
+            return unknown_symbol(args.symbol, self._now)
         try:
             found = await source.reports(
                 args.symbol,

@@ -103,7 +103,6 @@ class Toolbox:
         self._account_id = account_id
         self._gateway = gateway
         self._snapshot = snapshot
-        self._universe = universe
         self._rules = rules
         self._now = now
         self._benchmark = benchmark_instrument(universe, rules)
@@ -123,7 +122,6 @@ class Toolbox:
             gateway=gateway,
             fundamentals=fundamentals,
             serves=lambda symbol: self._instrument(symbol) is not None,
-            universe_name=universe.name,
             now=now,
         )
         self.specs: tuple[ToolSpec[Any], ...] = (
@@ -272,7 +270,7 @@ class Toolbox:
 
     async def _get_bars(self, args: GetBarsArgs) -> ToolOutcome:
         if self._instrument(args.symbol) is None:
-            return unknown_symbol(args.symbol, self._universe.name, self._now)
+            return unknown_symbol(args.symbol, self._now)
         try:
             found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
         except DataUnavailable as exc:
@@ -319,8 +317,8 @@ class Toolbox:
                 self._order(outsider, side, quantity, args),
                 reason=RejectReason.NOT_IN_UNIVERSE,
                 message=(
-                    f"{args.symbol} is not in the {self._universe.name} universe of this "
-                    f"{self._rules.market} account; order only its members."
+                    f"{args.symbol} is not in the universe of this {self._rules.market} account; "
+                    "order only its members."
                 ),
                 target_weight=args.target_weight,
             )

@@ -408,12 +408,12 @@ class ToolError(BaseModel):
     as_of: datetime | None = None
 
 
-def unknown_symbol(symbol: str, universe_name: str, as_of: datetime) -> ToolError:
-    """The error for a `symbol` not served: outside the `universe_name` universe (and not the
-    market's benchmark)."""
+def unknown_symbol(symbol: str, as_of: datetime) -> ToolError:
+    """The error for a `symbol` not served: outside the account's universe (and not the market's
+    benchmark). The universe is not named: a masked model must not learn it."""
     return ToolError(
         code=ErrorCode.UNKNOWN_SYMBOL,
-        message=f"{symbol} is not served: it is not in the {universe_name} universe.",
+        message=f"{symbol} is not served: it is not in this account's universe.",
         hint="Use the universe's symbols, written as the market writes them.",
         as_of=as_of,
     )

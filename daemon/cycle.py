@@ -300,6 +300,7 @@ class CycleRunner:
             rules=desk.rules,
             tools=toolbox,
             journal=self._ledger,
+            masking_keys=self._ledger,
         )
         failure: Exception | None = None
         try:

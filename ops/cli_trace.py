@@ -4,13 +4,18 @@ This module owns the command and its output: a header with the cycle's agent, ma
 status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, parse failures and
 invalid tool calls), then one table row per trace entry: its role, the tool, the arguments, a
 summary of the content or result, tokens and latency. Long texts are cut unless `--full`; `--json`
-prints the whole trace as one JSON document. Reads the ledger only.
+prints the whole trace as one JSON document. `--unmask` turns a masked cycle's aliases and day
+labels back into real symbols and dates with its account's stored masking key (amounts of money
+stay as the model saw them; the header gives the unit they were divided by under price rebasing).
+Reads the ledger only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from decimal import Decimal
 from typing import Annotated, Any
 
 import typer
@@ -18,8 +23,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from openbell.agents.aliases import unmask_text
 from openbell.markets.errors import OperatorError
+from openbell.markets.rules import rules_for
 from openbell.ops.cli_common import ConfigOption, load_command_config, open_ledger
+from openbell.store.ledger import Ledger
+from openbell.store.masking_keys import MaskingKey
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace, cycle_trace
 
@@ -123,8 +132,36 @@ def _record(found: CycleTrace) -> dict[str, Any]:
     }
 
 
-def print_trace(found: CycleTrace, console: Console, *, full: bool = False) -> None:
-    """The header and the table of `found`."""
+def unmasked(found: CycleTrace, key: MaskingKey) -> CycleTrace:
+    """`found` with its texts unmasked by its account's `key` (see `unmask_text`)."""
+    timezone = rules_for(found.market).timezone
+
+    def real(text: str | None) -> str | None:
+        return None if text is None else unmask_text(text, key, timezone=timezone)
+
+    entries = tuple(
+        dataclasses.replace(
+            e, content=real(e.content), arguments=real(e.arguments), result=real(e.result)
+        )
+        for e in found.entries
+    )
+    return dataclasses.replace(found, entries=entries)
+
+
+def unmask_note(unit: Decimal | None) -> str:
+    """What the header of a trace shown with `--unmask` says (`unit`: the key's money unit)."""
+    if unit is None:
+        return "unmasked: this cycle's account was never masked"
+    return (
+        "unmasked with the account's masking key (under price rebasing, prices and money were "
+        f"shown divided by {unit})"
+    )
+
+
+def print_trace(
+    found: CycleTrace, console: Console, *, full: bool = False, note: str | None = None
+) -> None:
+    """The header (with `note` under it, if any) and the table of `found`."""
     console.print(
         Text(
             f"cycle {found.cycle_id}: {found.agent} ({found.agent_kind}) in {found.market} at "
@@ -134,6 +171,8 @@ def print_trace(found: CycleTrace, console: Console, *, full: bool = False) -> N
     if found.error_class:
         console.print(Text(f"error: {found.error_class}: {found.error_message or ''}"))
     console.print(Text(_usage_line(found.usage)))
+    if note is not None:
+        console.print(Text(note))
     if not found.entries:
         console.print("no trace rows (this agent does not trace)")
         return
@@ -150,21 +189,38 @@ def trace_command(
     cycle_id: Annotated[int, typer.Argument(help="The cycle's id (see `openbell export cycles`).")],
     full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
+    unmask: Annotated[
+        bool,
+        typer.Option(
+            "--unmask", help="Show a masked cycle's real symbols and dates (its stored key)."
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
     engine = open_ledger(load_command_config(ctx, config, fmt="console"))
+    key: MaskingKey | None = None
     try:
         found = cycle_trace(engine, cycle_id)
+        if found is not None and unmask:
+            ledger = Ledger(engine)
+            key = ledger.masking_key(ledger.cycle_account_id(cycle_id))
     finally:
         engine.dispose()
     if found is None:
         raise TraceNotFound(f"no cycle {cycle_id} in the ledger")
+    if key is not None:
+        found = unmasked(found, key)
+    unit = None if key is None else key.money_unit
     if as_json:
-        sys.stdout.write(json.dumps(_record(found), indent=2) + "\n")
+        record = _record(found)
+        if unmask:
+            record["money_unit"] = None if unit is None else str(unit)
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
     wide = None if sys.stdout.isatty() else 200
-    print_trace(found, Console(file=sys.stdout, width=wide, highlight=False), full=full)
+    console = Console(file=sys.stdout, width=wide, highlight=False)
+    print_trace(found, console, full=full, note=unmask_note(unit) if unmask else None)
 
 
 def register(app: typer.Typer) -> None:

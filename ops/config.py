@@ -25,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictInt,
     ValidationError,
     ValidationInfo,
@@ -378,6 +379,8 @@ class LlmAgentConfig(_AgentConfig):
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
     masking_seed: StrictInt = 0
+    #: Shows a masked agent its money in a secret per-account unit (default: only when blinded).
+    rebase_prices: StrictBool | None = None
     price_in_per_mtok: Decimal | None = None
     price_out_per_mtok: Decimal | None = None
     price_cached_per_mtok: Decimal | None = None
@@ -436,6 +439,15 @@ class LlmAgentConfig(_AgentConfig):
             if name in body:
                 raise PathError((name,), f"{name} is set by openbell and cannot be overridden")
         return body
+
+    @model_validator(mode="after")
+    def _rebasing_masks(self) -> LlmAgentConfig:
+        if self.rebase_prices and self.masking == "bright":
+            raise PathError(
+                ("rebase_prices",),
+                'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
+            )
+        return self
 
     @model_validator(mode="after")
     def _prices_together(self) -> LlmAgentConfig:

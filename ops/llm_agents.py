@@ -5,8 +5,9 @@ This module owns the translation of an `LlmAgentConfig` into a wired agent (`bui
 used by `openbell replay` (and the live daemon). The API key is read from the variable named by
 `api_key_env` (a missing or empty variable is a one-line `ConfigError`; no `api_key_env` means no
 key, for a local server). Each cycle gets a fresh prompt builder of the entry's decision mode and
-its account's masker; both use the entry's `masking_seed`, so the structured modes read the model's
-stock ids back through the same alias map.
+its account's masker; both use the entry's `masking_seed` and `rebase_prices`, and the account's
+stored masking key, so the prompts show what the tool results show and the structured modes read
+the model's stock ids back through the same alias map.
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
 
     def build(ctx: DecisionContext) -> PromptBuilder:
         return prompt_for_mode(
-            config.mode, masking=config.masking, masking_seed=config.masking_seed
+            config.mode,
+            masking=config.masking,
+            masking_seed=config.masking_seed,
+            rebase=config.rebase_prices,
         )
 
     return build
@@ -77,4 +81,4 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
 
 def masker_factory(config: LlmAgentConfig) -> MaskerFactory:
     """The masker of the entry's masking level: each cycle's is its account's alias map."""
-    return masker_for(config.masking, seed=config.masking_seed)
+    return masker_for(config.masking, seed=config.masking_seed, rebase=config.rebase_prices)

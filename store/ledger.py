@@ -56,6 +56,7 @@ from openbell.store.entitlements import (
     insert_action,
     stored_action,
 )
+from openbell.store.masking_keys import MaskingKey, read_masking_key, save_masking_key
 from openbell.store.postings import (
     check_outcome,
     cycle_orders,
@@ -485,6 +486,17 @@ class Ledger:
             if row is None:
                 raise ValueError(f"no cycle {cycle_id}")
             return usage_of(row)
+
+    # -- masking keys (store/masking_keys.py) -----------------------------------------------
+
+    def masking_key(self, account_id: int) -> MaskingKey | None:
+        """The stored masking key of `account_id`, or None when it has never been masked."""
+        return read_masking_key(self._engine, account_id)
+
+    def save_masking_key(self, key: MaskingKey) -> MaskingKey:
+        """Store what of `key` is missing (an existing key and its aliases never change); the
+        stored key."""
+        return save_masking_key(self._writer, key)
 
     # -- NAV -------------------------------------------------------------------------------
 

@@ -252,6 +252,30 @@ class TraceRow(SQLModel, table=True):
     at: datetime = Field(sa_type=UtcDateTime)
 
 
+class MaskingKeyRow(SQLModel, table=True):
+    """A masked account's key: the day its `day_+N` labels count from and its money unit.
+
+    Made at the account's first masked cycle and never changed (`store/masking_keys.py`).
+    """
+
+    __tablename__ = "masking_key"
+
+    account_id: int = Field(foreign_key="account.id", primary_key=True)
+    epoch: date
+    money_unit: Decimal = Field(sa_type=ExactDecimal)
+
+
+class MaskingAliasRow(SQLModel, table=True):
+    """The alias (`asset_NNNN`) a masked account's model knows a symbol by; added, never changed."""
+
+    __tablename__ = "masking_alias"
+    __table_args__ = (UniqueConstraint("account_id", "alias"),)
+
+    account_id: int = Field(foreign_key="masking_key.account_id", primary_key=True)
+    symbol: str = Field(primary_key=True)
+    alias: str
+
+
 class BarRow(SQLModel, table=True):
     """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
-from openbell.agents.masking import MaskingLevel
+from openbell.agents.masking import MaskingLevel, rebases
 from openbell.agents.modes.actions import (
     MAX_RETRIES,
     FinalAction,
@@ -38,20 +38,27 @@ def prompt_for_mode(
     *,
     masking: MaskingLevel | str = MaskingLevel.BRIGHT,
     masking_seed: str | int = 0,
+    rebase: bool | None = None,
     top_k: int = DEFAULT_TOP_K,
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
-    `masking` and `masking_seed` must be those of the agent's masker: the structured modes
-    translate the model's stock ids with the same map. `top_k` sizes the fixed-candidate table.
+    `masking`, `masking_seed` and `rebase` (price rebasing; None: on at `blinded` only) must be
+    those of the agent's masker: the builders show and read back through the same account key.
+    `top_k` sizes the fixed-candidate table.
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
-        return OpenResearchPrompt() if level is MaskingLevel.BRIGHT else MaskedResearchPrompt(level)
+        if level is MaskingLevel.BRIGHT:
+            rebases(level, rebase)
+            return OpenResearchPrompt()
+        return MaskedResearchPrompt(level, masking_seed, rebase)
     if mode == "fixed-candidate":
-        return FixedCandidatePrompt(top_k=top_k, masking=level, masking_seed=masking_seed)
+        return FixedCandidatePrompt(
+            top_k=top_k, masking=level, masking_seed=masking_seed, rebase=rebase
+        )
     if mode == "memory-only":
-        return MemoryOnlyPrompt(masking=level, masking_seed=masking_seed)
+        return MemoryOnlyPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
     if mode == "stockbench":
-        return StockBenchPrompt(masking=level, masking_seed=masking_seed)
+        return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

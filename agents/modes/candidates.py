@@ -5,11 +5,13 @@ the top-k candidates of the factor screen (`screen.py`, from daily bars ended by
 account marked at the slot's prices in the first message, offers no research tool, and takes a
 structured final action. `MemoryOnlyPrompt` gives only identifiers (the universe's stock ids) and
 the account's cash and quantities, no market data at all (no prices, no weights, no NAV), so what
-the model trades on is what it remembers.
+the model trades on is what it remembers. Under masking the ids are listed in alias order, and
+under price rebasing the table's closes and the account's cash are in the account's unit.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from openbell.agents.masking import MaskingLevel
@@ -35,8 +37,9 @@ class FixedCandidatePrompt(StructuredPrompt):
         top_k: int = DEFAULT_TOP_K,
         masking: MaskingLevel = MaskingLevel.BRIGHT,
         masking_seed: str | int = 0,
+        rebase: bool | None = None,
     ) -> None:
-        super().__init__(masking=masking, masking_seed=masking_seed)
+        super().__init__(masking=masking, masking_seed=masking_seed, rebase=rebase)
         if top_k < 1:
             raise ValueError(f"top_k must be positive, got {top_k}")
         self.top_k = top_k
@@ -47,8 +50,9 @@ class FixedCandidatePrompt(StructuredPrompt):
         self.candidates = await screen(ctx.tools, ctx.universe.symbols, self.top_k)
 
     def first_user_message(self, ctx: DecisionContext) -> str:
-        """The time, the account and the candidate table."""
-        body = table(self.candidates) if self.candidates else "(no symbol had 21 daily closes)"
+        """The time, the account and the candidate table (its last closes as shown)."""
+        shown = [replace(c, last_close=self.money(c.last_close)) for c in self.candidates]
+        body = table(shown) if shown else "(no symbol had 21 daily closes)"
         return (
             f"{self.now_text(ctx)}\n"
             f"Your account: {account_text(self.portfolio, with_prices=True)}\n"
@@ -71,6 +75,6 @@ class MemoryOnlyPrompt(StructuredPrompt):
         return (
             f"{self.now_text(ctx)}\n"
             f"Your account: {account_text(self.portfolio, with_prices=False)}\n"
-            f"Stock ids you may trade: {', '.join(ctx.universe.symbols)}\n"
+            f"Stock ids you may trade: {', '.join(self.listing(ctx.universe.symbols))}\n"
             "Decide your orders now."
         )

@@ -10,6 +10,8 @@ refusal is said in the prompt). Stage 3: a decision per stock, increase, decreas
 problems fed back until it is executable, at most `MAX_RETRIES` times per stage; then its orders
 are placed. Recent actions are the account's orders in the ledger placed before the slot (through
 `ctx.tools.recent_orders`), so a restarted daemon or a resumed replay shows the same overview.
+Under masking the overview lists the stocks in alias order; under price rebasing its opening
+prices and the account are in the account's money unit, and the plan is checked in that unit.
 """
 
 from __future__ import annotations
@@ -127,9 +129,13 @@ class StockBenchPrompt(StructuredPrompt):
     )
 
     def __init__(
-        self, *, masking: MaskingLevel = MaskingLevel.BRIGHT, masking_seed: str | int = 0
+        self,
+        *,
+        masking: MaskingLevel = MaskingLevel.BRIGHT,
+        masking_seed: str | int = 0,
+        rebase: bool | None = None,
     ) -> None:
-        super().__init__(masking=masking, masking_seed=masking_seed)
+        super().__init__(masking=masking, masking_seed=masking_seed, rebase=rebase)
         self.recent: dict[str, list[str]] = {}
         self.stage = 1
         self.opens: dict[str, Decimal] = {}
@@ -144,7 +150,7 @@ class StockBenchPrompt(StructuredPrompt):
                     actions.append(_action_text(order))
         quotes = await ctx.tools.get_quote(list(ctx.universe.symbols))
         if not isinstance(quotes, ToolError):
-            self.opens = {quote.symbol: quote.price for quote in quotes.quotes}
+            self.opens = {quote.symbol: self.money(quote.price) for quote in quotes.quotes}
         if self.masking is not MaskingLevel.BRIGHT:
             return
         for symbol in ctx.universe.symbols:
@@ -158,7 +164,7 @@ class StockBenchPrompt(StructuredPrompt):
         """Stage 1: the overview, and the request for picks."""
         held = {p.symbol: p.quantity for p in self.portfolio.positions} if self.portfolio else {}
         lines = []
-        for symbol in ctx.universe.symbols:
+        for symbol in self.listing(ctx.universe.symbols):
             price = self.opens.get(symbol)
             actions = "; ".join(self.recent.get(symbol, ()))
             lines.append(

@@ -6,6 +6,7 @@ prints a readable trace of a cycle, and the API key never reaches the ledger or 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 from pathlib import Path
@@ -72,6 +73,62 @@ def test_replay_report_and_trace_of_an_llm_agent(tmp_path: Path) -> None:
         dump = "\n".join(line for line in connection.iterdump())
     assert KEY not in dump
     assert KEY not in replayed.stdout + replayed.stderr + out
+
+
+def alias_trader(body: Body) -> Body:
+    """A blinded model: bars and a quote of the first stock it is shown, 100 shares of it."""
+    first = re.findall(r"asset_\d{4}", body["messages"][1]["content"])[0]
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    if done == 0:
+        return tool_turn(
+            ("get_bars", {"symbol": first, "lookback": 3}), ("get_quote", {"symbols": [first]})
+        )
+    if done == 2:
+        return tool_turn(("place_order", {"symbol": first, "side": "buy", "shares": 100}))
+    return finish(f"Bought {first}.")
+
+
+def test_trace_unmasks_a_blinded_cycle_with_the_stored_key(tmp_path: Path) -> None:
+    model = ScriptedModel([alias_trader] * 10)
+    db = tmp_path / "var" / "ledger.db"
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
+            '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+            'initial_cash = "1000000"\n\n'
+            '[[agents]]\nname = "blind"\nkind = "llm"\nmarkets = ["cn"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\nmasking = "blinded"\n',
+            encoding="utf-8",
+        )
+        replayed = openbell(tmp_path, "replay", "--start", "2025-09-01", "--end", "2025-09-01")
+    assert replayed.returncode == 0, replayed.stderr
+    masked = openbell(tmp_path, "trace", "1", "--json")
+    assert masked.returncode == 0, masked.stderr
+    texts = ("content", "arguments", "result")  # what the model was shown and wrote
+    shown = json.dumps([[e[k] for k in texts] for e in json.loads(masked.stdout)["entries"]])
+    assert "asset_" in shown
+    assert "day_" in shown
+    assert "2025-09-01" not in shown
+    with sqlite3.connect(db) as connection:
+        (symbol,) = connection.execute("SELECT symbol FROM fill").fetchone()
+        (unit,) = connection.execute("SELECT money_unit FROM masking_key").fetchone()
+
+    unmasked = openbell(tmp_path, "trace", "1", "--json", "--unmask")
+    assert unmasked.returncode == 0, unmasked.stderr
+    record = json.loads(unmasked.stdout)
+    real = json.dumps([[e[k] for k in texts] for e in record["entries"]])
+    assert "asset_" not in real
+    assert "day_+" not in real
+    assert symbol in real
+    assert "2025-09-01" in real
+    assert record["money_unit"] == unit
+    table = openbell(tmp_path, "trace", "1", "--unmask")
+    assert table.returncode == 0, table.stderr
+    assert f"prices and money were shown divided by {unit}" in " ".join(table.stdout.split())
+
+    bright = openbell(tmp_path, "trace", "999", "--unmask")
+    assert bright.returncode != 0
+    assert "no cycle 999" in bright.stderr
 
 
 def bitcoin_buyer(body: Body) -> Body:

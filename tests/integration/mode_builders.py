@@ -62,7 +62,9 @@ def run_llm(
                 name="llm", client=client, budgets=budgets, prompt=prompt, masker=masker
             )
             tools = await arena.toolbox(now)
-            ctx = dataclasses.replace(arena.context(agent, tools), journal=arena.ledger)
+            ctx = dataclasses.replace(
+                arena.context(agent, tools), journal=arena.ledger, masking_keys=arena.ledger
+            )
             await agent.decide(ctx)
             arena.ledger.finish_cycle(ctx.cycle_id, CycleStatus.DONE, now)
             return Cycle(

@@ -1,25 +1,29 @@
 """The masking leak scan: a blinded replay of a few slots, an LLM agent (scripted behind
 `httpx.MockTransport`) calling every tool with the aliases it was shown, in open-research,
 fixed-candidate and stockbench modes; every request the model received (messages and tool
-schemas) and every stored trace row is scanned for any real ticker, code, company name or
-calendar date, and none is found. The agent still trades: aliases reach the real symbols."""
+schemas) and every stored trace row is scanned for any real ticker, code, company name, calendar
+date, the universe's name, and any real price or amount of money (the bars' prices and the fills'
+prices, values, fees and cash after them, as the ledger holds them), and none is found. The agent
+still trades: aliases reach the real symbols."""
 
 from __future__ import annotations
 
 import json
 import re
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from agent_builders import CN_OPEN, DAY, US_OPEN, make_arena
+from agent_builders import CN_OPEN, DAY, INITIAL_CASH, US_OPEN, Arena, make_arena
 from llm_script import completion, tool_turn
 from mode_builders import Cycle, run_llm
 from sqlalchemy import Engine
 
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
-from openbell.markets.domain import Fill
+from openbell.agents.tools import openai_tools
+from openbell.markets.domain import Fill, Side
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
@@ -43,6 +47,13 @@ def db_url(sqlite_url: str) -> str:
     return sqlite_url
 
 
+#: A number written whole (a sentence's full stop after it is not a decimal point).
+NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?!\.?\d)")
+#: The fixed-candidate table's momentum, volatility and score columns: percentages and ratios,
+#: which may equal some price by chance (its last_close column is a price, and is scanned).
+RATIO_COLUMNS = re.compile(r"(asset_\d{4} \| [\d.]+)(?: \| -?[\d.]+){3}")
+
+
 def forbidden(universe: Universe) -> list[re.Pattern[str]]:
     """Every real identifier of `universe` as a whole-token pattern."""
     words: set[str] = set()
@@ -54,9 +65,49 @@ def forbidden(universe: Universe) -> list[re.Pattern[str]]:
             words.add(re.sub(r"\s*\([^)]*\)", "", instrument.name).strip())
     if universe.benchmark:
         words.add(universe.benchmark)
+    words.add(universe.name)
     return [
         re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])") for word in words if word
     ]
+
+
+def amounts(values: list[Decimal]) -> set[str]:
+    """The written forms of `values` a model could recognise: those with a decimal point and at
+    least four significant digits (so lot sizes, budgets and the like are not counted)."""
+    found = set()
+    for value in values:
+        text = str(value)
+        digits = text.replace(".", "").replace("-", "").lstrip("0")
+        if "." in text and len(digits) >= 4:
+            found.add(text)
+    return found
+
+
+def real_money(arena: Arena, cycles: list[Cycle], first_slot: datetime) -> set[str]:
+    """Every real price of the universe's bars up to a day after the last cycle (a quote is the
+    open of the bar starting at its slot), and every fill's price, notional, fees and the cash
+    after it, as written (see `amounts`)."""
+    benchmark = arena.universe.benchmark
+    symbols = [*arena.universe.symbols, *([benchmark] if benchmark else [])]
+    last = max(cycle.tools.now for cycle in cycles) + DAY
+    values: list[Decimal] = []
+    for interval in arena.source.intervals:
+        found = arena.source.bars_between(symbols, interval, first_slot - 400 * DAY, last)
+        for bars in found.values():
+            values.extend(v for bar in bars for v in (bar.open, bar.high, bar.low, bar.close))
+    cash = INITIAL_CASH[arena.rules.market]
+    for cycle in cycles:
+        for order in cycle.orders:
+            fill = order.outcome
+            if isinstance(fill, Fill):
+                if fill.side is Side.BUY:
+                    cash -= fill.notional + fill.fees
+                else:
+                    cash += fill.notional - fill.fees
+                values.extend((fill.price, fill.notional, fill.fees, cash))
+    # the tool descriptions' own examples are not prices
+    examples = json.dumps(openai_tools(cycles[0].tools.specs))
+    return amounts(values) - set(NUMBER.findall(examples))
 
 
 def aliases_in(body: dict[str, Any]) -> list[str]:
@@ -66,13 +117,14 @@ def aliases_in(body: dict[str, Any]) -> list[str]:
 
 
 def research_script(k: int) -> list[Any]:
-    """Open research: every tool, with aliases read from the prompt; it buys the `k`th."""
+    """Open research: every tool, with aliases read from the prompt; it buys the `k`th cheapest
+    of the four stocks listed first (so an A-share lot fits its budget)."""
 
     def research(body: dict[str, Any]) -> dict[str, Any]:
-        first, second = aliases_in(body)[:2]
+        first = aliases_in(body)[0]
         return tool_turn(
             ("get_bars", {"symbol": first, "interval": "1d", "lookback": 5}),
-            ("get_quote", {"symbols": [first, second]}),
+            ("get_quote", {"symbols": aliases_in(body)[:4]}),
             ("get_news", {"symbol": first}),
             ("get_fundamentals", {"symbol": first}),
             ("calculate", {"expression": "10000 * 0.05"}),
@@ -81,7 +133,9 @@ def research_script(k: int) -> list[Any]:
         )
 
     def trade(body: dict[str, Any]) -> dict[str, Any]:
-        first = aliases_in(body)[k]
+        results = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+        quotes = next(result["quotes"] for result in results if "quotes" in result)
+        first = sorted(quotes, key=lambda quote: Decimal(quote["price"]))[k]["symbol"]
         return tool_turn(
             ("place_order", {"symbol": first, "side": "buy", "target_weight": 0.1,
                              "reason": "momentum", "confidence": 0.6}),
@@ -96,7 +150,10 @@ def stockbench_script() -> list[Any]:
         return completion(json.dumps({"selected": aliases_in(body)[:2]}))
 
     def decide(body: dict[str, Any]) -> dict[str, Any]:
-        first = aliases_in(body)[7]
+        overview = re.findall(
+            r"(asset_\d{4}) \| held \S+ \| open ([\d.]+)", body["messages"][1]["content"]
+        )
+        first = min(overview, key=lambda row: Decimal(row[1]))[0]  # the cheapest: a lot fits
         return completion(json.dumps({"decisions": [
             {"stock_id": first, "action": "increase", "target_weight": 0.1,
              "confidence": 0.6, "reason": "r"}
@@ -117,7 +174,7 @@ def fixed_candidate_script() -> list[Any]:
     return [decide]
 
 
-def scan(cycles: list[Cycle], universe: Universe) -> list[str]:
+def scan(cycles: list[Cycle], universe: Universe, money: set[str] | None = None) -> list[str]:
     """Every leak found in what the model saw and in the traces."""
     texts: list[str] = []
     for cycle in cycles:
@@ -125,6 +182,11 @@ def scan(cycles: list[Cycle], universe: Universe) -> list[str]:
         for trace in cycle.traces:
             texts.extend(t for t in (trace.content, trace.arguments, trace.result) if t)
     leaks = []
+    for text in texts:  # a real amount written whole, as a number of its own
+        prices = RATIO_COLUMNS.sub(r"\1", text)
+        for amount in sorted(set(NUMBER.findall(prices)) & (money or set())):
+            at = prices.index(amount)
+            leaks.append(f"{amount!r} in ...{prices[max(at - 60, 0) : at + 60]}...")
     for pattern in [*forbidden(universe), *DATE_PATTERNS]:
         for text in texts:
             found = pattern.search(text)
@@ -146,8 +208,8 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
     for slot, (mode, script) in zip(
         slots,
         [
-            ("open-research", research_script(5)),
-            ("open-research", research_script(6)),
+            ("open-research", research_script(0)),
+            ("open-research", research_script(1)),
             ("stockbench", stockbench_script()),
             ("fixed-candidate", fixed_candidate_script()),
         ],
@@ -158,7 +220,9 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
             return prompt_for_mode(mode, masking=MaskingLevel.BLINDED, masking_seed=SEED)
 
         cycles.append(run_llm(arena, script, slot, prompt=prompt, masker=masker))
-    assert scan(cycles, arena.universe) == []
+    money = real_money(arena, cycles, first_slot)
+    assert len(money) > 500
+    assert scan(cycles, arena.universe, money) == []
     # the scan had something to look at, and the agent traded through its aliases
     assert len(cycles) == 4
     results = [t.result or "" for c in cycles for t in c.traces if t.role == "tool"]
@@ -173,6 +237,16 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
 
 def test_the_scan_would_see_a_leak(ledger: Ledger) -> None:
     arena = make_arena(ledger, "us")
-    bright = run_llm(arena, [tool_turn(("get_portfolio", {}))], US_OPEN)
-    leaks = scan([bright], arena.universe)
+    script = [
+        tool_turn(("get_quote", {"symbols": ["MSFT"]})),
+        tool_turn(("place_order", {"symbol": "MSFT", "side": "buy", "shares": 3})),
+    ]
+    bright = run_llm(arena, script, US_OPEN)
+    leaks = scan([bright], arena.universe, real_money(arena, [bright], US_OPEN))
     assert any("2025-10-01" in leak for leak in leaks)
+    assert any("'nasdaq100'" in leak for leak in leaks)
+    fill = bright.orders[0].outcome
+    assert isinstance(fill, Fill)
+    assert any(repr(str(fill.price)) in leak for leak in leaks)
+    quoted = bright.model.tool_results(1)[0]["quotes"][0]["price"]
+    assert any(repr(quoted) in leak for leak in leaks)

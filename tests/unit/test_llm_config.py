@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from openbell.agents.llm.recorder import Prices
+from openbell.agents.masking import AliasMasker
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
@@ -159,6 +160,34 @@ def test_a_blinded_agent_masks_with_its_accounts_own_seeded_map(tmp_path: Path) 
     assert "2025-09-30" not in first.mask_text(text)
     assert first.mask_text(text) == again.mask_text(text)
     assert first.mask_text("AAPL MSFT NVDA") != other.mask_text("AAPL MSFT NVDA")
+
+
+@pytest.mark.parametrize(
+    ("extra", "rebased"),
+    [
+        ('masking = "blinded"\n', True),
+        ('masking = "blinded"\nrebase_prices = false\n', False),
+        ('masking = "stock-blind"\n', False),
+        ('masking = "stock-blind"\nrebase_prices = true\n', True),
+        ('masking = "date-blind"\nrebase_prices = true\n', True),
+    ],
+)
+def test_prices_are_rebased_by_default_when_blinded(
+    tmp_path: Path, extra: str, rebased: bool
+) -> None:
+    agent = load(tmp_path, extra)
+    masker = masker_factory(agent)(_context(1))
+    assert isinstance(masker, AliasMasker)
+    assert (masker.unit is not None) == rebased
+    prompt = prompt_factory(agent)(_context(1))
+    assert getattr(prompt, "rebase", None) == agent.rebase_prices
+
+
+def test_rebasing_a_bright_agent_is_a_config_error(tmp_path: Path) -> None:
+    message = error(tmp_path, "rebase_prices = true\n")
+    assert "rebase_prices" in message
+    assert "masking" in message
+    assert "rebase_prices" in error(tmp_path, 'masking = "blinded"\nrebase_prices = "yes"\n')
 
 
 def test_a_bright_agent_sees_real_names(tmp_path: Path) -> None:

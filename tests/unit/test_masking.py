@@ -6,25 +6,30 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from openbell.agents.aliases import AliasMap, derive_key
 from openbell.agents.llm.hooks import IdentityMasker
 from openbell.agents.masking import (
     UNRESOLVED,
-    AliasMap,
     AliasMasker,
     MaskingLevel,
     build_masker,
 )
+from openbell.agents.tools import PortfolioOut, PositionOut
+from openbell.markets.domain import utc
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import Universe, load_universe
 
 US = load_universe("nasdaq100")
 CN = load_universe("sse50")
+AT = utc(2025, 10, 1, 13, 30)
 
 
 def masker(
@@ -32,6 +37,7 @@ def masker(
     universe: Universe = US,
     account_id: int = 1,
     seed: str = "s",
+    rebase: bool | None = None,
 ) -> AliasMasker:
     built = build_masker(
         level,
@@ -39,6 +45,7 @@ def masker(
         rules=rules_for(universe.market),
         account_id=account_id,
         seed=seed,
+        rebase=rebase,
     )
     assert isinstance(built, AliasMasker)
     return built
@@ -171,7 +178,7 @@ def test_news_and_fundamentals_are_refused_under_any_blinding(
 
 
 def test_results_are_masked_with_escapes_decoded() -> None:
-    cn = masker(universe=CN)
+    cn = masker(universe=CN, rebase=False)
     raw = {"name": "贵州茅台", "quote": 'say \\u0041 "x"', "at": "2025-10-10T01:30:00Z"}
     text = json.dumps(raw)
     found = cn.mask_result("get_quote", text)
@@ -184,5 +191,97 @@ def test_results_are_masked_with_escapes_decoded() -> None:
 
 
 def test_the_epoch_defaults_to_the_universe_date_moved_back() -> None:
-    found = AliasMap.build(US, account_id=3, seed=0, timezone="America/New_York")
+    found = derive_key(US, account_id=3, seed=0)
     assert 100 <= (US.as_of - found.epoch).days < 1000
+    mapped = AliasMap.of(found, US, timezone="America/New_York")
+    assert mapped.epoch == found.epoch
+    assert mapped.spellings["Apple"] == mapped.aliases["AAPL"] == found.aliases["AAPL"]
+
+
+def test_listings_follow_the_accounts_alias_order_not_the_files() -> None:
+    firsts = set()
+    for account_id in range(1, 9):
+        m = masker(account_id=account_id)
+        listed = m.listing(US.symbols)
+        aliases = [m.aliases.aliases[symbol] for symbol in listed]
+        assert aliases == sorted(aliases)
+        assert sorted(listed) == sorted(US.symbols)
+        firsts.add(listed[0])
+    assert len(firsts) > 4  # the stock listed first is not always the file's first (AAPL)
+
+
+def test_a_key_extended_by_a_new_member_keeps_every_alias_and_the_epoch() -> None:
+    smaller = replace(US, instruments=US.instruments[1:])
+    first = derive_key(smaller, account_id=1, seed="s")
+    grown = derive_key(US, account_id=1, seed="s", stored=first)
+    assert {symbol: grown.aliases[symbol] for symbol in first.aliases} == dict(first.aliases)
+    assert (grown.epoch, grown.money_unit) == (first.epoch, first.money_unit)
+    added = US.instruments[0].symbol
+    assert added not in first.aliases
+    assert grown.aliases[added] not in first.aliases.values()
+    # a universe file dated later moves no day label of a stored key
+    later = replace(US, as_of=US.as_of + timedelta(days=30))
+    assert derive_key(later, account_id=1, seed="s", stored=grown) == grown
+
+
+def test_a_stored_key_wins_over_the_seed() -> None:
+    stored = derive_key(US, account_id=1, seed="s")
+    reseeded = build_masker(
+        MaskingLevel.BLINDED,
+        universe=US,
+        rules=rules_for("us"),
+        account_id=1,
+        seed="t",
+        key=stored,
+    )
+    assert isinstance(reseeded, AliasMasker)
+    assert dict(reseeded.aliases.aliases) == dict(stored.aliases)
+    assert reseeded.aliases.epoch == stored.epoch
+    assert masker(seed="t").aliases.aliases != stored.aliases
+
+
+def test_rebasing_is_on_by_default_only_when_blinded() -> None:
+    assert masker(MaskingLevel.BLINDED).unit is not None
+    assert masker(MaskingLevel.STOCK_BLIND).unit is None
+    assert masker(MaskingLevel.DATE_BLIND).unit is None
+    assert masker(MaskingLevel.STOCK_BLIND, rebase=True).unit is not None
+    assert masker(MaskingLevel.BLINDED, rebase=False).unit is None
+    with pytest.raises(ValueError, match="bright"):
+        build_masker("bright", universe=US, rules=rules_for("us"), account_id=1, rebase=True)
+
+
+def test_a_blinded_portfolio_is_rebased_and_listed_by_alias() -> None:
+    m = masker()
+    assert m.unit is not None
+    held = [
+        PositionOut(
+            symbol=s,
+            quantity=Decimal(3),
+            mark=Decimal(p),
+            value=3 * Decimal(p),
+            weight=Decimal("0.1"),
+        )
+        for s, p in (("AAPL", "254.63"), ("MSFT", "517.95"), ("ZS", "301.10"))
+    ]
+    real = PortfolioOut(
+        as_of=AT,
+        currency="USD",
+        cash=Decimal("7000.76"),
+        positions=held,
+        positions_value=sum((p.value for p in held), Decimal(0)),
+        nav=Decimal(10000),
+    )
+    found = json.loads(m.mask_result("get_portfolio", real.model_dump_json()))
+    assert Decimal(found["cash"]) == m.unit.show(real.cash)
+    shown = [p["symbol"] for p in found["positions"]]
+    assert shown == sorted(m.aliases.aliases[s] for s in ("AAPL", "MSFT", "ZS"))
+    assert {Decimal(p["mark"]) for p in found["positions"]} == {m.unit.show(p.mark) for p in held}
+    text = json.dumps(found)
+    for real_amount in ("254.63", "517.95", "301.10", "7000.76", "10000"):
+        assert real_amount not in text
+
+
+def test_a_rebased_tool_result_that_cannot_be_read_is_withheld() -> None:
+    found = json.loads(masker().mask_result("get_quote", '{"quotes": "AAPL at 254.63"}'))
+    assert found["code"] == "masked"
+    assert "254.63" not in json.dumps(found)

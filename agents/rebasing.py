@@ -1,0 +1,148 @@
+"""Price rebasing (KTD-Fin masking): the money a masked model sees, in its account's secret unit.
+
+This module owns `MoneyUnit` and `rebase`. Prices give a masked series away: a model that remembers
+where a stock traded can match the level. Under rebasing, every amount of money the model sees
+(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV, and the money in
+the rules' text) is the real amount divided by its account's factor, drawn once per account from
+[0.5, 0.8] or [1.25, 2] (never near 1, so no price is shown near its real level) and shown to
+`SIGNIFICANT_DIGITS` significant digits. Volumes, quantities, weights and returns are not money
+and stay real.
+
+One factor for all the money of an account, not one per symbol: a fill moves real cash by real
+quantity times real price, so with per-symbol factors either the cash would disagree with the
+prices or the quantities would have to be scaled, which breaks lots and gives the factor away in
+their rounding. With one unit the model's arithmetic is exact (cash / price is the shares it can
+afford, quantity times mark is the value, NAV is cash plus values), lots and steps read as the
+market's, and orders need no translating back (they name shares or a weight, never a price).
+What stays visible is what the unit cannot hide: returns, volumes, the ratios of prices between
+stocks, and money constants a model may know (a minimum commission, a round starting cash).
+
+A rejection's wording that quotes money (insufficient cash, minimum order value, price limits, a
+price below one tick) is replaced by `REWORDED`'s, without it; the others keep their words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Final
+
+from openbell.agents.tools import (
+    BarsOut,
+    OrderOut,
+    OrderStatusOut,
+    PortfolioOut,
+    QuotesOut,
+    ToolResult,
+)
+from openbell.markets.domain import Bar, RejectReason
+
+SIGNIFICANT_DIGITS: Final = 8
+_BELOW: Final = (Decimal("0.5"), Decimal("0.8"))
+_ABOVE: Final = (Decimal("1.25"), Decimal(2))
+_FACTOR_PLACES: Final = Decimal("0.000001")
+
+#: How a rejection that quotes money reads in rebased terms (`shares`, `symbol` filled in).
+REWORDED: Final = {
+    RejectReason.INSUFFICIENT_CASH: (
+        "Buying {shares} {symbol} costs more than the account's cash (cash_after), fees "
+        "included; order fewer shares."
+    ),
+    RejectReason.MIN_NOTIONAL: (
+        "{shares} {symbol} is worth less than the minimum order value; order a larger quantity."
+    ),
+    RejectReason.LIMIT_UP: (
+        "{symbol} is at its daily limit-up price, so buy orders cannot fill; buy another symbol "
+        "or wait."
+    ),
+    RejectReason.LIMIT_DOWN: (
+        "{symbol} is at its daily limit-down price, so sell orders cannot fill; try again in a "
+        "later session."
+    ),
+    RejectReason.NO_PRICE: (
+        "There is no usable price for {symbol} now; the order was not placed, try again at a "
+        "later slot."
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyUnit:
+    """An account's secret unit of money: a real amount `x` is shown as `x / factor`."""
+
+    factor: Decimal
+
+    def __post_init__(self) -> None:
+        low, high = _BELOW[0] <= self.factor <= _BELOW[1], _ABOVE[0] <= self.factor <= _ABOVE[1]
+        if not (low or high):
+            raise ValueError(
+                f"a money unit's factor must lie in [0.5, 0.8] or [1.25, 2], got {self.factor}"
+            )
+
+    @classmethod
+    def draw(cls, rng: random.Random) -> MoneyUnit:
+        """A factor from `rng`: uniform in [1.25, 2] to four places, inverted half the time."""
+        up = Decimal(rng.randrange(12_500, 20_001)) / 10_000
+        if rng.randrange(2):
+            return cls((1 / up).quantize(_FACTOR_PLACES))
+        return cls(up)
+
+    def show(self, amount: Decimal) -> Decimal:
+        """`amount` in this unit, to `SIGNIFICANT_DIGITS` significant digits."""
+        if amount == 0:
+            return amount
+        shown = amount / self.factor
+        exponent = shown.adjusted() - SIGNIFICANT_DIGITS + 1
+        return shown.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_EVEN)
+
+
+def rebase(result: ToolResult, unit: MoneyUnit) -> ToolResult:
+    """`result` with every amount of money in `unit` (results that hold none are unchanged)."""
+    if isinstance(result, BarsOut):
+        return result.model_copy(update={"bars": tuple(_bar(bar, unit) for bar in result.bars)})
+    if isinstance(result, QuotesOut):
+        quotes = [q.model_copy(update={"price": unit.show(q.price)}) for q in result.quotes]
+        return result.model_copy(update={"quotes": quotes})
+    if isinstance(result, PortfolioOut):
+        positions = [
+            p.model_copy(update={"mark": unit.show(p.mark), "value": unit.show(p.value)})
+            for p in result.positions
+        ]
+        return result.model_copy(
+            update={
+                "cash": unit.show(result.cash),
+                "positions": positions,
+                "positions_value": unit.show(result.positions_value),
+                "nav": unit.show(result.nav),
+            }
+        )
+    if isinstance(result, OrderOut):
+        return _order(result, unit)
+    return result
+
+
+def _bar(bar: Bar, unit: MoneyUnit) -> Bar:
+    return dataclasses.replace(
+        bar,
+        open=unit.show(bar.open),
+        high=unit.show(bar.high),
+        low=unit.show(bar.low),
+        close=unit.show(bar.close),
+    )
+
+
+def _order(order: OrderOut, unit: MoneyUnit) -> OrderOut:
+    update: dict[str, object] = {
+        name: unit.show(value)
+        for name in ("price", "notional", "fees", "cash_after")
+        if (value := getattr(order, name)) is not None
+    }
+    if order.status is OrderStatusOut.FILLED and order.price is not None:
+        update["message"] = f"Filled {order.filled_shares} {order.symbol} at {update['price']}."
+    elif order.status is OrderStatusOut.REJECTED and order.reject_reason is not None:
+        wording = REWORDED.get(RejectReason(order.reject_reason))
+        if wording is not None:
+            update["message"] = wording.format(shares=order.shares, symbol=order.symbol)
+    return order.model_copy(update=update)

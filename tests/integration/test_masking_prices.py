@@ -1,0 +1,159 @@
+"""Price rebasing on the real toolbox: a blinded model's bars match no public price of the stock
+(yet keep its returns and volumes, and the stored key turns them back), and orders it sizes from
+the rebased cash and prices it was shown fill exactly the real orders a bright model's do."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+
+import pytest
+from agent_builders import CN_OPEN, US_OPEN, make_arena
+from llm_script import finish, tool_turn
+from mode_builders import Cycle, run_llm
+
+from openbell.agents.masking import MaskingLevel, masker_for
+from openbell.agents.modes import prompt_for_mode
+from openbell.agents.rebasing import MoneyUnit
+from openbell.markets.domain import Fill
+from openbell.store.ledger import Ledger
+from openbell.store.verify import verify_ledger
+
+SEED = "prices-test"
+PRICES = ("open", "high", "low", "close")
+
+
+@pytest.fixture
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
+
+
+def blinded(arena: Any, at: datetime, script: list[Any]) -> Cycle:
+    def prompt(ctx: object) -> Any:
+        return prompt_for_mode("open-research", masking=MaskingLevel.BLINDED, masking_seed=SEED)
+
+    return run_llm(arena, script, at, prompt=prompt, masker=masker_for("blinded", seed=SEED))
+
+
+def test_a_blinded_series_matches_no_public_price(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    symbol = "NVDA"
+
+    def research(body: dict[str, Any]) -> dict[str, Any]:
+        key = ledger.masking_key(arena.account_id)
+        assert key is not None
+        alias = key.aliases[symbol]
+        return tool_turn(
+            ("get_bars", {"symbol": alias, "interval": "1d", "lookback": 30}),
+            ("get_bars", {"symbol": alias, "interval": "1h", "lookback": 60}),
+            ("get_quote", {"symbols": [alias]}),
+        )
+
+    ran = blinded(arena, US_OPEN + timedelta(days=14), [research, finish()])
+    key = ledger.masking_key(arena.account_id)
+    assert key is not None
+    daily, hourly, quotes = ran.model.tool_results()
+    public = {
+        interval: arena.source.bars_between(
+            [symbol], interval, US_OPEN - timedelta(days=400), US_OPEN + timedelta(days=60)
+        )[symbol]
+        for interval in ("1d", "1h")
+    }
+    public_prices = {
+        getattr(b, field) for bars in public.values() for b in bars for field in PRICES
+    }
+    for shown, interval in ((daily, "1d"), (hourly, "1h")):
+        real = [bar for bar in public[interval] if bar.end_at <= ran.tools.now]
+        real = real[-len(shown["bars"]) :]
+        assert len(shown["bars"]) == len(real) > 20
+        for seen, bar in zip(shown["bars"], real, strict=True):
+            for field in PRICES:
+                value = Decimal(seen[field])
+                assert value not in public_prices, (interval, field, value)
+                # the stored key turns it back (to the shown precision)
+                assert abs(value * key.money_unit - getattr(bar, field)) / getattr(bar, field) < (
+                    Decimal("1e-7")
+                )
+            assert Decimal(seen["volume"]) == bar.volume  # volumes are real shares
+        closes = [Decimal(seen["close"]) for seen in shown["bars"]]
+        real_closes = [bar.close for bar in real]
+        for i in range(1, len(closes)):
+            shown_return = closes[i] / closes[i - 1]
+            assert abs(shown_return - real_closes[i] / real_closes[i - 1]) < Decimal("1e-6")
+    assert Decimal(quotes["quotes"][0]["price"]) not in public_prices
+
+
+def sized_buyer(market: str, pick: Callable[[str], str], first: str, second: str) -> list[Any]:
+    """A model that reads its cash and a quote, buys 30% of its cash of `first` by shares worked
+    out from what it was shown (whole lots in the A-share market), and `second` to a 20% weight."""
+    lot = Decimal(100) if market == "cn" else Decimal(1)
+
+    def look(body: dict[str, Any]) -> dict[str, Any]:
+        return tool_turn(("get_portfolio", {}), ("get_quote", {"symbols": [pick(first)]}))
+
+    def buy(body: dict[str, Any]) -> dict[str, Any]:
+        portfolio, quotes = [
+            json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"
+        ]
+        cash = Decimal(portfolio["cash"])
+        price = Decimal(quotes["quotes"][0]["price"])
+        shares = (cash * Decimal("0.3") / price / lot).to_integral_value(ROUND_DOWN) * lot
+        return tool_turn(
+            ("place_order", {"symbol": pick(first), "side": "buy", "shares": str(shares)}),
+            ("place_order", {"symbol": pick(second), "side": "buy", "target_weight": 0.2}),
+        )
+
+    return [look, buy, finish()]
+
+
+@pytest.mark.parametrize(
+    ("market", "at", "first", "second"),
+    [("us", US_OPEN, "MSFT", "AAPL"), ("cn", CN_OPEN, "601398.SH", "600036.SH")],
+)
+def test_orders_sized_in_masked_terms_fill_the_real_orders_of_a_bright_model(
+    ledger: Ledger, engine: Any, market: str, at: datetime, first: str, second: str
+) -> None:
+    bright_arena = make_arena(ledger, market, agent="bright")
+    bright = run_llm(bright_arena, sized_buyer(market, lambda s: s, first, second), at)
+
+    blind_arena = make_arena(ledger, market, agent="blind")
+
+    def alias(symbol: str) -> str:
+        key = ledger.masking_key(blind_arena.account_id)
+        assert key is not None
+        return key.aliases[symbol]
+
+    blind = blinded(blind_arena, at, sized_buyer(market, alias, first, second))
+
+    def fills(cycle: Cycle) -> list[tuple[object, ...]]:
+        return [
+            (o.symbol, o.outcome.side, o.outcome.quantity, o.outcome.price, o.outcome.notional)
+            for o in cycle.orders
+            if isinstance(o.outcome, Fill)
+        ]
+
+    assert len(fills(bright)) == 2
+    assert fills(blind) == fills(bright)
+    assert blind_arena.cash(at) == bright_arena.cash(at)
+    # what the blinded model was shown was not the real cash or prices, yet the same shares
+    shown_portfolio, shown_quotes, *shown_orders = blind.model.tool_results(2)
+    real_portfolio, real_quotes, *real_orders = bright.model.tool_results(2)
+    assert Decimal(shown_portfolio["cash"]) != Decimal(real_portfolio["cash"])
+    assert shown_quotes["quotes"][0]["price"] != real_quotes["quotes"][0]["price"]
+    assert [order["status"] for order in shown_orders] == ["filled", "filled"]
+    for order, real in zip(shown_orders, real_orders, strict=True):
+        assert order["filled_shares"] == real["filled_shares"]
+        assert Decimal(order["price"]) != Decimal(real["price"])
+    # the rules' money is in the same unit, and the model is told so
+    system = blind.messages()[0]["content"]
+    assert "secret unit" in system
+    if market == "cn":
+        key = ledger.masking_key(blind_arena.account_id)
+        assert key is not None
+        assert "(min 5 CNY)" in bright.messages()[0]["content"]
+        assert f"(min {MoneyUnit(key.money_unit).show(Decimal(5))} CNY)" in system
+    assert verify_ledger(engine).ok

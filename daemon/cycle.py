@@ -4,7 +4,8 @@ This module owns `CycleRunner`, the one cycle runner: the replay driver calls it
 simulated clock, and the live daemon calls it at each bell. For a slot it claims each account's
 cycle (the unique insert wins; a cycle already finished is left alone; with `take_over_claimed` a
 cycle still `claimed` by a dead run is taken over and completed), fetches the market snapshot once
-for all the slot's agents, runs each agent on a `Toolbox` bound to its account and cycle, writes
+for all the slot's agents, applies the corporate actions that went ex (`corporate_actions.py`),
+runs each agent on a `Toolbox` bound to its account and cycle, writes
 the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle. It also writes the
 NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it, or
 stop the run for an operator) is decided by `actions.action_for` alone.
@@ -26,6 +27,7 @@ from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.daemon.actions import Action, Stage, action_for
+from openbell.daemon.corporate_actions import ActionApplier
 from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
@@ -51,7 +53,8 @@ class MarketDesk:
 
     `benchmarks` are priced in each slot's snapshot along with the universe and its benchmark.
     `fundamentals` serves the `get_fundamentals` tool (None: the tool refuses, as in a replay of
-    data without point-in-time fundamentals).
+    data without point-in-time fundamentals). `actions` applies the market's splits and dividends
+    before each slot's cycles and each close's snapshots (None: the market has none to apply).
     """
 
     market: str
@@ -61,6 +64,7 @@ class MarketDesk:
     rules: MarketRules
     benchmarks: tuple[str, ...] = ()
     fundamentals: FundamentalsSource | None = None
+    actions: ActionApplier | None = None
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -186,6 +190,9 @@ class CycleRunner:
                 claims.append(claim)
         if claims:
             snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
+            if snapshot is not None and desk.actions is not None:
+                ids = [claim.account_id for claim in claims]
+                snapshot = await desk.actions.at_slot(snapshot, ids)
             if snapshot is not None:
                 # The agents of one slot run concurrently (an LLM agent mostly waits on its model);
                 # a STOP raised by one cancels the others, whose cycles stay claimed for recovery.
@@ -359,9 +366,12 @@ class CycleRunner:
     ) -> int:
         """Write each account's `close` NAV snapshot at a session's `close_at`; how many were new.
 
-        See `valuation.write_close_snapshots`.
+        Corporate actions that went ex in the session are applied first (`ActionApplier`); see
+        `valuation.write_close_snapshots`.
         """
         desk = self._desk(market)
+        if desk.actions is not None:
+            await desk.actions.at_close(desk.gateway, close_at, list(account_ids))
         return await write_close_snapshots(self._ledger, desk.gateway, close_at, account_ids)
 
 

@@ -2,10 +2,11 @@
 
 This module owns what replay and the live daemon share when they set a market up: `build_desk`
 (a point-in-time gateway over the market's source and a paper broker on the ledger, under the
-market's rules), `open_accounts` (one account per enrolled agent with the market's initial cash,
-idempotently) and `LatestQuotes`, the live broker's fill price: a source decorator that remembers
-the last quote it fetched for each symbol, so an order placed at `t` fills at the latest price
-fetched at `t` (DESIGN §4). Replay fills from its recorded bars instead.
+market's rules, and the applier of its corporate actions), `open_accounts` (one account per
+enrolled agent with the market's initial cash, idempotently) and `LatestQuotes`, the live broker's
+fill price: a source decorator that remembers the last quote it fetched for each symbol, so an
+order placed at `t` fills at the latest price fetched at `t` (DESIGN §4). Replay fills from its
+recorded bars instead.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from decimal import Decimal
 
 from openbell.agents.broker import FillPrice, PaperBroker
 from openbell.agents.protocol import Agent
+from openbell.daemon.corporate_actions import ActionApplier
 from openbell.daemon.cycle import MarketDesk
+from openbell.markets.actions import CorporateActionSource
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Quote
 from openbell.markets.fundamentals import FundamentalsSource
@@ -37,15 +40,21 @@ def build_desk(
     price_source: str,
     benchmarks: tuple[str, ...] = (),
     fundamentals: FundamentalsSource | None = None,
+    actions: CorporateActionSource | None = None,
 ) -> MarketDesk:
-    """The desk of `source`'s market: gateway, broker, universe, rules and fundamentals."""
+    """The desk of `source`'s market: gateway, broker, universe, rules, fundamentals and the
+    applier of its corporate actions (when it has a source of them)."""
+    calendar = calendar_for(rules.calendar_id)
+    applier = None
+    if actions is not None:
+        applier = ActionApplier(source=actions, ledger=ledger, rules=rules, calendar=calendar)
     return MarketDesk(
         market=source.market,
         gateway=PointInTimeGateway(source),
         broker=PaperBroker(
             ledger=ledger,
             rules=rules,
-            calendar=calendar_for(rules.calendar_id),
+            calendar=calendar,
             fill_price=fill_price,
             price_source=price_source,
         ),
@@ -53,6 +62,7 @@ def build_desk(
         rules=rules,
         benchmarks=benchmarks,
         fundamentals=fundamentals,
+        actions=applier,
     )
 
 

@@ -6,8 +6,8 @@ uses (`desks.py`), with the source wrapped to read bars through the store's cach
 bar and news read in it (`markets.cache.CachingSource`; live sources only, a replay source's data
 is already on disk), to retry within the slot's grace (`retrying.py`) and, unless a fill price is
 given (a replay source fills from its bars), to remember the latest prices for the broker
-(`desks.LatestQuotes`). Grace windows default by cadence: 15 minutes for hourly bells, an hour for
-daily ones.
+(`desks.LatestQuotes`), and gives the desk the market's source of corporate actions. Grace
+windows default by cadence: 15 minutes for hourly bells, an hour for daily ones.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from openbell.daemon.desks import LatestQuotes, build_desk, open_accounts
 from openbell.daemon.health import MarketWatch
 from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.scheduler import MarketBell
+from openbell.markets.actions import CorporateActionSource
 from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import check_decimal
@@ -44,7 +45,8 @@ _CADENCE: Final = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveMarket:
     """One market of the live daemon. `fill_price` None: fill at the latest fetched price.
-    `fundamentals` None: the `get_fundamentals` tool refuses."""
+    `fundamentals` None: the `get_fundamentals` tool refuses. `actions` None: no corporate
+    actions are applied (crypto; a replay source without an actions file)."""
 
     market: str
     source: MarketDataSource
@@ -58,6 +60,7 @@ class LiveMarket:
     fill_price: FillPrice | None = None
     grace: timedelta | None = None
     fundamentals: FundamentalsSource | None = None
+    actions: CorporateActionSource | None = None
 
     def __post_init__(self) -> None:
         if self.cadence not in DEFAULT_GRACE:
@@ -67,6 +70,8 @@ class LiveMarket:
         check_decimal("initial_cash", self.initial_cash, positive=True)
         if self.grace is not None and self.grace <= timedelta(0):
             raise ValueError(f"{self.market}: grace must be positive, got {self.grace}")
+        if self.actions is not None and self.actions.market != self.market:
+            raise ValueError(f"{self.market}: given {self.actions.market} corporate actions")
 
     @property
     def market_rules(self) -> MarketRules:
@@ -159,6 +164,7 @@ def build_live_desks(
             price_source=market.source.name,
             benchmarks=market.benchmarks,
             fundamentals=market.fundamentals,
+            actions=market.actions,
         )
         accounts[market.market] = open_accounts(
             ledger, market.market, rules, market.initial_cash, market.agents, now

@@ -3,7 +3,8 @@
 This module owns `run_replay`. It opens one account per (agent, market) with the market's initial
 cash (idempotently), merges the markets' replay slots (the starts of the dataset's bars of the
 cadence's interval, inside sessions; or the configured slot times) and their session closes into
-one stream in time order, and walks it with a `SimulatedClock`: at a slot, `CycleRunner.run_slot`;
+one stream in time order, and walks it with a `SimulatedClock`: at a slot, `CycleRunner.run_slot`
+(which first applies the corporate actions going ex, for a market of raw bars that has them);
 after a session's last slot, the `close` NAV snapshots at the session close. A ledger that already
 has cycles of these accounts in (or after) the window is refused unless `resume` is set; with it,
 finished cycles are not run again and cycles a killed run left `claimed` are taken over and
@@ -29,6 +30,7 @@ from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.cycle import CycleRunner, MarketDesk, SlotReport
 from openbell.daemon.desks import build_desk, open_accounts
+from openbell.markets.actions import CorporateActionSource
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.domain import check_decimal, check_utc
 from openbell.markets.errors import OperatorError
@@ -54,7 +56,9 @@ Progress = Callable[[int, int], None]
 class ReplayMarket:
     """One market of a replay: its recorded data, what it trades, its agents and their cash.
 
-    `slot_times` (market-local "HH:MM") replace the dataset's bar starts as slots.
+    `slot_times` (market-local "HH:MM") replace the dataset's bar starts as slots. `actions` are
+    the splits and dividends applied on their ex-dates; only bars that are all raw may have them
+    (adjusted prices already account for them).
     """
 
     market: str
@@ -66,6 +70,7 @@ class ReplayMarket:
     benchmarks: tuple[str, ...] = ()
     slot_times: tuple[str, ...] | None = None
     rules: MarketRules | None = None
+    actions: CorporateActionSource | None = None
 
     def __post_init__(self) -> None:
         if self.cadence not in CADENCE_INTERVALS:
@@ -76,6 +81,15 @@ class ReplayMarket:
         names = [agent.name for agent in self.agents]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.market}: an agent name appears twice in {names}")
+        if self.actions is not None:
+            if self.actions.market != self.market:
+                raise ValueError(f"replay of {self.market} given {self.actions.market} actions")
+            if self.source.adjustments != {"raw"}:
+                raise ValueError(
+                    f"{self.market}: {self.source.name} serves "
+                    f"{', '.join(sorted(self.source.adjustments))} bars, not only raw ones: "
+                    f"the corporate actions of {self.actions.name} are already in their prices"
+                )
 
     @property
     def market_rules(self) -> MarketRules:
@@ -307,4 +321,5 @@ def _desk(market: ReplayMarket, ledger: Ledger) -> MarketDesk:
         fill_price=market.source.first_price_at_or_after,
         price_source=market.source.name,
         benchmarks=market.benchmarks,
+        actions=market.actions,
     )

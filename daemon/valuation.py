@@ -16,6 +16,7 @@ from decimal import Decimal
 import structlog
 
 from openbell.daemon.actions import Action, Stage, action_for
+from openbell.markets.domain import Quote
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.store.ledger import Ledger
@@ -24,21 +25,27 @@ from openbell.store.records import NavSnapshot, SnapshotKind
 log = structlog.stdlib.get_logger(__name__)
 
 
+async def last_close_quotes(
+    gateway: PointInTimeGateway, symbols: Iterable[str], at: datetime
+) -> dict[str, Quote]:
+    """Each symbol's last bar ended by `at`, as a quote of its close stamped with the bar's end,
+    over every interval the source serves (the latest end wins; a tie goes to the finer interval).
+    Symbols with no such bar are absent."""
+    out: dict[str, Quote] = {}
+    for symbol in symbols:
+        for interval in gateway.source.intervals:  # finest first
+            found = (await gateway.bars(symbol, interval, 1, at)).bars
+            if found and (symbol not in out or found[-1].end_at > out[symbol].at):
+                out[symbol] = Quote(symbol=symbol, price=found[-1].close, at=found[-1].end_at)
+    return out
+
+
 async def last_closes(
     gateway: PointInTimeGateway, symbols: Iterable[str], at: datetime
 ) -> dict[str, Decimal]:
-    """The close of each symbol's last bar ended by `at`, over every interval the source serves
-    (the latest end wins; a tie goes to the finer interval). Symbols with no such bar are absent."""
-    out: dict[str, Decimal] = {}
-    for symbol in symbols:
-        latest: tuple[datetime, Decimal] | None = None
-        for interval in gateway.source.intervals:  # finest first
-            found = (await gateway.bars(symbol, interval, 1, at)).bars
-            if found and (latest is None or found[-1].end_at > latest[0]):
-                latest = (found[-1].end_at, found[-1].close)
-        if latest is not None:
-            out[symbol] = latest[1]
-    return out
+    """The close of each symbol's last bar ended by `at` (see `last_close_quotes`)."""
+    found = await last_close_quotes(gateway, symbols, at)
+    return {symbol: quote.price for symbol, quote in found.items()}
 
 
 def check_marks(

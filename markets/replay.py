@@ -109,7 +109,8 @@ class ReplaySource:
     Build it with `from_bundled`, `from_paths` (a `replay:PATH` config) or directly from in-memory
     bars. Each interval may come from several bar sets (the bundled A-share stocks and index are two
     daily files) as long as no symbol appears twice in one interval. Replay has no live quote: the
-    quote and the fill price follow the rules in the module docstring.
+    quote and the fill price follow the rules in the module docstring. `adjustment` says what the
+    in-memory bars are ("raw" unless told); a bar file says it in its metadata.
     """
 
     def __init__(
@@ -120,10 +121,15 @@ class ReplaySource:
         bars: Mapping[str, Iterable[Bar]] | None = None,
         news: Iterable[NewsItem] = (),
         name: str | None = None,
+        adjustment: str = "raw",
     ) -> None:
         check_market(market)
         self._market = market
         self._name = name or f"replay:{market}"
+        adjustments = {barset.meta.adjustment for barset in barsets}
+        if bars:
+            adjustments.add(adjustment)
+        self._adjustments = frozenset(adjustments)
         data: dict[str, _Interval] = {}
         for barset in barsets:
             if barset.meta.market != market:
@@ -196,6 +202,12 @@ class ReplaySource:
     @property
     def intervals(self) -> tuple[str, ...]:
         return self._intervals
+
+    @property
+    def adjustments(self) -> frozenset[str]:
+        """The adjustments of the bars served ("raw", "adjusted", ...): corporate actions may be
+        applied to a replay only when this is {"raw"}, or they would be counted twice."""
+        return self._adjustments
 
     def symbols(self, interval: str | None = None) -> frozenset[str]:
         """The symbols with bars of `interval` (of any interval when None)."""

@@ -156,7 +156,12 @@ class CostsConfig(_Section):
 
 
 class MarketConfig(_Section):
-    """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from."""
+    """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from.
+
+    `corporate_actions` is the path of an actions file (`openbell.markets.action_files`): a replay
+    of the market's raw daily bars applies it instead of the bundled one, and so does the daemon
+    for a `replay:PATH` source; the live vendors (yfinance, akshare) fetch their own.
+    """
 
     universe: str | tuple[str, ...]
     cadence: Cadence
@@ -164,6 +169,7 @@ class MarketConfig(_Section):
     source: str
     initial_cash: Decimal
     benchmark: str | None = Field(default=None, min_length=1)
+    corporate_actions: str | None = Field(default=None, min_length=1)
     costs: CostsConfig = CostsConfig()
     allow_outside_coverage: bool = False
 
@@ -259,6 +265,8 @@ class MarketsConfig(_Section):
 
     @model_validator(mode="after")
     def _known_universes(self) -> MarketsConfig:
+        if self.crypto is not None and self.crypto.corporate_actions is not None:
+            raise PathError(("crypto", "corporate_actions"), "crypto has no corporate actions")
         for name, market in self.configured().items():
             if not isinstance(market.universe, str):
                 continue

@@ -3,11 +3,12 @@
 This module owns the translation of the config into a `ReplayPlan`: for each configured market (or
 the one asked for) its recorded data (a `replay:PATH` source reads the bar files at PATH; a live
 source, `yfinance`, `akshare` or `ccxt:...`, stands for the dataset bundled with openbell, so a
-replay never touches the network), its universe (a bundled one by name, or the listed symbols), its
-rules (with the configured costs), its benchmark, and the agents enrolled in it (LLM agents built
-by `llm_agents`, their keys read from the environment). The window is whole UTC dates, `start`
-through `end` inclusive. The ledger is migrated to the schema head first. It also draws the
-progress bar.
+replay never touches the network), its corporate actions (the market's `corporate_actions` file,
+else the bundled one for a bundled daily replay; only on raw bars), its universe (a bundled one by
+name, or the listed symbols), its rules (with the configured costs), its benchmark, and the agents
+enrolled in it (LLM agents built by `llm_agents`, their keys read from the environment). The window
+is whole UTC dates, `start` through `end` inclusive. The ledger is migrated to the schema head
+first. It also draws the progress bar.
 
 A window outside the dates a universe file vouches for (its `coverage`: `crypto10` is AI-Trader's
 pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until the index's December
@@ -32,6 +33,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, ReplayReport, run_replay
+from openbell.markets.action_files import bundled_actions, read_actions
+from openbell.markets.actions import RecordedActions
 from openbell.markets.barfile import bundled_names
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
@@ -158,7 +161,29 @@ def _replay_market(
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
         rules=rules_for_market(name, market),
+        actions=_replay_actions(name, market, source),
     )
+
+
+def _replay_actions(
+    name: str, market: MarketConfig, source: ReplaySource
+) -> RecordedActions | None:
+    """The corporate actions a replay of market `name` applies: its `corporate_actions` file, else
+    the bundled file for a bundled replay of raw bars (the A-share dividends), else none. Bars that
+    are not all raw already have the actions in their prices: a configured file is refused there.
+    """
+    raw = source.adjustments == {"raw"}
+    if market.corporate_actions is not None:
+        if not raw:
+            raise ConfigError(
+                f"markets.{name}.corporate_actions: {source.name} serves "
+                f"{', '.join(sorted(source.adjustments))} bars, not only raw ones, so its prices "
+                "already account for corporate actions; a replay applies them to raw bars only"
+            )
+        return read_actions(market.corporate_actions, name)
+    if market.source_kind == "replay" or not raw:
+        return None
+    return bundled_actions(name)
 
 
 @contextmanager

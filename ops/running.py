@@ -2,12 +2,14 @@
 
 This module owns the source factory and the translation of the config into a `LivePlan`. A market's
 `source` names its live data: `yfinance`, `akshare` and `ccxt:EXCHANGE` become the adapters in
-`openbell.markets.yf`, `.ak` and `.cx` (bound to the daemon clock's `now`); `replay:PATH` becomes a
-`ReplaySource` over the bar files at PATH, which fills orders from its bars as replay does (for
-tests and demonstrations on a fake clock). A live adapter that cannot be imported becomes a source
-that answers every read with `DataUnavailable`, so the daemon keeps running and records the
-market's cycles as skipped (`data_unavailable`) instead of failing to start. Universes and agents
-come from `wiring`, the very ones a replay uses, under the same rules (with the configured costs).
+`openbell.markets.yf`, `.ak` and `.cx` (bound to the daemon clock's `now`; yfinance and akshare also
+serve the market's corporate actions); `replay:PATH` becomes a `ReplaySource` over the bar files at
+PATH, which fills orders from its bars as replay does (for tests and demonstrations on a fake
+clock), with the market's `corporate_actions` file, if any. A live adapter that cannot be imported
+becomes a source that answers every read with `DataUnavailable`, so the daemon keeps running and
+records the market's cycles as skipped (`data_unavailable`) instead of failing to start. Universes
+and agents come from `wiring`, the very ones a replay uses, under the same rules (with the
+configured costs).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import structlog
 from openbell.agents.broker import FillPrice
 from openbell.daemon.clock import Clock
 from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.markets.action_files import read_actions
+from openbell.markets.actions import CorporateActionSource
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
@@ -77,12 +81,13 @@ OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 class LiveSource(NamedTuple):
     """What a market's `source` config becomes: the data source, its fill price (a replay
-    source fills from its bars; None: the latest fetched price) and its fundamentals source
-    (None: `get_fundamentals` refuses)."""
+    source fills from its bars; None: the latest fetched price), its fundamentals source
+    (None: `get_fundamentals` refuses) and its source of corporate actions (None: none applied)."""
 
     source: MarketDataSource
     fill_price: FillPrice | None = None
     fundamentals: FundamentalsSource | None = None
+    actions: CorporateActionSource | None = None
 
 
 def make_source(
@@ -96,12 +101,21 @@ def make_source(
     """The data source of market `name`, with its fill price and fundamentals where it has them.
 
     Only yfinance serves fundamentals: its `Ticker.info` snapshots, reported as published when
-    fetched.
+    fetched. yfinance and akshare serve their corporate actions; a replay source applies the
+    market's `corporate_actions` file, if any (and only over raw bars).
     """
     kind, arg = market.source_kind, market.source_arg
     if kind == "replay":
         replay = ReplaySource.from_paths(name, [arg])
-        return LiveSource(replay, replay.first_price_at_or_after)
+        actions = None
+        if market.corporate_actions is not None:
+            if replay.adjustments != {"raw"}:
+                raise ConfigError(
+                    f"markets.{name}.corporate_actions: {replay.name} serves "
+                    f"{', '.join(sorted(replay.adjustments))} bars, not only raw ones"
+                )
+            actions = read_actions(market.corporate_actions, name)
+        return LiveSource(replay, replay.first_price_at_or_after, actions=actions)
     if environ.get(OFFLINE_ENV, "") not in ("", "0"):
         why = f"{OFFLINE_ENV} is set: the {market.source} source is not contacted"
         log.warning("source_offline", market=name, source=market.source)
@@ -114,11 +128,12 @@ def make_source(
             fundamentals = LiveFundamentals(
                 yahoo.fundamentals, name=yahoo.name, currency=MARKET_CURRENCY[name]
             )
-            return LiveSource(yahoo, fundamentals=fundamentals)
+            return LiveSource(yahoo, fundamentals=fundamentals, actions=yahoo)
         if kind == "akshare":
             from openbell.markets.ak import AkshareSource
 
-            return LiveSource(AkshareSource(now=clock.now, universe=universe))
+            akshare = AkshareSource(now=clock.now, universe=universe)
+            return LiveSource(akshare, actions=akshare)
         from openbell.markets.cx import CcxtSource
 
         return LiveSource(CcxtSource.create(arg or "binance", now=clock.now))
@@ -166,6 +181,7 @@ def live_plan(
                 rules=rules_for_market(name, market),
                 fill_price=live_source.fill_price,
                 fundamentals=live_source.fundamentals,
+                actions=live_source.actions,
             )
         )
     if not live:

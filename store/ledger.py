@@ -1,4 +1,5 @@
-"""The paper ledger: agents, accounts, cycle claims, orders with their fills, and NAV snapshots.
+"""The paper ledger: agents, accounts, cycle claims, orders with their fills, corporate actions
+and NAV snapshots.
 
 `Ledger` is the only writer of trading state and the only place that turns rows into domain
 values (`AccountState`, `Fill`, `Rejection`) and store records (`RecordedOrder`, `NavSnapshot`).
@@ -8,7 +9,9 @@ retried call return the stored outcome and change nothing. Writes lock the accou
 (`SELECT ... FOR UPDATE` on Postgres, `BEGIN IMMEDIATE` on SQLite), so writers of one account run
 one at a time and fill ids grow in commit order; a unique-key violation left over from a race is
 answered with the stored row. The ledger refuses (with `LedgerBreach`, writing nothing) an order
-that would make cash or a holding negative; the rules should have rejected it.
+that would make cash or a holding negative; the rules should have rejected it. A split or cash
+dividend is applied the same way: one transaction per (account, action), at most once
+(`entitlements.py`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import Engine, bindparam
+from sqlalchemy import Engine, bindparam, func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from openbell.markets.actions import CorporateAction
 from openbell.markets.domain import (
     AccountState,
     Fill,
@@ -46,6 +50,12 @@ from openbell.store.cycles import (
     take_over_expired,
 )
 from openbell.store.db import SQLITE_IMMEDIATE
+from openbell.store.entitlements import (
+    check_order,
+    entitled_quantity,
+    insert_action,
+    stored_action,
+)
 from openbell.store.masking_keys import MaskingKey, read_masking_key, save_masking_key
 from openbell.store.postings import (
     check_outcome,
@@ -57,6 +67,7 @@ from openbell.store.postings import (
     stored_order,
 )
 from openbell.store.records import (
+    AppliedAction,
     CycleRecord,
     CycleStatus,
     CycleUsage,
@@ -397,6 +408,62 @@ class Ledger:
             raise ValueError(f"no cycle {cycle_id}")
         return account_id
 
+    # -- corporate actions (store/entitlements.py) -------------------------------------------
+
+    def apply_corporate_action(
+        self,
+        account_id: int,
+        action: CorporateAction,
+        *,
+        at: datetime,
+        price: Decimal | None = None,
+        step: Decimal = Decimal(1),
+    ) -> AppliedAction | None:
+        """Apply `action` to what the account held of its symbol before `action.ex_at`, in one
+        transaction: the cash moves by the dividend (or by the cash paid for the fraction of a
+        share a split leaves, at `price`), the position by the split's new shares (whole multiples
+        of `step`), and one `corporate_action` entry stamped `at` records it.
+
+        Idempotent: an action applied before returns its entry (`created=False`) and changes
+        nothing. None, and nothing written, when nothing was held before the ex-date. Raises
+        `ValueError` for an action in another currency, one applied after a later action of its
+        symbol, or a split leaving a fraction without a `price`.
+        """
+        check_utc("at", at)
+        try:
+            with self._write() as session:
+                account = get_account(session, account_id, lock=True)
+                connection = session.connection()
+                stored = stored_action(connection, account_id, action)
+                if stored is not None:
+                    return stored
+                check_order(connection, account_id, action)
+                held = entitled_quantity(connection, account_id, action.symbol, action.ex_at)
+                if held <= 0:
+                    return None
+                return insert_action(session, account, action, held, at=at, price=price, step=step)
+        except IntegrityError:
+            with self._engine.connect() as connection:
+                stored = stored_action(connection, account_id, action)
+            if stored is None:
+                raise
+            return stored
+
+    def symbols_traded(
+        self, account_ids: Collection[int]
+    ) -> tuple[frozenset[str], datetime | None]:
+        """The symbols the accounts ever filled, and their first fill's time (None: no fill).
+
+        Only these can have been held on an ex-date, and not before that time.
+        """
+        if not account_ids:
+            return frozenset(), None
+        ids = list(account_ids)
+        with self._engine.connect() as connection:
+            symbols = connection.execute(_TRADED, {"accounts": ids}).scalars().all()
+            first = connection.execute(_FIRST_FILL, {"accounts": ids}).scalar_one()
+        return frozenset(symbols), first
+
     # -- traces and LLM usage (store/traces.py) ---------------------------------------------
 
     def append_journal(
@@ -470,6 +537,14 @@ class Ledger:
 _ACCOUNT: Final = select(
     ACCOUNT_TABLE.c.market, ACCOUNT_TABLE.c.cash, ACCOUNT_TABLE.c.currency
 ).where(ACCOUNT_TABLE.c.id == bindparam("account"))
+_TRADED: Final = (
+    select(FILL_TABLE.c.symbol)
+    .where(FILL_TABLE.c.account_id.in_(bindparam("accounts", expanding=True)))
+    .distinct()
+)
+_FIRST_FILL: Final = select(func.min(FILL_TABLE.c.filled_at)).where(
+    FILL_TABLE.c.account_id.in_(bindparam("accounts", expanding=True))
+)
 _RECENT_BUYS: Final = (
     select(FILL_TABLE.c.symbol, FILL_TABLE.c.quantity, FILL_TABLE.c.filled_at)
     .where(

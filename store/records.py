@@ -1,4 +1,5 @@
-"""Values the store hands back to its callers: cycle states, recorded orders and NAV snapshots.
+"""Values the store hands back to its callers: cycle states, recorded orders, applied corporate
+actions and NAV snapshots.
 
 These are frozen, keyword-only dataclasses (and string enums), like the domain types in
 `openbell.markets.domain`; table rows never leave `openbell.store`. The enum values are also
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from openbell.markets.actions import CorporateAction
 from openbell.markets.domain import Fill, Rejection, Side, check_utc
 
 
@@ -77,6 +79,32 @@ class RecordedOrder:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AppliedAction:
+    """A corporate action as applied to one account: a ledger entry, like a fill.
+
+    `quantity_before` is what the account held before the ex-date's open; the entry added
+    `quantity_delta` shares and `cash_delta` cash (the dividend, or `fraction` of a share paid at
+    `price`), and took `cost_delta` off the position's cost. `created` is False when the action
+    had been applied before: the call changed nothing.
+    """
+
+    entry_id: int
+    account_id: int
+    action: CorporateAction
+    quantity_before: Decimal
+    quantity_delta: Decimal
+    cash_delta: Decimal
+    fraction: Decimal
+    price: Decimal | None
+    cost_delta: Decimal
+    applied_at: datetime
+    created: bool
+
+    def __post_init__(self) -> None:
+        check_utc("applied_at", self.applied_at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NavMark:
     """One holding valued in a NAV snapshot: `value = quantity * price`, exactly."""
 
@@ -90,8 +118,9 @@ class NavMark:
 class NavSnapshot:
     """An account's net asset value at `at`: `nav = cash + positions_value`.
 
-    `last_fill_id` is the newest fill the snapshot includes (None before the first fill), so the
-    verifier can recompute the cash and positions it saw.
+    `last_fill_id` and `last_action_id` are the newest fill and applied corporate action the
+    snapshot includes (None before the first), so the verifier can recompute the cash and positions
+    it saw.
     """
 
     snapshot_id: int
@@ -103,6 +132,7 @@ class NavSnapshot:
     nav: Decimal
     last_fill_id: int | None
     marks: Mapping[str, NavMark] = field(default_factory=dict)
+    last_action_id: int | None = None
 
     def __post_init__(self) -> None:
         check_utc("at", self.at)

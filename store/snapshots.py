@@ -20,6 +20,7 @@ from openbell.store.postings import inserted_id
 from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
 from openbell.store.tables import (
     ACCOUNT_TABLE,
+    CORPORATE_ACTION_TABLE,
     FILL_TABLE,
     NAV_MARK_TABLE,
     NAV_SNAPSHOT_TABLE,
@@ -61,6 +62,7 @@ def insert_snapshot(
         )
     positions_value = sum((mark.value for mark in valued.values()), Decimal(0))
     last_fill_id = connection.execute(_LAST_FILL, {"account": account_id}).scalar_one()
+    last_action_id = connection.execute(_LAST_ACTION, {"account": account_id}).scalar_one()
     values = {
         "account_id": account_id,
         "at": at,
@@ -69,6 +71,7 @@ def insert_snapshot(
         "positions_value": positions_value,
         "nav": cash + positions_value,
         "last_fill_id": last_fill_id,
+        "last_action_id": last_action_id,
     }
     snapshot_id = inserted_id(connection.execute(NAV_SNAPSHOT_TABLE.insert(), values))
     if valued:
@@ -118,6 +121,7 @@ def _to_snapshot(
         positions_value=row["positions_value"],
         nav=row["nav"],
         last_fill_id=row["last_fill_id"],
+        last_action_id=row["last_action_id"],
         marks=dict(marks),
     )
 
@@ -133,6 +137,9 @@ POSITIONS: Final = (
 )
 _LAST_FILL: Final = select(func.max(FILL_TABLE.c.id)).where(
     FILL_TABLE.c.account_id == bindparam("account")
+)
+_LAST_ACTION: Final = select(func.max(CORPORATE_ACTION_TABLE.c.id)).where(
+    CORPORATE_ACTION_TABLE.c.account_id == bindparam("account")
 )
 _FIND: Final = select(NAV_SNAPSHOT_TABLE).where(
     NAV_SNAPSHOT_TABLE.c.account_id == bindparam("account"),

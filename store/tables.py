@@ -2,8 +2,9 @@
 
 Rows stay inside `openbell.store`: the ledger converts them to domain values at its edge. Every
 money and quantity column is `ExactDecimal` and every datetime `UtcDateTime` (a test walks the
-metadata and fails on anything else). Orders and fills are append-only; `account.cash` and
-`position` are running balances that `openbell ledger verify` recomputes from the fills. Enumerated
+metadata and fails on anything else). Orders, fills and applied corporate actions are append-only;
+`account.cash` and `position` are running balances that `openbell ledger verify` recomputes from
+the fills and the corporate actions. Enumerated
 strings are guarded by CHECK constraints. Constraint names follow `NAMING_CONVENTION`, so future
 migrations (and SQLite batch migrations) can address them. The `*_TABLE` constants at the end are
 the Core `Table`s of the rows, for the store's prebuilt Core statements.
@@ -15,7 +16,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import CheckConstraint, Index, Table, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -152,6 +153,41 @@ class FillRow(SQLModel, table=True):
     price_source: str
 
 
+class CorporateActionRow(SQLModel, table=True):
+    """A split or cash dividend applied to one account's holding (append-only), once per action.
+
+    `quantity_before` is the holding before `ex_at` (the ex-date's open); the entry moved the
+    position by `quantity_delta` and the cash by `cash_delta` (the dividend, or `fraction` of a
+    share paid at `price`), and its cost by `cost_delta`. `after_fill_id` is the account's newest
+    fill when it was applied, which places it among the fills when the verifier replays them.
+    """
+
+    __tablename__ = "corporate_action"
+    __table_args__ = (
+        UniqueConstraint("account_id", "symbol", "kind", "ex_date"),
+        _in("kind", "'cash_dividend', 'split'", "kind"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    symbol: str
+    kind: str
+    ex_date: date = Field(sa_type=Date)
+    ex_at: datetime = Field(sa_type=UtcDateTime)
+    ratio: Decimal = Field(sa_type=ExactDecimal)
+    cash_per_share: Decimal = Field(sa_type=ExactDecimal)
+    currency: str
+    source: str
+    quantity_before: Decimal = Field(sa_type=ExactDecimal)
+    quantity_delta: Decimal = Field(sa_type=ExactDecimal)
+    fraction: Decimal = Field(sa_type=ExactDecimal)
+    price: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    cash_delta: Decimal = Field(sa_type=ExactDecimal)
+    cost_delta: Decimal = Field(sa_type=ExactDecimal)
+    after_fill_id: int | None = None
+    applied_at: datetime = Field(sa_type=UtcDateTime)
+
+
 class PositionRow(SQLModel, table=True):
     """The running holding of one symbol in one account; deleted when it reaches zero."""
 
@@ -181,6 +217,7 @@ class NavSnapshotRow(SQLModel, table=True):
     positions_value: Decimal = Field(sa_type=ExactDecimal)
     nav: Decimal = Field(sa_type=ExactDecimal)
     last_fill_id: int | None = None
+    last_action_id: int | None = None
 
 
 class NavMarkRow(SQLModel, table=True):
@@ -309,6 +346,7 @@ CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
 ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
 FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
 POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
+CORPORATE_ACTION_TABLE: Final[Table] = CorporateActionRow.__table__  # type: ignore[attr-defined]
 NAV_SNAPSHOT_TABLE: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]
 NAV_MARK_TABLE: Final[Table] = NavMarkRow.__table__  # type: ignore[attr-defined]
 TRACE_TABLE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]

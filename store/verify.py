@@ -1,29 +1,35 @@
 """Checking the ledger invariants of DESIGN §5; `openbell ledger verify` prints this report.
 
-`verify_ledger` recomputes every account from its append-only fills and compares, exactly (as
-`Decimal`), with what the ledger stores: the running cash balance, the position rows (both ways),
-the fills' links to their orders and cycles, one fill per order matching it, each fill's notional,
-and every NAV snapshot at its marks. It reads the whole ledger into memory, which is fine for
-paper-trading volumes (millions of fills would want a per-account pass). A breach names the
-account, the invariant and the expected and actual amounts.
+`verify_ledger` recomputes every account from its append-only fills and corporate-action entries
+and compares, exactly (as `Decimal`), with what the ledger stores: the running cash balance
+(initial + sells - buys - fees + dividends and cash in lieu), the position rows (fills plus the
+shares splits added, both ways), the fills' links to their orders and cycles, one fill per order
+matching it, each fill's notional, each corporate action's entitlement (the holding before its
+ex-date, recomputed from the fills) and amounts (the dividend, the split's shares and cash), and
+every NAV snapshot at its marks. Entries are replayed among the fills after the fill they name
+(`after_fill_id`). It reads the whole ledger into memory, which is fine for paper-trading volumes
+(millions of fills would want a per-account pass). A breach names the account, the invariant and
+the expected and actual amounts.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from openbell.markets.actions import ActionKind, split_quantity
 from openbell.markets.domain import Side
 from openbell.markets.execution import round_money
 from openbell.store.records import OrderStatus
 from openbell.store.tables import (
     AccountRow,
     AgentRow,
+    CorporateActionRow,
     CycleRow,
     FillRow,
     NavMarkRow,
@@ -43,6 +49,9 @@ FILL_MATCHES_ORDER = "fill_matches_order"
 FILL_NOTIONAL = "fill_notional"
 FILL_CURRENCY = "fill_currency"
 NAV_SNAPSHOT = "nav_snapshot"
+ACTION_ENTITLEMENT = "action_entitlement"
+ACTION_AMOUNT = "action_amount"
+ACTION_CURRENCY = "action_currency"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +82,7 @@ class VerifyReport:
     fills: int
     snapshots: int
     breaches: list[Breach] = field(default_factory=list)
+    actions: int = 0
 
     @property
     def ok(self) -> bool:
@@ -80,8 +90,11 @@ class VerifyReport:
         return not self.breaches
 
     def summary(self) -> str:
-        """One line, e.g. `ledger ok: 3 accounts, 1000 fills, 12 snapshots`."""
+        """One line, e.g. `ledger ok: 3 accounts, 1000 fills, 12 snapshots` (and `, N corporate
+        actions` when there are any)."""
         counts = f"{self.accounts} accounts, {self.fills} fills, {self.snapshots} snapshots"
+        if self.actions:
+            counts += f", {self.actions} corporate actions"
         if self.ok:
             return f"ledger ok: {counts}"
         broken = len({breach.account_id for breach in self.breaches})
@@ -101,6 +114,7 @@ class _Ledger:
     cycles: dict[int, CycleRow]
     orders: dict[int, OrderRow]
     fills: dict[int, list[FillRow]]
+    actions: dict[int, list[CorporateActionRow]]
     positions: dict[int, list[PositionRow]]
     snapshots: dict[int, list[NavSnapshotRow]]
     marks: dict[int, list[NavMarkRow]]
@@ -141,17 +155,20 @@ def verify_ledger(engine: Engine) -> VerifyReport:
     out = _Collector(ledger)
     for account_id, account in sorted(ledger.accounts.items()):
         fills = ledger.fills.get(account_id, [])
-        _check_balances(account, fills, ledger.positions.get(account_id, []), out)
+        actions = ledger.actions.get(account_id, [])
+        _check_balances(account, fills, actions, ledger.positions.get(account_id, []), out)
         _check_fills(account, fills, ledger, out)
+        _check_actions(account, fills, actions, out)
         for snapshot in ledger.snapshots.get(account_id, []):
             marks = ledger.marks.get(_id(snapshot.id), [])
-            _check_snapshot(account, snapshot, fills, marks, out)
+            _check_snapshot(account, snapshot, fills, actions, marks, out)
     _check_orders(ledger, out)
     return VerifyReport(
         accounts=len(ledger.accounts),
         fills=sum(len(fills) for fills in ledger.fills.values()),
         snapshots=sum(len(snapshots) for snapshots in ledger.snapshots.values()),
         breaches=out.breaches,
+        actions=sum(len(actions) for actions in ledger.actions.values()),
     )
 
 
@@ -168,6 +185,9 @@ def _load(engine: Engine) -> _Ledger:
         fills: dict[int, list[FillRow]] = defaultdict(list)
         for fill in session.exec(select(FillRow).order_by(col(FillRow.id))):
             fills[fill.account_id].append(fill)
+        actions: dict[int, list[CorporateActionRow]] = defaultdict(list)
+        for entry in session.exec(select(CorporateActionRow).order_by(col(CorporateActionRow.id))):
+            actions[entry.account_id].append(entry)
         positions: dict[int, list[PositionRow]] = defaultdict(list)
         for position in session.exec(select(PositionRow)):
             positions[position.account_id].append(position)
@@ -177,7 +197,7 @@ def _load(engine: Engine) -> _Ledger:
         marks: dict[int, list[NavMarkRow]] = defaultdict(list)
         for mark in session.exec(select(NavMarkRow)):
             marks[mark.snapshot_id].append(mark)
-    return _Ledger(accounts, agents, cycles, orders, fills, positions, snapshots, marks)
+    return _Ledger(accounts, agents, cycles, orders, fills, actions, positions, snapshots, marks)
 
 
 def _cash_delta(fill: FillRow) -> Decimal:
@@ -190,30 +210,54 @@ def _quantity_delta(fill: FillRow) -> Decimal:
     return fill.quantity if fill.side == Side.BUY.value else -fill.quantity
 
 
-def _replay(fills: Sequence[FillRow], initial_cash: Decimal) -> tuple[Decimal, dict[str, Decimal]]:
-    """Cash and non-zero holdings after `fills`, recomputed from nothing but the fills."""
+def _entries(
+    fills: Sequence[FillRow], actions: Sequence[CorporateActionRow]
+) -> Iterator[tuple[str, Decimal, Decimal, str]]:
+    """(symbol, cash delta, quantity delta, what) of each fill and action, in the order they
+    were made: an action right after the fill it names, actions of one fill in id order."""
+    keyed: list[tuple[tuple[int, int, int], FillRow | CorporateActionRow]] = [
+        ((_id(fill.id), 0, 0), fill) for fill in fills
+    ]
+    keyed.extend(((entry.after_fill_id or 0, 1, _id(entry.id)), entry) for entry in actions)
+    keyed.sort(key=lambda pair: pair[0])
+    for _, row in keyed:
+        if isinstance(row, FillRow):
+            yield row.symbol, _cash_delta(row), _quantity_delta(row), f"fill {row.id}"
+        else:
+            yield row.symbol, row.cash_delta, row.quantity_delta, f"corporate action {row.id}"
+
+
+def _replay(
+    fills: Sequence[FillRow], actions: Sequence[CorporateActionRow], initial_cash: Decimal
+) -> tuple[Decimal, dict[str, Decimal]]:
+    """Cash and non-zero holdings after `fills` and `actions`, recomputed from nothing else."""
     cash = initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
-    for fill in fills:
-        cash += _cash_delta(fill)
-        held[fill.symbol] += _quantity_delta(fill)
+    for symbol, cash_delta, quantity_delta, _ in _entries(fills, actions):
+        cash += cash_delta
+        held[symbol] += quantity_delta
     return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}
 
 
 def _check_balances(
-    account: AccountRow, fills: Sequence[FillRow], positions: Sequence[PositionRow], out: _Collector
+    account: AccountRow,
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    positions: Sequence[PositionRow],
+    out: _Collector,
 ) -> None:
     account_id = _id(account.id)
-    _check_never_negative(account, fills, out)
-    expected_cash, expected_held = _replay(fills, account.initial_cash)
+    _check_never_negative(account, fills, actions, out)
+    expected_cash, expected_held = _replay(fills, actions, account.initial_cash)
     if account.cash != expected_cash:
+        paid = f" + dividends over {len(actions)} corporate actions" if actions else ""
         out.add(
             account_id,
             CASH_BALANCE,
             expected_cash,
             account.cash,
-            f"initial {account.initial_cash} + sells - buys - fees over {len(fills)} fills is "
-            f"{expected_cash}, stored cash is {account.cash} {account.currency}",
+            f"initial {account.initial_cash} + sells - buys - fees over {len(fills)} fills{paid} "
+            f"is {expected_cash}, stored cash is {account.cash} {account.currency}",
         )
     if account.cash < 0:
         out.add(account_id, NEGATIVE_CASH, Decimal(0), account.cash, "stored cash is negative")
@@ -227,33 +271,35 @@ def _check_balances(
                 POSITION_QUANTITY,
                 expected,
                 actual,
-                f"{symbol}: sum of fills is {expected}, position row holds {actual}",
+                f"{symbol}: sum of fills and splits is {expected}, position row holds {actual}",
             )
         if actual < 0:
             out.add(account_id, NEGATIVE_QUANTITY, Decimal(0), actual, f"{symbol} position row")
 
 
-def _check_never_negative(account: AccountRow, fills: Sequence[FillRow], out: _Collector) -> None:
-    """Cash and every holding stay non-negative after each fill, in the order they were made."""
+def _check_never_negative(
+    account: AccountRow,
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    out: _Collector,
+) -> None:
+    """Cash and every holding stay non-negative after each fill and action, in the order they
+    were made."""
     account_id = _id(account.id)
     cash = account.initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
     cash_reported = False
     reported: set[str] = set()
-    for fill in fills:
-        cash += _cash_delta(fill)
-        held[fill.symbol] += _quantity_delta(fill)
+    for symbol, cash_delta, quantity_delta, what in _entries(fills, actions):
+        cash += cash_delta
+        held[symbol] += quantity_delta
         if cash < 0 and not cash_reported:
             cash_reported = True
-            out.add(account_id, NEGATIVE_CASH, Decimal(0), cash, f"cash after fill {fill.id}")
-        if held[fill.symbol] < 0 and fill.symbol not in reported:
-            reported.add(fill.symbol)
+            out.add(account_id, NEGATIVE_CASH, Decimal(0), cash, f"cash after {what}")
+        if held[symbol] < 0 and symbol not in reported:
+            reported.add(symbol)
             out.add(
-                account_id,
-                NEGATIVE_QUANTITY,
-                Decimal(0),
-                held[fill.symbol],
-                f"{fill.symbol} after fill {fill.id}",
+                account_id, NEGATIVE_QUANTITY, Decimal(0), held[symbol], f"{symbol} after {what}"
             )
 
 
@@ -372,13 +418,16 @@ def _check_snapshot(
     account: AccountRow,
     snapshot: NavSnapshotRow,
     fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
     marks: Sequence[NavMarkRow],
     out: _Collector,
 ) -> None:
     account_id = _id(account.id)
     last = snapshot.last_fill_id
     included = [fill for fill in fills if last is not None and _id(fill.id) <= last]
-    cash, held = _replay(included, account.initial_cash)
+    last_action = snapshot.last_action_id
+    applied = [a for a in actions if last_action is not None and _id(a.id) <= last_action]
+    cash, held = _replay(included, applied, account.initial_cash)
     where = f"snapshot {snapshot.id} ({snapshot.kind} at {snapshot.at.isoformat()})"
     if snapshot.cash != cash:
         out.add(
@@ -386,7 +435,7 @@ def _check_snapshot(
             NAV_SNAPSHOT,
             cash,
             snapshot.cash,
-            f"{where}: cash from fills up to {last}",
+            f"{where}: cash from fills up to {last} and corporate actions up to {last_action}",
         )
     by_symbol = {mark.symbol: mark for mark in marks}
     for symbol in sorted(set(held) | set(by_symbol)):
@@ -423,3 +472,73 @@ def _check_snapshot(
             snapshot.nav,
             f"{where}: nav = cash + positions value",
         )
+
+
+def _check_actions(
+    account: AccountRow,
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    out: _Collector,
+) -> None:
+    """Each entry's entitlement (the holding before its ex-date, from the fills and the earlier
+    entries) and its amounts (the dividend; the split's new shares, fraction and cash)."""
+    account_id = _id(account.id)
+    for entry in actions:
+        where = f"corporate action {entry.id} ({entry.kind} of {entry.symbol}, ex {entry.ex_date})"
+        if entry.currency != account.currency:
+            out.add(
+                account_id,
+                ACTION_CURRENCY,
+                None,
+                None,
+                f"{where} is in {entry.currency} on a {account.currency} account",
+            )
+            continue
+        held = sum(
+            (
+                _quantity_delta(fill)
+                for fill in fills
+                if fill.symbol == entry.symbol and fill.filled_at < entry.ex_at
+            ),
+            Decimal(0),
+        ) + sum(
+            (
+                other.quantity_delta
+                for other in actions
+                if other.symbol == entry.symbol and other.ex_at < entry.ex_at
+            ),
+            Decimal(0),
+        )
+        if entry.quantity_before != held:
+            out.add(
+                account_id,
+                ACTION_ENTITLEMENT,
+                held,
+                entry.quantity_before,
+                f"{where}: {entry.symbol} held before the ex-date, from the fills and earlier "
+                "actions",
+            )
+        for expected, actual, what in _action_amounts(entry, account.currency):
+            if expected != actual:
+                out.add(account_id, ACTION_AMOUNT, expected, actual, f"{where}: {what}")
+
+
+def _action_amounts(
+    entry: CorporateActionRow, currency: str
+) -> list[tuple[Decimal | None, Decimal | None, str]]:
+    """(expected, actual, what) of each amount of `entry` the rules of `markets.actions` fix."""
+    held = entry.quantity_before
+    if entry.kind == ActionKind.CASH_DIVIDEND.value:
+        paid = round_money(held * entry.cash_per_share, currency)
+        return [
+            (paid, entry.cash_delta, f"{held} x {entry.cash_per_share} per share"),
+            (Decimal(0), entry.quantity_delta, "a dividend adds no shares"),
+        ]
+    after = split_quantity(held, entry.ratio)
+    cash: Decimal | None = Decimal(0)
+    if entry.fraction:
+        cash = None if entry.price is None else round_money(entry.fraction * entry.price, currency)
+    return [
+        (after, held + entry.quantity_delta + entry.fraction, f"{held} x ratio {entry.ratio}"),
+        (cash, entry.cash_delta, f"cash in lieu of {entry.fraction} at {entry.price}"),
+    ]

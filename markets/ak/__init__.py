@@ -1,8 +1,8 @@
-"""The akshare adapter: China A-share bars, quotes, news and SSE-50 members from Eastmoney.
+"""The akshare adapter: A-share bars, quotes, news, corporate actions and SSE-50 members.
 
 akshare's frames with their Chinese column names stay inside this package; `source.py` calls the
 library (rate-limited, memoised, under a deadline) and `parse.py` turns what it returns into `Bar`,
-`Quote`, `NewsItem` and `Universe`.
+`Quote`, `NewsItem`, `CorporateAction` and `Universe`.
 """
 
 from __future__ import annotations

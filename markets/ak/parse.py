@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from openbell.markets.actions import ActionKind, CorporateAction, in_apply_order
 from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import Bar, Instrument, NewsItem
 from openbell.markets.rules import a_share_code
@@ -33,6 +34,8 @@ LOT: Final = Decimal(100)  # Eastmoney's 成交量 counts 手, lots of 100 share
 _HOUR: Final = timedelta(hours=1)
 _OHLCV: Final = ("开盘", "最高", "最低", "收盘", "成交量")
 _EXCHANGES: Final = {"上海证券交易所": "SH", "深圳证券交易所": "SZ", "北京证券交易所": "BJ"}
+_PER_TEN: Final = Decimal(10)  # Eastmoney's bonus and cash ratios are per 10 shares
+_BONUS_COLUMNS: Final = ("除权除息日", "送转股份-送转总比例", "现金分红-现金分红比例")
 
 
 def vendor_code(symbol: str) -> str:
@@ -170,6 +173,64 @@ def parse_news(frame: pd.DataFrame, symbol: str) -> list[NewsItem]:
             )
         )
     return out
+
+
+def _action(
+    symbol: str,
+    day: date,
+    ex_at: datetime,
+    source: str,
+    *,
+    cash: Decimal = Decimal(0),
+    ratio: Decimal = Decimal(1),
+) -> CorporateAction:
+    kind = ActionKind.CASH_DIVIDEND if cash else ActionKind.SPLIT
+    return CorporateAction(
+        symbol=symbol,
+        kind=kind,
+        ex_date=day,
+        ex_at=ex_at,
+        currency="CNY",
+        source=source,
+        cash=cash,
+        ratio=ratio,
+    )
+
+
+def parse_actions(
+    frame: pd.DataFrame, symbol: str, calendar: TradingCalendar, *, source: str
+) -> list[CorporateAction]:
+    """The cash dividends and bonus issues of `symbol` in a `stock_fhps_detail_em` frame.
+
+    Eastmoney's figures are per 10 shares: `现金分红-现金分红比例` is the pre-tax cash and
+    `送转股份-送转总比例` the bonus shares (送股 and 转增 together; the two separate columns repeat
+    the same shares and are not added). A row with both gives a dividend and a split with the same
+    ex-date. A plan without an ex-date (`除权除息日` empty) is not an action yet.
+    """
+    out: list[CorporateAction] = []
+    if not _has(frame, _BONUS_COLUMNS):
+        return out
+    for _, row in frame.iterrows():
+        value = row["除权除息日"]
+        day = None if pd.isna(value) else _day(value)
+        if day is None:
+            continue
+        cash = decimal(row["现金分红-现金分红比例"])
+        bonus = decimal(row["送转股份-送转总比例"])
+        try:
+            if not calendar.is_session(day):
+                raise ValueError(f"{day} is not an XSHG session")
+            ex_at = calendar.session_open(day)
+            if cash is not None and cash > 0:
+                out.append(_action(symbol, day, ex_at, source, cash=cash / _PER_TEN))
+            if bonus is not None and bonus > 0:
+                out.append(_action(symbol, day, ex_at, source, ratio=1 + bonus / _PER_TEN))
+        except ValueError as exc:
+            logger.warning(
+                "akshare_action_dropped",
+                extra={"symbol": symbol, "day": str(day), "error": str(exc)},
+            )
+    return in_apply_order(out)
 
 
 def parse_members(frame: pd.DataFrame, name: str) -> Universe | None:

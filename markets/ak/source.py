@@ -5,7 +5,8 @@ call waits its turn at one `RateLimiter` (at least `min_interval_s` apart) and i
 in a `Memo` for `memo_ttl_s` seconds, so that the reads of one slot cost one request per symbol.
 Every call runs in a worker thread under a deadline (several akshare functions have no timeout).
 Prices are unadjusted (`adjust=""`: forward-adjusted history is rewritten at every ex-date). Quotes
-come from `stock_bid_ask_em`, one request per symbol (the whole-market spot list takes a minute).
+come from `stock_bid_ask_em`, one request per symbol (the whole-market spot list takes a minute);
+corporate actions from Eastmoney's dividend table (`stock_fhps_detail_em`), one request per symbol.
 akshare raises raw errors: network errors, timeouts and non-JSON bodies (a 429 or a ban page)
 raise `DataUnavailable`; a symbol whose payload has no data (Eastmoney's `data: null`) is left
 out, unless every symbol of the read fails that way (a format change), which raises too. The SSE
@@ -21,7 +22,7 @@ import logging
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Final, TypeVar
 
 import akshare
@@ -29,9 +30,11 @@ import pandas as pd
 import requests
 from pandas.errors import Pandas4Warning
 
+from openbell.markets.actions import CorporateAction, in_apply_order
 from openbell.markets.ak.parse import (
     SHANGHAI,
     is_index,
+    parse_actions,
     parse_daily,
     parse_hourly,
     parse_last_price,
@@ -244,6 +247,29 @@ class AkshareSource:
         found = await self._each(wanted, read, "news")
         items = (item for batch in found.values() for item in batch)
         return newest_news(items, start_at, end_at, limit)
+
+    async def actions(
+        self, symbols: Sequence[str], first: date, last: date
+    ) -> Sequence[CorporateAction]:
+        """Cash dividends and bonus issues of `symbols` going ex on a Shanghai date in `[first,
+        last]`, from Eastmoney's dividend table (`stock_fhps_detail_em`), one request per code (it
+        answers the code's whole history). Cash is pre-tax. Indexes have none.
+        """
+        stocks = [symbol for symbol in check_symbols(symbols) if not is_index(symbol)]
+        if not stocks or last < first:
+            return []
+
+        async def read(symbol: str) -> list[CorporateAction]:
+            frame = await self._call("stock_fhps_detail_em", symbol=vendor_code(symbol))
+            return parse_actions(frame, symbol, self._calendar, source=self.name)
+
+        found = await self._each(stocks, read, "corporate actions")
+        return in_apply_order(
+            action
+            for actions in found.values()
+            for action in actions
+            if first <= action.ex_date <= last
+        )
 
     async def index_members(self, index: str = SSE50, *, name: str = "sse50") -> Universe:
         """The current members of a CSIndex index (default SSE 50), dated by CSIndex.

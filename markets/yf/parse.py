@@ -19,11 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
 import pandas as pd
 
+from openbell.markets.actions import ActionKind, CorporateAction, in_apply_order
 from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import CURRENCY_PLACES, Bar, NewsItem, Quote
 from openbell.markets.fundamentals import Fundamentals
@@ -176,6 +178,73 @@ def parse_last_prices(
                 out[symbol] = Quote(symbol=symbol, price=price, at=stamp)
                 break
     return out
+
+
+#: The action columns of a `download(actions=True)` frame.
+_ACTION_COLUMNS: Final = (
+    ("Dividends", ActionKind.CASH_DIVIDEND),
+    ("Stock Splits", ActionKind.SPLIT),
+)
+
+
+def split_ratio(factor: Decimal) -> Decimal:
+    """yfinance's split factor (numerator / denominator, as a float) as the nearest fraction
+    with a denominator up to 1000, so that a 1-for-3 reverse split is 1/3 to Decimal precision."""
+    fraction = Fraction(factor).limit_denominator(1000)
+    return Decimal(fraction.numerator) / Decimal(fraction.denominator)
+
+
+def parse_actions(
+    frame: pd.DataFrame | None,
+    symbols: Mapping[str, str],
+    calendar: TradingCalendar,
+    *,
+    source: str,
+) -> list[CorporateAction]:
+    """The splits and cash dividends in a daily `download(actions=True)` frame, in apply order.
+
+    A row's date is the ex-date (Yahoo stamps events at its session); a zero means no action. A
+    date that is not an XNYS session or a value an action refuses is logged and dropped.
+    """
+    out: list[CorporateAction] = []
+    if frame is None or frame.empty or not isinstance(frame.columns, pd.MultiIndex):
+        return out
+    for symbol, ticker in symbols.items():
+        for name, kind in _ACTION_COLUMNS:
+            column = _column(frame, name, ticker)
+            if column is None:
+                continue
+            for stamp, value in zip(frame.index, column, strict=True):
+                number = decimal(value)
+                if number is None or number == 0:
+                    continue
+                day = pd.Timestamp(stamp).date()
+                try:
+                    if not calendar.is_session(day):
+                        raise ValueError(f"{day} is not an XNYS session")
+                    out.append(
+                        CorporateAction(
+                            symbol=symbol,
+                            kind=kind,
+                            ex_date=day,
+                            ex_at=calendar.session_open(day),
+                            currency="USD",
+                            source=source,
+                            ratio=split_ratio(number) if kind is ActionKind.SPLIT else Decimal(1),
+                            cash=number if kind is ActionKind.CASH_DIVIDEND else Decimal(0),
+                        )
+                    )
+                except ValueError as exc:
+                    logger.warning(
+                        "yfinance_action_dropped",
+                        extra={
+                            "ticker": ticker,
+                            "column": name,
+                            "day": str(day),
+                            "error": str(exc),
+                        },
+                    )
+    return in_apply_order(out)
 
 
 def _published_at(raw: Mapping[str, Any], content: Mapping[str, Any]) -> datetime | None:

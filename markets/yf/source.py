@@ -1,11 +1,13 @@
-"""`YahooSource`: the live US-equities `MarketDataSource` over yfinance, plus fundamentals.
+"""`YahooSource`: the live US-equities `MarketDataSource` over yfinance, plus fundamentals and
+corporate actions.
 
 This module owns how openbell calls yfinance: one `yf.download` for the whole universe per
 (interval, window) instead of one per symbol, kept for a few seconds so that every read of one slot
 shares it; raw (unadjusted, `auto_adjust=False`) prices, since adjusted history is rewritten after
 every dividend and is not point-in-time; quotes from the last 1-minute bar before `at`; news from a
 fresh `Ticker` per read (a reused `Ticker` never refreshes its news); fundamentals from
-`Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`. `yf.download`
+`Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`; splits and
+cash dividends from the `Dividends` and `Stock Splits` columns of a daily download. `yf.download`
 never raises: it logs each failed ticker and returns NaN columns or an empty frame, so the log
 lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out).
 An empty frame for a window that holds a session is `DataUnavailable`. Every call runs in a worker
@@ -28,6 +30,7 @@ import pandas as pd
 import yfinance as yf
 from pandas.errors import Pandas4Warning
 
+from openbell.markets.actions import CorporateAction
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.calls import (
     Memo,
@@ -45,6 +48,7 @@ from openbell.markets.fundamentals import Fundamentals
 from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.yf.parse import (
     DownloadFailures,
+    parse_actions,
     parse_download,
     parse_info,
     parse_last_prices,
@@ -142,9 +146,16 @@ class YahooSource:
             return await call_blocking(function, timeout_s=self._timeout_s, what=what)
 
     async def _download(
-        self, tickers: Mapping[str, str], interval: str, first: date, last: date
+        self,
+        tickers: Mapping[str, str],
+        interval: str,
+        first: date,
+        last: date,
+        *,
+        actions: bool = False,
     ) -> tuple[pd.DataFrame | None, DownloadFailures]:
-        """One `yf.download` of every ticker over local dates `[first, last]`."""
+        """One `yf.download` of every ticker over local dates `[first, last]` (with `actions`:
+        its `Dividends` and `Stock Splits` columns too)."""
         wanted = sorted(set(tickers.values()))
 
         def fetch() -> tuple[pd.DataFrame | None, DownloadFailures]:
@@ -155,7 +166,7 @@ class YahooSource:
                     end=(last + timedelta(days=1)).isoformat(),
                     interval=interval,
                     auto_adjust=False,
-                    actions=False,
+                    actions=actions,
                     prepost=False,
                     progress=False,
                     threads=self._threads,
@@ -231,6 +242,24 @@ class YahooSource:
         session_open = self._has_session(at - timedelta(days=_QUOTE_DAYS), at)
         self._check(frame, failures, asked, session_open)
         return parse_last_prices(frame, asked, at)
+
+    async def actions(
+        self, symbols: Sequence[str], first: date, last: date
+    ) -> Sequence[CorporateAction]:
+        """Splits and cash dividends of `symbols` going ex on a New York date in `[first, last]`.
+
+        One `yf.download(actions=True)` of raw daily bars over those dates (the
+        `CorporateActionSource` contract). Yahoo reports every dividend in today's shares: one paid
+        before a later split comes back divided by its ratio, so an action is right when fetched
+        by its ex-date, which is when the daemon fetches it.
+        """
+        asked = {symbol: yahoo_ticker(symbol) for symbol in check_symbols(symbols)}
+        if not asked or last < first:
+            return []
+        frame, failures = await self._download(asked, "1d", first, last, actions=True)
+        self._check(frame, failures, asked, bool(self._calendar.sessions_between(first, last)))
+        found = parse_actions(frame, asked, self._calendar, source=self.name)
+        return [action for action in found if first <= action.ex_date <= last]
 
     async def news(
         self,

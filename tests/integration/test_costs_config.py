@@ -47,6 +47,8 @@ universe = "sse50"
 cadence = "daily"
 source = "akshare"
 initial_cash = "100000"
+# January 2025 is before the dates sse50.toml vouches for (2025-09-30 on).
+allow_outside_coverage = true
 {costs}
 [[agents]]
 name = "random"

@@ -12,7 +12,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 import requests
 from offline import refuse_network, sync
 
+from openbell.markets.actions import ActionKind
 from openbell.markets.ak import AkshareSource
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.sources import SymbolUnavailable
@@ -63,7 +64,8 @@ class Eastmoney:
 
     def get(self, url: str, params: dict[str, Any] | None = None, **kwargs: Any) -> Recorded:
         params = params or {}
-        key = (url.split("/")[-1] or url, str(params.get("secid", params.get("param", ""))))
+        query = params.get("secid", params.get("param", params.get("filter", "")))
+        key = (url.split("/")[-1] or url, str(query))
         self.calls.append(key)
         for (path, query), answer in self.routes.items():
             if path in url and query in key[1]:
@@ -241,6 +243,46 @@ async def test_members_of_an_unknown_index(eastmoney: Eastmoney) -> None:
     eastmoney.routes[("999999cons.xls", "")] = lambda: Recorded(status_code=404, content=b"")
     with pytest.raises(SymbolUnavailable):
         await make_source(JULY_10).index_members("999999")
+
+
+MOUTAI_BONUS = ("data/v1/get", '"600519"')  # RPT_SHAREBONUS_DET, filtered by code
+
+
+@sync
+async def test_dividends_and_bonus_shares_per_share_from_per_ten(eastmoney: Eastmoney) -> None:
+    eastmoney.routes[MOUTAI_BONUS] = lambda: recorded("sharebonus_600519.json")
+    source = make_source(JULY_10)
+    found = await source.actions(["600519.SH"], date(2015, 1, 1), date(2025, 12, 31))
+    assert [(a.ex_date, a.kind, a.cash, a.ratio) for a in found] == [
+        # 2014 final: 10 送 1 股 派 43.74 元 -> 4.374 per share, then 1.1 shares per share
+        (date(2015, 7, 17), ActionKind.CASH_DIVIDEND, Decimal("4.374"), Decimal(1)),
+        (date(2015, 7, 17), ActionKind.SPLIT, Decimal(0), Decimal("1.1")),
+        (date(2024, 12, 20), ActionKind.CASH_DIVIDEND, Decimal("23.882"), Decimal(1)),
+        (date(2025, 6, 26), ActionKind.CASH_DIVIDEND, Decimal("27.673"), Decimal(1)),
+    ]  # the 2025 interim plan has no ex-date yet: not an action
+    assert found[-1].ex_at == datetime(2025, 6, 26, 1, 30, tzinfo=UTC)
+    assert {(a.currency, a.source) for a in found} == {("CNY", "akshare")}
+    assert [
+        a.ex_date for a in await source.actions(["600519.SH"], date(2025, 1, 1), date(2025, 6, 30))
+    ] == [date(2025, 6, 26)]
+
+
+@sync
+async def test_actions_of_a_code_without_data_are_none_unless_all_fail(
+    eastmoney: Eastmoney,
+) -> None:
+    eastmoney.routes[MOUTAI_BONUS] = lambda: recorded("sharebonus_600519.json")
+    eastmoney.routes[("data/v1/get", '"000002"')] = lambda: recorded("sharebonus_not_found.json")
+    source = make_source(JULY_10)
+    found = await source.actions(
+        ["600519.SH", "000002.SZ", "000016.SH"], date(2025, 1, 1), date(2025, 12, 31)
+    )
+    assert {a.symbol for a in found} == {"600519.SH"}
+    with pytest.raises(DataUnavailable):
+        await source.actions(["000002.SZ"], date(2025, 1, 1), date(2025, 12, 31))
+    eastmoney.routes[MOUTAI_BONUS] = lambda: Recorded(status_code=429, text="Too Many Requests")
+    with pytest.raises(DataUnavailable):
+        await make_source(JULY_10).actions(["600519.SH"], date(2025, 1, 1), date(2025, 12, 31))
 
 
 def test_the_network_guard_refuses_a_real_connection() -> None:

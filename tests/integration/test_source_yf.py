@@ -6,30 +6,24 @@ replaced, and any real connection attempt fails the test.
 
 from __future__ import annotations
 
-import json
-import re
 import socket
 import threading
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import yfinance as yf
 from offline import refuse_network, sync
-from requests.adapters import BaseAdapter
-from requests.models import PreparedRequest, Response
+from requests.models import PreparedRequest
+from yahoo_fake import Route, charts, payload, source
 
+from openbell.markets.actions import ActionKind
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
-from openbell.markets.yf import YahooSource
-
-PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
-Route = Callable[[PreparedRequest], tuple[int, Any]]
+from openbell.markets.yf.parse import split_ratio
 
 
 @pytest.fixture(autouse=True)
@@ -41,61 +35,6 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 def _isolated_yfinance(tmp_path: Path) -> None:
     yf.set_tz_cache_location(str(tmp_path / "yf-cache"))
     yf.data.YfData.cache_get.cache_clear()
-
-
-def payload(name: str) -> Any:
-    return json.loads((PAYLOADS / name).read_text(encoding="utf-8"))
-
-
-class FakeYahoo(BaseAdapter):
-    """A `requests` transport answering from routes (regex on the URL -> status and body)."""
-
-    def __init__(self, routes: list[tuple[str, Route]]) -> None:
-        super().__init__()
-        self.routes = [
-            (r"fc\.yahoo\.com", lambda r: (200, "")),
-            (r"getcrumb", lambda r: (200, "fakecrumb")),
-            *routes,
-        ]
-        self.urls: list[str] = []
-
-    def send(self, request: PreparedRequest, *args: Any, **kwargs: Any) -> Response:
-        url = request.url or ""
-        self.urls.append(url)
-        status, body = 404, "Not Found"
-        for pattern, route in self.routes:
-            if re.search(pattern, url):
-                status, body = route(request)
-                break
-        response = Response()
-        response.status_code = status
-        response.url = url
-        response.request = request
-        response._content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        response.headers["Content-Type"] = "application/json"
-        return response
-
-    def close(self) -> None:
-        pass
-
-
-def charts(by_ticker: dict[str, tuple[int, Any]]) -> tuple[str, Route]:
-    def route(request: PreparedRequest) -> tuple[int, Any]:
-        ticker = re.search(r"/chart/([^?]+)", request.url or "")
-        assert ticker is not None
-        return by_ticker.get(ticker.group(1), (200, payload("chart_not_found.json")))
-
-    return r"/v8/finance/chart/", route
-
-
-def source(
-    routes: list[tuple[str, Route]], now: datetime, **options: Any
-) -> tuple[YahooSource, FakeYahoo]:
-    adapter = FakeYahoo(routes)
-    session = requests.Session()
-    session.mount("https://", adapter)
-    found = YahooSource(now=lambda: now, session=session, threads=False, **options)
-    return found, adapter
 
 
 # 2025-07-09 15:00 New York: the 2025-07-09 daily bar is still in progress.
@@ -267,6 +206,73 @@ async def test_live_fundamentals_turn_the_info_snapshot_into_a_report() -> None:
     assert report.values["market_cap"] == Decimal(3136659996672)
     with pytest.raises(DataUnavailable, match="live"):  # a window in the past: Yahoo cannot say
         await live.reports("AAPL", start, MID_SESSION - timedelta(days=30), 4)
+
+
+# AAPL's 4-for-1 split went ex on 2020-08-31; Yahoo stamps events at the session open.
+SPLIT_2020 = {"AAPL": (200, payload("chart_AAPL_1d_split_2020.json"))}
+DIVIDEND_2025 = {"AAPL": (200, payload("chart_AAPL_1d_dividend_2025.json"))}
+
+
+@sync
+async def test_a_4_for_1_split_is_read_at_its_ex_dates_session_open() -> None:
+    after = datetime(2020, 9, 1, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(SPLIT_2020)], after, universe=("AAPL", "MSFT"))
+    [split] = await yahoo.actions(["AAPL"], date(2020, 8, 27), date(2020, 9, 1))
+    assert (split.symbol, split.kind, split.ratio, split.cash) == (
+        "AAPL",
+        ActionKind.SPLIT,
+        Decimal(4),
+        Decimal(0),
+    )
+    assert (split.ex_date, split.ex_at) == (
+        date(2020, 8, 31),
+        datetime(2020, 8, 31, 13, 30, tzinfo=UTC),
+    )
+    assert (split.currency, split.source) == ("USD", "yfinance")
+    # Outside the dates asked for, the same answer holds no action.
+    assert await yahoo.actions(["AAPL"], date(2020, 9, 1), date(2020, 9, 1)) == []
+
+
+@sync
+async def test_a_cash_dividend_is_read_per_share_in_dollars() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(DIVIDEND_2025)], after)
+    [dividend] = await yahoo.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+    assert (dividend.kind, dividend.cash, dividend.ratio, dividend.ex_date) == (
+        ActionKind.CASH_DIVIDEND,
+        Decimal("0.26"),
+        Decimal(1),
+        date(2025, 8, 11),
+    )
+    assert dividend.ex_at == datetime(2025, 8, 11, 13, 30, tzinfo=UTC)
+
+
+@sync
+async def test_actions_of_a_symbol_yahoo_does_not_know_are_none() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    yahoo, _ = source([charts(DIVIDEND_2025)], after)
+    found = await yahoo.actions(["AAPL", "GONE"], date(2025, 8, 7), date(2025, 8, 12))
+    assert [action.symbol for action in found] == ["AAPL"]
+
+
+@sync
+async def test_actions_rate_limited_or_empty_are_unavailable() -> None:
+    after = datetime(2025, 8, 12, 21, 0, tzinfo=UTC)
+    limited, _ = source([(r"/v8/finance/chart/", lambda r: (429, "Too Many Requests"))], after)
+    with pytest.raises(RateLimited):
+        await limited.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+    yf.data.YfData.cache_get.cache_clear()
+    empty, _ = source([charts({"AAPL": (200, {"chart": {"result": None, "error": None}})})], after)
+    with pytest.raises(DataUnavailable):
+        await empty.actions(["AAPL"], date(2025, 8, 7), date(2025, 8, 12))
+
+
+@pytest.mark.parametrize(
+    ("factor", "ratio"),
+    [("4.0", Decimal(4)), ("1.5", Decimal("1.5")), ("0.3333333333333333", Decimal(1) / 3)],
+)
+def test_yahoo_split_factors_become_exact_ratios(factor: str, ratio: Decimal) -> None:
+    assert split_ratio(Decimal(factor)) == ratio
 
 
 def test_the_network_guard_refuses_a_real_connection() -> None:

@@ -164,6 +164,20 @@ MALFORMED = [
     ),
     ("no market", "", "markets", "at least one"),
     (
+        "corporate actions for crypto",
+        BASE
+        + '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\nsource = "ccxt:binance"\n'
+        + 'initial_cash = "10000"\ncorporate_actions = "crypto.csv"\n',
+        "markets.crypto.corporate_actions",
+        "crypto has no corporate actions",
+    ),
+    (
+        "empty corporate actions path",
+        BASE.replace('initial_cash = "10000"', 'initial_cash = "10000"\ncorporate_actions = ""'),
+        "markets.us.corporate_actions",
+        "at least 1 character",
+    ),
+    (
         "key literal instead of env name",
         BASE + LLM_AGENT.replace('"DEEPSEEK_API_KEY"', f'"{KEY_LITERAL}"'),
         "agents[1].api_key_env",
@@ -303,6 +317,15 @@ def test_values_are_typed(tmp_path: Path) -> None:
     assert [agent.name for agent in config.agents_in("cn")] == ["cash"]
     assert config.http.host == "127.0.0.1"
     assert config.http.port == 8787
+
+
+def test_a_market_may_name_a_corporate_actions_file(tmp_path: Path) -> None:
+    text = BASE.replace(
+        'initial_cash = "10000"', 'initial_cash = "10000"\ncorporate_actions = "us.csv"'
+    )
+    config = load_config(write(tmp_path, text))
+    markets = config.markets.configured()
+    assert (markets["us"].corporate_actions, markets["cn"].corporate_actions) == ("us.csv", None)
 
 
 def test_integer_cash_is_allowed(tmp_path: Path) -> None:

@@ -21,12 +21,13 @@ def test_offline_replaces_every_live_source(tmp_path: Path, market: str) -> None
     configured = load_config(path).markets.configured()[market]
     clock = SimulatedClock(utc(2026, 12, 1, 15))
 
-    source, fill_price, _ = make_source(
+    source, fill_price, _, actions = make_source(
         market, configured, clock, ("X",), environ={OFFLINE_ENV: "1"}
     )
 
     assert isinstance(source, UnavailableSource)
     assert fill_price is None
+    assert actions is None  # no vendor is asked for corporate actions either
     with pytest.raises(DataUnavailable, match=OFFLINE_ENV):
         asyncio.run(source.bars(["X"], "1d", utc(2026, 11, 1), utc(2026, 12, 1)))
 
@@ -36,8 +37,9 @@ def test_without_offline_the_configured_adapter_is_built(tmp_path: Path) -> None
     path.write_text(default_config_text(), encoding="utf-8")
     configured = load_config(path).markets.configured()["cn"]
 
-    source, _, _ = make_source(
+    source, _, _, actions = make_source(
         "cn", configured, SimulatedClock(utc(2026, 12, 1, 2)), ("600519.SH",), environ={}
     )
+    assert actions is source
 
     assert type(source).__name__ == "AkshareSource"

@@ -1,7 +1,7 @@
 """masking keys and aliases
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-12-05
 
 Each masked account's key, stored so that its aliases and day labels never move (a restarted
@@ -21,7 +21,7 @@ from alembic import op
 from openbell.store.types import ExactDecimal
 
 revision: str = "0006"
-down_revision: str | Sequence[str] | None = "0004"
+down_revision: str | Sequence[str] | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -27,6 +27,7 @@ from openbell.markets.barfile import bundled_names
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
+from openbell.ops.secrets import redactor_for
 from openbell.ops.wiring import agent_for, universe_for
 from openbell.store.migrate import upgrade
 
@@ -71,6 +72,7 @@ def replay_from_config(
         markets=markets,
         resume=resume,
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
+        redactor=redactor_for(config, os.environ),
     )
     upgrade(config.store.url)
     with _progress_bar(show_progress) as progress:

@@ -5,8 +5,11 @@ data comes only through the point-in-time `GatewayView` and the slot's `MarketSn
 stamped after `now`), only the universe's symbols and the market's benchmark are served, orders
 are placed at `now` (target weights sized against the NAV at the slot's quotes) and go through
 `CycleOrders`, which numbers them and replays an interrupted cycle identically, and every failure
-is a structured `ToolError` or a rejected `OrderOut`, never an exception. The research tools
-(news, fundamentals, arithmetic) are served from `research.py`'s handlers.
+is a structured `ToolError` or a rejected `OrderOut`, never an exception. `serve` is a call as
+a model gets it (the LLM loop, MCP): a result with rows (bars, news, reports) is kept within
+`MAX_RESULT_CHARS` of JSON, the newest rows kept and the others counted in its `omitted`; `call`
+and the typed methods, for Python agents, return every row asked for. The research tools (news,
+fundamentals, arithmetic) are served from `research.py`'s handlers.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from openbell.agents.cycle_orders import CycleOrders
 from openbell.agents.research import ResearchTools
 from openbell.agents.tools import (
     DESCRIPTIONS,
+    MAX_RESULT_CHARS,
     BarsOut,
     CalculateArgs,
     CalculationOut,
@@ -43,6 +47,7 @@ from openbell.agents.tools import (
     PortfolioOut,
     QuoteOut,
     QuotesOut,
+    RowsResult,
     ToolError,
     ToolOutcome,
     ToolResult,
@@ -183,6 +188,12 @@ class Toolbox:
                 f"Call {name} with arguments matching its schema.",
             )
         return await spec.handler(args)
+
+    async def serve(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
+        """`call`, as a model gets it (the LLM loop, MCP): a result with rows is kept within
+        `MAX_RESULT_CHARS` of JSON, newest rows first (`RowsResult.within`)."""
+        found = await self.call(name, arguments)
+        return found.within(MAX_RESULT_CHARS) if isinstance(found, RowsResult) else found
 
     # -- typed convenience methods for Python agents --------------------------------------------
 

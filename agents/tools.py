@@ -6,7 +6,10 @@ the pydantic argument models (unknown keys refused), the structured results (eac
 the decision time it was computed for), `ToolError` with a machine-readable code and a hint the
 agent can act on, `ToolSpec` binding a name to its model and async handler, and `openai_tools`,
 which turns specs into OpenAI function-tool JSON schemas, compacted for the prompt (validation
-always uses the full models). The handlers live in `toolbox.py`.
+always uses the full models). A result with rows (bars, news, reports) sent to a model is kept
+within `MAX_RESULT_CHARS` of JSON (`RowsResult.within`, applied by `Toolbox.serve`): the newest
+rows are kept and its `omitted` counts the oldest left out, so it stays whole, valid JSON. The
+handlers live in `toolbox.py`.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Generic, Literal, Self, TypeVar
 
+import pydantic_core
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -46,6 +50,11 @@ MAX_QUOTE_SYMBOLS = 200
 MAX_ORDER_SHARES = Decimal("1e15")
 MAX_NEWS_LOOKBACK_HOURS = 24 * 30
 MAX_REPORTS = 4
+#: The most characters of JSON a result with rows may take when sent to a model; past it the oldest
+#: rows are left out (and counted). Room for 200 daily bars of up to 300 characters each (a 200-day
+#: average's worth), and well under the LLM loop's 100,000-character message limit even after
+#: masking's aliases, which are a few characters longer than some tickers.
+MAX_RESULT_CHARS: Final = 64_000
 _WEIGHT_PLACES = Decimal("0.0001")
 
 
@@ -135,12 +144,56 @@ class ToolResult(BaseModel):
     as_of: datetime
 
 
-class BarsOut(ToolResult):
+class RowsResult(ToolResult):
+    """A result with rows: `omitted` counts the oldest rows found but left out to keep its JSON
+    within a size budget (`within`). Subclasses name their rows field and its order."""
+
+    rows_field: ClassVar[str]
+    newest_first: ClassVar[bool]
+
+    omitted: int = 0
+
+    def within(self, budget_chars: int) -> Self:
+        """This result with as many of its newest rows as fit in `budget_chars` of JSON (none when
+        not even the newest fits), in the same order; `omitted` counts the others."""
+        if len(self.model_dump_json()) <= budget_chars:
+            return self
+        rows: Sequence[Any] = getattr(self, self.rows_field)
+        newest = list(rows) if self.newest_first else list(reversed(rows))
+        room = budget_chars - len(self._keeping(newest, 0, len(rows)).model_dump_json())
+        kept = 0
+        for row in newest:
+            room -= len(pydantic_core.to_json(row).decode()) + 1  # the row and its comma
+            if room < 0:
+                break
+            kept += 1
+        while True:  # the estimate is exact for plain rows; the result is checked all the same
+            result = self._keeping(newest, kept, len(rows))
+            if kept == 0 or len(result.model_dump_json()) <= budget_chars:
+                return result
+            kept -= 1
+
+    def _keeping(self, newest: list[Any], kept: int, found: int) -> Self:
+        """A copy with the first `kept` of `newest`, in this result's order."""
+        chosen = newest[:kept] if self.newest_first else newest[:kept][::-1]
+        rows = getattr(self, self.rows_field)
+        return self.model_copy(
+            update={
+                self.rows_field: type(rows)(chosen),
+                "omitted": self.omitted + found - kept,
+            }
+        )
+
+
+class BarsOut(RowsResult):
     """The latest bars of `symbol` that had ended by `as_of`, oldest first.
 
     The bars are the domain's frozen `Bar` values themselves (validated when they were loaded), so a
     200-bar lookback builds no per-bar objects; they serialise to JSON field by field.
     """
+
+    rows_field = "bars"
+    newest_first = False
 
     symbol: str
     interval: str
@@ -182,8 +235,11 @@ class NewsItemOut(BaseModel):
     url: str = ""
 
 
-class NewsOut(ToolResult):
+class NewsOut(RowsResult):
     """News published at or before `as_of` within the lookback, newest first."""
+
+    rows_field = "items"
+    newest_first = True
 
     items: list[NewsItemOut]
 
@@ -199,8 +255,11 @@ class ReportOut(BaseModel):
     values: dict[str, Decimal]
 
 
-class FundamentalsOut(ToolResult):
+class FundamentalsOut(RowsResult):
     """The reports of `symbol` published at or before `as_of`, newest first."""
+
+    rows_field = "reports"
+    newest_first = True
 
     symbol: str
     reports: list[ReportOut]

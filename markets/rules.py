@@ -1,9 +1,11 @@
 """Market rules as data: one frozen `MarketRules` value per market (US, CN, crypto).
 
 This module owns the numbers that make a market what it is (calendar, currency, lots and steps,
-settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe) and
-the small pure functions that read them: the effective step, lot, minimum notional and tick of an
-instrument, the A-share board of a symbol, its daily price-limit percentage and limit prices.
+settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe),
+`with_costs`, which puts configured fees, slippage and minimum order value in place of those
+defaults, and the small pure functions that read them: the effective step, lot, minimum notional
+and tick of an instrument, the A-share board of a symbol, its daily price-limit percentage and
+limit prices.
 Execution (`execution.py`) applies these values; it holds no market numbers of its own.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
 from openbell.markets.domain import (
@@ -239,6 +241,38 @@ def rules_for(market: str) -> MarketRules:
     """The default rules of `market` ("us", "cn" or "crypto")."""
     check_market(market)
     return _BY_MARKET[market]
+
+
+def with_costs(
+    rules: MarketRules,
+    *,
+    commission_bps: Decimal | None = None,
+    commission_min: Decimal | None = None,
+    stamp_duty_sell_bps: Decimal | None = None,
+    transfer_fee_bps: Decimal | None = None,
+    slippage_bps: Decimal | None = None,
+    min_notional: Decimal | None = None,
+) -> MarketRules:
+    """`rules` with the given costs in place of its own; a cost left None keeps the rule's value.
+
+    The result is validated like any `MarketRules` (a negative or non-finite cost raises).
+    """
+
+    def pick(given: Decimal | None, kept: Decimal) -> Decimal:
+        return kept if given is None else given
+
+    fees = rules.fees
+    return replace(
+        rules,
+        fees=FeeSchedule(
+            commission_bps=pick(commission_bps, fees.commission_bps),
+            commission_min=pick(commission_min, fees.commission_min),
+            stamp_duty_sell_bps=pick(stamp_duty_sell_bps, fees.stamp_duty_sell_bps),
+            transfer_fee_bps=pick(transfer_fee_bps, fees.transfer_fee_bps),
+        ),
+        slippage_bps=pick(slippage_bps, rules.slippage_bps),
+        min_notional=pick(min_notional, rules.min_notional),
+    )
 
 
 def quantity_step_for(instrument: Instrument, rules: MarketRules) -> Decimal:

@@ -6,12 +6,15 @@ session, restarting after a lunch break (US 09:30..15:30, A-shares 09:30, 10:30,
 crypto every hour); explicit slot times are market-local "HH:MM". A candidate instant that is not
 a trading instant of the market's calendar (a holiday, the lunch break, a weekend for stocks)
 does not ring. Replay: the slots are the starts of the dataset's bars that fall inside a session.
-It also counts slots per session, for annualising hourly series.
+It also counts slots per session, for annualising a series: the schedule's count in a regular
+session, and the count a market actually rang (`observed_slots_per_session`).
 """
 
 from __future__ import annotations
 
 import re
+import statistics
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
@@ -127,6 +130,24 @@ def slots_per_session(market: str, cadence: str, *, slot_times: Sequence[str] | 
     calendar = _calendar(market)
     session = calendar.session(_REFERENCE_SESSION[market])
     return len(_session_slots(session, ZoneInfo(calendar.timezone), cadence, times))
+
+
+def observed_slots_per_session(market: str, slot_times: Sequence[datetime]) -> int | None:
+    """How many slots a session of `market` rang, from the instants it rang (`slot_times`).
+
+    The instants are grouped by session (the market-local date: every session of these markets
+    lies inside one) and the median of the per-session counts is taken, the upper middle on an
+    even count of sessions. The median keeps a half day (US 10:00..12:00, three hourly slots)
+    from pulling the figure down, and the upper middle keeps a window's first or last session, cut
+    short by the window, from doing so when there are only two sessions. None without instants.
+    """
+    if not slot_times:
+        return None
+    for at in slot_times:
+        check_utc("slot_times", at)
+    zone = ZoneInfo(_calendar(market).timezone)
+    per_session = Counter(at.astimezone(zone).date() for at in set(slot_times))
+    return statistics.median_high(per_session.values())
 
 
 def replay_slots(

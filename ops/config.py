@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -105,6 +106,54 @@ class HttpConfig(_Section):
         return int(self.listen.rpartition(":")[2])
 
 
+#: A cost in basis points must stay below 100 % (10000 bps): slippage at 100 % prices a sell at 0.
+_MAX_BPS = Decimal(10000)
+
+
+class CostsConfig(_Section):
+    """`[markets.<name>.costs]`: the market's trading costs (DESIGN §4); each key is optional.
+
+    A key left out keeps the market's default rule (`openbell.markets.rules`). Basis points are of
+    a fill's notional, amounts in the market's currency, all as quoted decimals (an integer is
+    accepted; a float is refused, it is not exact). `commission_bps` is charged on both sides, at
+    least `commission_min` per fill (for crypto it is the taker fee); `stamp_duty_sell_bps` on
+    sells only; `transfer_fee_bps` on both sides; `slippage_bps` moves the fill price against the
+    trader; `min_notional` is the smallest order value (an instrument's own minimum, such as a
+    ccxt market's, still wins).
+    """
+
+    commission_bps: Decimal | None = None
+    commission_min: Decimal | None = None
+    stamp_duty_sell_bps: Decimal | None = None
+    transfer_fee_bps: Decimal | None = None
+    slippage_bps: Decimal | None = None
+    min_notional: Decimal | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _exact(cls, value: object, info: ValidationInfo) -> Decimal | None:
+        name = info.field_name or "cost"
+        if value is None:
+            return None
+        if isinstance(value, float):
+            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
+                f'a float is not exact; write it as a quoted string: {name} = "{value!r}"'
+            )
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError(f'should be a number in a quoted string, for example {name} = "5"')  # noqa: TRY004
+        try:
+            amount = Decimal(value)
+        except InvalidOperation:
+            raise ValueError(f'{value!r} is not a decimal number, for example "5"') from None
+        if not amount.is_finite():
+            raise ValueError("should be a finite amount")
+        if amount < 0:
+            raise ValueError("should not be negative")
+        if name.endswith("_bps") and amount >= _MAX_BPS:
+            raise ValueError("should be below 10000 bps (100%)")
+        return amount + 0  # "-0" becomes 0
+
+
 class MarketConfig(_Section):
     """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from."""
 
@@ -114,6 +163,7 @@ class MarketConfig(_Section):
     source: str
     initial_cash: Decimal
     benchmark: str | None = Field(default=None, min_length=1)
+    costs: CostsConfig = CostsConfig()
 
     @field_validator("universe", mode="before")
     @classmethod

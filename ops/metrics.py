@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from openbell.markets.domain import check_decimal, check_market, check_utc
+from openbell.markets.slots import slots_per_session as scheduled_slots_per_session
 
 #: A one-dimensional array of simple returns, one per period.
 Returns = npt.NDArray[np.float64]
@@ -33,27 +34,24 @@ Returns = npt.NDArray[np.float64]
 #: Sessions a year: trading days for the stock markets, calendar days for crypto.
 SESSIONS_PER_YEAR: dict[str, float] = {"us": 252.0, "cn": 252.0, "crypto": 365.0}
 
-#: Default hourly slots per session (DESIGN §2): US 09:30..15:30, A-shares 09:30, 10:30, 13:00,
-#: 14:00, crypto every hour of the UTC day.
-HOURLY_SLOTS_PER_SESSION: dict[str, int] = {"us": 7, "cn": 4, "crypto": 24}
-
 CADENCES: frozenset[str] = frozenset({"daily", "hourly"})
 
 
 def periods_per_year(market: str, cadence: str, slots_per_session: int | None = None) -> float:
     """The annualisation factor of a NAV series sampled once per slot.
 
-    Sessions a year (252 for "us" and "cn", 365 for "crypto") times slots per session. The slots
-    default to 1 for "daily" and to the market's default hourly slots for "hourly" (7, 4, 24);
-    pass `slots_per_session` when the market is configured with explicit slots. So us hourly is
-    252 * 7 = 1764 and crypto hourly 365 * 24 = 8760. Raises `ValueError` on an unknown market or
-    cadence, or fewer than one slot.
+    Sessions a year (252 for "us" and "cn", 365 for "crypto") times slots per session. Pass the
+    slots a session of the series actually has (`markets.slots.observed_slots_per_session`: the
+    bundled US hourly bars ring six, 10:00..15:00 New York, so 252 * 6 = 1512). Without it, the
+    market's live schedule for `cadence` counts them in a regular session (`slots_per_session`:
+    daily 1; hourly US 7, 09:30..15:30, A-shares 4, crypto 24). Raises `ValueError` on an unknown
+    market or cadence, or fewer than one slot.
     """
     check_market(market)
     if cadence not in CADENCES:
         raise ValueError(f"unknown cadence {cadence!r}; known: {sorted(CADENCES)}")
     if slots_per_session is None:
-        slots_per_session = 1 if cadence == "daily" else HOURLY_SLOTS_PER_SESSION[market]
+        slots_per_session = scheduled_slots_per_session(market, cadence)
     if slots_per_session < 1:
         raise ValueError(f"slots_per_session must be at least 1, got {slots_per_session}")
     return SESSIONS_PER_YEAR[market] * slots_per_session

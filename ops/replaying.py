@@ -4,9 +4,10 @@ This module owns the translation of the config into a `ReplayPlan`: for each con
 the one asked for) its recorded data (a `replay:PATH` source reads the bar files at PATH; a live
 source, `yfinance`, `akshare` or `ccxt:...`, stands for the dataset bundled with openbell, so a
 replay never touches the network), its universe (a bundled one by name, or the listed symbols), its
-benchmark, and the agents enrolled in it (LLM agents built by `llm_agents`, their keys read from
-the environment). The window is whole UTC dates, `start` through
-`end` inclusive. The ledger is migrated to the schema head first. It also draws the progress bar.
+rules (with the configured costs), its benchmark, and the agents enrolled in it (LLM agents built
+by `llm_agents`, their keys read from the environment). The window is whole UTC dates, `start`
+through `end` inclusive. The ledger is migrated to the schema head first. It also draws the
+progress bar.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
 from openbell.ops.secrets import redactor_for
-from openbell.ops.wiring import agent_for, universe_for
+from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 from openbell.store.migrate import upgrade
 
 log = structlog.stdlib.get_logger(__name__)
@@ -101,6 +102,7 @@ def _replay_market(
         agents=tuple(agent_for(agent, name) for agent in agents),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
+        rules=rules_for_market(name, market),
     )
 
 

@@ -2,9 +2,12 @@
 
 This module owns turning ledger facts into the metrics panel, the trading-behaviour metrics and
 the StockBench composite rank, over one window. Each account's series is its `slot` NAV snapshots
-in `[start, end)`. Annualisation is `periods_per_year(market, cadence)`, where the cadence is the
-caller's or, by default, inferred from the snapshots: a median spacing of 20 hours or more is
-`daily`, else `hourly` (with the market's default slots per session). The benchmark
+in `[start, end)`. The cadence shown is the caller's or, by default, inferred from the snapshots:
+a median spacing of 20 hours or more is `daily`, else `hourly`. Annualisation is sessions a year
+times the slots the market actually rang per session in the window: the median count of the
+accounts' slot snapshots per session (`observed_slots_per_session`; a half day or a session cut
+by the window does not move it), so the bundled US hourly bars (10:00..15:00 New York) give
+252 * 6. A window without snapshots falls back to the cadence's live schedule. The benchmark
 (`ops.benchmark`) is priced at the union of the accounts' timestamps, normalised to their initial
 cash, shown as an unranked row; an account gets excess return and information ratio only when the
 benchmark has a value at every one of its timestamps. Behaviour: trades and the rejection rate
@@ -30,6 +33,7 @@ from sqlalchemy import Engine
 from openbell.markets.domain import check_market
 from openbell.markets.errors import OperatorError
 from openbell.markets.replay import ReplaySource
+from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
 from openbell.ops.benchmark import benchmark_for, benchmark_navs, benchmark_sources
 from openbell.ops.metrics import NavPoint, Panel, compute_panel, periods_per_year
@@ -277,7 +281,8 @@ def leaderboard(
 ) -> Leaderboard:
     """The composite-ranked leaderboard of `market` over `[start, end)`, benchmark included.
 
-    `cadence` overrides the inferred one; `source` the bundled bars the benchmark is priced from.
+    `cadence` overrides the inferred one (the label, and the schedule a window without snapshots
+    is annualised by); `source` the bundled bars the benchmark is priced from.
     Raises `ReportError` for an unknown market or one without accounts in the ledger.
     """
     board, _found, _bench = _build(engine, market, (start, end), cadence, source)
@@ -297,7 +302,7 @@ def _build(
         raise ReportError(f"no accounts in market {market!r} in the ledger")
     stamps = sorted({point.at for account in found for point in account.navs})
     chosen = cadence or infer_cadence(stamps)
-    factor = periods_per_year(market, chosen)
+    factor = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
     spec = benchmark_for(market)
     sources: tuple[ReplaySource, ...] = ()
     if source is not None:

@@ -7,7 +7,7 @@ This module owns the source factory and the translation of the config into a `Li
 tests and demonstrations on a fake clock). A live adapter that cannot be imported becomes a source
 that answers every read with `DataUnavailable`, so the daemon keeps running and records the
 market's cycles as skipped (`data_unavailable`) instead of failing to start. Universes and agents
-come from `wiring`, the very ones a replay uses.
+come from `wiring`, the very ones a replay uses, under the same rules (with the configured costs).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from openbell.markets.sources import MarketDataSource
 from openbell.markets.universes import MARKET_CURRENCY
 from openbell.ops.config import MarketConfig, OpenbellConfig
 from openbell.ops.secrets import redactor_for
-from openbell.ops.wiring import agent_for, universe_for
+from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -164,6 +164,7 @@ def live_plan(
                 agents=tuple(agent_for(agent, name) for agent in enrolled),
                 benchmarks=market.benchmarks,
                 slot_times=market.slot_times,
+                rules=rules_for_market(name, market),
                 fill_price=live_source.fill_price,
                 fundamentals=live_source.fundamentals,
             )

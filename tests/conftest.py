@@ -3,7 +3,9 @@
 Postgres comes from `OPENBELL_TEST_PG` (default `postgresql+psycopg://postgres@127.0.0.1:5432/test`).
 Each test session works under its own schema prefix (`openbell_test_<hex>`); each test gets a
 fresh schema (`<prefix>_<n>`) reached through `options=-csearch_path=...` in the URL, so Alembic's
-`alembic_version` table and every ledger table live inside it. All of the session's schemas are
+`alembic_version` table and every ledger table live inside it. The URL also sets `application_name`
+to the schema's name, so a fault test tells its own connections from those of other runs sharing
+the server (`pg_faults.terminate_connections` kills only its own). All of the session's schemas are
 dropped (CASCADE) at the end. Without a reachable server, Postgres tests skip with a message saying
 how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes them fail instead.
 """
@@ -49,9 +51,8 @@ class PgServer:
             connection.execute(f'CREATE SCHEMA "{schema}"')
         self.schemas.append(schema)
         url = make_url(self.url).set(drivername="postgresql+psycopg")
-        return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
-            hide_password=False
-        )
+        query = {"options": f"-csearch_path={schema}", "application_name": schema}
+        return url.update_query_dict(query).render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,13 @@ need, through `ctx.tools` only (so the point-in-time rule holds). (2) `system_pr
 `first_user_message(ctx)`, each passed through `Masker.mask_text`. (3) `tool_names(ctx)`: None
 offers every toolbox tool, a tuple only those (in that order), `()` none at all (the model then
 answers in its content: the structured-final-action modes). (4) The loop: each tool call's
-arguments go through `Masker.unmask_arguments(tool, args)`, then `ctx.tools.call`; the result's
+arguments go through `Masker.unmask_arguments(tool, args)`, then `ctx.tools.serve`; the result's
 JSON text goes through `Masker.mask_result(tool, text)` before the model sees it. (5) When the
 model answers without a tool call, `await builder.after_answer(ctx, content, call)` decides: a
 string is the next user message (masked, then sent; the loop goes on within its budgets: the way
-to feed back a failed validation or run the next stage of a workflow), None ends the cycle.
+to run the next stage of a workflow), None ends the cycle, and a `ParseFailure` says the answer
+could not be used (it counts in the cycle's `parse_failures`) and carries either the feedback to
+send or None to end the cycle.
 `call(tool, args)` runs a tool exactly as a model's call would be run (unmasked, traced, counted
 against the budgets) and returns a `CalledTool` (the real outcome, and the masked text to show the
 model). The loop calls `finish` itself if the builder never did. Builders and maskers must not read
@@ -69,6 +71,14 @@ class IdentityMasker:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """An answer a decision mode could not use: `feedback`, the next user message, or None when
+    the mode has ended the cycle (its retries spent)."""
+
+    feedback: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class CalledTool:
     """A tool run for a builder: the real `outcome`, and `text`, its masked JSON for the model."""
 
@@ -101,8 +111,9 @@ class PromptBuilder(Protocol):
 
     async def after_answer(
         self, ctx: DecisionContext, content: str, call: ToolCaller
-    ) -> str | None:
-        """What follows an answer without tool calls: the next user message, or None to end."""
+    ) -> str | ParseFailure | None:
+        """What follows an answer without tool calls: the next user message, None to end, or a
+        `ParseFailure` when the answer could not be used."""
         ...
 
 

@@ -7,8 +7,11 @@ a tool call (and the builder has nothing to add), or a budget runs out: turns, t
 monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
 answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past
 the tool-call budget gets a structured error; the others go through the `Masker` and
-`ctx.tools.call`. Nothing a model writes raises out of the loop. If the cycle ends unfinished the
-loop calls `finish` itself with the stop reason.
+`ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
+may be is never cut mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps
+the result). Arguments that do not parse and answers the decision mode could not use
+(`ParseFailure`) count as the cycle's parse failures. Nothing a model writes raises out of the
+loop. If the cycle ends unfinished the loop calls `finish` itself with the stop reason.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat, LlmRefused
-from openbell.agents.llm.hooks import CalledTool, Masker, PromptBuilder
+from openbell.agents.llm.hooks import CalledTool, Masker, ParseFailure, PromptBuilder
 from openbell.agents.llm.parse import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
@@ -32,13 +35,15 @@ INVALID_CODES: Final = frozenset(
     {ErrorCode.UNKNOWN_TOOL, ErrorCode.INVALID_ARGUMENTS, ErrorCode.UNKNOWN_SYMBOL}
 )
 BUDGET_EXHAUSTED: Final = "budget_exhausted"
+RESULT_TOO_LARGE: Final = "result_too_large"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Budgets:
     """Per-cycle limits (DESIGN §3): model turns, tool calls, tokens (in + out) and wall time.
 
-    `max_message_chars` cuts any one message sent back to the model (a huge answer or result).
+    `max_message_chars` bounds any one message sent back to the model: a longer answer is cut, a
+    longer tool result replaced by a `result_too_large` notice (valid JSON, like every result).
     """
 
     max_turns: int = 25
@@ -178,6 +183,9 @@ class CycleRun:
             )
             if not completion.tool_calls:
                 follow = await self._builder.after_answer(self._ctx, completion.content, self._call)
+                if isinstance(follow, ParseFailure):
+                    self._parse_failures += 1
+                    follow = follow.feedback
                 if follow is None:
                     return StopReason.ANSWERED
                 self._send("user", self._masker.mask_text(follow))
@@ -237,7 +245,8 @@ class CycleRun:
         *,
         latency_ms: int | None = None,
     ) -> None:
-        content = cut(text, self._budgets.max_message_chars)
+        limit = self._budgets.max_message_chars
+        content = text if len(text) <= limit else _too_large(call.name, len(text), limit)
         self._messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
         self._recorder.trace(
             "tool",
@@ -251,7 +260,7 @@ class CycleRun:
         """Unmask, run through the toolbox, re-mask; counts the call and an invalid outcome."""
         self.tool_calls += 1
         real = self._masker.unmask_arguments(name, arguments)
-        outcome = await self._ctx.tools.call(name, real)
+        outcome = await self._ctx.tools.serve(name, real)
         if isinstance(outcome, ToolError) and outcome.code in INVALID_CODES:
             self._invalid += 1
         return CalledTool(outcome, self._masker.mask_result(name, outcome.model_dump_json()))
@@ -295,3 +304,13 @@ class CycleRun:
 def _loop_error(code: str, message: str, hint: str) -> str:
     """An error of the loop itself, in the shape of a `ToolError`."""
     return json.dumps({"code": code, "message": message, "hint": hint})
+
+
+def _too_large(tool: str, chars: int, limit: int) -> str:
+    """What the model gets instead of a result of `chars` characters, over `limit`."""
+    return _loop_error(
+        RESULT_TOO_LARGE,
+        f"The result of {cut(tool, 64)} is {chars} characters long, over the limit of {limit} "
+        "for one message, so it was not sent.",
+        "Ask for less: a shorter lookback, fewer symbols or a smaller limit.",
+    )

@@ -1,9 +1,10 @@
 """The structured final action of the non-tool decision modes: its schema, parsing and placing.
 
 This module owns what a model must answer with when it has no tools (fixed-candidate,
-memory-only, and stockbench's last stage): a JSON object `{"orders": [...]}` (a bare list is
-accepted too), each order `{stock_id, side, confidence, reason, shares | target_weight}`,
-validated by the pydantic `FinalAction` (unknown keys refused, exactly one size). `extract_json`
+memory-only, and stockbench's last stage): KTD-Fin's action object `{"orders": [...],
+"overall_reason": "..."}` (the overall reason optional, a bare list of orders accepted too), each
+order `{stock_id, side, confidence, reason, shares | target_weight}`, validated by the pydantic
+`FinalAction` (unknown keys refused, exactly one size). `extract_json`
 finds the JSON in an answer (reasoning in `<think>` blocks dropped, a fenced block preferred, else
 the first object or list that decodes). `parse_final_action` returns a `FinalAction` or a
 `ValidationFeedback`: the message fed back to the model, naming every problem and restating the
@@ -28,13 +29,15 @@ from openbell.agents.tools import Fraction, Symbol, describe_validation_error
 #: How many failed answers are fed back before the cycle ends with no trade.
 MAX_RETRIES: Final = 3
 MAX_ORDERS: Final = 50
+MAX_OVERALL_REASON_CHARS: Final = 2000
 FEEDBACK_PREFIX: Final = "Your answer could not be used"
 
 ACTION_FORMAT: Final = (
     'Answer with one JSON object and nothing else: {"orders": [{"stock_id": "<symbol>", '
     '"side": "buy" | "sell", "shares": <number> OR "target_weight": <0..1 of NAV>, '
-    '"confidence": <0..1>, "reason": "<one sentence>"}]}. Give exactly one of shares and '
-    'target_weight per order. {"orders": []} keeps everything as it is.'
+    '"confidence": <0..1>, "reason": "<one sentence>"}], "overall_reason": "<why, overall>"}. '
+    'Give exactly one of shares and target_weight per order. {"orders": []} keeps everything '
+    "as it is."
 )
 
 _THINK_RE: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -75,11 +78,13 @@ class OrderIntent(BaseModel):
 
 
 class FinalAction(BaseModel):
-    """A validated final action: the orders to place now (none: hold)."""
+    """A validated final action: the orders to place now (none: hold) and, optionally, the
+    reason for the decision as a whole (KTD-Fin's `overall_reason`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     orders: list[OrderIntent] = Field(max_length=MAX_ORDERS)
+    overall_reason: str = Field("", max_length=MAX_OVERALL_REASON_CHARS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import Annotated, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from openbell.agents.llm.hooks import ToolCaller
+from openbell.agents.llm.hooks import ParseFailure, ToolCaller
 from openbell.agents.masking import MaskingLevel
 from openbell.agents.modes.actions import (
     FinalAction,
@@ -182,7 +182,7 @@ class StockBenchPrompt(StructuredPrompt):
 
     async def after_answer(
         self, ctx: DecisionContext, content: str, call: ToolCaller
-    ) -> str | None:
+    ) -> str | ParseFailure | None:
         """Run the next stage from the answer; see the module docstring."""
         if self.stage == 1:
             picks = self._picks(ctx, content)

@@ -3,8 +3,10 @@
 This module owns `StructuredPrompt`, the base of the fixed-candidate and memory-only builders (and
 the machinery stockbench reuses): it offers no tools, reads the model's answer as a
 `FinalAction`, checks that every `stock_id` names a member of the universe (or the benchmark), and
-feeds back what is wrong up to `MAX_RETRIES` times; then the cycle ends with no trade. A valid
-action's orders are placed through the loop's `call` and the cycle is finished with a summary. The
+feeds back what is wrong up to `MAX_RETRIES` times; then the cycle ends with no trade. Each answer
+refused is a `ParseFailure`, counted in the cycle's usage. A valid action's orders are placed
+through the loop's `call` and the cycle is finished with a summary (with the action's
+`overall_reason`). The
 model writes in its own vocabulary: under masking its ids are aliases, translated here with the
 account's masker (the same deterministic map the loop's masker uses) only to check them, while the
 orders go to `call` as written and the loop unmasks them. It also owns the account's rendering
@@ -16,7 +18,13 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from openbell.agents.llm.hooks import IdentityMasker, Masker, ToolCaller, describe_rules
+from openbell.agents.llm.hooks import (
+    IdentityMasker,
+    Masker,
+    ParseFailure,
+    ToolCaller,
+    describe_rules,
+)
 from openbell.agents.masking import MaskingLevel, build_masker
 from openbell.agents.modes.actions import (
     ACTION_FORMAT,
@@ -107,7 +115,7 @@ class StructuredPrompt:
 
     async def after_answer(
         self, ctx: DecisionContext, content: str, call: ToolCaller
-    ) -> str | None:
+    ) -> str | ParseFailure | None:
         """Validate the answer: feed back what is wrong, or place the orders and finish."""
         found = self.validate(ctx, content)
         if isinstance(found, ValidationFeedback):
@@ -127,14 +135,15 @@ class StructuredPrompt:
             return feedback([f"unknown stock_id {', '.join(dict.fromkeys(unknown))}"])
         return found
 
-    async def refuse(self, found: ValidationFeedback, call: ToolCaller) -> str | None:
-        """Feed `found` back, or end the cycle with no trade once the retries are spent."""
+    async def refuse(self, found: ValidationFeedback, call: ToolCaller) -> ParseFailure:
+        """A parse failure: feed `found` back, or end the cycle with no trade once the retries
+        are spent."""
         self.failures += 1
         if self.failures > MAX_RETRIES:
             summary = NO_TRADE_SUMMARY.format(n=self.failures)
             await call("finish", {"summary": summary})
-            return None
-        return found.message
+            return ParseFailure(None)
+        return ParseFailure(found.message)
 
     async def execute(self, action: FinalAction, call: ToolCaller) -> None:
         """Place `action`'s orders and finish the cycle with what became of them."""
@@ -146,6 +155,8 @@ class StructuredPrompt:
             o.status.value if isinstance(o, OrderOut) else o.code.value for o in self.outcomes
         ]
         summary = f"Placed {len(placed)} order(s): {', '.join(statuses) or 'none (hold)'}."
+        if action.overall_reason:
+            summary += f" Overall: {action.overall_reason}"
         await call("finish", {"summary": summary})
 
     def resolve(self, ctx: DecisionContext, stock_id: str) -> str | None:

@@ -11,6 +11,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 from live_builders import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
+from pg_faults import terminate_connections
 from sqlalchemy.engine import make_url
 
 from openbell.daemon.clock import ScaledClock
@@ -76,21 +77,28 @@ def test_three_daemons_on_one_postgres_run_every_cycle_once(pg_url: str) -> None
 def test_daemon_survives_postgres_dropping_its_connections(pg_url: str) -> None:
     url = migrated(pg_url)
     clock = ScaledClock(START_AT - timedelta(minutes=1), speed=SPEED)
-    conninfo = make_url(url).set(drivername="postgresql", query={}).render_as_string(False)
     with running(crypto_plan(url, run_id="survivor"), clock):
         wait_until(clock, 1.2)
-        with psycopg.connect(conninfo, autocommit=True) as admin:
-            killed = admin.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE application_name <> 'admin' AND pid <> pg_backend_pid() "
-                "AND datname = current_database() AND query NOT ILIKE '%pg_stat_activity%' "
-                "AND usename = current_user AND backend_type = 'client backend'"
-            ).fetchone()
-        assert killed is not None
-        assert killed[0] >= 1
+        assert terminate_connections(url) >= 1
         wait_until(clock, 3.2)
     rows = cycles(url)
     late = [row for row in rows if row.slot_at >= START_AT + timedelta(hours=2)]
     assert late
     assert {row.status for row in late} == {"done"}
     assert verifies(url)
+
+
+@pytest.mark.postgres
+def test_the_fault_test_kills_only_its_own_connections(pg_url: str) -> None:
+    """Another run on the same server, database and user keeps its connection."""
+    parsed = make_url(pg_url)
+    conninfo = parsed.set(drivername="postgresql", query={}).render_as_string(False)
+    own_name = str(parsed.query["application_name"])
+    with (
+        psycopg.connect(conninfo, autocommit=True) as bystander,
+        psycopg.connect(conninfo, autocommit=True, application_name=own_name) as own,
+    ):
+        assert terminate_connections(pg_url) == 1
+        assert bystander.execute("SELECT 1").fetchone() == (1,)
+        with pytest.raises(psycopg.OperationalError):
+            own.execute("SELECT 1")

@@ -176,6 +176,48 @@ MALFORMED = [
         "NAME of an environment variable",
     ),
     (
+        "unknown cost key",
+        BASE + '\n[markets.cn.costs]\ncomission_bps = "5"\n',
+        "markets.cn.costs.comission_bps",
+        "did you mean 'commission_bps'",
+    ),
+    (
+        "negative cost",
+        BASE + '\n[markets.cn.costs]\nstamp_duty_sell_bps = "-5"\n',
+        "markets.cn.costs.stamp_duty_sell_bps",
+        "should not be negative",
+    ),
+    (
+        "non-numeric cost",
+        BASE + '\n[markets.us.costs]\nslippage_bps = "five"\n',
+        "markets.us.costs.slippage_bps",
+        "'five' is not a decimal number",
+    ),
+    (
+        "float cost",
+        BASE + "\n[markets.cn.costs]\ncommission_bps = 2.5\n",
+        "markets.cn.costs.commission_bps",
+        'quoted string: commission_bps = "2.5"',
+    ),
+    (
+        "not-a-number cost",
+        BASE + '\n[markets.cn.costs]\ncommission_min = "NaN"\n',
+        "markets.cn.costs.commission_min",
+        "should be a finite amount",
+    ),
+    (
+        "bps of 100% or more",
+        BASE + '\n[markets.us.costs]\nslippage_bps = "10000"\n',
+        "markets.us.costs.slippage_bps",
+        "below 10000 bps",
+    ),
+    (
+        "costs not a table",
+        BASE.replace('initial_cash = "10000"', 'initial_cash = "10000"\ncosts = "5"', 1),
+        "markets.us.costs",
+        "should be a table",
+    ),
+    (
         "missing llm model",
         BASE + LLM_AGENT.replace('model = "deepseek-chat"\n', ""),
         "agents[1].model",
@@ -266,6 +308,31 @@ def test_values_are_typed(tmp_path: Path) -> None:
 def test_integer_cash_is_allowed(tmp_path: Path) -> None:
     text = BASE.replace('initial_cash = "10000"', "initial_cash = 10000")
     assert load_config(write(tmp_path, text)).markets.configured()["us"].initial_cash == 10000
+
+
+KTD_FIN_COSTS = """
+[markets.cn.costs]
+commission_bps = "5"
+commission_min = "0"
+stamp_duty_sell_bps = "10"
+transfer_fee_bps = 0
+slippage_bps = "0"
+"""
+
+
+def test_costs_are_exact_decimals_and_default_to_none(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, BASE + KTD_FIN_COSTS))
+    cn = config.markets.configured()["cn"].costs
+    assert (
+        cn.commission_bps,
+        cn.commission_min,
+        cn.stamp_duty_sell_bps,
+        cn.transfer_fee_bps,
+        cn.slippage_bps,
+        cn.min_notional,
+    ) == (Decimal(5), Decimal(0), Decimal(10), Decimal(0), Decimal(0), None)
+    us = config.markets.configured()["us"].costs
+    assert set(us.model_dump().values()) == {None}
 
 
 def test_random_agent_takes_a_seed(tmp_path: Path) -> None:

@@ -49,6 +49,20 @@ def test_answers_are_read(text: str) -> None:
     }
 
 
+def test_ktd_fin_action_object_with_overall_reason_is_read() -> None:
+    text = json.dumps({"orders": [ORDER], "overall_reason": "Trend followers; the rest in cash."})
+    found = parse_final_action(f"```json\n{text}\n```")
+    assert isinstance(found, FinalAction)
+    assert found.overall_reason == "Trend followers; the rest in cash."
+    assert [o.stock_id for o in found.orders] == ["AAPL"]
+    held = parse_final_action(json.dumps({"orders": [], "overall_reason": "Nothing convinces."}))
+    assert isinstance(held, FinalAction)
+    assert (held.orders, held.overall_reason) == ([], "Nothing convinces.")
+    too_long = parse_final_action(json.dumps({"orders": [], "overall_reason": "x" * 2001}))
+    assert isinstance(too_long, ValidationFeedback)
+    assert "overall_reason" in too_long.message
+
+
 def test_no_orders_is_a_valid_hold() -> None:
     found = parse_final_action('{"orders": []}')
     assert isinstance(found, FinalAction)

@@ -25,6 +25,7 @@ from openbell.markets.rules import (
     quantity_step_for,
     round_to_tick,
     rules_for,
+    with_costs,
 )
 
 D = Decimal
@@ -254,3 +255,61 @@ def test_rules_are_validated(build: object, message: str) -> None:
 
 def _fields(rules: MarketRules) -> dict[str, object]:
     return {name: getattr(rules, name) for name in rules.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("rules", [US, CN, CRYPTO], ids=["us", "cn", "crypto"])
+def test_with_no_costs_given_the_rules_are_unchanged(rules: MarketRules) -> None:
+    assert with_costs(rules) == rules
+
+
+@pytest.mark.parametrize(
+    ("rules", "costs", "fees", "slippage", "minimum"),
+    [
+        pytest.param(
+            CN,
+            {"commission_bps": D(5), "commission_min": D(0), "stamp_duty_sell_bps": D(10)},
+            FeeSchedule(
+                commission_bps=D(5),
+                commission_min=D(0),
+                stamp_duty_sell_bps=D(10),
+                transfer_fee_bps=D("0.1"),
+            ),
+            D(5),
+            D(0),
+            id="cn-ktd-fin-fees-keep-the-transfer-fee",
+        ),
+        pytest.param(
+            CRYPTO,
+            {"commission_bps": D("7.5"), "min_notional": D(5), "slippage_bps": D(0)},
+            FeeSchedule(commission_bps=D("7.5")),
+            D(0),
+            D(5),
+            id="crypto-taker-fee-and-minimum",
+        ),
+        pytest.param(
+            US,
+            {"transfer_fee_bps": D("0.3")},
+            FeeSchedule(transfer_fee_bps=D("0.3")),
+            D(5),
+            D(0),
+            id="us-a-fee-of-its-own",
+        ),
+    ],
+)
+def test_with_costs_replaces_only_what_is_given(
+    rules: MarketRules,
+    costs: dict[str, Decimal],
+    fees: FeeSchedule,
+    slippage: Decimal,
+    minimum: Decimal,
+) -> None:
+    found = with_costs(rules, **costs)
+    assert (found.fees, found.slippage_bps, found.min_notional) == (fees, slippage, minimum)
+    costs_fields = {"fees", "slippage_bps", "min_notional"}
+    kept = {name: value for name, value in _fields(rules).items() if name not in costs_fields}
+    assert {name: getattr(found, name) for name in kept} == kept
+
+
+def test_with_costs_refuses_a_negative_cost() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        with_costs(US, slippage_bps=D(-1))

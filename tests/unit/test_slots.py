@@ -11,7 +11,12 @@ from openbell.markets.barfile import read_bundled
 from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import Bar, utc
 from openbell.markets.replay import ReplaySource
-from openbell.markets.slots import replay_slots, slots_between, slots_per_session
+from openbell.markets.slots import (
+    observed_slots_per_session,
+    replay_slots,
+    slots_between,
+    slots_per_session,
+)
 
 DAY = timedelta(days=1)
 
@@ -206,3 +211,66 @@ def test_replay_bars_outside_a_session_give_no_slot() -> None:
     assert slots == [morning]
     with pytest.raises(ValueError, match="market"):
         replay_slots(source, "us", "1h", utc(2025, 10, 1), utc(2025, 10, 31))
+
+
+def _new_york(day: tuple[int, int, int], *hours: int) -> list[datetime]:
+    """Instants at whole New York hours of one day (EDT before 2025-11-02, EST after)."""
+    offset = 4 if day < (2025, 11, 2) else 5
+    return [utc(*day, hour + offset) for hour in hours]
+
+
+US_FULL_DAYS = [(2025, 11, day) for day in (20, 21, 24, 25, 26)]
+SIX = (10, 11, 12, 13, 14, 15)
+
+
+@pytest.mark.parametrize(
+    ("market", "stamps", "expected"),
+    [
+        pytest.param(
+            "us",
+            [at for day in US_FULL_DAYS for at in _new_york(day, *SIX)],
+            6,
+            id="us-replay-hours-10-to-15",
+        ),
+        pytest.param(
+            "us",
+            [at for day in US_FULL_DAYS for at in _new_york(day, *SIX)]
+            + _new_york((2025, 11, 28), 10, 11, 12),
+            6,
+            id="us-a-half-day-does-not-move-the-median",
+        ),
+        pytest.param(
+            "us",
+            _new_york((2025, 11, 26), 13, 14, 15) + _new_york((2025, 12, 1), *SIX),
+            6,
+            id="us-a-window-cut-mid-session-takes-the-upper-middle",
+        ),
+        pytest.param(
+            "us",
+            [utc(2025, 10, day, 13, 30) for day in (1, 2, 3, 6)],
+            1,
+            id="us-daily",
+        ),
+        pytest.param(
+            "cn",
+            [
+                utc(2025, 10, day, hour, minute)
+                for day in (9, 10, 13)
+                for hour, minute in ((1, 30), (2, 30), (5, 0), (6, 0))
+            ],
+            4,
+            id="cn-hourly-across-the-lunch-break",
+        ),
+        pytest.param(
+            "crypto",
+            [utc(2025, 10, 1) + timedelta(hours=h) for h in range(72)],
+            24,
+            id="crypto-utc-days",
+        ),
+        pytest.param("us", [], None, id="no-stamps"),
+    ],
+)
+def test_observed_slots_per_session(
+    market: str, stamps: list[datetime], expected: int | None
+) -> None:
+    assert observed_slots_per_session(market, stamps) == expected

@@ -1,0 +1,100 @@
+"""The structured modes' answers, as counted and accepted: every answer a mode cannot use is a
+parse failure in the cycle's stored usage (fixed-candidate and stockbench, whether the cycle then
+trades or gives up), and KTD-Fin's own action object, with its `overall_reason`, is placed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agent_builders import US_OPEN, make_arena
+from llm_script import completion
+from mode_builders import run_llm
+
+from openbell.agents.modes import prompt_for_mode
+from openbell.agents.modes.actions import FEEDBACK_PREFIX
+from openbell.markets.domain import Fill
+from openbell.store.ledger import Ledger
+
+
+@pytest.fixture
+def db_url(sqlite_url: str) -> str:
+    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
+    return sqlite_url
+
+
+def answer(payload: object) -> dict[str, object]:
+    return completion(json.dumps(payload))
+
+
+def buy(stock_id: str = "AAPL", shares: int = 3) -> dict[str, object]:
+    return {"stock_id": stock_id, "side": "buy", "shares": shares, "confidence": 0.6, "reason": "r"}
+
+
+BAD_ANSWERS = [
+    completion("I would buy Apple."),
+    answer({"orders": [{**buy(), "side": "short"}]}),
+    answer({"orders": [buy("IBM")]}),
+    answer({"orders": [{**buy(), "target_weight": 0.1}]}),
+]
+
+
+@pytest.mark.parametrize("failed", [1, 2, 3])
+def test_fixed_candidate_counts_each_refused_answer(ledger: Ledger, failed: int) -> None:
+    arena = make_arena(ledger, "us")
+    script = [*BAD_ANSWERS[:failed], answer({"orders": [buy("MSFT", 2)]})]
+    ran = run_llm(arena, script, US_OPEN, prompt=lambda ctx: prompt_for_mode("fixed-candidate"))
+    assert len([m for m in ran.user_messages() if m.startswith(FEEDBACK_PREFIX)]) == failed
+    assert [(o.symbol, o.quantity) for o in ran.orders] == [("MSFT", 2)]
+    usage = ledger.cycle_usage(ran.cycle_id)
+    assert (usage.parse_failures, usage.invalid_tool_calls) == (failed, 0)
+
+
+def test_fixed_candidate_giving_up_counts_all_four_answers(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    ran = run_llm(
+        arena, BAD_ANSWERS, US_OPEN, prompt=lambda ctx: prompt_for_mode("fixed-candidate")
+    )
+    assert ran.orders == []
+    assert ran.tools.finished
+    assert ledger.cycle_usage(ran.cycle_id).parse_failures == 4
+
+
+def test_stockbench_counts_refused_answers_of_every_stage(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    increase = {
+        "stock_id": "AAPL",
+        "action": "increase",
+        "target_weight": 0.1,
+        "confidence": 0.7,
+        "reason": "r",
+    }
+    decrease = {**increase, "stock_id": "MSFT", "action": "decrease", "target_weight": 0}
+    script = [
+        completion("Let me think about it."),  # stage 1: no JSON
+        answer({"selected": ["AAPL"]}),
+        answer({"decisions": [{**increase, "action": "double"}]}),  # stage 3: schema
+        answer({"decisions": [decrease]}),  # stage 4: nothing held to decrease
+        answer({"decisions": [increase]}),
+    ]
+    ran = run_llm(arena, script, US_OPEN, prompt=lambda ctx: prompt_for_mode("stockbench"))
+    assert [o.symbol for o in ran.orders] == ["AAPL"]
+    assert ledger.cycle_usage(ran.cycle_id).parse_failures == 3
+
+
+def test_ktd_fin_action_with_overall_reason_is_placed(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    action = {
+        "orders": [buy("MSFT", 2)],
+        "overall_reason": "Momentum leaders; keep most of the cash.",
+    }
+    ran = run_llm(
+        arena, [answer(action)], US_OPEN, prompt=lambda ctx: prompt_for_mode("fixed-candidate")
+    )
+    assert [(o.symbol, o.quantity) for o in ran.orders] == [("MSFT", 2)]
+    assert isinstance(ran.orders[0].outcome, Fill)
+    assert ran.tools.summary is not None
+    assert "Momentum leaders; keep most of the cash." in ran.tools.summary
+    assert ledger.cycle_usage(ran.cycle_id).parse_failures == 0
+    system = ran.messages()[0]["content"]
+    assert "overall_reason" in system  # the format the model is asked for names it

@@ -113,13 +113,16 @@ def _pattern(secrets: tuple[str, ...], char: Callable[[str], str]) -> re.Pattern
     return re.compile("|".join(alternatives))
 
 
-def _markers(secrets: tuple[str, ...]) -> tuple[str, ...]:
-    """Texts without any of these can hold the secrets only raw or in Base64 (fast path)."""
-    markers = {"\\u", "%", "&#"}
-    markers.update("\\" + c for secret in secrets for c in secret if c in '"\\/')
+def _markers(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    """Texts without a match can hold the secrets only raw or in Base64 (the fast path): the
+    start of a JSON escape, a percent-encoded byte or an HTML reference (a `%` of "5% of NAV" is
+    none)."""
+    markers = [r"\\u[0-9a-fA-F]{4}", r"%[0-9a-fA-F]{2}", "&#"]
+    escaped = sorted({c for secret in secrets for c in secret if c in '"\\/'})
+    markers += [r"\\" + re.escape(c) for c in escaped]
     if any(" " in secret for secret in secrets):
-        markers.add("+")
-    return tuple(sorted(markers))
+        markers.append(r"\+")
+    return re.compile("|".join(markers))
 
 
 def _heads(secrets: tuple[str, ...]) -> tuple[str, ...]:
@@ -164,7 +167,7 @@ class Redactor:
         """`text` with every form of every configured secret masked."""
         if not self._secrets or len(text) < MIN_SECRET_CHARS:
             return text
-        if any(marker in text for marker in self._markers):
+        if self._markers.search(text) is not None:
             return self._encoded.sub(REDACTED, text)
         if any(head in text for head in self._heads):
             return self._raw.sub(REDACTED, text)

@@ -77,7 +77,7 @@ def run_live(
     Raises `OperatorError` (exit 2) for a schema not at head, a SQLite ledger held by another
     daemon, a non-loopback HTTP address, or when no market's calendar covers the coming week.
     """
-    engine = make_engine(plan.store_url)
+    engine = make_engine(plan.store_url, redactor=plan.redactor)
     lock = DaemonLock(plan.store_url)
     try:
         revision = check_schema(engine)

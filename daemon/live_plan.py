@@ -13,7 +13,7 @@ windows default by cadence: 15 minutes for hourly bells, an hour for daily ones.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Final
@@ -37,6 +37,7 @@ from openbell.markets.slots import slots_between
 from openbell.markets.sources import MarketDataSource
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
+from openbell.store.redact import Redactor
 
 DEFAULT_GRACE: Final = {"hourly": timedelta(minutes=15), "daily": timedelta(hours=1)}
 _CADENCE: Final = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
@@ -120,6 +121,8 @@ class LivePlan:
     heartbeat_s: float = 60.0
     decide_timeout_s: float = DECIDE_TIMEOUT_S
     run_id: str | None = None
+    #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
+    redactor: Redactor = field(default_factory=Redactor, repr=False)
 
     def __post_init__(self) -> None:
         names = [market.market for market in self.markets]

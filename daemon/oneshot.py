@@ -38,7 +38,7 @@ def run_one_cycle(
             f"--at {slot_at.isoformat()} is not a slot of market {market} "
             f"({spec.cadence} bells, in sessions only)"
         )
-    engine = make_engine(plan.store_url)
+    engine = make_engine(plan.store_url, redactor=plan.redactor)
     try:
         check_schema(engine)
         ledger = Ledger(engine)

@@ -18,7 +18,7 @@ import asyncio
 import enum
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Final
@@ -41,6 +41,7 @@ from openbell.markets.universes import Universe
 from openbell.store.db import check_schema, make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
+from openbell.store.redact import Redactor
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -107,6 +108,8 @@ class ReplayPlan:
     markets: tuple[ReplayMarket, ...]
     resume: bool = False
     run_id: str = "replay"
+    #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
+    redactor: Redactor = field(default_factory=Redactor, repr=False)
 
     def __post_init__(self) -> None:
         check_utc("start_at", self.start_at)
@@ -205,7 +208,7 @@ def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayR
     with the number of slots run so far. Raises `OperatorError` for a ledger that is not at the
     schema head or already has cycles in the window without `resume`."""
     started = time.perf_counter()
-    engine = make_engine(plan.store_url)
+    engine = make_engine(plan.store_url, redactor=plan.redactor)
     try:
         check_schema(engine)
         counts = asyncio.run(_replay(plan, Ledger(engine), progress))

@@ -6,11 +6,14 @@ exit-code contract: 0 success, 1 a ledger breach (or `init` refusing to overwrit
 unexpected failure), 2 anything an operator must fix (bad
 config, bad input, schema drift, unreachable database), 130 interrupted. Every error is one line on
 stderr, `openbell: error: ...`, never a traceback. One-shot commands print their result on stdout
-and log to stderr; `run` logs JSON lines on stdout for journald.
+and log to stderr; `run` logs JSON lines on stdout for journald. While a command runs, stdout and
+stderr go through `secrets.MaskedStream`: once the config is loaded, no configured secret can be
+printed, in any form.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -28,6 +31,7 @@ from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.markets.errors import ConfigError, OperatorError
+from openbell.ops import secrets
 from openbell.ops.cli_common import ConfigOption
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
@@ -148,6 +152,7 @@ def _load(ctx: typer.Context, config: Path | None, log_stream: TextIO) -> Openbe
     fmt = options.log_format.value if options.log_format else loaded.log.format
     configure_logging(fmt, loaded.log.level, log_stream)
     _state.logging_ready = True
+    secrets.activate(loaded, os.environ)
     return loaded
 
 
@@ -283,6 +288,15 @@ def _error(message: str, code: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `openbell` command line with `argv` (default: sys.argv) and return the exit code."""
+    with secrets.masked_output(sys.stdout, sys.stderr) as (out, err):
+        sys.stdout, sys.stderr = out, err
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout, sys.stderr = out.target, err.target
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name=PROG, standalone_mode=False)

@@ -8,6 +8,7 @@ so that a command's own `--config` wins over the global one, which wins over `./
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Annotated, TextIO
 import typer
 from sqlalchemy import Engine
 
+from openbell.ops import secrets
 from openbell.ops.config import OpenbellConfig, load_config
 from openbell.ops.logs import configure_logging
 from openbell.store.db import check_schema, make_engine
@@ -50,7 +52,8 @@ def load_command_config(
 ) -> OpenbellConfig:
     """The config of this command (`--config`, else the global one, else ./openbell.toml), with
     logging configured on `stream` (default stderr) at `level` (default the config's) in `fmt`
-    (default the global --log-format, else the config's)."""
+    (default the global --log-format, else the config's), and its secrets masked in all the
+    process prints (`secrets.activate`)."""
     root = ctx.find_root().params
     loaded = load_config(config or root.get("config") or Path("openbell.toml"))
     chosen = fmt or str(root.get("log_format") or loaded.log.format)
@@ -59,6 +62,7 @@ def load_command_config(
         level or loaded.log.level,
         stream if stream is not None else sys.stderr,
     )
+    secrets.activate(loaded, os.environ)
     return loaded
 
 

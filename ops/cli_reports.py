@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from openbell.ops import exporting
+from openbell.ops import exporting, secrets
 from openbell.ops.cli_common import ConfigOption, Market, load_command_config, open_ledger
 from openbell.ops.logs import configure_logging
 from openbell.ops.reports import Leaderboard, leaderboards, report
@@ -253,8 +253,10 @@ def export_command(
     engine = open_ledger(load_command_config(ctx, config))
     columns = exports.export_columns(table.value)
     try:
-        rows = exports.export_rows(
-            engine, table.value, market=market.value if market else None, agent=agent
+        rows = secrets.masked_rows(
+            exports.export_rows(
+                engine, table.value, market=market.value if market else None, agent=agent
+            )
         )
         if fmt is ExportFormat.parquet and out is not None:
             count = exporting.write_parquet(columns, rows, out)

@@ -1,8 +1,9 @@
 """`openbell trace CYCLE_ID`: a readable trace of one decision cycle.
 
 This module owns the command and its output: a header with the cycle's agent, market, slot,
-status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, parse failures and
-invalid tool calls), then one table row per trace entry: its role, the tool, the arguments, a
+status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, model requests and
+how many failed, parse failures and invalid tool calls), then one table row per trace entry: its
+role (an `attempt` row is a failed model request, with its error), the tool, the arguments, a
 summary of the content or result, tokens and latency. Long texts are cut unless `--full`; `--json`
 prints the whole trace as one JSON document. `--unmask` turns a masked cycle's aliases and day
 labels back into real symbols and dates with its account's stored masking key (amounts of money
@@ -70,6 +71,7 @@ def _usage_line(usage: CycleUsage | None) -> str:
     return (
         f"tokens in {usage.tokens_in} (cached {usage.tokens_cached}), out {usage.tokens_out}"
         f"{estimated}; cost {cost}; model latency {usage.llm_latency_ms} ms; "
+        f"model requests {usage.llm_attempts} ({usage.llm_failed_attempts} failed); "
         f"parse failures {usage.parse_failures}; invalid tool calls {usage.invalid_tool_calls}"
     )
 
@@ -113,6 +115,8 @@ def _record(found: CycleTrace) -> dict[str, Any]:
             "cost": None if usage.cost is None else format(usage.cost, "f"),
             "parse_failures": usage.parse_failures,
             "invalid_tool_calls": usage.invalid_tool_calls,
+            "llm_attempts": usage.llm_attempts,
+            "llm_failed_attempts": usage.llm_failed_attempts,
         },
         "entries": [
             {

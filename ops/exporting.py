@@ -141,6 +141,8 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
         "return_per_dollar": usage.return_per_dollar if usage else None,
         "parse_failures": usage.parse_failures if usage else None,
         "invalid_tool_calls": usage.invalid_tool_calls if usage else None,
+        "llm_attempts": usage.llm_attempts if usage else None,
+        "llm_failed_attempts": usage.llm_failed_attempts if usage else None,
     }
 
 

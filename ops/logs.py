@@ -3,9 +3,10 @@
 This module owns the processor chain every log line goes through, ours and third-party stdlib
 lines alike (SQLAlchemy, Alembic, httpx): bound contextvars first, then `level`, `logger` and an ISO
 UTC `timestamp`, exceptions as structured dicts *without* frame locals, and a redaction pass that
-blanks secret-named keys (`api_key`, `authorization`, `token`, `password`, ...) and masks
-secret-looking values (bearer tokens, `sk-...` keys, URL passwords) anywhere in the event, including
-exception messages. Callers log stable snake_case event names: `log.info("daemon_started", ...)`.
+blanks secret-named keys (`api_key`, `authorization`, `token`, `password`, ...) and masks, anywhere
+in the event including exception messages, every configured secret in every form (the process's
+redactor, `ops.secrets.current()`) and secret-looking values (bearer tokens, `sk-...` keys, URL
+passwords). Callers log stable snake_case event names: `log.info("daemon_started", ...)`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from structlog.processors import ExceptionRenderer
 from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-REDACTED = "[redacted]"
+from openbell.ops import secrets
+from openbell.store.redact import REDACTED
 
 _LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -36,11 +38,6 @@ _SECRET_WORDS = frozenset(
     {"apikey", "authorization", "token", "secret", "password", "passwd", "cookie", "credentials"}
 )
 _SECRET_KEY = re.compile(r"(?:^|_)(?:api|access|secret|private)_?key$")
-_SECRET_VALUES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
-    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{6,}"), REDACTED),
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+@"), rf"\1{REDACTED}@"),
-)
 _HANDLER_MARK = "_openbell_handler"
 #: Third-party loggers too chatty at info; they speak at their normal level under `debug`.
 _CHATTY = ("alembic.runtime.migration",)
@@ -57,10 +54,8 @@ def is_secret_key(key: str) -> bool:
 
 
 def redact_text(text: str) -> str:
-    """`text` with bearer tokens, `sk-...` keys and URL passwords masked."""
-    for pattern, replacement in _SECRET_VALUES:
-        text = pattern.sub(replacement, text)
-    return text
+    """`text` with the configured secrets, bearer tokens, `sk-...` keys and URL passwords masked."""
+    return secrets.current().mask(text)
 
 
 def _redact_value(value: Any) -> Any:

@@ -40,6 +40,7 @@ from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
 from openbell.markets.universes import Universe
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
+from openbell.ops.secrets import redactor_for
 from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 from openbell.store.migrate import upgrade
 
@@ -108,6 +109,7 @@ def replay_from_config(
         markets=markets,
         resume=resume,
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
+        redactor=redactor_for(config, os.environ),
     )
     upgrade(config.store.url)
     with _progress_bar(show_progress) as progress:

@@ -15,8 +15,8 @@ count every cycle in the window; the no-trade share counts `done` cycles only (a
 skipped cycle made no decision); turnover is the window's traded notional over its mean NAV; HHI
 and cash ratio are read at the window's last snapshot. Calibration (ECE, Brier) uses the outcome
 defined in `store.queries.order_confidences`. An LLM agent's row also carries its model usage
-(`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures and invalid tool
-calls), and its report its rejected orders by reason.
+(`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures, invalid tool
+calls, model requests and failed ones), and its report its rejected orders by reason.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class LlmUsage:
 
     `cost` (and `cost_per_decision`) is in the currency of the model's price table (None when it
     has no prices). `return_per_dollar` is the cumulative return (a fraction) per unit of cost.
+    `llm_attempts` counts the requests sent to the model, `llm_failed_attempts` those that got
+    no completion (HTTP 429 and 5xx, timeouts, bodies that are not a completion, refusals).
     """
 
     decisions: int
@@ -84,6 +86,8 @@ class LlmUsage:
     return_per_dollar: float | None
     parse_failures: int
     invalid_tool_calls: int
+    llm_attempts: int
+    llm_failed_attempts: int
 
     @property
     def tokens_per_decision(self) -> float:
@@ -114,6 +118,8 @@ def _llm_usage(
         ),
         parse_failures=usage.parse_failures,
         invalid_tool_calls=usage.invalid_tool_calls,
+        llm_attempts=usage.llm_attempts,
+        llm_failed_attempts=usage.llm_failed_attempts,
     )
 
 

@@ -33,6 +33,7 @@ from openbell.markets.replay import ReplaySource
 from openbell.markets.sources import MarketDataSource
 from openbell.markets.universes import MARKET_CURRENCY
 from openbell.ops.config import MarketConfig, OpenbellConfig
+from openbell.ops.secrets import redactor_for
 from openbell.ops.wiring import agent_for, rules_for_market, universe_for
 
 log = structlog.stdlib.get_logger(__name__)
@@ -193,4 +194,5 @@ def live_plan(
         http_allow_remote=config.http.allow_remote,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
+        redactor=redactor_for(config, os.environ),
     )

@@ -4,25 +4,35 @@
 SQLite and Postgres with a one-line `ConfigError`. SQLite gets its parent directory created,
 foreign keys enforced, WAL journaling, a busy timeout and an explicit `BEGIN` (a write transaction
 may ask for `BEGIN IMMEDIATE` with the `SQLITE_IMMEDIATE` execution option); `postgresql://` URLs
-use psycopg 3.
+use psycopg 3. The engine is the store's write boundary for secrets: every text parameter of every
+statement it runs passes through `Redactor.mask_values` with the configured secrets and the URL's
+own password (`redact.py`), so no table, present or future, can store one. Numbers and instants
+sent as text (exact decimals, SQLite timestamps) are left as they are.
 `check_schema` refuses to run on a database whose migrations are not at this version's head.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from openbell.markets.errors import ConfigError, SchemaError
+from openbell.store.redact import MIN_SECRET_CHARS, Redactor
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 #: Execution option: on SQLite, begin the transaction with the write lock (`BEGIN IMMEDIATE`).
 SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
 _POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
+#: Text that is an exact decimal or a SQLite timestamp: a stored value, never masked.
+_EXACT_VALUE: Final = re.compile(
+    r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?"
+)
 
 
 def parse_url(url: str) -> URL:
@@ -44,8 +54,9 @@ def parse_url(url: str) -> URL:
     )
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine for the ledger at `url` (SQLite file or Postgres).
+def make_engine(url: str, *, redactor: Redactor | None = None) -> Engine:
+    """Create an engine for the ledger at `url` (SQLite file or Postgres) that masks the secrets
+    of `redactor`, and the URL's password, in every text it writes.
 
     Raises `ConfigError` for a malformed or unsupported URL. Connecting is lazy: an unreachable
     server shows up on first use.
@@ -53,11 +64,52 @@ def make_engine(url: str) -> Engine:
     parsed = parse_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
-            return _sqlite_engine(parsed)
-        return create_engine(parsed, pool_pre_ping=True)
+            engine = _sqlite_engine(parsed)
+        else:
+            engine = create_engine(parsed, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, TypeError) as exc:
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
+    masking = (redactor or Redactor()).with_secrets([parsed.password])
+    if masking.secret_count:
+        event.listen(engine, "before_cursor_execute", _ParameterMasker(masking), retval=True)
+    return engine
+
+
+class _ParameterMasker:
+    """`before_cursor_execute` hook: the statement with its text parameters masked."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+
+    def __call__(
+        self,
+        _connection: Connection,
+        _cursor: Any,
+        statement: str,
+        parameters: Any,
+        _context: Any,
+        executemany: bool,
+    ) -> tuple[str, Any]:
+        if executemany and isinstance(parameters, Sequence):
+            return statement, [self._row(row) for row in parameters]
+        return statement, self._row(parameters)
+
+    def _row(self, row: Any) -> Any:
+        if isinstance(row, Mapping):
+            return {key: self._value(value) for key, value in row.items()}
+        if isinstance(row, list | tuple):
+            return type(row)(self._value(value) for value in row)
+        return row
+
+    def _value(self, value: Any) -> Any:
+        if (
+            not isinstance(value, str)
+            or len(value) < MIN_SECRET_CHARS
+            or _EXACT_VALUE.fullmatch(value)
+        ):
+            return value
+        return self._redactor.mask_values(value)
 
 
 def _sqlite_engine(url: URL) -> Engine:

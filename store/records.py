@@ -168,7 +168,9 @@ class CycleUsage:
     """An LLM agent's usage in a cycle (or an increment of it): tokens, latency, cost, errors.
 
     `cost` is None when the model has no price configured. `usage_estimated` is True when some
-    tokens were estimated because the provider reported no usage.
+    tokens were estimated because the provider reported no usage. `llm_attempts` counts every
+    request sent to the model, `llm_failed_attempts` those that got no completion (retried or
+    not); `llm_latency_ms` is the time all of them took.
     """
 
     tokens_in: int = 0
@@ -179,6 +181,8 @@ class CycleUsage:
     cost: Decimal | None = None
     parse_failures: int = 0
     invalid_tool_calls: int = 0
+    llm_attempts: int = 0
+    llm_failed_attempts: int = 0
 
     def __add__(self, other: CycleUsage) -> CycleUsage:
         cost = (
@@ -195,4 +199,6 @@ class CycleUsage:
             cost=cost,
             parse_failures=self.parse_failures + other.parse_failures,
             invalid_tool_calls=self.invalid_tool_calls + other.invalid_tool_calls,
+            llm_attempts=self.llm_attempts + other.llm_attempts,
+            llm_failed_attempts=self.llm_failed_attempts + other.llm_failed_attempts,
         )

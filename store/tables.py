@@ -96,6 +96,8 @@ class CycleRow(SQLModel, table=True):
     cost: Decimal | None = Field(default=None, sa_type=ExactDecimal)
     parse_failures: int | None = None
     invalid_tool_calls: int | None = None
+    llm_attempts: int | None = None
+    llm_failed_attempts: int | None = None
 
 
 class OrderRow(SQLModel, table=True):

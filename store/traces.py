@@ -126,6 +126,8 @@ _USAGE_COLUMNS: Final = (
     "cost",
     "parse_failures",
     "invalid_tool_calls",
+    "llm_attempts",
+    "llm_failed_attempts",
 )
 _READ_USAGE: Final = (
     select(*(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS))
@@ -174,6 +176,8 @@ def usage_of(row: CycleRow | Row[Any]) -> CycleUsage:
         cost=Decimal(row.cost) if row.cost is not None else None,
         parse_failures=row.parse_failures or 0,
         invalid_tool_calls=row.invalid_tool_calls or 0,
+        llm_attempts=row.llm_attempts or 0,
+        llm_failed_attempts=row.llm_failed_attempts or 0,
     )
 
 

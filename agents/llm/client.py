@@ -6,8 +6,11 @@ configured extra body fields and headers (the API key goes only in the `Authoriz
 never into a message, log or error), and parses the answer once (`parse.parse_completion`).
 Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
 not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
-seconds; the sleep and the random source are injected, so tests take no time. Errors are
-translated into the openbell tree (STYLE §8), by what the caller must do:
+seconds; the sleep, the random source and the monotonic clock are injected, so tests take no
+time. Every request is an `Attempt` (its number, latency, and for a failed one the `AttemptError`
+kind, a one-line redacted message and the wait before the next try), reported to the caller's
+`on_attempt` as it ends, the failed ones too, so none goes unrecorded even when the call raises.
+Errors are translated into the openbell tree (STYLE §8), by what the caller must do:
 
 ```
 LlmUnavailable(TransientError)  retries exhausted: the cycle fails, the next slot tries again
@@ -21,6 +24,7 @@ LlmAuthError(OperatorError)     401, 403 or 404: a bad key, no access, or a wron
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import math
 import random
@@ -33,8 +37,8 @@ from typing import Any, Final
 import httpx
 
 from openbell.agents.llm.parse import Completion, MalformedResponse, parse_completion
-from openbell.agents.llm.redact import Redactor
 from openbell.markets.errors import AgentError, OperatorError, TransientError
+from openbell.store.redact import Redactor
 
 #: Status codes that mean "this request will never work with this config".
 AUTH_STATUSES: Final = frozenset({401, 403, 404})
@@ -43,8 +47,45 @@ MAX_RETRY_AFTER_S: Final = 120.0
 _ERROR_BODY_CHARS: Final = 300
 
 
+class AttemptError(enum.StrEnum):
+    """Why one request to the model failed."""
+
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    SERVER_ERROR = "server_error"  # HTTP 5xx
+    TIMEOUT = "timeout"
+    TRANSPORT = "transport_error"  # the connection failed
+    INVALID_BODY = "invalid_body"  # a 200 whose body is not a JSON object
+    NO_COMPLETION = "no_completion"  # a JSON object without a usable choice (empty `choices`)
+    REFUSED = "refused"  # another 4xx: not retried
+    AUTH = "auth"  # 401, 403, 404: not retried
+    CANCELLED = "cancelled"  # cut off by the caller (the cycle's wall budget)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """One request to the model: its `number` in the call (from 1), its `latency_ms`, and for a
+    failed one its `error`, a one-line `message` (secrets masked) and `retry_in_s`, the wait
+    before the next attempt (None when none follows)."""
+
+    number: int
+    latency_ms: int
+    error: AttemptError | None = None
+    message: str = ""
+    retry_in_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether this request got a completion."""
+        return self.error is None
+
+
 class LlmUnavailable(TransientError):
-    """The model endpoint did not answer successfully, even after retries."""
+    """The model endpoint did not answer successfully, even after retries; `attempts` are all
+    the requests made."""
+
+    def __init__(self, message: str, attempts: tuple[Attempt, ...] = ()) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 class LlmRefused(AgentError):
@@ -90,14 +131,26 @@ class ClientConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
-    """A completion with what getting it took: `latency_ms` over all attempts, `attempts`."""
+    """A completion with what getting it took: `latency_ms` of the request that got it, and
+    `attempts`, every request of the call (the last one got it)."""
 
     completion: Completion
     latency_ms: int
-    attempts: int
+    attempts: tuple[Attempt, ...]
 
 
 Sleep = Callable[[float], Awaitable[None]]
+#: Called with each `Attempt` as it ends.
+OnAttempt = Callable[[Attempt], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A failed request worth retrying: why, and the server's `Retry-After` in seconds."""
+
+    error: AttemptError
+    message: str
+    retry_after_s: float | None = None
 
 
 class ChatClient:
@@ -121,7 +174,7 @@ class ChatClient:
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()  # noqa: S311  (jitter only)
         self._monotonic = monotonic
-        self.redact = Redactor([config.api_key] if config.api_key else [])
+        self.redact = Redactor([config.api_key])
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Chat]:
@@ -157,30 +210,75 @@ class ChatClient:
         http: httpx.AsyncClient,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        on_attempt: OnAttempt | None = None,
     ) -> Answer:
-        """The model's answer to `messages` (with `tools` offered), retried as documented."""
+        """The model's answer to `messages` (with `tools` offered), retried as documented; each
+        attempt is passed to `on_attempt` as it ends."""
         body = json.dumps(self._body(messages, tools), default=str, ensure_ascii=False)
         prompt_chars = len(body)  # the tool schemas are billed as input too
-        started = self._monotonic()
-        attempt = 0
+        attempts: list[Attempt] = []
+
+        def report(attempt: Attempt) -> Attempt:
+            attempts.append(attempt)
+            if on_attempt is not None:
+                on_attempt(attempt)
+            return attempt
+
         while True:
-            attempt += 1
-            outcome = await self._attempt(http, body, prompt_chars, bool(tools))
+            number = len(attempts) + 1
+            started = self._monotonic()
+            try:
+                outcome = await self._attempt(http, body, prompt_chars, bool(tools))
+            except LlmAuthError as exc:
+                report(self._failed(number, started, AttemptError.AUTH, str(exc)))
+                raise
+            except LlmRefused as exc:
+                report(self._failed(number, started, AttemptError.REFUSED, str(exc)))
+                raise
+            except asyncio.CancelledError:
+                report(self._failed(number, started, AttemptError.CANCELLED, "cut off"))
+                raise
             if isinstance(outcome, Completion):
-                latency_ms = round((self._monotonic() - started) * 1000)
-                return Answer(completion=outcome, latency_ms=latency_ms, attempts=attempt)
-            why, retry_after_s = outcome
-            if attempt > self.config.max_retries:
+                done = report(Attempt(number=number, latency_ms=self._ms_since(started)))
+                return Answer(completion=outcome, latency_ms=done.latency_ms, attempts=(*attempts,))
+            retry_in_s = (
+                self._delay(number, outcome.retry_after_s)
+                if number <= self.config.max_retries
+                else None
+            )
+            report(self._failed(number, started, outcome.error, outcome.message, retry_in_s))
+            if retry_in_s is None:
                 raise LlmUnavailable(
-                    f"{self.config.model} at {self.config.base_url}: {why} "
-                    f"(gave up after {attempt} attempts)"
+                    f"{self.config.model} at {self.config.base_url}: {outcome.message} "
+                    f"(gave up after {number} attempts)",
+                    tuple(attempts),
                 )
-            await self._sleep(self._delay(attempt, retry_after_s))
+            await self._sleep(retry_in_s)
+
+    def _ms_since(self, started: float) -> int:
+        return round((self._monotonic() - started) * 1000)
+
+    def _failed(
+        self,
+        number: int,
+        started: float,
+        error: AttemptError,
+        message: str,
+        retry_in_s: float | None = None,
+    ) -> Attempt:
+        return Attempt(
+            number=number,
+            latency_ms=self._ms_since(started),
+            error=error,
+            message=message,
+            retry_in_s=retry_in_s,
+        )
 
     async def _attempt(
         self, http: httpx.AsyncClient, body: str, prompt_chars: int, with_tools: bool
-    ) -> Completion | tuple[str, float | None]:
-        """One request: the completion, or (why, Retry-After) when it is worth retrying."""
+    ) -> Completion | _Failure:
+        """One request: the completion, or the failure when it is worth retrying."""
         try:
             response = await http.post(
                 self.config.url,
@@ -189,12 +287,17 @@ class ChatClient:
                 timeout=self.config.timeout_s,
             )
         except httpx.TimeoutException as exc:
-            return f"timed out ({type(exc).__name__})", None
+            return _Failure(AttemptError.TIMEOUT, f"timed out ({type(exc).__name__})")
         except httpx.TransportError as exc:
-            return f"transport error: {self.redact.text(str(exc)) or type(exc).__name__}", None
+            why = self.redact.mask(str(exc)) or type(exc).__name__
+            return _Failure(AttemptError.TRANSPORT, f"transport error: {why}")
         status = response.status_code
         if status == 429 or status >= 500:
-            return f"HTTP {status}", _retry_after(response.headers.get("retry-after"))
+            return _Failure(
+                AttemptError.RATE_LIMITED if status == 429 else AttemptError.SERVER_ERROR,
+                f"HTTP {status}{self._error_suffix(response)}",
+                _retry_after(response.headers.get("retry-after")),
+            )
         if status in AUTH_STATUSES:
             raise LlmAuthError(
                 f"{self.config.model} at {self.config.base_url}: HTTP {status}: "
@@ -207,16 +310,18 @@ class ChatClient:
         try:
             payload = response.json()
         except ValueError:
-            return "the response body is not JSON", None
+            return _Failure(AttemptError.INVALID_BODY, "the response body is not JSON")
         if not isinstance(payload, dict):
-            return "the response body is not a JSON object", None
+            return _Failure(AttemptError.INVALID_BODY, "the response body is not a JSON object")
         try:
             return parse_completion(
                 payload, prompt_chars=prompt_chars, recover_text_calls=with_tools
             )
         except MalformedResponse as exc:
             error = payload.get("error")
-            return f"{exc}{f': {self._clip(str(error))}' if error else ''}", None
+            return _Failure(
+                AttemptError.NO_COMPLETION, f"{exc}{f': {self._clip(str(error))}' if error else ''}"
+            )
 
     def _delay(self, attempt: int, retry_after_s: float | None) -> float:
         """Seconds to wait before retry number `attempt`: Retry-After, else capped backoff with
@@ -225,6 +330,10 @@ class ChatClient:
             return min(retry_after_s, MAX_RETRY_AFTER_S)
         step = min(self.config.backoff_max_s, self.config.backoff_base_s * 2.0 ** (attempt - 1))
         return step * (0.5 + self._rng.random() / 2)
+
+    def _error_suffix(self, response: httpx.Response) -> str:
+        """`: ` and the error text of a failed response, or nothing when it has no body."""
+        return f": {self._error_text(response)}" if response.content.strip() else ""
 
     def _error_text(self, response: httpx.Response) -> str:
         try:
@@ -237,7 +346,7 @@ class ChatClient:
         return self._clip(json.dumps(payload, default=str))
 
     def _clip(self, text: str) -> str:
-        text = self.redact.text(" ".join(text.split()))
+        text = self.redact.mask(" ".join(text.split()))
         return text if len(text) <= _ERROR_BODY_CHARS else text[:_ERROR_BODY_CHARS] + "..."
 
 
@@ -252,9 +361,11 @@ class Chat:
         self,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        on_attempt: OnAttempt | None = None,
     ) -> Answer:
         """See `ChatClient.complete`."""
-        return await self.client.complete(self.http, messages, tools)
+        return await self.client.complete(self.http, messages, tools, on_attempt=on_attempt)
 
 
 def _retry_after(value: str | None) -> float | None:

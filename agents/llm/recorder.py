@@ -1,9 +1,11 @@
 """The trace and usage bookkeeping of one LLM agent's cycle.
 
-This module owns `Recorder`: every message, reasoning, tool call with its result, error and stop of
-a cycle becomes a `TraceEntry` (secrets redacted, each text field cut to `MAX_TRACE_CHARS`). It
-also turns each completion's usage into a `CycleUsage` increment (cost from the model's `Prices`)
-and adds the parse-failure and invalid-tool-call counts. Entries and usage are held until `flush`,
+This module owns `Recorder`: every message, reasoning, tool call with its result, failed request
+to the model (an `attempt` row: its error, message and latency), error and stop of a cycle becomes
+a `TraceEntry` (secrets masked, then each text field cut to `MAX_TRACE_CHARS`). It also turns each
+completion's usage into a `CycleUsage` increment (cost from the model's `Prices`), counts every
+request and failed request with their latency, and adds the parse-failure and invalid-tool-call
+counts. Entries and usage are held until `flush`,
 which writes them to the cycle's journal in one transaction: the loop flushes before every model
 request and when the cycle ends, however it ends, so a cycle cut short keeps its trace up to its
 last model request and one write per turn keeps the ledger off the agents' critical path (a
@@ -19,10 +21,11 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Final
 
+from openbell.agents.llm.client import Attempt
 from openbell.agents.llm.parse import Usage, cut
-from openbell.agents.llm.redact import Redactor
 from openbell.agents.protocol import DecisionContext
 from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.redact import Redactor
 
 #: Each stored text field of a trace row is cut to this many characters.
 MAX_TRACE_CHARS: Final = 65_536
@@ -82,7 +85,7 @@ class Recorder:
         return Decimal(0) if self._prices is not None else None
 
     def _text(self, text: str | None) -> str | None:
-        return None if text is None else cut(self._redact.text(text), MAX_TRACE_CHARS)
+        return None if text is None else cut(self._redact.mask(text), MAX_TRACE_CHARS)
 
     def trace(
         self,
@@ -102,7 +105,7 @@ class Recorder:
             role=role,
             at=self._ctx.now + timedelta(seconds=self._monotonic() - self._started),
             content=self._text(content),
-            tool=None if tool is None else cut(self._redact.text(tool), 200),
+            tool=None if tool is None else cut(self._redact.mask(tool), 200),
             arguments=self._text(arguments),
             result=self._text(result),
             tokens_in=tokens_in,
@@ -111,15 +114,36 @@ class Recorder:
         )
         self._pending.append(entry)
 
-    def completion(self, usage: Usage, latency_ms: int) -> None:
-        """Add one completion's tokens, latency and cost."""
+    def attempt(self, attempt: Attempt) -> None:
+        """Count one request to the model and its latency; a failed one is also an `attempt`
+        row: "attempt N failed, ERROR: MESSAGE; retrying in S s" (or "; gave up")."""
+        self._add(
+            CycleUsage(
+                llm_attempts=1,
+                llm_failed_attempts=0 if attempt.ok else 1,
+                llm_latency_ms=attempt.latency_ms,
+                cost=self._zero_cost(),
+            )
+        )
+        if attempt.ok:
+            return
+        then = (
+            "gave up" if attempt.retry_in_s is None else f"retrying in {attempt.retry_in_s:.1f} s"
+        )
+        self.trace(
+            "attempt",
+            content=f"attempt {attempt.number} failed, {attempt.error}: {attempt.message}; {then}",
+            latency_ms=attempt.latency_ms,
+        )
+
+    def completion(self, usage: Usage) -> None:
+        """Add one completion's tokens and cost (its latency came with its `attempt`)."""
         self._add(
             CycleUsage(
                 tokens_in=usage.tokens_in,
                 tokens_out=usage.tokens_out,
                 tokens_cached=usage.tokens_cached,
                 usage_estimated=usage.estimated,
-                llm_latency_ms=latency_ms,
                 cost=self._prices.cost(usage) if self._prices is not None else None,
             )
         )

@@ -155,7 +155,9 @@ class CycleRun:
             self._recorder.flush()  # the trace so far is stored before the cycle waits on the model
             try:
                 async with asyncio.timeout(self._budgets.max_wall_s - self._elapsed_s()):
-                    answer = await self._chat.complete(self._messages, tools)
+                    answer = await self._chat.complete(
+                        self._messages, tools, on_attempt=self._recorder.attempt
+                    )
             except TimeoutError:
                 self._recorder.trace("error", content="the model call ran past the wall budget")
                 return StopReason.MAX_WALL_S
@@ -164,7 +166,7 @@ class CycleRun:
                 return StopReason.REFUSED
             self.turns += 1
             completion = answer.completion
-            self._recorder.completion(completion.usage, answer.latency_ms)
+            self._recorder.completion(completion.usage)
             if completion.reasoning:
                 self._recorder.trace("reasoning", content=completion.reasoning)
             message = assistant_message(

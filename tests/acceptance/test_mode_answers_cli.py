@@ -44,7 +44,7 @@ def test_replay_and_report_count_the_refused_answers(tmp_path: Path) -> None:
             f'base_url = "{base_url}"\nmodel = "scripted-1"\nmode = "fixed-candidate"\n',
             encoding="utf-8",
         )
-        replayed = openbell(tmp_path, "replay", "--start", "2025-09-01", "--end", "2025-09-03")
+        replayed = openbell(tmp_path, "replay", "--start", "2025-10-13", "--end", "2025-10-15")
     assert replayed.returncode == 0, replayed.stderr
     assert f"{CYCLES} cycles done, 0 failed" in replayed.stdout + replayed.stderr
     assert len(model.requests) == CYCLES * (FAILED_PER_CYCLE + 1)

@@ -57,3 +57,32 @@ def test_operator_error_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err.startswith("openbell: error: ")
     assert err.count("\n") == 1
     assert out == ""
+
+
+def test_a_configured_key_is_masked_in_every_form_in_all_the_command_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "sk-cli-0123456789abcdefQRS"
+    escaped = key.replace("-", "\\u002d")
+
+    def explode(plan: LivePlan, *_args: object, **_kwargs: object) -> int:
+        print(f"the model said {key.removeprefix('sk-')}")
+        raise RuntimeError(f"vendor said no to {escaped}")
+
+    monkeypatch.setattr(cli, "run_live", explode)
+    monkeypatch.setenv("OPENBELL_UNIT_KEY", key)
+    path = tmp_path / "openbell.toml"
+    path.write_text(
+        default_config_text() + '\n[[agents]]\nname = "llm"\nkind = "llm"\nmarkets = ["us"]\n'
+        'base_url = "http://127.0.0.1:1/v1"\nmodel = "m"\napi_key_env = "OPENBELL_UNIT_KEY"\n',
+        encoding="utf-8",
+    )
+
+    code = cli.main(["run", "--config", str(path), "--no-upgrade"])
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err == "openbell: error: unexpected RuntimeError: vendor said no to [redacted]\n"
+    assert "the model said [redacted]" in out
+    assert escaped not in out
+    assert key.removeprefix("sk-") not in out + err

@@ -12,6 +12,8 @@ import httpx
 import pytest
 
 from openbell.agents.llm.client import (
+    Attempt,
+    AttemptError,
     ChatClient,
     ClientConfig,
     LlmAuthError,
@@ -92,7 +94,7 @@ def test_the_request_carries_the_model_the_key_and_the_extras() -> None:
     assert sent["enable_thinking"] is False
     assert sent["tools"] == [{"type": "function", "function": {}}]
     assert answer.completion.content == "hi"
-    assert answer.attempts == 1
+    assert len(answer.attempts) == 1
     assert slept == []
 
 
@@ -105,7 +107,7 @@ def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> N
         httpx.Response(200, json=OK),
     )
     answer, slept = run(script, backoff_base_s=1.0, backoff_max_s=30.0)
-    assert answer.attempts == 5
+    assert len(answer.attempts) == 5
     assert len(script.requests) == 5
     assert slept[0] == 7.0  # Retry-After honoured
     # Exponential backoff with jitter: a random half to whole of 1, 2, 4 seconds.
@@ -134,7 +136,7 @@ def test_a_200_that_is_not_a_completion_is_retried() -> None:
         httpx.Response(200, json=OK),
     )
     answer, _ = run(script)
-    assert answer.attempts == 3
+    assert len(answer.attempts) == 3
 
 
 @pytest.mark.parametrize("status", [400, 413, 422])
@@ -166,3 +168,97 @@ def test_the_key_is_not_in_the_config_repr() -> None:
 def test_extra_body_cannot_override_the_request() -> None:
     with pytest.raises(ValueError, match="messages"):
         ClientConfig(base_url="https://x/v1", model="m", extra_body={"messages": []})
+
+
+def run_timed(
+    steps: list[tuple[httpx.Response, float]], *, max_retries: int = 4
+) -> tuple[Any, list[Attempt]]:
+    """`steps` = (response, seconds it takes) on a fake monotonic clock; (answer or the error
+    raised, every attempt reported)."""
+    clock = [0.0]
+    reported: list[Attempt] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        response, took_s = steps.pop(0)
+        clock[0] += took_s
+        return response
+
+    async def sleep(seconds: float) -> None:
+        return None
+
+    async def scenario() -> Any:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+            client = ChatClient(
+                ClientConfig(
+                    base_url="https://api.example.com/v1",
+                    model="m",
+                    api_key=KEY,
+                    max_retries=max_retries,
+                ),
+                http=http,
+                sleep=sleep,
+                rng=random.Random(7),
+                monotonic=lambda: clock[0],
+            )
+            async with client.connect() as chat:
+                try:
+                    return await chat.complete(MESSAGES, on_attempt=reported.append)
+                except Exception as exc:  # noqa: BLE001  (the test looks at it)
+                    return exc
+
+    return asyncio.run(scenario()), reported
+
+
+def test_every_attempt_is_reported_with_its_error_and_latency() -> None:
+    answer, reported = run_timed(
+        [
+            (httpx.Response(500, text=f"upstream broke for {KEY}"), 1.5),
+            (
+                httpx.Response(
+                    429, headers={"Retry-After": "2"}, json={"error": {"message": "slow"}}
+                ),
+                0.25,
+            ),
+            (httpx.Response(200, text="<html>gateway</html>"), 0.5),
+            (httpx.Response(200, json={**OK, "choices": []}), 0.125),
+            (httpx.Response(200, json=OK), 2.0),
+        ]
+    )
+    assert [a.number for a in reported] == [1, 2, 3, 4, 5]
+    assert [a.error for a in reported] == [
+        AttemptError.SERVER_ERROR,
+        AttemptError.RATE_LIMITED,
+        AttemptError.INVALID_BODY,
+        AttemptError.NO_COMPLETION,
+        None,
+    ]
+    assert [a.latency_ms for a in reported] == [1500, 250, 500, 125, 2000]
+    assert reported[0].message == "HTTP 500: upstream broke for [redacted]"
+    assert reported[1].message == "HTTP 429: slow"
+    assert reported[1].retry_in_s == 2.0
+    assert reported[0].retry_in_s is not None
+    assert 0.5 <= reported[0].retry_in_s <= 1.0
+    assert reported[-1].ok
+    assert reported[-1].retry_in_s is None
+    assert answer.attempts == tuple(reported)
+    assert answer.latency_ms == 2000  # the answer's own request
+
+
+def test_a_call_out_of_retries_reports_every_attempt_and_the_last_is_not_retried() -> None:
+    raised, reported = run_timed([(httpx.Response(502), 0.5)] * 3, max_retries=2)
+    assert isinstance(raised, LlmUnavailable)
+    assert [a.error for a in reported] == [AttemptError.SERVER_ERROR] * 3
+    assert [a.retry_in_s is None for a in reported] == [False, False, True]
+    assert raised.attempts == tuple(reported)
+
+
+def test_a_refused_or_unauthorised_attempt_is_reported_too() -> None:
+    raised, reported = run_timed([(httpx.Response(401, json={"error": {"message": KEY}}), 0.5)])
+    assert isinstance(raised, LlmAuthError)
+    (attempt,) = reported
+    assert attempt.error is AttemptError.AUTH
+    assert attempt.latency_ms == 500
+    assert KEY not in attempt.message
+    raised, reported = run_timed([(httpx.Response(400, json={"error": {"message": "long"}}), 0)])
+    assert isinstance(raised, LlmRefused)
+    assert [a.error for a in reported] == [AttemptError.REFUSED]

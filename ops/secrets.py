@@ -1,0 +1,159 @@
+"""The secrets a configuration names, and keeping them out of everything the process prints.
+
+This module owns the list of secret values an `openbell.toml` brings into the process
+(`configured_secrets`): the key of every LLM agent (the value of the variable its `api_key_env`
+names, when it is set) and the password of the store URL; bearer tokens the process holds are
+added by whoever holds them (`redactor_for(..., extra=...)`). `redactor_for` builds the one
+`Redactor` (`store/redact.py`) of those values, which the plans hand to the store's engine.
+
+It also holds the redactor of the running command (`activate`, `current`): the log processor
+(`ops.logs`), the CLI's error line, the files `export` writes (`masked_rows`) and `MaskedStream`,
+which the CLI puts around stdout and stderr for the length of a command, mask with it, so nothing
+the process prints can show a configured secret. `activate` warns (`secret_too_short_to_mask`,
+naming where the secret comes from, never its value) about a secret shorter than
+`MIN_SECRET_CHARS`, which cannot be masked by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import structlog
+
+from openbell.ops.config import LlmAgentConfig, OpenbellConfig
+from openbell.store.db import parse_url
+from openbell.store.exports import Cell
+from openbell.store.redact import MIN_SECRET_CHARS, Redactor
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NamedSecret:
+    """A secret value and where it comes from (`env OPENAI_API_KEY`, `store url password`)."""
+
+    source: str
+    value: str = field(repr=False)
+
+
+def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> list[NamedSecret]:
+    """The secret values `config` brings in: agents' keys (when their variable is set) and the
+    store URL's password."""
+    found: list[NamedSecret] = []
+    for agent in config.agents:
+        if isinstance(agent, LlmAgentConfig) and agent.api_key_env is not None:
+            value = environ.get(agent.api_key_env, "")
+            if value.strip():
+                found.append(NamedSecret(f"env {agent.api_key_env}", value))
+    password = parse_url(config.store.url).password
+    if password:
+        found.append(NamedSecret("store url password", str(password)))
+    return found
+
+
+def redactor_for(
+    config: OpenbellConfig, environ: Mapping[str, str], *, extra: Iterable[str] = ()
+) -> Redactor:
+    """The redactor of every secret `config` names (and of `extra` values, such as tokens)."""
+    return Redactor([secret.value for secret in configured_secrets(config, environ)]).with_secrets(
+        extra
+    )
+
+
+@dataclass
+class _Active:
+    redactor: Redactor = field(default_factory=Redactor)
+
+
+_active = _Active()
+
+
+def activate(config: OpenbellConfig, environ: Mapping[str, str]) -> Redactor:
+    """Make the redactor of `config` the one this process prints through; warn about any secret
+    too short to be masked."""
+    secrets = configured_secrets(config, environ)
+    for secret in secrets:
+        if len(secret.value) < MIN_SECRET_CHARS:
+            log.warning(
+                "secret_too_short_to_mask", source=secret.source, min_chars=MIN_SECRET_CHARS
+            )
+    _active.redactor = Redactor([secret.value for secret in secrets])
+    return _active.redactor
+
+
+def current() -> Redactor:
+    """The redactor of the running command (no configured values before `activate`)."""
+    return _active.redactor
+
+
+def masked_rows(rows: Iterable[Sequence[Cell]]) -> Iterator[tuple[Cell, ...]]:
+    """`rows` with the current secrets masked in their text cells (for files the CLI writes)."""
+    mask = current().mask_values
+    for row in rows:
+        yield tuple(mask(cell) if isinstance(cell, str) else cell for cell in row)
+
+
+class MaskedStream:
+    """A text stream that writes every line to `target` with the current secrets masked.
+
+    A line is written when it ends or when the stream is flushed, so a secret is masked whole
+    even when it is written in pieces (a progress bar's partial line is flushed as it is drawn).
+    """
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+        self._pending = ""
+
+    @property
+    def target(self) -> TextIO:
+        """The stream written to."""
+        return self._target
+
+    @property
+    def encoding(self) -> str:
+        return self._target.encoding
+
+    @property
+    def errors(self) -> str | None:
+        return self._target.errors
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            mask = current().mask_values
+            self._target.write("".join(mask(line) + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._target.write(current().mask_values(self._pending))
+            self._pending = ""
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+
+@contextmanager
+def masked_output(stdout: TextIO, stderr: TextIO) -> Iterator[tuple[MaskedStream, MaskedStream]]:
+    """`stdout` and `stderr` wrapped in `MaskedStream`s, flushed on exit."""
+    out, err = MaskedStream(stdout), MaskedStream(stderr)
+    try:
+        yield out, err
+    finally:
+        for stream in (out, err):
+            # Closed under us (a broken pipe): there is nothing more to say.
+            with suppress(OSError, ValueError):
+                stream.flush()

@@ -1,0 +1,160 @@
+"""Secrets never reach the ledger, on SQLite and Postgres: an LLM agent whose model echoes its key
+(raw, JSON-escaped, percent-encoded, without its `sk-` prefix) into an order's reason, tool
+arguments, tool names, its answers and its finish, and a cycle failing with the key in its error,
+leave no form of the key in any text column of any table; the engine masks by value at the write
+boundary, so numbers and instants are stored exactly and the ledger still verifies."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from urllib.parse import quote
+
+import httpx
+import pytest
+from agent_builders import US_OPEN, make_arena
+from llm_script import ScriptedModel, call, completion, finish, tool_turn
+from secret_scan import leaks
+from sqlalchemy import Engine, String, Text, select, text
+from sqlalchemy.engine import make_url
+from sqlmodel import SQLModel
+
+from openbell.agents.llm.agent import LlmAgent
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus
+from openbell.store.redact import Redactor
+from openbell.store.verify import verify_ledger
+
+KEY = "sk-stored-0123456789abcdefXYZ"
+#: A secret made of digits only: masked in text, but never inside a stored number.
+PIN = "7777777777"
+
+
+@pytest.fixture
+def guarded(db_url: str) -> Iterator[Engine]:
+    """An engine on a migrated database that masks `KEY` and `PIN` in everything it writes."""
+    upgrade(db_url)
+    engine = make_engine(db_url, redactor=Redactor([KEY, PIN]))
+    yield engine
+    engine.dispose()
+
+
+def all_text(engine: Engine, *, text_only: bool = False) -> str:
+    """Every value of every column (or of every text column) of every table, one per line."""
+    values: list[str] = []
+    with engine.connect() as connection:
+        for table in SQLModel.metadata.sorted_tables:
+            columns = [
+                c for c in table.columns if not text_only or isinstance(c.type, String | Text)
+            ]
+            for row in connection.execute(select(*columns)) if columns else ():
+                values.extend(str(value) for value in row if value is not None)
+    return "\n".join(values)
+
+
+def echoing_model() -> list[object]:
+    """A model that repeats its key every way it can think of, through every text it writes."""
+    escaped = KEY.replace("-", "\\u002d")
+    bare = KEY.removeprefix("sk-")
+    raw_arguments = (
+        '{"symbol": "AAPL", "side": "buy", "shares": 1, "reason": "key ' + escaped + '"}'
+    )
+    return [
+        completion(f"My key is {KEY}.", [call("place_order", raw_arguments)], reasoning=bare),
+        tool_turn(
+            (
+                "place_order",
+                {"symbol": "AAPL", "side": "buy", "shares": 1, "reason": f"again {KEY}"},
+            ),
+            ("get_news", {"query": KEY.replace("-", "%2D")[:100]}),
+            (f"tool_{bare}", {"x": 1}),
+            ("get_quote", {"symbols": [bare]}),
+            ("calculate", {"expression": f"{PIN} * 2"}),
+        ),
+        finish(f"done, {bare} and {json.dumps(KEY)}"),
+    ]
+
+
+def run_llm_cycle(ledger: Ledger, script: list[object]) -> int:
+    model = ScriptedModel(list(script))  # type: ignore[arg-type]
+    arena = make_arena(ledger, "us", agent="echo")
+
+    async def scenario() -> int:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(model.handler)) as http:
+            client = ChatClient(
+                ClientConfig(base_url="https://llm.test/v1", model="scripted-1", api_key=KEY),
+                http=http,
+            )
+            agent = LlmAgent(name="echo", client=client)
+            tools = await arena.toolbox(US_OPEN)
+            ctx = dataclasses.replace(arena.context(agent, tools), journal=ledger)
+            await agent.decide(ctx)
+            return ctx.cycle_id
+
+    return asyncio.run(scenario())
+
+
+def test_a_model_echoing_its_key_leaves_no_form_of_it_in_the_ledger(guarded: Engine) -> None:
+    ledger = Ledger(guarded)
+    cycle_id = run_llm_cycle(ledger, echoing_model())
+    ledger.finish_cycle(
+        cycle_id,
+        CycleStatus.FAILED,
+        US_OPEN,
+        error_class="RuntimeError",
+        error_message=f"vendor said no to {KEY} ({json.dumps({'k': KEY})})",
+    )
+    stored = all_text(guarded)
+    assert "[redacted]" in stored
+    assert leaks(stored, [KEY]) == []
+    assert leaks(all_text(guarded, text_only=True), [PIN]) == []
+    orders = ledger.cycle_orders(cycle_id)
+    assert len(orders) == 2  # the orders themselves were placed, with masked reasons
+    assert verify_ledger(guarded).ok
+
+
+def test_numbers_and_instants_are_stored_exactly_even_when_they_look_like_a_secret(
+    guarded: Engine,
+) -> None:
+    ledger = Ledger(guarded)
+    arena = make_arena(ledger, "us", cash=Decimal(PIN), agent="rich")
+    assert arena.cash(US_OPEN) == Decimal(PIN)
+    cycle_id = arena.claim(US_OPEN)
+    ledger.finish_cycle(cycle_id, CycleStatus.SKIPPED, US_OPEN, reason=f"pin {PIN}")
+    assert f"pin {PIN}" not in all_text(guarded)
+    with guarded.connect() as connection:
+        raw = connection.execute(
+            text("SELECT cash, initial_cash FROM account WHERE id = :id"), {"id": arena.account_id}
+        ).one()
+    assert [str(value) for value in raw] == [PIN, PIN]  # stored exactly, not masked
+    assert verify_ledger(guarded).ok
+
+
+@pytest.mark.postgres
+def test_the_store_urls_own_password_is_masked_without_being_configured(pg_url: str) -> None:
+    password = "store-pa55word-0123"  # noqa: S105  (the test server trusts any password)
+    url = make_url(pg_url).set(password=password).render_as_string(hide_password=False)
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        ledger = Ledger(engine)
+        arena = make_arena(ledger, "us", agent="plain")
+        cycle_id = arena.claim(US_OPEN)
+        ledger.finish_cycle(
+            cycle_id,
+            CycleStatus.FAILED,
+            US_OPEN,
+            error_class="OperationalError",
+            error_message=f"could not connect with {password} ({quote(password)})",
+        )
+        stored = all_text(engine)
+        assert "could not connect with [redacted]" in stored
+        assert leaks(stored, [password]) == []
+    finally:
+        engine.dispose()

@@ -8,19 +8,19 @@ none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.
 market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
 record the bars and news it reads in the store's cache and to remember the prices orders fill at.
 A sweep every few minutes repeats the claim recovery. Systemd hears READY, a WATCHDOG ping only
-while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. On SIGTERM
-or SIGINT (or `stop`): stop ringing, let running cycles finish for `stop_grace_s`, cancel the rest
-and mark this run's unfinished claims `interrupted`.
+while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. The daemon
+does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
+(`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
+(`StartupStopped`); once it rings (start-up recovery included), it stops ringing, lets running
+cycles finish for `stop_grace_s`, cancels the rest and marks this run's unfinished claims
+`interrupted`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
-import threading
 import time
 import uuid
 from datetime import datetime, timedelta
@@ -45,6 +45,7 @@ from openbell.daemon.recovery import (
 )
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
+from openbell.daemon.stopping import REQUESTED, StopRequest
 from openbell.markets.domain import Rejection
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
@@ -57,6 +58,8 @@ log = structlog.stdlib.get_logger(__name__)
 
 SWEEP_S = 300.0
 TICK_S = 1.0
+#: How often the loop looks at the stop request, in seconds.
+POLL_S = 0.1
 
 
 def new_run_id() -> str:
@@ -68,22 +71,24 @@ def run_live(
     plan: LivePlan,
     clock: Clock,
     *,
-    stop: threading.Event | None = None,
-    handle_signals: bool = False,
+    stop: StopRequest | None = None,
     notifier: Notifier | None = None,
 ) -> int:
-    """Run the daemon until a signal or `stop`; 0 after an orderly stop.
+    """Run the daemon until `stop` is set; 0 after an orderly stop.
 
-    Raises `OperatorError` (exit 2) for a schema not at head, a SQLite ledger held by another
-    daemon, a non-loopback HTTP address, or when no market's calendar covers the coming week.
+    Raises `StartupStopped` when `stop` is set before the daemon rings, and `OperatorError`
+    (exit 2) for a schema not at head, a SQLite ledger held by another daemon, a non-loopback HTTP
+    address, or when no market's calendar covers the coming week.
     """
+    stop = stop if stop is not None else StopRequest()
     engine = make_engine(plan.store_url)
     lock = DaemonLock(plan.store_url)
     try:
         revision = check_schema(engine)
+        stop.checkpoint("schema check")
         lock.acquire()
         daemon = _Daemon(plan, clock, engine, lock, notifier or Notifier())
-        return asyncio.run(daemon.serve(stop, handle_signals, revision))
+        return asyncio.run(daemon.serve(stop, revision))
     finally:
         lock.release()
         engine.dispose()
@@ -121,12 +126,13 @@ class _Daemon:
             )
         return ringable
 
-    async def serve(self, stop: threading.Event | None, handle_signals: bool, revision: str) -> int:
+    async def serve(self, stop: StopRequest, revision: str) -> int:
         now = self.clock.now()
         markets = self._ringable(now)
         desks, accounts = build_live_desks(
             markets, self.ledger, self.clock, now, cache=SqlBarCache(self.engine)
         )
+        stop.checkpoint("opening accounts")
         self.accounts = accounts
         self.grace = {m.market: m.bell.grace for m in markets}
         self.specs = {m.market: m for m in markets}
@@ -146,17 +152,8 @@ class _Daemon:
             {m.market: m.watch for m in markets}, lambda name, at: self.specs[name].latest_slot(at)
         )
         pause_broken_accounts(self.engine, self.book)
+        stop.checkpoint("ledger verify")
         loop = asyncio.get_running_loop()
-        wake = asyncio.Event()
-        reasons: list[str] = []
-
-        def request_stop(reason: str) -> None:
-            reasons.append(reason)
-            wake.set()
-
-        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        for sig in signals:
-            loop.add_signal_handler(sig, request_stop, sig.name)
         server = None
         try:
             if self.plan.http_listen is not None:
@@ -164,6 +161,7 @@ class _Daemon:
                 server = await serve_http(
                     host, port, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
                 )
+            stop.checkpoint("http")
             log.info(
                 "daemon_started",
                 run_id=self.run_id,
@@ -184,26 +182,24 @@ class _Daemon:
             )
             self.bells.start()
             # Recover after the bells run, so that no slot falls between the two: a slot before
-            # `now` is caught up (or recorded missed) here, one after it rings.
-            await self._recover(self.clock.now())
+            # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
+            # are cycles like any other: the daemon is ready, and a stop is an orderly one.
+            self.recovering = loop.create_task(self._recover(self.clock.now()))
             self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
             background = [
                 loop.create_task(self._tick()),
                 loop.create_task(self._heartbeat()),
                 loop.create_task(self._sweep_loop()),
             ]
-            while not wake.is_set():
-                if stop is not None and stop.is_set():
-                    request_stop("stop_requested")
-                    break
-                await _wait(wake, 0.1)
-            await self._stop(reasons[0] if reasons else "stop_requested", background)
+            while not stop.is_set():
+                if self.recovering.done():
+                    self.recovering.result()  # a failed start-up recovery stops the daemon
+                await asyncio.sleep(POLL_S)
+            await self._stop(stop.reason or REQUESTED, background)
             return 0
         finally:
             if server is not None:
                 server.close()
-            for sig in signals:
-                loop.remove_signal_handler(sig)
 
     # -- ringing ---------------------------------------------------------------------------
 
@@ -341,6 +337,8 @@ class _Daemon:
         self.notifier.stopping()
         self.bells.pause()
         pending = set(self.running)
+        if not self.recovering.done():
+            pending.add(self.recovering)
         if pending:
             _done, pending = await asyncio.wait(pending, timeout=self.plan.stop_grace_s)
         for task in pending:
@@ -371,8 +369,3 @@ class _Daemon:
                     log.exception("source_close_failed", market=market.market)
         await asyncio.sleep(0)  # let the scheduler's shutdown callback run before the last line
         log.info("daemon_stopped", reason=reason, interrupted=interrupted)
-
-
-async def _wait(event: asyncio.Event, timeout_s: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout_s)

@@ -18,6 +18,7 @@ from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.live import run_live
 from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
@@ -63,9 +64,9 @@ def crypto_plan(
 
 
 @contextmanager
-def running(plan: LivePlan, clock: Clock) -> Iterator[threading.Event]:
+def running(plan: LivePlan, clock: Clock) -> Iterator[StopRequest]:
     """Run the daemon in a thread; stop it (and wait) when the block ends."""
-    stop = threading.Event()
+    stop = StopRequest()
     errors: list[BaseException] = []
 
     def target() -> None:

@@ -3,7 +3,6 @@ with three daemons sharing one Postgres, and after Postgres drops its connection
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from datetime import timedelta
@@ -42,6 +41,7 @@ def test_daemon_rings_each_slot_once_and_the_ledger_verifies(sqlite_url: str) ->
 
 def test_a_second_daemon_on_the_same_sqlite_file_is_refused(sqlite_url: str) -> None:
     from openbell.daemon.live import run_live
+    from openbell.daemon.stopping import StopRequest
     from openbell.markets.errors import OperatorError
 
     url = migrated(sqlite_url)
@@ -49,7 +49,7 @@ def test_a_second_daemon_on_the_same_sqlite_file_is_refused(sqlite_url: str) -> 
     with running(crypto_plan(url), clock):
         time.sleep(1.0)
         with pytest.raises(OperatorError, match="another openbell daemon"):
-            run_live(crypto_plan(url), clock, stop=threading.Event())
+            run_live(crypto_plan(url), clock, stop=StopRequest())
 
 
 @pytest.mark.postgres

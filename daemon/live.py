@@ -23,6 +23,7 @@ import os
 import socket
 import time
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +51,7 @@ from openbell.markets.domain import Rejection
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.cyclebook import CycleBook
+from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import check_schema, make_engine, parse_url
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
@@ -148,11 +150,15 @@ class _Daemon:
             ended = self.book.expire_claims(now, except_holder=self.run_id)
             if ended:
                 log.warning("claims_expired", count=ended, reason="holder_dead")
-        self.board = HealthBoard(
-            {m.market: m.watch for m in markets}, lambda name, at: self.specs[name].latest_slot(at)
-        )
         pause_broken_accounts(self.engine, self.book)
         stop.checkpoint("ledger verify")
+        # From here on a stop is an orderly one (the loop below sees it at once).
+        since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
+        self.board = HealthBoard(
+            {m.market: replace(m.watch, since=since[m.market]) for m in markets},
+            lambda name, at: self.specs[name].latest_slot(at),
+            lambda name, at: self.specs[name].next_slot(at),
+        )
         loop = asyncio.get_running_loop()
         server = None
         try:
@@ -161,7 +167,6 @@ class _Daemon:
                 server = await serve_http(
                     host, port, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
                 )
-            stop.checkpoint("http")
             log.info(
                 "daemon_started",
                 run_id=self.run_id,
@@ -181,6 +186,13 @@ class _Daemon:
                 on_horizon_check=self._check_horizons,
             )
             self.bells.start()
+            for market in markets:
+                log.info(
+                    "next_bell",
+                    market=market.market,
+                    next_bell_at=market.next_slot(now),
+                    watched_since=since[market.market],
+                )
             # Recover after the bells run, so that no slot falls between the two: a slot before
             # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
             # are cycles like any other: the daemon is ready, and a stop is an orderly one.
@@ -234,6 +246,7 @@ class _Daemon:
                 skipped=report.count(CycleStatus.SKIPPED),
                 not_run=report.count(None),
                 fills=report.fills,
+                next_bell_at=self.specs[market].next_slot(self.clock.now()),
             )
         except Exception:  # one bad slot never kills the loop; the claim sweep cleans up
             log.exception("slot_failed", market=market, slot_at=slot_at)

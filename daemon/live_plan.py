@@ -102,6 +102,11 @@ class LiveMarket:
         found = self._slots(at - timedelta(days=7), at + timedelta(microseconds=1))
         return found[-1] if found else None
 
+    def next_slot(self, at: datetime) -> datetime | None:
+        """The first slot after `at` within the next two weeks, or None."""
+        found = self._slots(at + timedelta(microseconds=1), at + timedelta(days=14))
+        return found[0] if found else None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LivePlan:

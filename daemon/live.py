@@ -7,7 +7,10 @@ catch-up slots, missed slots), refuses markets whose calendar ends within `HORIZ
 none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the
 market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
 record the bars and news it reads in the store's cache and to remember the prices orders fill at.
-A sweep every few minutes repeats the claim recovery. Systemd hears READY, a WATCHDOG ping only
+Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
+their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes
+the cycles of a daemon that died or froze, and this daemon those of its own slots that failed
+(which release their claims), while their grace lasts. Systemd hears READY, a WATCHDOG ping only
 while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. The daemon
 does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
 (`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
@@ -59,6 +62,8 @@ from openbell.store.records import CycleStatus
 log = structlog.stdlib.get_logger(__name__)
 
 SWEEP_S = 300.0
+#: Under a fast test clock, sweeps (real seconds apart) are no closer than this.
+MIN_SWEEP_S = 0.5
 TICK_S = 1.0
 #: How often the loop looks at the stop request, in seconds.
 POLL_S = 0.1
@@ -109,6 +114,8 @@ class _Daemon:
         self.book = CycleBook(engine)
         self.run_id = plan.run_id or new_run_id()
         self.running: set[asyncio.Task[Any]] = set()
+        # Clock seconds per real second: leases are in clock time, waits in real time.
+        self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
         self.stopping = False
 
@@ -138,12 +145,11 @@ class _Daemon:
         self.accounts = accounts
         self.grace = {m.market: m.bell.grace for m in markets}
         self.specs = {m.market: m for m in markets}
-        lease = max(self.grace.values()) + timedelta(seconds=self.plan.decide_timeout_s)
         self.runner = CycleRunner(
             ledger=self.ledger,
             desks=desks,
             run_id=self.run_id,
-            lease=lease,
+            lease=timedelta(seconds=self.plan.lease_s),
             decide_timeout_s=self.plan.decide_timeout_s,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
@@ -201,6 +207,7 @@ class _Daemon:
             background = [
                 loop.create_task(self._tick()),
                 loop.create_task(self._heartbeat()),
+                loop.create_task(self._renew_loop()),
                 loop.create_task(self._sweep_loop()),
             ]
             while not stop.is_set():
@@ -284,18 +291,20 @@ class _Daemon:
             for market, opened in self.accounts.items()
             for account_id, _ in opened
         }
-        stale = self.book.claims(expired_at=now)
+        # A claim of this run's still running is its own, whatever its lease says.
+        running = self.runner.held
+        stale = [c for c in self.book.claims(expired_at=now) if c.cycle_id not in running]
         current, past = split_abandoned(stale, grace_of, now)
         marked = interrupt_abandoned(self.book, past, now)
-        if marked:
+        if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
         for market, spec in self.specs.items():
-            slots = {claim.slot_at for claim in current if grace_of.get(claim.account_id)}
+            ids = {account_id for account_id, _ in self.accounts[market]}
+            slots = {claim.slot_at for claim in current if claim.account_id in ids}
             if startup:
                 slots |= set(
                     catch_up_slots(market, spec.cadence, spec.slot_times, spec.bell.grace, now)
                 )
-                ids = [account_id for account_id, _ in self._unpaused(market)]
                 backfill_missed(
                     self.ledger,
                     self.book,
@@ -303,7 +312,7 @@ class _Daemon:
                     cadence=spec.cadence,
                     slot_times=spec.slot_times,
                     grace=spec.bell.grace,
-                    account_ids=ids,
+                    account_ids=[account_id for account_id, _ in self._unpaused(market)],
                     now=now,
                 )
             for slot_at in sorted(slots):
@@ -312,12 +321,26 @@ class _Daemon:
                     await self._on_slot(market, slot_at)
 
     async def _sweep_loop(self) -> None:
+        """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
+        abandoned by a dead or stuck holder is completed soon after its lease ends."""
+        every_s = max(min(SWEEP_S, self.plan.lease_s / 2) / self.speed, MIN_SWEEP_S)
         while True:
-            await asyncio.sleep(SWEEP_S)
+            await asyncio.sleep(every_s)
             try:
                 await self._recover(self.clock.now(), startup=False)
             except Exception:
                 log.exception("sweep_failed")
+
+    async def _renew_loop(self) -> None:
+        """Renew the lease of the claims being run three times a lease; a renewal that fails
+        (the database is away) is tried again at the next turn."""
+        every_s = self.plan.lease_s / 3 / self.speed
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                self.runner.renew_leases(self.clock.now())
+            except Exception:
+                log.exception("lease_renewal_failed")
 
     # -- liveness --------------------------------------------------------------------------
 

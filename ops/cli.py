@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
+from openbell.daemon.live_plan import LEASE_S
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import ConfigError, OperatorError
@@ -229,6 +230,15 @@ def run(
             "--stop-grace-s", min=0, help="On SIGTERM, seconds running cycles get to finish."
         ),
     ] = 30.0,
+    lease_s: Annotated[
+        float,
+        typer.Option(
+            "--lease-s",
+            min=1,
+            help="Seconds a cycle's claim holds unrenewed: how soon a peer (or this daemon, "
+            "after a failed slot) may take the cycle over. Keep it well inside the grace windows.",
+        ),
+    ] = LEASE_S,
     upgrade_db: Annotated[
         bool,
         typer.Option(
@@ -247,7 +257,9 @@ def run(
         log.info("db_upgraded", revision=revision, store_url=_shown_url(loaded.store.url))
     stop.checkpoint("upgrade")
     clock = _clock(fake_clock)
-    plan = live_plan(loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s)
+    plan = live_plan(
+        loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s, lease_s=lease_s
+    )
     stop.checkpoint("plan")
     raise typer.Exit(run_live(plan, clock, stop=stop))
 

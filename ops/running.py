@@ -21,7 +21,7 @@ import structlog
 
 from openbell.agents.broker import FillPrice
 from openbell.daemon.clock import Clock
-from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
@@ -136,6 +136,7 @@ def live_plan(
     agents: Sequence[str] | None = None,
     stop_grace_s: float = 30.0,
     heartbeat_s: float = 60.0,
+    lease_s: float = LEASE_S,
     http: bool = True,
 ) -> LivePlan:
     """The live plan of the configured markets (or `markets`) and their agents (or `agents`)."""
@@ -176,4 +177,5 @@ def live_plan(
         http_allow_remote=config.http.allow_remote,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
+        lease_s=lease_s,
     )

@@ -17,7 +17,7 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.live import run_live
-from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
 from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay import ReplaySource
 from openbell.markets.universes import load_universe
@@ -37,6 +37,7 @@ def crypto_plan(
     grace: timedelta = timedelta(minutes=30),
     run_id: str | None = None,
     stop_grace_s: float = 5.0,
+    lease_s: float = LEASE_S,
 ) -> LivePlan:
     source = ReplaySource.from_bundled("crypto", names=["crypto-1h"])
     chosen = agents or (
@@ -60,6 +61,7 @@ def crypto_plan(
         stop_grace_s=stop_grace_s,
         heartbeat_s=0.5,
         run_id=run_id,
+        lease_s=lease_s,
     )
 
 

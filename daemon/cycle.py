@@ -9,6 +9,12 @@ runs each agent on a `Toolbox` bound to its account and cycle, writes
 the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle. It also writes the
 NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it, or
 stop the run for an operator) is decided by `actions.action_for` alone.
+
+Claims are leased: the runner knows the claims it is running (`held`), and the live daemon renews
+their lease while they run (`renew_leases`). A claim another run has taken meanwhile (its lease
+had run out) is lost: its cycle is cancelled here and never finished by this run. A slot that
+stops (`Action.STOP`, such as a dropped database connection) ends the lease of the claims it had
+not finished, so that any run may complete them while the slot's grace lasts.
 """
 
 from __future__ import annotations
@@ -157,6 +163,27 @@ class CycleRunner:
         self._lease = lease
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
+        # The claims being run, each with its cycle's task once the agent runs.
+        self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
+
+    @property
+    def held(self) -> frozenset[int]:
+        """The ids of the cycles this runner has claimed and not finished yet."""
+        return frozenset(self._held)
+
+    def renew_leases(self, now: datetime) -> set[int]:
+        """Extend the lease of every claim being run to `now` + the lease; the ids of the claims
+        found lost (taken over by another run, or finished by one), whose cycles are cancelled."""
+        held = set(self._held)
+        if not held:
+            return set()
+        lost = held - self._ledger.renew_claims(held, self._run_id, now + self._lease)
+        for cycle_id in sorted(lost):
+            task = self._held.pop(cycle_id, None)
+            if task is not None:
+                task.cancel()
+            log.warning("claim_lost", cycle_id=cycle_id, run_id=self._run_id)
+        return lost
 
     def _desk(self, market: str) -> MarketDesk:
         desk = self._desks.get(market)
@@ -180,36 +207,85 @@ class CycleRunner:
         desk = self._desk(market)
         outcomes: dict[int, CycleOutcome] = {}
         claims: list[_Claim] = []
-        for account_id, agent in accounts:
-            claim = self._claim(account_id, agent, slot_at, now)
-            if claim is None:
-                outcomes[account_id] = CycleOutcome(
-                    account_id=account_id, agent=agent.name, cycle_id=None, status=None
-                )
-            else:
-                claims.append(claim)
-        if claims:
-            snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
-            if snapshot is not None and desk.actions is not None:
-                ids = [claim.account_id for claim in claims]
-                snapshot = await desk.actions.at_slot(snapshot, ids)
-            if snapshot is not None:
-                # The agents of one slot run concurrently (an LLM agent mostly waits on its model);
-                # a STOP raised by one cancels the others, whose cycles stay claimed for recovery.
-                try:
-                    async with asyncio.TaskGroup() as group:
-                        tasks = [
-                            group.create_task(self._run_cycle(desk, snapshot, claim, slot_at, now))
-                            for claim in claims
-                        ]
-                except BaseExceptionGroup as stopped:  # the first STOP is the run's reason to stop
-                    raise stopped.exceptions[0] from None
-                for claim, task in zip(claims, tasks, strict=True):
-                    outcomes[claim.account_id] = task.result()
+        try:
+            for account_id, agent in accounts:
+                claim = self._claim(account_id, agent, slot_at, now)
+                if claim is None:
+                    outcomes[account_id] = CycleOutcome(
+                        account_id=account_id, agent=agent.name, cycle_id=None, status=None
+                    )
+                else:
+                    claims.append(claim)
+                    self._held[claim.cycle_id] = None
+            if claims:
+                snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
+                if snapshot is not None and desk.actions is not None:
+                    ids = [claim.account_id for claim in claims]
+                    snapshot = await desk.actions.at_slot(snapshot, ids)
+                if snapshot is not None:
+                    await self._decide_all(desk, snapshot, claims, slot_at, now, outcomes)
+        except Exception:
+            self._release([claim.cycle_id for claim in claims], now)
+            raise
+        finally:
+            for claim in claims:
+                self._held.pop(claim.cycle_id, None)
         return SlotReport(
             market=market,
             slot_at=slot_at,
             outcomes=tuple(outcomes[account_id] for account_id, _agent in accounts),
+        )
+
+    async def _decide_all(
+        self,
+        desk: MarketDesk,
+        snapshot: MarketSnapshot,
+        claims: Sequence[_Claim],
+        slot_at: datetime,
+        now: datetime,
+        outcomes: dict[int, CycleOutcome],
+    ) -> None:
+        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model); a STOP
+        raised by one cancels the others, and is raised here."""
+        tasks: dict[int, asyncio.Task[CycleOutcome]] = {}
+        try:
+            async with asyncio.TaskGroup() as group:
+                for claim in claims:
+                    if claim.cycle_id in self._held:  # not lost while observing
+                        run = self._run_cycle(desk, snapshot, claim, slot_at, now)
+                        tasks[claim.cycle_id] = self._held[claim.cycle_id] = group.create_task(run)
+        except BaseExceptionGroup as stopped:  # the first STOP is the run's reason to stop
+            raise stopped.exceptions[0] from None
+        for claim in claims:
+            task_or_none = tasks.get(claim.cycle_id)
+            if task_or_none is None or task_or_none.cancelled():  # lost to another run
+                outcomes[claim.account_id] = _not_run(claim)
+            else:
+                outcomes[claim.account_id] = task_or_none.result()
+
+    def _release(self, cycle_ids: Sequence[int], now: datetime) -> None:
+        """End the lease of the claims of a stopped slot not finished yet (best effort: if the
+        database is gone too, their lease runs out on its own, as they are no longer renewed)."""
+        unfinished = [cycle_id for cycle_id in cycle_ids if cycle_id in self._held]
+        if not unfinished:
+            return
+        try:
+            released = self._ledger.release_claims(unfinished, self._run_id, now)
+        except Exception as exc:  # noqa: BLE001  (the slot's own failure is what is raised)
+            log.warning(
+                "claims_not_released",
+                cycle_ids=unfinished,
+                error_class=type(exc).__name__,
+                error_message=_message(exc),
+            )
+            return
+        log.warning("claims_released", cycle_ids=sorted(released), run_id=self._run_id)
+
+    def _finish(self, claim: _Claim, status: CycleStatus, now: datetime, **details: str) -> bool:
+        """Finish the claim's cycle with `status` if this run still holds it; whether it did."""
+        self._held.pop(claim.cycle_id, None)
+        return self._ledger.finish_cycle(
+            claim.cycle_id, status, now, held_by=self._run_id, **details
         )
 
     def _claim(
@@ -244,9 +320,9 @@ class CycleRunner:
             if action_for(Stage.OBSERVE, exc) is Action.STOP:
                 raise
             for claim in claims:
-                self._ledger.finish_cycle(
-                    claim.cycle_id, CycleStatus.SKIPPED, now, reason=DATA_UNAVAILABLE
-                )
+                if not self._finish(claim, CycleStatus.SKIPPED, now, reason=DATA_UNAVAILABLE):
+                    outcomes[claim.account_id] = _not_run(claim)
+                    continue
                 self._bound(desk.market, claim, slot_at).warning(
                     "cycle_skipped",
                     reason=DATA_UNAVAILABLE,
@@ -308,7 +384,7 @@ class CycleRunner:
             async with asyncio.timeout(self._decide_timeout_s):
                 await claim.agent.decide(context)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            failure = self._failed(Stage.DECIDE, exc, claim.cycle_id, now)
+            failure = self._failed(Stage.DECIDE, exc, claim, now)
         fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
         try:
             valued = await write_slot_snapshot(
@@ -316,15 +392,19 @@ class CycleRunner:
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            unvalued = self._failed(Stage.SNAPSHOT, exc, claim.cycle_id, now)
+            unvalued = self._failed(Stage.SNAPSHOT, exc, claim, now)
             failure = failure or unvalued
-        status = CycleStatus.DONE
+        status = CycleStatus.DONE if failure is None else CycleStatus.FAILED
+        if not (
+            self._finish(claim, status, now)
+            if failure is None
+            else self._finish_failed(claim, failure, now)
+        ):
+            bound.warning("claim_lost", run_id=self._run_id, orders=len(toolbox.placed))
+            return _not_run(claim)
         if failure is None:
-            self._ledger.finish_cycle(claim.cycle_id, CycleStatus.DONE, now)
             bound.info("cycle_completed", orders=len(toolbox.placed), fills=fills)
         else:
-            status = CycleStatus.FAILED
-            self._finish_failed(claim.cycle_id, failure, now)
             bound.warning(
                 "cycle_failed",
                 error_class=type(failure).__name__,
@@ -341,20 +421,20 @@ class CycleRunner:
             taken_over=claim.taken_over,
         )
 
-    def _failed(self, stage: Stage, exc: Exception, cycle_id: int, now: datetime) -> Exception:
+    def _failed(self, stage: Stage, exc: Exception, claim: _Claim, now: datetime) -> Exception:
         """`exc` when it fails only its cycle; else record the failure if possible, and raise."""
         if action_for(stage, exc) is Action.FAIL:
             return exc
         if not isinstance(exc, SQLAlchemyError):
             try:
-                self._finish_failed(cycle_id, exc, now)
+                self._finish_failed(claim, exc, now)
             except Exception as during:  # the ledger is broken too: report the first failure
                 raise exc from during
         raise exc
 
-    def _finish_failed(self, cycle_id: int, exc: Exception, now: datetime) -> None:
-        self._ledger.finish_cycle(
-            cycle_id,
+    def _finish_failed(self, claim: _Claim, exc: Exception, now: datetime) -> bool:
+        return self._finish(
+            claim,
             CycleStatus.FAILED,
             now,
             error_class=type(exc).__name__,
@@ -373,6 +453,17 @@ class CycleRunner:
         if desk.actions is not None:
             await desk.actions.at_close(desk.gateway, close_at, list(account_ids))
         return await write_close_snapshots(self._ledger, desk.gateway, close_at, account_ids)
+
+
+def _not_run(claim: _Claim) -> CycleOutcome:
+    """The outcome of a claim lost to another run: not run (to its end) here."""
+    return CycleOutcome(
+        account_id=claim.account_id,
+        agent=claim.agent.name,
+        cycle_id=claim.cycle_id,
+        status=None,
+        taken_over=claim.taken_over,
+    )
 
 
 def _message(exc: BaseException) -> str:

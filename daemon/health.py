@@ -6,8 +6,10 @@ by reason, and feeds a per-daemon Prometheus registry: `openbell_cycles_total{ma
 `openbell_fills_total{market}`, `openbell_rejections_total{market}`, `openbell_data_errors_total
 {market}` and the histogram `openbell_cycle_latency_seconds{market}` (one slot's cycles, wall
 time). A market is overdue at `now` when one of its slots ended its grace window within the last
-`cadence + grace` and the market has had no successful cycle at or after it: the health endpoint
-then answers 503.
+`cadence + grace`, after a daemon first rang the market on this ledger (`MarketWatch.since`: a
+slot whose grace had closed before was never a daemon's to ring), and the market has had no
+successful cycle at or after it: the health endpoint then answers 503. Its body also says each
+market's next bell.
 """
 
 from __future__ import annotations
@@ -22,24 +24,33 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from openbell.daemon.cycle import SlotReport
 from openbell.store.records import CycleStatus
 
-#: The latest slot of a market at or before an instant (None: none recently).
-LatestSlot = Callable[[str, datetime], datetime | None]
+#: A slot of a market relative to an instant: the latest at or before it, or the next after it
+#: (None: none within a week or two).
+SlotFinder = Callable[[str, datetime], datetime | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MarketWatch:
-    """How often a market rings and how late a slot may run."""
+    """How often a market rings, how late a slot may run, and since when a daemon has rung it on
+    this ledger (None: count every recent slot)."""
 
     cadence: timedelta
     grace: timedelta
+    since: datetime | None = None
 
 
 class HealthBoard:
     """The daemon's health state and metrics; one per daemon (tests run several in-process)."""
 
-    def __init__(self, watches: Mapping[str, MarketWatch], latest_slot: LatestSlot) -> None:
+    def __init__(
+        self,
+        watches: Mapping[str, MarketWatch],
+        latest_slot: SlotFinder,
+        next_slot: SlotFinder,
+    ) -> None:
         self._watches = dict(watches)
         self._latest_slot = latest_slot
+        self._next_slot = next_slot
         self._last_done: dict[tuple[str, str], datetime] = {}
         self._last_slot: dict[str, datetime] = {}
         self._skips: dict[tuple[str, str], int] = {}
@@ -105,7 +116,11 @@ class HealthBoard:
         found: dict[str, datetime] = {}
         for market, watch in self._watches.items():
             due = self._latest_slot(market, now - watch.grace)
-            late = due is not None and due >= now - watch.grace - watch.cadence
+            late = (
+                due is not None
+                and due >= now - watch.grace - watch.cadence
+                and (watch.since is None or due + watch.grace >= watch.since)
+            )
             last = max(
                 (at for (name, _), at in self._last_done.items() if name == market), default=None
             )
@@ -123,6 +138,8 @@ class HealthBoard:
             "overdue": {market: at.isoformat() for market, at in sorted(overdue.items())},
             "markets": {
                 market: {
+                    "next_bell": _iso(self._next_slot(market, now)),
+                    "watched_since": _iso(watch.since),
                     "last_slot": _iso(self._last_slot.get(market)),
                     "skipped": {
                         reason: count
@@ -135,7 +152,7 @@ class HealthBoard:
                         if name == market
                     },
                 }
-                for market in self._watches
+                for market, watch in self._watches.items()
             },
         }
         return not overdue, body

@@ -7,22 +7,26 @@ catch-up slots, missed slots), refuses markets whose calendar ends within `HORIZ
 none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the
 market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
 record the bars and news it reads in the store's cache and to remember the prices orders fill at.
-A sweep every few minutes repeats the claim recovery. Systemd hears READY, a WATCHDOG ping only
-while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. On SIGTERM
-or SIGINT (or `stop`): stop ringing, let running cycles finish for `stop_grace_s`, cancel the rest
-and mark this run's unfinished claims `interrupted`.
+Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
+their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes
+the cycles of a daemon that died or froze, and this daemon those of its own slots that failed
+(which release their claims), while their grace lasts. Systemd hears READY, a WATCHDOG ping only
+while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. The daemon
+does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
+(`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
+(`StartupStopped`); once it rings (start-up recovery included), it stops ringing, lets running
+cycles finish for `stop_grace_s`, cancels the rest and marks this run's unfinished claims
+`interrupted`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
-import threading
 import time
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,10 +49,12 @@ from openbell.daemon.recovery import (
 )
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
+from openbell.daemon.stopping import REQUESTED, StopRequest
 from openbell.markets.domain import Rejection
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.cyclebook import CycleBook
+from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import check_schema, make_engine, parse_url
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
@@ -56,7 +62,11 @@ from openbell.store.records import CycleStatus
 log = structlog.stdlib.get_logger(__name__)
 
 SWEEP_S = 300.0
+#: Under a fast test clock, sweeps (real seconds apart) are no closer than this.
+MIN_SWEEP_S = 0.5
 TICK_S = 1.0
+#: How often the loop looks at the stop request, in seconds.
+POLL_S = 0.1
 
 
 def new_run_id() -> str:
@@ -68,22 +78,24 @@ def run_live(
     plan: LivePlan,
     clock: Clock,
     *,
-    stop: threading.Event | None = None,
-    handle_signals: bool = False,
+    stop: StopRequest | None = None,
     notifier: Notifier | None = None,
 ) -> int:
-    """Run the daemon until a signal or `stop`; 0 after an orderly stop.
+    """Run the daemon until `stop` is set; 0 after an orderly stop.
 
-    Raises `OperatorError` (exit 2) for a schema not at head, a SQLite ledger held by another
-    daemon, a non-loopback HTTP address, or when no market's calendar covers the coming week.
+    Raises `StartupStopped` when `stop` is set before the daemon rings, and `OperatorError`
+    (exit 2) for a schema not at head, a SQLite ledger held by another daemon, a non-loopback HTTP
+    address, or when no market's calendar covers the coming week.
     """
+    stop = stop if stop is not None else StopRequest()
     engine = make_engine(plan.store_url, redactor=plan.redactor)
     lock = DaemonLock(plan.store_url)
     try:
         revision = check_schema(engine)
+        stop.checkpoint("schema check")
         lock.acquire()
         daemon = _Daemon(plan, clock, engine, lock, notifier or Notifier())
-        return asyncio.run(daemon.serve(stop, handle_signals, revision))
+        return asyncio.run(daemon.serve(stop, revision))
     finally:
         lock.release()
         engine.dispose()
@@ -102,6 +114,8 @@ class _Daemon:
         self.book = CycleBook(engine)
         self.run_id = plan.run_id or new_run_id()
         self.running: set[asyncio.Task[Any]] = set()
+        # Clock seconds per real second: leases are in clock time, waits in real time.
+        self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
         self.stopping = False
 
@@ -121,42 +135,37 @@ class _Daemon:
             )
         return ringable
 
-    async def serve(self, stop: threading.Event | None, handle_signals: bool, revision: str) -> int:
+    async def serve(self, stop: StopRequest, revision: str) -> int:
         now = self.clock.now()
         markets = self._ringable(now)
         desks, accounts = build_live_desks(
             markets, self.ledger, self.clock, now, cache=SqlBarCache(self.engine)
         )
+        stop.checkpoint("opening accounts")
         self.accounts = accounts
         self.grace = {m.market: m.bell.grace for m in markets}
         self.specs = {m.market: m for m in markets}
-        lease = max(self.grace.values()) + timedelta(seconds=self.plan.decide_timeout_s)
         self.runner = CycleRunner(
             ledger=self.ledger,
             desks=desks,
             run_id=self.run_id,
-            lease=lease,
+            lease=timedelta(seconds=self.plan.lease_s),
             decide_timeout_s=self.plan.decide_timeout_s,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
             ended = self.book.expire_claims(now, except_holder=self.run_id)
             if ended:
                 log.warning("claims_expired", count=ended, reason="holder_dead")
-        self.board = HealthBoard(
-            {m.market: m.watch for m in markets}, lambda name, at: self.specs[name].latest_slot(at)
-        )
         pause_broken_accounts(self.engine, self.book)
+        stop.checkpoint("ledger verify")
+        # From here on a stop is an orderly one (the loop below sees it at once).
+        since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
+        self.board = HealthBoard(
+            {m.market: replace(m.watch, since=since[m.market]) for m in markets},
+            lambda name, at: self.specs[name].latest_slot(at),
+            lambda name, at: self.specs[name].next_slot(at),
+        )
         loop = asyncio.get_running_loop()
-        wake = asyncio.Event()
-        reasons: list[str] = []
-
-        def request_stop(reason: str) -> None:
-            reasons.append(reason)
-            wake.set()
-
-        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        for sig in signals:
-            loop.add_signal_handler(sig, request_stop, sig.name)
         server = None
         try:
             if self.plan.http_listen is not None:
@@ -183,27 +192,33 @@ class _Daemon:
                 on_horizon_check=self._check_horizons,
             )
             self.bells.start()
+            for market in markets:
+                log.info(
+                    "next_bell",
+                    market=market.market,
+                    next_bell_at=market.next_slot(now),
+                    watched_since=since[market.market],
+                )
             # Recover after the bells run, so that no slot falls between the two: a slot before
-            # `now` is caught up (or recorded missed) here, one after it rings.
-            await self._recover(self.clock.now())
+            # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
+            # are cycles like any other: the daemon is ready, and a stop is an orderly one.
+            self.recovering = loop.create_task(self._recover(self.clock.now()))
             self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
             background = [
                 loop.create_task(self._tick()),
                 loop.create_task(self._heartbeat()),
+                loop.create_task(self._renew_loop()),
                 loop.create_task(self._sweep_loop()),
             ]
-            while not wake.is_set():
-                if stop is not None and stop.is_set():
-                    request_stop("stop_requested")
-                    break
-                await _wait(wake, 0.1)
-            await self._stop(reasons[0] if reasons else "stop_requested", background)
+            while not stop.is_set():
+                if self.recovering.done():
+                    self.recovering.result()  # a failed start-up recovery stops the daemon
+                await asyncio.sleep(POLL_S)
+            await self._stop(stop.reason or REQUESTED, background)
             return 0
         finally:
             if server is not None:
                 server.close()
-            for sig in signals:
-                loop.remove_signal_handler(sig)
 
     # -- ringing ---------------------------------------------------------------------------
 
@@ -238,6 +253,7 @@ class _Daemon:
                 skipped=report.count(CycleStatus.SKIPPED),
                 not_run=report.count(None),
                 fills=report.fills,
+                next_bell_at=self.specs[market].next_slot(self.clock.now()),
             )
         except Exception:  # one bad slot never kills the loop; the claim sweep cleans up
             log.exception("slot_failed", market=market, slot_at=slot_at)
@@ -275,18 +291,20 @@ class _Daemon:
             for market, opened in self.accounts.items()
             for account_id, _ in opened
         }
-        stale = self.book.claims(expired_at=now)
+        # A claim of this run's still running is its own, whatever its lease says.
+        running = self.runner.held
+        stale = [c for c in self.book.claims(expired_at=now) if c.cycle_id not in running]
         current, past = split_abandoned(stale, grace_of, now)
         marked = interrupt_abandoned(self.book, past, now)
-        if marked:
+        if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
         for market, spec in self.specs.items():
-            slots = {claim.slot_at for claim in current if grace_of.get(claim.account_id)}
+            ids = {account_id for account_id, _ in self.accounts[market]}
+            slots = {claim.slot_at for claim in current if claim.account_id in ids}
             if startup:
                 slots |= set(
                     catch_up_slots(market, spec.cadence, spec.slot_times, spec.bell.grace, now)
                 )
-                ids = [account_id for account_id, _ in self._unpaused(market)]
                 backfill_missed(
                     self.ledger,
                     self.book,
@@ -294,7 +312,7 @@ class _Daemon:
                     cadence=spec.cadence,
                     slot_times=spec.slot_times,
                     grace=spec.bell.grace,
-                    account_ids=ids,
+                    account_ids=[account_id for account_id, _ in self._unpaused(market)],
                     now=now,
                 )
             for slot_at in sorted(slots):
@@ -303,12 +321,26 @@ class _Daemon:
                     await self._on_slot(market, slot_at)
 
     async def _sweep_loop(self) -> None:
+        """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
+        abandoned by a dead or stuck holder is completed soon after its lease ends."""
+        every_s = max(min(SWEEP_S, self.plan.lease_s / 2) / self.speed, MIN_SWEEP_S)
         while True:
-            await asyncio.sleep(SWEEP_S)
+            await asyncio.sleep(every_s)
             try:
                 await self._recover(self.clock.now(), startup=False)
             except Exception:
                 log.exception("sweep_failed")
+
+    async def _renew_loop(self) -> None:
+        """Renew the lease of the claims being run three times a lease; a renewal that fails
+        (the database is away) is tried again at the next turn."""
+        every_s = self.plan.lease_s / 3 / self.speed
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                self.runner.renew_leases(self.clock.now())
+            except Exception:
+                log.exception("lease_renewal_failed")
 
     # -- liveness --------------------------------------------------------------------------
 
@@ -341,6 +373,8 @@ class _Daemon:
         self.notifier.stopping()
         self.bells.pause()
         pending = set(self.running)
+        if not self.recovering.done():
+            pending.add(self.recovering)
         if pending:
             _done, pending = await asyncio.wait(pending, timeout=self.plan.stop_grace_s)
         for task in pending:
@@ -371,8 +405,3 @@ class _Daemon:
                     log.exception("source_close_failed", market=market.market)
         await asyncio.sleep(0)  # let the scheduler's shutdown callback run before the last line
         log.info("daemon_stopped", reason=reason, interrupted=interrupted)
-
-
-async def _wait(event: asyncio.Event, timeout_s: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout_s)

@@ -7,7 +7,8 @@ bar and news read in it (`markets.cache.CachingSource`; live sources only, a rep
 is already on disk), to retry within the slot's grace (`retrying.py`) and, unless a fill price is
 given (a replay source fills from its bars), to remember the latest prices for the broker
 (`desks.LatestQuotes`), and gives the desk the market's source of corporate actions. Grace
-windows default by cadence: 15 minutes for hourly bells, an hour for daily ones.
+windows default by cadence: 15 minutes for hourly bells, an hour for daily ones; claims are leased
+for `LEASE_S` (a minute) at a time, renewed while they run.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from openbell.store.ledger import Ledger
 from openbell.store.redact import Redactor
 
 DEFAULT_GRACE: Final = {"hourly": timedelta(minutes=15), "daily": timedelta(hours=1)}
+#: How long a live daemon's claim holds without being renewed, in clock seconds (DESIGN §3).
+LEASE_S: Final = 60.0
 _CADENCE: Final = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
 
 
@@ -108,10 +111,17 @@ class LiveMarket:
         found = self._slots(at - timedelta(days=7), at + timedelta(microseconds=1))
         return found[-1] if found else None
 
+    def next_slot(self, at: datetime) -> datetime | None:
+        """The first slot after `at` within the next two weeks, or None."""
+        found = self._slots(at + timedelta(microseconds=1), at + timedelta(days=14))
+        return found[0] if found else None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LivePlan:
-    """The daemon's markets and options. `http_listen` None: no HTTP endpoint."""
+    """The daemon's markets and options. `http_listen` None: no HTTP endpoint. `lease_s` is how
+    long a claim holds unrenewed (clock seconds): a peer may take a cycle over that long after its
+    holder stops, so it should be well inside the shortest grace window."""
 
     store_url: str
     markets: tuple[LiveMarket, ...]
@@ -123,13 +133,14 @@ class LivePlan:
     run_id: str | None = None
     #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
     redactor: Redactor = field(default_factory=Redactor, repr=False)
+    lease_s: float = LEASE_S
 
     def __post_init__(self) -> None:
         names = [market.market for market in self.markets]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"a live plan needs distinct markets, got {names}")
-        if self.stop_grace_s < 0 or self.heartbeat_s <= 0:
-            raise ValueError("stop_grace_s must be >= 0 and heartbeat_s > 0")
+        if self.stop_grace_s < 0 or self.heartbeat_s <= 0 or self.lease_s <= 0:
+            raise ValueError("stop_grace_s must be >= 0, heartbeat_s and lease_s > 0")
 
 
 def build_live_desks(

@@ -9,15 +9,20 @@ stderr, `openbell: error: ...`, never a traceback. One-shot commands print their
 and log to stderr; `run` logs JSON lines on stdout for journald. While a command runs, stdout and
 stderr go through `secrets.MaskedStream`: once the config is loaded, no configured secret can be
 printed, in any form.
+
+SIGINT and SIGTERM are caught from the first moment (`entry.py`, `daemon.stopping`). Every command
+but `run` gets their launch dispositions back once the command is known (Ctrl-C interrupts it, 130).
+`run` keeps them: a stop before the daemon rings ends start-up at its next checkpoint (exit 130
+for SIGINT, 143 for SIGTERM, `daemon_stopped` logged once logging is set up); once it rings, the
+stop is an orderly one (exit 0).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -29,7 +34,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
+from openbell.daemon.live_plan import LEASE_S
 from openbell.daemon.oneshot import run_one_cycle
+from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops import secrets
 from openbell.ops.cli_common import ConfigOption
@@ -65,6 +72,7 @@ class _Globals:
 @dataclass
 class _State:
     logging_ready: bool = False
+    stop: StopRequest = field(default_factory=StopRequest)
 
 
 _state = _State()
@@ -137,6 +145,9 @@ def _global_options(
     ] = None,
 ) -> None:
     ctx.obj = _Globals(config=config, log_format=log_format)
+    if ctx.invoked_subcommand != "run":
+        _state.stop.release_signals()
+    _state.stop.checkpoint("imports")
     _help_without_command(ctx)
 
 
@@ -224,6 +235,15 @@ def run(
             "--stop-grace-s", min=0, help="On SIGTERM, seconds running cycles get to finish."
         ),
     ] = 30.0,
+    lease_s: Annotated[
+        float,
+        typer.Option(
+            "--lease-s",
+            min=1,
+            help="Seconds a cycle's claim holds unrenewed: how soon a peer (or this daemon, "
+            "after a failed slot) may take the cycle over. Keep it well inside the grace windows.",
+        ),
+    ] = LEASE_S,
     upgrade_db: Annotated[
         bool,
         typer.Option(
@@ -234,13 +254,19 @@ def run(
     fake_clock: FakeClockOption = None,
 ) -> None:
     """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout."""
+    stop = _state.stop
     loaded = _load(ctx, config, sys.stdout)
+    stop.checkpoint("config")
     if upgrade_db:
         revision = upgrade(loaded.store.url)
         log.info("db_upgraded", revision=revision, store_url=_shown_url(loaded.store.url))
+    stop.checkpoint("upgrade")
     clock = _clock(fake_clock)
-    plan = live_plan(loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s)
-    raise typer.Exit(run_live(plan, clock, stop=threading.Event(), handle_signals=True))
+    plan = live_plan(
+        loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s, lease_s=lease_s
+    )
+    stop.checkpoint("plan")
+    raise typer.Exit(run_live(plan, clock, stop=stop))
 
 
 @app.command()
@@ -286,20 +312,33 @@ def _error(message: str, code: int) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `openbell` command line with `argv` (default: sys.argv) and return the exit code."""
-    with secrets.masked_output(sys.stdout, sys.stderr) as (out, err):
-        sys.stdout, sys.stderr = out, err
-        try:
-            return _main(argv)
-        finally:
-            sys.stdout, sys.stderr = out.target, err.target
+def main(argv: Sequence[str] | None = None, *, stop: StopRequest | None = None) -> int:
+    """Run the `openbell` command line with `argv` (default: sys.argv) and return the exit code.
+
+    `stop` is the request the console script (`entry.py`) has been recording SIGINT and SIGTERM in
+    since before the imports; without one, they are caught from here on.
+    """
+    _state.stop = stop if stop is not None else StopRequest()
+    _state.stop.catch_signals()
+    try:
+        with secrets.masked_output(sys.stdout, sys.stderr) as (out, err):
+            sys.stdout, sys.stderr = out, err
+            try:
+                return _run_command(argv)
+            finally:
+                sys.stdout, sys.stderr = out.target, err.target
+    finally:
+        _state.stop.release_signals()
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _run_command(argv: Sequence[str] | None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name=PROG, standalone_mode=False)
+    except StartupStopped as stopped:
+        if _state.logging_ready:
+            log.info("daemon_stopped", reason=stopped.reason, stage=stopped.stage)
+        return stopped.exit_code
     except typer.Abort:
         return _error("aborted", 130)
     except typer.TyperException as exc:  # usage errors (exit 2) and other click-level failures

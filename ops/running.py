@@ -23,7 +23,7 @@ import structlog
 
 from openbell.agents.broker import FillPrice
 from openbell.daemon.clock import Clock
-from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
 from openbell.markets.action_files import read_actions
 from openbell.markets.actions import CorporateActionSource
 from openbell.markets.domain import Bar, NewsItem, Quote
@@ -152,6 +152,7 @@ def live_plan(
     agents: Sequence[str] | None = None,
     stop_grace_s: float = 30.0,
     heartbeat_s: float = 60.0,
+    lease_s: float = LEASE_S,
     http: bool = True,
 ) -> LivePlan:
     """The live plan of the configured markets (or `markets`) and their agents (or `agents`)."""
@@ -195,4 +196,5 @@ def live_plan(
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),
+        lease_s=lease_s,
     )

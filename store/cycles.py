@@ -1,11 +1,14 @@
 """The cycle rows of the ledger: claims under a lease, take-overs, missed slots and finishes.
 
 Internal to `openbell.store`: `Ledger` exposes these as `claim_cycle`, `find_cycle`,
-`take_over_cycle`, `record_missed`, `count_cycles` and `finish_cycle`, each in its own
-transaction; they run on its connection as prebuilt Core statements (every slot of every account
-claims and finishes a cycle, so this is on the replay's hot path). The unique (account, slot) key
-decides which of two claimants wins; a claim still `claimed` after its lease is anyone's to take
-over, with the same id, so the orders it recorded stay single under their idempotency keys.
+`take_over_cycle`, `renew_claims`, `release_claims`, `record_missed`, `count_cycles` and
+`finish_cycle`, each in its own transaction; they run on its connection as prebuilt Core
+statements (every slot of every account claims and finishes a cycle, so this is on the replay's hot
+path). The unique (account, slot) key decides which of two claimants wins; a claim still `claimed`
+after its lease is anyone's to take over, with the same id, so the orders it recorded stay single
+under their idempotency keys. A holder keeps its claims by renewing their lease while it runs them
+(`set_lease`), and ends it at once when it gives them up; finishing a cycle on behalf of a holder
+(`held_by`) does nothing once the claim has passed to another run.
 `cycle_record` turns a cycle row (ORM or Core) into a `CycleRecord`, here and in `CycleBook`.
 """
 
@@ -81,6 +84,25 @@ def take_over(
     return taken is not None
 
 
+def set_lease(
+    connection: Connection, cycle_ids: Collection[int], claimed_by: str, lease_until: datetime
+) -> set[int]:
+    """Set the lease of the cycles in `cycle_ids` still `claimed` by `claimed_by`; their ids."""
+    if not cycle_ids:
+        return set()
+    found = connection.execute(
+        update(CYCLE_TABLE)
+        .where(
+            CYCLE_TABLE.c.id.in_(sorted(cycle_ids)),
+            CYCLE_TABLE.c.status == _CLAIMED,
+            CYCLE_TABLE.c.claimed_by == claimed_by,
+        )
+        .values(lease_until=lease_until)
+        .returning(CYCLE_TABLE.c.id)
+    ).all()
+    return {row_id(row.id) for row in found}
+
+
 def count_cycles(
     connection: Connection,
     account_ids: Collection[int],
@@ -105,13 +127,22 @@ def finish_cycle(
     error_class: str | None,
     error_message: str | None,
     reason: str | None,
-) -> None:
-    """Close a `claimed` cycle with `status`; nothing if it already has it, else `ValueError`."""
-    stored = connection.execute(_STATUS, {"cycle": cycle_id}).scalar_one_or_none()
-    if stored is None:
+    held_by: str | None = None,
+) -> bool:
+    """Close a `claimed` cycle with `status`; nothing if it already has it, else `ValueError`.
+
+    With `held_by`, only while that run holds the claim: False (and nothing done) once another run
+    has taken it over or it was finished otherwise (a peer marked it `interrupted`). True when the
+    cycle has `status` after the call.
+    """
+    row = connection.execute(_STATUS, {"cycle": cycle_id}).one_or_none()
+    if row is None:
         raise ValueError(f"no cycle {cycle_id}")
+    stored, holder = row
+    if held_by is not None and (holder != held_by or stored not in (_CLAIMED, status.value)):
+        return False
     if stored == status.value:
-        return
+        return True
     if stored != CycleStatus.CLAIMED.value:
         raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
     connection.execute(
@@ -125,6 +156,7 @@ def finish_cycle(
             "reason": reason,
         },
     )
+    return True
 
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
@@ -147,6 +179,8 @@ _FIND: Final = select(CYCLE_TABLE).where(
     CYCLE_TABLE.c.account_id == bindparam("account"), CYCLE_TABLE.c.slot_at == bindparam("slot")
 )
 _STATUS: Final = (
-    select(CYCLE_TABLE.c.status).where(CYCLE_TABLE.c.id == bindparam("cycle")).with_for_update()
+    select(CYCLE_TABLE.c.status, CYCLE_TABLE.c.claimed_by)
+    .where(CYCLE_TABLE.c.id == bindparam("cycle"))
+    .with_for_update()
 )
 _FINISH: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))

@@ -46,6 +46,7 @@ from openbell.store.cycles import (
     find_cycle,
     finish_cycle,
     insert_cycle,
+    set_lease,
     take_over,
     take_over_expired,
 )
@@ -269,6 +270,22 @@ class Ledger:
         with self._writer.begin() as connection:
             return take_over(connection, cycle_id, claimed_by, lease_until)
 
+    def renew_claims(
+        self, cycle_ids: Collection[int], held_by: str, lease_until: datetime
+    ) -> set[int]:
+        """Extend to `lease_until` the lease of the cycles in `cycle_ids` still `claimed` by
+        `held_by`; their ids (a missing id is a claim lost to another run, or finished)."""
+        check_utc("lease_until", lease_until)
+        with self._writer.begin() as connection:
+            return set_lease(connection, cycle_ids, held_by, lease_until)
+
+    def release_claims(self, cycle_ids: Collection[int], held_by: str, now: datetime) -> set[int]:
+        """End at `now` the lease of the cycles in `cycle_ids` still `claimed` by `held_by`, so
+        that any run may take them over; their ids."""
+        check_utc("now", now)
+        with self._writer.begin() as connection:
+            return set_lease(connection, cycle_ids, held_by, now - timedelta(microseconds=1))
+
     def record_missed(
         self, account_id: int, slot_at: datetime, now: datetime, *, reason: str = "daemon_down"
     ) -> int | None:
@@ -319,17 +336,19 @@ class Ledger:
         error_class: str | None = None,
         error_message: str | None = None,
         reason: str | None = None,
-    ) -> None:
+        held_by: str | None = None,
+    ) -> bool:
         """Close a claimed cycle with a terminal `status` (and error or reason, when relevant).
 
-        Finishing it again with the same status changes nothing; a different status raises.
+        Finishing it again with the same status changes nothing; a different status raises. With
+        `held_by`, a run finishes only a claim it still holds: False once it has lost it.
         """
         check_utc("now", now)
         status = CycleStatus(status)
         if status is CycleStatus.CLAIMED:
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
         with self._writer.begin() as connection:
-            finish_cycle(
+            return finish_cycle(
                 connection,
                 cycle_id,
                 status,
@@ -337,6 +356,7 @@ class Ledger:
                 error_class=error_class,
                 error_message=error_message,
                 reason=reason,
+                held_by=held_by,
             )
 
     # -- orders ----------------------------------------------------------------------------

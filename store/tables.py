@@ -342,6 +342,22 @@ class NewsRow(SQLModel, table=True):
     item_source: str = ""
 
 
+class DaemonRunRow(SQLModel, table=True):
+    """One live daemon run's start on one market. A market's earliest row is when a daemon first
+    rang it on this ledger; the health check counts overdue slots from there."""
+
+    __tablename__ = "daemon_run"
+    __table_args__ = (
+        UniqueConstraint("run_id", "market"),
+        _in("market", "'us', 'cn', 'crypto'", "market"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str
+    market: str
+    started_at: datetime = Field(sa_type=UtcDateTime)
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
@@ -355,3 +371,4 @@ TRACE_TABLE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]
 BAR_TABLE: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]
 BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
 NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
+DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-defined]

@@ -282,7 +282,8 @@ class Daemon:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_logs_json_and_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> None:
     (tmp_path / "openbell.toml").write_text(default_config_text(), encoding="utf-8")
-    with Daemon(tmp_path, "--heartbeat-s", "0.2") as daemon:
+    # A Tuesday evening (UTC): no slot to catch up, whose data retries the stop would wait for.
+    with Daemon(tmp_path, "--heartbeat-s", "0.2", "--fake-clock", "2026-12-01T21:30Z") as daemon:
         daemon.wait_for("daemon_started")
         daemon.wait_for("daemon_heartbeat")
         code, elapsed_s, stderr = daemon.stop(signum)

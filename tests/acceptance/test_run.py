@@ -170,6 +170,34 @@ def test_default_config_without_network_keeps_running_and_reports_skips(tmp_path
     assert {row.reason for row in skipped} == {"data_unavailable"}
 
 
+def test_a_fresh_install_is_not_overdue_for_slots_before_it_and_says_the_next_bells(
+    tmp_path: Path,
+) -> None:
+    text = default_config_text().replace('listen = "127.0.0.1:8787"', 'listen = "127.0.0.1:{port}"')
+    port = write_config(tmp_path, text)
+    # A Tuesday evening: crypto's 00:00 UTC bell rang 21 hours ago and the US 20:30 UTC one half
+    # an hour ago, both before this ledger existed.
+    with Daemon(tmp_path, "--fake-clock", "2026-12-01T21:00:00Z") as daemon:
+        daemon.wait_for("daemon_started")
+        status, raw = get(port, "/healthz")
+        code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    body = json.loads(raw)
+    assert (status, body["status"], body["overdue"]) == (200, "ok", {}), body
+    next_bells = {
+        "us": "2026-12-02T14:30:00+00:00",
+        "cn": "2026-12-02T01:30:00+00:00",
+        "crypto": "2026-12-02T00:00:00+00:00",
+    }
+    assert {market: body["markets"][market]["next_bell"] for market in next_bells} == next_bells
+    logged = {
+        record["market"]: record["next_bell_at"]
+        for record in daemon.records(json_only=True)
+        if record["event"] == "next_bell"
+    }
+    assert logged == next_bells
+
+
 def test_cycle_command_runs_one_slot(tmp_path: Path) -> None:
     write_config(tmp_path, CRYPTO_HOURLY)
     result = openbell(

@@ -17,7 +17,8 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.live import run_live
-from openbell.daemon.live_plan import LiveMarket, LivePlan
+from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
+from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
@@ -36,6 +37,7 @@ def crypto_plan(
     grace: timedelta = timedelta(minutes=30),
     run_id: str | None = None,
     stop_grace_s: float = 5.0,
+    lease_s: float = LEASE_S,
 ) -> LivePlan:
     source = ReplaySource.from_bundled("crypto", names=["crypto-1h"])
     chosen = agents or (
@@ -59,13 +61,14 @@ def crypto_plan(
         stop_grace_s=stop_grace_s,
         heartbeat_s=0.5,
         run_id=run_id,
+        lease_s=lease_s,
     )
 
 
 @contextmanager
-def running(plan: LivePlan, clock: Clock) -> Iterator[threading.Event]:
+def running(plan: LivePlan, clock: Clock) -> Iterator[StopRequest]:
     """Run the daemon in a thread; stop it (and wait) when the block ends."""
-    stop = threading.Event()
+    stop = StopRequest()
     errors: list[BaseException] = []
 
     def target() -> None:

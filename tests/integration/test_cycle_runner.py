@@ -14,10 +14,11 @@ from decimal import Decimal
 
 import pytest
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
 from openbell.agents.broker import PaperBroker
-from openbell.agents.protocol import DecisionContext
+from openbell.agents.protocol import Agent, DecisionContext
 from openbell.daemon.cycle import CycleRunner, MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
@@ -127,7 +128,7 @@ def _runner(ledger: Ledger, run_id: str = "run-a", *, take_over: bool = False) -
     )
 
 
-def _accounts(ledger: Ledger, *agents: Buyer) -> list[tuple[int, Buyer]]:
+def _accounts(ledger: Ledger, *agents: Agent) -> list[tuple[int, Agent]]:
     out = []
     for agent in agents:
         agent_id = ledger.ensure_agent(agent.name, agent.kind, FIRST)
@@ -260,3 +261,65 @@ def test_a_cycle_left_claimed_is_completed_without_a_second_fill_or_snapshot(
     found = ledger.find_cycle(account_id, FIRST)
     assert found is not None
     assert (found.status, found.claimed_by) == (CycleStatus.DONE, "resumed")
+
+
+@dataclass
+class Waiter:
+    """Waits in its decision until `go` is set; `entered` says it got there."""
+
+    name: str
+    entered: asyncio.Event
+    go: asyncio.Event
+    kind: str = "test"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        self.entered.set()
+        await self.go.wait()
+        await ctx.tools.finish("waited")
+
+
+def test_a_runner_renews_the_claims_it_runs_and_drops_one_it_lost(ledger: Ledger) -> None:
+    async def scenario() -> None:
+        waiter = Waiter("slow", asyncio.Event(), asyncio.Event())
+        ((account_id, _),) = accounts = _accounts(ledger, waiter)
+        runner = _runner(ledger)
+        slot = asyncio.create_task(runner.run_slot("crypto", FIRST, accounts, FIRST))
+        await waiter.entered.wait()
+        (cycle_id,) = runner.held
+        later = FIRST + timedelta(minutes=10)
+        assert runner.renew_leases(later) == set()
+        found = ledger.find_cycle(account_id, FIRST)
+        assert found is not None
+        assert found.lease_until == later + LEASE
+        # Its lease ran out (the runner was stuck) and another run took the cycle over.
+        assert ledger.take_over_cycle(cycle_id, "run-b", later + 2 * LEASE)
+        assert runner.renew_leases(later + LEASE) == {cycle_id}
+        report = await slot
+        assert report.count(None) == 1  # dropped, not finished by this run
+        assert runner.held == frozenset()
+        taken = ledger.find_cycle(account_id, FIRST)
+        assert taken is not None
+        assert (taken.status, taken.claimed_by) == (CycleStatus.CLAIMED, "run-b")
+
+    asyncio.run(scenario())
+
+
+def test_a_slot_that_stops_releases_the_claims_it_had_not_finished(ledger: Ledger) -> None:
+    lost_db = OperationalError("INSERT ...", {}, Exception("server closed the connection"))
+    waiter = Waiter("waiting", asyncio.Event(), asyncio.Event())  # cancelled by the other's STOP
+    accounts = _accounts(ledger, Buyer("failing", error=lost_db), waiter)
+    runner = _runner(ledger)
+    failed_at = FIRST + timedelta(minutes=1)
+    with pytest.raises(OperationalError):
+        asyncio.run(runner.run_slot("crypto", FIRST, accounts, failed_at))
+    assert waiter.entered.is_set()
+    assert runner.held == frozenset()
+    for account_id, _agent in accounts:
+        cycle = ledger.find_cycle(account_id, FIRST)
+        assert cycle is not None
+        assert (cycle.status, cycle.claimed_by) == (CycleStatus.CLAIMED, "run-a")
+        assert cycle.lease_until < failed_at
+    # Anyone may complete them now, within the slot's grace.
+    retried = [(account_id, Buyer(agent.name)) for account_id, agent in accounts]
+    report = asyncio.run(_runner(ledger, "run-b").run_slot("crypto", FIRST, retried, failed_at))
+    assert report.count(CycleStatus.DONE) == 2

@@ -81,3 +81,43 @@ def test_rewriting_a_nav_snapshot_returns_the_first_and_adds_no_row(
     with engine.connect() as connection:
         rows = connection.execute(select(func.count()).select_from(NavSnapshotRow)).scalar_one()
     assert rows == 1
+
+
+def test_a_holder_renews_and_releases_only_the_claims_it_still_holds(ledger: Ledger) -> None:
+    account_id = _account(ledger)
+    lease = NOW + timedelta(minutes=1)
+    mine = ledger.claim_cycle(account_id, NOW, "run-a", lease, NOW)
+    later = NOW + timedelta(hours=1)
+    taken = ledger.claim_cycle(account_id, later, "run-a", later + timedelta(minutes=1), later)
+    assert mine is not None
+    assert taken is not None
+    assert ledger.take_over_cycle(taken, "run-b", later + timedelta(minutes=2))
+    renewed_until = NOW + timedelta(minutes=5)
+    assert ledger.renew_claims({mine, taken}, "run-a", renewed_until) == {mine}
+    found = ledger.find_cycle(account_id, NOW)
+    assert found is not None
+    assert found.lease_until == renewed_until
+    # Not yet ended: nobody else may claim it; released: anyone may, at once.
+    assert ledger.claim_cycle(account_id, NOW, "run-c", NOW, NOW + timedelta(minutes=2)) is None
+    at = NOW + timedelta(minutes=2)
+    assert ledger.release_claims({mine, taken}, "run-a", at) == {mine}
+    assert ledger.claim_cycle(account_id, NOW, "run-c", at + timedelta(minutes=1), at) == mine
+    assert ledger.renew_claims({mine}, "run-a", renewed_until) == set()  # lost to run-c
+    assert ledger.renew_claims(set(), "run-a", renewed_until) == set()
+
+
+def test_a_run_finishes_only_a_claim_it_still_holds(ledger: Ledger) -> None:
+    account_id = _account(ledger)
+    lease = NOW + timedelta(minutes=1)
+    cycle_id = ledger.claim_cycle(account_id, NOW, "run-a", lease, NOW)
+    assert cycle_id is not None
+    assert ledger.take_over_cycle(cycle_id, "run-b", lease + timedelta(minutes=1))
+    done_at = NOW + timedelta(minutes=3)
+    assert not ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-a")
+    found = ledger.find_cycle(account_id, NOW)
+    assert found is not None
+    assert found.status is CycleStatus.CLAIMED
+    assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-b")
+    assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-b")  # again
+    assert not ledger.finish_cycle(cycle_id, CycleStatus.FAILED, done_at, held_by="run-b")
+    assert not ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-a")

@@ -5,8 +5,8 @@ the one asked for) its recorded data (a `replay:PATH` source reads the bar files
 source, `yfinance`, `akshare` or `ccxt:...`, stands for the dataset bundled with openbell, so a
 replay never touches the network), its universe (a bundled one by name, or the listed symbols), its
 benchmark, and the agents enrolled in it (LLM agents built by `llm_agents`, their keys read from
-the environment). The window is whole UTC dates, `start` through
-`end` inclusive. The ledger is migrated to the schema head first. It also draws the progress bar.
+the environment). The window is whole UTC dates, `start` through `end` inclusive. The ledger is
+migrated to the schema head once the replay holds its claim on it. It also draws the progress bar.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from openbell.markets.errors import ConfigError
 from openbell.markets.replay import ReplaySource
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
 from openbell.ops.wiring import agent_for, universe_for
-from openbell.store.migrate import upgrade
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -47,7 +46,8 @@ def replay_from_config(
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
     without agents or an LLM agent whose key variable is not set, and `OperatorError` for a ledger
-    that already has cycles in the window without `resume`.
+    that another replay (or, on SQLite, a daemon) is writing or that already has cycles in the
+    window without `resume`.
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -71,8 +71,8 @@ def replay_from_config(
         markets=markets,
         resume=resume,
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
+        migrate=True,
     )
-    upgrade(config.store.url)
     with _progress_bar(show_progress) as progress:
         return run_replay(plan, progress=progress)
 

@@ -4,7 +4,10 @@
 SQLite and Postgres with a one-line `ConfigError`. SQLite gets its parent directory created,
 foreign keys enforced, WAL journaling, a busy timeout and an explicit `BEGIN` (a write transaction
 may ask for `BEGIN IMMEDIATE` with the `SQLITE_IMMEDIATE` execution option); `postgresql://` URLs
-use psycopg 3.
+use psycopg 3, with a connect timeout (the URL's libpq `connect_timeout`, else
+`DEFAULT_CONNECT_TIMEOUT_S`) so that a server that accepts connections but never answers ends in a
+one-line error instead of a hang, and optionally a statement timeout (what the one-shot commands
+ask for, from `[store] statement_timeout_s`).
 `check_schema` refuses to run on a database whose migrations are not at this version's head.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -20,6 +24,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from openbell.markets.errors import ConfigError, SchemaError
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+#: How long a Postgres connection may take to be made when the URL sets no `connect_timeout`.
+DEFAULT_CONNECT_TIMEOUT_S = 10
 #: Execution option: on SQLite, begin the transaction with the write lock (`BEGIN IMMEDIATE`).
 SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
 _POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
@@ -44,20 +50,46 @@ def parse_url(url: str) -> URL:
     )
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, statement_timeout_s: float | None = None) -> Engine:
     """Create an engine for the ledger at `url` (SQLite file or Postgres).
 
-    Raises `ConfigError` for a malformed or unsupported URL. Connecting is lazy: an unreachable
-    server shows up on first use.
+    On Postgres every connection is made within the URL's `connect_timeout` (seconds; default
+    `DEFAULT_CONNECT_TIMEOUT_S`), and with `statement_timeout_s` (None or 0: no limit) the server
+    cancels any statement that runs longer. Raises `ConfigError` for a malformed or unsupported
+    URL. Connecting is lazy: an unreachable server shows up on first use.
     """
     parsed = parse_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(parsed)
-        return create_engine(parsed, pool_pre_ping=True)
+        engine = create_engine(parsed, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, TypeError) as exc:
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
+    event.listen(engine, "do_connect", _PostgresConnect(parsed, statement_timeout_s))
+    return engine
+
+
+class _PostgresConnect:
+    """Makes each Postgres connection: sets the connect timeout (unless the URL does) and the
+    statement timeout, and names the server in a connect timeout's message."""
+
+    def __init__(self, url: URL, statement_timeout_s: float | None) -> None:
+        self.shown = url.render_as_string(hide_password=True)
+        self.statement_timeout_ms = round((statement_timeout_s or 0) * 1000)
+
+    def __call__(self, dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        cparams.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S)
+        if self.statement_timeout_ms:
+            option = f"-c statement_timeout={self.statement_timeout_ms}"
+            cparams["options"] = f"{cparams.get('options', '')} {option}".strip()
+        try:
+            return dialect.loaded_dbapi.connect(*cargs, **cparams)
+        except psycopg.errors.ConnectionTimeout as exc:
+            raise psycopg.errors.ConnectionTimeout(
+                f"{self.shown}: no answer within {cparams['connect_timeout']} s "
+                "(connect_timeout; set it in the store url to wait longer)"
+            ) from exc
 
 
 def _sqlite_engine(url: URL) -> Engine:

@@ -81,32 +81,34 @@ class AccountLocks:
         self._connection: Connection | None = None
 
     def acquire(self) -> None:
-        """Take every account's lock, or none and raise `OperatorError` naming the accounts held
-        by another replay."""
+        """Take every account's lock, or none and raise `OperatorError` naming the first account
+        another replay holds.
+
+        The locks are taken in one order and the first busy one gives up the rest: of replays
+        racing for overlapping accounts, at least one gets all of its own.
+        """
         if self.engine.dialect.name != "postgresql" or self._connection is not None:
             return
         connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         # Off the pool: closing it closes the session, and with it every lock it holds.
         connection.detach()
+        busy = None
         try:
             schema = str(connection.scalar(text("SELECT current_schema()")))
-            busy = [
-                f"{market}/{agent}"
-                for market, agent in self.accounts
-                if not connection.scalar(
-                    text("SELECT pg_try_advisory_lock(:key)"),
-                    {"key": lock_key(schema, market, agent)},
-                )
-            ]
+            for market, agent in self.accounts:
+                key = lock_key(schema, market, agent)
+                if not connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}):
+                    busy = f"{market}/{agent}"
+                    break
         except BaseException:
             connection.close()
             raise
-        if busy:
+        if busy is not None:
             connection.close()
             shown = self.engine.url.render_as_string(hide_password=True)
             raise OperatorError(
-                f"another openbell replay is running on the accounts {', '.join(busy)} of "
-                f"ledger {shown}: one replay of an account at a time; wait for it to end "
+                f"another openbell replay is running on the account {busy} of ledger {shown}: "
+                "one replay of an account at a time; wait for it to end "
                 "(a replay cut off continues with --resume once it has stopped)"
             )
         self._connection = connection

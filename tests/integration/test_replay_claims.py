@@ -2,9 +2,9 @@
 
 A replay refuses to start while a daemon holds the SQLite file's lock, and a daemon while a replay
 does. On Postgres a replay holds an advisory lock per account: another replay of any of those
-accounts is refused and writes nothing, a replay of other accounts (or of the same names in
-another schema) is not, and the locks of a process killed with SIGKILL are gone, so that its
-`--resume` can run.
+accounts is refused, holds none of its accounts and writes nothing; a replay of other accounts (or
+of the same names in another schema) is not refused; and the locks of a process killed with
+SIGKILL are gone, so that its `--resume` can run.
 """
 
 from __future__ import annotations
@@ -95,6 +95,26 @@ def test_postgres_replays_of_one_account_exclude_each_other(pg_url: str) -> None
         held.release()
         engine.dispose()
     assert run_replay(_plan(pg_url, "alpha", "beta")).cycles_done == 10
+
+
+@pytest.mark.postgres
+def test_a_refused_claim_holds_none_of_its_accounts(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    held = AccountLocks(engine, [("cn", "beta")])
+    refused = AccountLocks(engine, [("cn", "alpha"), ("cn", "beta"), ("cn", "gamma")])
+    others = [AccountLocks(engine, [("cn", name)]) for name in ("alpha", "gamma")]
+    try:
+        held.acquire()
+        with pytest.raises(OperatorError, match="cn/beta"):
+            refused.acquire()
+        assert not refused.held
+        for lock in others:  # alpha, taken before beta was found busy, was let go
+            lock.acquire()
+            assert lock.held
+    finally:
+        for lock in (held, *others):
+            lock.release()
+        engine.dispose()
 
 
 @pytest.mark.postgres

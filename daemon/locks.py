@@ -1,34 +1,45 @@
-"""One daemon per SQLite ledger: an exclusive `fcntl.flock` on `<database>.lock`.
+"""Exclusive claims on a ledger: one writer per SQLite file, one replay per Postgres account.
 
-This module owns `DaemonLock`. SQLite cannot arbitrate two daemons' claims the way Postgres can
-(DESIGN §8), so a daemon on a SQLite file holds an exclusive, non-blocking lock on a file beside it
-for its whole life; a second daemon fails at once with one clear line (an `OperatorError`, exit 2).
-The kernel drops the lock when the process dies, even after `kill -9`. Postgres needs no lock: its
-daemons share the work through the unique cycle claim.
+This module owns `DaemonLock` and `AccountLocks`. SQLite cannot arbitrate two writers' claims the
+way Postgres can (DESIGN §8), so a daemon or a replay on a SQLite file holds an exclusive,
+non-blocking `fcntl.flock` on a file beside it (`<database>.lock`, which names the holder) for its
+whole run; a second daemon or replay fails at once with one clear line (an `OperatorError`, exit 2).
+On Postgres, daemons share the work through the unique cycle claim, but a replay walks its
+accounts' history in order and must be their only writer: it holds a session-level advisory lock
+per account (keyed by the schema, the market and the agent's name) on a connection of its own, and
+a second replay of any of those accounts is refused. The kernel drops a file lock, and Postgres an
+advisory lock, when the process holding it dies, even after `kill -9`: a killed replay's claim
+never blocks its `--resume`.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
+
+from sqlalchemy import Connection, Engine, text
 
 from openbell.markets.errors import OperatorError
 from openbell.store.db import parse_url
 
 
 class DaemonLock:
-    """The exclusive lock of one SQLite ledger; a no-op for Postgres."""
+    """The exclusive lock of one SQLite ledger, held by a `role` ("daemon" or "replay"); a no-op
+    for Postgres."""
 
-    def __init__(self, store_url: str) -> None:
+    def __init__(self, store_url: str, role: str = "daemon") -> None:
         url = parse_url(store_url)
         database = url.database if url.get_backend_name() == "sqlite" else None
         in_memory = not database or database == ":memory:" or database.startswith("file:")
         self.path = None if in_memory or database is None else Path(f"{database}.lock")
+        self.role = role
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Take the lock, or raise `OperatorError` when another daemon holds it."""
+        """Take the lock, or raise `OperatorError` naming the process that holds it."""
         if self.path is None or self._fd is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,14 +47,15 @@ class DaemonLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            holder = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
+            pid, _, role = os.read(fd, 200).decode(errors="replace").strip().partition(" ")
             os.close(fd)
             raise OperatorError(
-                f"another openbell daemon (pid {holder}) already runs on this SQLite ledger "
-                f"(lock {self.path}); stop it, or use Postgres to run several daemons"
+                f"another openbell {role or 'process'} (pid {pid or 'unknown'}) already writes "
+                f"to this SQLite ledger (lock {self.path}): a SQLite ledger has one writer at a "
+                "time; wait for it to end, or use Postgres to run several daemons"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        os.write(fd, f"{os.getpid()} {self.role}".encode())
         self._fd = fd
 
     def release(self) -> None:
@@ -57,3 +69,65 @@ class DaemonLock:
     def held(self) -> bool:
         """Whether this process holds the lock (always False for Postgres)."""
         return self._fd is not None
+
+
+class AccountLocks:
+    """Postgres advisory locks on the accounts `(market, agent name)` of one replay; a no-op on
+    SQLite (where `DaemonLock` excludes every other writer)."""
+
+    def __init__(self, engine: Engine, accounts: Sequence[tuple[str, str]]) -> None:
+        self.engine = engine
+        self.accounts = tuple(sorted(set(accounts)))
+        self._connection: Connection | None = None
+
+    def acquire(self) -> None:
+        """Take every account's lock, or none and raise `OperatorError` naming the first account
+        another replay holds.
+
+        The locks are taken in one order and the first busy one gives up the rest: of replays
+        racing for overlapping accounts, at least one gets all of its own.
+        """
+        if self.engine.dialect.name != "postgresql" or self._connection is not None:
+            return
+        connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        # Off the pool: closing it closes the session, and with it every lock it holds.
+        connection.detach()
+        busy = None
+        try:
+            schema = str(connection.scalar(text("SELECT current_schema()")))
+            for market, agent in self.accounts:
+                key = lock_key(schema, market, agent)
+                if not connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}):
+                    busy = f"{market}/{agent}"
+                    break
+        except BaseException:
+            connection.close()
+            raise
+        if busy is not None:
+            connection.close()
+            shown = self.engine.url.render_as_string(hide_password=True)
+            raise OperatorError(
+                f"another openbell replay is running on the account {busy} of ledger {shown}: "
+                "one replay of an account at a time; wait for it to end "
+                "(a replay cut off continues with --resume once it has stopped)"
+            )
+        self._connection = connection
+
+    def release(self) -> None:
+        """Drop the locks by closing their session."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the locks (always False for SQLite)."""
+        return self._connection is not None
+
+
+def lock_key(schema: str, market: str, agent: str) -> int:
+    """The signed 64-bit advisory lock key of the account `(market, agent)` in `schema`."""
+    digest = hashlib.blake2b(
+        f"openbell.replay\0{schema}\0{market}\0{agent}".encode(), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big", signed=True)

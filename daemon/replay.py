@@ -8,8 +8,11 @@ one stream in time order, and walks it with a `SimulatedClock`: at a slot, `Cycl
 after a session's last slot, the `close` NAV snapshots at the session close. A ledger that already
 has cycles of these accounts in (or after) the window is refused unless `resume` is set; with it,
 finished cycles are not run again and cycles a killed run left `claimed` are taken over and
-completed, so the final ledger is the one an uninterrupted run leaves. Replay never touches the
-network: every price comes from the plan's `ReplaySource`s.
+completed, so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
+only writer while it runs (`locks.py`): on SQLite it holds the ledger's file lock, which also keeps
+a daemon off the file; on Postgres an advisory lock per account. A second replay of the same
+accounts is refused before it writes anything, and the window check runs under that claim. Replay
+never touches the network: every price comes from the plan's `ReplaySource`s.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.cycle import CycleRunner, MarketDesk, SlotReport
 from openbell.daemon.desks import build_desk, open_accounts
+from openbell.daemon.locks import AccountLocks, DaemonLock
 from openbell.markets.actions import CorporateActionSource
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.domain import check_decimal, check_utc
@@ -40,6 +44,7 @@ from openbell.markets.slots import replay_slots, slots_between
 from openbell.markets.universes import Universe
 from openbell.store.db import check_schema, make_engine
 from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
 from openbell.store.redact import Redactor
 
@@ -100,7 +105,10 @@ class ReplayMarket:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayPlan:
-    """What to replay: the ledger, the window `[start_at, end_at)` and the markets."""
+    """What to replay: the ledger, the window `[start_at, end_at)` and the markets.
+
+    With `migrate`, the ledger is upgraded to the schema head once the replay holds its claim.
+    """
 
     store_url: str
     start_at: datetime
@@ -110,6 +118,7 @@ class ReplayPlan:
     run_id: str = "replay"
     #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
     redactor: Redactor = field(default_factory=Redactor, repr=False)
+    migrate: bool = False
 
     def __post_init__(self) -> None:
         check_utc("start_at", self.start_at)
@@ -205,14 +214,25 @@ def _slots(
 
 def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayReport:
     """Replay `plan` into its ledger; see the module docstring. `progress(done, total)` is called
-    with the number of slots run so far. Raises `OperatorError` for a ledger that is not at the
-    schema head or already has cycles in the window without `resume`."""
+    with the number of slots run so far. Raises `OperatorError` when another process writes the
+    SQLite ledger or another replay runs on one of these Postgres accounts, for a ledger that is
+    not at the schema head, and for one that already has cycles in the window without `resume`."""
     started = time.perf_counter()
     engine = make_engine(plan.store_url, redactor=plan.redactor)
+    file_lock = DaemonLock(plan.store_url, role="replay")
+    account_locks = AccountLocks(
+        engine, [(market.market, agent.name) for market in plan.markets for agent in market.agents]
+    )
     try:
+        file_lock.acquire()
+        account_locks.acquire()
+        if plan.migrate:
+            upgrade(plan.store_url)
         check_schema(engine)
         counts = asyncio.run(_replay(plan, Ledger(engine), progress))
     finally:
+        account_locks.release()
+        file_lock.release()
         engine.dispose()
     return ReplayReport(
         slots=counts.slots,

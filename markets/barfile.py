@@ -24,6 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from openbell.markets.domain import MARKETS, Bar
@@ -276,6 +277,7 @@ def _index(
     if empty.size:
         row = int(empty[0])
         raise BarFileError(f"{name}: row {row} ({symbols[row]}) ends at or before it starts")
+    _check_prices(table, name, symbols)
     ranges: dict[str, tuple[int, int]] = {}
     lo = 0
     for row in range(1, len(symbols) + 1):
@@ -291,6 +293,45 @@ def _index(
         ranges[symbol] = (lo, row)
         lo = row
     return ranges, starts, ends
+
+
+def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
+    """Refuse the first row whose prices no trade could print, naming its file and bar: a price
+    that is not positive, a high below the low, a low..high range that does not hold the open and
+    the close, or a negative volume (the checks `Bar` makes, done on the whole file at once)."""
+    places = max(table.schema.field(column).type.scale for column in _DECIMAL_COLUMNS)
+    common = pa.decimal128(_PRECISION, places)
+    try:
+        col = {column: table.column(column).cast(common) for column in _DECIMAL_COLUMNS}
+    except pa.ArrowInvalid as exc:
+        raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
+    zero = pa.scalar(Decimal(0), common)
+    highest = pc.max_element_wise(col["open"], col["close"])
+    lowest = pc.min_element_wise(col["open"], col["close"])
+    checks: list[tuple[Any, str]] = [
+        (pc.less_equal(col[price], zero), f"{price} {{{price}}} is not positive")
+        for price in ("open", "high", "low", "close")
+    ]
+    checks += [
+        (pc.less(col["high"], col["low"]), "high {high} is below low {low}"),
+        (
+            pc.or_(pc.greater(col["low"], lowest), pc.less(col["high"], highest)),
+            "low {low} .. high {high} does not hold open {open} and close {close}",
+        ),
+        (pc.less(col["volume"], zero), "volume {volume} is negative"),
+    ]
+    masks = [np.asarray(mask.to_numpy(), dtype=bool) for mask, _ in checks]
+    bad = np.flatnonzero(np.logical_or.reduce(masks))
+    if not bad.size:
+        return
+    row = int(bad[0])
+    problem = next(text for mask, (_, text) in zip(masks, checks, strict=True) if mask[row])
+    values = {column: table.column(column)[row].as_py() for column in _DECIMAL_COLUMNS}
+    start_at = _EPOCH + timedelta(microseconds=int(_micros(table.slice(row, 1), "start_at")[0]))
+    raise BarFileError(
+        f"{name}: bar {symbols[row]} at {start_at.isoformat()} (row {row}): "
+        + problem.format(**values)
+    )
 
 
 def bundled_names() -> tuple[str, ...]:

@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -39,14 +39,14 @@ from openbell.daemon.oneshot import run_one_cycle
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli_common import ConfigOption
+from openbell.ops.cli_common import ConfigOption, open_ledger
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
 from openbell.ops.config import OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.ops.running import live_plan
-from openbell.store.db import check_schema, make_engine, parse_url
+from openbell.store.db import parse_url
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
 
@@ -205,10 +205,8 @@ def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
 @ledger_app.command("verify")
 def ledger_verify(ctx: typer.Context, config: ConfigOption = None) -> None:
     """Check every ledger invariant: print a summary (exit 0), or each breach (exit 1)."""
-    loaded = _load(ctx, config, sys.stderr)
-    engine = make_engine(loaded.store.url)
+    engine = open_ledger(_load(ctx, config, sys.stderr))
     try:
-        check_schema(engine)
         report = verify_ledger(engine)
     finally:
         engine.dispose()
@@ -279,7 +277,10 @@ def cycle(
         typer.Option(
             "--at",
             formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M%z"],
-            help="The slot (e.g. 2026-11-30T14:30+00:00); default: the current slot.",
+            help=(
+                "The slot, an instant in any zone (e.g. 2026-11-30T14:30+00:00), that has rung; "
+                "default: the current slot."
+            ),
             show_default=False,
         ),
     ] = None,
@@ -291,7 +292,9 @@ def cycle(
     upgrade(loaded.store.url)
     clock = _clock(fake_clock)
     plan = live_plan(loaded, clock, markets=[market], agents=[agent], http=False)
-    slot_at, outcome = run_one_cycle(plan, clock, market=market, agent=agent, at=at)
+    slot_at, outcome = run_one_cycle(
+        plan, clock, market=market, agent=agent, at=None if at is None else at.astimezone(UTC)
+    )
     status = "already run" if outcome.status is None else outcome.status.value
     typer.echo(f"{market} {agent} {slot_at.isoformat()}: {status}, {outcome.fills} fills")
 

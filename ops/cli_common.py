@@ -67,8 +67,9 @@ def load_command_config(
 
 
 def open_ledger(loaded: OpenbellConfig) -> Engine:
-    """An engine on the config's ledger, refused unless its schema is at this version's head."""
-    engine = make_engine(loaded.store.url)
+    """An engine on the config's ledger for a one-shot command (each query bounded by the
+    config's statement timeout), refused unless its schema is at this version's head."""
+    engine = make_engine(loaded.store.url, statement_timeout_s=loaded.store.statement_timeout_s)
     try:
         check_schema(engine)
     except BaseException:

@@ -60,9 +60,15 @@ class _Section(BaseModel):
 
 
 class StoreConfig(_Section):
-    """`[store]`: where the ledger lives."""
+    """`[store]`: where the ledger lives.
+
+    `statement_timeout_s` bounds each query of the one-shot reading commands (`ledger verify`,
+    `leaderboard`, `report`, `export`, `trace`) on Postgres; 0 sets no limit. A Postgres URL's
+    libpq `connect_timeout` (seconds, default 10) bounds making each connection.
+    """
 
     url: str = "sqlite:///var/openbell.db"
+    statement_timeout_s: Annotated[float, Field(ge=0, le=86_400)] = 300.0
 
     @field_validator("url")
     @classmethod

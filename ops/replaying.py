@@ -8,7 +8,7 @@ else the bundled one for a bundled daily replay; only on raw bars), its universe
 name, or the listed symbols), its rules (with the configured costs), its benchmark, and the agents
 enrolled in it (LLM agents built by `llm_agents`, their keys read from the environment). The window
 is whole UTC dates, `start` through `end` inclusive. The ledger is migrated to the schema head
-first. It also draws the progress bar.
+once the replay holds its claim on it. It also draws the progress bar.
 
 A window outside the dates a universe file vouches for (its `coverage`: `crypto10` is AI-Trader's
 pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until the index's December
@@ -42,7 +42,6 @@ from openbell.markets.universes import Universe
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
 from openbell.ops.secrets import redactor_for
 from openbell.ops.wiring import agent_for, rules_for_market, universe_for
-from openbell.store.migrate import upgrade
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -63,7 +62,8 @@ def replay_from_config(
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
     without agents, a universe used outside its coverage without `allow_outside_coverage` (here
     or in the market's config) or an LLM agent whose key variable is not set, and `OperatorError`
-    for a ledger that already has cycles in the window without `resume`.
+    for a ledger that another replay (or, on SQLite, a daemon) is writing or that already has
+    cycles in the window without `resume`.
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -110,8 +110,8 @@ def replay_from_config(
         resume=resume,
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
         redactor=redactor_for(config, os.environ),
+        migrate=True,
     )
-    upgrade(config.store.url)
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)
     return replace(report, warnings=tuple(warnings))

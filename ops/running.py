@@ -155,12 +155,18 @@ def live_plan(
     lease_s: float = LEASE_S,
     http: bool = True,
 ) -> LivePlan:
-    """The live plan of the configured markets (or `markets`) and their agents (or `agents`)."""
+    """The live plan of the configured markets (or `markets`) and their agents (or `agents`).
+
+    Raises `ConfigError` naming a market that is not configured, an agent that is not, or an
+    agent asked for that is enrolled in none of the markets.
+    """
     configured = config.markets.configured()
     chosen = list(configured) if markets is None else list(markets)
     for name in chosen:
         if name not in configured:
             raise ConfigError(f"market {name!r} is not configured; configured: {list(configured)}")
+    for wanted in agents or ():
+        _check_enrolled(config, wanted, chosen)
     today = clock.now().date()
     live = []
     for name in chosen:
@@ -198,3 +204,15 @@ def live_plan(
         redactor=redactor_for(config, os.environ),
         lease_s=lease_s,
     )
+
+
+def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -> None:
+    found = [agent for agent in config.agents if agent.name == name]
+    if not found:
+        names = ", ".join(agent.name for agent in config.agents) or "none"
+        raise ConfigError(f"no agent named {name!r} is configured; configured agents: {names}")
+    if not set(found[0].markets) & set(markets):
+        raise ConfigError(
+            f"agent {name!r} is not enrolled in {' or '.join(markets)}; "
+            f"its markets: {', '.join(found[0].markets)}"
+        )

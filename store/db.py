@@ -8,6 +8,10 @@ use psycopg 3. The engine is the store's write boundary for secrets: every text 
 statement it runs passes through `Redactor.mask_values` with the configured secrets and the URL's
 own password (`redact.py`), so no table, present or future, can store one. Numbers and instants
 sent as text (exact decimals, SQLite timestamps) are left as they are.
+Postgres connections are made within a connect timeout (the URL's libpq `connect_timeout`, else
+`DEFAULT_CONNECT_TIMEOUT_S`) so that a server that accepts connections but never answers ends in a
+one-line error instead of a hang, optionally with a statement timeout (what the one-shot commands
+ask for, from `[store] statement_timeout_s`).
 `check_schema` refuses to run on a database whose migrations are not at this version's head.
 """
 
@@ -18,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -26,6 +31,8 @@ from openbell.markets.errors import ConfigError, SchemaError
 from openbell.store.redact import MIN_SECRET_CHARS, Redactor
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+#: How long a Postgres connection may take to be made when the URL sets no `connect_timeout`.
+DEFAULT_CONNECT_TIMEOUT_S = 10
 #: Execution option: on SQLite, begin the transaction with the write lock (`BEGIN IMMEDIATE`).
 SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
 _POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
@@ -54,12 +61,16 @@ def parse_url(url: str) -> URL:
     )
 
 
-def make_engine(url: str, *, redactor: Redactor | None = None) -> Engine:
+def make_engine(
+    url: str, *, redactor: Redactor | None = None, statement_timeout_s: float | None = None
+) -> Engine:
     """Create an engine for the ledger at `url` (SQLite file or Postgres) that masks the secrets
     of `redactor`, and the URL's password, in every text it writes.
 
-    Raises `ConfigError` for a malformed or unsupported URL. Connecting is lazy: an unreachable
-    server shows up on first use.
+    On Postgres every connection is made within the URL's `connect_timeout` (seconds; default
+    `DEFAULT_CONNECT_TIMEOUT_S`), and with `statement_timeout_s` (None or 0: no limit) the server
+    cancels any statement that runs longer. Raises `ConfigError` for a malformed or unsupported
+    URL. Connecting is lazy: an unreachable server shows up on first use.
     """
     parsed = parse_url(url)
     try:
@@ -67,6 +78,7 @@ def make_engine(url: str, *, redactor: Redactor | None = None) -> Engine:
             engine = _sqlite_engine(parsed)
         else:
             engine = create_engine(parsed, pool_pre_ping=True)
+            event.listen(engine, "do_connect", _PostgresConnect(parsed, statement_timeout_s))
     except (ArgumentError, NoSuchModuleError, TypeError) as exc:
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
@@ -110,6 +122,28 @@ class _ParameterMasker:
         ):
             return value
         return self._redactor.mask_values(value)
+
+
+class _PostgresConnect:
+    """Makes each Postgres connection: sets the connect timeout (unless the URL does) and the
+    statement timeout, and names the server in a connect timeout's message."""
+
+    def __init__(self, url: URL, statement_timeout_s: float | None) -> None:
+        self.shown = url.render_as_string(hide_password=True)
+        self.statement_timeout_ms = round((statement_timeout_s or 0) * 1000)
+
+    def __call__(self, dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        cparams.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S)
+        if self.statement_timeout_ms:
+            option = f"-c statement_timeout={self.statement_timeout_ms}"
+            cparams["options"] = f"{cparams.get('options', '')} {option}".strip()
+        try:
+            return dialect.loaded_dbapi.connect(*cargs, **cparams)
+        except psycopg.errors.ConnectionTimeout as exc:
+            raise psycopg.errors.ConnectionTimeout(
+                f"{self.shown}: no answer within {cparams['connect_timeout']} s "
+                "(connect_timeout; set it in the store url to wait longer)"
+            ) from exc
 
 
 def _sqlite_engine(url: URL) -> Engine:

@@ -193,3 +193,34 @@ def test_meta_with_a_bad_value_in_the_file_is_refused(tmp_path: Path) -> None:
     pq.write_table(table.replace_schema_metadata(metadata), path)
     with pytest.raises(BarFileError, match="interval"):
         read_bars(path)
+
+
+#: Prices no trade could print, each set on the second bar (open 106236.39, high 106555.32,
+#: low 106151.9, close 106394.68; the columns have different scales), and the words naming it.
+IMPOSSIBLE = {
+    "zero open": ("open", "0", "open 0.00000 is not positive"),
+    "negative close": ("close", "-5", "close -5.00000 is not positive"),
+    "zero low": ("low", "0", "low 0.0 is not positive"),
+    "high below low": ("high", "106000", "high 106000.00 is below low 106151.9"),
+    "low above the open": ("low", "106300", "low 106300.0 .. high 106555.32 does not hold open"),
+    "high below the close": ("high", "106300", "high 106300.00 does not hold open 106236.39000"),
+    "negative volume": ("volume", "-1", "volume -1 is negative"),
+}
+
+
+@pytest.mark.parametrize("case", IMPOSSIBLE)
+def test_impossible_prices_are_refused_naming_the_file_and_bar(tmp_path: Path, case: str) -> None:
+    column, value, words = IMPOSSIBLE[case]
+    table = good_table(tmp_path)
+    values = table.column(column).to_pylist()
+    values[1] = Decimal(value)
+    index = table.schema.get_field_index(column)
+    path = tmp_path / "impossible.parquet"
+    typed = pa.array(values, type=table.schema.field(column).type)
+    pq.write_table(table.set_column(index, column, typed), path)
+    with pytest.raises(BarFileError) as refused:
+        read_bars(path)
+    assert str(refused.value).startswith(
+        f"{path}: bar BTC/USDT at 2025-11-10T01:00:00+00:00 (row 1): "
+    )
+    assert words in str(refused.value)

@@ -23,7 +23,9 @@ alias order and, under price rebasing, its money shown in the account's unit: `r
 that cannot be read is withheld); `unmask_arguments` turns aliases and day labels in a model's
 arguments back into symbols and ISO dates before they reach the data layer. A real ticker or name
 written by a model under stock-blindness is not served: a whole argument that is one becomes
-`unknown_asset`, so it cannot probe its memory through the tools. News and fundamentals leak names
+`unknown_asset`, so it cannot probe its memory through the tools; an argument that names an asset
+(`symbol`, `symbols`) takes aliases only, anything else in it becoming `unknown_asset` too, so a
+future member's ticker and a never-member's get the same answer. News and fundamentals leak names
 and dates, so under any blinding their calls are neutralised and answered with a `masked`
 `ToolError`. Price rebasing is on by default at `blinded` and may be asked for at the other
 blinded levels (`rebases`).
@@ -62,6 +64,8 @@ from openbell.store.masking_keys import MaskingKey
 BLINDED_TOOLS: Final = frozenset({"get_news", "get_fundamentals"})
 #: What a real identifier in a model's argument becomes under stock-blindness.
 UNRESOLVED: Final = "unknown_asset"
+#: The arguments that name an asset: under stock-blindness they take the account's aliases only.
+SYMBOL_ARGUMENTS: Final = frozenset({"symbol", "symbols"})
 #: The results read into their models before they are shown: they hold money or positions.
 SHOWN_RESULTS: Final[Mapping[str, type[ToolResult]]] = {
     "get_bars": BarsOut,
@@ -148,7 +152,7 @@ class AliasMasker:
         if tool in BLINDED_TOOLS:
             # refused by the tool's argument model before any data is read; see mask_result
             return {"masked_by_level": self.level.value}
-        return {key: self._unmask(value) for key, value in args.items()}
+        return {key: self._unmask(value, key in SYMBOL_ARGUMENTS) for key, value in args.items()}
 
     def mask_result(self, tool: str, result_json: str) -> str:
         """`result_json` masked; a blinded tool's result replaced by a `masked` error."""
@@ -210,13 +214,17 @@ class AliasMasker:
             ).model_dump_json()
         return self.show(result).model_dump_json()
 
-    def _unmask(self, value: object) -> object:
+    def _unmask(self, value: object, names_asset: bool = False) -> object:
         if isinstance(value, str):
+            if names_asset and self.level.masks_stocks:
+                # Anything but an alias is answered alike, a future member's real ticker and a
+                # never-member's: how the answer differs would tell the model what is a member.
+                return self._symbols.get(value.strip(), UNRESOLVED)
             return self._unmask_string(value)
         if isinstance(value, list):
-            return [self._unmask(item) for item in value]
+            return [self._unmask(item, names_asset) for item in value]
         if isinstance(value, dict):
-            return {key: self._unmask(item) for key, item in value.items()}
+            return {key: self._unmask(item, key in SYMBOL_ARGUMENTS) for key, item in value.items()}
         return value
 
     def _unmask_string(self, value: str) -> str:

@@ -20,7 +20,7 @@ from typing import Final
 import structlog
 
 from openbell.daemon.health import HealthBoard
-from openbell.markets.errors import ConfigError
+from openbell.markets.errors import ConfigError, OperatorError
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -48,7 +48,8 @@ async def serve_http(
     *,
     allow_remote: bool = False,
 ) -> asyncio.Server:
-    """Start serving; raise `ConfigError` for a non-loopback `host` unless `allow_remote`."""
+    """Start serving; raise `ConfigError` for a non-loopback `host` unless `allow_remote`, and
+    `OperatorError` when the address cannot be listened on (a port in use)."""
     if not allow_remote and not is_loopback(host):
         raise ConfigError(
             f"[http] listen = {host!r} is not a loopback address; the endpoint has no "
@@ -78,7 +79,13 @@ async def serve_http(
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, host, port, limit=_MAX_HEADER_BYTES)
+    try:
+        server = await asyncio.start_server(handle, host, port, limit=_MAX_HEADER_BYTES)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        raise OperatorError(
+            f"[http] listen = {host}:{port}: cannot listen there ({exc.strerror or exc}); "
+            "stop what holds it or choose another port (0 picks a free one)"
+        ) from exc
     bound = server.sockets[0].getsockname()
     log.info("http_listening", host=bound[0], port=bound[1])
     return server

@@ -7,6 +7,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -281,7 +282,9 @@ class Daemon:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_logs_json_and_stops_cleanly_on_signal(tmp_path: Path, signum: signal.Signals) -> None:
-    (tmp_path / "openbell.toml").write_text(default_config_text(), encoding="utf-8")
+    # A free port: the default 8787 may be taken by another run on this machine.
+    free_port = {'listen = "127.0.0.1:8787"': 'listen = "127.0.0.1:0"'}
+    (tmp_path / "openbell.toml").write_text(config_text(**free_port), encoding="utf-8")
     # A Tuesday evening (UTC): no slot to catch up, whose data retries the stop would wait for.
     with Daemon(tmp_path, "--heartbeat-s", "0.2", "--fake-clock", "2026-12-01T21:30Z") as daemon:
         daemon.wait_for("daemon_started")
@@ -314,3 +317,16 @@ def test_run_hides_the_store_password(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert_one_error_line(result, "database")
     assert "s3cr3t" not in result.stdout + result.stderr
+
+
+def test_run_on_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        listen = {'listen = "127.0.0.1:8787"': f'listen = "127.0.0.1:{port}"'}
+        (tmp_path / "openbell.toml").write_text(config_text(**listen), encoding="utf-8")
+        result = openbell(tmp_path, "run", "--fake-clock", "2026-12-01T21:30Z")
+    assert result.returncode == 2, result.stderr
+    assert_one_error_line(result, f"127.0.0.1:{port}", "cannot listen")
+    assert "Traceback" not in result.stdout + result.stderr

@@ -156,10 +156,16 @@ def test_round_trip_properties(account_id: int, symbol: str, at: datetime) -> No
 def test_a_real_ticker_written_under_stock_blindness_is_not_served() -> None:
     m = masker(MaskingLevel.STOCK_BLIND)
     assert m.unmask_arguments("get_bars", {"symbol": "AAPL"}) == {"symbol": UNRESOLVED}
+    # A never-member (IBM) is answered as a member's real ticker is: nothing tells them apart.
     assert m.unmask_arguments("get_quote", {"symbols": ["Apple", "IBM"]}) == {
-        "symbols": [UNRESOLVED, "IBM"]
+        "symbols": [UNRESOLVED, UNRESOLVED]
     }
-    assert m.unmask_arguments("get_bars", {"symbol": "asset_0000"}) == {"symbol": "asset_0000"}
+    assert m.unmask_arguments("get_bars", {"symbol": "asset_0000"}) == {"symbol": UNRESOLVED}
+    alias = m.mask_text("AAPL")
+    assert m.unmask_arguments("get_bars", {"symbol": alias}) == {"symbol": "AAPL"}
+    # Free text (an order's reason) is rewritten, not refused.
+    reason = m.unmask_arguments("place_order", {"symbol": alias, "reason": f"buy {alias}"})
+    assert reason == {"symbol": "AAPL", "reason": "buy AAPL"}
     dates = masker(MaskingLevel.DATE_BLIND)
     assert dates.unmask_arguments("get_bars", {"symbol": "AAPL"}) == {"symbol": "AAPL"}
 

@@ -1,9 +1,9 @@
 """The `openbell` command line: the entry point that wires config, logging, store and daemon.
 
 This module owns the command surface (`init`, `db upgrade`, `ledger verify`, `run`, `cycle`), the
-global options (`--config`, `--log-format`, and the hidden `--fake-clock` for tests) and the
-exit-code contract: 0 success, 1 a ledger breach (or `init` refusing to overwrite, or an
-unexpected failure), 2 anything an operator must fix (bad
+global options (`--config`, `--log-format`, `--version`, and the hidden `--fake-clock` for tests;
+`-h` is `--help` on every command) and the exit-code contract: 0 success, 1 a ledger breach (or
+`init` refusing to overwrite, or an unexpected failure), 2 anything an operator must fix (bad
 config, bad input, schema drift, unreachable database), 130 interrupted. Every error is one line on
 stderr, `openbell: error: ...`, never a traceback. One-shot commands print their result on stdout
 and log to stderr; `run` logs JSON lines on stdout for journald.
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -81,6 +82,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 db_app = typer.Typer(help="Manage the ledger database schema.", rich_markup_mode=None)
 ledger_app = typer.Typer(help="Check the paper-trading ledger.", rich_markup_mode=None)
@@ -110,6 +112,20 @@ def _ledger(ctx: typer.Context) -> None:
     _help_without_command(ctx)
 
 
+def installed_version() -> str:
+    """openbell's version, from the installed package's metadata."""
+    try:
+        return metadata.version(PROG)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"{PROG} {installed_version()}")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True)
 def _global_options(
     ctx: typer.Context,
@@ -131,6 +147,17 @@ def _global_options(
             case_sensitive=False,
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            expose_value=False,
+            help="Print openbell's version and exit.",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = _Globals(config=config, log_format=log_format)
     _help_without_command(ctx)

@@ -1,11 +1,12 @@
 """The `openbell` command line: the entry point that wires config, logging, store and daemon.
 
-This module owns the command surface (`init`, `db upgrade`, `ledger verify`, `run`, `cycle`), the
-global options (`--config`, `--log-format`, `--version`, and the hidden `--fake-clock` for tests;
-`-h` is `--help` on every command) and the exit-code contract: 0 success, 1 a ledger breach (or
-`init` refusing to overwrite, or an unexpected failure), 2 anything an operator must fix (bad
-config, bad input, schema drift, unreachable database), 130 interrupted. Every error is one line on
-stderr, `openbell: error: ...`, never a traceback. One-shot commands print their result on stdout
+This module owns the command surface (`init`, `config check`, `db upgrade`, `ledger verify`, `run`,
+`cycle`), the global options (`--config`, `--log-format`, `--version`, and the hidden
+`--fake-clock` for tests; `-h` is `--help` on every command) and the exit-code contract: 0
+success, 1 a ledger breach (or `init` refusing to overwrite, or an unexpected failure), 2 anything
+an operator must fix (bad config, bad input, schema drift, unreachable database), 130 interrupted.
+Every error is one line on stderr, `openbell: error: ...`, never a traceback (a config file with
+several problems gets one such line per problem). One-shot commands print their result on stdout
 and log to stderr; `run` logs JSON lines on stdout for journald.
 """
 
@@ -33,7 +34,7 @@ from openbell.ops.cli_common import ConfigOption
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
-from openbell.ops.config import OpenbellConfig, default_config_text, load_config
+from openbell.ops.config import InvalidConfig, OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.ops.running import live_plan
 from openbell.store.db import check_schema, make_engine, parse_url
@@ -86,8 +87,10 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Manage the ledger database schema.", rich_markup_mode=None)
 ledger_app = typer.Typer(help="Check the paper-trading ledger.", rich_markup_mode=None)
+config_app = typer.Typer(help="Check the config file.", rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(config_app, name="config")
 register_report_commands(app)  # leaderboard, report, export, demo
 register_replay_commands(app)  # replay, data import
 register_trace_command(app)  # trace
@@ -124,6 +127,12 @@ def _print_version(wanted: bool) -> None:
     if wanted:
         typer.echo(f"{PROG} {installed_version()}")
         raise typer.Exit(0)
+
+
+@config_app.callback(invoke_without_command=True)
+def _config(ctx: typer.Context) -> None:
+    """Check the config file."""
+    _help_without_command(ctx)
 
 
 @app.callback(invoke_without_command=True)
@@ -202,6 +211,17 @@ def init(
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     typer.echo(f"wrote {path}")
+
+
+@config_app.command("check")
+def config_check(ctx: typer.Context, config: ConfigOption = None) -> None:
+    """Validate the config file: print what it configures (exit 0), or every problem in it, one
+    line each naming the key (exit 2)."""
+    path = config or _globals(ctx).config
+    loaded = load_config(path)
+    markets = ", ".join(loaded.markets.configured())
+    agents = len(loaded.agents)
+    typer.echo(f"{path}: ok (markets {markets}; {agents} agent{'' if agents == 1 else 's'})")
 
 
 @db_app.command("upgrade")
@@ -321,6 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.exit_code == 2 and usage_ctx is not None:
             message += f" (see '{usage_ctx.command_path} --help')"
         return _error(message, exc.exit_code)
+    except InvalidConfig as exc:
+        for problem in exc.problems[:-1]:
+            _error(problem, 2)
+        return _error(exc.problems[-1], 2)
     except OperatorError as exc:
         return _error(str(exc), 2)
     except SQLAlchemyError as exc:

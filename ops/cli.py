@@ -30,14 +30,14 @@ from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.markets.errors import ConfigError, OperatorError
-from openbell.ops.cli_common import ConfigOption
+from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
 from openbell.ops.config import InvalidConfig, OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.ops.running import live_plan
-from openbell.store.db import check_schema, make_engine, parse_url
+from openbell.store.db import parse_url
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
 
@@ -234,12 +234,10 @@ def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
 
 
 @ledger_app.command("verify")
-def ledger_verify(ctx: typer.Context, config: ConfigOption = None) -> None:
+def ledger_verify(ctx: typer.Context, config: ConfigOption = None, db: DbOption = None) -> None:
     """Check every ledger invariant: print a summary (exit 0), or each breach (exit 1)."""
-    loaded = _load(ctx, config, sys.stderr)
-    engine = make_engine(loaded.store.url)
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
-        check_schema(engine)
         report = verify_ledger(engine)
     finally:
         engine.dispose()

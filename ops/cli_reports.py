@@ -11,6 +11,7 @@ market).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,13 @@ from rich.console import Console
 from rich.table import Table
 
 from openbell.ops import exporting
-from openbell.ops.cli_common import ConfigOption, Market, load_command_config, open_ledger
+from openbell.ops.cli_common import (
+    ConfigOption,
+    DbOption,
+    Market,
+    load_command_config,
+    open_ledger,
+)
 from openbell.ops.logs import configure_logging
 from openbell.ops.reports import Leaderboard, leaderboards, report
 from openbell.store import exports
@@ -160,10 +167,11 @@ def leaderboard_command(
         BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
     ] = BoardFormat.table,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """Rank the agents of each market by the StockBench composite, with the benchmark as a row."""
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         boards = leaderboards(engine, [market.value] if market else None, *window)
     finally:
@@ -188,10 +196,11 @@ def report_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
     finally:
@@ -246,11 +255,12 @@ def export_command(
     market: MarketOption = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's rows.")] = None,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
     if fmt is ExportFormat.parquet and out is None:
         raise typer.BadParameter("parquet output needs --out FILE", param_hint="--out")
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     columns = exports.export_columns(table.value)
     try:
         rows = exports.export_rows(
@@ -308,6 +318,12 @@ def demo_command(
     boards = run_demo(db, markets, on_market=announce)
     typer.echo(f"demo ledger: {db} ({time.perf_counter() - began:.1f} s)", err=True)
     print_leaderboards(boards, fmt, sys.stdout)
+    sys.stdout.flush()  # the boards before the hint, on a terminal showing both streams
+    typer.echo(
+        "read it again (or with report, export, trace) with --db:\n"
+        f"  openbell leaderboard --db {shlex.quote(str(db))}",
+        err=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

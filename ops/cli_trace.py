@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openbell.markets.errors import OperatorError
-from openbell.ops.cli_common import ConfigOption, load_command_config, open_ledger
+from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace, cycle_trace
 
@@ -151,9 +151,10 @@ def trace_command(
     full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
-    engine = open_ledger(load_command_config(ctx, config, fmt="console"))
+    engine = open_ledger(load_command_config(ctx, config, db=db, fmt="console"))
     try:
         found = cycle_trace(engine, cycle_id)
     finally:

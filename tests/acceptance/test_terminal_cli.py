@@ -93,3 +93,40 @@ def test_a_bad_config_lists_every_problem_one_line_each(tmp_path: Path) -> None:
     result = openbell(tmp_path, "config", "check", "--config", str(good))
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{good}: ok (markets us, cn, crypto; 5 agents)\n"
+
+
+def test_db_reads_a_ledger_without_a_config_file(ledger_db: Path, tmp_path: Path) -> None:
+    for db in (str(ledger_db), f"sqlite:///{ledger_db}"):
+        runs = {
+            "leaderboard": openbell(tmp_path, "leaderboard", "--db", db, "-f", "json"),
+            "report": openbell(tmp_path, "report", "alpha", "-m", "us", "--db", db, "--json"),
+            "export": openbell(tmp_path, "export", "fills", "--db", db),
+            "trace": openbell(tmp_path, "trace", "1", "--db", db),
+            "ledger verify": openbell(tmp_path, "ledger", "verify", "--db", db),
+        }
+        for name, result in runs.items():
+            assert result.returncode == 0, (name, db, result.stderr)
+        assert '"final_nav": "10080.00"' in runs["leaderboard"].stdout
+        assert '"agent": "alpha"' in runs["report"].stdout
+        assert runs["export"].stdout.count("AAPL") == 3
+        assert "cycle 1: alpha (buy_and_hold) in us" in runs["trace"].stdout
+        assert runs["ledger verify"].stdout.startswith("ledger ok: 4 accounts, 4 fills")
+    assert not (tmp_path / "openbell.toml").exists()
+
+
+def test_db_overrides_the_config_store(ledger_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "openbell.toml").write_text(
+        default_config_text().replace("sqlite:///var/openbell.db", "sqlite:///elsewhere.db"),
+        encoding="utf-8",
+    )
+    result = openbell(tmp_path, "leaderboard", "--db", str(ledger_db), "-f", "csv")
+    assert result.returncode == 0, result.stderr
+    assert "alpha" in result.stdout
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_db_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    result = openbell(tmp_path, "leaderboard", "--db", "var/nowhere.db")
+    assert result.returncode == 2
+    assert result.stderr == "openbell: error: --db var/nowhere.db: no such file\n"
+    assert not (tmp_path / "var").exists()

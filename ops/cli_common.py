@@ -4,20 +4,23 @@ loading a command's config with logging set up on stderr.
 `cli.py` owns the app and its global options (`--config`, `--log-format`); the command modules
 registered on it (`cli_replay`, `cli_reports`, `cli_trace`, `cli_positions`) read those through
 `load_command_config` so that a command's own `--config` wins over the global one, which wins over
-`./openbell.toml`. A command that reads a ledger takes `--db`: a SQLite file or a database URL that
-replaces the config's `[store] url`; with `--db` and no config file named, `./openbell.toml` is
-read if it exists and not needed otherwise.
+`./openbell.toml`. A command that reads a ledger takes `--db`: a SQLite file or a database URL
+that replaces the config's `[store] url`; with `--db` and no config file named, `./openbell.toml`
+is read if it exists and not needed otherwise. Tables for people are printed by `print_tables`.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TextIO
 
 import typer
 from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
 from sqlalchemy import Engine
 
 from openbell.markets.errors import ConfigError
@@ -134,3 +137,18 @@ def open_ledger(loaded: OpenbellConfig) -> Engine:
         engine.dispose()
         raise
     return engine
+
+
+def print_tables(tables: Sequence[Table], stream: TextIO) -> None:
+    """Print `tables` for a person: as wide as the terminal (or `$COLUMNS`), but never narrower
+    than a table, so no cell is ever cut (a terminal narrower than a table wraps its lines)."""
+    console = Console(file=stream, soft_wrap=False, highlight=False)
+    unlimited = console.options.update_width(_UNLIMITED)
+    needed = max(console.measure(table, options=unlimited).maximum for table in tables)
+    if needed > console.width:
+        console = Console(file=stream, width=needed, soft_wrap=False, highlight=False)
+    for table in tables:
+        console.print(table)
+
+
+_UNLIMITED = 100_000

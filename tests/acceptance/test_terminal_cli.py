@@ -3,19 +3,24 @@ every config error at once, rounded figures, and a baseline cycle's orders in `t
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from report_builders import build_ledger
+from report_builders import INITIAL, SLOTS, build_ledger
 
 from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, SnapshotKind
 
 TIMEOUT_S = 180  # generous: the machine running the suite may be busy
 
@@ -41,14 +46,28 @@ def openbell(cwd: Path, *args: str, columns: int | None = None) -> subprocess.Co
     )
 
 
+LONG_NAME = "an-agent-whose-name-is-longer-than-a-table-cell"
+
+
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared SQLite ledger (see report_builders), with no config file beside it."""
+    """A prepared SQLite ledger (see report_builders), with no config file beside it, plus a US
+    cash account whose agent has a long name."""
     path = tmp_path_factory.mktemp("ledger") / "ledger.db"
     url = f"sqlite:///{path}"
     upgrade(url)
     engine = make_engine(url)
-    build_ledger(Ledger(engine))
+    ledger = Ledger(engine)
+    build_ledger(ledger)
+    opened = SLOTS[0] - timedelta(days=1)
+    account = ledger.open_account(
+        ledger.ensure_agent(LONG_NAME, "cash", opened), "us", "USD", INITIAL, opened
+    )
+    for at in SLOTS:
+        cycle = ledger.claim_cycle(account, at, "test", at + timedelta(minutes=5), at)
+        assert cycle is not None
+        ledger.write_nav_snapshot(account, at, SnapshotKind.SLOT, {})
+        ledger.finish_cycle(cycle, CycleStatus.DONE, at)
     engine.dispose()
     return path
 
@@ -110,7 +129,7 @@ def test_db_reads_a_ledger_without_a_config_file(ledger_db: Path, tmp_path: Path
         assert '"agent": "alpha"' in runs["report"].stdout
         assert runs["export"].stdout.count("AAPL") == 3
         assert "cycle 1: alpha (buy_and_hold) in us" in runs["trace"].stdout
-        assert runs["ledger verify"].stdout.startswith("ledger ok: 4 accounts, 4 fills")
+        assert runs["ledger verify"].stdout.startswith("ledger ok: 5 accounts, 4 fills")
     assert not (tmp_path / "openbell.toml").exists()
 
 
@@ -130,3 +149,159 @@ def test_db_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == "openbell: error: --db var/nowhere.db: no such file\n"
     assert not (tmp_path / "var").exists()
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every header and body line of the rich tables in `text`."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith(("┃", "│")):
+            rows.append([cell.strip() for cell in re.split("[┃│]", line)[1:-1]])
+    return rows
+
+
+def board_rows(text: str) -> dict[str, dict[str, str]]:
+    """Each leaderboard row of `text` by agent name: its cells by header (a name folded over two
+    lines is joined)."""
+    found: dict[str, dict[str, str]] = {}
+    header: list[str] = []
+    last: dict[str, str] | None = None
+    for cells in table_rows(text):
+        if cells[0] == "#":
+            header = cells
+        elif cells[0] == "" and last is not None:  # the rest of a folded name
+            last["agent"] += cells[1]
+        else:
+            last = dict(zip(header, cells, strict=True))
+            found[last["agent"]] = last
+    for key, row in list(found.items()):
+        found[row["agent"]] = found.pop(key)
+    return found
+
+
+def section(text: str, market: str) -> str:
+    """The part of `text` that shows the leaderboard of `market`."""
+    return text.split(f"{market} leaderboard (")[1].split(" leaderboard (")[0]
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.2f}"
+
+
+COMPACT = {
+    "#": None,
+    "agent": None,
+    "final NAV": None,
+    "return %": "cumulative_return",
+    "ann. %": "annual_return",
+    "Sharpe": "sharpe_ratio",
+    "Sortino": "sortino_ratio",
+    "max DD %": "max_drawdown",
+    "composite": "composite",
+}
+
+
+def test_the_leaderboard_fits_120_columns_and_wide_shows_the_whole_panel(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
+    compact = openbell(cwd, "leaderboard", "--db", str(ledger_db), columns=120)
+    assert compact.returncode == 0, compact.stderr
+    assert "…" not in compact.stdout
+    assert "..." not in compact.stdout
+    assert max(len(line) for line in compact.stdout.splitlines()) <= 120
+    for board in exact["leaderboards"]:
+        shown = board_rows(section(compact.stdout, board["market"]))
+        assert set(shown) == {row["name"] for row in board["rows"]}
+        for row in board["rows"]:
+            cells = shown[row["name"]]
+            assert list(cells) == list(COMPACT)
+            assert cells["#"] == ("bench" if row["is_benchmark"] else str(row["rank"]))
+            for header, key in COMPACT.items():
+                if key in {"cumulative_return", "annual_return", "max_drawdown"}:
+                    assert cells[header] == pct(row[key]), (row["name"], header)
+                elif key is not None:
+                    digits = 3 if key == "composite" else 2
+                    want = "-" if row[key] is None else f"{row[key]:.{digits}f}"
+                    assert cells[header] == want, (row["name"], header)
+    assert LONG_NAME in board_rows(compact.stdout)
+
+    wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide", columns=120)
+    assert wide.returncode == 0, wide.stderr
+    assert "…" not in wide.stdout
+    us = board_rows(section(wide.stdout, "us"))
+    headers = list(us["alpha"])
+    for header in ("vol %", "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %",
+                   "turnover", "HHI", "cash %", "cost/dec.", "ret./$"):  # fmt: skip
+        assert header in headers
+    assert us[LONG_NAME]["agent"] == LONG_NAME
+    assert max(len(line) for line in wide.stdout.splitlines()) > 120  # the whole panel, uncut
+
+
+WIDE = {
+    "final NAV": "final_nav",
+    "return %": "cumulative_return",
+    "ann. %": "annual_return",
+    "vol %": "annual_volatility",
+    "Sharpe": "sharpe_ratio",
+    "Sortino": "sortino_ratio",
+    "max DD %": "max_drawdown",
+    "Calmar": "calmar_ratio",
+    "excess %": "excess_return",
+    "IR": "information_ratio",
+    "trades": "trades",
+    "no-trade %": "no_trade_share",
+    "rej. %": "rejection_rate",
+    "turnover": "turnover",
+    "HHI": "hhi",
+    "cash %": "cash_ratio",
+    "composite": "composite",
+    "cost/dec.": "cost_per_decision",
+    "ret./$": "return_per_dollar",
+}
+
+
+def report_rows(text: str) -> dict[str, tuple[str, str]]:
+    """A report table's rows: value and unit by metric."""
+    return {cells[0]: (cells[1], cells[2]) for cells in table_rows(text)}
+
+
+def test_report_and_leaderboard_print_an_account_identically(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    boards = {}
+    for market in ("us", "crypto"):
+        wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "-m", market, "--wide")
+        assert wide.returncode == 0, wide.stderr
+        boards[market] = board_rows(wide.stdout)
+    for market, agent in (("us", "alpha"), ("us", "gamma"), ("crypto", "alpha")):
+        result = openbell(cwd, "report", agent, "-m", market, "--db", str(ledger_db))
+        assert result.returncode == 0, result.stderr
+        reported = report_rows(result.stdout)
+        row = boards[market][agent]
+        for header, key in WIDE.items():
+            assert reported[key][0] == row[header], (market, agent, key)
+            if header.endswith("%"):
+                assert reported[key][1] == "%", key
+        assert reported["final_nav"][1] == ("USD" if market == "us" else "USDT")
+
+
+def test_figures_in_tables_are_rounded_for_people(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
+    for board in exact["leaderboards"]:
+        (bench,) = [row for row in board["rows"] if row["is_benchmark"]]
+        places = {"USD": 2, "USDT": 8}[board["currency"]]
+        assert Decimal(bench["final_nav"]).as_tuple().exponent >= -places, bench["final_nav"]
+        alpha = next(row for row in board["rows"] if row["name"] == "alpha")
+        exact_nav = {"USD": "10080.00", "USDT": "10100.00000000"}[board["currency"]]
+        assert alpha["final_nav"] == exact_nav  # a ledger amount stays exact in JSON
+    shown = [
+        openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide").stdout,
+        openbell(cwd, "report", "gamma", "-m", "us", "--db", str(ledger_db)).stdout,
+        openbell(cwd, "report", "alpha", "-m", "crypto", "--db", str(ledger_db)).stdout,
+    ]
+    for text in shown:
+        cells = [cell for cells in table_rows(text) for cell in cells]
+        assert cells
+        long = [cell for cell in cells if re.fullmatch(r"-?[\d,]+\.\d{4,}", cell)]
+        assert long == [], long
+    assert "10,100.00" in shown[2]  # a USDT NAV in cents, not to its 8 places

@@ -271,7 +271,9 @@ def export_command(
             engine, table.value, market=market.value if market else None, agent=agent
         )
         if fmt is ExportFormat.parquet and out is not None:
-            count = exporting.write_parquet(columns, rows, out)
+            count = exporting.write_parquet(
+                columns, rows, out, decimals=exports.decimal_columns(table.value)
+            )
         elif out is not None:
             with out.open("w", encoding="utf-8", newline="") as stream:
                 count = exporting.write_csv(columns, rows, stream)

@@ -1,10 +1,11 @@
 """Machine-readable output: ledger exports as CSV or Parquet, leaderboards and reports as records.
 
 This module owns the text and file shapes that outside tools read, so their keys and column orders
-are stable: export columns come from `store.queries.EXPORTS`; leaderboard rows are flat records
+are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records
 with the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour
-and calibration. Exact decimals are written as plain decimal text (never scientific notation, never
-through a float), in CSV and in Parquet alike (Parquet string columns: the values stay exact);
+and calibration. Exact decimals are written as plain decimal text in CSV and JSON (never scientific
+notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20 integer digits
+and 18 places: a value that does not fit exactly is refused with `ExportError`, never rounded);
 instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are integers;
 statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
 """
@@ -12,12 +13,13 @@ statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
+from openbell.markets.errors import OperatorError
 from openbell.ops.metrics import Panel
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.store.exports import Cell
@@ -216,9 +218,21 @@ def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Cell]], stream: Te
     return count
 
 
-def _arrow_type(column: str) -> Any:
+#: The Arrow type of exact decimals in Parquet: 20 integer digits and 18 places (USDT amounts have
+#: 8 places, crypto quantities 5, NAV marks their product's 13).
+DECIMAL_PRECISION = 38
+DECIMAL_SCALE = 18
+
+
+class ExportError(OperatorError):
+    """A ledger value cannot be written exactly in the chosen export format."""
+
+
+def _arrow_type(column: str, decimals: Collection[str]) -> Any:
     import pyarrow as pa
 
+    if column in decimals:
+        return pa.decimal128(DECIMAL_PRECISION, DECIMAL_SCALE)
     if column == "at" or column.endswith("_at"):
         return pa.timestamp("us", tz="UTC")
     if column in {"account_id", "seq"} or column.endswith("_id"):
@@ -226,8 +240,8 @@ def _arrow_type(column: str) -> Any:
     return pa.string()
 
 
-def _arrow_cell(value: Cell) -> Any:
-    if isinstance(value, Decimal):
+def _arrow_cell(value: Cell, decimal: bool) -> Any:
+    if isinstance(value, Decimal) and not decimal:
         return decimal_text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -246,20 +260,46 @@ def _batches(rows: Iterable[Sequence[Cell]], size: int) -> Iterator[list[Sequenc
 
 
 def write_parquet(
-    columns: Sequence[str], rows: Iterable[Sequence[Cell]], path: Path, *, batch: int = 5000
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Cell]],
+    path: Path,
+    *,
+    decimals: Collection[str] = (),
+    batch: int = 5000,
 ) -> int:
-    """Write `rows` to a Parquet file at `path` (types as in the module docstring); row count."""
+    """Write `rows` to a Parquet file at `path`, the columns named in `decimals` as exact Arrow
+    decimals (types as in the module docstring); return the row count. `ExportError` (and no file)
+    when a decimal does not fit `decimal128(38, 18)` exactly."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([(name, _arrow_type(name)) for name in columns])
+    schema = pa.schema([(name, _arrow_type(name, decimals)) for name in columns])
     count = 0
-    with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
-        for chunk in _batches(rows, batch):
-            arrays = [
-                pa.array([_arrow_cell(row[i]) for row in chunk], type=schema.field(i).type)
-                for i in range(len(columns))
-            ]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-            count += len(chunk)
+    try:
+        with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
+            for chunk in _batches(rows, batch):
+                arrays = [
+                    _arrow_column(schema.field(i), chunk, i, path) for i in range(len(columns))
+                ]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+                count += len(chunk)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return count
+
+
+def _arrow_column(field: Any, chunk: Sequence[Sequence[Cell]], index: int, path: Path) -> Any:
+    import pyarrow as pa
+
+    decimal = pa.types.is_decimal(field.type)
+    try:
+        return pa.array([_arrow_cell(row[index], decimal) for row in chunk], type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if not decimal:
+            raise
+        raise ExportError(
+            f"{path}: column {field.name}: a value has more than {DECIMAL_SCALE} decimal places "
+            f"or {DECIMAL_PRECISION - DECIMAL_SCALE} integer digits and cannot be written exactly "
+            "as a Parquet decimal; export it as csv, which keeps every digit"
+        ) from exc

@@ -13,6 +13,8 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from report_builders import INITIAL, SLOTS, build_ledger
 
@@ -305,3 +307,20 @@ def test_figures_in_tables_are_rounded_for_people(ledger_db: Path) -> None:
         long = [cell for cell in cells if re.fullmatch(r"-?[\d,]+\.\d{4,}", cell)]
         assert long == [], long
     assert "10,100.00" in shown[2]  # a USDT NAV in cents, not to its 8 places
+
+
+def test_parquet_export_holds_decimals(ledger_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fills.parquet"
+    result = openbell(
+        tmp_path, "export", "fills", "-f", "parquet", "-o", str(out), "--db", str(ledger_db)
+    )
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(out)
+    for name in ("quantity", "price", "notional", "fees"):
+        assert pa.types.is_decimal(table.schema.field(name).type), name
+    csv_rows = openbell(tmp_path, "export", "fills", "--db", str(ledger_db)).stdout.splitlines()
+    header = csv_rows[0].split(",")
+    for got, line in zip(table.to_pylist(), csv_rows[1:], strict=True):
+        text = dict(zip(header, line.split(","), strict=True))
+        for name in ("quantity", "price", "notional", "fees"):
+            assert got[name] == Decimal(text[name]), name

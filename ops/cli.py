@@ -31,6 +31,7 @@ from openbell.daemon.live import run_live
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
+from openbell.ops.cli_positions import register as register_positions_command
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
@@ -94,6 +95,7 @@ app.add_typer(config_app, name="config")
 register_report_commands(app)  # leaderboard, report, export, demo
 register_replay_commands(app)  # replay, data import
 register_trace_command(app)  # trace
+register_positions_command(app)  # positions
 
 
 def _help_without_command(ctx: typer.Context) -> None:

@@ -326,7 +326,7 @@ def demo_command(
     print_leaderboards(boards, fmt, sys.stdout)
     sys.stdout.flush()  # the boards before the hint, on a terminal showing both streams
     typer.echo(
-        "read it again (or with report, export, trace) with --db:\n"
+        "read it again (or with report, positions, export, trace) with --db:\n"
         f"  openbell leaderboard --db {shlex.quote(str(db))}",
         err=True,
     )

@@ -1,13 +1,14 @@
 """Machine-readable output: ledger exports as CSV or Parquet, leaderboards and reports as records.
 
 This module owns the text and file shapes that outside tools read, so their keys and column orders
-are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records
-with the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour
-and calibration. Exact decimals are written as plain decimal text in CSV and JSON (never scientific
-notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20 integer digits
-and 18 places: a value that does not fit exactly is refused with `ExportError`, never rounded);
-instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are integers;
-statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
+are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records with
+the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour and
+calibration; an account's positions are a record of its cash and holdings, or CSV rows with the
+columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
+(never scientific notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20
+integer digits and 18 places: a value that does not fit exactly is refused with `ExportError`, never
+rounded); instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are
+integers; statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from openbell.markets.errors import OperatorError
 from openbell.ops.metrics import Panel
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.store.exports import Cell
+from openbell.store.holdings import AccountHoldings, Holding
 
 JsonValue = str | int | float | bool | None
 
@@ -193,6 +195,79 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         **llm_record(found.llm),
         "rejections_by_reason": dict(found.rejections_by_reason),
     }
+
+
+#: The columns of `openbell positions --format csv`: one `cash` row per account, then one
+#: `position` row per holding.
+POSITION_COLUMNS: tuple[str, ...] = (
+    "market",
+    "agent",
+    "currency",
+    "kind",
+    "symbol",
+    "quantity",
+    "cost",
+    "avg_cost",
+    "last_mark",
+    "marked_at",
+    "value",
+    "weight",
+)
+#: The places of a holding's average cost (cost / quantity, rounded half-even, trailing zeros
+#: dropped): the one figure of `positions` that is a division rather than a ledger amount.
+AVG_COST_PLACES = 8
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def avg_cost(holding: Holding) -> Decimal:
+    """`holding`'s cost per unit, to `AVG_COST_PLACES` places."""
+    rounded = (holding.cost / holding.quantity).quantize(Decimal(1).scaleb(-AVG_COST_PLACES))
+    return rounded.normalize()
+
+
+def holding_record(account: AccountHoldings, holding: Holding) -> dict[str, JsonValue]:
+    """One holding as a record: exact quantities and amounts as text, its weight as a number."""
+    return {
+        "symbol": holding.symbol,
+        "quantity": decimal_text(holding.quantity),
+        "cost": decimal_text(holding.cost),
+        "avg_cost": decimal_text(avg_cost(holding)),
+        "last_mark": _decimal(holding.last_mark),
+        "marked_at": _instant(holding.marked_at),
+        "value": _decimal(holding.value),
+        "weight": _float(account.weight(holding.value)),
+    }
+
+
+def positions_record(account: AccountHoldings) -> dict[str, Any]:
+    """An account's cash, NAV at the last marks and holdings as a record."""
+    return {
+        "account_id": account.account_id,
+        "market": account.market,
+        "agent": account.agent,
+        "currency": account.currency,
+        "cash": decimal_text(account.cash),
+        "cash_weight": _float(account.weight(account.cash)),
+        "nav": _decimal(account.nav),
+        "positions": [holding_record(account, holding) for holding in account.holdings],
+    }
+
+
+def positions_csv(accounts: Sequence[AccountHoldings], stream: TextIO) -> None:
+    """Every account's cash and holdings as CSV with the columns of `POSITION_COLUMNS`."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(POSITION_COLUMNS)
+    for account in accounts:
+        head = (account.market, account.agent, account.currency)
+        cash = {"kind": "cash", "value": decimal_text(account.cash)}
+        cash["weight"] = _csv_cell(_float(account.weight(account.cash)))
+        writer.writerow((*head, *(cash.get(key, "") for key in POSITION_COLUMNS[3:])))
+        for holding in account.holdings:
+            record = {"kind": "position", **holding_record(account, holding)}
+            writer.writerow((*head, *(_csv_cell(record[key]) for key in POSITION_COLUMNS[3:])))
 
 
 def _csv_cell(value: Cell | float) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_builders import INITIAL, SLOTS, build_ledger
+from report_builders import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
@@ -324,3 +324,68 @@ def test_parquet_export_holds_decimals(ledger_db: Path, tmp_path: Path) -> None:
         text = dict(zip(header, line.split(","), strict=True))
         for name in ("quantity", "price", "notional", "fees"):
             assert got[name] == Decimal(text[name]), name
+
+
+def test_positions_show_cash_and_holdings_from_the_ledger(ledger_db: Path) -> None:
+    cwd, db = ledger_db.parent, str(ledger_db)
+    found = openbell(cwd, "positions", "--db", db, "--format", "json")
+    assert found.returncode == 0, found.stderr
+    accounts = {(a["market"], a["agent"]): a for a in json.loads(found.stdout)["accounts"]}
+    assert set(accounts) == {
+        ("us", "alpha"), ("us", "beta"), ("us", "gamma"), ("us", LONG_NAME), ("crypto", "alpha")
+    }  # fmt: skip
+    # alpha bought 10 AAPL at the first slot's price and holds them; crypto alpha 0.1 BTC
+    for key, symbol, quantity, bought, mark, currency in (
+        (("us", "alpha"), "AAPL", Decimal(10), AAPL[0], AAPL[-1], "USD"),
+        (("crypto", "alpha"), "BTC/USDT", Decimal("0.1"), BTC[0], BTC[-1], "USDT"),
+    ):
+        account = accounts[key]
+        (position,) = account["positions"]
+        assert account["currency"] == currency
+        assert Decimal(account["cash"]) == INITIAL - quantity * bought
+        assert position["symbol"] == symbol
+        assert Decimal(position["quantity"]) == quantity
+        assert Decimal(position["cost"]) == quantity * bought
+        assert Decimal(position["avg_cost"]) == bought
+        assert Decimal(position["last_mark"]) == mark
+        assert Decimal(position["value"]) == quantity * mark
+        nav = INITIAL - quantity * bought + quantity * mark
+        assert Decimal(account["nav"]) == nav
+        assert position["weight"] == pytest.approx(float(quantity * mark / nav))
+        assert account["cash_weight"] == pytest.approx(float((nav - quantity * mark) / nav))
+    for key in (("us", "beta"), ("us", "gamma")):
+        assert accounts[key]["positions"] == []
+        assert accounts[key]["cash_weight"] == 1.0
+
+    table = openbell(cwd, "positions", "--db", db, "-m", "us", "--agent", "alpha", columns=120)
+    assert table.returncode == 0, table.stderr
+    assert "alpha in us (USD)" in table.stdout
+    rows = {cells[0]: cells for cells in table_rows(table.stdout)}
+    assert rows["symbol"] == ["symbol", "quantity", "avg cost", "last mark", "marked at UTC",
+                              "value", "weight %"]  # fmt: skip
+    assert rows["AAPL"] == ["AAPL", "10", "100.00", "108.00", "2025-10-08 13:30", "1,080.00",
+                            "10.71"]  # fmt: skip
+    assert rows["cash"][-2:] == ["9,000.00", "89.29"]
+    assert rows["total"][-2:] == ["10,080.00", "100.00"]
+    assert "beta" not in table.stdout
+
+    btc = openbell(cwd, "positions", "--db", db, "-m", "crypto", columns=120)
+    assert btc.returncode == 0, btc.stderr
+    btc_row = next(cells for cells in table_rows(btc.stdout) if cells[0] == "BTC/USDT")
+    assert btc_row[1:4] == ["0.10000", "60,000.00", "61,000.00"]  # the quantity to BTC's step
+
+    as_csv = openbell(cwd, "positions", "--db", db, "-f", "csv", "-m", "crypto")
+    assert as_csv.returncode == 0, as_csv.stderr
+    lines = as_csv.stdout.splitlines()
+    assert lines[0] == (
+        "market,agent,currency,kind,symbol,quantity,cost,avg_cost,last_mark,marked_at,value,weight"
+    )
+    assert lines[1].startswith("crypto,alpha,USDT,cash,,,,,,,4000.00000000,")
+    assert lines[2].startswith(
+        "crypto,alpha,USDT,position,BTC/USDT,0.1,6000.00000000,60000,61000,"
+        "2025-10-03T00:00:00+00:00,6100.0,"
+    )
+
+    unknown = openbell(cwd, "positions", "--db", db, "--agent", "nobody")
+    assert unknown.returncode == 2
+    assert unknown.stderr == "openbell: error: no account of agent 'nobody' in the ledger\n"

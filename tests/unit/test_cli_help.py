@@ -26,7 +26,7 @@ def command_paths() -> list[tuple[str, ...]]:
 
 def test_the_app_has_the_commands_the_readme_lists() -> None:
     paths = {" ".join(path) for path in command_paths()}
-    for name in ("leaderboard", "report", "export", "trace", "ledger verify", "demo"):
+    for name in ("leaderboard", "report", "export", "trace", "positions", "ledger verify", "demo"):
         assert name in paths
 
 

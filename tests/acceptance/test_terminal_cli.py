@@ -389,3 +389,44 @@ def test_positions_show_cash_and_holdings_from_the_ledger(ledger_db: Path) -> No
     unknown = openbell(cwd, "positions", "--db", db, "--agent", "nobody")
     assert unknown.returncode == 2
     assert unknown.stderr == "openbell: error: no account of agent 'nobody' in the ledger\n"
+
+
+def test_trace_of_a_baseline_cycle_shows_its_orders_and_fills(ledger_db: Path) -> None:
+    cwd, db = ledger_db.parent, str(ledger_db)
+    orders = openbell(cwd, "export", "orders", "--db", db, "-m", "us").stdout.splitlines()
+    header = orders[0].split(",")
+    placed = [dict(zip(header, line.split(","), strict=True)) for line in orders[1:]]
+    # alpha's buy of 10 AAPL at the first slot, gamma's rejected buy of 500 and its sale of 20
+    bought = next(o for o in placed if o["agent"] == "alpha")
+    rejected = next(o for o in placed if o["status"] == "rejected")
+    sold = next(o for o in placed if o["side"] == "sell")
+
+    shown = openbell(cwd, "trace", bought["cycle_id"], "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "alpha (buy_and_hold) in us" in shown.stdout
+    rows = {cells[0]: cells for cells in table_rows(shown.stdout)}
+    assert rows["#"][:8] == ["#", "symbol", "side", "quantity", "status", "price", "notional",
+                             "fees"]  # fmt: skip
+    assert rows["0"][:8] == ["0", "AAPL", "buy", "10", "filled", "100.00", "1,000.00", "0.00"]
+    assert "confidence 0.8: test" in rows["0"][8]
+
+    shown = openbell(cwd, "trace", rejected["cycle_id"], "--db", db)
+    row = next(cells for cells in table_rows(shown.stdout) if cells[0] == "0")
+    assert row[:8] == ["0", "AAPL", "buy", "500", "rejected", "", "", ""]
+    assert "insufficient_cash: no" in row[8]
+
+    as_json = json.loads(openbell(cwd, "trace", sold["cycle_id"], "--db", db, "--json").stdout)
+    (order,) = as_json["orders"]
+    assert (order["symbol"], order["side"], order["quantity"], order["status"]) == (
+        "AAPL", "sell", "20", "filled"
+    )  # fmt: skip
+    (fill,) = order["fills"]
+    assert (fill["quantity"], fill["price"], fill["notional"], fill["fees"]) == (
+        "20", str(AAPL[3]), f"{20 * AAPL[3]:.2f}", "0"
+    )  # fmt: skip
+
+    cycles = openbell(cwd, "export", "cycles", "--db", db, "--agent", "beta").stdout.splitlines()
+    quiet = dict(zip(cycles[0].split(","), cycles[1].split(","), strict=True))["cycle_id"]
+    shown = openbell(cwd, "trace", quiet, "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "no orders in this cycle" in shown.stdout

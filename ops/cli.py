@@ -1,11 +1,12 @@
 """The `openbell` command line: the entry point that wires config, logging, store and daemon.
 
-This module owns the command surface (`init`, `db upgrade`, `ledger verify`, `run`, `cycle`), the
-global options (`--config`, `--log-format`, and the hidden `--fake-clock` for tests) and the
-exit-code contract: 0 success, 1 a ledger breach (or `init` refusing to overwrite, or an
-unexpected failure), 2 anything an operator must fix (bad
-config, bad input, schema drift, unreachable database), 130 interrupted. Every error is one line on
-stderr, `openbell: error: ...`, never a traceback. One-shot commands print their result on stdout
+This module owns the command surface (`init`, `config check`, `db upgrade`, `ledger verify`, `run`,
+`cycle`), the global options (`--config`, `--log-format`, `--version`, and the hidden
+`--fake-clock` for tests; `-h` is `--help` on every command) and the exit-code contract: 0
+success, 1 a ledger breach (or `init` refusing to overwrite, or an unexpected failure), 2 anything
+an operator must fix (bad config, bad input, schema drift, unreachable database), 130 interrupted.
+Every error is one line on stderr, `openbell: error: ...`, never a traceback (a config file with
+several problems gets one such line per problem). One-shot commands print their result on stdout
 and log to stderr; `run` logs JSON lines on stdout for journald. While a command runs, stdout and
 stderr go through `secrets.MaskedStream`: once the config is loaded, no configured secret can be
 printed, in any form.
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -39,11 +41,12 @@ from openbell.daemon.oneshot import run_one_cycle
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli_common import ConfigOption, open_ledger
+from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
+from openbell.ops.cli_positions import register as register_positions_command
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
-from openbell.ops.config import OpenbellConfig, default_config_text, load_config
+from openbell.ops.config import InvalidConfig, OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.ops.running import live_plan
 from openbell.store.db import parse_url
@@ -93,14 +96,18 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 db_app = typer.Typer(help="Manage the ledger database schema.", rich_markup_mode=None)
 ledger_app = typer.Typer(help="Check the paper-trading ledger.", rich_markup_mode=None)
+config_app = typer.Typer(help="Check the config file.", rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(config_app, name="config")
 register_report_commands(app)  # leaderboard, report, export, demo
 register_replay_commands(app)  # replay, data import
 register_trace_command(app)  # trace
+register_positions_command(app)  # positions
 
 
 def _help_without_command(ctx: typer.Context) -> None:
@@ -119,6 +126,26 @@ def _db(ctx: typer.Context) -> None:
 @ledger_app.callback(invoke_without_command=True)
 def _ledger(ctx: typer.Context) -> None:
     """Check the paper-trading ledger."""
+    _help_without_command(ctx)
+
+
+def installed_version() -> str:
+    """openbell's version, from the installed package's metadata."""
+    try:
+        return metadata.version(PROG)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"{PROG} {installed_version()}")
+        raise typer.Exit(0)
+
+
+@config_app.callback(invoke_without_command=True)
+def _config(ctx: typer.Context) -> None:
+    """Check the config file."""
     _help_without_command(ctx)
 
 
@@ -143,6 +170,17 @@ def _global_options(
             case_sensitive=False,
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            expose_value=False,
+            help="Print openbell's version and exit.",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = _Globals(config=config, log_format=log_format)
     if ctx.invoked_subcommand != "run":
@@ -193,6 +231,17 @@ def init(
     typer.echo(f"wrote {path}")
 
 
+@config_app.command("check")
+def config_check(ctx: typer.Context, config: ConfigOption = None) -> None:
+    """Validate the config file: print what it configures (exit 0), or every problem in it, one
+    line each naming the key (exit 2)."""
+    path = config or _globals(ctx).config
+    loaded = load_config(path)
+    markets = ", ".join(loaded.markets.configured())
+    agents = len(loaded.agents)
+    typer.echo(f"{path}: ok (markets {markets}; {agents} agent{'' if agents == 1 else 's'})")
+
+
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
     """Apply the schema migrations to the [store] database, up to this version's head."""
@@ -203,9 +252,9 @@ def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
 
 
 @ledger_app.command("verify")
-def ledger_verify(ctx: typer.Context, config: ConfigOption = None) -> None:
+def ledger_verify(ctx: typer.Context, config: ConfigOption = None, db: DbOption = None) -> None:
     """Check every ledger invariant: print a summary (exit 0), or each breach (exit 1)."""
-    engine = open_ledger(_load(ctx, config, sys.stderr))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         report = verify_ledger(engine)
     finally:
@@ -350,6 +399,10 @@ def _run_command(argv: Sequence[str] | None) -> int:
         if exc.exit_code == 2 and usage_ctx is not None:
             message += f" (see '{usage_ctx.command_path} --help')"
         return _error(message, exc.exit_code)
+    except InvalidConfig as exc:
+        for problem in exc.problems[:-1]:
+            _error(problem, 2)
+        return _error(exc.problems[-1], 2)
     except OperatorError as exc:
         return _error(str(exc), 2)
     except SQLAlchemyError as exc:

@@ -11,21 +11,28 @@ market).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from openbell.ops import exporting, secrets
-from openbell.ops.cli_common import ConfigOption, Market, load_command_config, open_ledger
+from openbell.ops import exporting, figures, secrets
+from openbell.ops.cli_common import (
+    ConfigOption,
+    DbOption,
+    Market,
+    load_command_config,
+    open_ledger,
+    print_tables,
+)
 from openbell.ops.logs import configure_logging
-from openbell.ops.reports import Leaderboard, leaderboards, report
+from openbell.ops.reports import Leaderboard, LeaderboardRow, leaderboards, report
 from openbell.store import exports
 
 
@@ -74,16 +81,36 @@ def _window(
     return begin, stop
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.2f}"
+#: The leaderboard's columns: header and record key (`exporting.LEADERBOARD_KEYS`), in order.
+WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("#", "rank"), ("agent", "name"), ("final NAV", "final_nav"),
+    ("return %", "cumulative_return"), ("ann. %", "annual_return"),
+    ("vol %", "annual_volatility"), ("Sharpe", "sharpe_ratio"), ("Sortino", "sortino_ratio"),
+    ("max DD %", "max_drawdown"), ("Calmar", "calmar_ratio"), ("excess %", "excess_return"),
+    ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
+    ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
+    ("cash %", "cash_ratio"), ("composite", "composite"), ("cost/dec.", "cost_per_decision"),
+    ("ret./$", "return_per_dollar"),
+)  # fmt: skip
+#: The columns of the default, compact leaderboard (it fits 120 columns).
+COMPACT_KEYS = frozenset(
+    {"rank", "name", "final_nav", "cumulative_return", "annual_return", "max_drawdown"}
+    | {"sharpe_ratio", "sortino_ratio", "composite"}
+)
+#: The widest an agent's name is shown in the compact leaderboard; a longer one is folded.
+COMPACT_NAME_WIDTH = 20
 
 
-def _num(value: float | None, places: int = 2) -> str:
-    return "-" if value is None else f"{value:.{places}f}"
+def _rank(row: LeaderboardRow) -> str:
+    if row.is_benchmark:
+        return "bench"
+    return figures.MISSING if row.rank is None else str(row.rank)
 
 
-def render_table(board: Leaderboard, console: Console) -> None:
-    """Print one leaderboard as a rich table (ratios in %, the benchmark row in italics)."""
+def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
+    """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
+    Sortino, composite) or `wide` (the whole panel); figures as `ops.figures` rounds them, the
+    benchmark row in italics."""
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
     table = Table(
@@ -92,63 +119,42 @@ def render_table(board: Leaderboard, console: Console) -> None:
             f"{board.currency}){' ' + window if window else ''}"
         ),
         title_justify="left",
+        caption=None if wide else "--wide: the whole panel",
+        caption_justify="left",
     )
-    headers = (
-        "#", "agent", "final NAV", "return %", "ann. %", "vol %", "Sharpe", "Sortino", "max DD %",
-        "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %", "turnover", "HHI",
-        "cash %", "composite", "cost/dec.", "ret./$",
-    )  # fmt: skip
-    for index, header in enumerate(headers):
-        table.add_column(header, justify="left" if index == 1 else "right", no_wrap=True)
+    columns = [(h, k) for h, k in WIDE_COLUMNS if wide or k in COMPACT_KEYS]
+    for header, key in columns:
+        if key == "name":
+            width = None if wide else COMPACT_NAME_WIDTH
+            table.add_column(header, justify="left", overflow="fold", max_width=width)
+        else:
+            table.add_column(header, justify="right", no_wrap=True)
     for row in board.rows:
-        panel, acts = row.panel, row.behaviour
+        record = exporting.row_record(row)
         table.add_row(
-            "bench" if row.is_benchmark else ("-" if row.rank is None else str(row.rank)),
-            row.name,
-            "-" if row.final_nav is None else f"{row.final_nav:,.2f}",
-            _pct(panel.cumulative_return),
-            _pct(panel.annual_return),
-            _pct(panel.annual_volatility),
-            _num(panel.sharpe_ratio),
-            _num(panel.sortino_ratio),
-            _pct(panel.max_drawdown),
-            _num(panel.calmar_ratio),
-            _pct(panel.excess_return),
-            _num(panel.information_ratio),
-            "-" if acts is None else str(acts.trades),
-            _pct(acts.no_trade_share if acts else None),
-            _pct(acts.rejection_rate if acts else None),
-            _num(acts.turnover if acts else None),
-            _num(acts.hhi if acts else None, 3),
-            _pct(acts.cash_ratio if acts else None),
-            _num(row.ranking.composite, 3),
-            "-"
-            if row.llm is None or row.llm.cost_per_decision is None
-            else f"{row.llm.cost_per_decision:.4f}",
-            _num(row.llm.return_per_dollar if row.llm else None, 4),
+            *(
+                _rank(row) if key == "rank" else figures.figure(key, record[key])
+                for _, key in columns
+            ),
             style="italic" if row.is_benchmark else None,
         )
-    console.print(table)
+    return table
 
 
-def _console(stream: TextIO) -> Console:
-    wide = None if stream.isatty() else 240
-    return Console(file=stream, width=wide, soft_wrap=False, highlight=False)
-
-
-def print_leaderboards(boards: list[Leaderboard], fmt: BoardFormat, stream: TextIO) -> None:
-    """Write `boards` to `stream` as rich tables, one JSON document, or one CSV table."""
+def print_leaderboards(
+    boards: list[Leaderboard], fmt: BoardFormat, stream: TextIO, *, wide: bool = False
+) -> None:
+    """Write `boards` to `stream` as rich tables (compact, or `wide`), one JSON document, or one
+    CSV table."""
     if fmt is BoardFormat.json:
         document = {"leaderboards": [exporting.leaderboard_record(b) for b in boards]}
         stream.write(json.dumps(document, indent=2) + "\n")
     elif fmt is BoardFormat.csv:
         exporting.leaderboard_csv(boards, stream)
+    elif not boards:
+        stream.write("no accounts in the ledger yet\n")
     else:
-        console = _console(stream)
-        if not boards:
-            console.print("no accounts in the ledger yet")
-        for board in boards:
-            render_table(board, console)
+        print_tables([render_table(board, wide=wide) for board in boards], stream)
 
 
 def leaderboard_command(
@@ -159,16 +165,23 @@ def leaderboard_command(
     fmt: Annotated[
         BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
     ] = BoardFormat.table,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Show the whole metric panel, not the compact table.")
+    ] = False,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
-    """Rank the agents of each market by the StockBench composite, with the benchmark as a row."""
+    """Rank the agents of each market by the StockBench composite, with the benchmark as a row.
+
+    The table is compact (it fits 120 columns); --wide shows every metric of the panel.
+    """
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         boards = leaderboards(engine, [market.value] if market else None, *window)
     finally:
         engine.dispose()
-    print_leaderboards(boards, fmt, sys.stdout)
+    print_leaderboards(boards, fmt, sys.stdout, wide=wide)
 
 
 def report_command(
@@ -188,10 +201,11 @@ def report_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
     finally:
@@ -205,26 +219,25 @@ def report_command(
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    table = Table(title=f"{agent} in {market.value}", title_justify="left", show_header=False)
+    print_tables([report_table(record)], sys.stdout)
+
+
+def report_table(record: dict[str, Any]) -> Table:
+    """An agent's report record (`exporting.report_record`) as a table of metric, value and unit,
+    each value rounded as the leaderboard rounds it (`ops.figures`)."""
+    table = Table(
+        title=f"{record['agent']} in {record['market']}", title_justify="left", show_header=False
+    )
     table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("unit")
     for key, value in record.items():
         if isinstance(value, dict):
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
         else:
-            shown = (
-                "-" if value is None else (f"{value:.4f}" if isinstance(value, float) else value)
-            )
-        table.add_row(key, str(shown))
-    _console(sys.stdout).print(table)
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{key}: {count}" for key, count in value.items()) or "none"
-    if value is None:
-        return "-"
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
+            shown = figures.figure(key, value)
+        table.add_row(key, shown, figures.unit(key, record["currency"]))
+    return table
 
 
 def export_command(
@@ -246,11 +259,12 @@ def export_command(
     market: MarketOption = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's rows.")] = None,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
     if fmt is ExportFormat.parquet and out is None:
         raise typer.BadParameter("parquet output needs --out FILE", param_hint="--out")
-    engine = open_ledger(load_command_config(ctx, config))
+    engine = open_ledger(load_command_config(ctx, config, db=db))
     columns = exports.export_columns(table.value)
     try:
         rows = secrets.masked_rows(
@@ -259,7 +273,9 @@ def export_command(
             )
         )
         if fmt is ExportFormat.parquet and out is not None:
-            count = exporting.write_parquet(columns, rows, out)
+            count = exporting.write_parquet(
+                columns, rows, out, decimals=exports.decimal_columns(table.value)
+            )
         elif out is not None:
             with out.open("w", encoding="utf-8", newline="") as stream:
                 count = exporting.write_csv(columns, rows, stream)
@@ -310,6 +326,12 @@ def demo_command(
     boards = run_demo(db, markets, on_market=announce)
     typer.echo(f"demo ledger: {db} ({time.perf_counter() - began:.1f} s)", err=True)
     print_leaderboards(boards, fmt, sys.stdout)
+    sys.stdout.flush()  # the boards before the hint, on a terminal showing both streams
+    typer.echo(
+        "read it again (or with report, positions, export, trace) with --db:\n"
+        f"  openbell leaderboard --db {shlex.quote(str(db))}",
+        err=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

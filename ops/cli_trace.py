@@ -4,8 +4,10 @@ This module owns the command and its output: a header with the cycle's agent, ma
 status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, model requests and
 how many failed, parse failures and invalid tool calls), then one table row per trace entry: its
 role (an `attempt` row is a failed model request, with its error), the tool, the arguments, a
-summary of the content or result, tokens and latency. Long texts are cut unless `--full`; `--json`
-prints the whole trace as one JSON document. `--unmask` turns a masked cycle's aliases and day
+summary of the content or result, tokens and latency; then the cycle's orders, each with its fill
+(price, notional, fees) or its rejection, and the reason and confidence given (a baseline writes no
+trace rows: its orders are what it did). Long texts are cut unless `--full`; `--json` prints the
+whole trace and the orders as one JSON document. `--unmask` turns a masked cycle's aliases and day
 labels back into real symbols and dates with its account's stored masking key (amounts of money
 stay as the model saw them; the header gives the unit they were divided by under price rebasing).
 Reads the ledger only.
@@ -27,7 +29,10 @@ from rich.text import Text
 from openbell.agents.aliases import unmask_text
 from openbell.markets.errors import OperatorError
 from openbell.markets.rules import rules_for
-from openbell.ops.cli_common import ConfigOption, load_command_config, open_ledger
+from openbell.ops import figures
+from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
+from openbell.ops.exporting import decimal_text
+from openbell.store.cycle_trades import CycleOrder, orders_of_cycle
 from openbell.store.ledger import Ledger
 from openbell.store.masking_keys import MaskingKey
 from openbell.store.records import CycleUsage, TraceEntry
@@ -188,6 +193,91 @@ def print_trace(
     console.print(table)
 
 
+def _note(order: CycleOrder, step: Decimal) -> str:
+    """Why the order was placed and what came of it, beyond the table's columns."""
+    parts: list[str] = []
+    if order.reject_reason:
+        parts.append(f"{order.reject_reason}: {order.reject_message or ''}".rstrip(": "))
+    filled = sum((fill.quantity for fill in order.fills), Decimal(0))
+    if order.fills and filled != order.quantity:
+        parts.append(f"filled {figures.quantity(filled, step)}")
+    if order.target_weight is not None:
+        parts.append(f"target weight {figures.percent(float(order.target_weight))}%")
+    said = order.reason
+    if order.confidence is not None:
+        confidence = f"confidence {decimal_text(order.confidence)}"
+        said = f"{confidence}: {said}" if said else confidence
+    if said:
+        parts.append(said)
+    return "; ".join(parts)
+
+
+def print_orders(orders: list[CycleOrder], market: str, console: Console) -> None:
+    """The cycle's orders, each with its fill (price, notional, fees) or its rejection."""
+    if not orders:
+        console.print("no orders in this cycle")
+        return
+    step = rules_for(market).quantity_step
+    table = Table(title="orders and fills", title_justify="left")
+    for header in ("#", "symbol", "side", "quantity", "status", "price", "notional", "fees"):
+        left = header in {"symbol", "side", "status"}
+        table.add_column(header, justify="left" if left else "right")
+    table.add_column("note", overflow="fold")
+    for order in orders:
+        head = [
+            str(order.seq),
+            order.symbol,
+            order.side,
+            figures.quantity(order.quantity, step),
+            order.status,
+        ]
+        note = _note(order, step)
+        if not order.fills:
+            table.add_row(*(Text(cell) for cell in (*head, "", "", "", note)))
+        for fill in order.fills:  # a continuation row for any fill after the first
+            amounts = [figures.price(fill.price), figures.money(fill.notional)]
+            amounts.append(figures.money(fill.fees))
+            table.add_row(*(Text(cell) for cell in (*head, *amounts, note)))
+            head, note = [""] * len(head), ""
+    console.print(table)
+
+
+def _orders_record(orders: list[CycleOrder]) -> list[dict[str, Any]]:
+    def exact(value: Decimal | None) -> str | None:
+        return None if value is None else decimal_text(value)
+
+    return [
+        {
+            "order_id": order.order_id,
+            "seq": order.seq,
+            "symbol": order.symbol,
+            "side": order.side,
+            "quantity": decimal_text(order.quantity),
+            "target_weight": exact(order.target_weight),
+            "confidence": exact(order.confidence),
+            "reason": order.reason,
+            "placed_at": order.placed_at.isoformat(),
+            "status": order.status,
+            "reject_reason": order.reject_reason,
+            "reject_message": order.reject_message,
+            "fills": [
+                {
+                    "fill_id": fill.fill_id,
+                    "quantity": decimal_text(fill.quantity),
+                    "price": decimal_text(fill.price),
+                    "notional": decimal_text(fill.notional),
+                    "fees": decimal_text(fill.fees),
+                    "currency": fill.currency,
+                    "filled_at": fill.filled_at.isoformat(),
+                    "price_source": fill.price_source,
+                }
+                for fill in order.fills
+            ],
+        }
+        for order in orders
+    ]
+
+
 def trace_command(
     ctx: typer.Context,
     cycle_id: Annotated[int, typer.Argument(help="The cycle's id (see `openbell export cycles`).")],
@@ -200,12 +290,14 @@ def trace_command(
         ),
     ] = False,
     config: ConfigOption = None,
+    db: DbOption = None,
 ) -> None:
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
-    engine = open_ledger(load_command_config(ctx, config, fmt="console"))
+    engine = open_ledger(load_command_config(ctx, config, db=db, fmt="console"))
     key: MaskingKey | None = None
     try:
         found = cycle_trace(engine, cycle_id)
+        orders = orders_of_cycle(engine, cycle_id)
         if found is not None and unmask:
             ledger = Ledger(engine)
             key = ledger.masking_key(ledger.cycle_account_id(cycle_id))
@@ -220,11 +312,13 @@ def trace_command(
         record = _record(found)
         if unmask:
             record["money_unit"] = None if unit is None else str(unit)
+        record["orders"] = _orders_record(orders)
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
     wide = None if sys.stdout.isatty() else 200
     console = Console(file=sys.stdout, width=wide, highlight=False)
     print_trace(found, console, full=full, note=unmask_note(unit) if unmask else None)
+    print_orders(orders, found.market, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,8 @@
 
 This module owns the shape of `openbell.toml` (section and key names are a contract), the text
 `openbell init` writes, and the translation of every loading problem (missing file, bad TOML,
-unknown key, wrong type, bad value) into a one-line `ConfigError` naming the file and the key path.
+unknown key, wrong type, bad value) into a `ConfigError` naming the file and the key path (one
+line per problem: `InvalidConfig` lists them all).
 `config_errors` words the error lines; `openbell.default.toml` is the template. Secrets never
 live in the file: an agent names an environment variable (`api_key_env`) and
 `resolve_secret` reads it. Components receive their own slice (a `MarketConfig`, an
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
@@ -35,7 +36,7 @@ from pydantic import (
 
 from openbell.markets.errors import ConfigError
 from openbell.markets.universes import load_universe
-from openbell.ops.config_errors import ErrorDescriber, PathError
+from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
 
 MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
@@ -271,20 +272,27 @@ class MarketsConfig(_Section):
 
     @model_validator(mode="after")
     def _known_universes(self) -> MarketsConfig:
+        problems: list[PathError] = []
         if self.crypto is not None and self.crypto.corporate_actions is not None:
-            raise PathError(("crypto", "corporate_actions"), "crypto has no corporate actions")
+            problems.append(
+                PathError(("crypto", "corporate_actions"), "crypto has no corporate actions")
+            )
         for name, market in self.configured().items():
             if not isinstance(market.universe, str):
                 continue
             try:
                 universe = load_universe(market.universe)
             except ConfigError as exc:
-                raise PathError((name, "universe"), str(exc)) from None
+                problems.append(PathError((name, "universe"), str(exc)))
+                continue
             if universe.market != name:
-                raise PathError(
-                    (name, "universe"),
-                    f"{market.universe!r} is a universe of the {universe.market!r} market",
+                problems.append(
+                    PathError(
+                        (name, "universe"),
+                        f"{market.universe!r} is a universe of the {universe.market!r} market",
+                    )
                 )
+        raise_all(problems)
         return self
 
     def configured(self) -> dict[str, MarketConfig]:
@@ -498,16 +506,22 @@ class OpenbellConfig(_Section):
                 "configure at least one of [markets.us], [markets.cn], [markets.crypto]",
             )
         names: set[str] = set()
+        problems: list[PathError] = []
         for index, agent in enumerate(self.agents):
             if agent.name in names:
-                raise PathError(("agents", index, "name"), f"agent {agent.name!r} is defined twice")
+                problems.append(
+                    PathError(("agents", index, "name"), f"agent {agent.name!r} is defined twice")
+                )
             names.add(agent.name)
-            for position, market in enumerate(agent.markets):
-                if market not in configured:
-                    raise PathError(
-                        ("agents", index, "markets", position),
-                        f"market {market!r} is not configured (no [markets.{market}] section)",
-                    )
+            problems.extend(
+                PathError(
+                    ("agents", index, "markets", position),
+                    f"market {market!r} is not configured (no [markets.{market}] section)",
+                )
+                for position, market in enumerate(agent.markets)
+                if market not in configured
+            )
+        raise_all(problems)
         return self
 
     def agents_in(self, market: str) -> tuple[AnyAgentConfig, ...]:
@@ -530,8 +544,23 @@ class OpenbellConfig(_Section):
         )
 
 
+class InvalidConfig(ConfigError):
+    """A config file that does not validate: `problems` has one line per problem, each naming the
+    file and the key; the exception's own text is the first of them and how many more there are.
+
+    Every key is checked (unknown keys, types, values); the checks across keys (each agent's
+    markets configured, no name twice) run once the keys they read are valid.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(problems[0] + more)
+        self.problems = tuple(problems)
+
+
 def load_config(path: str | PathLike[str]) -> OpenbellConfig:
-    """Read and validate the TOML file at `path`; raise a one-line `ConfigError` on any problem."""
+    """Read and validate the TOML file at `path`; raise a one-line `ConfigError` on a problem
+    reading it, `InvalidConfig` listing every problem of its contents."""
     shown = str(path)
     try:
         with open(path, "rb") as file:
@@ -550,7 +579,7 @@ def load_config(path: str | PathLike[str]) -> OpenbellConfig:
         return OpenbellConfig.model_validate(raw)
     except ValidationError as exc:
         # `from None`: the pydantic error repeats input values, and a value may be a secret.
-        raise ConfigError(f"{shown}: {_DESCRIBER.describe(exc)}") from None
+        raise InvalidConfig([f"{shown}: {line}" for line in _DESCRIBER.describe_all(exc)]) from None
 
 
 _DESCRIBER = ErrorDescriber(

@@ -1,9 +1,11 @@
-"""Turning a pydantic `ValidationError` on a config file into one line an operator can act on.
+"""Turning a pydantic `ValidationError` on a config file into lines an operator can act on.
 
-This module owns the wording of config errors: the key path in TOML terms (`markets.us.cadence`,
-`agents[1].api_key_env`, without pydantic's union tags), "unknown key" with a "did you mean" hint,
-plain words for type errors, and `PathError`, which a validator raises to point below the field it
-validates (a list index, a nested key). Input values are never repeated: one may be a secret.
+This module owns the wording of config errors: one line per problem, the key path in TOML terms
+(`markets.us.cadence`, `agents[1].api_key_env`, without pydantic's union tags), "unknown key" with
+a "did you mean" hint, plain words for type errors, and `PathError`, which a validator raises to
+point below the field it validates (a list index, a nested key); `PathErrors` carries several, so a
+validator that checks many things reports each of them. Input values are never repeated: one may
+be a secret.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -37,6 +39,22 @@ class PathError(ValueError):
         self.path = path
 
 
+class PathErrors(ValueError):
+    """Several validation failures found by one validator, each at its own path."""
+
+    def __init__(self, errors: Sequence[PathError]) -> None:
+        super().__init__("; ".join(str(error) for error in errors))
+        self.errors = tuple(errors)
+
+
+def raise_all(errors: Sequence[PathError]) -> None:
+    """Raise the one error of `errors`, or all of them as `PathErrors`; nothing when empty."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise PathErrors(errors)
+
+
 class ErrorDescriber:
     """Describes validation errors of `root`, whose list `tagged_list` holds a tagged union.
 
@@ -60,20 +78,29 @@ class ErrorDescriber:
         self._tag_only_keys = tag_only_keys
 
     def describe(self, exc: ValidationError) -> str:
-        """One line for the most telling error of `exc` (`key.path: what is wrong`)."""
+        """One line for the most telling error of `exc` (`key.path: what is wrong`), saying how
+        many more there are."""
+        lines = self.describe_all(exc)
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        return lines[0] + more
+
+    def describe_all(self, exc: ValidationError) -> list[str]:
+        """One line per error of `exc` (`key.path: what is wrong`), the most telling first."""
         # An unknown key first: a typo'd key usually also causes a "missing required key".
         errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
-        line = self._describe_one(errors[0])
-        if len(errors) > 1:
-            line += f" (and {len(errors) - 1} more)"
-        return " ".join(line.split())
+        return [" ".join(line.split()) for error in errors for line in self._describe(error)]
 
-    def _describe_one(self, error: ErrorDetails) -> str:
+    def _describe(self, error: ErrorDetails) -> list[str]:
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, PathErrors):
+            return [self._describe_one(error, each) for each in cause.errors]
+        return [self._describe_one(error, cause)]
+
+    def _describe_one(self, error: ErrorDetails, cause: object) -> str:
         raw_loc: Loc = tuple(error["loc"])
         loc = self._strip_union_tag(raw_loc)
         kind = error["type"]
         message = _PLAIN_WORDS.get(kind, error["msg"])
-        cause = error.get("ctx", {}).get("error")
         if isinstance(cause, ValueError):
             message = str(cause)
             if isinstance(cause, PathError):

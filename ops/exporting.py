@@ -1,26 +1,30 @@
 """Machine-readable output: ledger exports as CSV or Parquet, leaderboards and reports as records.
 
 This module owns the text and file shapes that outside tools read, so their keys and column orders
-are stable: export columns come from `store.queries.EXPORTS`; leaderboard rows are flat records
-with the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour
-and calibration. Exact decimals are written as plain decimal text (never scientific notation, never
-through a float), in CSV and in Parquet alike (Parquet string columns: the values stay exact);
-instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are integers;
-statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
+are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records with
+the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour and
+calibration; an account's positions are a record of its cash and holdings, or CSV rows with the
+columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
+(never scientific notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20
+integer digits and 18 places: a value that does not fit exactly is refused with `ExportError`, never
+rounded); instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are
+integers; statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
+from openbell.markets.errors import OperatorError
 from openbell.ops.metrics import Panel
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.store.exports import Cell
+from openbell.store.holdings import AccountHoldings, Holding
 
 JsonValue = str | int | float | bool | None
 
@@ -195,6 +199,79 @@ def report_record(found: AgentReport) -> dict[str, Any]:
     }
 
 
+#: The columns of `openbell positions --format csv`: one `cash` row per account, then one
+#: `position` row per holding.
+POSITION_COLUMNS: tuple[str, ...] = (
+    "market",
+    "agent",
+    "currency",
+    "kind",
+    "symbol",
+    "quantity",
+    "cost",
+    "avg_cost",
+    "last_mark",
+    "marked_at",
+    "value",
+    "weight",
+)
+#: The places of a holding's average cost (cost / quantity, rounded half-even, trailing zeros
+#: dropped): the one figure of `positions` that is a division rather than a ledger amount.
+AVG_COST_PLACES = 8
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def avg_cost(holding: Holding) -> Decimal:
+    """`holding`'s cost per unit, to `AVG_COST_PLACES` places."""
+    rounded = (holding.cost / holding.quantity).quantize(Decimal(1).scaleb(-AVG_COST_PLACES))
+    return rounded.normalize()
+
+
+def holding_record(account: AccountHoldings, holding: Holding) -> dict[str, JsonValue]:
+    """One holding as a record: exact quantities and amounts as text, its weight as a number."""
+    return {
+        "symbol": holding.symbol,
+        "quantity": decimal_text(holding.quantity),
+        "cost": decimal_text(holding.cost),
+        "avg_cost": decimal_text(avg_cost(holding)),
+        "last_mark": _decimal(holding.last_mark),
+        "marked_at": _instant(holding.marked_at),
+        "value": _decimal(holding.value),
+        "weight": _float(account.weight(holding.value)),
+    }
+
+
+def positions_record(account: AccountHoldings) -> dict[str, Any]:
+    """An account's cash, NAV at the last marks and holdings as a record."""
+    return {
+        "account_id": account.account_id,
+        "market": account.market,
+        "agent": account.agent,
+        "currency": account.currency,
+        "cash": decimal_text(account.cash),
+        "cash_weight": _float(account.weight(account.cash)),
+        "nav": _decimal(account.nav),
+        "positions": [holding_record(account, holding) for holding in account.holdings],
+    }
+
+
+def positions_csv(accounts: Sequence[AccountHoldings], stream: TextIO) -> None:
+    """Every account's cash and holdings as CSV with the columns of `POSITION_COLUMNS`."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(POSITION_COLUMNS)
+    for account in accounts:
+        head = (account.market, account.agent, account.currency)
+        cash = {"kind": "cash", "value": decimal_text(account.cash)}
+        cash["weight"] = _csv_cell(_float(account.weight(account.cash)))
+        writer.writerow((*head, *(cash.get(key, "") for key in POSITION_COLUMNS[3:])))
+        for holding in account.holdings:
+            record = {"kind": "position", **holding_record(account, holding)}
+            writer.writerow((*head, *(_csv_cell(record[key]) for key in POSITION_COLUMNS[3:])))
+
+
 def _csv_cell(value: Cell | float) -> str:
     if value is None:
         return ""
@@ -218,9 +295,21 @@ def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Cell]], stream: Te
     return count
 
 
-def _arrow_type(column: str) -> Any:
+#: The Arrow type of exact decimals in Parquet: 20 integer digits and 18 places (USDT amounts have
+#: 8 places, crypto quantities 5, NAV marks their product's 13).
+DECIMAL_PRECISION = 38
+DECIMAL_SCALE = 18
+
+
+class ExportError(OperatorError):
+    """A ledger value cannot be written exactly in the chosen export format."""
+
+
+def _arrow_type(column: str, decimals: Collection[str]) -> Any:
     import pyarrow as pa
 
+    if column in decimals:
+        return pa.decimal128(DECIMAL_PRECISION, DECIMAL_SCALE)
     if column == "at" or column.endswith("_at"):
         return pa.timestamp("us", tz="UTC")
     if column in {"account_id", "seq"} or column.endswith("_id"):
@@ -228,8 +317,8 @@ def _arrow_type(column: str) -> Any:
     return pa.string()
 
 
-def _arrow_cell(value: Cell) -> Any:
-    if isinstance(value, Decimal):
+def _arrow_cell(value: Cell, decimal: bool) -> Any:
+    if isinstance(value, Decimal) and not decimal:
         return decimal_text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -248,20 +337,46 @@ def _batches(rows: Iterable[Sequence[Cell]], size: int) -> Iterator[list[Sequenc
 
 
 def write_parquet(
-    columns: Sequence[str], rows: Iterable[Sequence[Cell]], path: Path, *, batch: int = 5000
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Cell]],
+    path: Path,
+    *,
+    decimals: Collection[str] = (),
+    batch: int = 5000,
 ) -> int:
-    """Write `rows` to a Parquet file at `path` (types as in the module docstring); row count."""
+    """Write `rows` to a Parquet file at `path`, the columns named in `decimals` as exact Arrow
+    decimals (types as in the module docstring); return the row count. `ExportError` (and no file)
+    when a decimal does not fit `decimal128(38, 18)` exactly."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([(name, _arrow_type(name)) for name in columns])
+    schema = pa.schema([(name, _arrow_type(name, decimals)) for name in columns])
     count = 0
-    with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
-        for chunk in _batches(rows, batch):
-            arrays = [
-                pa.array([_arrow_cell(row[i]) for row in chunk], type=schema.field(i).type)
-                for i in range(len(columns))
-            ]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-            count += len(chunk)
+    try:
+        with pq.ParquetWriter(str(path), schema, compression="zstd") as writer:
+            for chunk in _batches(rows, batch):
+                arrays = [
+                    _arrow_column(schema.field(i), chunk, i, path) for i in range(len(columns))
+                ]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+                count += len(chunk)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return count
+
+
+def _arrow_column(field: Any, chunk: Sequence[Sequence[Cell]], index: int, path: Path) -> Any:
+    import pyarrow as pa
+
+    decimal = pa.types.is_decimal(field.type)
+    try:
+        return pa.array([_arrow_cell(row[index], decimal) for row in chunk], type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if not decimal:
+            raise
+        raise ExportError(
+            f"{path}: column {field.name}: a value has more than {DECIMAL_SCALE} decimal places "
+            f"or {DECIMAL_PRECISION - DECIMAL_SCALE} integer digits and cannot be written exactly "
+            "as a Parquet decimal; export it as csv, which keeps every digit"
+        ) from exc

@@ -26,11 +26,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from sqlalchemy import Engine
 
-from openbell.markets.domain import check_market
+from openbell.markets.domain import CURRENCY_PLACES, check_market
 from openbell.markets.errors import OperatorError
 from openbell.markets.replay import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
@@ -128,7 +128,7 @@ class LeaderboardRow:
     """One leaderboard row: the composite rank, the metrics panel and the behaviour metrics.
 
     The benchmark row has `is_benchmark` set, `agent` and `account_id` `None`, `rank` `None`
-    and `behaviour` `None`.
+    and `behaviour` `None`; its `final_nav` is rounded to the currency's places.
     """
 
     ranking: RankRow
@@ -326,6 +326,7 @@ def _build(
     bench_panel = compute_panel(bench, periods_per_year=factor)
     entrants.append(Entrant(name=spec.label, panel=bench_panel, is_benchmark=True))
     extras[spec.label] = (None, bench_panel)
+    currency = found[0].info.currency
     rows: list[LeaderboardRow] = []
     for ranked in composite_rank(entrants):
         entry, panel = extras[ranked.name]
@@ -336,7 +337,7 @@ def _build(
                 account_id=entry.info.account_id if entry else None,
                 panel=panel,
                 behaviour=entry.behaviour if entry else None,
-                final_nav=entry.final_nav if entry else (bench[-1].nav if bench else None),
+                final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
                 llm=(
                     _llm_usage(engine, entry.info.account_id, window, panel.cumulative_return)
                     if entry
@@ -351,10 +352,18 @@ def _build(
         cadence=chosen,
         periods_per_year=factor,
         benchmark=spec.name,
-        currency=found[0].info.currency,
+        currency=currency,
         rows=tuple(rows),
     )
     return board, found, bench
+
+
+def _bench_nav(bench: Sequence[NavPoint], currency: str) -> Decimal | None:
+    """The benchmark's last value in the currency's places: it is a price ratio times cash, not a
+    ledger amount, and carries the full precision of a division otherwise."""
+    if not bench:
+        return None
+    return bench[-1].nav.quantize(Decimal(1).scaleb(-CURRENCY_PLACES[currency]), ROUND_HALF_EVEN)
 
 
 def leaderboards(

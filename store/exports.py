@@ -2,8 +2,8 @@
 
 This module owns the export shapes of the ledger: each table's column names and order (a contract
 for outside tools) and a streaming query that yields its rows as tuples, joined with the account's
-agent name and market. Values stay exact (`Decimal`, aware UTC `datetime`); writers in `ops`
-choose their text. Reads only.
+agent name and market. Values stay exact (`Decimal`, aware UTC `datetime`; `decimal_columns`
+names the decimal ones); writers in `ops` choose their text. Reads only.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Engine, Select, and_, select
 from sqlmodel import col
 
 from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, NavSnapshotRow, OrderRow
+from openbell.store.types import ExactDecimal
 
 #: A cell of an exported row: exact decimals and aware datetimes are kept as such.
 Cell = str | int | bool | Decimal | datetime | None
@@ -189,3 +190,15 @@ def export_rows(
 def export_columns(table: str) -> Sequence[str]:
     """The stable column names of export `table`."""
     return EXPORTS[table].columns
+
+
+def decimal_columns(table: str) -> frozenset[str]:
+    """The columns of export `table` that hold exact decimals (money, quantities, prices, weights):
+    those stored as `ExactDecimal`."""
+    _row_type, sources, _ordering = _EXPORT_SOURCES[table]
+    names = EXPORTS[table].columns[len(_ACCOUNT_COLUMNS) :]
+    return frozenset(
+        name
+        for name, source in zip(names, sources, strict=True)
+        if isinstance(source.type, ExactDecimal)
+    )

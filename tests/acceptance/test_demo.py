@@ -42,6 +42,7 @@ def test_demo_prints_three_leaderboards_with_a_benchmark_row(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert "replacing the existing demo ledger" in result.stderr
+    assert result.stderr.splitlines()[-1].strip() == f"openbell leaderboard --db {db}"
     boards = json.loads(result.stdout)["leaderboards"]
     assert [board["market"] for board in boards] == ["us", "cn", "crypto"]
     assert [board["benchmark"] for board in boards] == ["QQQ", "000016.SH", "CD5"]

@@ -109,8 +109,12 @@ def test_leaderboard_csv_and_table(workdir: Path) -> None:
     table = openbell(workdir, "leaderboard", "--market", "us")
     assert table.returncode == 0, table.stderr
     assert "us leaderboard" in table.stdout
-    for name in ("alpha", "beta", "gamma", "benchmark:QQQ", "Sortino", "HHI"):
+    for name in ("alpha", "beta", "gamma", "benchmark:QQQ", "Sortino"):
         assert name in table.stdout
+    wide = openbell(workdir, "leaderboard", "--market", "us", "--wide")
+    assert wide.returncode == 0, wide.stderr
+    for name in ("alpha", "beta", "gamma", "benchmark:QQQ", "Sortino", "HHI"):
+        assert name in wide.stdout
 
 
 def test_report_json_and_plot(workdir: Path) -> None:

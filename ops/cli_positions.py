@@ -1,0 +1,122 @@
+"""`openbell positions`: what each account holds now, read from the ledger.
+
+This module owns the command and its table: one table per account (agent, market, currency) with a
+row per open position (quantity to the market's step, average cost, last mark and when it was
+taken, value, weight of the NAV), a `cash` row and a `total` row (the NAV at the last marks),
+figures rounded as `ops.figures` rounds them; `--format json|csv` writes the exact records of
+`ops.exporting`. Reads the ledger only (`store.holdings`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, TextIO
+
+import typer
+from rich.table import Table
+
+from openbell.markets.errors import OperatorError
+from openbell.markets.rules import rules_for
+from openbell.ops import exporting, figures
+from openbell.ops.cli_common import (
+    ConfigOption,
+    DbOption,
+    Market,
+    load_command_config,
+    open_ledger,
+    print_tables,
+)
+from openbell.store.holdings import AccountHoldings, account_holdings
+
+
+class PositionsFormat(StrEnum):
+    """Values of `positions --format`."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class NoSuchAccount(OperatorError):
+    """The ledger holds no account matching the filters."""
+
+
+def _weight(account: AccountHoldings, amount: Decimal | None) -> str:
+    found = account.weight(amount)
+    return figures.percent(None if found is None else float(found))
+
+
+def positions_table(account: AccountHoldings) -> Table:
+    """`account`'s holdings, cash and total as a table for people."""
+    step = rules_for(account.market).quantity_step
+    table = Table(
+        title=f"{account.agent} in {account.market} ({account.currency})", title_justify="left"
+    )
+    table.add_column("symbol")
+    for header in ("quantity", "avg cost", "last mark", "marked at UTC", "value", "weight %"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for holding in account.holdings:
+        table.add_row(
+            holding.symbol,
+            figures.quantity(holding.quantity, step),
+            figures.price(exporting.avg_cost(holding)),
+            figures.price(holding.last_mark),
+            figures.MISSING if holding.marked_at is None else f"{holding.marked_at:%Y-%m-%d %H:%M}",
+            figures.money(holding.value),
+            _weight(account, holding.value),
+        )
+    table.add_row(
+        "cash", "", "", "", "", figures.money(account.cash), _weight(account, account.cash)
+    )
+    nav = account.nav
+    table.add_row(
+        "total", "", "", "", "", figures.money(nav), figures.percent(None if nav is None else 1.0)
+    )
+    return table
+
+
+def print_positions(accounts: list[AccountHoldings], fmt: PositionsFormat, stream: TextIO) -> None:
+    """Write `accounts` to `stream` as tables, one JSON document or one CSV table."""
+    if fmt is PositionsFormat.json:
+        document = {"accounts": [exporting.positions_record(account) for account in accounts]}
+        stream.write(json.dumps(document, indent=2) + "\n")
+    elif fmt is PositionsFormat.csv:
+        exporting.positions_csv(accounts, stream)
+    else:
+        print_tables([positions_table(account) for account in accounts], stream)
+
+
+def positions_command(
+    ctx: typer.Context,
+    market: Annotated[
+        Market | None,
+        typer.Option("--market", "-m", help="One market; default: every market in the ledger."),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only this agent's accounts.")
+    ] = None,
+    fmt: Annotated[
+        PositionsFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = PositionsFormat.table,
+    config: ConfigOption = None,
+    db: DbOption = None,
+) -> None:
+    """Each account's cash and open positions: quantity, average cost, last mark, value, weight."""
+    engine = open_ledger(load_command_config(ctx, config, db=db))
+    try:
+        found = account_holdings(engine, market=market.value if market else None, agent=agent)
+    finally:
+        engine.dispose()
+    if not found:
+        where = f" in market {market.value!r}" if market else ""
+        who = f" of agent {agent!r}" if agent else ""
+        raise NoSuchAccount(f"no account{who}{where} in the ledger")
+    print_positions(found, fmt, sys.stdout)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `positions` to the `openbell` app."""
+    app.command("positions")(positions_command)

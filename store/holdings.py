@@ -1,0 +1,158 @@
+"""What each account holds now: its cash and open positions, each with the price it was last marked.
+
+This module owns that read, for `openbell positions`: an account's cash is the ledger's running
+balance, a position's quantity and cost basis (the cash spent on what is still held, fees
+included) come from the `position` table, and its last mark is the price in the latest NAV
+snapshot of the account that values the symbol. A holding's value is its quantity at that mark and
+its weight is that value over the account's NAV at the last marks (cash plus every value); a
+holding never marked yet has neither, and then the account has no NAV. Reads only; money stays
+`Decimal`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import Connection, Engine, and_, func, select
+from sqlmodel import col
+
+from openbell.store.postings import row_id
+from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Holding:
+    """One open position: quantity, cost basis and its last mark (None before its first)."""
+
+    symbol: str
+    quantity: Decimal
+    cost: Decimal
+    last_mark: Decimal | None
+    marked_at: datetime | None
+
+    @property
+    def value(self) -> Decimal | None:
+        """The quantity at the last mark, exactly."""
+        return None if self.last_mark is None else self.quantity * self.last_mark
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountHoldings:
+    """An account's cash and open positions, in symbol order."""
+
+    account_id: int
+    agent: str
+    market: str
+    currency: str
+    cash: Decimal
+    holdings: tuple[Holding, ...]
+
+    @property
+    def nav(self) -> Decimal | None:
+        """Cash plus every holding's value; None while a holding has no mark."""
+        values = [holding.value for holding in self.holdings]
+        if any(value is None for value in values):
+            return None
+        return self.cash + sum((value for value in values if value is not None), Decimal(0))
+
+    def weight(self, amount: Decimal | None) -> Decimal | None:
+        """`amount` (a holding's value, or the cash) as a share of the NAV."""
+        nav = self.nav
+        if amount is None or nav is None or nav <= 0:
+            return None
+        return amount / nav
+
+
+def account_holdings(
+    engine: Engine, *, market: str | None = None, agent: str | None = None
+) -> list[AccountHoldings]:
+    """Every account (of `market`, of `agent`, when given) with its cash and open positions,
+    ordered by market (us, cn, crypto) then agent name."""
+    accounts = select(
+        col(AccountRow.id),
+        col(AgentRow.name),
+        col(AccountRow.market),
+        col(AccountRow.currency),
+        col(AccountRow.cash),
+    ).join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+    if market is not None:
+        accounts = accounts.where(col(AccountRow.market) == market)
+    if agent is not None:
+        accounts = accounts.where(col(AgentRow.name) == agent)
+    with engine.connect() as connection:
+        found = connection.execute(accounts).all()
+        ids = [row_id(row[0]) for row in found]
+        positions = connection.execute(
+            select(
+                col(PositionRow.account_id),
+                col(PositionRow.symbol),
+                col(PositionRow.quantity),
+                col(PositionRow.cost),
+            )
+            .where(col(PositionRow.account_id).in_(ids))
+            .order_by(col(PositionRow.account_id), col(PositionRow.symbol))
+        ).all()
+        marks = _last_marks(connection, ids)
+    held: dict[int, list[Holding]] = {}
+    for account_id, symbol, quantity, cost in positions:
+        if quantity <= 0:  # compared in Python: the column is text on SQLite
+            continue
+        mark = marks.get((account_id, symbol))
+        held.setdefault(account_id, []).append(
+            Holding(
+                symbol=symbol,
+                quantity=quantity,
+                cost=cost,
+                last_mark=mark[0] if mark else None,
+                marked_at=mark[1] if mark else None,
+            )
+        )
+    order = {"us": 0, "cn": 1, "crypto": 2}
+    return sorted(
+        (
+            AccountHoldings(
+                account_id=row_id(account_id),
+                agent=name,
+                market=market_name,
+                currency=currency,
+                cash=cash,
+                holdings=tuple(held.get(row_id(account_id), ())),
+            )
+            for account_id, name, market_name, currency, cash in found
+        ),
+        key=lambda a: (order.get(a.market, 9), a.agent),
+    )
+
+
+def _last_marks(
+    connection: Connection, ids: Sequence[int]
+) -> dict[tuple[int, str], tuple[Decimal, datetime]]:
+    """The latest mark (price and instant) of each symbol each of accounts `ids` was valued at."""
+    snapshot, mark = NavSnapshotRow, NavMarkRow
+    latest = (
+        select(
+            col(snapshot.account_id).label("account_id"),
+            col(mark.symbol).label("symbol"),
+            func.max(col(snapshot.at)).label("at"),
+        )
+        .join(mark, col(mark.snapshot_id) == snapshot.id)
+        .where(col(snapshot.account_id).in_(ids))
+        .group_by(col(snapshot.account_id), col(mark.symbol))
+        .subquery()
+    )
+    rows = connection.execute(
+        select(col(snapshot.account_id), col(mark.symbol), col(mark.price), col(snapshot.at))
+        .join(mark, col(mark.snapshot_id) == snapshot.id)
+        .join(
+            latest,
+            and_(
+                col(snapshot.account_id) == latest.c.account_id,
+                col(mark.symbol) == latest.c.symbol,
+                col(snapshot.at) == latest.c.at,
+            ),
+        )
+    ).all()
+    return {(account_id, symbol): (price, at) for account_id, symbol, price, at in rows}

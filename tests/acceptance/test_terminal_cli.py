@@ -1,0 +1,432 @@
+"""The real `openbell` command for a person at a terminal: fitting tables, `--db`, `positions`,
+every config error at once, rounded figures, and a baseline cycle's orders in `trace`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from report_builders import AAPL, BTC, INITIAL, SLOTS, build_ledger
+
+from openbell.ops.config import default_config_text
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, SnapshotKind
+
+TIMEOUT_S = 180  # generous: the machine running the suite may be busy
+
+
+def openbell_command() -> list[str]:
+    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
+
+
+def openbell(cwd: Path, *args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "COLUMNS"}}
+    env["OPENBELL_OFFLINE"] = "1"
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run(
+        [*openbell_command(), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+LONG_NAME = "an-agent-whose-name-is-longer-than-a-table-cell"
+
+
+@pytest.fixture(scope="module")
+def ledger_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A prepared SQLite ledger (see report_builders), with no config file beside it, plus a US
+    cash account whose agent has a long name."""
+    path = tmp_path_factory.mktemp("ledger") / "ledger.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = make_engine(url)
+    ledger = Ledger(engine)
+    build_ledger(ledger)
+    opened = SLOTS[0] - timedelta(days=1)
+    account = ledger.open_account(
+        ledger.ensure_agent(LONG_NAME, "cash", opened), "us", "USD", INITIAL, opened
+    )
+    for at in SLOTS:
+        cycle = ledger.claim_cycle(account, at, "test", at + timedelta(minutes=5), at)
+        assert cycle is not None
+        ledger.write_nav_snapshot(account, at, SnapshotKind.SLOT, {})
+        ledger.finish_cycle(cycle, CycleStatus.DONE, at)
+    engine.dispose()
+    return path
+
+
+BAD_CONFIG = """\
+[store]
+urll = "sqlite:///var/x.db"
+
+[markets.us]
+universe = "nasdaq100"
+cadence = "weekly"
+source = "yfinance"
+initial_cash = "10000"
+
+[[agents]]
+name = "cash"
+kind = "cash"
+markets = ["us", "crypto"]
+seed = 3
+"""
+
+
+def test_a_bad_config_lists_every_problem_one_line_each(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BAD_CONFIG, encoding="utf-8")
+    expected = [
+        f"openbell: error: {bad}: store.urll: unknown key (did you mean 'url'?)",
+        f"openbell: error: {bad}: agents[0].seed: unknown key",
+        f"openbell: error: {bad}: markets.us.cadence: ",
+    ]
+    for args in (("config", "check"), ("leaderboard",), ("ledger", "verify")):
+        result = openbell(tmp_path, "--config", str(bad), *args)
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == ""
+        lines = result.stderr.splitlines()
+        assert len(lines) == 3, result.stderr
+        for line, start in zip(lines, expected, strict=True):
+            assert line.startswith(start), result.stderr
+
+    good = tmp_path / "good.toml"
+    good.write_text(default_config_text(), encoding="utf-8")
+    result = openbell(tmp_path, "config", "check", "--config", str(good))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{good}: ok (markets us, cn, crypto; 5 agents)\n"
+
+
+def test_db_reads_a_ledger_without_a_config_file(ledger_db: Path, tmp_path: Path) -> None:
+    for db in (str(ledger_db), f"sqlite:///{ledger_db}"):
+        runs = {
+            "leaderboard": openbell(tmp_path, "leaderboard", "--db", db, "-f", "json"),
+            "report": openbell(tmp_path, "report", "alpha", "-m", "us", "--db", db, "--json"),
+            "export": openbell(tmp_path, "export", "fills", "--db", db),
+            "trace": openbell(tmp_path, "trace", "1", "--db", db),
+            "ledger verify": openbell(tmp_path, "ledger", "verify", "--db", db),
+        }
+        for name, result in runs.items():
+            assert result.returncode == 0, (name, db, result.stderr)
+        assert '"final_nav": "10080.00"' in runs["leaderboard"].stdout
+        assert '"agent": "alpha"' in runs["report"].stdout
+        assert runs["export"].stdout.count("AAPL") == 3
+        assert "cycle 1: alpha (buy_and_hold) in us" in runs["trace"].stdout
+        assert runs["ledger verify"].stdout.startswith("ledger ok: 5 accounts, 4 fills")
+    assert not (tmp_path / "openbell.toml").exists()
+
+
+def test_db_overrides_the_config_store(ledger_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "openbell.toml").write_text(
+        default_config_text().replace("sqlite:///var/openbell.db", "sqlite:///elsewhere.db"),
+        encoding="utf-8",
+    )
+    result = openbell(tmp_path, "leaderboard", "--db", str(ledger_db), "-f", "csv")
+    assert result.returncode == 0, result.stderr
+    assert "alpha" in result.stdout
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_db_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    result = openbell(tmp_path, "leaderboard", "--db", "var/nowhere.db")
+    assert result.returncode == 2
+    assert result.stderr == "openbell: error: --db var/nowhere.db: no such file\n"
+    assert not (tmp_path / "var").exists()
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every header and body line of the rich tables in `text`."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith(("┃", "│")):
+            rows.append([cell.strip() for cell in re.split("[┃│]", line)[1:-1]])
+    return rows
+
+
+def board_rows(text: str) -> dict[str, dict[str, str]]:
+    """Each leaderboard row of `text` by agent name: its cells by header (a name folded over two
+    lines is joined)."""
+    found: dict[str, dict[str, str]] = {}
+    header: list[str] = []
+    last: dict[str, str] | None = None
+    for cells in table_rows(text):
+        if cells[0] == "#":
+            header = cells
+        elif cells[0] == "" and last is not None:  # the rest of a folded name
+            last["agent"] += cells[1]
+        else:
+            last = dict(zip(header, cells, strict=True))
+            found[last["agent"]] = last
+    for key, row in list(found.items()):
+        found[row["agent"]] = found.pop(key)
+    return found
+
+
+def section(text: str, market: str) -> str:
+    """The part of `text` that shows the leaderboard of `market`."""
+    return text.split(f"{market} leaderboard (")[1].split(" leaderboard (")[0]
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.2f}"
+
+
+COMPACT = {
+    "#": None,
+    "agent": None,
+    "final NAV": None,
+    "return %": "cumulative_return",
+    "ann. %": "annual_return",
+    "Sharpe": "sharpe_ratio",
+    "Sortino": "sortino_ratio",
+    "max DD %": "max_drawdown",
+    "composite": "composite",
+}
+
+
+def test_the_leaderboard_fits_120_columns_and_wide_shows_the_whole_panel(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
+    compact = openbell(cwd, "leaderboard", "--db", str(ledger_db), columns=120)
+    assert compact.returncode == 0, compact.stderr
+    assert "…" not in compact.stdout
+    assert "..." not in compact.stdout
+    assert max(len(line) for line in compact.stdout.splitlines()) <= 120
+    for board in exact["leaderboards"]:
+        shown = board_rows(section(compact.stdout, board["market"]))
+        assert set(shown) == {row["name"] for row in board["rows"]}
+        for row in board["rows"]:
+            cells = shown[row["name"]]
+            assert list(cells) == list(COMPACT)
+            assert cells["#"] == ("bench" if row["is_benchmark"] else str(row["rank"]))
+            for header, key in COMPACT.items():
+                if key in {"cumulative_return", "annual_return", "max_drawdown"}:
+                    assert cells[header] == pct(row[key]), (row["name"], header)
+                elif key is not None:
+                    digits = 3 if key == "composite" else 2
+                    want = "-" if row[key] is None else f"{row[key]:.{digits}f}"
+                    assert cells[header] == want, (row["name"], header)
+    assert LONG_NAME in board_rows(compact.stdout)
+
+    wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide", columns=120)
+    assert wide.returncode == 0, wide.stderr
+    assert "…" not in wide.stdout
+    us = board_rows(section(wide.stdout, "us"))
+    headers = list(us["alpha"])
+    for header in ("vol %", "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %",
+                   "turnover", "HHI", "cash %", "cost/dec.", "ret./$"):  # fmt: skip
+        assert header in headers
+    assert us[LONG_NAME]["agent"] == LONG_NAME
+    assert max(len(line) for line in wide.stdout.splitlines()) > 120  # the whole panel, uncut
+
+
+WIDE = {
+    "final NAV": "final_nav",
+    "return %": "cumulative_return",
+    "ann. %": "annual_return",
+    "vol %": "annual_volatility",
+    "Sharpe": "sharpe_ratio",
+    "Sortino": "sortino_ratio",
+    "max DD %": "max_drawdown",
+    "Calmar": "calmar_ratio",
+    "excess %": "excess_return",
+    "IR": "information_ratio",
+    "trades": "trades",
+    "no-trade %": "no_trade_share",
+    "rej. %": "rejection_rate",
+    "turnover": "turnover",
+    "HHI": "hhi",
+    "cash %": "cash_ratio",
+    "composite": "composite",
+    "cost/dec.": "cost_per_decision",
+    "ret./$": "return_per_dollar",
+}
+
+
+def report_rows(text: str) -> dict[str, tuple[str, str]]:
+    """A report table's rows: value and unit by metric."""
+    return {cells[0]: (cells[1], cells[2]) for cells in table_rows(text)}
+
+
+def test_report_and_leaderboard_print_an_account_identically(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    boards = {}
+    for market in ("us", "crypto"):
+        wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "-m", market, "--wide")
+        assert wide.returncode == 0, wide.stderr
+        boards[market] = board_rows(wide.stdout)
+    for market, agent in (("us", "alpha"), ("us", "gamma"), ("crypto", "alpha")):
+        result = openbell(cwd, "report", agent, "-m", market, "--db", str(ledger_db))
+        assert result.returncode == 0, result.stderr
+        reported = report_rows(result.stdout)
+        row = boards[market][agent]
+        for header, key in WIDE.items():
+            assert reported[key][0] == row[header], (market, agent, key)
+            if header.endswith("%"):
+                assert reported[key][1] == "%", key
+        assert reported["final_nav"][1] == ("USD" if market == "us" else "USDT")
+
+
+def test_figures_in_tables_are_rounded_for_people(ledger_db: Path) -> None:
+    cwd = ledger_db.parent
+    exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
+    for board in exact["leaderboards"]:
+        (bench,) = [row for row in board["rows"] if row["is_benchmark"]]
+        places = {"USD": 2, "USDT": 8}[board["currency"]]
+        assert Decimal(bench["final_nav"]).as_tuple().exponent >= -places, bench["final_nav"]
+        alpha = next(row for row in board["rows"] if row["name"] == "alpha")
+        exact_nav = {"USD": "10080.00", "USDT": "10100.00000000"}[board["currency"]]
+        assert alpha["final_nav"] == exact_nav  # a ledger amount stays exact in JSON
+    shown = [
+        openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide").stdout,
+        openbell(cwd, "report", "gamma", "-m", "us", "--db", str(ledger_db)).stdout,
+        openbell(cwd, "report", "alpha", "-m", "crypto", "--db", str(ledger_db)).stdout,
+    ]
+    for text in shown:
+        cells = [cell for cells in table_rows(text) for cell in cells]
+        assert cells
+        long = [cell for cell in cells if re.fullmatch(r"-?[\d,]+\.\d{4,}", cell)]
+        assert long == [], long
+    assert "10,100.00" in shown[2]  # a USDT NAV in cents, not to its 8 places
+
+
+def test_parquet_export_holds_decimals(ledger_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fills.parquet"
+    result = openbell(
+        tmp_path, "export", "fills", "-f", "parquet", "-o", str(out), "--db", str(ledger_db)
+    )
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(out)
+    for name in ("quantity", "price", "notional", "fees"):
+        assert pa.types.is_decimal(table.schema.field(name).type), name
+    csv_rows = openbell(tmp_path, "export", "fills", "--db", str(ledger_db)).stdout.splitlines()
+    header = csv_rows[0].split(",")
+    for got, line in zip(table.to_pylist(), csv_rows[1:], strict=True):
+        text = dict(zip(header, line.split(","), strict=True))
+        for name in ("quantity", "price", "notional", "fees"):
+            assert got[name] == Decimal(text[name]), name
+
+
+def test_positions_show_cash_and_holdings_from_the_ledger(ledger_db: Path) -> None:
+    cwd, db = ledger_db.parent, str(ledger_db)
+    found = openbell(cwd, "positions", "--db", db, "--format", "json")
+    assert found.returncode == 0, found.stderr
+    accounts = {(a["market"], a["agent"]): a for a in json.loads(found.stdout)["accounts"]}
+    assert set(accounts) == {
+        ("us", "alpha"), ("us", "beta"), ("us", "gamma"), ("us", LONG_NAME), ("crypto", "alpha")
+    }  # fmt: skip
+    # alpha bought 10 AAPL at the first slot's price and holds them; crypto alpha 0.1 BTC
+    for key, symbol, quantity, bought, mark, currency in (
+        (("us", "alpha"), "AAPL", Decimal(10), AAPL[0], AAPL[-1], "USD"),
+        (("crypto", "alpha"), "BTC/USDT", Decimal("0.1"), BTC[0], BTC[-1], "USDT"),
+    ):
+        account = accounts[key]
+        (position,) = account["positions"]
+        assert account["currency"] == currency
+        assert Decimal(account["cash"]) == INITIAL - quantity * bought
+        assert position["symbol"] == symbol
+        assert Decimal(position["quantity"]) == quantity
+        assert Decimal(position["cost"]) == quantity * bought
+        assert Decimal(position["avg_cost"]) == bought
+        assert Decimal(position["last_mark"]) == mark
+        assert Decimal(position["value"]) == quantity * mark
+        nav = INITIAL - quantity * bought + quantity * mark
+        assert Decimal(account["nav"]) == nav
+        assert position["weight"] == pytest.approx(float(quantity * mark / nav))
+        assert account["cash_weight"] == pytest.approx(float((nav - quantity * mark) / nav))
+    for key in (("us", "beta"), ("us", "gamma")):
+        assert accounts[key]["positions"] == []
+        assert accounts[key]["cash_weight"] == 1.0
+
+    table = openbell(cwd, "positions", "--db", db, "-m", "us", "--agent", "alpha", columns=120)
+    assert table.returncode == 0, table.stderr
+    assert "alpha in us (USD)" in table.stdout
+    rows = {cells[0]: cells for cells in table_rows(table.stdout)}
+    assert rows["symbol"] == ["symbol", "quantity", "avg cost", "last mark", "marked at UTC",
+                              "value", "weight %"]  # fmt: skip
+    assert rows["AAPL"] == ["AAPL", "10", "100.00", "108.00", "2025-10-08 13:30", "1,080.00",
+                            "10.71"]  # fmt: skip
+    assert rows["cash"][-2:] == ["9,000.00", "89.29"]
+    assert rows["total"][-2:] == ["10,080.00", "100.00"]
+    assert "beta" not in table.stdout
+
+    btc = openbell(cwd, "positions", "--db", db, "-m", "crypto", columns=120)
+    assert btc.returncode == 0, btc.stderr
+    btc_row = next(cells for cells in table_rows(btc.stdout) if cells[0] == "BTC/USDT")
+    assert btc_row[1:4] == ["0.10000", "60,000.00", "61,000.00"]  # the quantity to BTC's step
+
+    as_csv = openbell(cwd, "positions", "--db", db, "-f", "csv", "-m", "crypto")
+    assert as_csv.returncode == 0, as_csv.stderr
+    lines = as_csv.stdout.splitlines()
+    assert lines[0] == (
+        "market,agent,currency,kind,symbol,quantity,cost,avg_cost,last_mark,marked_at,value,weight"
+    )
+    assert lines[1].startswith("crypto,alpha,USDT,cash,,,,,,,4000.00000000,")
+    assert lines[2].startswith(
+        "crypto,alpha,USDT,position,BTC/USDT,0.1,6000.00000000,60000,61000,"
+        "2025-10-03T00:00:00+00:00,6100.0,"
+    )
+
+    unknown = openbell(cwd, "positions", "--db", db, "--agent", "nobody")
+    assert unknown.returncode == 2
+    assert unknown.stderr == "openbell: error: no account of agent 'nobody' in the ledger\n"
+
+
+def test_trace_of_a_baseline_cycle_shows_its_orders_and_fills(ledger_db: Path) -> None:
+    cwd, db = ledger_db.parent, str(ledger_db)
+    orders = openbell(cwd, "export", "orders", "--db", db, "-m", "us").stdout.splitlines()
+    header = orders[0].split(",")
+    placed = [dict(zip(header, line.split(","), strict=True)) for line in orders[1:]]
+    # alpha's buy of 10 AAPL at the first slot, gamma's rejected buy of 500 and its sale of 20
+    bought = next(o for o in placed if o["agent"] == "alpha")
+    rejected = next(o for o in placed if o["status"] == "rejected")
+    sold = next(o for o in placed if o["side"] == "sell")
+
+    shown = openbell(cwd, "trace", bought["cycle_id"], "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "alpha (buy_and_hold) in us" in shown.stdout
+    rows = {cells[0]: cells for cells in table_rows(shown.stdout)}
+    assert rows["#"][:8] == ["#", "symbol", "side", "quantity", "status", "price", "notional",
+                             "fees"]  # fmt: skip
+    assert rows["0"][:8] == ["0", "AAPL", "buy", "10", "filled", "100.00", "1,000.00", "0.00"]
+    assert "confidence 0.8: test" in rows["0"][8]
+
+    shown = openbell(cwd, "trace", rejected["cycle_id"], "--db", db)
+    row = next(cells for cells in table_rows(shown.stdout) if cells[0] == "0")
+    assert row[:8] == ["0", "AAPL", "buy", "500", "rejected", "", "", ""]
+    assert "insufficient_cash: no" in row[8]
+
+    as_json = json.loads(openbell(cwd, "trace", sold["cycle_id"], "--db", db, "--json").stdout)
+    (order,) = as_json["orders"]
+    assert (order["symbol"], order["side"], order["quantity"], order["status"]) == (
+        "AAPL", "sell", "20", "filled"
+    )  # fmt: skip
+    (fill,) = order["fills"]
+    assert (fill["quantity"], fill["price"], fill["notional"], fill["fees"]) == (
+        "20", str(AAPL[3]), f"{20 * AAPL[3]:.2f}", "0"
+    )  # fmt: skip
+
+    cycles = openbell(cwd, "export", "cycles", "--db", db, "--agent", "beta").stdout.splitlines()
+    quiet = dict(zip(cycles[0].split(","), cycles[1].split(","), strict=True))["cycle_id"]
+    shown = openbell(cwd, "trace", quiet, "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "no orders in this cycle" in shown.stdout

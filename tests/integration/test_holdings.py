@@ -1,0 +1,56 @@
+"""`store.holdings`: each account's cash and open positions at their last marks, on SQLite and
+Postgres."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from report_builders import AAPL, BTC, CRYPTO_SLOTS, INITIAL, SLOTS, Built, build_ledger
+from sqlalchemy import Engine
+from store_builders import fill_for
+
+from openbell.markets.domain import Instrument, Order, Side
+from openbell.store.holdings import account_holdings
+from openbell.store.ledger import Ledger
+
+
+def test_holdings_at_their_last_marks(ledger: Ledger, engine: Engine) -> None:
+    built: Built = build_ledger(ledger)
+    found = {(a.market, a.agent): a for a in account_holdings(engine)}
+    assert list(found) == [("us", "alpha"), ("us", "beta"), ("us", "gamma"), ("crypto", "alpha")]
+    alpha = found["us", "alpha"]
+    assert alpha.account_id == built.accounts["us", "alpha"]
+    (aapl,) = alpha.holdings
+    assert (aapl.symbol, aapl.quantity, aapl.cost) == ("AAPL", Decimal(10), 10 * AAPL[0])
+    assert (aapl.last_mark, aapl.marked_at) == (AAPL[-1], SLOTS[-1])
+    assert aapl.value == 10 * AAPL[-1]
+    assert alpha.cash == INITIAL - 10 * AAPL[0]
+    assert alpha.nav == built.navs["us", "alpha"][-1]
+    assert alpha.weight(aapl.value) == aapl.value / alpha.nav
+    assert found["us", "gamma"].holdings == ()  # sold out: no position left
+    assert found["us", "beta"].nav == INITIAL
+    (btc,) = found["crypto", "alpha"].holdings
+    assert (btc.last_mark, btc.marked_at) == (BTC[-1], CRYPTO_SLOTS[-1])
+    assert [a.agent for a in account_holdings(engine, market="crypto")] == ["alpha"]
+    assert [a.market for a in account_holdings(engine, agent="alpha")] == ["us", "crypto"]
+    assert account_holdings(engine, agent="nobody") == []
+
+
+def test_a_holding_bought_after_the_last_snapshot_has_no_mark(
+    ledger: Ledger, engine: Engine
+) -> None:
+    built = build_ledger(ledger)
+    account = built.accounts["us", "beta"]
+    at = SLOTS[-1] + timedelta(days=1)
+    cycle = ledger.claim_cycle(account, at, "test", at + timedelta(minutes=5), at)
+    assert cycle is not None
+    msft = Instrument(symbol="MSFT", market="us", currency="USD")
+    order = Order(instrument=msft, side=Side.BUY, quantity=Decimal(2), placed_at=at)
+    ledger.record_order(cycle_id=cycle, seq=0, order=order, outcome=fill_for(order, Decimal(400)))
+    (beta,) = account_holdings(engine, market="us", agent="beta")
+    (held,) = beta.holdings
+    assert (held.symbol, held.last_mark, held.marked_at, held.value) == ("MSFT", None, None, None)
+    assert beta.cash == INITIAL - 800
+    assert beta.nav is None
+    assert beta.weight(beta.cash) is None

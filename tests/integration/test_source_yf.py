@@ -24,6 +24,7 @@ from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
 
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import failure_cause
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.yf import YahooSource
@@ -152,16 +153,29 @@ async def test_a_symbol_yahoo_does_not_know_is_left_out() -> None:
 @sync
 async def test_a_429_swallowed_by_download_raises_rate_limited() -> None:
     yahoo, _ = source([(r"/v8/finance/chart/", lambda r: (429, "Too Many Requests"))], MID_SESSION)
-    with pytest.raises(RateLimited):
+    with pytest.raises(RateLimited) as raised:
         await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "http_429"
+    assert raised.value.symbols == ("AAPL",)
+
+
+@sync
+async def test_yahoo_answering_an_error_status_names_the_status() -> None:
+    # yfinance swallows the 500 and reads its page as JSON; the adapter sees the answer itself.
+    down = [(r"finance\.yahoo\.com/v\d+/", lambda r: (500, "<html>Internal Server Error</html>"))]
+    yahoo, _ = source(down, MID_SESSION, universe=("AAPL", "MSFT"))
+    with pytest.raises(DataUnavailable, match="http_500") as raised:
+        await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "http_500"
 
 
 @sync
 async def test_an_empty_frame_for_a_window_with_sessions_is_unavailable() -> None:
     empty = {"AAPL": (200, {"chart": {"result": None, "error": None}})}
     yahoo, _ = source([charts(empty)], MID_SESSION)
-    with pytest.raises(DataUnavailable):
+    with pytest.raises(DataUnavailable) as raised:
         await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "empty"
 
 
 @sync

@@ -184,7 +184,8 @@ class YahooSource:
                 cause=RATE_LIMITED,
                 symbols=limited,
             )
-        if has_session and not tickers_with_rows(frame):
+        with_rows = tickers_with_rows(frame)
+        if has_session and not with_rows:
             # No ticker at all has a row although the window holds a session: Yahoo failed
             # (throttled answers look like "possibly delisted" too), not every symbol delisted.
             cause = failures.cause or EMPTY
@@ -193,7 +194,12 @@ class YahooSource:
                 f"yfinance returned no rows for a window with sessions ({cause}: {said})",
                 cause=cause,
             )
-        failed = {s: failures.failed[t] for s, t in asked.items() if t in failures.failed}
+        # A request yfinance retried with success (a stale crumb's 401) is no failure.
+        failed = {
+            s: failures.failed[t]
+            for s, t in asked.items()
+            if t in failures.failed and t not in with_rows
+        }
         if failed:
             logger.warning(
                 "vendor_symbols_failed",

@@ -7,6 +7,7 @@ replaced, and any real connection attempt fails the test.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import threading
@@ -167,6 +168,42 @@ async def test_yahoo_answering_an_error_status_names_the_status() -> None:
     with pytest.raises(DataUnavailable, match="http_500") as raised:
         await yahoo.bars(["AAPL"], "1d", *WEEK)
     assert failure_cause(raised.value) == "http_500"
+
+
+def vendor_events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, Any, Any]]:
+    return [
+        (str(record.msg), getattr(record, "symbols", None), getattr(record, "cause", None))
+        for record in caplog.records
+        if record.name == "openbell.markets.yf.source"
+    ]
+
+
+@sync
+async def test_a_symbol_whose_requests_failed_is_left_out_with_one_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    down = {**DAILY, "MSFT": (503, "<html>Service Unavailable</html>")}
+    yahoo, _ = source([charts(down)], MID_SESSION, universe=("AAPL", "MSFT"))
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+        found = await yahoo.bars(["AAPL", "MSFT"], "1d", *WEEK)
+    assert set(found) == {"AAPL"}
+    assert vendor_events(caplog) == [("vendor_symbols_failed", ["MSFT"], "http_503")]
+
+
+@sync
+async def test_a_request_yfinance_retried_with_success_is_no_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answers = iter([(401, {"finance": {"error": {"code": "Unauthorized"}}})])
+
+    def stale_crumb_once(request: PreparedRequest) -> tuple[int, Any]:
+        return next(answers, (200, payload("chart_AAPL_1d.json")))
+
+    yahoo, _ = source([(r"/v8/finance/chart/AAPL", stale_crumb_once)], MID_SESSION)
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+        found = await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert set(found) == {"AAPL"}
+    assert vendor_events(caplog) == []
 
 
 @sync

@@ -73,12 +73,13 @@ def third_party_level(
 def set_levels(ours: int, third_party: int) -> None:
     """Let records at either level be made (the root at the lower one); `OriginFilter` sorts.
 
-    The adapter-read loggers are held at `third_party` so that asking for openbell's debug lines
-    does not make yfinance build its own (it also stops using threads while enabled for debug).
+    The adapter-read loggers are held at `third_party`, but never above warning (their adapter
+    reads their warning and error lines), so that asking for openbell's debug lines does not make
+    yfinance build its own (it also stops using threads while enabled for debug).
     """
     logging.getLogger().setLevel(min(ours, third_party))
     for name in ADAPTER_READ:
-        logging.getLogger(name).setLevel(third_party)
+        logging.getLogger(name).setLevel(min(third_party, logging.WARNING))
 
 
 class OriginFilter(logging.Filter):

@@ -123,6 +123,14 @@ def test_asking_for_debug_lines_of_ours_does_not_turn_on_every_librarys_debug() 
     assert not logging.getLogger("yfinance").isEnabledFor(logging.DEBUG)
 
 
+def test_yfinance_keeps_making_the_lines_its_adapter_reads() -> None:
+    stream = io.StringIO()
+    configure_logging("json", "info", stream, third_party_level="critical", environ={})
+    assert logging.getLogger("yfinance").isEnabledFor(logging.WARNING)
+    logging.getLogger("yfinance").error("['AAPL']: possibly delisted; no timezone found")
+    assert stream.getvalue() == ""  # made for the adapter, not written
+
+
 def test_a_bad_third_party_level_from_the_environment_names_the_variable() -> None:
     with pytest.raises(ConfigError, match="OPENBELL_LOG_THIRD_PARTY"):
         configure_logging(

@@ -4,13 +4,17 @@ This module owns `RetryingSource`, the live daemon's answer to a flaky vendor. I
 `MarketDataSource` and retries a read that raised `DataUnavailable` (a timeout, a 429, a 5xx) with
 exponential backoff, but only while the next attempt still starts inside the grace window of the
 slot asked about (`at + grace`, on the daemon's clock); then it re-raises, and the cycle runner
-skips the slot with reason `data_unavailable`. Anything else propagates at once. The cycle runner
-itself stays as replay uses it: the retry lives here, around the source.
+skips the slot with reason `data_unavailable`. Anything else propagates at once. Each failed
+attempt is one `vendor_read_failed` event naming the source, the read, its symbols and interval,
+the cause (`markets.failures`: dns, connect, timeout, http_<status>, empty, ...) and the attempt:
+at warning while a retry follows, at error when the read is given up. The cycle runner itself
+stays as replay uses it: the retry lives here, around the source.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Final, TypeVar
@@ -20,6 +24,7 @@ import structlog
 from openbell.daemon.clock import Clock
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import failure_cause
 from openbell.markets.sources import (
     ForwardingSource,
     IntervalUnavailable,
@@ -69,7 +74,14 @@ class RetryingSource(ForwardingSource):
         """The wrapped source."""
         return self._source
 
-    async def _retry(self, read: Callable[[], Awaitable[T]], at: datetime, what: str) -> T:
+    async def _retry(
+        self,
+        read: Callable[[], Awaitable[T]],
+        at: datetime,
+        what: str,
+        symbols: Sequence[str] | None,
+        **about: str,
+    ) -> T:
         deadline = at + self._grace
         backoff_s = self._first_backoff_s
         attempt = 1
@@ -83,17 +95,22 @@ class RetryingSource(ForwardingSource):
                 # faster under a test's fake clock: compare where the clock will be after it.
                 speed = getattr(self._clock, "speed", 1.0)
                 after = self._clock.now() + timedelta(seconds=backoff_s * speed)
-                if attempt >= self._max_attempts or after >= deadline:
-                    raise
-                log.info(
-                    "data_retry",
+                retry = attempt < self._max_attempts and after < deadline
+                log.log(
+                    logging.WARNING if retry else logging.ERROR,
+                    "vendor_read_failed",
                     source=self.name,
-                    what=what,
+                    read=what,
+                    **about,
+                    symbols=list(exc.symbols or (symbols or ())),
+                    cause=failure_cause(exc),
                     attempt=attempt,
-                    backoff_s=backoff_s,
+                    retry_in_s=backoff_s if retry else None,
                     error_class=type(exc).__name__,
                     error_message=str(exc),
                 )
+                if not retry:
+                    raise
                 self.retries += 1
                 await self._sleep(backoff_s)
                 backoff_s = min(backoff_s * 2, self._max_backoff_s)
@@ -103,11 +120,15 @@ class RetryingSource(ForwardingSource):
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
         return await self._retry(
-            lambda: self._source.bars(symbols, interval, start_at, end_at), end_at, "bars"
+            lambda: self._source.bars(symbols, interval, start_at, end_at),
+            end_at,
+            "bars",
+            symbols,
+            interval=interval,
         )
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
-        return await self._retry(lambda: self._source.quote(symbols, at), at, "quote")
+        return await self._retry(lambda: self._source.quote(symbols, at), at, "quote", symbols)
 
     async def news(
         self,
@@ -117,5 +138,5 @@ class RetryingSource(ForwardingSource):
         limit: int,
     ) -> Sequence[NewsItem]:
         return await self._retry(
-            lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news"
+            lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news", symbols
         )

@@ -16,7 +16,6 @@ its waits by the clock's speed.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -256,8 +255,8 @@ class Bells:
         self._scheduler.add_listener(
             self._listen, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_ERROR
         )
-        # Our own events (bell_skipped_closed, slot_finished, bell_missed) tell what rang.
-        logging.getLogger("apscheduler").setLevel(logging.WARNING)
+        # Our own events (bell_skipped_closed, slot_finished, bell_missed) tell what rang;
+        # APScheduler's own lines are third-party ones, written at warning unless asked for.
         self._scheduler.start()
         log.info("bells_started", markets=list(self._bells), jobs=sorted(self._triggers))
 

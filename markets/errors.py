@@ -18,6 +18,8 @@ market rules is not an exception at all: execution returns a `Rejection`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class OpenbellError(Exception):
     """Unexpected openbell error."""
@@ -31,7 +33,19 @@ class TransientError(OpenbellError):
 
 
 class DataUnavailable(TransientError):
-    """A market-data source could not answer."""
+    """A market-data source could not answer.
+
+    `cause` says why when the adapter knows better than the exception chain (see
+    `markets.failures`: "dns", "connect", "timeout", "http_503", "empty", ...; None: read it from
+    the chain); `symbols` are the symbols that failed when not the whole read.
+    """
+
+    def __init__(
+        self, message: str | None = None, *, cause: str | None = None, symbols: Iterable[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.symbols = tuple(symbols)
 
 
 class RefusedError(OpenbellError):

@@ -199,7 +199,9 @@ def _load(ctx: typer.Context, config: Path | None, log_stream: TextIO) -> Openbe
     options = _globals(ctx)
     loaded = load_config(config or options.config)
     fmt = options.log_format.value if options.log_format else loaded.log.format
-    configure_logging(fmt, loaded.log.level, log_stream)
+    configure_logging(
+        fmt, loaded.log.level, log_stream, third_party_level=loaded.log.third_party_level
+    )
     _state.logging_ready = True
     secrets.activate(loaded, os.environ)
     return loaded

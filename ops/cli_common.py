@@ -99,6 +99,7 @@ def load_command_config(
         "console" if chosen == "console" else "json",
         level or loaded.log.level,
         stream if stream is not None else sys.stderr,
+        third_party_level=loaded.log.third_party_level,
     )
     secrets.activate(loaded, os.environ)
     return loaded

@@ -81,10 +81,16 @@ class StoreConfig(_Section):
 
 
 class LogConfig(_Section):
-    """`[log]`: JSON lines for journald, or console lines for people."""
+    """`[log]`: JSON lines for journald, or console lines for people.
+
+    `third_party_level` asks for libraries' lines (APScheduler, yfinance, urllib3, ...) at that
+    level; unset, they are written from warning up (and yfinance's not at all: its adapter reports
+    each failed read). `$OPENBELL_LOG_THIRD_PARTY` overrides it.
+    """
 
     format: LogFormat = "json"
     level: LogLevel = "info"
+    third_party_level: LogLevel | None = None
 
 
 class HttpConfig(_Section):

@@ -7,11 +7,14 @@ blanks secret-named keys (`api_key`, `authorization`, `token`, `password`, ...) 
 in the event including exception messages, every configured secret in every form (the process's
 redactor, `ops.secrets.current()`) and secret-looking values (bearer tokens, `sk-...` keys, URL
 passwords). Callers log stable snake_case event names: `log.info("daemon_started", ...)`.
+Which lines are written (third-party ones at warning unless asked for, `warnings.warn` as
+`python_warning`) and their journald priority prefix are `log_routing`'s.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -24,7 +27,7 @@ from structlog.processors import ExceptionRenderer
 from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from openbell.ops import secrets
+from openbell.ops import log_routing, secrets
 from openbell.store.redact import REDACTED
 
 _LEVELS: dict[str, int] = {
@@ -39,8 +42,6 @@ _SECRET_WORDS = frozenset(
 )
 _SECRET_KEY = re.compile(r"(?:^|_)(?:api|access|secret|private)_?key$")
 _HANDLER_MARK = "_openbell_handler"
-#: Third-party loggers too chatty at info; they speak at their normal level under `debug`.
-_CHATTY = ("alembic.runtime.migration",)
 _HEAD_KEYS = ("timestamp", "level", "event")
 
 
@@ -99,19 +100,37 @@ def configure_logging(
     fmt: Literal["json", "console"] = "json",
     level: str = "info",
     stream: TextIO | None = None,
+    *,
+    third_party_level: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Send every log line, structlog's and stdlib's, to `stream` (default: stdout) as `fmt`.
 
+    openbell's lines pass at `level`; third-party libraries' at `third_party_level` (None: warning,
+    with yfinance's lines left to its adapter), which `$OPENBELL_LOG_THIRD_PARTY` overrides. When
+    `stream` is the journal (`environ`'s `JOURNAL_STREAM`), lines carry their syslog priority.
     Safe to call again (the CLI reconfigures once the config file is read); loggers are not cached,
     so a later call or a test's `structlog.testing.capture_logs()` takes effect everywhere.
     """
     if level not in _LEVELS:
         raise ValueError(f"log level should be one of {', '.join(_LEVELS)}, not {level!r}")
+    if third_party_level is not None and third_party_level not in _LEVELS:
+        known = ", ".join(_LEVELS)
+        raise ValueError(
+            f"third-party log level should be one of {known}, not {third_party_level!r}"
+        )
+    env = os.environ if environ is None else environ
+    third_party, asked = log_routing.third_party_level(third_party_level, env, _LEVELS)
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
+    ]
+    foreign: list[Processor] = [
+        *shared,
+        log_routing.add_extra,
+        log_routing.name_third_party_event,
     ]
     final: list[Processor]
     if fmt == "json":
@@ -133,21 +152,25 @@ def configure_logging(
     else:
         raise ValueError(f"log format should be 'json' or 'console', not {fmt!r}")
 
-    handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *final],
-        )
+    out = stream if stream is not None else sys.stdout
+    handler = logging.StreamHandler(out)
+    formatter: logging.Formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=foreign,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *final],
+    )
+    if log_routing.is_journal(out, env):
+        formatter = log_routing.SyslogPrefixed(formatter)
+    handler.setFormatter(formatter)
+    handler.addFilter(
+        log_routing.OriginFilter(ours=_LEVELS[level], third_party=third_party, adapters_shown=asked)
     )
     setattr(handler, _HANDLER_MARK, True)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(_LEVELS[level])
-    for name in _CHATTY:
-        logging.getLogger(name).setLevel(logging.NOTSET if level == "debug" else logging.WARNING)
+    log_routing.set_levels(_LEVELS[level], third_party)
+    log_routing.capture_warnings()
 
     structlog.configure(
         processors=[

@@ -57,6 +57,7 @@ from openbell.markets.calls import (
 )
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import EMPTY
 from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.universes import Universe
 
@@ -83,6 +84,9 @@ _HOUR: Final = timedelta(hours=1)
 
 class _NoData(DataUnavailable):
     """akshare's parser failed on the payload of one symbol (Eastmoney's `data: null`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, cause=EMPTY)
 
 
 def _is_rate_limit(exc: BaseException) -> bool:
@@ -164,16 +168,22 @@ class AkshareSource:
         """`read` for each symbol; one without data is left out, but not all of them."""
         out: dict[str, T] = {}
         failures: list[str] = []
+        first = ""
         for symbol in symbols:
             try:
                 out[symbol] = await read(symbol)
             except _NoData as exc:
-                logger.warning(
-                    "vendor_symbol_missing", extra={"source": self.name, "error": str(exc)}
-                )
                 failures.append(symbol)
+                first = first or str(exc)
         if symbols and len(failures) == len(symbols):
-            raise DataUnavailable(f"akshare {what} failed for every symbol: {failures}")
+            raise DataUnavailable(
+                f"akshare {what}: no data for any symbol ({first})", cause=EMPTY, symbols=failures
+            )
+        if failures:
+            logger.warning(
+                "vendor_symbol_missing",
+                extra={"source": self.name, "symbols": failures, "error": first},
+            )
         return out
 
     async def bars(

@@ -7,12 +7,14 @@ candle still open at `now` or values a `Bar` refuses is dropped. A market's `pre
 or step size under `TICK_SIZE` (almost every exchange) and a digit count under `DECIMAL_PLACES`.
 `translate_error` maps ccxt's exception tree onto openbell's: retry later (network, rate limit,
 exchange down), a symbol the exchange no longer lists, or an operator problem (credentials, an
-unsupported feature).
+unsupported feature); a retry-later error carries the HTTP status of the answer it came from,
+else the cause found in the exception chain (`markets.failures`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -21,12 +23,15 @@ from typing import Any, Final
 import ccxt.async_support as ccxt_async
 from ccxt.base.decimal_to_precision import DECIMAL_PLACES, TICK_SIZE
 
+from openbell.markets import failures
 from openbell.markets.domain import CURRENCY_PLACES, Bar, Instrument, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable, OpenbellError
 from openbell.markets.sources import RateLimited, SymbolUnavailable
 from openbell.markets.vendor_rows import decimal, finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
+
+_STATUS_MESSAGE: Final = re.compile(r"^\S+ [A-Z]+ \S+ (\d{3}) ")
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
@@ -104,11 +109,21 @@ def parse_instrument(market: Mapping[str, Any], precision_mode: int, name: str =
     )
 
 
-def translate_error(exc: BaseException, what: str) -> OpenbellError:
-    """The openbell error for a ccxt exception (raise it `from exc`)."""
+def http_status(exc: BaseException) -> int | None:
+    """The status of the answer a ccxt error came from, when its message says: ccxt writes
+    `"<exchange> <METHOD> <url> <status> <reason> <body>"` for an error status it maps itself."""
+    found = _STATUS_MESSAGE.match(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def translate_error(exc: BaseException, what: str, *, status: int | None = None) -> OpenbellError:
+    """The openbell error for a ccxt exception (raise it `from exc`); `status` is the HTTP status
+    of the answer it came from, when the caller saw it (else read off the message)."""
     message = f"{what}: {type(exc).__name__}: {exc}"
+    status = status if status is not None else http_status(exc)
+    cause = failures.http_cause(status) if status is not None else None
     if isinstance(exc, ccxt_async.RateLimitExceeded | ccxt_async.DDoSProtection):
-        return RateLimited(message)
+        return RateLimited(message, cause=cause)
     if isinstance(exc, ccxt_async.BadSymbol):
         return SymbolUnavailable(message)
     if isinstance(
@@ -118,4 +133,4 @@ def translate_error(exc: BaseException, what: str) -> OpenbellError:
         return ConfigError(message)
     # NetworkError (ExchangeNotAvailable, RequestTimeout, OnMaintenance), BadResponse and any
     # other ExchangeError: the exchange could not answer now.
-    return DataUnavailable(message)
+    return DataUnavailable(message, cause=cause)

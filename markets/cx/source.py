@@ -5,8 +5,9 @@ This module owns how openbell calls ccxt: one `ccxt.async_support` exchange inst
 for each instrument's amount step, price tick and minimum cost; OHLCV paged by `since` in
 milliseconds until the window is covered, with the candle still open at `now` dropped; quotes from
 one `fetch_tickers` call. A symbol the exchange no longer lists is left out of batch reads;
-ccxt's exceptions are translated by `parse.translate_error`. `close()` releases the exchange's
-HTTP session and must be awaited at shutdown.
+ccxt's exceptions are translated by `parse.translate_error`, with the HTTP status of the answer
+they came from (noted through ccxt's `on_rest_response` hook, per call). `close()` releases the
+exchange's HTTP session and must be awaited at shutdown.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
@@ -41,6 +43,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 INTERVALS: Final = ("1h", "1d")
 _MAX_PAGES: Final = 100
+#: The HTTP statuses the exchange answered during the current `_call` (one list per call).
+_STATUSES: ContextVar[list[int] | None] = ContextVar("ccxt_statuses", default=None)
 
 
 class CcxtSource:
@@ -59,6 +63,17 @@ class CcxtSource:
         self._timeout_s = timeout_s
         self._page_limit = page_limit
         self._markets_loaded = False
+        respond = exchange.on_rest_response
+
+        def note_status(code: Any, *args: Any) -> Any:
+            # ccxt's hook on every answer, in the task that made the request: a vendor error
+            # mapped from the body alone (binance's codes) still gets the status it came with.
+            statuses = _STATUSES.get()
+            if statuses is not None and isinstance(code, int):
+                statuses.append(code)
+            return respond(code, *args)
+
+        exchange.on_rest_response = note_status
 
     @classmethod
     def create(
@@ -88,12 +103,17 @@ class CcxtSource:
         return INTERVALS
 
     async def _call(self, call: Awaitable[T], what: str) -> T:
+        statuses: list[int] = []
+        token = _STATUSES.set(statuses)
         try:
             return await asyncio.wait_for(call, timeout=self._timeout_s)
         except TimeoutError as exc:
             raise DataUnavailable(f"{what} timed out after {self._timeout_s:g} s") from exc
         except ccxt_async.BaseError as exc:
-            raise translate_error(exc, what) from exc
+            status = statuses[-1] if statuses and statuses[-1] >= 400 else None
+            raise translate_error(exc, what, status=status) from exc
+        finally:
+            _STATUSES.reset(token)
 
     async def _markets(self) -> Mapping[str, Any]:
         if not self._markets_loaded:

@@ -21,10 +21,12 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
 
+from openbell.markets import failures
 from openbell.markets.actions import ActionKind, CorporateAction, in_apply_order
 from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import CURRENCY_PLACES, Bar, NewsItem, Quote
@@ -37,7 +39,20 @@ _FIELDS: Final = ("Open", "High", "Low", "Close", "Volume")
 _HOUR: Final = timedelta(hours=1)
 _MINUTE: Final = timedelta(minutes=1)
 _FAILED_LINE: Final = re.compile(r"^(\[.*?\]): (.*)$", re.DOTALL)
+_TICKER_LINE: Final = re.compile(r"^Failed to get ticker '([^']+)' reason: (.*)$", re.DOTALL)
+_URL_TICKER: Final = re.compile(r"/(?:chart|quoteSummary)/([^/?#]+)")
 _RATE_LIMIT_MARKS: Final = ("YFRateLimitError", "Too Many Requests", "Rate limited")
+_CURL_CODE: Final = re.compile(r"curl: \((\d+)\)")
+#: requests' "500 Server Error: ..." and curl_cffi's "HTTP Error 500: ...".
+_HTTP_STATUS: Final = re.compile(r"\b(?:HTTP Error (\d{3})|(\d{3}) (?:Client|Server) Error)\b")
+#: The exception names yfinance puts in its lines ("Cookie/crumb fetch failed (DNSError)").
+_ERROR_NAMES: Final = (
+    (re.compile(r"\bDNSError\b"), failures.DNS),
+    (re.compile(r"\bTimeout\b"), failures.TIMEOUT),
+    (re.compile(r"\bConnectionError\b"), failures.CONNECT),
+)
+#: An answer yfinance could not read: an error page instead of JSON (it hides the status).
+_UNREADABLE: Final = ("received faulty response", "Expecting value: line")
 
 
 def yahoo_ticker(symbol: str) -> str:
@@ -57,30 +72,101 @@ def decimal(value: Any) -> Decimal | None:
     return None
 
 
+def yahoo_cause(text: str) -> str | None:
+    """The cause a yfinance log line names (see `markets.failures`), None when it names none."""
+    code = _CURL_CODE.search(text)
+    if code is not None:
+        found = failures.curl_cause(int(code.group(1)), text)
+        if found is not None:
+            return found
+    if any(mark in text for mark in _RATE_LIMIT_MARKS):
+        return failures.RATE_LIMITED
+    status = _HTTP_STATUS.search(text)
+    if status is not None:
+        return failures.http_cause(int(status.group(1) or status.group(2)))
+    for pattern, cause in _ERROR_NAMES:
+        if pattern.search(text):
+            return cause
+    return failures.PAYLOAD if any(mark in text for mark in _UNREADABLE) else None
+
+
 @dataclass(slots=True)
 class DownloadFailures:
-    """The failures yfinance logged during one call (`download` and `get_news` never raise)."""
+    """The failures yfinance met during one call (`download` and `get_news` never raise): its
+    log lines (`read`) and its failed requests (`note`, from `watch.YahooWatch`).
+
+    `failed` maps a ticker whose requests failed (no DNS, no connection, a timeout, an error
+    status) to its most telling cause; `missing` are tickers Yahoo answered for but does not know
+    (possibly delisted), never one that `failed`; `seen` are causes of requests and lines about
+    no ticker (the cookie, crumb and news requests).
+    """
 
     rate_limited: set[str] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
+    failed: dict[str, str] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)  # cause -> the first words about it
 
     def read(self, message: str) -> None:
-        """Take in one `yfinance` ERROR log line such as `['NOPE']: possibly delisted; ...`."""
+        """Take in one `yfinance` log line such as `['NOPE']: possibly delisted; ...`."""
         self.messages.append(message)
-        match = _FAILED_LINE.match(message.strip())
-        if match is None:
+        text = message.strip()
+        cause = yahoo_cause(text)
+        if cause is not None:
+            self.details.setdefault(cause, text)
+        per_ticker = _TICKER_LINE.match(text)
+        match = _FAILED_LINE.match(text)
+        if per_ticker is not None:
+            tickers = [per_ticker.group(1)]
+        elif match is not None:
+            tickers = _tickers(match.group(1))
+        else:
+            if cause is not None:
+                self.seen.append(cause)
             return
-        try:
-            tickers = ast.literal_eval(match.group(1))
-        except (ValueError, SyntaxError):
+        for ticker in (str(found).upper() for found in tickers):
+            if cause is not None:
+                self._fail(ticker, cause)
+            elif match is not None and ticker not in self.failed:
+                self.missing.add(ticker)
+
+    def note(self, url: str, cause: str, detail: str) -> None:
+        """Take in a request to `url` that failed with `cause` (what yfinance may not log)."""
+        self.details.setdefault(cause, detail)
+        ticker = _URL_TICKER.search(url)
+        if ticker is None:
+            self.seen.append(cause)
             return
-        target = (
-            self.rate_limited
-            if any(mark in match.group(2) for mark in _RATE_LIMIT_MARKS)
-            else self.missing
-        )
-        target.update(str(ticker).upper() for ticker in tickers)
+        self._fail(unquote(ticker.group(1)).upper(), cause)
+
+    def _fail(self, ticker: str, cause: str) -> None:
+        if cause == failures.RATE_LIMITED:
+            self.rate_limited.add(ticker)
+        known = self.failed.get(ticker)
+        if known is None or failures.rank(cause) < failures.rank(known):
+            self.failed[ticker] = cause
+        self.missing.discard(ticker)
+
+    @property
+    def cause(self) -> str | None:
+        """The cause named most often (by ticker first, then by the other lines), if any."""
+        for named in (list(self.failed.values()), self.seen):
+            if named:
+                return failures.most_common(named)
+        return None
+
+    def first(self, cause: str) -> str:
+        """The first words about `cause` (an exception or a line), to quote in an error message."""
+        return self.details.get(cause, "")
+
+
+def _tickers(listed: str) -> list[str]:
+    try:
+        found = ast.literal_eval(listed)
+    except (ValueError, SyntaxError):
+        return []
+    return [str(ticker) for ticker in found] if isinstance(found, list) else []
 
 
 def _column(frame: pd.DataFrame, name: str, ticker: str) -> pd.Series | None:

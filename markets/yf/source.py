@@ -9,9 +9,12 @@ fresh `Ticker` per read (a reused `Ticker` never refreshes its news); fundamenta
 `Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`; splits and
 cash dividends from the `Dividends` and `Stock Splits` columns of a daily download. `yf.download`
 never raises: it logs each failed ticker and returns NaN columns or an empty frame, so the log
-lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out).
-An empty frame for a window that holds a session is `DataUnavailable`. Every call runs in a worker
-thread under a deadline, one at a time (yfinance keeps process-wide state).
+lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out,
+one `vendor_symbol_missing` event) and to name why requests failed (`markets.failures`: dns,
+connect, timeout, an HTTP status). An empty frame for a window that holds a session is
+`DataUnavailable` with that cause (`empty` when yfinance named none); symbols whose requests failed
+while others answered are left out with one `vendor_symbols_failed` event. Every call runs in a
+worker thread under a deadline, one at a time (yfinance keeps process-wide state).
 """
 
 from __future__ import annotations
@@ -20,8 +23,7 @@ import asyncio
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -44,6 +46,7 @@ from openbell.markets.calls import (
 )
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import EMPTY, RATE_LIMITED, failure_cause, most_common
 from openbell.markets.fundamentals import Fundamentals
 from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.yf.parse import (
@@ -56,6 +59,7 @@ from openbell.markets.yf.parse import (
     tickers_with_rows,
     yahoo_ticker,
 )
+from openbell.markets.yf.watch import YahooWatch, describe
 
 # yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
 # and the warning is not ours to fix (pyproject filters the same one for the tests).
@@ -70,34 +74,14 @@ NEW_YORK: Final = ZoneInfo("America/New_York")
 _QUOTE_DAYS: Final = 5  # 1-minute bars looked back for a quote: covers a long weekend
 
 
-class _LogCollector(logging.Handler):
-    def __init__(self, failures: DownloadFailures) -> None:
-        super().__init__(level=logging.ERROR)
-        self._failures = failures
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self._failures.read(record.getMessage())
-
-
-@contextmanager
-def _collect_failures() -> Iterator[DownloadFailures]:
-    failures = DownloadFailures()
-    handler = _LogCollector(failures)
-    vendor_logger = logging.getLogger("yfinance")
-    vendor_logger.addHandler(handler)
-    try:
-        yield failures
-    finally:
-        vendor_logger.removeHandler(handler)
-
-
 class YahooSource:
     """US equities from Yahoo Finance through yfinance. Every datetime is aware UTC.
 
     `universe` is downloaded in full whenever any of it is asked for; `now` is the daemon clock's
     `now` (bars not ended by then are dropped); `session` is a `requests` or `curl_cffi` session
-    (None: yfinance's own), injected for proxies and for tests. yfinance keeps one session for the
-    whole process, so two sources with different sessions must not run at once.
+    (None: a new Chrome-impersonating curl_cffi one, as yfinance's own), injected for proxies and
+    for tests; it is watched for failed requests (`watch.YahooWatch`). yfinance keeps one session
+    for the whole process, so two sources with different sessions must not run at once.
     """
 
     def __init__(
@@ -115,7 +99,8 @@ class YahooSource:
     ) -> None:
         self._now = now
         self._universe = check_symbols(universe)
-        self._session = session
+        self._watch = YahooWatch(session)
+        self._session = self._watch.session
         self._calendar = calendar or calendar_for("XNYS")
         self._timeout_s = timeout_s
         self._news_count = news_count
@@ -155,12 +140,17 @@ class YahooSource:
         actions: bool = False,
     ) -> tuple[pd.DataFrame | None, DownloadFailures]:
         """One `yf.download` of every ticker over local dates `[first, last]` (with `actions`:
-        its `Dividends` and `Stock Splits` columns too)."""
-        wanted = sorted(set(tickers.values()))
+        its `Dividends` and `Stock Splits` columns too).
 
-        def fetch() -> tuple[pd.DataFrame | None, DownloadFailures]:
-            with _collect_failures() as failures:
-                frame = yf.download(
+        Past the deadline, the cause yfinance had logged by then (a resolver that answers slowly
+        or not at all is `dns`, not a timeout of Yahoo's) is the error's cause.
+        """
+        wanted = sorted(set(tickers.values()))
+        failures = DownloadFailures()
+
+        def fetch() -> pd.DataFrame | None:
+            with self._watch.during(failures):
+                frame: pd.DataFrame | None = yf.download(
                     wanted,
                     start=first.isoformat(),
                     end=(last + timedelta(days=1)).isoformat(),
@@ -175,9 +165,20 @@ class YahooSource:
                     session=self._session,
                     timeout=self._timeout_s,
                 )
-            return frame, failures
+            return frame
 
-        frame, failures = await self._call(fetch, f"yfinance download of {len(wanted)} tickers")
+        what = f"yfinance download of {len(wanted)} tickers"
+        try:
+            frame = await self._call(fetch, what)
+        except DataUnavailable as exc:  # past the deadline: say what yfinance had met by then
+            cause = failures.cause
+            if cause is None:
+                raise
+            raise DataUnavailable(
+                f"{what} failed ({cause}): {failures.first(cause)}; gave up after "
+                f"{self._timeout_s:g} s",
+                cause=cause,
+            ) from exc
         return frame, failures
 
     def _check(
@@ -187,15 +188,41 @@ class YahooSource:
         asked: Mapping[str, str],
         has_session: bool,
     ) -> None:
-        limited = failures.rate_limited & set(asked.values())
+        limited = [symbol for symbol, ticker in asked.items() if ticker in failures.rate_limited]
         if limited:
-            raise RateLimited(f"Yahoo rate-limited the download of {sorted(limited)}")
-        if has_session and not tickers_with_rows(frame):
+            raise RateLimited(
+                f"Yahoo rate-limited the download of {limited}",
+                cause=RATE_LIMITED,
+                symbols=limited,
+            )
+        with_rows = tickers_with_rows(frame)
+        if has_session and not with_rows:
             # No ticker at all has a row although the window holds a session: Yahoo failed
             # (throttled answers look like "possibly delisted" too), not every symbol delisted.
-            raise DataUnavailable("yfinance returned an empty frame for a window with sessions")
-        for ticker in sorted(failures.missing & set(asked.values())):
-            logger.warning("vendor_symbol_missing", extra={"source": "yfinance", "ticker": ticker})
+            cause = failures.cause or EMPTY
+            said = failures.first(cause) if cause != EMPTY else "an empty frame"
+            raise DataUnavailable(
+                f"yfinance returned no rows for a window with sessions ({cause}: {said})",
+                cause=cause,
+            )
+        # A request yfinance retried with success (a stale crumb's 401) is no failure.
+        failed = {
+            s: failures.failed[t]
+            for s, t in asked.items()
+            if t in failures.failed and t not in with_rows
+        }
+        if failed:
+            logger.warning(
+                "vendor_symbols_failed",
+                extra={
+                    "source": self.name,
+                    "cause": most_common(list(failed.values())),
+                    "symbols": sorted(failed),
+                },
+            )
+        missing = sorted(s for s, t in asked.items() if t in failures.missing)
+        if missing:
+            logger.warning("vendor_symbol_missing", extra={"source": self.name, "symbols": missing})
 
     def _has_session(self, start_at: datetime, end_at: datetime) -> bool:
         """Whether some session overlaps `[start_at, end_at)` (then an empty frame is a failure)."""
@@ -271,29 +298,44 @@ class YahooSource:
         """Yahoo news about `symbols` (None: the universe) published in `[start_at, end_at)`."""
         wanted = self._universe if symbols is None else check_symbols(symbols)
         items: list[NewsItem] = []
-        failed: list[str] = []
+        failed: dict[str, str] = {}  # symbol -> cause
+        first_error = ""
         for symbol in wanted:
             ticker = yahoo_ticker(symbol)
 
             def fetch(ticker: str = ticker) -> Any:
-                with _collect_failures() as failures:
+                with self._watch.during(DownloadFailures()) as failures:
                     raw = yf.Ticker(ticker, session=self._session).get_news(count=self._news_count)
                 if failures.messages and not raw:  # yfinance logs a failed request, returns []
-                    raise DataUnavailable(f"yfinance news of {ticker}: {failures.messages[0]}")
+                    raise DataUnavailable(
+                        f"yfinance news of {ticker}: {failures.messages[-1].strip()}",
+                        cause=failures.cause,
+                    )
                 return raw
 
             try:
                 raw = await self._call(fetch, f"yfinance news of {ticker}")
-            except DataUnavailable:
-                failed.append(symbol)
-                continue
             except Exception as exc:  # noqa: BLE001  (yfinance raises raw HTTP and JSON errors)
-                logger.warning("vendor_news_failed", extra={"ticker": ticker, "error": repr(exc)})
-                failed.append(symbol)
+                failed[symbol] = failure_cause(exc)
+                first_error = first_error or describe(exc)
                 continue
             items.extend(parse_news(raw or (), symbol))
-        if wanted and len(failed) == len(wanted):
-            raise DataUnavailable(f"yfinance news failed for every symbol asked: {failed}")
+        if failed:
+            cause = most_common(list(failed.values()))
+            if len(failed) == len(wanted):
+                raise DataUnavailable(
+                    f"yfinance news failed for every symbol asked ({cause}): {first_error}",
+                    cause=cause,
+                )
+            logger.warning(
+                "vendor_symbols_failed",
+                extra={
+                    "source": self.name,
+                    "read": "news",
+                    "cause": cause,
+                    "symbols": sorted(failed),
+                },
+            )
         return newest_news(items, start_at, end_at, limit)
 
     async def fundamentals(self, symbol: str, at: datetime) -> Fundamentals:

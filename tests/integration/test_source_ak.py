@@ -25,6 +25,7 @@ from offline import refuse_network, sync
 from openbell.markets.actions import ActionKind
 from openbell.markets.ak import AkshareSource
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import failure_cause
 from openbell.markets.sources import SymbolUnavailable
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "eastmoney"
@@ -185,6 +186,26 @@ async def test_a_ban_is_unavailable(eastmoney: Eastmoney) -> None:
     eastmoney.routes[DAILY_URL] = ban
     with pytest.raises(DataUnavailable, match="failed"):
         await make_source(JULY_10).bars(["600519.SH"], "1d", *WEEK)
+
+
+@sync
+async def test_an_unresolvable_eastmoney_is_a_dns_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unresolvable(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unresolvable)  # akshare's real requests call
+    with pytest.raises(DataUnavailable) as raised:
+        await make_source(JULY_10).bars(["600519.SH"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "dns"
+
+
+@sync
+async def test_no_data_for_any_symbol_is_an_empty_answer(eastmoney: Eastmoney) -> None:
+    eastmoney.routes[("kline/get", "0.000002")] = lambda: recorded("kline_not_found.json")
+    with pytest.raises(DataUnavailable) as raised:  # akshare's minute parser fails on `data: null`
+        await make_source(JULY_10).bars(["000002.SZ"], "1h", *WEEK)
+    assert failure_cause(raised.value) == "empty"
+    assert raised.value.symbols == ("000002.SZ",)
 
 
 @sync

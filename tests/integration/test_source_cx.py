@@ -1,8 +1,9 @@
 """The ccxt adapter against recorded Binance payloads, through ccxt's real binance parser.
 
-The async exchange's `fetch` is replaced by a fake that answers from recorded JSON and, for an
-error status, runs ccxt's own error mapping (`handle_errors`, `handle_http_status_code`), exactly
-as the real `fetch` does after a response. Any real connection attempt fails the test.
+The async exchange's `fetch` is replaced by a fake that answers from recorded JSON, calls ccxt's
+`on_rest_response` hook and, for an error status, runs ccxt's own error mapping (`handle_errors`,
+`handle_http_status_code`), exactly as the real `fetch` does after a response. Any real
+connection attempt fails the test.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from offline import refuse_network, sync
 
 from openbell.markets.cx import CcxtSource
 from openbell.markets.errors import ConfigError, DataUnavailable
+from openbell.markets.failures import failure_cause
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
@@ -59,8 +61,9 @@ class FakeBinance:
                 break
         else:
             status, parsed = 404, {"code": -1, "msg": "no route"}
+        text = json.dumps(parsed)
+        self.exchange.on_rest_response(status, "", url, method, {}, text, headers, body)
         if status != 200:
-            text = json.dumps(parsed)
             self.exchange.handle_errors(status, "", url, method, {}, text, parsed, headers, body)
             self.exchange.handle_http_status_code(status, "", url, method, text)
         return parsed
@@ -151,33 +154,59 @@ async def test_an_empty_answer_is_no_bars() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "body", "error"),
+    ("status", "body", "error", "cause"),
     [
-        (429, payload("error_rate_limit.json"), RateLimited),
-        (418, {"code": -1003, "msg": "Way too much request weight used; IP banned"}, RateLimited),
+        (429, payload("error_rate_limit.json"), RateLimited, "http_429"),
+        (
+            418,
+            {"code": -1003, "msg": "Way too much request weight used; IP banned"},
+            RateLimited,
+            "http_418",
+        ),
         (
             503,
             {"code": -1001, "msg": "Internal error; unable to process your request."},
             DataUnavailable,
+            "http_503",
         ),
         (
             401,
             {"code": -2015, "msg": "Invalid API-key, IP, or permissions for action."},
             ConfigError,
+            None,
         ),
     ],
 )
-def test_vendor_errors_are_translated(status: int, body: Any, error: type[Exception]) -> None:
+def test_vendor_errors_are_translated(
+    status: int, body: Any, error: type[Exception], cause: str | None
+) -> None:
     async def scenario() -> None:
         failing = {"/api/v3/klines": lambda url: (status, body)}
         source, _ = make_source(NOW, failing)
         try:
-            with pytest.raises(error):
+            with pytest.raises(error) as raised:
                 await source.bars(["BTC/USDT"], "1h", *WINDOW)
         finally:
             await source.close()
+        if cause is not None:
+            assert failure_cause(raised.value) == cause
 
     asyncio.run(scenario())
+
+
+@sync
+async def test_an_unresolvable_exchange_is_a_dns_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unresolvable(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unresolvable)  # aiohttp's resolver, for real
+    source = CcxtSource.create("binance", now=lambda: NOW)
+    try:
+        with pytest.raises(DataUnavailable) as raised:
+            await source.bars(["BTC/USDT"], "1h", *WINDOW)
+    finally:
+        await source.close()
+    assert failure_cause(raised.value) == "dns"
 
 
 @sync

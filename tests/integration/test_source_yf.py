@@ -6,6 +6,7 @@ replaced, and any real connection attempt fails the test.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from datetime import UTC, date, datetime, timedelta
@@ -21,6 +22,7 @@ from yahoo_fake import Route, charts, payload, source
 
 from openbell.markets.actions import ActionKind
 from openbell.markets.errors import DataUnavailable
+from openbell.markets.failures import failure_cause
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.yf.parse import split_ratio
@@ -91,16 +93,65 @@ async def test_a_symbol_yahoo_does_not_know_is_left_out() -> None:
 @sync
 async def test_a_429_swallowed_by_download_raises_rate_limited() -> None:
     yahoo, _ = source([(r"/v8/finance/chart/", lambda r: (429, "Too Many Requests"))], MID_SESSION)
-    with pytest.raises(RateLimited):
+    with pytest.raises(RateLimited) as raised:
         await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "http_429"
+    assert raised.value.symbols == ("AAPL",)
+
+
+@sync
+async def test_yahoo_answering_an_error_status_names_the_status() -> None:
+    # yfinance swallows the 500 and reads its page as JSON; the adapter sees the answer itself.
+    down = [(r"finance\.yahoo\.com/v\d+/", lambda r: (500, "<html>Internal Server Error</html>"))]
+    yahoo, _ = source(down, MID_SESSION, universe=("AAPL", "MSFT"))
+    with pytest.raises(DataUnavailable, match="http_500") as raised:
+        await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "http_500"
+
+
+def vendor_events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, Any, Any]]:
+    return [
+        (str(record.msg), getattr(record, "symbols", None), getattr(record, "cause", None))
+        for record in caplog.records
+        if record.name == "openbell.markets.yf.source"
+    ]
+
+
+@sync
+async def test_a_symbol_whose_requests_failed_is_left_out_with_one_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    down = {**DAILY, "MSFT": (503, "<html>Service Unavailable</html>")}
+    yahoo, _ = source([charts(down)], MID_SESSION, universe=("AAPL", "MSFT"))
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+        found = await yahoo.bars(["AAPL", "MSFT"], "1d", *WEEK)
+    assert set(found) == {"AAPL"}
+    assert vendor_events(caplog) == [("vendor_symbols_failed", ["MSFT"], "http_503")]
+
+
+@sync
+async def test_a_request_yfinance_retried_with_success_is_no_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answers = iter([(401, {"finance": {"error": {"code": "Unauthorized"}}})])
+
+    def stale_crumb_once(request: PreparedRequest) -> tuple[int, Any]:
+        return next(answers, (200, payload("chart_AAPL_1d.json")))
+
+    yahoo, _ = source([(r"/v8/finance/chart/AAPL", stale_crumb_once)], MID_SESSION)
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+        found = await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert set(found) == {"AAPL"}
+    assert vendor_events(caplog) == []
 
 
 @sync
 async def test_an_empty_frame_for_a_window_with_sessions_is_unavailable() -> None:
     empty = {"AAPL": (200, {"chart": {"result": None, "error": None}})}
     yahoo, _ = source([charts(empty)], MID_SESSION)
-    with pytest.raises(DataUnavailable):
+    with pytest.raises(DataUnavailable) as raised:
         await yahoo.bars(["AAPL"], "1d", *WEEK)
+    assert failure_cause(raised.value) == "empty"
 
 
 @sync

@@ -127,6 +127,12 @@ MALFORMED = [
     ),
     ("bad enum: log level", '[log]\nlevel = "loud"\n' + BASE, "log.level", "'info'"),
     (
+        "bad enum: third-party log level",
+        '[log]\nthird_party_level = "chatty"\n' + BASE,
+        "log.third_party_level",
+        "'info'",
+    ),
+    (
         "float cash",
         BASE.replace('initial_cash = "10000"', "initial_cash = 10000.5"),
         "markets.us.initial_cash",
@@ -288,6 +294,12 @@ def test_default_config_loads_and_needs_no_secret(tmp_path: Path) -> None:
     assert config.agents
     assert not any(isinstance(agent, LlmAgentConfig) for agent in config.agents)
     assert all(set(agent.markets) == set(MARKETS) for agent in config.agents)
+
+
+def test_third_party_log_lines_are_asked_for_in_the_log_section(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, BASE)).log.third_party_level is None
+    asked = load_config(write(tmp_path, '[log]\nthird_party_level = "info"\n' + BASE))
+    assert asked.log.third_party_level == "info"
 
 
 def test_default_config_matches_design_example_markets() -> None:

@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from openbell.daemon.clock import ScaledClock, SimulatedClock, parse_fake_clock
 from openbell.daemon.cycle import claim_order
@@ -75,9 +76,10 @@ class FlakySource:
     market = "us"
     intervals = ("1d",)
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, error: DataUnavailable | None = None) -> None:
         self.failures = failures
         self.calls = 0
+        self.error = error or DataUnavailable("vendor 503")
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
@@ -87,7 +89,7 @@ class FlakySource:
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
         self.calls += 1
         if self.calls <= self.failures:
-            raise DataUnavailable("vendor 503")
+            raise self.error
         return {"AAPL": Quote(symbol="AAPL", price=Decimal(1), at=at)}
 
     async def news(
@@ -119,6 +121,47 @@ def test_retry_gives_up_at_the_end_of_grace() -> None:
         asyncio.run(retrying(source, clock, 10).quote(["AAPL"], SLOT))
     assert source.calls == 4  # at 0, 1, 3 and 7 s; the next would start at 15 s
     assert clock.now() <= SLOT + timedelta(seconds=10)
+
+
+def test_each_failed_read_is_one_event_naming_its_cause_and_symbols() -> None:
+    clock = SimulatedClock(SLOT)
+    source = FlakySource(failures=100, error=DataUnavailable("vendor 503", cause="http_503"))
+    with capture_logs() as logs, pytest.raises(DataUnavailable):
+        asyncio.run(retrying(source, clock, 10).quote(["AAPL", "MSFT"], SLOT))
+    assert [(e["event"], e["attempt"], e["log_level"], e["retry_in_s"]) for e in logs] == [
+        ("vendor_read_failed", 1, "warning", 1.0),
+        ("vendor_read_failed", 2, "warning", 2.0),
+        ("vendor_read_failed", 3, "warning", 4.0),
+        ("vendor_read_failed", 4, "error", None),  # gave up: the slot's grace is over
+    ]  # one line per failed read, nothing else
+    for event in logs:
+        assert (event["source"], event["read"], event["cause"]) == ("flaky", "quote", "http_503")
+        assert event["symbols"] == ["AAPL", "MSFT"]
+        assert "interval" not in event
+
+
+class UnresolvableSource(FlakySource):
+    """Fails every bars read as an adapter translating a DNS failure does."""
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        try:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        except OSError as exc:
+            raise DataUnavailable(f"vendor read failed: {exc!r}", symbols=symbols[:1]) from exc
+
+
+def test_a_failed_bars_read_names_its_interval_and_the_cause_in_its_chain() -> None:
+    source = UnresolvableSource(failures=0)
+    with capture_logs() as logs, pytest.raises(DataUnavailable):
+        asyncio.run(
+            retrying(source, SimulatedClock(SLOT), 0.5).bars(["AAPL", "MSFT"], "1d", SLOT, SLOT)
+        )
+    (event,) = logs
+    assert (event["event"], event["log_level"]) == ("vendor_read_failed", "error")
+    assert (event["read"], event["interval"], event["cause"]) == ("bars", "1d", "dns")
+    assert event["symbols"] == ["AAPL"]  # the symbols the adapter says failed
 
 
 def test_second_daemon_on_one_sqlite_file_is_refused(tmp_path: Path) -> None:

@@ -139,10 +139,11 @@ def test_stdlib_loggers_write_the_same_json(out: io.StringIO) -> None:
     except RuntimeError:
         logging.getLogger("httpx").exception("request failed")
     first, second = lines(out)
-    assert first["event"] == f"pool main exhausted, key {REDACTED}"
+    assert first["event"] == "third_party_log"
+    assert first["message"] == f"pool main exhausted, key {REDACTED}"
     assert (first["level"], first["logger"]) == ("warning", "sqlalchemy.pool")
     assert "timestamp" in first
-    assert second["event"] == "request failed"
+    assert second["message"] == "request failed"
     assert second["exception"][0]["exc_type"] == "RuntimeError"
     assert SK_VALUE not in out.getvalue()
 

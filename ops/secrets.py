@@ -2,7 +2,9 @@
 
 This module owns the list of secret values an `openbell.toml` brings into the process
 (`configured_secrets`): the key of every LLM agent (the value of the variable its `api_key_env`
-names, when it is set) and the password of the store URL; bearer tokens the process holds are
+names, when it is set), the password of the store URL and, for a Postgres store, libpq's
+`PGPASSWORD` when it is set (the way README suggests to keep the password out of the file); bearer
+tokens the process holds are
 added by whoever holds them (`redactor_for(..., extra=...)`). `redactor_for` builds the one
 `Redactor` (`store/redact.py`) of those values, which the plans hand to the store's engine.
 
@@ -40,17 +42,19 @@ class NamedSecret:
 
 
 def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> list[NamedSecret]:
-    """The secret values `config` brings in: agents' keys (when their variable is set) and the
-    store URL's password."""
+    """The secret values `config` brings in: agents' keys (when their variable is set), the
+    store URL's password and, for a Postgres store, `PGPASSWORD` (when it is set)."""
     found: list[NamedSecret] = []
     for agent in config.agents:
         if isinstance(agent, LlmAgentConfig) and agent.api_key_env is not None:
             value = environ.get(agent.api_key_env, "")
             if value.strip():
                 found.append(NamedSecret(f"env {agent.api_key_env}", value))
-    password = parse_url(config.store.url).password
-    if password:
-        found.append(NamedSecret("store url password", str(password)))
+    url = parse_url(config.store.url)
+    if url.password:
+        found.append(NamedSecret("store url password", str(url.password)))
+    if url.get_backend_name() == "postgresql" and environ.get("PGPASSWORD", "").strip():
+        found.append(NamedSecret("env PGPASSWORD", environ["PGPASSWORD"]))
     return found
 
 

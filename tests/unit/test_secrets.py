@@ -113,3 +113,14 @@ def test_every_line_printed_through_a_masked_stream_is_masked(tmp_path: Path) ->
     assert not stream.isatty()
     with pytest.raises(TypeError):
         stream.write(b"bytes")  # type: ignore[arg-type]
+
+
+def test_a_postgres_password_from_pgpassword_is_a_secret_too(tmp_path: Path) -> None:
+    """README suggests PGPASSWORD to keep the password out of the file: it is masked like one."""
+    postgres = load(tmp_path, config_text("postgresql+psycopg://ob@db/openbell"))
+    found = secrets.configured_secrets(postgres, {"PGPASSWORD": PASSWORD})
+    assert [(s.source, s.value) for s in found] == [("env PGPASSWORD", PASSWORD)]
+    redactor = secrets.redactor_for(postgres, {"PGPASSWORD": PASSWORD})
+    assert redactor.mask_values(f"password {PASSWORD}") == f"password {REDACTED}"
+    sqlite = load(tmp_path, config_text())
+    assert secrets.configured_secrets(sqlite, {"PGPASSWORD": PASSWORD}) == []

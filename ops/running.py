@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import NamedTuple
 
 import structlog
@@ -31,7 +31,7 @@ from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay import ReplaySource
 from openbell.markets.sources import MarketDataSource
-from openbell.markets.universes import MARKET_CURRENCY
+from openbell.markets.universes import MARKET_CURRENCY, Universe
 from openbell.ops.config import MarketConfig, OpenbellConfig
 from openbell.ops.secrets import redactor_for
 from openbell.ops.wiring import agent_for, rules_for_market, universe_for
@@ -144,6 +144,29 @@ def make_source(
         return LiveSource(UnavailableSource(market.source, name, why))
 
 
+def _warn_outside_coverage(market: str, universe: Universe, today: date) -> None:
+    """Say, at every start, that a universe file no longer (or not yet) vouches for today's
+    members: the daemon trades the file's list, which may have changed since (survivorship)."""
+    coverage = universe.coverage
+    if coverage is None or universe.covers(today, today):
+        return
+    log.warning(
+        "universe_outside_coverage",
+        market=market,
+        universe=universe.name,
+        today=today.isoformat(),
+        coverage_from=None if coverage.from_date is None else coverage.from_date.isoformat(),
+        coverage_until=None if coverage.until_date is None else coverage.until_date.isoformat(),
+        message=(
+            f"markets.{market}: universe {universe.name} vouches for its members only from "
+            f"{coverage.from_date}"
+            + ("" if coverage.until_date is None else f" until {coverage.until_date} (excluded)")
+            + f"; today is {today}: the daemon trades a list that may have changed since; update "
+            "the universe file or give the members in the config"
+        ),
+    )
+
+
 def live_plan(
     config: OpenbellConfig,
     clock: Clock,
@@ -175,6 +198,7 @@ def live_plan(
         if not enrolled:
             continue
         universe = universe_for(name, market, today)
+        _warn_outside_coverage(name, universe, today)
         live_source = make_source(name, market, clock, universe.symbols)
         live.append(
             LiveMarket(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from offline import refuse_network
+from structlog.testing import capture_logs
 
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.fundamentals import LiveFundamentals
@@ -45,3 +46,26 @@ def test_offline_no_market_serves_fundamentals(
     refuse_network(monkeypatch, with_curl=True)
     monkeypatch.setenv(OFFLINE_ENV, "1")
     assert set(plan_fundamentals(tmp_path).values()) == {None}
+
+
+INSIDE_EVERY_COVERAGE = datetime(2025, 11, 20, 15, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("now", "warned"), [(NOW, True), (INSIDE_EVERY_COVERAGE, False)])
+def test_a_live_start_outside_a_universes_coverage_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, now: datetime, warned: bool
+) -> None:
+    """sse50.toml vouches for its members until 2025-12-15: a daemon after that says so."""
+    refuse_network(monkeypatch, with_curl=True)
+    path = tmp_path / "openbell.toml"
+    path.write_text(default_config_text(), encoding="utf-8")
+    with capture_logs() as logs:
+        live_plan(load_config(path), SimulatedClock(now), http=False)
+    found = [e for e in logs if e["event"] == "universe_outside_coverage"]
+    if not warned:
+        assert found == []
+        return
+    (entry,) = found
+    assert (entry["log_level"], entry["market"], entry["universe"]) == ("warning", "cn", "sse50")
+    assert (entry["coverage_until"], entry["today"]) == ("2025-12-15", "2026-11-30")
+    assert "may have changed" in entry["message"]

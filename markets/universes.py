@@ -63,6 +63,11 @@ class Period:
         ):
             raise ValueError(f"until {self.until_date} is not after from {self.from_date}")
 
+    def describe(self) -> str:
+        """The period in words, as errors and warnings quote it: `from D until E (excluded)`."""
+        words = f"from {self.from_date}"
+        return words if self.until_date is None else f"{words} until {self.until_date} (excluded)"
+
     def contains(self, day: date) -> bool:
         """Whether `day` is inside the period."""
         return (self.from_date is None or self.from_date <= day) and (

@@ -127,9 +127,7 @@ def _outside_coverage(name: str, universe: Universe, start: date, end: date) -> 
     coverage = universe.coverage
     if coverage is None or universe.covers(start, end):
         return None
-    vouched = f"from {coverage.from_date}"
-    if coverage.until_date is not None:
-        vouched += f" until {coverage.until_date} (excluded)"
+    vouched = coverage.describe()
     if coverage.from_date is not None and start < coverage.from_date:
         window = f"this replay starts on {start.isoformat()}"
     else:

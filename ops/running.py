@@ -158,11 +158,9 @@ def _warn_outside_coverage(market: str, universe: Universe, today: date) -> None
         coverage_from=None if coverage.from_date is None else coverage.from_date.isoformat(),
         coverage_until=None if coverage.until_date is None else coverage.until_date.isoformat(),
         message=(
-            f"markets.{market}: universe {universe.name} vouches for its members only from "
-            f"{coverage.from_date}"
-            + ("" if coverage.until_date is None else f" until {coverage.until_date} (excluded)")
-            + f"; today is {today}: the daemon trades a list that may have changed since; update "
-            "the universe file or give the members in the config"
+            f"markets.{market}: universe {universe.name} vouches for its members only "
+            f"{coverage.describe()}; today is {today}: the daemon trades a list that may have "
+            "changed since; update the universe file or give the members in the config"
         ),
     )
 

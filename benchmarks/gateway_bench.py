@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from openbell.markets.domain import utc
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 
 QUERIES = 10_000
 RUNS = 5

@@ -41,7 +41,7 @@ from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
 from openbell.markets.domain import utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots
 from openbell.markets.universes import load_universe
 from openbell.ops.logs import configure_logging

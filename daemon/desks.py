@@ -17,10 +17,10 @@ from decimal import Decimal
 
 from openbell.agents.broker import FillPrice, PaperBroker
 from openbell.agents.protocol import Agent
-from openbell.daemon.corporate_actions import ActionApplier
-from openbell.daemon.cycle import MarketDesk
-from openbell.markets.actions import CorporateActionSource
+from openbell.daemon.ex_dates import ActionApplier
+from openbell.daemon.runner import MarketDesk
 from openbell.markets.calendars import calendar_for
+from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import Quote
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import PointInTimeGateway

@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from openbell.daemon.cycle import SlotReport
+from openbell.daemon.runner import SlotReport
 from openbell.store.records import CycleStatus
 
 #: A slot of a market relative to an instant: the latest at or before it, or the next after it

@@ -35,7 +35,6 @@ from sqlalchemy import Engine
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
-from openbell.daemon.cycle import CycleRunner, claim_order
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.http import serve_http
 from openbell.daemon.live_plan import LiveMarket, LivePlan, build_live_desks
@@ -47,6 +46,7 @@ from openbell.daemon.recovery import (
     pause_broken_accounts,
     split_abandoned,
 )
+from openbell.daemon.runner import CycleRunner, claim_order
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest

@@ -22,17 +22,17 @@ from typing import Final
 from openbell.agents.broker import FillPrice
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
-from openbell.daemon.cycle import DECIDE_TIMEOUT_S, MarketDesk
 from openbell.daemon.desks import LatestQuotes, build_desk, open_accounts
 from openbell.daemon.health import MarketWatch
 from openbell.daemon.retrying import RetryingSource
+from openbell.daemon.runner import DECIDE_TIMEOUT_S, MarketDesk
 from openbell.daemon.scheduler import MarketBell
-from openbell.markets.actions import CorporateActionSource
 from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import CalendarOutOfRange
+from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import check_decimal
 from openbell.markets.fundamentals import FundamentalsSource
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import slots_between
 from openbell.markets.sources import MarketDataSource

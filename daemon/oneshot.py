@@ -15,9 +15,9 @@ import asyncio
 from datetime import datetime, timedelta
 
 from openbell.daemon.clock import Clock
-from openbell.daemon.cycle import CycleOutcome, CycleRunner
 from openbell.daemon.live import new_run_id
 from openbell.daemon.live_plan import LivePlan, build_live_desks
+from openbell.daemon.runner import CycleOutcome, CycleRunner
 from openbell.markets.errors import ConfigError
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import check_schema, make_engine

@@ -31,14 +31,14 @@ import structlog
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.cycle import CycleRunner, MarketDesk, SlotReport
 from openbell.daemon.desks import build_desk, open_accounts
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.markets.actions import CorporateActionSource
+from openbell.daemon.runner import CycleRunner, MarketDesk, SlotReport
 from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import check_decimal, check_utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import replay_slots, slots_between
 from openbell.markets.universes import Universe

@@ -22,9 +22,9 @@ from typing import Final, TypeVar
 import structlog
 
 from openbell.daemon.clock import Clock
+from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import failure_cause
 from openbell.markets.sources import (
     ForwardingSource,
     IntervalUnavailable,

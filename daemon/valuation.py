@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import structlog
 
-from openbell.daemon.actions import Action, Stage, action_for
+from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.markets.domain import Quote
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway

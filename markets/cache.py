@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from openbell.markets.calls import Now
+from openbell.markets.adapters.vendor_calls import Now
 from openbell.markets.coverage import TimeSpan, fetched_span, merge_spans, uncovered_hull
 from openbell.markets.domain import Bar, NewsItem, check_utc
 from openbell.markets.sources import ForwardingSource, MarketDataSource, check_symbols

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from openbell.markets.barfile import BarSet
 from openbell.markets.calendars import Session, TradingCalendar, calendar_for
 from openbell.markets.domain import check_utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 
 CADENCES: Final = frozenset({"daily", "hourly"})

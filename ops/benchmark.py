@@ -29,8 +29,8 @@ from types import MappingProxyType
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Quote, check_decimal, check_market
-from openbell.markets.replay import ReplaySource
-from openbell.ops.metrics import NavPoint
+from openbell.markets.replay_source import ReplaySource
+from openbell.ops.return_metrics import NavPoint
 from openbell.store.cache import SqlBarCache
 
 #: The CD5 crypto basket: coin weights in percent, as published (they sum to 100.02).

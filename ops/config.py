@@ -171,9 +171,9 @@ class CostsConfig(_Section):
 class MarketConfig(_Section):
     """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from.
 
-    `corporate_actions` is the path of an actions file (`openbell.markets.action_files`): a replay
-    of the market's raw daily bars applies it instead of the bundled one, and so does the daemon
-    for a `replay:PATH` source; the live vendors (yfinance, akshare) fetch their own.
+    `corporate_actions` is the path of an actions file (`openbell.markets.corporate_action_files`):
+    a replay of the market's raw daily bars applies it instead of the bundled one, and so does the
+    daemon for a `replay:PATH` source; the live vendors (yfinance, akshare) fetch their own.
     """
 
     universe: str | tuple[str, ...]

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openbell.markets.errors import OperatorError
-from openbell.ops.metrics import Panel
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
+from openbell.ops.return_metrics import Panel
 from openbell.store.exports import Cell
 from openbell.store.holdings import AccountHoldings, Holding
 

@@ -16,8 +16,8 @@ import numpy.typing as npt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from openbell.ops.metrics import NavPoint
 from openbell.ops.reports import AgentReport
+from openbell.ops.return_metrics import NavPoint
 
 
 def _utc_axis(points: Sequence[NavPoint]) -> npt.NDArray[np.datetime64]:

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from openbell.ops.metrics import Panel
+from openbell.ops.return_metrics import Panel
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,11 +33,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, ReplayReport, run_replay
-from openbell.markets.action_files import bundled_actions, read_actions
-from openbell.markets.actions import RecordedActions
 from openbell.markets.barfile import bundled_names
+from openbell.markets.corporate_action_files import bundled_actions, read_actions
+from openbell.markets.corporate_actions import RecordedActions
 from openbell.markets.errors import ConfigError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
 from openbell.ops.config import AnyAgentConfig, MarketConfig, OpenbellConfig
 from openbell.ops.secrets import redactor_for

@@ -32,12 +32,12 @@ from sqlalchemy import Engine
 
 from openbell.markets.domain import CURRENCY_PLACES, check_market
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
 from openbell.ops.benchmark import benchmark_for, benchmark_navs, benchmark_sources
-from openbell.ops.metrics import NavPoint, Panel, compute_panel, periods_per_year
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
+from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus

@@ -2,7 +2,7 @@
 
 This module owns the source factory and the translation of the config into a `LivePlan`. A market's
 `source` names its live data: `yfinance`, `akshare` and `ccxt:EXCHANGE` become the adapters in
-`openbell.markets.yf`, `.ak` and `.cx` (bound to the daemon clock's `now`; yfinance and akshare also
+`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also
 serve the market's corporate actions); `replay:PATH` becomes a `ReplaySource` over the bar files at
 PATH, which fills orders from its bars as replay does (for tests and demonstrations on a fake
 clock), with the market's `corporate_actions` file, if any. A live adapter that cannot be imported
@@ -24,12 +24,12 @@ import structlog
 from openbell.agents.broker import FillPrice
 from openbell.daemon.clock import Clock
 from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
-from openbell.markets.action_files import read_actions
-from openbell.markets.actions import CorporateActionSource
+from openbell.markets.corporate_action_files import read_actions
+from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.sources import MarketDataSource
 from openbell.markets.universes import MARKET_CURRENCY, Universe
 from openbell.ops.config import MarketConfig, OpenbellConfig
@@ -123,7 +123,7 @@ def make_source(
         return LiveSource(UnavailableSource(market.source, name, why))
     try:
         if kind == "yfinance":
-            from openbell.markets.yf import YahooSource
+            from openbell.markets.adapters.yfinance import YahooSource
 
             yahoo = YahooSource(now=clock.now, universe=universe)
             fundamentals = LiveFundamentals(
@@ -131,11 +131,11 @@ def make_source(
             )
             return LiveSource(yahoo, fundamentals=fundamentals, actions=yahoo)
         if kind == "akshare":
-            from openbell.markets.ak import AkshareSource
+            from openbell.markets.adapters.akshare import AkshareSource
 
             akshare = AkshareSource(now=clock.now, universe=universe)
             return LiveSource(akshare, actions=akshare)
-        from openbell.markets.cx import CcxtSource
+        from openbell.markets.adapters.ccxt import CcxtSource
 
         return LiveSource(CcxtSource.create(arg or "binance", now=clock.now))
     except ImportError as exc:

@@ -18,7 +18,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, bindparam, func, select
 from sqlmodel import Session
 
-from openbell.markets.actions import ActionKind, CorporateAction, action_effect
+from openbell.markets.corporate_actions import ActionKind, CorporateAction, action_effect
 from openbell.markets.domain import CURRENCY_PLACES, Side
 from openbell.markets.errors import LedgerBreach
 from openbell.store.postings import row_id

@@ -26,7 +26,7 @@ from sqlalchemy import Engine, bindparam, func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from openbell.markets.actions import CorporateAction
+from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import (
     AccountState,
     Fill,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from openbell.markets.actions import CorporateAction
+from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import Fill, Rejection, Side, check_utc
 
 

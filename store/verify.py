@@ -22,7 +22,7 @@ from decimal import Decimal
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from openbell.markets.actions import ActionKind, split_quantity
+from openbell.markets.corporate_actions import ActionKind, split_quantity
 from openbell.markets.domain import Side
 from openbell.markets.execution import round_money
 from openbell.store.records import OrderStatus

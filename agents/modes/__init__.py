@@ -9,15 +9,15 @@ from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
 from openbell.agents.masking import MaskingLevel, rebases
-from openbell.agents.modes.actions import (
+from openbell.agents.modes.candidates import DEFAULT_TOP_K, FixedCandidatePrompt, MemoryOnlyPrompt
+from openbell.agents.modes.final_action import (
     MAX_RETRIES,
     FinalAction,
     OrderIntent,
     ValidationFeedback,
     parse_final_action,
 )
-from openbell.agents.modes.candidates import DEFAULT_TOP_K, FixedCandidatePrompt, MemoryOnlyPrompt
-from openbell.agents.modes.research import MaskedResearchPrompt
+from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
 
 MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench")

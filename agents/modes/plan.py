@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
 
-from openbell.agents.modes.actions import FinalAction, OrderIntent
+from openbell.agents.modes.final_action import FinalAction, OrderIntent
 from openbell.agents.tools import PortfolioOut
 from openbell.markets.rules import MarketRules
 

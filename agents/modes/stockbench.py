@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from openbell.agents.llm.hooks import ParseFailure, ToolCaller
 from openbell.agents.masking import MaskingLevel
-from openbell.agents.modes.actions import (
+from openbell.agents.modes.final_action import (
     FinalAction,
     OrderIntent,
     ValidationFeedback,

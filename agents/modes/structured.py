@@ -25,7 +25,7 @@ from typing import Final
 
 from openbell.agents.llm.hooks import ParseFailure, ToolCaller, describe_rules
 from openbell.agents.masking import AliasMasker, MaskingLevel, account_masker
-from openbell.agents.modes.actions import (
+from openbell.agents.modes.final_action import (
     ACTION_FORMAT,
     MAX_RETRIES,
     FinalAction,

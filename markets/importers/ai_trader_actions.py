@@ -26,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Final
 
-from openbell.markets.action_files import COLUMNS
+from openbell.markets.corporate_action_files import COLUMNS
 from openbell.markets.importers.ai_trader import COMMITS, REPO
 from openbell.markets.importers.common import SourceFormatError
 
@@ -93,7 +93,7 @@ def derive_cn_dividends(paths: Sequence[Path]) -> tuple[list[DerivedDividend], C
 
 
 def render(dividends: Sequence[DerivedDividend], provenance: Sequence[str]) -> str:
-    """The actions file (`markets/action_files.py` format) of `dividends`, with a header comment."""
+    """The actions file (`corporate_action_files.py` format) of `dividends`, with a header."""
     lines = [
         "# A-share cash dividends of the SSE-50 members in the bundled cn-1d window, derived by",
         "# openbell.markets.importers.ai_trader_actions: cash = previous close - Tushare pre_close",

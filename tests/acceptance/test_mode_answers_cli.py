@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llm_script import Body, ScriptedModel, completion, serve_script
 
-from openbell.agents.modes.actions import FEEDBACK_PREFIX
+from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from tests.acceptance.test_cli import openbell
 
 FAILED_PER_CYCLE = 2

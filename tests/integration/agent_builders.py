@@ -14,7 +14,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.store.ledger import Ledger

@@ -19,7 +19,7 @@ from openbell.daemon.clock import Clock
 from openbell.daemon.live import run_live
 from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
 from openbell.daemon.stopping import StopRequest
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openbell.markets.action_files import read_actions
+from openbell.markets.corporate_action_files import read_actions
 from openbell.markets.importers.ai_trader_actions import build_cn_actions, derive_cn_dividends
 from openbell.markets.importers.common import SourceFormatError
 

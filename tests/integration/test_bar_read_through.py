@@ -18,7 +18,7 @@ from openbell.daemon.live_plan import LiveMarket, build_live_desks
 from openbell.markets.cache import CachingSource
 from openbell.markets.coverage import TimeSpan
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store.cache import SqlBarCache
 from openbell.store.ledger import Ledger

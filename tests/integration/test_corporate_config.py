@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from openbell.daemon.clock import SimulatedClock
-from openbell.markets.actions import RecordedActions
+from openbell.markets.corporate_actions import RecordedActions
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import OpenbellConfig, load_config

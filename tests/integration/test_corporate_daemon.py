@@ -20,21 +20,21 @@ from structlog.testing import capture_logs
 
 from openbell.agents.protocol import DecisionContext
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.corporate_actions import ActionApplier
-from openbell.daemon.cycle import CycleRunner
 from openbell.daemon.desks import build_desk
+from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.live_plan import LiveMarket, build_live_desks
-from openbell.markets.actions import (
+from openbell.daemon.runner import CycleRunner
+from openbell.markets.calendars import calendar_for
+from openbell.markets.corporate_actions import (
     ActionKind,
     CorporateAction,
     CorporateActionSource,
     RecordedActions,
 )
-from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, Quote, utc
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.gateway import MarketSnapshot
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.sources import ForwardingSource
 from openbell.markets.universes import Universe

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, bindparam, text
 from store_builders import INSTRUMENTS, dump_tables, fill_for, make_order
 
-from openbell.markets.actions import ActionKind, CorporateAction
+from openbell.markets.corporate_actions import ActionKind, CorporateAction
 from openbell.markets.domain import Side, utc
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind

@@ -24,12 +24,12 @@ from yahoo_fake import charts, payload, source
 
 from openbell.agents.protocol import DecisionContext
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
-from openbell.markets.actions import CorporateActionSource
+from openbell.markets.adapters.yfinance import YahooSource
+from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import Instrument, utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
-from openbell.markets.yf import YahooSource
-from openbell.ops.metrics import NavPoint, max_drawdown, simple_returns
+from openbell.ops.return_metrics import NavPoint, max_drawdown, simple_returns
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade

@@ -19,7 +19,7 @@ from offline import refuse_network
 
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.domain import utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import FeeSchedule, rules_for
 from openbell.ops.config import CostsConfig, default_config_text, load_config
 from openbell.ops.replaying import replay_from_config

@@ -19,12 +19,12 @@ from structlog.testing import capture_logs
 
 from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
-from openbell.daemon.cycle import CycleRunner, MarketDesk
+from openbell.daemon.runner import CycleRunner, MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
 from openbell.markets.errors import LedgerBreach
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger

@@ -19,8 +19,8 @@ from curl_cffi import CurlOpt
 from curl_cffi import requests as curl_requests
 from offline import SilentServer, closed_port, loopback_only
 
+from openbell.markets.adapters.failures import curl_cause, failure_cause
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import curl_cause, failure_cause
 
 VENDOR = "https://query2.finance.yahoo.com/v8/finance/chart/AAPL"
 

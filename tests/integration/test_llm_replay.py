@@ -20,7 +20,7 @@ from openbell.agents.llm.recorder import Prices
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.errors import ConfigError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.ops.config import load_config
 from openbell.ops.replaying import replay_from_config

@@ -28,11 +28,11 @@ from offline import closed_port, refuse_network
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.clock import SimulatedClock, SystemClock
-from openbell.daemon.cycle import CycleRunner
 from openbell.daemon.live_plan import LiveMarket, build_live_desks
+from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, MarketBell
+from openbell.markets.adapters.yfinance import YahooSource
 from openbell.markets.universes import load_universe
-from openbell.markets.yf import YahooSource
 from openbell.ops.logs import configure_logging
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine

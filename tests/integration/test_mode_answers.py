@@ -12,7 +12,7 @@ from llm_script import completion
 from mode_builders import run_llm
 
 from openbell.agents.modes import prompt_for_mode
-from openbell.agents.modes.actions import FEEDBACK_PREFIX
+from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.markets.domain import Fill
 from openbell.store.ledger import Ledger
 

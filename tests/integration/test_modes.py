@@ -19,12 +19,12 @@ from store_builders import fill_for
 
 from openbell.agents.masking import BLINDED_TOOLS, MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
-from openbell.agents.modes.actions import FEEDBACK_PREFIX
+from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.agents.modes.screen import WINDOW, factors
 from openbell.agents.modes.structured import NO_TRADE_SUMMARY
 from openbell.markets.domain import Fill, NewsItem, Order, Rejection, RejectReason, Side
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
 
 D = Decimal

@@ -18,7 +18,7 @@ from openbell.agents.baselines import BASELINE_KINDS, build_agent
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, plan_events, run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade

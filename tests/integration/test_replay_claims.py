@@ -23,7 +23,7 @@ from openbell.daemon.locks import AccountLocks, DaemonLock
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine

@@ -25,7 +25,7 @@ from openbell.markets.fundamentals import (
     RecordedFundamentals,
 )
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
 
 D = Decimal

@@ -25,7 +25,7 @@ from openbell.agents.tools import MAX_RESULT_CHARS, BarsOut, FundamentalsOut, Ne
 from openbell.markets.domain import NewsItem, utc
 from openbell.markets.fundamentals import FundamentalsReport, RecordedFundamentals
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
 
 D = Decimal

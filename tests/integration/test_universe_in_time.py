@@ -35,7 +35,7 @@ from openbell.agents.modes import MODES, prompt_for_mode
 from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
 from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

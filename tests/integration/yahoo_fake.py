@@ -18,7 +18,7 @@ import requests
 from requests.adapters import BaseAdapter
 from requests.models import PreparedRequest, Response
 
-from openbell.markets.yf import YahooSource
+from openbell.markets.adapters.yfinance import YahooSource
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
 Route = Callable[[PreparedRequest], tuple[int, Any]]

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from openbell.markets.cache import CachingSource, MemoryBarCache
 from openbell.markets.domain import Bar, NewsItem, utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 
 
 def bar(hour: int, close: str) -> Bar:

@@ -13,10 +13,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from openbell.daemon.clock import ScaledClock, SimulatedClock, parse_fake_clock
-from openbell.daemon.cycle import claim_order
 from openbell.daemon.http import is_loopback
 from openbell.daemon.locks import DaemonLock
 from openbell.daemon.retrying import RetryingSource
+from openbell.daemon.runner import claim_order
 from openbell.daemon.sdnotify import Notifier
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable, OperatorError

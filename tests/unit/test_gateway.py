@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.gateway import BarsResult, PointInTimeGateway, QuotesResult
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.sources import FirstBars, ForwardingSource, IntervalUnavailable
 
 T = TypeVar("T")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from openbell.daemon.cycle import CycleOutcome, SlotReport
 from openbell.daemon.health import HealthBoard, MarketWatch
+from openbell.daemon.runner import CycleOutcome, SlotReport
 from openbell.store.records import CycleStatus
 
 DAY = timedelta(days=1)

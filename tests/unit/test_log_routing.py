@@ -79,7 +79,7 @@ def test_a_third_party_line_has_a_stable_event_and_its_text_in_message() -> None
 def test_openbells_own_stdlib_events_keep_their_name_and_fields() -> None:
     stream = io.StringIO()
     configure_logging("json", "info", stream, environ={})
-    logging.getLogger("openbell.markets.yf.source").warning(
+    logging.getLogger("openbell.markets.adapters.yfinance.source").warning(
         "vendor_symbol_missing", extra={"source": "yfinance", "symbols": ["GONE"]}
     )
     (line,) = lines(stream.getvalue())

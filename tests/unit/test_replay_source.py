@@ -14,7 +14,7 @@ import pytest
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import ConfigError
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.sources import IntervalUnavailable, MarketDataSource
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ import pytest
 from openbell.markets.barfile import read_bundled
 from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import Bar, utc
-from openbell.markets.replay import ReplaySource
+from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import (
     observed_slots_per_session,
     replay_slots,

@@ -30,14 +30,14 @@ from zoneinfo import ZoneInfo
 import structlog
 
 from openbell.daemon.valuation import last_close_quotes
-from openbell.markets.actions import (
+from openbell.markets.calendars import TradingCalendar
+from openbell.markets.corporate_actions import (
     ActionKind,
     CorporateAction,
     CorporateActionSource,
     ex_reference_price,
     in_apply_order,
 )
-from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import Quote
 from openbell.markets.errors import TransientError
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway

@@ -6,6 +6,6 @@ ccxt's dicts, lists and exceptions stay inside this package; `source.py` calls t
 
 from __future__ import annotations
 
-from openbell.markets.cx.source import CcxtSource
+from openbell.markets.adapters.ccxt.source import CcxtSource
 
 __all__ = ["CcxtSource"]

@@ -23,11 +23,11 @@ from typing import Any, Final
 import ccxt.async_support as ccxt_async
 from ccxt.base.decimal_to_precision import DECIMAL_PLACES, TICK_SIZE
 
-from openbell.markets import failures
+from openbell.markets.adapters import failures
+from openbell.markets.adapters.vendor_rows import decimal, finished_bars, make_bar
 from openbell.markets.domain import CURRENCY_PLACES, Bar, Instrument, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable, OpenbellError
 from openbell.markets.sources import RateLimited, SymbolUnavailable
-from openbell.markets.vendor_rows import decimal, finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,6 @@ library (rate-limited, memoised, under a deadline) and `parse.py` turns what it 
 
 from __future__ import annotations
 
-from openbell.markets.ak.source import AkshareSource
+from openbell.markets.adapters.akshare.source import AkshareSource
 
 __all__ = ["AkshareSource"]

@@ -22,10 +22,10 @@ import pytest
 import requests
 from offline import refuse_network, sync
 
-from openbell.markets.actions import ActionKind
-from openbell.markets.ak import AkshareSource
+from openbell.markets.adapters.akshare import AkshareSource
+from openbell.markets.adapters.failures import failure_cause
+from openbell.markets.corporate_actions import ActionKind
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import failure_cause
 from openbell.markets.sources import SymbolUnavailable
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "eastmoney"

@@ -26,12 +26,12 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
-from openbell.markets import failures
-from openbell.markets.actions import ActionKind, CorporateAction, in_apply_order
+from openbell.markets.adapters import failures
+from openbell.markets.adapters.vendor_rows import finished_bars, make_bar
 from openbell.markets.calendars import TradingCalendar
+from openbell.markets.corporate_actions import ActionKind, CorporateAction, in_apply_order
 from openbell.markets.domain import CURRENCY_PLACES, Bar, NewsItem, Quote
 from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.vendor_rows import finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
-from openbell.daemon.actions import Action, Stage, action_for
-from openbell.daemon.corporate_actions import ActionApplier
+from openbell.daemon.error_policy import Action, Stage, action_for
+from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource

@@ -30,8 +30,7 @@ import pandas as pd
 import requests
 from pandas.errors import Pandas4Warning
 
-from openbell.markets.actions import CorporateAction, in_apply_order
-from openbell.markets.ak.parse import (
+from openbell.markets.adapters.akshare.parse import (
     SHANGHAI,
     is_index,
     parse_actions,
@@ -42,8 +41,8 @@ from openbell.markets.ak.parse import (
     parse_news,
     vendor_code,
 )
-from openbell.markets.calendars import TradingCalendar, calendar_for
-from openbell.markets.calls import (
+from openbell.markets.adapters.failures import EMPTY
+from openbell.markets.adapters.vendor_calls import (
     Memo,
     Monotonic,
     Now,
@@ -55,9 +54,10 @@ from openbell.markets.calls import (
     check_live,
     newest_news,
 )
+from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.corporate_actions import CorporateAction, in_apply_order
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import EMPTY
 from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 from openbell.markets.universes import Universe
 

@@ -32,9 +32,8 @@ import pandas as pd
 import yfinance as yf
 from pandas.errors import Pandas4Warning
 
-from openbell.markets.actions import CorporateAction
-from openbell.markets.calendars import TradingCalendar, calendar_for
-from openbell.markets.calls import (
+from openbell.markets.adapters.failures import EMPTY, RATE_LIMITED, failure_cause, most_common
+from openbell.markets.adapters.vendor_calls import (
     Memo,
     Monotonic,
     Now,
@@ -44,12 +43,7 @@ from openbell.markets.calls import (
     check_live,
     newest_news,
 )
-from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
-from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import EMPTY, RATE_LIMITED, failure_cause, most_common
-from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
-from openbell.markets.yf.parse import (
+from openbell.markets.adapters.yfinance.parse import (
     DownloadFailures,
     parse_actions,
     parse_download,
@@ -59,7 +53,13 @@ from openbell.markets.yf.parse import (
     tickers_with_rows,
     yahoo_ticker,
 )
-from openbell.markets.yf.watch import YahooWatch, describe
+from openbell.markets.adapters.yfinance.watch import YahooWatch, describe
+from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.corporate_actions import CorporateAction
+from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.errors import DataUnavailable
+from openbell.markets.fundamentals import Fundamentals
+from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
 
 # yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
 # and the warning is not ours to fix (pyproject filters the same one for the tests).

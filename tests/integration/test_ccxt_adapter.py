@@ -21,9 +21,9 @@ import ccxt.async_support as ccxt_async
 import pytest
 from offline import refuse_network, sync
 
-from openbell.markets.cx import CcxtSource
+from openbell.markets.adapters.ccxt import CcxtSource
+from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.errors import ConfigError, DataUnavailable
-from openbell.markets.failures import failure_cause
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"

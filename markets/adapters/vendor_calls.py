@@ -1,6 +1,6 @@
 """How the live adapters call a vendor: a deadline, a rate limiter and a short-lived memo.
 
-This module owns the vendor-independent plumbing of the live sources (`yf/`, `ak/`, `cx/`):
+This module owns the vendor-independent plumbing of the live sources:
 `call_blocking` runs a synchronous vendor function in a worker thread under a deadline (a hung
 socket becomes `DataUnavailable`, never a stuck cycle), `RateLimiter` spaces calls to one vendor,
 `Memo` keeps recent answers for a few seconds so that the reads of one slot share one request,

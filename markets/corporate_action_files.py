@@ -27,8 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from openbell.markets.actions import ActionKind, CorporateAction, RecordedActions
 from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.corporate_actions import ActionKind, CorporateAction, RecordedActions
 from openbell.markets.errors import ConfigError
 from openbell.markets.rules import rules_for
 

@@ -12,8 +12,8 @@ import empyrical
 import numpy as np
 import pytest
 
-from openbell.ops import metrics
-from openbell.ops.metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops import return_metrics as metrics
+from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
 
 START = datetime(2025, 1, 6, 14, 30, tzinfo=UTC)
 REL = 1e-12

@@ -1,6 +1,6 @@
 """Turning a live vendor's rows into `Bar`s: the parsing steps the live adapters share.
 
-This module owns what the akshare, yfinance and ccxt parsers (`ak/`, `yf/`, `cx/`) do alike once
+This module owns what the akshare, yfinance and ccxt parsers do alike once
 they have read a vendor row: `decimal` turns a vendor number into an exact `Decimal` (None for
 NaN, None or junk), `make_bar` builds a `Bar` from five numbers and drops, with a warning, one
 that is incomplete or that a `Bar` refuses, and `finished_bars` keeps the first bar of each start

@@ -6,6 +6,6 @@ turns what it returns into `Bar`, `Quote`, `NewsItem`, `Fundamentals` and `Corpo
 
 from __future__ import annotations
 
-from openbell.markets.yf.source import YahooSource
+from openbell.markets.adapters.yfinance.source import YahooSource
 
 __all__ = ["YahooSource"]

@@ -20,12 +20,12 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from openbell.markets.actions import ActionKind, CorporateAction, in_apply_order
+from openbell.markets.adapters.vendor_rows import decimal, finished_bars, make_bar
 from openbell.markets.calendars import TradingCalendar
+from openbell.markets.corporate_actions import ActionKind, CorporateAction, in_apply_order
 from openbell.markets.domain import Bar, Instrument, NewsItem
 from openbell.markets.rules import a_share_code
 from openbell.markets.universes import Universe
-from openbell.markets.vendor_rows import decimal, finished_bars, make_bar
 
 logger = logging.getLogger(__name__)
 

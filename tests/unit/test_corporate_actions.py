@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from openbell.markets.actions import (
+from openbell.markets.corporate_actions import (
     ActionKind,
     CorporateAction,
     RecordedActions,

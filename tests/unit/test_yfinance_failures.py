@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from openbell.markets.yf.parse import DownloadFailures, yahoo_cause
+from openbell.markets.adapters.yfinance.parse import DownloadFailures, yahoo_cause
 
 CURL_SEE = " See https://curl.se/libcurl/c/libcurl-errors.html first for more details."
 # yf.download(["AAPL", "MSFT", "NVDA"]) with every name failing to resolve, as logged.

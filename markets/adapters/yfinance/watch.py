@@ -17,8 +17,8 @@ from typing import Any, Final, cast
 
 from curl_cffi import requests as curl_requests
 
-from openbell.markets.failures import failure_cause, http_cause
-from openbell.markets.yf.parse import DownloadFailures
+from openbell.markets.adapters.failures import failure_cause, http_cause
+from openbell.markets.adapters.yfinance.parse import DownloadFailures
 
 _NOT_FOUND: Final = 404
 #: curl's messages end in a pointer to its error list; an error message does without it.

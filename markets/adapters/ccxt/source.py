@@ -21,14 +21,14 @@ from typing import Any, Final, TypeVar
 
 import ccxt.async_support as ccxt_async
 
-from openbell.markets.calls import Now, check_live
-from openbell.markets.cx.parse import (
+from openbell.markets.adapters.ccxt.parse import (
     parse_instrument,
     parse_ohlcv,
     parse_ticker,
     to_ms,
     translate_error,
 )
+from openbell.markets.adapters.vendor_calls import Now, check_live
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote, check_utc
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.sources import (

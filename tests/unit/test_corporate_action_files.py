@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from openbell.markets.action_files import bundled_actions, parse_actions, read_actions
-from openbell.markets.actions import ActionKind
+from openbell.markets.corporate_action_files import bundled_actions, parse_actions, read_actions
+from openbell.markets.corporate_actions import ActionKind
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 

@@ -20,12 +20,12 @@ from offline import refuse_network, sync
 from requests.models import PreparedRequest
 from yahoo_fake import Route, charts, payload, source
 
-from openbell.markets.actions import ActionKind
+from openbell.markets.adapters.failures import failure_cause
+from openbell.markets.adapters.yfinance.parse import split_ratio
+from openbell.markets.corporate_actions import ActionKind
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.failures import failure_cause
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
-from openbell.markets.yf.parse import split_ratio
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +113,7 @@ def vendor_events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, Any, Any]
     return [
         (str(record.msg), getattr(record, "symbols", None), getattr(record, "cause", None))
         for record in caplog.records
-        if record.name == "openbell.markets.yf.source"
+        if record.name == "openbell.markets.adapters.yfinance.source"
     ]
 
 
@@ -123,7 +123,7 @@ async def test_a_symbol_whose_requests_failed_is_left_out_with_one_event(
 ) -> None:
     down = {**DAILY, "MSFT": (503, "<html>Service Unavailable</html>")}
     yahoo, _ = source([charts(down)], MID_SESSION, universe=("AAPL", "MSFT"))
-    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.adapters.yfinance.source"):
         found = await yahoo.bars(["AAPL", "MSFT"], "1d", *WEEK)
     assert set(found) == {"AAPL"}
     assert vendor_events(caplog) == [("vendor_symbols_failed", ["MSFT"], "http_503")]
@@ -139,7 +139,7 @@ async def test_a_request_yfinance_retried_with_success_is_no_failure(
         return next(answers, (200, payload("chart_AAPL_1d.json")))
 
     yahoo, _ = source([(r"/v8/finance/chart/AAPL", stale_crumb_once)], MID_SESSION)
-    with caplog.at_level(logging.WARNING, logger="openbell.markets.yf.source"):
+    with caplog.at_level(logging.WARNING, logger="openbell.markets.adapters.yfinance.source"):
         found = await yahoo.bars(["AAPL"], "1d", *WEEK)
     assert set(found) == {"AAPL"}
     assert vendor_events(caplog) == []

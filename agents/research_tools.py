@@ -31,7 +31,7 @@ from openbell.agents.tools import (
     ToolOutcome,
     unknown_symbol,
 )
-from openbell.markets.errors import DataUnavailable
+from openbell.markets.errors import DataUnavailable, NotServed
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MAX_NEWS, GatewayView
 
@@ -112,6 +112,8 @@ class ResearchTools:
             )
         except DataUnavailable as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try again later.")
+        except NotServed as exc:
+            return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another symbol.")
         known = [i for i in found if i.symbol == args.symbol and i.published_at <= self._now]
         reports = sorted(known, key=lambda item: item.published_at, reverse=True)[:MAX_REPORTS]
         return FundamentalsOut(

@@ -67,7 +67,7 @@ from openbell.markets.domain import (
     Side,
     check_utc,
 )
-from openbell.markets.errors import DataUnavailable
+from openbell.markets.errors import DataUnavailable, NotServed
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import GatewayView, MarketSnapshot
 from openbell.markets.rules import MarketRules
@@ -284,7 +284,7 @@ class Toolbox:
             return unknown_symbol(args.symbol, self._now)
         try:
             found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
-        except DataUnavailable as exc:
+        except (DataUnavailable, NotServed) as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
         bars = tuple(bar for bar in found.bars if bar.end_at <= self._now)
         if not bars:
@@ -447,7 +447,10 @@ class Toolbox:
             return snapshot
         try:
             closes = await self._gateway.daily_closes(symbol, 1)
-        except DataUnavailable:  # no daily bars: execution rejects where limits need a close
+        except (
+            DataUnavailable,
+            NotServed,
+        ):  # no daily bars: execution rejects where limits need a close
             return snapshot
         if not closes.closes:
             return snapshot

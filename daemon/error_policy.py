@@ -1,8 +1,24 @@
-"""What the cycle loop does about an exception: the one mapping from error classes to actions.
+"""What the daemon does about an exception: the one mapping from (error class, stage) to action.
 
-This module owns `action_for` (STYLE §8): the daemon's cycle runner and its NAV valuation ask it,
-and nothing else decides, whether an exception skips a cycle, fails only that cycle, or stops the
-run for an operator. The exception tree itself lives in `openbell.markets.errors`.
+This module owns `action_for` (STYLE §8): the retrying source, the cycle runner and the NAV
+valuation ask it, for replay and live alike, and nothing else decides whether an exception is
+retried, skips a slot's cycles, fails one cycle, pauses an account or stops. The exception tree
+itself is drawn in `openbell.markets.errors`. What each action means:
+
+- `RETRY`: read again after a backoff, while the slot's grace lasts (`retrying.py`); once the
+  grace is spent, the error goes to the stage that read.
+- `SKIP`: the slot cannot be served: every claimed cycle of the slot is `skipped`
+  (`data_unavailable`).
+- `FAIL`: this one cycle is `failed` (error class and message stored); the slot goes on.
+- `PAUSE`: this one cycle is `failed`, and its account is paused for the rest of the run
+  (`account_paused`, logged once): its later slots are not run; the slot's other agents run
+  normally. A replay finishes the other accounts and then exits 2 naming the paused accounts
+  (`AccountsPaused`); the live daemon goes on with the others. A restart with the cause fixed runs
+  the account again (a replay with `--resume`).
+- `STOP`: the error is raised out of the stage: the slot stops and releases the claims it had not
+  finished; a replay stops with the error (`openbell: error: ...`), the live daemon logs
+  `slot_failed` and goes on ringing, and the next claim sweep completes the released cycles while
+  their grace lasts.
 """
 
 from __future__ import annotations
@@ -11,36 +27,46 @@ import enum
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from openbell.markets.errors import OperatorError, TransientError
+from openbell.markets.errors import NotServed, OperatorError, TransientError
 
 
 class Stage(enum.StrEnum):
     """The part of a cycle an exception came from."""
 
-    OBSERVE = "observe"
-    DECIDE = "decide"
-    SNAPSHOT = "snapshot"
+    READ = "read"  # one market-data read of a live source
+    OBSERVE = "observe"  # the slot's market snapshot
+    DECIDE = "decide"  # an agent's decision, its tool calls and orders
+    SNAPSHOT = "snapshot"  # an account's NAV snapshot
 
 
 class Action(enum.StrEnum):
-    """What the cycle loop does about an exception."""
+    """What the daemon does about an exception (see the module docstring)."""
 
-    SKIP = "skip"  # the slot cannot be served: the cycle is skipped (data_unavailable)
-    FAIL = "fail"  # this cycle failed (error class and message stored); the loop goes on
-    STOP = "stop"  # an operator must act: the failure is recorded if it can be, then re-raised
+    RETRY = "retry"
+    SKIP = "skip"
+    FAIL = "fail"
+    PAUSE = "pause"
+    STOP = "stop"
 
 
 def action_for(stage: Stage, exc: Exception) -> Action:
-    """The one mapping from exception classes to cycle-loop actions.
+    """The one mapping from exception classes to actions, by the stage that raised them.
 
-    Operator errors (bad config, schema drift, a ledger breach) and database errors stop the run,
-    whatever raised them. Market data that cannot be had while observing skips the slot; anything
-    else while observing is a bug of ours and stops the run. Anything an agent raises while deciding
-    (its own bug, a refused output, a timeout, a transient LLM error) and any failure to value its
-    account fails only its cycle.
+    A database error stops the slot wherever it comes from. A read is retried only on a transient
+    error (a timeout, a rate limit, a vendor 5xx); anything else (a `NotServed` interval or symbol
+    included: asking again cannot help) goes at once to the stage that read. While observing, data
+    that cannot be had (transient, or not served) skips the slot; an operator error or anything
+    else (a bug of ours) stops it. While deciding, an operator error (an LLM agent's rejected key,
+    `LlmAuthError`; a ledger breach on its account) pauses that agent's account, and anything else
+    an agent raises (its own bug, a refused output, a timeout, a transient LLM error) fails only
+    its cycle. A failure to value an account fails its cycle, unless an operator must act.
     """
-    if isinstance(exc, OperatorError | SQLAlchemyError):
+    if isinstance(exc, SQLAlchemyError):
         return Action.STOP
+    if stage is Stage.READ:
+        return Action.RETRY if isinstance(exc, TransientError) else Action.STOP
     if stage is Stage.OBSERVE:
-        return Action.SKIP if isinstance(exc, TransientError) else Action.STOP
+        return Action.SKIP if isinstance(exc, TransientError | NotServed) else Action.STOP
+    if isinstance(exc, OperatorError):
+        return Action.PAUSE if stage is Stage.DECIDE else Action.STOP
     return Action.FAIL

@@ -224,7 +224,10 @@ class _Daemon:
 
     def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
         opened = self.accounts[market]
-        paused = self.book.paused([account_id for account_id, _ in opened])
+        # Paused in the ledger (its verification failed), or by this run (`Action.PAUSE`).
+        paused = self.book.paused([account_id for account_id, _ in opened]) | set(
+            self.runner.paused
+        )
         return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
 
     async def _on_slot(self, market: str, slot_at: datetime) -> None:

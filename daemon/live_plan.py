@@ -28,9 +28,9 @@ from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.runner import DECIDE_TIMEOUT_S, MarketDesk
 from openbell.daemon.scheduler import MarketBell
 from openbell.markets.cache import BarCache, CachingSource
-from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import check_decimal
+from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for

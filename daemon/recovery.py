@@ -24,7 +24,7 @@ from typing import Final
 import structlog
 from sqlalchemy import Engine
 
-from openbell.markets.calendars import CalendarOutOfRange
+from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.slots import slots_between
 from openbell.store.cyclebook import CycleBook
 from openbell.store.ledger import Ledger

@@ -37,7 +37,7 @@ from openbell.daemon.runner import CycleRunner, MarketDesk, SlotReport
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import check_decimal, check_utc
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import AccountsPaused, OperatorError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import replay_slots, slots_between
@@ -325,13 +325,21 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
         market = plan.markets[event.position].market
         opened = accounts[event.position]
         if event.kind is _Kind.CLOSE:
-            ids = [account_id for account_id, _ in opened]
+            ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)
             continue
         counts.add(await runner.run_slot(market, event.at, opened, now))
         if progress is not None:
             progress(counts.slots, total)
     log.info("replay_finished", **asdict(counts))
+    if runner.paused:  # the other accounts are finished; an operator must fix these
+        paused = runner.paused.values()
+        raise AccountsPaused(
+            f"the replay paused {len(paused)} account(s): "
+            + "; ".join(account.describe() for account in paused)
+            + "; fix the cause and run again with --resume",
+            account_ids=[account.account_id for account in paused],
+        )
     return counts
 
 

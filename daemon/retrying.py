@@ -1,14 +1,15 @@
 """Retrying market-data reads within a slot's grace window: a decorator over any source.
 
 This module owns `RetryingSource`, the live daemon's answer to a flaky vendor. It wraps a
-`MarketDataSource` and retries a read that raised `DataUnavailable` (a timeout, a 429, a 5xx) with
-exponential backoff, but only while the next attempt still starts inside the grace window of the
-slot asked about (`at + grace`, on the daemon's clock); then it re-raises, and the cycle runner
-skips the slot with reason `data_unavailable`. Anything else propagates at once. Each failed
-attempt is one `vendor_read_failed` event naming the source, the read, its symbols and interval,
-the cause (`markets.failures`: dns, connect, timeout, http_<status>, empty, ...) and the attempt:
-at warning while a retry follows, at error when the read is given up. The cycle runner itself
-stays as replay uses it: the retry lives here, around the source.
+`MarketDataSource` and retries a read whose error `error_policy.action_for` says to retry (a
+`TransientError`: a timeout, a 429, a 5xx) with exponential backoff, but only while the next
+attempt still starts inside the grace window of the slot asked about (`at + grace`, on the daemon's
+clock); then it re-raises, and the cycle runner skips the slot with reason `data_unavailable`.
+Anything else (an interval or symbol the source does not serve, `NotServed`) propagates at once.
+Each failed attempt is one `vendor_read_failed` event naming the source, the read, its symbols
+and interval, the cause (`markets.failures`: dns, connect, timeout, http_<status>, empty, ...) and
+the attempt: at warning while a retry follows, at error when the read is given up. The cycle
+runner itself stays as replay uses it: the retry lives here, around the source.
 """
 
 from __future__ import annotations
@@ -22,15 +23,11 @@ from typing import Final, TypeVar
 import structlog
 
 from openbell.daemon.clock import Clock
+from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import (
-    ForwardingSource,
-    IntervalUnavailable,
-    MarketDataSource,
-    SymbolUnavailable,
-)
+from openbell.markets.sources import ForwardingSource, MarketDataSource
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -40,12 +37,10 @@ log = structlog.stdlib.get_logger(__name__)
 #: The first backoff, in seconds; each retry doubles it up to `MAX_BACKOFF_S`.
 FIRST_BACKOFF_S: Final = 1.0
 MAX_BACKOFF_S: Final = 60.0
-#: Errors that another attempt cannot fix.
-_FINAL: Final = (IntervalUnavailable, SymbolUnavailable)
 
 
 class RetryingSource(ForwardingSource):
-    """`source`, with each read retried on `DataUnavailable` while the slot's grace lasts."""
+    """`source`, with each read retried on a transient error while the slot's grace lasts."""
 
     def __init__(
         self,
@@ -88,9 +83,9 @@ class RetryingSource(ForwardingSource):
         while True:
             try:
                 return await read()
-            except _FINAL:
-                raise
-            except DataUnavailable as exc:
+            except Exception as exc:
+                if action_for(Stage.READ, exc) is not Action.RETRY:
+                    raise
                 # The backoff is real seconds; the deadline is on the daemon's clock, which runs
                 # faster under a test's fake clock: compare where the clock will be after it.
                 speed = getattr(self._clock, "speed", 1.0)
@@ -102,7 +97,7 @@ class RetryingSource(ForwardingSource):
                     source=self.name,
                     read=what,
                     **about,
-                    symbols=list(exc.symbols or (symbols or ())),
+                    symbols=list(_failed_symbols(exc) or symbols or ()),
                     cause=failure_cause(exc),
                     attempt=attempt,
                     retry_in_s=backoff_s if retry else None,
@@ -140,3 +135,8 @@ class RetryingSource(ForwardingSource):
         return await self._retry(
             lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news", symbols
         )
+
+
+def _failed_symbols(exc: Exception) -> tuple[str, ...]:
+    """The symbols a read failed for, when its error names them (else the whole read failed)."""
+    return exc.symbols if isinstance(exc, DataUnavailable) else ()

@@ -7,8 +7,10 @@ cycle still `claimed` by a dead run is taken over and completed), fetches the ma
 for all the slot's agents, applies the corporate actions that went ex (`corporate_actions.py`),
 runs each agent on a `Toolbox` bound to its account and cycle, writes
 the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle. It also writes the
-NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it, or
-stop the run for an operator) is decided by `actions.action_for` alone.
+NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it,
+pause its account, or stop the slot) is decided by `error_policy.action_for` alone. The runner
+keeps the accounts it paused (`paused`) and leaves them out of its later slots, for replay and
+live alike.
 
 Claims are leased: the runner knows the claims it is running (`held`), and the live daemon renews
 their lease while they run (`renew_leases`). A claim another run has taken meanwhile (its lease
@@ -122,6 +124,26 @@ class SlotReport:
         return sum(outcome.fills for outcome in self.outcomes)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PausedAccount:
+    """An account paused by this run (`Action.PAUSE`): its agent and market, and why: the class
+    and message of the operator error its cycle at `slot_at` failed with."""
+
+    account_id: int
+    agent: str
+    market: str
+    slot_at: datetime
+    error_class: str
+    error_message: str
+
+    def describe(self) -> str:
+        """E.g. `account 3 (agent llm, market us): LlmAuthError: HTTP 401 ...`."""
+        return (
+            f"account {self.account_id} (agent {self.agent}, market {self.market}): "
+            f"{self.error_class}: {self.error_message}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class _Claim:
     account_id: int
@@ -165,6 +187,12 @@ class CycleRunner:
         self._decide_timeout_s = decide_timeout_s
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
+        self._paused: dict[int, PausedAccount] = {}
+
+    @property
+    def paused(self) -> Mapping[int, PausedAccount]:
+        """The accounts this runner paused, by id; their later slots are not run."""
+        return dict(self._paused)
 
     @property
     def held(self) -> frozenset[int]:
@@ -201,10 +229,13 @@ class CycleRunner:
         """Run the cycle of each (account, agent) of `market` at `slot_at`.
 
         Agents decide as of `slot_at` (the slot is the decision time); `now` stamps the claims,
-        leases and finish times. Raises only for `Action.STOP`: every other failure is recorded
-        on its cycle.
+        leases and finish times. Accounts this runner paused are left out (no outcome). Raises
+        only for `Action.STOP`: every other failure is recorded on its cycle.
         """
         desk = self._desk(market)
+        accounts = [
+            (account_id, agent) for account_id, agent in accounts if account_id not in self._paused
+        ]
         outcomes: dict[int, CycleOutcome] = {}
         claims: list[_Claim] = []
         try:
@@ -384,7 +415,7 @@ class CycleRunner:
             async with asyncio.timeout(self._decide_timeout_s):
                 await claim.agent.decide(context)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            failure = self._failed(Stage.DECIDE, exc, claim, now)
+            failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
         try:
             valued = await write_slot_snapshot(
@@ -392,7 +423,7 @@ class CycleRunner:
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            unvalued = self._failed(Stage.SNAPSHOT, exc, claim, now)
+            unvalued = self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
             failure = failure or unvalued
         status = CycleStatus.DONE if failure is None else CycleStatus.FAILED
         if not (
@@ -421,9 +452,22 @@ class CycleRunner:
             taken_over=claim.taken_over,
         )
 
-    def _failed(self, stage: Stage, exc: Exception, claim: _Claim, now: datetime) -> Exception:
-        """`exc` when it fails only its cycle; else record the failure if possible, and raise."""
-        if action_for(stage, exc) is Action.FAIL:
+    def _failed(
+        self,
+        stage: Stage,
+        exc: Exception,
+        desk: MarketDesk,
+        claim: _Claim,
+        slot_at: datetime,
+        now: datetime,
+    ) -> Exception:
+        """`exc` when it fails only its cycle (pausing its account first, for `Action.PAUSE`);
+        else record the failure if possible, and raise."""
+        action = action_for(stage, exc)
+        if action is Action.PAUSE:
+            self._pause(desk.market, claim, slot_at, exc)
+            return exc
+        if action is Action.FAIL:
             return exc
         if not isinstance(exc, SQLAlchemyError):
             try:
@@ -431,6 +475,29 @@ class CycleRunner:
             except Exception as during:  # the ledger is broken too: report the first failure
                 raise exc from during
         raise exc
+
+    def _pause(self, market: str, claim: _Claim, slot_at: datetime, exc: Exception) -> None:
+        """Pause the claim's account for the rest of this run, and say so once."""
+        if claim.account_id in self._paused:
+            return
+        paused = PausedAccount(
+            account_id=claim.account_id,
+            agent=claim.agent.name,
+            market=market,
+            slot_at=slot_at,
+            error_class=type(exc).__name__,
+            error_message=_message(exc),
+        )
+        self._paused[claim.account_id] = paused
+        log.error(
+            "account_paused",
+            account_id=paused.account_id,
+            agent=paused.agent,
+            market=market,
+            slot_at=slot_at,
+            reason=paused.error_class,
+            error_message=paused.error_message,
+        )
 
     def _finish_failed(self, claim: _Claim, exc: Exception, now: datetime) -> bool:
         return self._finish(

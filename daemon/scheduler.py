@@ -9,8 +9,12 @@ instant logs `bell_skipped_closed` and rings nothing; an instant past the calend
 logs the operator error `calendar_horizon` and rings nothing. An open one is handed to the
 daemon's thin async callbacks, which call the cycle runner. Listeners turn `EVENT_JOB_MISSED` and
 `EVENT_JOB_MAX_INSTANCES` of a slot job into `missed` cycles (through the daemon's callback) and
-log `EVENT_JOB_ERROR`. Under a fake clock (tests only) the scheduler reads that clock and scales
-its waits by the clock's speed.
+log `EVENT_JOB_ERROR`. The daemon's clock is injected, not patched into APScheduler: APScheduler
+keeps time on the machine's clock, and each job's trigger is wrapped (`ClockTrigger`) to translate
+between the two (`ClockTime`), so that under a fake clock (tests only: an offset, a speed) the
+scheduler wakes at the machine instant where the fake clock reaches the fire time, and its misfire
+grace is the market's grace in machine seconds (at least one). Under the system clock the
+translation is the identity.
 """
 
 from __future__ import annotations
@@ -19,8 +23,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from datetime import datetime as _datetime
-from typing import Any, Final
+from typing import Final
 from zoneinfo import ZoneInfo
 
 import structlog
@@ -30,15 +33,14 @@ from apscheduler.events import (
     EVENT_JOB_MISSED,
     JobEvent,
 )
-from apscheduler.executors import base as executors_base
-from apscheduler.schedulers import base as schedulers_base
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 
 from openbell.daemon.clock import Clock, SystemClock
-from openbell.markets.calendars import CalendarOutOfRange, TradingCalendar, calendar_for
+from openbell.markets.calendars import TradingCalendar, calendar_for
+from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.rules import rules_for
 from openbell.markets.slots import slots_between
 
@@ -152,47 +154,57 @@ def report_horizon(bell: MarketBell, now: datetime, *, scheduled: bool) -> bool:
     return False
 
 
-class _ClockDatetime(_datetime):
-    """`datetime` whose `now()` reads the daemon's fake clock: installed into APScheduler's
-    scheduler and executor modules for tests that run the daemon on a `ScaledClock`."""
+class ClockTime:
+    """Translates between the machine's clock, on which APScheduler keeps time, and `clock`.
 
-    clock: Clock = SystemClock()
-
-    @classmethod
-    def now(cls, tz: Any = None) -> _datetime:  # type: ignore[override]
-        at = cls.clock.now()
-        return at if tz is None else at.astimezone(tz)
-
-
-class _ClockedScheduler(AsyncIOScheduler):  # type: ignore[misc]
-    """AsyncIOScheduler whose waits are in clock seconds divided by the clock's speed."""
-
-    def __init__(self, speed: float, **options: Any) -> None:
-        super().__init__(**options)
-        self._speed = speed
-
-    def _start_timer(self, wait_seconds: float | None) -> None:
-        super()._start_timer(None if wait_seconds is None else wait_seconds / self._speed)
-
-
-_clock_users: list[Clock] = []
-
-
-def _use_clock(clock: Clock | None) -> None:
-    """Point APScheduler at `clock` (None: this scheduler is done with its clock).
-
-    Schedulers running at once in one process (tests) must share one clock.
+    `clock` runs `speed` of its seconds per machine second (its `speed`, else 1) from where it was
+    when this was made; the system clock itself translates to itself. Fire times translated one
+    way are remembered, so that the way back gives them exactly (a cron trigger asked for the fire
+    after `previous` must get `previous` to the microsecond, or it may fire twice).
     """
-    if clock is None:
-        if _clock_users:
-            _clock_users.pop()
-        clock = _clock_users[-1] if _clock_users else SystemClock()
-    else:
-        _clock_users.append(clock)
-    _ClockDatetime.clock = clock
-    fake = not isinstance(clock, SystemClock)
-    for module in (schedulers_base, executors_base):
-        module.datetime = _ClockDatetime if fake else _datetime
+
+    def __init__(self, clock: Clock, machine: Clock | None = None) -> None:
+        machine = machine if machine is not None else SystemClock()
+        self.speed = float(getattr(clock, "speed", 1.0))
+        self._clock_at = clock.now()
+        self._machine_at = self._clock_at if isinstance(clock, SystemClock) else machine.now()
+        self._known: dict[datetime, datetime] = {}
+
+    def to_machine(self, at: datetime) -> datetime:
+        """The machine instant at which the clock shows `at`."""
+        machine_at = self._machine_at + (at - self._clock_at) / self.speed
+        self._known[machine_at] = at
+        return machine_at
+
+    def to_clock(self, machine_at: datetime) -> datetime:
+        """What the clock shows at the machine instant `machine_at`."""
+        known = self._known.get(machine_at)
+        if known is not None:
+            return known
+        return self._clock_at + (machine_at - self._machine_at) * self.speed
+
+    def seconds(self, clock_s: float) -> int:
+        """`clock_s` seconds of the clock in whole machine seconds, at least one (APScheduler's
+        misfire grace is a positive integer)."""
+        return max(1, int(clock_s / self.speed))
+
+
+class ClockTrigger(BaseTrigger):  # type: ignore[misc]
+    """`trigger`, whose fire times are on the daemon's clock, as seen on the machine's clock."""
+
+    def __init__(self, trigger: BaseTrigger, time: ClockTime) -> None:
+        self.trigger = trigger
+        self._time = time
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        previous = None if previous_fire_time is None else self._time.to_clock(previous_fire_time)
+        found = self.trigger.get_next_fire_time(previous, self._time.to_clock(now))
+        return None if found is None else self._time.to_machine(found)
+
+    def __str__(self) -> str:
+        return f"clock[{self.trigger}]"
 
 
 class Bells:
@@ -216,9 +228,8 @@ class Bells:
         self._on_horizon_check = on_horizon_check
         self._triggers: dict[str, BaseTrigger] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._scheduler = _ClockedScheduler(
-            float(getattr(clock, "speed", 1.0)), timezone=ZoneInfo("UTC")
-        )
+        self._time: ClockTime | None = None
+        self._scheduler = AsyncIOScheduler(timezone=ZoneInfo("UTC"))
 
     @property
     def markets(self) -> tuple[str, ...]:
@@ -227,18 +238,18 @@ class Bells:
 
     def start(self) -> None:
         """Add the jobs and start ringing (call from inside the running event loop)."""
-        _use_clock(self._clock)
+        self._time = time = ClockTime(self._clock)
         for market, bell in self._bells.items():
             for kind, trigger in (("slot", slot_trigger(bell)), ("close", close_trigger(bell))):
                 job_id = f"{market}:{kind}"
                 self._triggers[job_id] = trigger
                 self._scheduler.add_job(
                     self._ring,
-                    trigger,
+                    ClockTrigger(trigger, time),
                     args=(market, kind),
                     id=job_id,
                     name=job_id,
-                    misfire_grace_time=max(1, int(bell.grace.total_seconds())),
+                    misfire_grace_time=time.seconds(bell.grace.total_seconds()),
                     coalesce=True,
                     max_instances=1,
                     replace_existing=True,
@@ -246,9 +257,9 @@ class Bells:
         if self._on_horizon_check is not None:
             self._scheduler.add_job(
                 self._on_horizon_check,
-                CronTrigger(hour=0, minute=5, timezone=ZoneInfo("UTC")),
+                ClockTrigger(CronTrigger(hour=0, minute=5, timezone=ZoneInfo("UTC")), time),
                 id="calendar_horizon",
-                misfire_grace_time=3600,
+                misfire_grace_time=time.seconds(3600),
                 coalesce=True,
                 max_instances=1,
             )
@@ -269,13 +280,12 @@ class Bells:
         """Stop the scheduler; call after the running cycles have been drained."""
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
-            _use_clock(None)
 
     def next_fire(self, market: str, kind: str = "slot") -> datetime | None:
         """When the job of `market` and `kind` fires next (UTC), or None."""
         job = self._scheduler.get_job(f"{market}:{kind}")
-        at = None if job is None else job.next_run_time
-        return None if at is None else at.astimezone(UTC)
+        at = None if job is None or self._time is None else job.next_run_time
+        return None if at is None or self._time is None else self._time.to_clock(at).astimezone(UTC)
 
     async def _ring(self, market: str, kind: str) -> None:
         """The job: find the fire time served, ask the calendar, call the daemon."""
@@ -312,7 +322,8 @@ class Bells:
             return
         times = getattr(event, "scheduled_run_times", None) or [event.scheduled_run_time]
         for run_at in times:
-            at = run_at.astimezone(UTC)
+            at = run_at if self._time is None else self._time.to_clock(run_at)
+            at = at.astimezone(UTC)
             log.warning("bell_missed", job=event.job_id, slot_at=at, code=event.code)
             if kind == "slot" and market in self._bells:
                 task = asyncio.get_running_loop().create_task(self._missed(market, at))

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from openbell.markets.domain import MARKETS, Bar
-from openbell.markets.errors import ConfigError, OperatorError
+from openbell.markets.errors import BarFileError, ConfigError
 
 #: Version of the layout below; a reader refuses files of another version.
 FORMAT_VERSION: Final = "1"
@@ -51,10 +51,6 @@ _META_FIELDS: Final = (
 _TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 _PRECISION: Final = 38
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class BarFileError(OperatorError, ValueError):
-    """A bar file is missing, unreadable or not in the canonical format."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

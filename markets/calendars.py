@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 
 from openbell.markets.domain import check_utc
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import CalendarOutOfRange
 
 #: Sessions loaded from exchange_calendars start here (replay datasets do not go further back).
 FIRST_LOADED_SESSION = date(2000, 1, 1)
@@ -29,10 +29,6 @@ FIRST_LOADED_SESSION = date(2000, 1, 1)
 XNYS_LAST_LOADED_SESSION = date(2030, 12, 31)
 
 CALENDAR_IDS: frozenset[str] = frozenset({"XNYS", "XSHG", "24/7"})
-
-
-class CalendarOutOfRange(OperatorError):
-    """A date or instant lies outside the sessions a trading calendar knows."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,24 +1,45 @@
-"""The one exception root of openbell, with classes grouped by what the caller must do.
+"""The one exception tree of openbell, with classes grouped by what the caller must do.
 
 ```
 OpenbellError                  root; the docstring is the default message
-├── TransientError             retry later: network, rate limit, vendor 5xx, LLM timeout
-│   └── DataUnavailable        a market-data source could not answer for a slot
+├── TransientError             retry later: the same call may succeed
+│   ├── DataUnavailable        a market-data source could not answer for now (timeout, 5xx, empty)
+│   │   └── RateLimited        the vendor said "too often" (HTTP 429); `retry_after_s` if it said
+│   └── LlmUnavailable         the model endpoint failed even after retries; `attempts`
+├── NotServed                  the source does not serve this at all: retrying cannot help, ask
+│   │                          for something else (not transient, not an operator's problem)
+│   ├── IntervalUnavailable    bars of this `interval` are not served
+│   └── SymbolUnavailable      this `symbol` is not known (delisted, renamed, never listed)
 ├── RefusedError               refuse and record: a rule violation or bad agent output
 │   └── AgentError             an agent's tool call or output could not be used
-└── OperatorError              stop and call an operator
-    ├── ConfigError            the configuration file is missing or invalid
+│       └── LlmRefused         the model endpoint refused the request (another 4xx); `status`
+└── OperatorError              an operator must fix something
+    ├── ConfigError            the configuration is missing or invalid
+    │   └── InvalidConfig      a config file that does not validate; `problems`
     ├── SchemaError            the database schema is not what this version expects
-    └── LedgerBreach           a ledger invariant does not hold
+    ├── LedgerBreach           a ledger invariant does not hold
+    ├── LlmAuthError           the model endpoint refused the key, model or URL; `status`
+    ├── AccountsPaused         a run paused accounts for an operator error; `account_ids`
+    ├── CalendarOutOfRange     an instant outside the sessions a trading calendar knows
+    ├── BarFileError           a bar file is missing, unreadable or not canonical (a ValueError)
+    ├── SourceFormatError      a vendor file is not in its importer's shape (a ValueError)
+    ├── TraceNotFound          `openbell trace`: no such cycle
+    ├── NoSuchAccount          `openbell positions`: no such account
+    ├── ReportError            `openbell report`: no such agent, account or market
+    └── ExportError            `openbell export`: a value that the format cannot hold exactly
 ```
 
-Vendor exceptions are translated at their adapter with `raise ... from exc`. An order refused by the
-market rules is not an exception at all: execution returns a `Rejection`.
+Every class lives here; the modules that raise them import them. Errors carry their facts as
+attributes (`status`, `retry_after_s`, `interval`, `symbol`, `cause`, `symbols`, ...), not only in
+their message. What the daemon does about each class, while observing, deciding or reading, is
+decided in `openbell.daemon.error_policy` alone. Vendor exceptions are translated at their adapter
+with `raise ... from exc`. An order refused by the market rules is not an exception at all:
+execution returns a `Rejection`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 class OpenbellError(Exception):
@@ -26,6 +47,9 @@ class OpenbellError(Exception):
 
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or (self.__doc__ or "").strip())
+
+
+# -- transient: retry later ----------------------------------------------------------------------
 
 
 class TransientError(OpenbellError):
@@ -48,12 +72,81 @@ class DataUnavailable(TransientError):
         self.symbols = tuple(symbols)
 
 
+class RateLimited(DataUnavailable):
+    """The vendor refused the request for calling too often; back off before asking again.
+
+    `retry_after_s` is the wait the vendor asked for, when it said (None: it did not).
+    """
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        cause: str | None = None,
+        symbols: Iterable[str] = (),
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message, cause=cause, symbols=symbols)
+        self.retry_after_s = retry_after_s
+
+
+class LlmUnavailable(TransientError):
+    """The model endpoint did not answer successfully, even after retries; `attempts` are all
+    the requests made (`agents.llm.client.Attempt`s)."""
+
+    def __init__(self, message: str, attempts: Sequence[object] = ()) -> None:
+        super().__init__(message)
+        self.attempts = tuple(attempts)
+
+
+# -- not served: ask for something else ----------------------------------------------------------
+
+
+class NotServed(OpenbellError):
+    """The source does not serve this at all; asking again cannot help."""
+
+
+class IntervalUnavailable(NotServed):
+    """The source does not serve bars of the requested interval; `interval` is the one asked."""
+
+    def __init__(self, message: str | None = None, *, interval: str | None = None) -> None:
+        super().__init__(message)
+        self.interval = interval
+
+
+class SymbolUnavailable(NotServed):
+    """The vendor does not know the symbol (any more): delisted, renamed or never listed.
+
+    Batch reads (`bars`, `quote`) leave such a symbol out of their result instead; a read about
+    one symbol (an instrument's trading facts, fundamentals) raises this. `symbol` is the one
+    asked, when one was.
+    """
+
+    def __init__(self, message: str | None = None, *, symbol: str | None = None) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+
+
+# -- refused: refuse and record ------------------------------------------------------------------
+
+
 class RefusedError(OpenbellError):
     """A request was refused and recorded; retrying it unchanged will not help."""
 
 
 class AgentError(RefusedError):
     """An agent's tool call or output could not be used."""
+
+
+class LlmRefused(AgentError):
+    """The model endpoint refused the request; `status` is its HTTP status."""
+
+    def __init__(self, message: str | None = None, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# -- operator: an operator must act --------------------------------------------------------------
 
 
 class OperatorError(OpenbellError):
@@ -64,9 +157,68 @@ class ConfigError(OperatorError):
     """The configuration is missing or invalid."""
 
 
+class InvalidConfig(ConfigError):
+    """A config file that does not validate: `problems` has one line per problem, each naming the
+    file and the key; the exception's own text is the first of them and how many more there are.
+
+    Every key is checked (unknown keys, types, values); the checks across keys (each agent's
+    markets configured, no name twice) run once the keys they read are valid.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(problems[0] + more)
+        self.problems = tuple(problems)
+
+
 class SchemaError(OperatorError):
     """The database schema is not the one this version of openbell expects."""
 
 
 class LedgerBreach(OperatorError):
     """A ledger invariant does not hold."""
+
+
+class LlmAuthError(OperatorError):
+    """The model endpoint refused the credentials, the model or the URL; fix the agent's config.
+    `status` is its HTTP status (401, 403 or 404)."""
+
+    def __init__(self, message: str | None = None, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AccountsPaused(OperatorError):
+    """A run paused accounts whose agent raised an operator error; `account_ids` are theirs."""
+
+    def __init__(self, message: str | None = None, *, account_ids: Iterable[int] = ()) -> None:
+        super().__init__(message)
+        self.account_ids = tuple(account_ids)
+
+
+class CalendarOutOfRange(OperatorError):
+    """A date or instant lies outside the sessions a trading calendar knows."""
+
+
+class BarFileError(OperatorError, ValueError):
+    """A bar file is missing, unreadable or not in the canonical format."""
+
+
+class SourceFormatError(OperatorError, ValueError):
+    """A vendor file is not in the shape its importer expects."""
+
+
+class TraceNotFound(OperatorError):
+    """There is no such cycle in the ledger."""
+
+
+class NoSuchAccount(OperatorError):
+    """The ledger holds no account matching the filters."""
+
+
+class ReportError(OperatorError):
+    """The ledger holds no such agent, account or market."""
+
+
+class ExportError(OperatorError):
+    """A ledger value cannot be written exactly in the chosen export format."""

@@ -23,13 +23,9 @@ from types import MappingProxyType
 from typing import Final
 
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
-from openbell.markets.sources import (
-    FirstBars,
-    IntervalUnavailable,
-    MarketDataSource,
-    check_symbols,
-)
+from openbell.markets.sources import FirstBars, MarketDataSource, check_symbols
 
 MAX_LOOKBACK: Final = 1000
 MAX_NEWS: Final = 50
@@ -173,7 +169,8 @@ class PointInTimeGateway:
         if interval not in self._source.intervals:
             raise IntervalUnavailable(
                 f"no {interval} bars from {self._source.name}; "
-                f"it serves {', '.join(self._source.intervals)}"
+                f"it serves {', '.join(self._source.intervals)}",
+                interval=interval,
             )
 
     def _window_days(self, interval: str, lookback: int) -> int:

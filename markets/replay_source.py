@@ -22,8 +22,8 @@ from typing import Final
 
 from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
-from openbell.markets.errors import ConfigError
-from openbell.markets.sources import IntervalUnavailable, check_symbols, finest_first
+from openbell.markets.errors import ConfigError, IntervalUnavailable
+from openbell.markets.sources import check_symbols, finest_first
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -219,7 +219,8 @@ class ReplaySource:
         found = self._by_interval.get(interval)
         if found is None:
             raise IntervalUnavailable(
-                f"{self._name} has no {interval} bars; it serves {', '.join(self._intervals)}"
+                f"{self._name} has no {interval} bars; it serves {', '.join(self._intervals)}",
+                interval=interval,
             )
         return found
 

@@ -2,7 +2,7 @@
 
 This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
-`IntervalUnavailable`, `FirstBars` (the optional member of a source that knows each symbol's whole
+`FirstBars` (the optional member of a source that knows each symbol's whole
 history), and `ForwardingSource`, the base of the decorators that wrap a source. A
 source answers plain time-range questions and knows nothing of decision time: point-in-time
 filtering is the gateway's job (`gateway.py`), so a source may return a bar that has not finished
@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Final, Protocol, runtime_checkable
 
 from openbell.markets.domain import Bar, NewsItem, Quote
-from openbell.markets.errors import DataUnavailable
 
 #: The nominal length of each interval a source may serve; it orders intervals finest first.
 #: A daily bar really spans one session (6.5 h in New York), but it is still coarser than "1h".
@@ -24,22 +23,6 @@ INTERVAL_LENGTHS: Final[Mapping[str, timedelta]] = {
     "1h": timedelta(hours=1),
     "1d": timedelta(days=1),
 }
-
-
-class IntervalUnavailable(DataUnavailable):
-    """The source does not serve bars of the requested interval."""
-
-
-class RateLimited(DataUnavailable):
-    """The vendor refused the request for calling too often; back off before asking again."""
-
-
-class SymbolUnavailable(DataUnavailable):
-    """The vendor does not know the symbol (any more): delisted, renamed or never listed.
-
-    Batch reads (`bars`, `quote`) leave such a symbol out of their result instead; a read about
-    one symbol (an instrument's trading facts, fundamentals) raises this.
-    """
 
 
 def finest_first(intervals: Iterable[str]) -> tuple[str, ...]:
@@ -79,9 +62,10 @@ class MarketDataSource(Protocol):
     ============  ===========  =================================================================
 
     Failures: a network error, a rate limit or a vendor 5xx is translated at the adapter into
-    `DataUnavailable` (or a subclass: `RateLimited`, `SymbolUnavailable`) with
-    `raise ... from exc`; vendor exceptions never escape. Bad credentials or a bad exchange id are
-    an `OperatorError`.
+    `DataUnavailable` (or its `RateLimited`) with `raise ... from exc`; vendor exceptions never
+    escape. What a source does not serve at all (an interval, a symbol) is `NotServed`
+    (`IntervalUnavailable`, `SymbolUnavailable`), which no retry can help. Bad credentials or a
+    bad exchange id are an `OperatorError`.
     """
 
     @property

@@ -39,14 +39,14 @@ from openbell.daemon.live import run_live
 from openbell.daemon.live_plan import LEASE_S
 from openbell.daemon.oneshot import run_one_cycle
 from openbell.daemon.stopping import StartupStopped, StopRequest
-from openbell.markets.errors import ConfigError, OperatorError
+from openbell.markets.errors import ConfigError, InvalidConfig, OperatorError
 from openbell.ops import secrets
 from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
 from openbell.ops.cli_positions import register as register_positions_command
 from openbell.ops.cli_replay import register as register_replay_commands
 from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
-from openbell.ops.config import InvalidConfig, OpenbellConfig, default_config_text, load_config
+from openbell.ops.config import OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
 from openbell.ops.running import live_plan
 from openbell.store.db import parse_url

@@ -18,7 +18,7 @@ from typing import Annotated, TextIO
 import typer
 from rich.table import Table
 
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import NoSuchAccount
 from openbell.markets.rules import rules_for
 from openbell.ops import exporting, figures
 from openbell.ops.cli_common import (
@@ -38,10 +38,6 @@ class PositionsFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-class NoSuchAccount(OperatorError):
-    """The ledger holds no account matching the filters."""
 
 
 def _weight(account: AccountHoldings, amount: Decimal | None) -> str:

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from openbell.agents.aliases import unmask_text
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import TraceNotFound
 from openbell.markets.rules import rules_for
 from openbell.ops import figures
 from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
@@ -39,10 +39,6 @@ from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace, cycle_trace
 
 _CUT = 160
-
-
-class TraceNotFound(OperatorError):
-    """There is no such cycle in the ledger."""
 
 
 def _summary(text: str | None, full: bool) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from openbell.markets.errors import ConfigError
+from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
 
@@ -548,20 +548,6 @@ class OpenbellConfig(_Section):
                 "price_cached_per_mtok": found.cached_per_mtok,
             }
         )
-
-
-class InvalidConfig(ConfigError):
-    """A config file that does not validate: `problems` has one line per problem, each naming the
-    file and the key; the exception's own text is the first of them and how many more there are.
-
-    Every key is checked (unknown keys, types, values); the checks across keys (each agent's
-    markets configured, no name twice) run once the keys they read are valid.
-    """
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(problems[0] + more)
-        self.problems = tuple(problems)
 
 
 def load_config(path: str | PathLike[str]) -> OpenbellConfig:

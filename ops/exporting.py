@@ -20,7 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TextIO
 
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import ExportError
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import Panel
 from openbell.store.exports import Cell
@@ -299,10 +299,6 @@ def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Cell]], stream: Te
 #: 8 places, crypto quantities 5, NAV marks their product's 13).
 DECIMAL_PRECISION = 38
 DECIMAL_SCALE = 18
-
-
-class ExportError(OperatorError):
-    """A ledger value cannot be written exactly in the chosen export format."""
 
 
 def _arrow_type(column: str, decimals: Collection[str]) -> Any:

@@ -31,7 +31,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from sqlalchemy import Engine
 
 from openbell.markets.domain import CURRENCY_PLACES, check_market
-from openbell.markets.errors import OperatorError
+from openbell.markets.errors import ReportError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
@@ -46,10 +46,6 @@ MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
 DAILY_SPACING = timedelta(hours=20)
 
 _Window = tuple[datetime | None, datetime | None]
-
-
-class ReportError(OperatorError):
-    """The ledger holds no such agent, account or market."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,14 +10,15 @@ seconds; the sleep, the random source and the monotonic clock are injected, so t
 time. Every request is an `Attempt` (its number, latency, and for a failed one the `AttemptError`
 kind, a one-line redacted message and the wait before the next try), reported to the caller's
 `on_attempt` as it ends, the failed ones too, so none goes unrecorded even when the call raises.
-Errors are translated into the openbell tree (STYLE §8), by what the caller must do:
+Errors are translated into the openbell tree (STYLE §8, drawn in `markets.errors`, where these
+three classes live), by what the caller must do:
 
 ```
 LlmUnavailable(TransientError)  retries exhausted: the cycle fails, the next slot tries again
 LlmRefused(AgentError)          another 4xx (400, 413, 422, ...): the request itself was refused,
                                 e.g. a conversation past the context window; not retried
 LlmAuthError(OperatorError)     401, 403 or 404: a bad key, no access, or a wrong base_url or
-                                model; an operator must fix the config, so the run stops
+                                model; an operator must fix the config: the account is paused
 ```
 """
 
@@ -37,7 +38,7 @@ from typing import Any, Final
 import httpx
 
 from openbell.agents.llm.parse import Completion, MalformedResponse, parse_completion
-from openbell.markets.errors import AgentError, OperatorError, TransientError
+from openbell.markets.errors import LlmAuthError, LlmRefused, LlmUnavailable
 from openbell.store.redact import Redactor
 
 #: Status codes that mean "this request will never work with this config".
@@ -77,23 +78,6 @@ class Attempt:
     def ok(self) -> bool:
         """Whether this request got a completion."""
         return self.error is None
-
-
-class LlmUnavailable(TransientError):
-    """The model endpoint did not answer successfully, even after retries; `attempts` are all
-    the requests made."""
-
-    def __init__(self, message: str, attempts: tuple[Attempt, ...] = ()) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-
-
-class LlmRefused(AgentError):
-    """The model endpoint refused the request."""
-
-
-class LlmAuthError(OperatorError):
-    """The model endpoint refused the credentials, the model or the URL; fix the agent's config."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -301,11 +285,13 @@ class ChatClient:
         if status in AUTH_STATUSES:
             raise LlmAuthError(
                 f"{self.config.model} at {self.config.base_url}: HTTP {status}: "
-                f"{self._error_text(response)}; check base_url, model and the key's variable"
+                f"{self._error_text(response)}; check base_url, model and the key's variable",
+                status=status,
             )
         if status >= 400:
             raise LlmRefused(
-                f"HTTP {status} from {self.config.model}: {self._error_text(response)}"
+                f"HTTP {status} from {self.config.model}: {self._error_text(response)}",
+                status=status,
             )
         try:
             payload = response.json()

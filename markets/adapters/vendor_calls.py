@@ -19,8 +19,7 @@ from datetime import datetime, timedelta
 from typing import Final, Generic, TypeVar
 
 from openbell.markets.domain import Bar, NewsItem, check_utc
-from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import IntervalUnavailable
+from openbell.markets.errors import DataUnavailable, IntervalUnavailable
 
 T = TypeVar("T")
 
@@ -128,7 +127,9 @@ def check_bars_request(
 ) -> None:
     """Raise `IntervalUnavailable` for an interval `source` does not serve; refuse naive times."""
     if interval not in intervals:
-        raise IntervalUnavailable(f"{source} serves {', '.join(intervals)}, not {interval}")
+        raise IntervalUnavailable(
+            f"{source} serves {', '.join(intervals)}, not {interval}", interval=interval
+        )
     check_utc("start_at", start_at)
     check_utc("end_at", end_at)
 

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar
+from openbell.markets.errors import SourceFormatError
 from openbell.markets.importers.common import (
     DUPLICATE,
     NOT_A_SESSION,
@@ -33,7 +34,6 @@ from openbell.markets.importers.common import (
     BarCollector,
     ImportReport,
     Parsed,
-    SourceFormatError,
     merge,
     sessions,
 )

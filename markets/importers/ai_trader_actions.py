@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Final
 
 from openbell.markets.corporate_action_files import COLUMNS
+from openbell.markets.errors import SourceFormatError
 from openbell.markets.importers.ai_trader import COMMITS, REPO
-from openbell.markets.importers.common import SourceFormatError
 
 #: The Tushare files of the `cn-1d` bars, in priority order (a later file only adds new rows).
 CN_DAILY_FILES: Final = (

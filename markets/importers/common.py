@@ -21,7 +21,6 @@ import exchange_calendars as xcals
 import pandas as pd
 
 from openbell.markets.domain import Bar
-from openbell.markets.errors import OperatorError
 
 # Reasons a vendor row is dropped, as they appear in an `ImportReport`.
 UNPARSEABLE: Final = "unparseable"
@@ -37,10 +36,6 @@ IN_EARLIER_FILE: Final = "already_in_earlier_file"
 # The calendars are built for a fixed range, never "from today": imports must be reproducible.
 _CALENDAR_START: Final = "2015-01-01"
 _CALENDAR_END: Final = "2026-12-31"
-
-
-class SourceFormatError(OperatorError, ValueError):
-    """A vendor file is not in the shape its importer expects."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

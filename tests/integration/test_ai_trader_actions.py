@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from openbell.markets.corporate_action_files import read_actions
+from openbell.markets.errors import SourceFormatError
 from openbell.markets.importers.ai_trader_actions import build_cn_actions, derive_cn_dividends
-from openbell.markets.importers.common import SourceFormatError
 
 HEADER = "ts_code,trade_date,open,high,low,close,pre_close,change,pct_chg,vol,amount\n"
 EARLY = (

@@ -11,6 +11,7 @@ import pytest
 
 from openbell.markets.barfile import read_bars
 from openbell.markets.domain import Bar, utc
+from openbell.markets.errors import SourceFormatError
 from openbell.markets.importers.ai_trader import (
     build_dataset,
     main,
@@ -22,7 +23,6 @@ from openbell.markets.importers.ai_trader import (
     parse_us_daily,
     parse_us_hourly,
 )
-from openbell.markets.importers.common import SourceFormatError
 
 FIXTURES = Path(__file__).parents[1] / "resources" / "ai_trader"
 US_HOURLY = FIXTURES / "c8b24a0/data/daily_prices_AAPL.json"

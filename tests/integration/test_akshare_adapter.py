@@ -25,8 +25,7 @@ from offline import refuse_network, sync
 from openbell.markets.adapters.akshare import AkshareSource
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.corporate_actions import ActionKind
-from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import SymbolUnavailable
+from openbell.markets.errors import DataUnavailable, SymbolUnavailable
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "eastmoney"
 

@@ -23,8 +23,13 @@ from offline import refuse_network, sync
 
 from openbell.markets.adapters.ccxt import CcxtSource
 from openbell.markets.adapters.failures import failure_cause
-from openbell.markets.errors import ConfigError, DataUnavailable
-from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
+from openbell.markets.errors import (
+    ConfigError,
+    DataUnavailable,
+    IntervalUnavailable,
+    RateLimited,
+    SymbolUnavailable,
+)
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
 HOUR_MS = 3_600_000

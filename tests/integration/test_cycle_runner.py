@@ -189,11 +189,27 @@ def test_a_failing_agent_fails_only_its_own_cycle(ledger: Ledger) -> None:
         assert snapshot.marks["BTC/USDT"].price == Decimal(50000)
 
 
-def test_an_operator_error_is_recorded_then_stops_the_run(ledger: Ledger) -> None:
-    accounts = _accounts(ledger, Buyer("breach", error=LedgerBreach("cash went negative")))
-    with pytest.raises(LedgerBreach):
-        asyncio.run(_runner(ledger).run_slot("crypto", FIRST, accounts, FIRST))
-    assert _status(ledger, accounts[0][0], FIRST) is CycleStatus.FAILED
+def test_an_operator_error_of_an_agent_fails_its_cycle_and_pauses_its_account(
+    ledger: Ledger,
+) -> None:
+    """`Action.PAUSE`: the cycle is recorded failed, the slot's other agent runs, and the paused
+    account is left out of the runner's later slots (once logged `account_paused`)."""
+    accounts = _accounts(
+        ledger, Buyer("breach", error=LedgerBreach("cash went negative")), Buyer("fine")
+    )
+    (breach, _), (fine, _) = accounts
+    runner = _runner(ledger)
+    with capture_logs() as logs:
+        first = asyncio.run(runner.run_slot("crypto", FIRST, accounts, FIRST))
+        second = asyncio.run(runner.run_slot("crypto", FIRST + DAY, accounts, FIRST + DAY))
+    assert _status(ledger, breach, FIRST) is CycleStatus.FAILED
+    assert _status(ledger, fine, FIRST) is CycleStatus.DONE
+    assert (first.count(CycleStatus.FAILED), first.count(CycleStatus.DONE)) == (1, 1)
+    assert [outcome.account_id for outcome in second.outcomes] == [fine]
+    assert ledger.find_cycle(breach, FIRST + DAY) is None
+    assert set(runner.paused) == {breach}
+    [paused] = [line for line in logs if line["event"] == "account_paused"]
+    assert (paused["agent"], paused["reason"]) == ("breach", "LedgerBreach")
 
 
 def test_a_slot_without_data_is_skipped(ledger: Ledger, engine: Engine) -> None:

@@ -14,7 +14,8 @@ from agent_builders import US_OPEN, make_arena
 from llm_script import Body, completion, finish, tool_turn
 
 from openbell.agents.llm.agent import LlmAgent
-from openbell.agents.llm.client import ChatClient, ClientConfig, LlmUnavailable
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.markets.errors import LlmUnavailable
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
 

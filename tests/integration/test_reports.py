@@ -14,11 +14,12 @@ from report_builders import AAPL, INITIAL, SLOTS, Built, build_ledger
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Bar, utc
+from openbell.markets.errors import ReportError
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops import exporting
 from openbell.ops.benchmark import CD5_WEIGHTS, benchmark_navs, bundled_source
 from openbell.ops.ranking import Entrant, composite_rank
-from openbell.ops.reports import ReportError, infer_cadence, leaderboard, report
+from openbell.ops.reports import infer_cadence, leaderboard, report
 from openbell.ops.return_metrics import NavPoint, compute_panel, periods_per_year
 from openbell.store import exports
 from openbell.store.cache import SqlBarCache

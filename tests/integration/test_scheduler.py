@@ -2,7 +2,8 @@
 
 The triggers are the ones `Bells` schedules; walking them over a week and keeping the instants the
 calendar says are open must give exactly `slots_between` (the slot rule), across the US DST
-switches and the Shanghai lunch break. A real `Bells` on a fast fake clock rings and skips.
+switches and the Shanghai lunch break. A real `Bells` on a fast fake clock rings and skips, with
+the clock injected through its triggers: APScheduler itself is left alone.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from apscheduler.triggers.base import BaseTrigger
 
-from openbell.daemon.clock import ScaledClock
+from openbell.daemon.clock import ScaledClock, SimulatedClock
 from openbell.daemon.scheduler import (
     Bells,
+    ClockTime,
+    ClockTrigger,
     MarketBell,
     close_trigger,
     horizon_ok,
@@ -151,3 +154,46 @@ def test_bells_ring_open_slots_on_a_fast_fake_clock() -> None:
         ("cn", datetime(2026, 11, 2, 2, 30, tzinfo=UTC)),
         ("cn", datetime(2026, 11, 2, 5, 0, tzinfo=UTC)),
     ]
+
+
+def test_a_clock_trigger_fires_on_the_machine_when_the_clock_reaches_the_fire_time() -> None:
+    """At 3600x from 10:25 Shanghai, 10:30 is 1/12 machine second away, then 13:00 (after the
+    lunch break); the way back to the clock is exact."""
+    spec = MarketBell(market="cn", cadence="hourly", grace=timedelta(minutes=20))
+    clock_at = datetime(2026, 11, 2, 2, 25, tzinfo=UTC)
+    machine_at = datetime(2030, 1, 1, tzinfo=UTC)
+    clock = ScaledClock(clock_at, speed=3600, monotonic=lambda: 0.0)
+    time = ClockTime(clock, machine=SimulatedClock(machine_at))
+    trigger = ClockTrigger(slot_trigger(spec), time)
+    fire = trigger.get_next_fire_time(None, machine_at)
+    assert fire == machine_at + timedelta(seconds=300 / 3600)
+    assert time.to_clock(fire) == datetime(2026, 11, 2, 2, 30, tzinfo=UTC)
+    following = trigger.get_next_fire_time(fire, fire)
+    assert following is not None
+    assert time.to_clock(following) == datetime(2026, 11, 2, 5, 0, tzinfo=UTC)  # 13:00 local
+    assert time.seconds(spec.grace.total_seconds()) == 1
+
+
+def test_bells_leave_apschedulers_modules_alone() -> None:
+    from apscheduler.executors import base as executors_base
+    from apscheduler.schedulers import base as schedulers_base
+
+    spec = MarketBell(market="crypto", cadence="hourly", grace=timedelta(minutes=20))
+    clock = ScaledClock(datetime(2026, 11, 2, 2, 25, tzinfo=UTC), speed=1800)
+
+    async def nothing(market: str, at: datetime) -> None:
+        return None
+
+    async def main() -> None:
+        bells = Bells(
+            clock=clock, bells=[spec], on_slot=nothing, on_close=nothing, on_missed=nothing
+        )
+        bells.start()
+        try:
+            assert schedulers_base.datetime is datetime
+            assert executors_base.datetime is datetime
+            assert bells.next_fire("crypto") == datetime(2026, 11, 2, 3, 0, tzinfo=UTC)
+        finally:
+            bells.shutdown()
+
+    asyncio.run(main())

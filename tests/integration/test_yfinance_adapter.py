@@ -23,9 +23,13 @@ from yahoo_fake import Route, charts, payload, source
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.adapters.yfinance.parse import split_ratio
 from openbell.markets.corporate_actions import ActionKind
-from openbell.markets.errors import DataUnavailable
+from openbell.markets.errors import (
+    DataUnavailable,
+    IntervalUnavailable,
+    RateLimited,
+    SymbolUnavailable,
+)
 from openbell.markets.fundamentals import LiveFundamentals
-from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
 
 
 @pytest.fixture(autouse=True)

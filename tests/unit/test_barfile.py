@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openbell.markets.barfile import BarFileError, BarFileMeta, read_bars, write_bars
+from openbell.markets.barfile import BarFileMeta, read_bars, write_bars
 from openbell.markets.domain import Bar, utc
+from openbell.markets.errors import BarFileError
 
 HOUR = timedelta(hours=1)
 

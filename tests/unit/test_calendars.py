@@ -6,14 +6,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from openbell.markets.calendars import (
-    AlwaysOpenCalendar,
-    CalendarOutOfRange,
-    Session,
-    SessionCalendar,
-    calendar_for,
-)
+from openbell.markets.calendars import AlwaysOpenCalendar, Session, SessionCalendar, calendar_for
 from openbell.markets.domain import utc
+from openbell.markets.errors import CalendarOutOfRange
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from openbell.ops.config import InvalidConfig, load_config
+from openbell.markets.errors import InvalidConfig
+from openbell.ops.config import load_config
 
 MARKETS = """\
 [markets.us]

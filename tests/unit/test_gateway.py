@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
+from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.gateway import BarsResult, PointInTimeGateway, QuotesResult
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.sources import FirstBars, ForwardingSource, IntervalUnavailable
+from openbell.markets.sources import FirstBars, ForwardingSource
 
 T = TypeVar("T")
 SHANGHAI = ZoneInfo("Asia/Shanghai")

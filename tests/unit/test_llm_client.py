@@ -11,16 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from openbell.agents.llm.client import (
-    Attempt,
-    AttemptError,
-    ChatClient,
-    ClientConfig,
+from openbell.agents.llm.client import Attempt, AttemptError, ChatClient, ClientConfig
+from openbell.markets.errors import (
+    AgentError,
     LlmAuthError,
     LlmRefused,
     LlmUnavailable,
+    OperatorError,
+    TransientError,
 )
-from openbell.markets.errors import AgentError, OperatorError, TransientError
 
 KEY = "sk-test-abcdefghijklmnop"
 OK: dict[str, Any] = {

@@ -13,9 +13,9 @@ import pytest
 
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
-from openbell.markets.errors import ConfigError
+from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.sources import IntervalUnavailable, MarketDataSource
+from openbell.markets.sources import MarketDataSource
 
 T = TypeVar("T")
 HOUR = timedelta(hours=1)

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from openbell.markets.barfile import read_bundled
-from openbell.markets.calendars import CalendarOutOfRange
 from openbell.markets.domain import Bar, utc
+from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import (
     observed_slots_per_session,

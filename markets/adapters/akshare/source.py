@@ -57,8 +57,8 @@ from openbell.markets.adapters.vendor_calls import (
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.corporate_actions import CorporateAction, in_apply_order
 from openbell.markets.domain import Bar, NewsItem, Quote
-from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
+from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
+from openbell.markets.sources import check_symbols
 from openbell.markets.universes import Universe
 
 # akshare 1.19 uses pandas APIs that pandas 3 deprecates (`inplace=`, a format with integer
@@ -289,8 +289,10 @@ class AkshareSource:
         try:
             frame = await self._call("index_stock_cons_csindex", symbol=index)
         except _NoData as exc:
-            raise SymbolUnavailable(f"CSIndex has no member list for {index}") from exc
+            raise SymbolUnavailable(
+                f"CSIndex has no member list for {index}", symbol=index
+            ) from exc
         found = parse_members(frame, name)
         if found is None:
-            raise SymbolUnavailable(f"CSIndex has no member list for {index}")
+            raise SymbolUnavailable(f"CSIndex has no member list for {index}", symbol=index)
         return found

@@ -26,8 +26,13 @@ from ccxt.base.decimal_to_precision import DECIMAL_PLACES, TICK_SIZE
 from openbell.markets.adapters import failures
 from openbell.markets.adapters.vendor_rows import decimal, finished_bars, make_bar
 from openbell.markets.domain import CURRENCY_PLACES, Bar, Instrument, Quote
-from openbell.markets.errors import ConfigError, DataUnavailable, OpenbellError
-from openbell.markets.sources import RateLimited, SymbolUnavailable
+from openbell.markets.errors import (
+    ConfigError,
+    DataUnavailable,
+    OpenbellError,
+    RateLimited,
+    SymbolUnavailable,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -30,13 +30,13 @@ from openbell.markets.adapters.ccxt.parse import (
 )
 from openbell.markets.adapters.vendor_calls import Now, check_live
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote, check_utc
-from openbell.markets.errors import ConfigError, DataUnavailable
-from openbell.markets.sources import (
-    INTERVAL_LENGTHS,
+from openbell.markets.errors import (
+    ConfigError,
+    DataUnavailable,
     IntervalUnavailable,
     SymbolUnavailable,
-    check_symbols,
 )
+from openbell.markets.sources import INTERVAL_LENGTHS, check_symbols
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class CcxtSource:
         markets = await self._markets()
         found = markets.get(symbol)
         if found is None:
-            raise SymbolUnavailable(f"{self.name} does not list {symbol}")
+            raise SymbolUnavailable(f"{self.name} does not list {symbol}", symbol=symbol)
         return parse_instrument(found, int(self._exchange.precisionMode))
 
     async def bars(
@@ -142,7 +142,9 @@ class CcxtSource:
     ) -> Mapping[str, Sequence[Bar]]:
         """Closed candles starting in `[start_at, end_at)`, by symbol, oldest first."""
         if interval not in INTERVALS or interval not in (self._exchange.timeframes or {}):
-            raise IntervalUnavailable(f"{self.name} serves {', '.join(INTERVALS)}, not {interval}")
+            raise IntervalUnavailable(
+                f"{self.name} serves {', '.join(INTERVALS)}, not {interval}", interval=interval
+            )
         check_utc("start_at", start_at)
         check_utc("end_at", end_at)
         length = INTERVAL_LENGTHS[interval]

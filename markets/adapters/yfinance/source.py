@@ -57,9 +57,9 @@ from openbell.markets.adapters.yfinance.watch import YahooWatch, describe
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
-from openbell.markets.errors import DataUnavailable
+from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.sources import RateLimited, SymbolUnavailable, check_symbols
+from openbell.markets.sources import check_symbols
 
 # yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
 # and the warning is not ours to fix (pyproject filters the same one for the tests).
@@ -360,5 +360,5 @@ class YahooSource:
             raise DataUnavailable(f"yfinance info of {ticker} failed: {exc!r}") from exc
         found = parse_info(info if isinstance(info, Mapping) else {}, symbol, fetched_at)
         if found is None:
-            raise SymbolUnavailable(f"Yahoo knows no symbol {ticker}")
+            raise SymbolUnavailable(f"Yahoo knows no symbol {ticker}", symbol=symbol)
         return found

@@ -75,6 +75,14 @@ class Market(StrEnum):
     crypto = "crypto"
 
 
+class TableFormat(StrEnum):
+    """Values of `--format` of the commands that print tables: for people, or JSON or CSV."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
 class LogFormat(StrEnum):
     """Values of `--log-format`."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from decimal import Decimal
-from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
@@ -23,6 +22,7 @@ from openbell.ops.cli.common import (
     ConfigOption,
     DbOption,
     Market,
+    TableFormat,
     load_command_config,
     open_ledger,
     print_tables,
@@ -32,14 +32,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from openbell.store.holdings import AccountHoldings
-
-
-class PositionsFormat(StrEnum):
-    """Values of `positions --format`."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
 
 
 class NoSuchAccount(OperatorError):
@@ -85,14 +77,14 @@ def positions_table(account: AccountHoldings) -> Table:
     return table
 
 
-def print_positions(accounts: list[AccountHoldings], fmt: PositionsFormat, stream: TextIO) -> None:
+def print_positions(accounts: list[AccountHoldings], fmt: TableFormat, stream: TextIO) -> None:
     """Write `accounts` to `stream` as tables, one JSON document or one CSV table."""
     from openbell.ops import exporting
 
-    if fmt is PositionsFormat.json:
+    if fmt is TableFormat.json:
         document = {"accounts": [exporting.positions_record(account) for account in accounts]}
         stream.write(json.dumps(document, indent=2) + "\n")
-    elif fmt is PositionsFormat.csv:
+    elif fmt is TableFormat.csv:
         exporting.positions_csv(accounts, stream)
     else:
         print_tables([positions_table(account) for account in accounts], stream)
@@ -108,8 +100,8 @@ def positions_command(
         str | None, typer.Option("--agent", help="Only this agent's accounts.")
     ] = None,
     fmt: Annotated[
-        PositionsFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = PositionsFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:

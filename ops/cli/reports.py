@@ -25,6 +25,7 @@ from openbell.ops.cli.common import (
     ConfigOption,
     DbOption,
     Market,
+    TableFormat,
     load_command_config,
     open_ledger,
     print_tables,
@@ -34,14 +35,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from openbell.ops.reports import Leaderboard, LeaderboardRow
-
-
-class BoardFormat(StrEnum):
-    """Values of `leaderboard --format`."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
 
 
 class ExportFormat(StrEnum):
@@ -146,16 +139,16 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
 
 
 def print_leaderboards(
-    boards: list[Leaderboard], fmt: BoardFormat, stream: TextIO, *, wide: bool = False
+    boards: list[Leaderboard], fmt: TableFormat, stream: TextIO, *, wide: bool = False
 ) -> None:
     """Write `boards` to `stream` as rich tables (compact, or `wide`), one JSON document, or one
     CSV table."""
     from openbell.ops import exporting
 
-    if fmt is BoardFormat.json:
+    if fmt is TableFormat.json:
         document = {"leaderboards": [exporting.leaderboard_record(b) for b in boards]}
         stream.write(json.dumps(document, indent=2) + "\n")
-    elif fmt is BoardFormat.csv:
+    elif fmt is TableFormat.csv:
         exporting.leaderboard_csv(boards, stream)
     elif not boards:
         stream.write("no accounts in the ledger yet\n")
@@ -169,8 +162,8 @@ def leaderboard_command(
     start: DateOption = None,
     end: DateOption = None,
     fmt: Annotated[
-        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = BoardFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
     wide: Annotated[
         bool, typer.Option("--wide", help="Show the whole metric panel, not the compact table.")
     ] = False,
@@ -310,8 +303,8 @@ def demo_command(
     start: DateOption = None,
     end: DateOption = None,
     fmt: Annotated[
-        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = BoardFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
 ) -> None:
     """Replay the bundled data of all three markets with every baseline, then print the boards.
 

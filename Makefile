@@ -18,7 +18,11 @@ $(BIN)/.installed: pyproject.toml
 install: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
 
-test: install lint typecheck layers pytest
+# Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory install lint typecheck layers pytest; status=$$?; \
+	echo "make test: $$(($$(date +%s) - start)) s"; exit $$status
 
 lint:
 	$(BIN)/ruff check .

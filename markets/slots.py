@@ -145,7 +145,7 @@ def observed_slots_per_session(market: str, slot_times: Sequence[datetime]) -> i
         return None
     for at in slot_times:
         check_utc("slot_times", at)
-    zone = ZoneInfo(_calendar(market).timezone)
+    zone = ZoneInfo(rules_for(market).timezone)  # the calendar's zone, without building it
     per_session = Counter(at.astimezone(zone).date() for at in set(slot_times))
     return statistics.median_high(per_session.values())
 

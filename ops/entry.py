@@ -1,9 +1,10 @@
-"""The `openbell` console script: it catches a stop before the command line's heavy imports.
+"""The `openbell` console script: it catches a stop before the command line's imports.
 
-Importing the command line takes a second or more (pandas, SQLAlchemy, the vendor adapters); a
-SIGINT or SIGTERM in that time must be neither lost nor fatal mid-way. So this module imports only
-`openbell.daemon.stopping`, records both signals in a `StopRequest` first, and only then imports
-`openbell.ops.cli`, whose `main` decides what the request means for the command run.
+Importing the command line, and then what a command runs on (pandas, SQLAlchemy, the vendor
+adapters, imported by the command when it runs), takes time; a SIGINT or SIGTERM in that time must
+be neither lost nor fatal mid-way. So this module imports only `openbell.daemon.stopping`, records
+both signals in a `StopRequest` first, and only then imports `openbell.ops.cli`, whose `main`
+decides what the request means for the command run.
 """
 
 from __future__ import annotations

@@ -21,16 +21,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-import structlog
-
-from openbell.ops.config import LlmAgentConfig, OpenbellConfig
-from openbell.store.db import parse_url
-from openbell.store.exports import Cell
 from openbell.store.redact import MIN_SECRET_CHARS, Redactor
 
-log = structlog.stdlib.get_logger(__name__)
+if TYPE_CHECKING:
+    from openbell.ops.config import OpenbellConfig
+    from openbell.store.exports import Cell
+
+# The command line wraps its output in `masked_output` before it knows the command: this module
+# imports the config, the store and structlog only when a config's secrets are read, so that
+# `openbell --help` does not pay for them.
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,9 @@ class NamedSecret:
 def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> list[NamedSecret]:
     """The secret values `config` brings in: agents' keys (when their variable is set), the
     store URL's password and, for a Postgres store, `PGPASSWORD` (when it is set)."""
+    from openbell.ops.config import LlmAgentConfig
+    from openbell.store.db import parse_url
+
     found: list[NamedSecret] = []
     for agent in config.agents:
         if isinstance(agent, LlmAgentConfig) and agent.api_key_env is not None:
@@ -78,6 +82,9 @@ _active = _Active()
 def activate(config: OpenbellConfig, environ: Mapping[str, str]) -> Redactor:
     """Make the redactor of `config` the one this process prints through; warn about any secret
     too short to be masked."""
+    import structlog
+
+    log = structlog.stdlib.get_logger(__name__)
     secrets = configured_secrets(config, environ)
     for secret in secrets:
         if len(secret.value) < MIN_SECRET_CHARS:

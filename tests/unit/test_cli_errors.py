@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
+from openbell.daemon import live
 from openbell.daemon.live_plan import LivePlan
 from openbell.ops import cli
 from openbell.ops.config import default_config_text
@@ -34,7 +35,7 @@ def test_unexpected_error_is_one_redacted_line_and_a_json_log(
         api_key = LEAKY
         raise RuntimeError(f"vendor said no to {api_key}")
 
-    monkeypatch.setattr(cli, "run_live", explode)
+    monkeypatch.setattr(live, "run_live", explode)
     path = tmp_path / "openbell.toml"
     path.write_text(default_config_text(), encoding="utf-8")
 
@@ -72,7 +73,7 @@ def test_a_configured_key_is_masked_in_every_form_in_all_the_command_prints(
         print(f"the model said {key.removeprefix('sk-')}")
         raise RuntimeError(f"vendor said no to {escaped}")
 
-    monkeypatch.setattr(cli, "run_live", explode)
+    monkeypatch.setattr(live, "run_live", explode)
     monkeypatch.setenv("OPENBELL_UNIT_KEY", key)
     path = tmp_path / "openbell.toml"
     path.write_text(

@@ -1,14 +1,20 @@
-"""`-h` is `--help` on every command and group, and `--version` prints the installed version."""
+"""`-h` is `--help` on every command and group, `--version` prints the installed version, and
+neither imports more than typer and the standard library."""
 
 from __future__ import annotations
 
+import inspect
+import subprocess
+import sys
 from importlib.metadata import version
 from typing import Any
 
 import pytest
 import typer
 
+from openbell.daemon.live_plan import LEASE_S
 from openbell.ops import cli
+from openbell.ops.cli import daemon
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -47,3 +53,58 @@ def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]
     assert (out, err) == (f"openbell {version('openbell')}\n", "")
     assert cli.main(["-V"]) == 0
     assert capsys.readouterr().out == out
+
+
+#: What the command line must not import before a command runs: `--help` (and building the app)
+#: pays only for typer and the standard library.
+HEAVY = (
+    "alembic",
+    "akshare",
+    "apscheduler",
+    "ccxt",
+    "exchange_calendars",
+    "httpx",
+    "matplotlib",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "pydantic",
+    "rich",
+    "sqlalchemy",
+    "sqlmodel",
+    "structlog",
+    "yfinance",
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "typers_own"),
+    [
+        (["--help"], set()),
+        (["--version"], set()),
+        # typer validates a command's options through pydantic, which it imports to do so.
+        (["leaderboard", "--help"], {"pydantic"}),
+        (["run", "--help"], {"pydantic"}),
+    ],
+)
+def test_help_imports_nothing_heavy(argv: list[str], typers_own: set[str]) -> None:
+    watched = set(HEAVY) - typers_own
+    program = (
+        "import sys\n"
+        "from openbell.ops.entry import main\n"
+        f"sys.argv = ['openbell', *{argv!r}]\n"
+        "code = main()\n"
+        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {watched!r})\n"
+        "print('heavy:', heavy, file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "heavy: []"
+
+
+def test_run_lease_default_is_the_daemon_s() -> None:
+    lease = inspect.signature(daemon.run).parameters["lease_s"].default
+    assert lease == LEASE_S

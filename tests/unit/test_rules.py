@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Instrument
 from openbell.markets.rules import (
     CN,
@@ -313,3 +314,8 @@ def test_with_costs_replaces_only_what_is_given(
 def test_with_costs_refuses_a_negative_cost() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         with_costs(US, slippage_bps=D(-1))
+
+
+@pytest.mark.parametrize("rules", [US, CN, CRYPTO], ids=lambda rules: rules.market)
+def test_the_rules_zone_is_the_calendar_s(rules: MarketRules) -> None:
+    assert rules.timezone == calendar_for(rules.calendar_id).timezone

@@ -12,32 +12,26 @@ from __future__ import annotations
 import json
 import sys
 from decimal import Decimal
-from enum import StrEnum
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from rich.table import Table
 
 from openbell.markets.errors import NoSuchAccount
-from openbell.markets.rules import rules_for
-from openbell.ops import exporting, figures
-from openbell.ops.cli_common import (
+from openbell.ops import figures
+from openbell.ops.cli.common import (
     ConfigOption,
     DbOption,
     Market,
+    TableFormat,
     load_command_config,
     open_ledger,
     print_tables,
 )
-from openbell.store.holdings import AccountHoldings, account_holdings
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-class PositionsFormat(StrEnum):
-    """Values of `positions --format`."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
+    from openbell.store.holdings import AccountHoldings
 
 
 def _weight(account: AccountHoldings, amount: Decimal | None) -> str:
@@ -47,6 +41,11 @@ def _weight(account: AccountHoldings, amount: Decimal | None) -> str:
 
 def positions_table(account: AccountHoldings) -> Table:
     """`account`'s holdings, cash and total as a table for people."""
+    from rich.table import Table
+
+    from openbell.markets.rules import rules_for
+    from openbell.ops import exporting
+
     step = rules_for(account.market).quantity_step
     table = Table(
         title=f"{account.agent} in {account.market} ({account.currency})", title_justify="left"
@@ -74,12 +73,14 @@ def positions_table(account: AccountHoldings) -> Table:
     return table
 
 
-def print_positions(accounts: list[AccountHoldings], fmt: PositionsFormat, stream: TextIO) -> None:
+def print_positions(accounts: list[AccountHoldings], fmt: TableFormat, stream: TextIO) -> None:
     """Write `accounts` to `stream` as tables, one JSON document or one CSV table."""
-    if fmt is PositionsFormat.json:
+    from openbell.ops import exporting
+
+    if fmt is TableFormat.json:
         document = {"accounts": [exporting.positions_record(account) for account in accounts]}
         stream.write(json.dumps(document, indent=2) + "\n")
-    elif fmt is PositionsFormat.csv:
+    elif fmt is TableFormat.csv:
         exporting.positions_csv(accounts, stream)
     else:
         print_tables([positions_table(account) for account in accounts], stream)
@@ -95,12 +96,14 @@ def positions_command(
         str | None, typer.Option("--agent", help="Only this agent's accounts.")
     ] = None,
     fmt: Annotated[
-        PositionsFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = PositionsFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
     """Each account's cash and open positions: quantity, average cost, last mark, value, weight."""
+    from openbell.store.holdings import account_holdings
+
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = account_holdings(engine, market=market.value if market else None, agent=agent)
@@ -111,8 +114,3 @@ def positions_command(
         who = f" of agent {agent!r}" if agent else ""
         raise NoSuchAccount(f"no account{who}{where} in the ledger")
     print_positions(found, fmt, sys.stdout)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `positions` to the `openbell` app."""
-    app.command("positions")(positions_command)

@@ -3,8 +3,8 @@
 This module owns these commands' options and output. `replay` runs the configured markets' agents
 over recorded bars on a simulated clock (`ops.replaying`), with a progress bar on stderr and one
 summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
-data. `register` adds them to the `openbell` app. Errors follow the CLI's contract: one line on
-stderr, exit 2 for bad input (dates, an unknown market, an existing replay without `--resume`).
+data. Errors follow the CLI's contract: one line on stderr, exit 2 for bad input (dates, an
+unknown market, an existing replay without `--resume`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import sys
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
-from openbell.markets.importers.ai_trader import build_dataset
-from openbell.ops.cli_common import ConfigOption, Market, load_command_config
-from openbell.ops.config import OpenbellConfig
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.cli.common import ConfigOption, Market, help_without_command, load_command_config
+
+if TYPE_CHECKING:
+    from openbell.ops.config import OpenbellConfig
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
 DEFAULT_BARS_DIR = Path("var/data/bars")
@@ -130,6 +130,8 @@ def replay(
     --allow-outside-coverage (or allow_outside_coverage = true in the market's section) accepts
     it; the replay then warns in the log and under the summary.
     """
+    from openbell.ops.replaying import replay_from_config
+
     loaded = _load(ctx, config, log_level)
     report = replay_from_config(
         loaded,
@@ -166,6 +168,8 @@ def data_import(
     The bundled bars are package data and are not overwritten: the files go to --out (default
     ./var/data/bars), which a market reads with source = "replay:./var/data/bars".
     """
+    from openbell.markets.importers.ai_trader import build_dataset
+
     report = build_dataset(source_dir, out)
     typer.echo(report.summary())
     typer.echo(f"wrote {len(report.bars_written)} bar files to {out}")
@@ -174,12 +178,4 @@ def data_import(
 @data_app.callback(invoke_without_command=True)
 def _data(ctx: typer.Context) -> None:
     """Build replay datasets."""
-    if ctx.invoked_subcommand is None:  # a group without a command: its help, exit 2
-        typer.echo(ctx.get_help())
-        raise typer.Exit(2)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `replay` and `data import` to the `openbell` app."""
-    app.command("replay")(replay)
-    app.add_typer(data_app, name="data")
+    help_without_command(ctx)

@@ -19,24 +19,21 @@ import dataclasses
 import json
 import sys
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from openbell.agents.aliases import unmask_text
 from openbell.markets.errors import TraceNotFound
-from openbell.markets.rules import rules_for
 from openbell.ops import figures
-from openbell.ops.cli_common import ConfigOption, DbOption, load_command_config, open_ledger
-from openbell.ops.exporting import decimal_text
-from openbell.store.cycle_trades import CycleOrder, orders_of_cycle
-from openbell.store.ledger import Ledger
-from openbell.store.masking_keys import MaskingKey
-from openbell.store.records import CycleUsage, TraceEntry
-from openbell.store.traces import CycleTrace, cycle_trace
+from openbell.ops.cli.common import ConfigOption, DbOption, load_command_config, open_ledger
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from openbell.store.cycle_trades import CycleOrder
+    from openbell.store.masking_keys import MaskingKey
+    from openbell.store.records import CycleUsage, TraceEntry
+    from openbell.store.traces import CycleTrace
 
 _CUT = 160
 
@@ -139,6 +136,9 @@ def _record(found: CycleTrace) -> dict[str, Any]:
 
 def unmasked(found: CycleTrace, key: MaskingKey) -> CycleTrace:
     """`found` with its texts unmasked by its account's `key` (see `unmask_text`)."""
+    from openbell.agents.aliases import unmask_text
+    from openbell.markets.rules import rules_for
+
     timezone = rules_for(found.market).timezone
 
     def real(text: str | None) -> str | None:
@@ -167,6 +167,9 @@ def print_trace(
     found: CycleTrace, console: Console, *, full: bool = False, note: str | None = None
 ) -> None:
     """The header (with `note` under it, if any) and the table of `found`."""
+    from rich.table import Table
+    from rich.text import Text
+
     console.print(
         Text(
             f"cycle {found.cycle_id}: {found.agent} ({found.agent_kind}) in {found.market} at "
@@ -191,6 +194,8 @@ def print_trace(
 
 def _note(order: CycleOrder, step: Decimal) -> str:
     """Why the order was placed and what came of it, beyond the table's columns."""
+    from openbell.ops.exporting import decimal_text
+
     parts: list[str] = []
     if order.reject_reason:
         parts.append(f"{order.reject_reason}: {order.reject_message or ''}".rstrip(": "))
@@ -210,6 +215,11 @@ def _note(order: CycleOrder, step: Decimal) -> str:
 
 def print_orders(orders: list[CycleOrder], market: str, console: Console) -> None:
     """The cycle's orders, each with its fill (price, notional, fees) or its rejection."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from openbell.markets.rules import rules_for
+
     if not orders:
         console.print("no orders in this cycle")
         return
@@ -239,6 +249,8 @@ def print_orders(orders: list[CycleOrder], market: str, console: Console) -> Non
 
 
 def _orders_record(orders: list[CycleOrder]) -> list[dict[str, Any]]:
+    from openbell.ops.exporting import decimal_text
+
     def exact(value: Decimal | None) -> str | None:
         return None if value is None else decimal_text(value)
 
@@ -289,6 +301,12 @@ def trace_command(
     db: DbOption = None,
 ) -> None:
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
+    from rich.console import Console
+
+    from openbell.store.cycle_trades import orders_of_cycle
+    from openbell.store.ledger import Ledger
+    from openbell.store.traces import cycle_trace
+
     engine = open_ledger(load_command_config(ctx, config, db=db, fmt="console"))
     key: MaskingKey | None = None
     try:
@@ -315,8 +333,3 @@ def trace_command(
     console = Console(file=sys.stdout, width=wide, highlight=False)
     print_trace(found, console, full=full, note=unmask_note(unit) if unmask else None)
     print_orders(orders, found.market, console)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `trace` to the `openbell` app."""
-    app.command("trace")(trace_command)

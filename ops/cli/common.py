@@ -1,12 +1,17 @@
-"""What the `openbell` command modules share: the `--config`, `--db` and `--market` options, and
-loading a command's config with logging set up on stderr.
+"""What the `openbell` command modules share: the global options' values, the `--config`, `--db`
+and `--market` options, and loading a command's config with logging set up.
 
-`cli.py` owns the app and its global options (`--config`, `--log-format`); the command modules
-registered on it (`cli_replay`, `cli_reports`, `cli_trace`, `cli_positions`) read those through
-`load_command_config` so that a command's own `--config` wins over the global one, which wins over
-`./openbell.toml`. A command that reads a ledger takes `--db`: a SQLite file or a database URL
+`app.py` owns the app and its global options (`--config`, `--log-format`), which it leaves in the
+root context as `GlobalOptions`, and the process's `CommandState` (the stop request, whether
+logging is set up). The command modules read them through `load_config_logged` and
+`load_command_config`, so that a command's own `--config` wins over the global one, which wins
+over `./openbell.toml`. A command that reads a ledger takes `--db`: a SQLite file or a database URL
 that replaces the config's `[store] url`; with `--db` and no config file named, `./openbell.toml`
 is read if it exists and not needed otherwise. Tables for people are printed by `print_tables`.
+
+This module, like every command module, imports at its top only what building the app needs
+(typer and the options' types), so that `openbell --help` starts fast; what a command runs on
+(config, store, rich) is imported when it runs, and annotated under `TYPE_CHECKING`.
 """
 
 from __future__ import annotations
@@ -14,21 +19,27 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
-from sqlalchemy import Engine
 
+from openbell.daemon.stopping import StopRequest
 from openbell.markets.errors import ConfigError
-from openbell.ops import secrets
-from openbell.ops.config import OpenbellConfig, StoreConfig, load_config
-from openbell.ops.logs import configure_logging
-from openbell.store.db import check_schema, make_engine
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from sqlalchemy import Engine
+    from structlog.stdlib import BoundLogger
+
+    from openbell.ops.config import OpenbellConfig
+
+PROG = "openbell"
+DEFAULT_CONFIG = Path("openbell.toml")
+#: The name the command line logs under (its lines' `logger`).
+LOGGER_NAME = "openbell.ops.cli"
 
 ConfigOption = Annotated[
     Path | None,
@@ -64,6 +75,81 @@ class Market(StrEnum):
     crypto = "crypto"
 
 
+class TableFormat(StrEnum):
+    """Values of `--format` of the commands that print tables: for people, or JSON or CSV."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class LogFormat(StrEnum):
+    """Values of `--log-format`."""
+
+    json = "json"
+    console = "console"
+
+
+@dataclass(frozen=True)
+class GlobalOptions:
+    """The global options' values, the root context's object."""
+
+    config: Path
+    log_format: LogFormat | None
+
+
+@dataclass
+class CommandState:
+    """The running command's stop request, and whether its logging is set up."""
+
+    logging_ready: bool = False
+    stop: StopRequest = field(default_factory=StopRequest)
+
+
+#: The state of the command this process runs (`app.main` sets its stop request).
+state = CommandState()
+
+
+def command_log() -> BoundLogger:
+    """The command line's logger."""
+    import structlog
+
+    return structlog.stdlib.get_logger(LOGGER_NAME)
+
+
+def help_without_command(ctx: typer.Context) -> None:
+    """A group called without a command prints its help and exits 2, as a usage error does."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
+
+
+def global_options(ctx: typer.Context) -> GlobalOptions:
+    """The global options of the command line `ctx` belongs to."""
+    found = ctx.find_object(GlobalOptions)
+    return found if found is not None else GlobalOptions(config=DEFAULT_CONFIG, log_format=None)
+
+
+def load_config_logged(
+    ctx: typer.Context, config: Path | None, log_stream: TextIO
+) -> OpenbellConfig:
+    """Load the config file (`config`, else the global --config) and configure logging from it
+    (and from --log-format) on `log_stream`."""
+    from openbell.ops import secrets
+    from openbell.ops.config import load_config
+    from openbell.ops.logs import configure_logging
+
+    options = global_options(ctx)
+    loaded = load_config(config or options.config)
+    fmt = options.log_format.value if options.log_format else loaded.log.format
+    configure_logging(
+        fmt, loaded.log.level, log_stream, third_party_level=loaded.log.third_party_level
+    )
+    state.logging_ready = True
+    secrets.activate(loaded, os.environ)
+    return loaded
+
+
 def load_command_config(
     ctx: typer.Context,
     config: Path | None,
@@ -82,6 +168,10 @@ def load_command_config(
     ./openbell.toml means the defaults; the result then configures no market and serves only to
     read the ledger.
     """
+    from openbell.ops import secrets
+    from openbell.ops.config import load_config
+    from openbell.ops.logs import configure_logging
+
     root_ctx = ctx.find_root()
     root = root_ctx.params
     path = config or root.get("config") or Path("openbell.toml")
@@ -118,6 +208,10 @@ def db_url(db: str) -> str:
 def with_store_url(loaded: OpenbellConfig, url: str) -> OpenbellConfig:
     """`loaded` reading and writing the ledger at `url`; `ConfigError` for a URL of no known kind
     (not repeated: it may carry a password)."""
+    from pydantic import ValidationError
+
+    from openbell.ops.config import StoreConfig
+
     try:
         store = StoreConfig.model_validate({**loaded.store.model_dump(), "url": url})
     except ValidationError:
@@ -130,12 +224,16 @@ def with_store_url(loaded: OpenbellConfig, url: str) -> OpenbellConfig:
 def reading_config(url: str) -> OpenbellConfig:
     """Defaults with the store at `url` and no market: only for commands that read a ledger (it is
     not validated as a whole, since a config must configure a market)."""
+    from openbell.ops.config import OpenbellConfig, StoreConfig
+
     return OpenbellConfig.model_construct(store=StoreConfig.model_construct(url=url))
 
 
 def open_ledger(loaded: OpenbellConfig) -> Engine:
     """An engine on the config's ledger for a one-shot command (each query bounded by the
     config's statement timeout), refused unless its schema is at this version's head."""
+    from openbell.store.db import check_schema, make_engine
+
     engine = make_engine(loaded.store.url, statement_timeout_s=loaded.store.statement_timeout_s)
     try:
         check_schema(engine)
@@ -145,9 +243,22 @@ def open_ledger(loaded: OpenbellConfig) -> Engine:
     return engine
 
 
+def upgrade_logged(url: str) -> str:
+    """Migrate the database at `url` to this version's head and log it (`db_upgraded`)."""
+    from openbell.store.db import parse_url
+    from openbell.store.migrate import upgrade
+
+    revision = upgrade(url)
+    shown = parse_url(url).render_as_string(hide_password=True)
+    command_log().info("db_upgraded", revision=revision, store_url=shown)
+    return revision
+
+
 def print_tables(tables: Sequence[Table], stream: TextIO) -> None:
     """Print `tables` for a person: as wide as the terminal (or `$COLUMNS`), but never narrower
     than a table, so no cell is ever cut (a terminal narrower than a table wraps its lines)."""
+    from rich.console import Console
+
     console = Console(file=stream, soft_wrap=False, highlight=False)
     unlimited = console.options.update_width(_UNLIMITED)
     needed = max(console.measure(table, options=unlimited).maximum for table in tables)

@@ -3,9 +3,8 @@
 This module owns these commands' options and their output: a rich table for people, JSON and CSV
 (`ops.exporting`) for programs, Parquet files, the equity-curve PNG (`ops.plotting`). They read the
 ledger named by the config's `[store] url` (`--config`, else the global one) and never write to it,
-except `demo`, which builds its own ledger. `register` adds them to the `openbell` app; errors
-follow the CLI's contract (one line on stderr, exit 2 for bad input such as an unknown agent or
-market).
+except `demo`, which builds its own ledger. Errors follow the CLI's contract (one line on stderr,
+exit 2 for bad input such as an unknown agent or market).
 """
 
 from __future__ import annotations
@@ -17,31 +16,25 @@ import time
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
-from rich.table import Table
 
-from openbell.ops import exporting, figures, secrets
-from openbell.ops.cli_common import (
+from openbell.ops import figures
+from openbell.ops.cli.common import (
     ConfigOption,
     DbOption,
     Market,
+    TableFormat,
     load_command_config,
     open_ledger,
     print_tables,
 )
-from openbell.ops.logs import configure_logging
-from openbell.ops.reports import Leaderboard, LeaderboardRow, leaderboards, report
-from openbell.store import exports
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-class BoardFormat(StrEnum):
-    """Values of `leaderboard --format`."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
+    from openbell.ops.reports import Leaderboard, LeaderboardRow
 
 
 class ExportFormat(StrEnum):
@@ -111,6 +104,10 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
     Sortino, composite) or `wide` (the whole panel); figures as `ops.figures` rounds them, the
     benchmark row in italics."""
+    from rich.table import Table
+
+    from openbell.ops import exporting
+
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
     table = Table(
@@ -142,14 +139,16 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
 
 
 def print_leaderboards(
-    boards: list[Leaderboard], fmt: BoardFormat, stream: TextIO, *, wide: bool = False
+    boards: list[Leaderboard], fmt: TableFormat, stream: TextIO, *, wide: bool = False
 ) -> None:
     """Write `boards` to `stream` as rich tables (compact, or `wide`), one JSON document, or one
     CSV table."""
-    if fmt is BoardFormat.json:
+    from openbell.ops import exporting
+
+    if fmt is TableFormat.json:
         document = {"leaderboards": [exporting.leaderboard_record(b) for b in boards]}
         stream.write(json.dumps(document, indent=2) + "\n")
-    elif fmt is BoardFormat.csv:
+    elif fmt is TableFormat.csv:
         exporting.leaderboard_csv(boards, stream)
     elif not boards:
         stream.write("no accounts in the ledger yet\n")
@@ -163,8 +162,8 @@ def leaderboard_command(
     start: DateOption = None,
     end: DateOption = None,
     fmt: Annotated[
-        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = BoardFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
     wide: Annotated[
         bool, typer.Option("--wide", help="Show the whole metric panel, not the compact table.")
     ] = False,
@@ -175,6 +174,8 @@ def leaderboard_command(
 
     The table is compact (it fits 120 columns); --wide shows every metric of the panel.
     """
+    from openbell.ops.reports import leaderboards
+
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
@@ -204,6 +205,9 @@ def report_command(
     db: DbOption = None,
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
+    from openbell.ops import exporting
+    from openbell.ops.reports import report
+
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
@@ -225,6 +229,8 @@ def report_command(
 def report_table(record: dict[str, Any]) -> Table:
     """An agent's report record (`exporting.report_record`) as a table of metric, value and unit,
     each value rounded as the leaderboard rounds it (`ops.figures`)."""
+    from rich.table import Table
+
     table = Table(
         title=f"{record['agent']} in {record['market']}", title_justify="left", show_header=False
     )
@@ -262,6 +268,9 @@ def export_command(
     db: DbOption = None,
 ) -> None:
     """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
+    from openbell.ops import exporting, secrets
+    from openbell.store import exports
+
     if fmt is ExportFormat.parquet and out is None:
         raise typer.BadParameter("parquet output needs --out FILE", param_hint="--out")
     engine = open_ledger(load_command_config(ctx, config, db=db))
@@ -294,8 +303,8 @@ def demo_command(
     start: DateOption = None,
     end: DateOption = None,
     fmt: Annotated[
-        BoardFormat, typer.Option("--format", "-f", help="table, json or csv.")
-    ] = BoardFormat.table,
+        TableFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = TableFormat.table,
 ) -> None:
     """Replay the bundled data of all three markets with every baseline, then print the boards.
 
@@ -305,6 +314,7 @@ def demo_command(
     from dataclasses import replace
 
     from openbell.ops.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
+    from openbell.ops.logs import configure_logging
 
     markets = [
         replace(
@@ -332,11 +342,3 @@ def demo_command(
         f"  openbell leaderboard --db {shlex.quote(str(db))}",
         err=True,
     )
-
-
-def register(app: typer.Typer) -> None:
-    """Add `leaderboard`, `report`, `export` and `demo` to the `openbell` app."""
-    app.command("leaderboard")(leaderboard_command)
-    app.command("report")(report_command)
-    app.command("export")(export_command)
-    app.command("demo")(demo_command)

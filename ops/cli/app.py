@@ -1,0 +1,185 @@
+"""The `openbell` app: its global options, its command groups and the exit-code contract.
+
+This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
+`ledger`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `reports`: `leaderboard`,
+`report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `positions`), owns the
+global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and
+`main`, which runs a command line and maps what it raises to an exit code and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from openbell.daemon.stopping import StartupStopped, StopRequest
+from openbell.markets.errors import InvalidConfig, OperatorError
+from openbell.ops import secrets
+from openbell.ops.cli import config_file, daemon, history, ledger, positions, reports, trace
+from openbell.ops.cli.common import (
+    DEFAULT_CONFIG,
+    PROG,
+    GlobalOptions,
+    LogFormat,
+    command_log,
+    help_without_command,
+    state,
+)
+
+app = typer.Typer(
+    name=PROG,
+    help="openbell: a live paper-trading arena for AI agents (US equities, A-shares, crypto).",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
+)
+# The command surface, in the order `openbell --help` lists it: the commands, then the groups.
+app.command("leaderboard")(reports.leaderboard_command)
+app.command("report")(reports.report_command)
+app.command("export")(reports.export_command)
+app.command("demo")(reports.demo_command)
+app.command("replay")(history.replay)
+app.command("trace")(trace.trace_command)
+app.command("positions")(positions.positions_command)
+app.command("init")(config_file.init)
+app.command("run")(daemon.run)
+app.command("cycle")(daemon.cycle)
+app.add_typer(ledger.db_app, name="db")
+app.add_typer(ledger.ledger_app, name="ledger")
+app.add_typer(config_file.config_app, name="config")
+app.add_typer(history.data_app, name="data")
+
+
+def installed_version() -> str:
+    """openbell's version, from the installed package's metadata."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(PROG)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"{PROG} {installed_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _global_options(
+    ctx: typer.Context,
+    config: Annotated[
+        Path,
+        typer.Option(
+            "--config",
+            "-c",
+            envvar="OPENBELL_CONFIG",
+            help="Path of the TOML config file.",
+            dir_okay=False,
+        ),
+    ] = DEFAULT_CONFIG,
+    log_format: Annotated[
+        LogFormat | None,
+        typer.Option(
+            "--log-format",
+            help="Log as JSON lines (journald) or console lines; default: the config's log.format.",
+            case_sensitive=False,
+        ),
+    ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            expose_value=False,
+            help="Print openbell's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = GlobalOptions(config=config, log_format=log_format)
+    if ctx.invoked_subcommand != "run":
+        state.stop.release_signals()
+    state.stop.checkpoint("imports")
+    help_without_command(ctx)
+
+
+def _error(message: str, code: int) -> int:
+    line = " ".join(secrets.current().mask(message).split())
+    sys.stderr.write(f"{PROG}: error: {line}\n")
+    sys.stderr.flush()
+    return code
+
+
+def main(argv: Sequence[str] | None = None, *, stop: StopRequest | None = None) -> int:
+    """Run the `openbell` command line with `argv` (default: sys.argv) and return the exit code.
+
+    `stop` is the request the console script (`entry.py`) has been recording SIGINT and SIGTERM in
+    since before the imports; without one, they are caught from here on.
+    """
+    state.stop = stop if stop is not None else StopRequest()
+    state.stop.catch_signals()
+    try:
+        with secrets.masked_output(sys.stdout, sys.stderr) as (out, err):
+            sys.stdout, sys.stderr = out, err
+            try:
+                return _run_command(argv)
+            finally:
+                sys.stdout, sys.stderr = out.target, err.target
+    finally:
+        state.stop.release_signals()
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name=PROG, standalone_mode=False)
+    except StartupStopped as stopped:
+        if state.logging_ready:
+            command_log().info("daemon_stopped", reason=stopped.reason, stage=stopped.stage)
+        return stopped.exit_code
+    except typer.Abort:
+        return _error("aborted", 130)
+    except typer.TyperException as exc:  # usage errors (exit 2) and other click-level failures
+        message = exc.format_message()
+        usage_ctx = getattr(exc, "ctx", None)
+        if exc.exit_code == 2 and usage_ctx is not None:
+            message += f" (see '{usage_ctx.command_path} --help')"
+        return _error(message, exc.exit_code)
+    except OperatorError as exc:
+        problems = exc.problems if isinstance(exc, InvalidConfig) else [str(exc)]
+        for problem in problems[:-1]:
+            _error(problem, 2)
+        return _error(problems[-1], 2)
+    except Exception as exc:
+        database = _database_error(exc)
+        if database is not None:
+            return _error(f"database: {database}", 2)
+        if state.logging_ready:
+            log = command_log()
+            log.exception("command_failed")
+        return _error(f"unexpected {type(exc).__name__}: {exc}", 1)
+    return result if isinstance(result, int) else 0
+
+
+def _database_error(exc: Exception) -> str | None:
+    """The first line of `exc` if it is a database failure (SQLAlchemy's), else None.
+
+    No SQLAlchemy error can have been raised before SQLAlchemy was imported, so a command that
+    never touched a database does not import it to find out.
+    """
+    if "sqlalchemy.exc" not in sys.modules:
+        return None
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if not isinstance(exc, SQLAlchemyError):
+        return None
+    cause = getattr(exc, "orig", None) or exc
+    return str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__

@@ -36,8 +36,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from openbell.daemon.clock import Clock, SystemClock, parse_fake_clock
 from openbell.daemon.live import run_live
-from openbell.daemon.live_plan import LEASE_S
 from openbell.daemon.oneshot import run_one_cycle
+from openbell.daemon.plan import LEASE_S
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.ops import secrets
@@ -48,7 +48,7 @@ from openbell.ops.cli_reports import register as register_report_commands
 from openbell.ops.cli_trace import register as register_trace_command
 from openbell.ops.config import InvalidConfig, OpenbellConfig, default_config_text, load_config
 from openbell.ops.logs import configure_logging, redact_text
-from openbell.ops.running import live_plan
+from openbell.ops.planning import live_plan
 from openbell.store.db import parse_url
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger

@@ -1,7 +1,7 @@
 """The history commands of `openbell`: `replay` and `data import`.
 
 This module owns these commands' options and output. `replay` runs the configured markets' agents
-over recorded bars on a simulated clock (`ops.replaying`), with a progress bar on stderr and one
+over recorded bars on a simulated clock (`ops.planning`), with a progress bar on stderr and one
 summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
 data. `register` adds them to the `openbell` app. Errors follow the CLI's contract: one line on
 stderr, exit 2 for bad input (dates, an unknown market, an existing replay without `--resume`).
@@ -20,7 +20,7 @@ import typer
 from openbell.markets.importers.ai_trader import build_dataset
 from openbell.ops.cli_common import ConfigOption, Market, load_command_config
 from openbell.ops.config import OpenbellConfig
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.planning import replay_from_config
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
 DEFAULT_BARS_DIR = Path("var/data/bars")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from openbell.daemon.live_plan import LivePlan
+from openbell.daemon.plan import LivePlan
 from openbell.ops import cli
 from openbell.ops.config import default_config_text
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The refactor guard of issue 11: run `openbell demo` into a fresh ledger and print the SHA-256 of
 # its four exports (nav, orders, fills, cycles, CSV). A refactor that keeps behaviour prints the
-# same four lines before and after. A fill's `price_source` names the folder the demo replayed
-# (`replay:/tmp/openbell-demo-XXXX/bars/cn`, a new one each run): it is written as `replay:<bars>`
-# before hashing. Usage: benchmarks/demo_exports.sh [OUT_DIR]
+# same four lines before and after. A fill's `price_source` names the replay source (`replay:cn`
+# for the bundled bars; before issue 11 the demo's temporary folder, a new one each run): it is
+# written as `replay:<bars>` before hashing. Usage: benchmarks/demo_exports.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-$(mktemp -d)}"

@@ -39,7 +39,8 @@ import httpx
 
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots
@@ -145,7 +146,7 @@ def run_slots(
     upgrade(url)
     model = FakeModel(latency_s)
     source = ReplaySource.from_bundled("us")
-    market = ReplayMarket(
+    market = MarketPlan(
         market="us",
         source=source,
         universe=load_universe("nasdaq100"),

@@ -32,7 +32,7 @@ import pandas as pd
 from openbell.markets.barfile import read_bundled
 from openbell.ops.config import load_config
 from openbell.ops.logs import configure_logging
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.planning import replay_from_config
 
 CRYPTO_START = date(2010, 7, 17)
 CRYPTO_END = date(2025, 12, 28)
@@ -97,7 +97,7 @@ from datetime import date
 from openbell.ops.config import load_config
 from openbell.ops.logs import configure_logging
 configure_logging(level="warning", stream=sys.stderr)
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.planning import replay_from_config
 config = load_config(sys.argv[1])
 replay_from_config(config, start=date(2025, 10, 1), end=date(2025, 11, 11), market="us",
                    resume=False, show_progress=False)

@@ -37,8 +37,8 @@ from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.http import serve_http
-from openbell.daemon.live_plan import LiveMarket, LivePlan, build_live_desks
 from openbell.daemon.locks import DaemonLock
+from openbell.daemon.plan import LivePlan, MarketPlan, build_desks
 from openbell.daemon.recovery import (
     backfill_missed,
     catch_up_slots,
@@ -121,7 +121,7 @@ class _Daemon:
 
     # -- set-up ----------------------------------------------------------------------------
 
-    def _ringable(self, now: datetime) -> list[LiveMarket]:
+    def _ringable(self, now: datetime) -> list[MarketPlan]:
         ringable = [
             market
             for market in self.plan.markets
@@ -138,8 +138,8 @@ class _Daemon:
     async def serve(self, stop: StopRequest, revision: str) -> int:
         now = self.clock.now()
         markets = self._ringable(now)
-        desks, accounts = build_live_desks(
-            markets, self.ledger, self.clock, now, cache=SqlBarCache(self.engine)
+        desks, accounts = build_desks(
+            markets, self.ledger, now, clock=self.clock, cache=SqlBarCache(self.engine)
         )
         stop.checkpoint("opening accounts")
         self.accounts = accounts

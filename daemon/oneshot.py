@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from openbell.daemon.clock import Clock
 from openbell.daemon.live import new_run_id
-from openbell.daemon.live_plan import LivePlan, build_live_desks
+from openbell.daemon.plan import LivePlan, build_desks
 from openbell.daemon.runner import CycleOutcome, CycleRunner
 from openbell.markets.errors import ConfigError
 from openbell.store.cache import SqlBarCache
@@ -51,7 +51,7 @@ def run_one_cycle(
     try:
         check_schema(engine)
         ledger = Ledger(engine)
-        desks, accounts = build_live_desks([spec], ledger, clock, now, cache=SqlBarCache(engine))
+        desks, accounts = build_desks([spec], ledger, now, clock=clock, cache=SqlBarCache(engine))
         chosen = [(account, found) for account, found in accounts[market] if found.name == agent]
         runner = CycleRunner(
             ledger=ledger,

@@ -1,18 +1,20 @@
 """The replay driver: history run through the live cycle runner on a simulated clock.
 
-This module owns `run_replay`. It opens one account per (agent, market) with the market's initial
-cash (idempotently), merges the markets' replay slots (the starts of the dataset's bars of the
-cadence's interval, inside sessions; or the configured slot times) and their session closes into
-one stream in time order, and walks it with a `SimulatedClock`: at a slot, `CycleRunner.run_slot`
-(which first applies the corporate actions going ex, for a market of raw bars that has them);
-after a session's last slot, the `close` NAV snapshots at the session close. A ledger that already
-has cycles of these accounts in (or after) the window is refused unless `resume` is set; with it,
-finished cycles are not run again and cycles a killed run left `claimed` are taken over and
-completed, so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
-only writer while it runs (`locks.py`): on SQLite it holds the ledger's file lock, which also keeps
-a daemon off the file; on Postgres an advisory lock per account. A second replay of the same
-accounts is refused before it writes anything, and the window check runs under that claim. Replay
-never touches the network: every price comes from the plan's `ReplaySource`s.
+This module owns `run_replay`, which runs a `ReplayPlan` (`plan.py`). It opens one account per
+(agent, market) with the market's initial cash (idempotently) and builds the markets' desks, as the
+live daemon does but reading the recorded bars directly (`plan.build_desks`), merges the markets'
+replay slots (the starts of the dataset's bars of the cadence's interval, inside sessions; or the
+configured slot times) and their session closes into one stream in time order, and walks it with a
+`SimulatedClock`: at a slot, `CycleRunner.run_slot` (which first applies the corporate actions going
+ex, for a market of raw bars that has them); after a session's last slot, the `close` NAV snapshots
+at the session close. A ledger that already has cycles of these accounts in (or after) the window is
+refused unless `resume` is set; with it, finished cycles are not run again and cycles a killed run
+left `claimed` are taken over and completed, so the final ledger is the one an uninterrupted run
+leaves. A replay is its accounts' only writer while it runs (`locks.py`): on SQLite it holds the
+ledger's file lock, which also keeps a daemon off the file; on Postgres an advisory lock per
+account. A second replay of the same accounts is refused before it writes anything, and the window
+check runs under that claim. Replay never touches the network: every price comes from the plan's
+`ReplaySource`s.
 """
 
 from __future__ import annotations
@@ -21,113 +23,32 @@ import asyncio
 import enum
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Final
 from zoneinfo import ZoneInfo
 
 import structlog
 
-from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.desks import build_desk, open_accounts
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.daemon.runner import CycleRunner, MarketDesk, SlotReport
+from openbell.daemon.plan import CADENCE_INTERVALS, MarketPlan, ReplayPlan, build_desks
+from openbell.daemon.runner import CycleRunner, SlotReport
 from openbell.markets.calendars import TradingCalendar, calendar_for
-from openbell.markets.corporate_actions import CorporateActionSource
-from openbell.markets.domain import check_decimal, check_utc
 from openbell.markets.errors import AccountsPaused, OperatorError
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import replay_slots, slots_between
-from openbell.markets.universes import Universe
 from openbell.store.db import check_schema, make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
-from openbell.store.redact import Redactor
 
 log = structlog.stdlib.get_logger(__name__)
 
-#: The bar interval whose starts are the replay slots of each cadence.
-CADENCE_INTERVALS: Final = {"daily": "1d", "hourly": "1h"}
 #: How long a replay claim holds, in simulated time (a resumed replay takes claims over anyway).
 REPLAY_LEASE: Final = timedelta(minutes=15)
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReplayMarket:
-    """One market of a replay: its recorded data, what it trades, its agents and their cash.
-
-    `slot_times` (market-local "HH:MM") replace the dataset's bar starts as slots. `actions` are
-    the splits and dividends applied on their ex-dates; only bars that are all raw may have them
-    (adjusted prices already account for them).
-    """
-
-    market: str
-    source: ReplaySource
-    universe: Universe
-    cadence: str
-    initial_cash: Decimal
-    agents: tuple[Agent, ...]
-    benchmarks: tuple[str, ...] = ()
-    slot_times: tuple[str, ...] | None = None
-    rules: MarketRules | None = None
-    actions: CorporateActionSource | None = None
-
-    def __post_init__(self) -> None:
-        if self.cadence not in CADENCE_INTERVALS:
-            raise ValueError(f"unknown cadence {self.cadence!r}; known: {list(CADENCE_INTERVALS)}")
-        if self.source.market != self.market or self.universe.market != self.market:
-            raise ValueError(f"replay of {self.market} given another market's source or universe")
-        check_decimal("initial_cash", self.initial_cash, positive=True)
-        names = [agent.name for agent in self.agents]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{self.market}: an agent name appears twice in {names}")
-        if self.actions is not None:
-            if self.actions.market != self.market:
-                raise ValueError(f"replay of {self.market} given {self.actions.market} actions")
-            if self.source.adjustments != {"raw"}:
-                raise ValueError(
-                    f"{self.market}: {self.source.name} serves "
-                    f"{', '.join(sorted(self.source.adjustments))} bars, not only raw ones: "
-                    f"the corporate actions of {self.actions.name} are already in their prices"
-                )
-
-    @property
-    def market_rules(self) -> MarketRules:
-        """The market's rules: the plan's, or the defaults of the market."""
-        return self.rules if self.rules is not None else rules_for(self.market)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReplayPlan:
-    """What to replay: the ledger, the window `[start_at, end_at)` and the markets.
-
-    With `migrate`, the ledger is upgraded to the schema head once the replay holds its claim.
-    """
-
-    store_url: str
-    start_at: datetime
-    end_at: datetime
-    markets: tuple[ReplayMarket, ...]
-    resume: bool = False
-    run_id: str = "replay"
-    #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
-    redactor: Redactor = field(default_factory=Redactor, repr=False)
-    migrate: bool = False
-
-    def __post_init__(self) -> None:
-        check_utc("start_at", self.start_at)
-        check_utc("end_at", self.end_at)
-        if self.end_at <= self.start_at:
-            raise ValueError(f"replay window ends at {self.end_at}, before it starts")
-        markets = [market.market for market in self.markets]
-        if not markets or len(set(markets)) != len(markets):
-            raise ValueError(f"a replay needs distinct markets, got {markets}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,13 +113,16 @@ def plan_events(plan: ReplayPlan) -> list[_Event]:
 
 
 def _slots(
-    market: ReplayMarket, calendar: TradingCalendar, start_at: datetime, end_at: datetime
+    market: MarketPlan, calendar: TradingCalendar, start_at: datetime, end_at: datetime
 ) -> list[datetime]:
+    source = market.source
+    if not isinstance(source, ReplaySource):  # `ReplayPlan` refuses any other
+        raise TypeError(f"replay of {market.market} given a live source")
     interval = CADENCE_INTERVALS[market.cadence]
     if market.slot_times is None:
-        return replay_slots(market.source, market.market, interval, start_at, end_at)
+        return replay_slots(source, market.market, interval, start_at, end_at)
     # Configured times ring only where the dataset has bars of the cadence's interval.
-    starts = market.source.bar_starts(interval, start_at, end_at)
+    starts = source.bar_starts(interval, start_at, end_at)
     if not starts:
         return []
     zone = ZoneInfo(calendar.timezone)
@@ -265,20 +189,6 @@ class _Counts:
         self.fills += slot.fills
 
 
-def _open_accounts(plan: ReplayPlan, ledger: Ledger) -> list[list[tuple[int, Agent]]]:
-    return [
-        open_accounts(
-            ledger,
-            market.market,
-            market.market_rules,
-            market.initial_cash,
-            market.agents,
-            plan.start_at,
-        )
-        for market in plan.markets
-    ]
-
-
 def _check_window(plan: ReplayPlan, ledger: Ledger, account_ids: Sequence[int]) -> None:
     shown = plan.store_url.rpartition("@")[2]  # never show a password
     later = ledger.count_cycles(account_ids, start_at=plan.end_at)
@@ -297,11 +207,13 @@ def _check_window(plan: ReplayPlan, ledger: Ledger, account_ids: Sequence[int]) 
 
 
 async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -> _Counts:
-    accounts = _open_accounts(plan, ledger)
-    _check_window(plan, ledger, [account_id for opened in accounts for account_id, _ in opened])
+    desks, accounts = build_desks(plan.markets, ledger, plan.start_at)
+    _check_window(
+        plan, ledger, [account_id for opened in accounts.values() for account_id, _ in opened]
+    )
     runner = CycleRunner(
         ledger=ledger,
-        desks={market.market: _desk(market, ledger) for market in plan.markets},
+        desks=desks,
         run_id=plan.run_id,
         lease=REPLAY_LEASE,
         take_over_claimed=plan.resume,
@@ -323,7 +235,7 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
     for event in events:
         now = clock.set(event.at)
         market = plan.markets[event.position].market
-        opened = accounts[event.position]
+        opened = accounts[market]
         if event.kind is _Kind.CLOSE:
             ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)
@@ -341,16 +253,3 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
             account_ids=[account.account_id for account in paused],
         )
     return counts
-
-
-def _desk(market: ReplayMarket, ledger: Ledger) -> MarketDesk:
-    return build_desk(
-        source=market.source,
-        universe=market.universe,
-        rules=market.market_rules,
-        ledger=ledger,
-        fill_price=market.source.first_price_at_or_after,
-        price_source=market.source.name,
-        benchmarks=market.benchmarks,
-        actions=market.actions,
-    )

@@ -50,7 +50,7 @@ BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
 DEFAULT_CONFIG_RESOURCE = "openbell.default.toml"
 
 _SLOT = re.compile(r"(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)")
-_SOURCE = re.compile(r"yfinance|akshare|ccxt:[a-z0-9_]+|replay:.+")
+_SOURCE = re.compile(r"yfinance|akshare|ccxt:[a-z0-9_]+|replay:.+|bundled")
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _KEY_LIKE = re.compile(r"(?i)^(sk|pk|rk)[-_]|^bearer\s|^[A-Za-z0-9_\-+/=.]{24,}$")
@@ -228,7 +228,9 @@ class MarketConfig(_Section):
     @classmethod
     def _source(cls, source: str) -> str:
         if not _SOURCE.fullmatch(source):
-            raise ValueError('should be "yfinance", "akshare", "ccxt:EXCHANGE" or "replay:PATH"')
+            raise ValueError(
+                'should be "yfinance", "akshare", "ccxt:EXCHANGE", "replay:PATH" or "bundled"'
+            )
         return source
 
     @field_validator("initial_cash", mode="before")
@@ -250,7 +252,7 @@ class MarketConfig(_Section):
 
     @property
     def source_kind(self) -> str:
-        """`yfinance`, `akshare`, `ccxt` or `replay`."""
+        """`yfinance`, `akshare`, `ccxt`, `replay` or `bundled`."""
         return self.source.partition(":")[0]
 
     @property

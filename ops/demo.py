@@ -1,26 +1,29 @@
 """`openbell demo`: replay the bundled data in all three markets with every baseline, then rank.
 
-This module owns the demo's setup: a config in a temporary directory (the three markets replaying
-the bars bundled with openbell, each market's files copied into its own folder so that a
-`replay:PATH` source sees only them, each allowed outside its universe's coverage with a warning;
-every baseline agent enrolled in every market), a fresh SQLite
+This module owns the demo's setup: its config, built as an object (the three markets replaying
+every bar file bundled with openbell for them, `source = "bundled"`, each allowed outside its
+universe's coverage with a warning; every baseline agent enrolled in every market), a fresh SQLite
 ledger (an existing file at the path is replaced), one `replay_from_config` run per market over a
 window that suits the bundled data, and the resulting leaderboards.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from importlib import resources
 from pathlib import Path
 
-from openbell.markets.barfile import bundled_names
-from openbell.ops.config import load_config
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.config import (
+    BaselineAgentConfig,
+    LogConfig,
+    MarketConfig,
+    MarketsConfig,
+    OpenbellConfig,
+    RandomAgentConfig,
+    StoreConfig,
+)
+from openbell.ops.planning import replay_from_config
 from openbell.ops.reports import Leaderboard, leaderboard
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
@@ -74,58 +77,45 @@ DEMO_MARKETS: tuple[DemoMarket, ...] = (
     ),
 )
 
-#: Every baseline, by name and kind, with its extra config lines.
-BASELINES: tuple[tuple[str, str, str], ...] = (
-    ("buy-and-hold", "buy_and_hold", ""),
-    ("equal-weight", "equal_weight", ""),
-    ("sma-crossover", "sma_crossover", ""),
-    ("cash", "cash", ""),
-    ("random", "random", "seed = 7\n"),
+#: Every baseline agent (the random trader seeded), each enrolled in every demo market.
+BASELINES: tuple[tuple[str, str], ...] = (
+    ("buy-and-hold", "buy_and_hold"),
+    ("equal-weight", "equal_weight"),
+    ("sma-crossover", "sma_crossover"),
+    ("cash", "cash"),
+    ("random", "random"),
 )
+RANDOM_SEED = 7
 
 
-def copy_bundled_bars(market: str, folder: Path) -> Path:
-    """Copy the bar files bundled for `market` into `folder` (created); return `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    bars = resources.files("openbell.markets").joinpath("data", "bars")
-    for name in bundled_names():
-        if name.startswith(f"{market}-"):
-            with resources.as_file(bars.joinpath(f"{name}.parquet")) as path:
-                shutil.copyfile(path, folder / f"{name}.parquet")
-    return folder
-
-
-def demo_config_text(db_path: Path, bars_root: Path, markets: Sequence[DemoMarket]) -> str:
-    """The demo's TOML: the SQLite ledger, each market replaying its folder, every baseline."""
-    lines = [
-        "[store]",
-        f'url = "sqlite:///{db_path.resolve().as_posix()}"',
-        "",
-        "[log]",
-        'format = "console"',
-        'level = "warning"',
-        "",
+def demo_config(db_path: Path, markets: Sequence[DemoMarket]) -> OpenbellConfig:
+    """The demo's config: the SQLite ledger at `db_path`, each market replaying every bar file
+    bundled for it (`source = "bundled"`) and allowed outside its universe's coverage, every
+    baseline enrolled in every market."""
+    enrolled = tuple(spec.market for spec in markets)
+    agents: list[BaselineAgentConfig | RandomAgentConfig] = [
+        RandomAgentConfig(name=name, kind="random", markets=enrolled, seed=RANDOM_SEED)
+        if kind == "random"
+        else BaselineAgentConfig(name=name, kind=kind, markets=enrolled)
+        for name, kind in BASELINES
     ]
-    for spec in markets:
-        lines += [
-            f"[markets.{spec.market}]",
-            f'universe = "{spec.universe}"',
-            f'cadence = "{spec.cadence}"',
-            f'source = "replay:{(bars_root / spec.market).resolve().as_posix()}"',
-            f'initial_cash = "{spec.initial_cash}"',
-            "allow_outside_coverage = true",
-            "",
-        ]
-    enrolled = ", ".join(f'"{spec.market}"' for spec in markets)
-    for name, kind, extra in BASELINES:
-        lines += [
-            "[[agents]]",
-            f'name = "{name}"',
-            f'kind = "{kind}"',
-            f"markets = [{enrolled}]",
-        ]
-        lines += [extra] if extra else [""]
-    return "\n".join(lines)
+    return OpenbellConfig(
+        store=StoreConfig(url=f"sqlite:///{db_path.resolve().as_posix()}"),
+        log=LogConfig(format="console", level="warning"),
+        markets=MarketsConfig(
+            **{
+                spec.market: MarketConfig(
+                    universe=spec.universe,
+                    cadence=spec.cadence,
+                    source="bundled",
+                    initial_cash=spec.initial_cash,
+                    allow_outside_coverage=True,
+                )
+                for spec in markets
+            }
+        ),
+        agents=tuple(agents),
+    )
 
 
 def reset_sqlite(db_path: Path) -> bool:
@@ -149,27 +139,21 @@ def run_demo(
     """
     db_path.parent.mkdir(parents=True, exist_ok=True)
     reset_sqlite(db_path)
-    with tempfile.TemporaryDirectory(prefix="openbell-demo-") as temp:
-        root = Path(temp)
-        for spec in markets:
-            copy_bundled_bars(spec.market, root / "bars" / spec.market)
-        config_path = root / "openbell.toml"
-        config_path.write_text(demo_config_text(db_path, root / "bars", markets), "utf-8")
-        config = load_config(config_path)
-        upgrade(config.store.url)
-        for spec in markets:
-            if on_market is not None:
-                on_market(spec)
-            replay_from_config(
-                config,
-                start=spec.start,
-                end=spec.end,
-                market=spec.market,
-                resume=False,
-                show_progress=False,
-            )
-        engine = make_engine(config.store.url)
-        try:
-            return [leaderboard(engine, spec.market) for spec in markets]
-        finally:
-            engine.dispose()
+    config = demo_config(db_path, markets)
+    upgrade(config.store.url)
+    for spec in markets:
+        if on_market is not None:
+            on_market(spec)
+        replay_from_config(
+            config,
+            start=spec.start,
+            end=spec.end,
+            market=spec.market,
+            resume=False,
+            show_progress=False,
+        )
+    engine = make_engine(config.store.url)
+    try:
+        return [leaderboard(engine, spec.market) for spec in markets]
+    finally:
+        engine.dispose()

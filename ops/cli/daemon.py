@@ -21,7 +21,7 @@ from openbell.ops.cli.common import ConfigOption, load_config_logged, state, upg
 if TYPE_CHECKING:
     from openbell.daemon.clock import Clock
 
-#: The default of `run --lease-s`: the daemon's own (`daemon.live_plan.LEASE_S`, which a unit test
+#: The default of `run --lease-s`: the daemon's own (`daemon.plan.LEASE_S`, which a unit test
 #: holds it to), written out so that `openbell --help` need not import the daemon.
 LEASE_S = 60.0
 
@@ -75,7 +75,7 @@ def run(
         upgrade_logged(loaded.store.url)
     stop.checkpoint("upgrade")
     from openbell.daemon.live import run_live
-    from openbell.ops.running import live_plan
+    from openbell.ops.planning import live_plan
 
     clock = _clock(fake_clock)
     plan = live_plan(
@@ -106,7 +106,7 @@ def cycle(
 ) -> None:
     """Run one agent's cycle in one market now (or at slot --at), for cron use and debugging."""
     from openbell.daemon.oneshot import run_one_cycle
-    from openbell.ops.running import live_plan
+    from openbell.ops.planning import live_plan
     from openbell.store.migrate import upgrade
 
     loaded = load_config_logged(ctx, config, sys.stderr)

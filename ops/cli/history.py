@@ -1,7 +1,7 @@
 """The history commands of `openbell`: `replay` and `data import`.
 
 This module owns these commands' options and output. `replay` runs the configured markets' agents
-over recorded bars on a simulated clock (`ops.replaying`), with a progress bar on stderr and one
+over recorded bars on a simulated clock (`ops.planning`), with a progress bar on stderr and one
 summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
 data. Errors follow the CLI's contract: one line on stderr, exit 2 for bad input (dates, an
 unknown market, an existing replay without `--resume`).
@@ -130,7 +130,7 @@ def replay(
     --allow-outside-coverage (or allow_outside_coverage = true in the market's section) accepts
     it; the replay then warns in the log and under the summary.
     """
-    from openbell.ops.replaying import replay_from_config
+    from openbell.ops.planning import replay_from_config
 
     loaded = _load(ctx, config, log_level)
     report = replay_from_config(

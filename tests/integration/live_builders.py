@@ -17,7 +17,7 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.live import run_live
-from openbell.daemon.live_plan import LEASE_S, LiveMarket, LivePlan
+from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan
 from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
@@ -44,7 +44,7 @@ def crypto_plan(
         build_agent("buy_and_hold", "buy-and-hold", market="crypto"),
         build_agent("random", "random", market="crypto", seed=7),
     )
-    market = LiveMarket(
+    market = MarketPlan(
         market="crypto",
         source=source,
         universe=load_universe("crypto10"),

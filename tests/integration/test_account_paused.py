@@ -23,7 +23,8 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.daemon.clock import ScaledClock
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import AccountsPaused
 from openbell.markets.replay_source import ReplaySource
@@ -78,7 +79,7 @@ def test_a_rejected_key_pauses_its_account_in_a_replay_and_the_others_finish(
     sqlite_url: str,
 ) -> None:
     upgrade(sqlite_url)
-    market = ReplayMarket(
+    market = MarketPlan(
         market="cn",
         source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
         universe=load_universe("sse50"),

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.live_plan import LiveMarket, build_live_desks
+from openbell.daemon.plan import MarketPlan, build_desks
 from openbell.markets.cache import CachingSource
 from openbell.markets.coverage import TimeSpan
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
@@ -239,7 +239,7 @@ def test_the_live_desks_read_bars_back_from_the_store(engine: Engine) -> None:
     clock = SimulatedClock(now)
     replay = ReplaySource.from_bundled("crypto", names=["crypto-1h"])
     vendor = CountingVendor(replay, clock)
-    market = LiveMarket(
+    market = MarketPlan(
         market="crypto",
         source=vendor,
         universe=load_universe("crypto10"),
@@ -248,7 +248,7 @@ def test_the_live_desks_read_bars_back_from_the_store(engine: Engine) -> None:
         agents=(),
         fill_price=replay.first_price_at_or_after,
     )
-    desks, _ = build_live_desks([market], Ledger(engine), clock, now, cache=SqlBarCache(engine))
+    desks, _ = build_desks([market], Ledger(engine), now, clock=clock, cache=SqlBarCache(engine))
     gateway = desks["crypto"].gateway
 
     def last_bars(lookback: int) -> list[Bar]:

@@ -20,9 +20,8 @@ from structlog.testing import capture_logs
 
 from openbell.agents.protocol import DecisionContext
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.desks import build_desk
 from openbell.daemon.ex_dates import ActionApplier
-from openbell.daemon.live_plan import LiveMarket, build_live_desks
+from openbell.daemon.plan import MarketPlan, build_desk, build_desks
 from openbell.daemon.runner import CycleRunner
 from openbell.markets.calendars import calendar_for
 from openbell.markets.corporate_actions import (
@@ -287,7 +286,7 @@ def test_the_live_daemon_gives_each_market_its_action_source(ledger: Ledger) -> 
     actions = RecordedActions(market="us", actions=[SPLIT], name="recorded")
     replay = ReplaySource(market="us", bars={"1d": _bars()})
     markets = [
-        LiveMarket(
+        MarketPlan(
             market="us",
             source=replay,
             universe=Universe(
@@ -304,7 +303,7 @@ def test_the_live_daemon_gives_each_market_its_action_source(ledger: Ledger) -> 
         )
     ]
     clock = SimulatedClock(XNYS.session_open(SESSIONS[0]))
-    desks, _ = build_live_desks(markets, ledger, clock, clock.now())
+    desks, _ = build_desks(markets, ledger, clock.now(), clock=clock)
     applier = desks["us"].actions
     assert applier is not None
     assert applier.source is actions

@@ -23,7 +23,8 @@ from sqlalchemy import select
 from yahoo_fake import charts, payload, source
 
 from openbell.agents.protocol import DecisionContext
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.adapters.yfinance import YahooSource
 from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import Instrument, utc
@@ -81,7 +82,7 @@ def _replay(
 ) -> list[tuple[datetime, str, Decimal, Decimal]]:
     """Replay BuyOnce over `window`; every NAV snapshot as (at, kind, cash, nav), in time order."""
     upgrade(url)
-    market = ReplayMarket(
+    market = MarketPlan(
         market="us",
         source=bars,
         universe=Universe(
@@ -181,7 +182,7 @@ def test_actions_are_refused_on_adjusted_bars() -> None:
         adjustment="adjusted",
     )
     with pytest.raises(ValueError, match="adjusted bars, not only raw ones"):
-        ReplayMarket(
+        MarketPlan(
             market="us",
             source=adjusted,
             universe=Universe(

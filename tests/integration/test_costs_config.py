@@ -22,9 +22,7 @@ from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import FeeSchedule, rules_for
 from openbell.ops.config import CostsConfig, default_config_text, load_config
-from openbell.ops.replaying import replay_from_config
-from openbell.ops.running import OFFLINE_ENV, live_plan
-from openbell.ops.wiring import rules_for_market
+from openbell.ops.planning import OFFLINE_ENV, live_plan, replay_from_config, rules_for_market
 from openbell.store import exports
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger

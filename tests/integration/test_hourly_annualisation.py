@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from openbell.ops.config import load_config
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.planning import replay_from_config
 from openbell.ops.reports import leaderboard, report
 from openbell.store.db import make_engine
 

@@ -17,13 +17,14 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.ops.config import load_config
-from openbell.ops.replaying import replay_from_config
+from openbell.ops.planning import replay_from_config
 from openbell.ops.reports import report
 from openbell.store import queries
 from openbell.store.db import make_engine
@@ -74,7 +75,7 @@ def test_a_scripted_llm_agent_replays_next_to_a_baseline(sqlite_url: str) -> Non
         ),
         prices=Prices(in_per_mtok=Decimal("0.27"), out_per_mtok=Decimal("1.10")),
     )
-    market = ReplayMarket(
+    market = MarketPlan(
         market="cn",
         source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
         universe=load_universe("sse50"),

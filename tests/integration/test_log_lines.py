@@ -28,7 +28,7 @@ from offline import closed_port, refuse_network
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.clock import SimulatedClock, SystemClock
-from openbell.daemon.live_plan import LiveMarket, build_live_desks
+from openbell.daemon.plan import MarketPlan, build_desks
 from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, MarketBell
 from openbell.markets.adapters.yfinance import YahooSource
@@ -115,7 +115,7 @@ def test_one_offline_us_slot_is_a_few_lines_naming_the_dns_failure(
     slot_at = datetime(2025, 11, 4, 15, 30, tzinfo=UTC)  # 10:30 in New York, a Tuesday
     clock = SimulatedClock(slot_at)
     universe = load_universe("nasdaq100")
-    market = LiveMarket(
+    market = MarketPlan(
         market="us",
         source=YahooSource(now=clock.now, universe=universe.symbols, session=unresolvable_yahoo),
         universe=universe,
@@ -132,8 +132,8 @@ def test_one_offline_us_slot_is_a_few_lines_naming_the_dns_failure(
     configure_logging("json", "info", stream, environ={})
     try:
         ledger = Ledger(engine)
-        desks, accounts = build_live_desks(
-            [market], ledger, clock, clock.now(), cache=SqlBarCache(engine)
+        desks, accounts = build_desks(
+            [market], ledger, clock.now(), clock=clock, cache=SqlBarCache(engine)
         )
         runner = CycleRunner(
             ledger=ledger, desks=desks, run_id="offline", lease=timedelta(minutes=15)

@@ -23,7 +23,8 @@ from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
@@ -143,7 +144,7 @@ def replay_blinded(url: str, seed: str, days: tuple[int, int], model: ScriptedMo
         prompt=lambda ctx: prompt_for_mode("open-research", masking="blinded", masking_seed=seed),
         masker=masker_for("blinded", seed=seed),
     )
-    market = ReplayMarket(
+    market = MarketPlan(
         market="cn",
         source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
         universe=load_universe("sse50"),

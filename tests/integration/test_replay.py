@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import Engine
 
 from openbell.agents.baselines import BASELINE_KINDS, build_agent
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, plan_events, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import plan_events, run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
 from openbell.markets.replay_source import ReplaySource
@@ -31,7 +32,7 @@ SESSIONS = 10
 
 
 def _cn_plan(store_url: str, *, resume: bool = False) -> ReplayPlan:
-    market = ReplayMarket(
+    market = MarketPlan(
         market="cn",
         source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
         universe=load_universe("sse50"),
@@ -105,7 +106,7 @@ def test_a_replayed_window_is_refused_without_resume(sqlite_url: str) -> None:
 
 
 def test_crypto_closes_come_before_the_next_days_slot() -> None:
-    market = ReplayMarket(
+    market = MarketPlan(
         market="crypto",
         source=ReplaySource.from_bundled("crypto", names=["crypto-1d"]),
         universe=load_universe("crypto10"),

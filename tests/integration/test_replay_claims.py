@@ -20,7 +20,8 @@ from sqlalchemy import func, select
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
 from openbell.markets.replay_source import ReplaySource
@@ -37,7 +38,7 @@ RELEASE_WITHIN_S = 30.0
 
 
 def _plan(url: str, *agents: str, resume: bool = False) -> ReplayPlan:
-    market = ReplayMarket(
+    market = MarketPlan(
         market="cn",
         source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
         universe=load_universe("sse50"),

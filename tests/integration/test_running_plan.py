@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.fundamentals import LiveFundamentals
 from openbell.ops.config import default_config_text, load_config
-from openbell.ops.running import OFFLINE_ENV, live_plan
+from openbell.ops.planning import OFFLINE_ENV, live_plan
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 

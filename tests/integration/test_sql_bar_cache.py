@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.live_plan import LiveMarket, build_live_desks
+from openbell.daemon.plan import MarketPlan, build_desks
 from openbell.markets.cache import CachingSource
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.replay_source import ReplaySource
@@ -214,7 +214,7 @@ def test_live_desks_record_live_reads_and_not_replay_ones(engine: Engine) -> Non
     window = (now - timedelta(days=3), now)
 
     def read_through_desk(source: ReplaySource | VendorSource, fill: bool) -> None:
-        market = LiveMarket(
+        market = MarketPlan(
             market="crypto",
             source=source,
             universe=load_universe("crypto10"),
@@ -223,7 +223,7 @@ def test_live_desks_record_live_reads_and_not_replay_ones(engine: Engine) -> Non
             agents=(),
             fill_price=replay.first_price_at_or_after if fill else None,
         )
-        desks, _ = build_live_desks([market], Ledger(engine), clock, now, cache=cache)
+        desks, _ = build_desks([market], Ledger(engine), now, clock=clock, cache=cache)
         result = asyncio.run(desks["crypto"].gateway.bars("BTC/USDT", "1h", 3, now))
         assert len(result.bars) == 3
 

@@ -32,7 +32,8 @@ from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import AliasMasker, masker_for
 from openbell.agents.modes import MODES, prompt_for_mode
-from openbell.daemon.replay import ReplayMarket, ReplayPlan, run_replay
+from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.replay import run_replay
 from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
@@ -83,7 +84,7 @@ def crypto_replay(url: str, model: ScriptedModel, start: datetime, days: int) ->
         build_agent(kind, kind.replace("_", "-"), market="crypto", seed=3)
         for kind in BASELINE_KINDS
     )
-    market = ReplayMarket(
+    market = MarketPlan(
         market="crypto",
         source=ReplaySource.from_bundled("crypto", names=["crypto-1d"]),
         universe=load_universe("crypto10"),

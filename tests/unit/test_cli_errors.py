@@ -11,7 +11,7 @@ import pytest
 import structlog
 
 from openbell.daemon import live
-from openbell.daemon.live_plan import LivePlan
+from openbell.daemon.plan import LivePlan
 from openbell.ops import cli
 from openbell.ops.config import default_config_text
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import typer
 
-from openbell.daemon.live_plan import LEASE_S
+from openbell.daemon.plan import LEASE_S
 from openbell.ops import cli
 from openbell.ops.cli import daemon
 

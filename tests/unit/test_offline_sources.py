@@ -11,7 +11,7 @@ from openbell.daemon.clock import SimulatedClock
 from openbell.markets.domain import utc
 from openbell.markets.errors import DataUnavailable
 from openbell.ops.config import default_config_text, load_config
-from openbell.ops.running import OFFLINE_ENV, UnavailableSource, make_source
+from openbell.ops.planning import OFFLINE_ENV, UnavailableSource, make_source
 
 
 @pytest.mark.parametrize("market", ["us", "cn", "crypto"])
@@ -21,12 +21,9 @@ def test_offline_replaces_every_live_source(tmp_path: Path, market: str) -> None
     configured = load_config(path).markets.configured()[market]
     clock = SimulatedClock(utc(2026, 12, 1, 15))
 
-    source, fill_price, _, actions = make_source(
-        market, configured, clock, ("X",), environ={OFFLINE_ENV: "1"}
-    )
+    source, _, actions = make_source(market, configured, clock, ("X",), environ={OFFLINE_ENV: "1"})
 
     assert isinstance(source, UnavailableSource)
-    assert fill_price is None
     assert actions is None  # no vendor is asked for corporate actions either
     with pytest.raises(DataUnavailable, match=OFFLINE_ENV):
         asyncio.run(source.bars(["X"], "1d", utc(2026, 11, 1), utc(2026, 12, 1)))
@@ -37,7 +34,7 @@ def test_without_offline_the_configured_adapter_is_built(tmp_path: Path) -> None
     path.write_text(default_config_text(), encoding="utf-8")
     configured = load_config(path).markets.configured()["cn"]
 
-    source, _, _, actions = make_source(
+    source, _, actions = make_source(
         "cn", configured, SimulatedClock(utc(2026, 12, 1, 2)), ("600519.SH",), environ={}
     )
     assert actions is source

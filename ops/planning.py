@@ -1,0 +1,515 @@
+"""Building a run from `openbell.toml`: what `openbell run`, `cycle`, `replay` and `demo` run.
+
+This module owns the translation of the config into a `LivePlan` (`live_plan`) or a `ReplayPlan`
+(`replay_plan`, run by `replay_from_config` with a progress bar), each market through the same
+builder (`market_plan`), so a replay and the live daemon enrol the very same agents on the very
+same universes under the very same rules. Live and replay differ by one argument, the daemon's
+clock: a replay has none and never touches the network.
+
+One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, or the
+listed symbols), its rules (the market's defaults with the costs of its `[markets.<name>.costs]`
+table), its benchmark, the agents enrolled in it (a baseline, or an LLM agent built by
+`llm_agents`, its key read from the environment) and its source (`make_source`). `replay:PATH`
+reads the bar files at PATH, and `bundled` every bar file bundled with openbell for the market, as
+they are; both fill orders from their bars, with the market's `corporate_actions` file, if any
+(only over raw bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
+`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve
+the market's corporate actions, and yfinance its fundamentals); an adapter that cannot be
+imported, or any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every
+read with `DataUnavailable`, so the daemon keeps running and records the market's cycles as
+skipped (`data_unavailable`). In a replay a live source stands for the dataset bundled with
+openbell (the daily files only for a daily cadence), with the bundled corporate actions over raw
+bars unless the market names a file.
+
+A universe used outside the dates its file vouches for (its `coverage`: `crypto10` is AI-Trader's
+pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until the index's December
+2025 review) would trade a list where nobody knew it, a survivorship bias. The daemon warns at
+every start (`universe_outside_coverage`); a replay window outside it is refused with one line
+naming the market, unless `allow_outside_coverage` (the `--allow-outside-coverage` flag, or the
+market's config key) accepts it; then the replay runs, and the same sentence is logged as a
+warning and repeated under the summary. A replay window is whole UTC dates, `start` through `end`
+inclusive; the ledger is migrated to the schema head once the replay holds its claim on it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, date, datetime, time, timedelta
+from typing import NamedTuple
+
+import structlog
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from openbell.agents.baselines import build_agent
+from openbell.agents.protocol import Agent
+from openbell.daemon.clock import Clock
+from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
+from openbell.daemon.replay import Progress as ProgressCallback
+from openbell.daemon.replay import ReplayReport, run_replay
+from openbell.markets.barfile import bundled_names
+from openbell.markets.corporate_action_files import bundled_actions, read_actions
+from openbell.markets.corporate_actions import CorporateActionSource, RecordedActions
+from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
+from openbell.markets.errors import ConfigError, DataUnavailable
+from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
+from openbell.markets.replay_source import ReplaySource
+from openbell.markets.rules import MarketRules, rules_for, with_costs
+from openbell.markets.sources import MarketDataSource
+from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
+from openbell.ops.config import (
+    AnyAgentConfig,
+    LlmAgentConfig,
+    MarketConfig,
+    OpenbellConfig,
+    RandomAgentConfig,
+)
+from openbell.ops.llm_agents import build_llm_agent
+from openbell.ops.secrets import redactor_for
+
+log = structlog.stdlib.get_logger(__name__)
+
+#: Set (to anything but "" or "0") to keep the daemon off the network: every live source (yfinance,
+#: akshare, ccxt) is replaced by one that answers `DataUnavailable`. For tests and dry runs; the
+#: acceptance tests set it so that no test ever reaches a vendor's endpoint.
+OFFLINE_ENV = "OPENBELL_OFFLINE"
+
+
+# -- the parts of a market ---------------------------------------------------------------------
+
+
+def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
+    """The universe of market `name`: the bundled one it names, or its listed symbols."""
+    if isinstance(market.universe, str):
+        return load_universe(market.universe)
+    currency = MARKET_CURRENCY[name]
+    return Universe(
+        name=f"{name}-configured",
+        market=name,
+        as_of=as_of,
+        instruments=tuple(
+            Instrument(symbol=symbol, market=name, currency=currency) for symbol in market.universe
+        ),
+        source="openbell.toml",
+    )
+
+
+def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
+    """The rules of market `name`: its defaults with the costs its config sets in their place."""
+    costs = market.costs
+    return with_costs(
+        rules_for(name),
+        commission_bps=costs.commission_bps,
+        commission_min=costs.commission_min,
+        stamp_duty_sell_bps=costs.stamp_duty_sell_bps,
+        transfer_fee_bps=costs.transfer_fee_bps,
+        slippage_bps=costs.slippage_bps,
+        min_notional=costs.min_notional,
+    )
+
+
+def agent_for(
+    agent: AnyAgentConfig, market: str, environ: Mapping[str, str] | None = None
+) -> Agent:
+    """The agent of one `[[agents]]` entry, trading `market`."""
+    if isinstance(agent, LlmAgentConfig):
+        return build_llm_agent(agent, os.environ if environ is None else environ)
+    seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
+    return build_agent(agent.kind, agent.name, market=market, seed=seed)
+
+
+class UnavailableSource:
+    """A source whose every read raises `DataUnavailable`: an adapter that could not load, or any
+    live source while `OPENBELL_OFFLINE` is set."""
+
+    def __init__(self, name: str, market: str, why: str) -> None:
+        self._name = name
+        self._market = market
+        self._why = why
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def market(self) -> str:
+        return self._market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return ("1h", "1d")
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        raise DataUnavailable(self._why)
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        raise DataUnavailable(self._why)
+
+    async def news(
+        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+    ) -> Sequence[NewsItem]:
+        raise DataUnavailable(self._why)
+
+
+class MarketSource(NamedTuple):
+    """What a market's `source` config becomes: the data source, its fundamentals source (None:
+    `get_fundamentals` refuses) and its source of corporate actions (None: none applied)."""
+
+    source: MarketDataSource
+    fundamentals: FundamentalsSource | None = None
+    actions: CorporateActionSource | None = None
+
+
+def make_source(
+    name: str,
+    market: MarketConfig,
+    clock: Clock | None,
+    universe: Sequence[str],
+    *,
+    environ: Mapping[str, str] = os.environ,
+) -> MarketSource:
+    """The data source of market `name`, with its fundamentals and corporate actions where it has
+    them; see the module docstring. `clock` None: a replay, where a live source stands for the
+    bundled dataset."""
+    if clock is None or market.source_kind in ("replay", "bundled"):
+        recorded = _recorded_source(name, market)
+        return MarketSource(recorded, actions=_recorded_actions(name, market, recorded))
+    if environ.get(OFFLINE_ENV, "") not in ("", "0"):
+        why = f"{OFFLINE_ENV} is set: the {market.source} source is not contacted"
+        log.warning("source_offline", market=name, source=market.source)
+        return MarketSource(UnavailableSource(market.source, name, why))
+    try:
+        if market.source_kind == "yfinance":
+            from openbell.markets.adapters.yfinance import YahooSource
+
+            yahoo = YahooSource(now=clock.now, universe=universe)
+            fundamentals = LiveFundamentals(
+                yahoo.fundamentals, name=yahoo.name, currency=MARKET_CURRENCY[name]
+            )
+            return MarketSource(yahoo, fundamentals=fundamentals, actions=yahoo)
+        if market.source_kind == "akshare":
+            from openbell.markets.adapters.akshare import AkshareSource
+
+            akshare = AkshareSource(now=clock.now, universe=universe)
+            return MarketSource(akshare, actions=akshare)
+        from openbell.markets.adapters.ccxt import CcxtSource
+
+        return MarketSource(CcxtSource.create(market.source_arg or "binance", now=clock.now))
+    except ImportError as exc:
+        why = f"the {market.source} adapter cannot be loaded: {exc}"
+        log.error("source_unavailable", market=name, source=market.source, error_message=why)
+        return MarketSource(UnavailableSource(market.source, name, why))
+
+
+def _recorded_source(name: str, market: MarketConfig) -> ReplaySource:
+    """The recorded bars market `name` reads: its `replay:PATH` files, the bundled ones, or (for a
+    live source, in a replay) the bundled ones of its cadence."""
+    if market.source_kind == "replay":
+        return ReplaySource.from_paths(name, [market.source_arg])
+    if market.source_kind == "bundled":
+        return ReplaySource.from_bundled(name)
+    return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence))
+
+
+def _bundled_files(market: str, cadence: str) -> list[str]:
+    """The bundled bar files a replay of `market` at `cadence` from a live source reads.
+
+    A daily replay leaves the hourly files out: fills take the first open of the finest loaded
+    interval, and the bundled hourly bars are adjusted while the daily ones are raw, so mixing them
+    would price a daily account's fills and marks on a different basis than its history.
+    """
+    names = [name for name in bundled_names() if name.startswith(f"{market}-")]
+    if cadence == "daily":
+        names = [name for name in names if not name.endswith("-1h")]
+    return names
+
+
+def _recorded_actions(
+    name: str, market: MarketConfig, source: ReplaySource
+) -> RecordedActions | None:
+    """The corporate actions applied over the recorded bars of market `name`: its
+    `corporate_actions` file, else the bundled file when a live source stands for the bundled raw
+    bars (the A-share dividends), else none. Bars that are not all raw already have the actions in
+    their prices: a configured file is refused there.
+    """
+    raw = source.adjustments == {"raw"}
+    if market.corporate_actions is not None:
+        if not raw:
+            raise ConfigError(
+                f"markets.{name}.corporate_actions: {source.name} serves "
+                f"{', '.join(sorted(source.adjustments))} bars, not only raw ones, so its prices "
+                "already account for corporate actions; they apply to raw bars only"
+            )
+        return read_actions(market.corporate_actions, name)
+    if market.source_kind in ("replay", "bundled") or not raw:
+        return None
+    return bundled_actions(name)
+
+
+def market_plan(
+    name: str,
+    market: MarketConfig,
+    agents: Sequence[AnyAgentConfig],
+    *,
+    clock: Clock | None,
+    as_of: date,
+    environ: Mapping[str, str] = os.environ,
+) -> MarketPlan:
+    """The plan of market `name` traded by `agents`, live on `clock` or replayed (`clock` None)
+    from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
+    universe = universe_for(name, market, as_of)
+    made = make_source(name, market, clock, universe.symbols, environ=environ)
+    source = made.source
+    replayed = source if clock is None and isinstance(source, ReplaySource) else None
+    if replayed is not None and not set(universe.symbols) & replayed.symbols():
+        raise ConfigError(
+            f"markets.{name}: {source.name} has no bars of any symbol of universe {universe.name}"
+        )
+    return MarketPlan(
+        market=name,
+        source=source,
+        universe=universe,
+        cadence=market.cadence,
+        initial_cash=market.initial_cash,
+        agents=tuple(agent_for(agent, name) for agent in agents),
+        benchmarks=market.benchmarks,
+        slot_times=market.slot_times,
+        rules=rules_for_market(name, market),
+        fundamentals=made.fundamentals,
+        actions=made.actions,
+    )
+
+
+def _enrolled(
+    config: OpenbellConfig, markets: Sequence[str] | None, agents: Sequence[str] | None, run: str
+) -> list[tuple[str, MarketConfig, tuple[AnyAgentConfig, ...]]]:
+    """(name, config, agents) of each chosen market (default: every configured one) with agents
+    enrolled (or those of `agents`). Raises `ConfigError` naming a market or an agent that is not
+    configured, an agent enrolled in none of the markets, or when no agent is left to `run`."""
+    configured = config.markets.configured()
+    chosen = list(configured) if markets is None else list(markets)
+    for name in chosen:
+        if name not in configured:
+            raise ConfigError(
+                f"market {name!r} is not configured; configured: {', '.join(configured)}"
+            )
+    for wanted in agents or ():
+        _check_enrolled(config, wanted, chosen)
+    found = []
+    for name in chosen:
+        enrolled = tuple(a for a in config.agents_in(name) if agents is None or a.name in agents)
+        if enrolled:
+            found.append((name, configured[name], enrolled))
+    if not found:
+        raise ConfigError(f"no agent is enrolled in {' or '.join(chosen)}: nothing to {run}")
+    return found
+
+
+def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -> None:
+    found = [agent for agent in config.agents if agent.name == name]
+    if not found:
+        names = ", ".join(agent.name for agent in config.agents) or "none"
+        raise ConfigError(f"no agent named {name!r} is configured; configured agents: {names}")
+    if not set(found[0].markets) & set(markets):
+        raise ConfigError(
+            f"agent {name!r} is not enrolled in {' or '.join(markets)}; "
+            f"its markets: {', '.join(found[0].markets)}"
+        )
+
+
+# -- live ----------------------------------------------------------------------------------
+
+
+def live_plan(
+    config: OpenbellConfig,
+    clock: Clock,
+    *,
+    markets: Sequence[str] | None = None,
+    agents: Sequence[str] | None = None,
+    stop_grace_s: float = 30.0,
+    heartbeat_s: float = 60.0,
+    lease_s: float = LEASE_S,
+    http: bool = True,
+) -> LivePlan:
+    """The live plan of the configured markets (or `markets`) and their agents (or `agents`).
+
+    Raises `ConfigError` naming a market that is not configured, an agent that is not, or an
+    agent asked for that is enrolled in none of the markets.
+    """
+    today = clock.now().date()
+    plans = []
+    for name, market, enrolled in _enrolled(config, markets, agents, "run"):
+        plan = market_plan(name, market, enrolled, clock=clock, as_of=today)
+        _warn_outside_coverage(name, plan.universe, today)
+        plans.append(plan)
+    return LivePlan(
+        store_url=config.store.url,
+        markets=tuple(plans),
+        http_listen=(config.http.host, config.http.port) if http else None,
+        http_allow_remote=config.http.allow_remote,
+        stop_grace_s=stop_grace_s,
+        heartbeat_s=heartbeat_s,
+        redactor=redactor_for(config, os.environ),
+        lease_s=lease_s,
+    )
+
+
+def _warn_outside_coverage(market: str, universe: Universe, today: date) -> None:
+    """Say, at every start, that a universe file no longer (or not yet) vouches for today's
+    members: the daemon trades the file's list, which may have changed since (survivorship)."""
+    coverage = universe.coverage
+    if coverage is None or universe.covers(today, today):
+        return
+    log.warning(
+        "universe_outside_coverage",
+        market=market,
+        universe=universe.name,
+        today=today.isoformat(),
+        coverage_from=_iso(coverage.from_date),
+        coverage_until=_iso(coverage.until_date),
+        message=(
+            f"markets.{market}: universe {universe.name} vouches for its members only "
+            f"{coverage.describe()}; today is {today}: the daemon trades a list that may have "
+            "changed since; update the universe file or give the members in the config"
+        ),
+    )
+
+
+# -- replay --------------------------------------------------------------------------------
+
+
+def replay_plan(
+    config: OpenbellConfig,
+    *,
+    start: date,
+    end: date,
+    market: str | None,
+    resume: bool,
+    allow_outside_coverage: bool = False,
+) -> tuple[ReplayPlan, tuple[str, ...]]:
+    """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
+    (or just `market`) with their agents, and its warnings (universes used outside their coverage).
+
+    Raises `ConfigError` for an empty or reversed window, a market not configured, a market
+    without agents, a universe used outside its coverage without `allow_outside_coverage` (here
+    or in the market's config) or an LLM agent whose key variable is not set.
+    """
+    if end < start:
+        raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
+    chosen = None if market is None else [market]
+    enrolled = _enrolled(config, chosen, None, "replay")
+    markets = tuple(
+        market_plan(name, configured, agents, clock=None, as_of=start)
+        for name, configured, agents in enrolled
+    )
+    warnings = []
+    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
+        doubt = _outside_coverage(replayed.market, replayed.universe, start, end)
+        if doubt is None:
+            continue
+        if not (allow_outside_coverage or configured.allow_outside_coverage):
+            raise ConfigError(
+                f"{doubt}; replay inside those dates, or pass --allow-outside-coverage (or set "
+                f"allow_outside_coverage = true in [markets.{replayed.market}]) to run it anyway"
+            )
+        coverage = replayed.universe.coverage
+        log.warning(
+            "universe_outside_coverage",
+            market=replayed.market,
+            universe=replayed.universe.name,
+            start=start.isoformat(),
+            end=end.isoformat(),
+            coverage_from=_iso(None if coverage is None else coverage.from_date),
+            coverage_until=_iso(None if coverage is None else coverage.until_date),
+            message=doubt,
+        )
+        warnings.append(doubt)
+    plan = ReplayPlan(
+        store_url=config.store.url,
+        start_at=datetime.combine(start, time(0), tzinfo=UTC),
+        end_at=datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC),
+        markets=markets,
+        resume=resume,
+        run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
+        redactor=redactor_for(config, os.environ),
+        migrate=True,
+    )
+    return plan, tuple(warnings)
+
+
+def replay_from_config(
+    config: OpenbellConfig,
+    *,
+    start: date,
+    end: date,
+    market: str | None,
+    resume: bool,
+    show_progress: bool,
+    allow_outside_coverage: bool = False,
+) -> ReplayReport:
+    """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown.
+
+    Raises `ConfigError` as `replay_plan` does, and `OperatorError` for a ledger that another
+    replay (or, on SQLite, a daemon) is writing or that already has cycles in the window without
+    `resume`.
+    """
+    plan, warnings = replay_plan(
+        config,
+        start=start,
+        end=end,
+        market=market,
+        resume=resume,
+        allow_outside_coverage=allow_outside_coverage,
+    )
+    with _progress_bar(show_progress) as progress:
+        report = run_replay(plan, progress=progress)
+    return replace(report, warnings=warnings)
+
+
+def _iso(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _outside_coverage(name: str, universe: Universe, start: date, end: date) -> str | None:
+    """What is wrong with replaying `universe` from `start` through `end`, in one sentence; None
+    when its file vouches for every date of the window."""
+    coverage = universe.coverage
+    if coverage is None or universe.covers(start, end):
+        return None
+    vouched = coverage.describe()
+    if coverage.from_date is not None and start < coverage.from_date:
+        window = f"this replay starts on {start.isoformat()}"
+    else:
+        window = f"this replay ends on {end.isoformat()}"
+    return (
+        f"markets.{name}: universe {universe.name} vouches for its members only {vouched}, and "
+        f"{window}: trading its list at dates the file cannot vouch for is a survivorship bias"
+    )
+
+
+@contextmanager
+def _progress_bar(show: bool) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar on stderr fed by `progress(done, total)`; None when not shown."""
+    if not show:
+        yield None
+        return
+    columns = (
+        TextColumn("replay"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("slots"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("replay", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

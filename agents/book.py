@@ -15,13 +15,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from openbell.markets.domain import AccountState, Fill, Instrument, Money, Position, Side
-from openbell.markets.execution import (
-    affordable_quantity,
+from openbell.markets.domain import (
+    AccountState,
+    Fill,
+    Instrument,
+    Money,
+    Position,
+    Side,
     round_money,
-    slipped_price,
-    tradable_quantity,
 )
+from openbell.markets.execution import affordable_quantity, slipped_price, tradable_quantity
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import MARKET_CURRENCY, Universe
 
@@ -87,7 +90,8 @@ def unwind(state: AccountState, fills: Iterable[Fill]) -> AccountState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Holding:
-    """A position marked at a price: `value = quantity * mark`, rounded to the currency."""
+    """A position marked at a price: `value = quantity * mark` by the money rule (`round_money`),
+    as the ledger's NAV snapshot values it."""
 
     symbol: str
     quantity: Decimal

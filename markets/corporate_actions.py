@@ -25,8 +25,13 @@ from datetime import date, datetime
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, Decimal
 from typing import Final, Protocol
 
-from openbell.markets.domain import check_currency, check_decimal, check_market, check_utc
-from openbell.markets.execution import round_money
+from openbell.markets.domain import (
+    check_currency,
+    check_decimal,
+    check_market,
+    check_utc,
+    round_money,
+)
 from openbell.markets.sources import check_symbols
 
 #: Quantities after a split are computed to this many places before whole steps are cut off: a

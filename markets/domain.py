@@ -3,6 +3,20 @@
 Every value here is a frozen, keyword-only dataclass validated at construction. Amounts and
 quantities are `Decimal` (never float), and every datetime is timezone-aware UTC. Vendor shapes are
 turned into these types once, at their adapter; the store converts its rows to and from them.
+
+This module also declares the one rounding rule of each kind of number; no other module rounds
+money, quantities or prices by its own rule:
+
+- **money** (a fill's notional, each fee, the cost of what is sold, a holding's value in a NAV,
+  a dividend, cash in lieu): the currency's minor unit (`Currency.places`), ties rounded half-up
+  (`round_money`), once, where the amount is computed from a product or a share. Sums and
+  differences of rounded amounts (cash, NAV, positions value) are exact and never rounded again.
+  Half-up because that is how brokers and exchanges bill each fee component, and one mode for every
+  amount keeps the agent's book, the ledger and `ledger verify` equal to the minor unit.
+- **quantities**: down to a whole multiple of the instrument's step or lot (`round_quantity`),
+  never up past what is ordered or owned.
+- **prices**: to a whole number of the instrument's ticks (`round_to_tick`), in the direction the
+  market rule using it names (a fill after slippage against the trader; a limit price half-up).
 """
 
 from __future__ import annotations
@@ -10,10 +24,42 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from typing import Final
 
-#: Currencies a ledger may hold, with the number of decimal places cash is kept to.
-CURRENCY_PLACES: dict[str, int] = {"USD": 2, "CNY": 2, "USDT": 8}
+#: How a money amount is rounded to its currency's minor unit (see the module docstring).
+MONEY_ROUNDING: Final = ROUND_HALF_UP
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Currency:
+    """A currency a ledger may hold, with the decimal places its amounts are kept to."""
+
+    code: str
+    places: int
+
+    @property
+    def minor_unit(self) -> Decimal:
+        """The smallest amount of the currency an account holds (0.01 for USD)."""
+        return Decimal(1).scaleb(-self.places)
+
+    def round(self, amount: Decimal) -> Decimal:
+        """`amount` rounded to the minor unit by `MONEY_ROUNDING`."""
+        return amount.quantize(self.minor_unit, rounding=MONEY_ROUNDING)
+
+
+#: Currencies a ledger may hold, by code.
+CURRENCIES: Final[dict[str, Currency]] = {
+    currency.code: currency
+    for currency in (
+        Currency(code="USD", places=2),
+        Currency(code="CNY", places=2),
+        Currency(code="USDT", places=8),
+    )
+}
+
+#: The number of decimal places each currency's amounts are kept to.
+CURRENCY_PLACES: Final[dict[str, int]] = {code: c.places for code, c in CURRENCIES.items()}
 
 #: The markets openbell trades.
 MARKETS: frozenset[str] = frozenset({"us", "cn", "crypto"})
@@ -57,6 +103,23 @@ def check_currency(currency: str) -> None:
     """Refuse a currency the ledger does not know."""
     if currency not in CURRENCY_PLACES:
         raise ValueError(f"unknown currency {currency!r}; known: {sorted(CURRENCY_PLACES)}")
+
+
+def round_money(amount: Decimal, currency: str) -> Decimal:
+    """`amount` rounded to the minor unit of `currency`, ties half-up: the money rule."""
+    check_currency(currency)
+    return CURRENCIES[currency].round(amount)
+
+
+def round_quantity(quantity: Decimal, step: Decimal) -> Decimal:
+    """`quantity` rounded down to a whole multiple of `step`: the quantity rule."""
+    return (quantity / step).to_integral_value(rounding=ROUND_DOWN) * step
+
+
+def round_to_tick(price: Decimal, tick: Decimal, rounding: str) -> Decimal:
+    """`price` rounded to a whole number of `tick`s with the given `decimal` rounding mode: the
+    price rule (its direction is the market rule's: see the module docstring)."""
+    return (price / tick).quantize(Decimal(1), rounding=rounding) * tick
 
 
 def check_market(market: str) -> None:
@@ -210,7 +273,7 @@ class Order:
 class Fill:
     """An executed order: quantity at price, with the cash it moved and the fees it paid.
 
-    `notional` is `quantity * price` rounded to the currency's places; a buy costs
+    `notional` is `quantity * price` by the money rule (`round_money`); a buy costs
     `notional + fees` and a sell raises `notional - fees`.
     """
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import (
-    CURRENCY_PLACES,
     AccountState,
     Fill,
     Instrument,
@@ -26,8 +25,10 @@ from openbell.markets.domain import (
     Rejection,
     RejectReason,
     Side,
-    check_currency,
     check_utc,
+    round_money,
+    round_quantity,
+    round_to_tick,
 )
 from openbell.markets.rules import (
     BPS,
@@ -38,7 +39,6 @@ from openbell.markets.rules import (
     price_limit_pct,
     price_tick_for,
     quantity_step_for,
-    round_to_tick,
 )
 
 
@@ -291,11 +291,6 @@ def _lot_message(order: Order, held: Decimal, rules: MarketRules) -> str:
     return f"{text}, so order at least {lot}."
 
 
-def round_quantity(quantity: Decimal, step: Decimal) -> Decimal:
-    """`quantity` rounded down to a whole multiple of `step`."""
-    return (quantity / step).to_integral_value(rounding=ROUND_DOWN) * step
-
-
 def tradable_quantity(
     *,
     instrument: Instrument,
@@ -345,15 +340,9 @@ def sellable_quantity(
     return max(position.quantity - locked, Decimal(0))
 
 
-def round_money(amount: Decimal, currency: str) -> Decimal:
-    """`amount` rounded half-up to the places `currency` is kept to."""
-    check_currency(currency)
-    return amount.quantize(Decimal(1).scaleb(-CURRENCY_PLACES[currency]), rounding=ROUND_HALF_UP)
-
-
 def fees_for(rules: MarketRules, side: Side, notional: Decimal, currency: str) -> Decimal:
     """The fees of a fill worth `notional`: commission (at least its minimum), stamp duty on
-    sells, transfer fee; each rounded half-up to the currency's places, as brokers bill them."""
+    sells, transfer fee; each rounded by the money rule (`round_money`), as brokers bill them."""
     schedule = rules.fees
     commission = round_money(
         max(notional * schedule.commission_bps * BPS, schedule.commission_min), currency

@@ -22,6 +22,7 @@ from openbell.markets.domain import (
     check_currency,
     check_decimal,
     check_market,
+    round_to_tick,
 )
 
 #: One basis point as a fraction.
@@ -316,8 +317,3 @@ def limit_prices(prev_close: Decimal, pct: Decimal, tick: Decimal) -> tuple[Deci
     down = round_to_tick(prev_close * (1 - pct), tick, ROUND_HALF_UP)
     up = round_to_tick(prev_close * (1 + pct), tick, ROUND_HALF_UP)
     return down, up
-
-
-def round_to_tick(price: Decimal, tick: Decimal, rounding: str) -> Decimal:
-    """`price` rounded to a whole number of `tick`s with the given `decimal` rounding mode."""
-    return (price / tick).quantize(Decimal(1), rounding=rounding) * tick

@@ -26,11 +26,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 
 from sqlalchemy import Engine
 
-from openbell.markets.domain import CURRENCY_PLACES, check_market
+from openbell.markets.domain import check_market, round_money
 from openbell.markets.errors import ReportError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
@@ -355,11 +355,11 @@ def _build(
 
 
 def _bench_nav(bench: Sequence[NavPoint], currency: str) -> Decimal | None:
-    """The benchmark's last value in the currency's places: it is a price ratio times cash, not a
-    ledger amount, and carries the full precision of a division otherwise."""
+    """The benchmark's last value by the money rule: it is a price ratio times cash, not a ledger
+    amount, and carries the full precision of a division otherwise."""
     if not bench:
         return None
-    return bench[-1].nav.quantize(Decimal(1).scaleb(-CURRENCY_PLACES[currency]), ROUND_HALF_EVEN)
+    return round_money(bench[-1].nav, currency)
 
 
 def leaderboards(

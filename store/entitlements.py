@@ -12,14 +12,14 @@ before an action of the same symbol with an earlier ex-date that is applied afte
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any, Final
 
 from sqlalchemy import Connection, bindparam, func, select
 from sqlmodel import Session
 
 from openbell.markets.corporate_actions import ActionKind, CorporateAction, action_effect
-from openbell.markets.domain import CURRENCY_PLACES, Side
+from openbell.markets.domain import Side, round_money
 from openbell.markets.errors import LedgerBreach
 from openbell.store.postings import row_id
 from openbell.store.records import AppliedAction
@@ -105,9 +105,8 @@ def insert_action(
         )
     cost_delta = Decimal(0)
     if effect.fraction and after + effect.fraction > 0:
-        places = Decimal(1).scaleb(-CURRENCY_PLACES[account.currency])
         share = effect.fraction / (after + effect.fraction)
-        cost_delta = -(cost * share).quantize(places, ROUND_HALF_EVEN)
+        cost_delta = -round_money(cost * share, account.currency)
     account.cash += effect.cash_delta
     if after == 0:
         if position is not None:

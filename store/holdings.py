@@ -3,10 +3,10 @@
 This module owns that read, for `openbell positions`: an account's cash is the ledger's running
 balance, a position's quantity and cost basis (the cash spent on what is still held, fees
 included) come from the `position` table, and its last mark is the price in the latest NAV
-snapshot of the account that values the symbol. A holding's value is its quantity at that mark and
-its weight is that value over the account's NAV at the last marks (cash plus every value); a
-holding never marked yet has neither, and then the account has no NAV. Reads only; money stays
-`Decimal`.
+snapshot of the account that values the symbol. A holding's value is its quantity at that mark, by
+the money rule (`round_money`) as the snapshot values it, and its weight is that value over the
+account's NAV at the last marks (cash plus every value); a holding never marked yet has neither,
+and then the account has no NAV. Reads only; money stays `Decimal`.
 """
 
 from __future__ import annotations
@@ -19,24 +19,29 @@ from decimal import Decimal
 from sqlalchemy import Connection, Engine, and_, func, select
 from sqlmodel import col
 
+from openbell.markets.domain import round_money
 from openbell.store.postings import row_id
 from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Holding:
-    """One open position: quantity, cost basis and its last mark (None before its first)."""
+    """One open position: quantity, cost basis and its last mark (None before its first), in
+    `currency`."""
 
     symbol: str
     quantity: Decimal
     cost: Decimal
     last_mark: Decimal | None
     marked_at: datetime | None
+    currency: str
 
     @property
     def value(self) -> Decimal | None:
-        """The quantity at the last mark, exactly."""
-        return None if self.last_mark is None else self.quantity * self.last_mark
+        """The quantity at the last mark, by the money rule."""
+        if self.last_mark is None:
+            return None
+        return round_money(self.quantity * self.last_mark, self.currency)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +101,7 @@ def account_holdings(
             .order_by(col(PositionRow.account_id), col(PositionRow.symbol))
         ).all()
         marks = _last_marks(connection, ids)
+    currencies = {row_id(row[0]): row[3] for row in found}
     held: dict[int, list[Holding]] = {}
     for account_id, symbol, quantity, cost in positions:
         if quantity <= 0:  # compared in Python: the column is text on SQLite
@@ -108,6 +114,7 @@ def account_holdings(
                 cost=cost,
                 last_mark=mark[0] if mark else None,
                 marked_at=mark[1] if mark else None,
+                currency=currencies[account_id],
             )
         )
     order = {"us": 0, "cn": 1, "crypto": 2}

@@ -9,19 +9,19 @@ order returns exactly the outcome recorded the first time.
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any, TypedDict
 
 from sqlalchemy import ColumnElement, Connection, CursorResult, select
 from sqlmodel import Session
 
 from openbell.markets.domain import (
-    CURRENCY_PLACES,
     Fill,
     Order,
     Rejection,
     RejectReason,
     Side,
+    round_money,
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import OrderStatus, RecordedOrder
@@ -187,8 +187,7 @@ def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
     if fill.quantity == held:
         session.delete(position)
         return
-    places = Decimal(1).scaleb(-CURRENCY_PLACES[fill.currency])
-    sold_cost = (position.cost * fill.quantity / held).quantize(places, ROUND_HALF_EVEN)
+    sold_cost = round_money(position.cost * fill.quantity / held, fill.currency)
     position.quantity = held - fill.quantity
     position.cost -= sold_cost
     position.updated_at = fill.filled_at

@@ -106,7 +106,8 @@ class AppliedAction:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NavMark:
-    """One holding valued in a NAV snapshot: `value = quantity * price`, exactly."""
+    """One holding valued in a NAV snapshot: `value = quantity * price` by the money rule
+    (`markets.domain.round_money`)."""
 
     symbol: str
     quantity: Decimal

@@ -1,5 +1,9 @@
 """How a NAV snapshot is written: cash plus every holding valued at its mark, with the marks.
 
+A holding's value is `quantity * mark` by the money rule (`round_money`: the currency's minor unit,
+ties half-up), the same value the agent's `Book` shows, so the NAV an agent is shown at a slot is
+the NAV stored for it; the positions value is the sum of those values and is not rounded again.
+
 Internal to `openbell.store`: these functions run inside the `Ledger`'s transaction, as prebuilt
 Core statements on its connection (every cycle and every session close writes a snapshot, so this
 is on the replay's hot path), and turn the stored rows back into `NavSnapshot` records.
@@ -15,7 +19,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from openbell.markets.domain import check_decimal
+from openbell.markets.domain import Money, check_decimal, round_money
 from openbell.store.postings import inserted_id
 from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
 from openbell.store.tables import (
@@ -28,24 +32,24 @@ from openbell.store.tables import (
 )
 
 
-def locked_cash(connection: Connection, account_id: int) -> Decimal:
+def locked_cash(connection: Connection, account_id: int) -> Money:
     """The account's cash, its row locked (on Postgres) for the rest of the transaction."""
-    cash = connection.execute(_CASH, {"account": account_id}).scalar_one_or_none()
-    if cash is None:
+    row = connection.execute(_CASH, {"account": account_id}).one_or_none()
+    if row is None:
         raise ValueError(f"no account {account_id}")
-    return Decimal(cash)
+    return Money(amount=Decimal(row.cash), currency=row.currency)
 
 
 def insert_snapshot(
     connection: Connection,
     account_id: int,
-    cash: Decimal,
+    cash: Money,
     at: datetime,
     kind: SnapshotKind,
     marks: Mapping[str, Decimal],
 ) -> NavSnapshot:
     """Write the snapshot of (account, `at`, `kind`) with `cash` and the held positions at
-    `marks` (which must price every holding)."""
+    `marks` (which must price every holding), each valued by the money rule."""
     valued: dict[str, NavMark] = {}
     for position in connection.execute(POSITIONS, {"account": account_id}):
         if position.quantity == 0:
@@ -58,7 +62,7 @@ def insert_snapshot(
             symbol=position.symbol,
             quantity=position.quantity,
             price=price,
-            value=position.quantity * price,
+            value=round_money(position.quantity * price, cash.currency),
         )
     positions_value = sum((mark.value for mark in valued.values()), Decimal(0))
     last_fill_id = connection.execute(_LAST_FILL, {"account": account_id}).scalar_one()
@@ -67,9 +71,9 @@ def insert_snapshot(
         "account_id": account_id,
         "at": at,
         "kind": kind.value,
-        "cash": cash,
+        "cash": cash.amount,
         "positions_value": positions_value,
-        "nav": cash + positions_value,
+        "nav": cash.amount + positions_value,
         "last_fill_id": last_fill_id,
         "last_action_id": last_action_id,
     }
@@ -127,7 +131,9 @@ def _to_snapshot(
 
 
 _CASH: Final = (
-    select(ACCOUNT_TABLE.c.cash).where(ACCOUNT_TABLE.c.id == bindparam("account")).with_for_update()
+    select(ACCOUNT_TABLE.c.cash, ACCOUNT_TABLE.c.currency)
+    .where(ACCOUNT_TABLE.c.id == bindparam("account"))
+    .with_for_update()
 )
 #: An account's positions (symbol, quantity, cost) by symbol; binds `account`.
 POSITIONS: Final = (

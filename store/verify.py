@@ -6,10 +6,11 @@ and compares, exactly (as `Decimal`), with what the ledger stores: the running c
 shares splits added, both ways), the fills' links to their orders and cycles, one fill per order
 matching it, each fill's notional, each corporate action's entitlement (the holding before its
 ex-date, recomputed from the fills) and amounts (the dividend, the split's shares and cash), and
-every NAV snapshot at its marks. Entries are replayed among the fills after the fill they name
-(`after_fill_id`). It reads the whole ledger into memory, which is fine for paper-trading volumes
-(millions of fills would want a per-account pass). A breach names the account, the invariant and
-the expected and actual amounts.
+every NAV snapshot at its marks. Amounts are recomputed by the money rule of `markets.domain`
+(`round_money`). Entries are replayed among the fills after the fill they name (`after_fill_id`).
+It reads the whole ledger into memory, which is fine for paper-trading volumes (millions of fills
+would want a per-account pass). A breach names the account, the invariant and the expected and
+actual amounts.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from openbell.markets.corporate_actions import ActionKind, split_quantity
-from openbell.markets.domain import Side
-from openbell.markets.execution import round_money
+from openbell.markets.domain import Side, round_money
 from openbell.store.records import OrderStatus
 from openbell.store.tables import (
     AccountRow,
@@ -447,13 +447,13 @@ def _check_snapshot(
             out.add(
                 account_id, NAV_SNAPSHOT, expected, mark.quantity, f"{where}: {symbol} quantity"
             )
-        elif mark.value != mark.quantity * mark.price:
+        elif mark.value not in _mark_values(mark, account.currency):
             out.add(
                 account_id,
                 NAV_SNAPSHOT,
-                mark.quantity * mark.price,
+                round_money(mark.quantity * mark.price, account.currency),
                 mark.value,
-                f"{where}: {symbol} value at {mark.price}",
+                f"{where}: {symbol} value at {mark.price}, by the money rule",
             )
     positions_value = sum((mark.value for mark in marks), Decimal(0))
     if snapshot.positions_value != positions_value:
@@ -472,6 +472,14 @@ def _check_snapshot(
             snapshot.nav,
             f"{where}: nav = cash + positions value",
         )
+
+
+def _mark_values(mark: NavMarkRow, currency: str) -> tuple[Decimal, Decimal]:
+    """The values a snapshot may hold for `mark`: `quantity * price` by the money rule, or the
+    exact product, which snapshots written before the rule held (they must still verify, or an
+    upgraded daemon would pause every account that holds something)."""
+    exact = mark.quantity * mark.price
+    return round_money(exact, currency), exact
 
 
 def _check_actions(

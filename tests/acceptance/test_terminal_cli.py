@@ -383,7 +383,7 @@ def test_positions_show_cash_and_holdings_from_the_ledger(ledger_db: Path) -> No
     assert lines[1].startswith("crypto,alpha,USDT,cash,,,,,,,4000.00000000,")
     assert lines[2].startswith(
         "crypto,alpha,USDT,position,BTC/USDT,0.1,6000.00000000,60000,61000,"
-        "2025-10-03T00:00:00+00:00,6100.0,"
+        "2025-10-03T00:00:00+00:00,6100.00000000,"  # the value to USDT's minor unit
     )
 
     unknown = openbell(cwd, "positions", "--db", db, "--agent", "nobody")

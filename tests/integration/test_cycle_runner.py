@@ -1,14 +1,16 @@
 """The cycle runner on a real ledger (SQLite and Postgres) over in-memory crypto bars.
 
 Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped, every
-cycle leaves a slot NAV snapshot and every session a close one, and a cycle a dead run left half
-done is completed without a second fill or a second snapshot.
+cycle leaves a slot NAV snapshot and every session a close one (at the NAV `get_portfolio` showed
+the agent at that slot), and a cycle a dead run left half done is completed without a second fill
+or a second snapshot.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -19,6 +21,7 @@ from structlog.testing import capture_logs
 
 from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
+from openbell.agents.tools import PortfolioOut
 from openbell.daemon.runner import CycleRunner, MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
@@ -38,9 +41,9 @@ PRICES = {"BTC/USDT": ("50000", "51000", "52000"), "ETH/USDT": ("3000", "3100", 
 LEASE = timedelta(minutes=15)
 
 
-def _bars() -> list[Bar]:
+def _bars(prices: Mapping[str, tuple[str, ...]] = PRICES) -> list[Bar]:
     bars = []
-    for symbol, opens in PRICES.items():
+    for symbol, opens in prices.items():
         first = Decimal(opens[0])
         bars.append(
             Bar(
@@ -71,8 +74,8 @@ def _bars() -> list[Bar]:
     return bars
 
 
-def _desk(ledger: Ledger) -> MarketDesk:
-    source = ReplaySource(market="crypto", bars={"1d": _bars()})
+def _desk(ledger: Ledger, prices: Mapping[str, tuple[str, ...]] = PRICES) -> MarketDesk:
+    source = ReplaySource(market="crypto", bars={"1d": _bars(prices)})
     rules = rules_for("crypto")
     universe = Universe(
         name="two-coins",
@@ -118,10 +121,34 @@ class Buyer:
         await ctx.tools.finish("bought")
 
 
-def _runner(ledger: Ledger, run_id: str = "run-a", *, take_over: bool = False) -> CycleRunner:
+@dataclass
+class Watcher:
+    """Buys `shares` of `symbol` each cycle, then keeps the NAV `get_portfolio` shows it."""
+
+    name: str
+    symbol: str = "BTC/USDT"
+    shares: Decimal = Decimal("0.013")
+    kind: str = "test"
+    shown: list[Decimal] = field(default_factory=list)
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        await ctx.tools.place_order(self.symbol, "buy", shares=self.shares, reason="test")
+        portfolio = await ctx.tools.get_portfolio()
+        assert isinstance(portfolio, PortfolioOut), portfolio
+        self.shown.append(portfolio.nav)
+        await ctx.tools.finish("bought")
+
+
+def _runner(
+    ledger: Ledger,
+    run_id: str = "run-a",
+    *,
+    take_over: bool = False,
+    prices: Mapping[str, tuple[str, ...]] = PRICES,
+) -> CycleRunner:
     return CycleRunner(
         ledger=ledger,
-        desks={"crypto": _desk(ledger)},
+        desks={"crypto": _desk(ledger, prices)},
         run_id=run_id,
         lease=LEASE,
         take_over_claimed=take_over,
@@ -247,6 +274,25 @@ def test_nav_snapshots_at_each_slot_and_session_close(ledger: Ledger) -> None:
     flat = ledger.find_nav_snapshot(cash, FIRST + 2 * DAY, SnapshotKind.CLOSE)
     assert flat is not None
     assert flat.nav == Decimal(10000)
+
+
+def test_the_nav_an_agent_is_shown_is_the_nav_stored_for_its_slot(ledger: Ledger) -> None:
+    # 0.013 BTC at 50000.123456789 is worth 650.001604938257 USDT: more places than USDT's 8.
+    prices = {"BTC/USDT": ("50000.123456789", "51000.987654321"), "ETH/USDT": ("3000", "3100")}
+    watcher = Watcher("watcher")
+    accounts = _accounts(ledger, watcher)
+    account_id = accounts[0][0]
+    runner = _runner(ledger, prices=prices)
+    stored = []
+    for index in range(2):
+        slot_at = FIRST + index * DAY
+        asyncio.run(runner.run_slot("crypto", slot_at, accounts, slot_at))
+        snapshot = ledger.find_nav_snapshot(account_id, slot_at, SnapshotKind.SLOT)
+        assert snapshot is not None
+        assert snapshot.marks["BTC/USDT"].price == Decimal(prices["BTC/USDT"][index])
+        stored.append(snapshot.nav)
+    assert watcher.shown == stored
+    assert all(nav == nav.quantize(Decimal("1e-8")) for nav in stored)
 
 
 def test_a_cycle_left_claimed_is_completed_without_a_second_fill_or_snapshot(

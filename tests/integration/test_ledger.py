@@ -201,7 +201,9 @@ def test_nav_snapshot_values_holdings_at_their_marks(ledger: Ledger) -> None:
     at = NOW + timedelta(hours=1)
     snapshot = ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks)
     assert snapshot.cash == Decimal(10000) - Decimal("300.00") - Decimal("801.00")
-    assert snapshot.positions_value == Decimal("303.370370367") + Decimal(798)
+    # 3 x 101.123456789 = 303.370370367, valued by the money rule: to the cent, half-up.
+    assert snapshot.marks["AAPL"].value == Decimal("303.37")
+    assert snapshot.positions_value == Decimal("303.37") + Decimal(798)
     assert snapshot.nav == snapshot.cash + snapshot.positions_value
     assert set(snapshot.marks) == {"AAPL", "MSFT"}
     assert snapshot.last_fill_id is not None

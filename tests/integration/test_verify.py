@@ -114,6 +114,38 @@ def test_a_snapshot_that_disagrees_with_the_ledger_is_named(ledger: Ledger, engi
     assert "AAPL quantity" in details[0][3]
 
 
+def _set_mark_value(engine: Engine, value: Decimal) -> None:
+    with engine.begin() as connection:
+        connection.execute(
+            text("UPDATE nav_mark SET value = :v").bindparams(bindparam("v", type_=ExactDecimal())),
+            {"v": value},
+        )
+        connection.execute(
+            text("UPDATE nav_snapshot SET positions_value = :v, nav = cash + :v").bindparams(
+                bindparam("v", type_=ExactDecimal())
+            ),
+            {"v": value},
+        )
+
+
+def test_a_mark_value_is_checked_by_the_money_rule(ledger: Ledger, engine: Engine) -> None:
+    """A holding's value is quantity x mark rounded half-up to the cent; the exact product (what
+    snapshots written before the rule hold) verifies too, any other value is named."""
+    account_id, _, _ = _trade(ledger)  # 10 AAPL
+    ledger.write_nav_snapshot(account_id, NOW, SnapshotKind.SLOT, {"AAPL": Decimal("101.2345")})
+    assert verify_ledger(engine).ok
+    _set_mark_value(engine, Decimal("1012.345"))  # the exact product, as written before the rule
+    assert verify_ledger(engine).ok
+    _set_mark_value(engine, Decimal("1012.34"))  # rounded half-even, or down: not the rule
+    [breach] = verify_ledger(engine).breaches
+    assert (breach.invariant, breach.expected, breach.actual) == (
+        NAV_SNAPSHOT,
+        Decimal("1012.35"),
+        Decimal("1012.34"),
+    )
+    assert "AAPL value at 101.2345" in breach.detail
+
+
 @dataclass(frozen=True)
 class _Placed:
     cycle_id: int

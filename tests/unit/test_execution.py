@@ -20,13 +20,13 @@ from openbell.markets.domain import (
     Rejection,
     RejectReason,
     Side,
+    round_quantity,
     utc,
 )
 from openbell.markets.execution import (
     affordable_quantity,
     execute,
     fees_for,
-    round_quantity,
     sellable_quantity,
     tradable_quantity,
 )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from openbell.markets.calendars import calendar_for
-from openbell.markets.domain import Instrument
+from openbell.markets.domain import Instrument, round_to_tick
 from openbell.markets.rules import (
     CN,
     CRYPTO,
@@ -24,7 +24,6 @@ from openbell.markets.rules import (
     price_limit_pct,
     price_tick_for,
     quantity_step_for,
-    round_to_tick,
     rules_for,
     with_costs,
 )

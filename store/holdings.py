@@ -19,7 +19,7 @@ from decimal import Decimal
 from sqlalchemy import Connection, Engine, and_, func, select
 from sqlmodel import col
 
-from openbell.store.postings import row_id
+from openbell.store.rows import row_id
 from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
 
 

@@ -209,46 +209,47 @@ class CycleOrders:
         self, order: Order, *, snapshot: MarketSnapshot, target_weight: Decimal | None
     ) -> RecordedOrder | None:
         """Place `order` as the next order of the cycle; None when the replay diverged."""
-        if self.diverged:
-            return None
-        recorded = self._replayed()
-        if recorded is None:
-            recorded = self._broker.place(
+        return self._next(
+            order,
+            lambda seq: self._broker.place(
                 cycle_id=self._cycle_id,
-                seq=self.seq + 1,
+                seq=seq,
                 order=order,
                 snapshot=snapshot,
                 target_weight=target_weight,
                 account_id=self._account_id,
-            )
-        return self._accept(order, recorded)
+            ),
+        )
 
     def reject(
         self, order: Order, *, reason: RejectReason, message: str, target_weight: Decimal | None
     ) -> RecordedOrder | None:
         """Record `order` as the next order of the cycle, rejected for `reason` before it reached
         execution; None when the replay diverged."""
-        if self.diverged:
-            return None
-        recorded = self._replayed()
-        if recorded is None:
-            recorded = self._broker.reject(
+        return self._next(
+            order,
+            lambda seq: self._broker.reject(
                 cycle_id=self._cycle_id,
-                seq=self.seq + 1,
+                seq=seq,
                 order=order,
                 reason=reason,
                 message=message,
                 target_weight=target_weight,
-            )
-        return self._accept(order, recorded)
+            ),
+        )
 
-    def _replayed(self) -> RecordedOrder | None:
-        """The next order as this cycle recorded it before the run began, or None."""
+    def _next(self, order: Order, record: Callable[[int], RecordedOrder]) -> RecordedOrder | None:
+        """`order` as the next order: its stored outcome when the cycle recorded it before this
+        run began, else what `record` makes of it under its `seq`."""
+        if self.diverged:
+            return None
         seq = self.seq + 1
-        stored = self._stored.get(seq)
-        if stored is not None:
-            log.info("order_replayed", cycle_id=self._cycle_id, seq=seq, symbol=stored.symbol)
-        return stored
+        recorded = self._stored.get(seq)
+        if recorded is None:
+            recorded = record(seq)
+        else:
+            log.info("order_replayed", cycle_id=self._cycle_id, seq=seq, symbol=recorded.symbol)
+        return self._accept(order, recorded)
 
     def _accept(self, order: Order, recorded: RecordedOrder) -> RecordedOrder | None:
         seq = self.seq + 1

@@ -26,8 +26,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
-from openbell.agents.broker import PaperBroker
-from openbell.agents.cycle_orders import CycleOrders
+from openbell.agents.broker import CycleOrders, PaperBroker
 from openbell.agents.research_tools import ResearchTools
 from openbell.agents.tools import (
     DESCRIPTIONS,

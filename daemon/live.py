@@ -50,10 +50,8 @@ from openbell.daemon.runner import CycleRunner, claim_order
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
-from openbell.markets.domain import Rejection
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
-from openbell.store.cyclebook import CycleBook
 from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import check_schema, make_engine, parse_url
 from openbell.store.ledger import Ledger
@@ -111,7 +109,6 @@ class _Daemon:
         self.lock = lock
         self.notifier = notifier
         self.ledger = Ledger(engine)
-        self.book = CycleBook(engine)
         self.run_id = plan.run_id or new_run_id()
         self.running: set[asyncio.Task[Any]] = set()
         # Clock seconds per real second: leases are in clock time, waits in real time.
@@ -153,10 +150,10 @@ class _Daemon:
             decide_timeout_s=self.plan.decide_timeout_s,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
-            ended = self.book.expire_claims(now, except_holder=self.run_id)
+            ended = self.ledger.expire_claims(now, except_holder=self.run_id)
             if ended:
                 log.warning("claims_expired", count=ended, reason="holder_dead")
-        pause_broken_accounts(self.engine, self.book)
+        pause_broken_accounts(self.engine, self.ledger)
         stop.checkpoint("ledger verify")
         # From here on a stop is an orderly one (the loop below sees it at once).
         since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
@@ -225,7 +222,7 @@ class _Daemon:
     def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
         opened = self.accounts[market]
         # Paused in the ledger (its verification failed), or by this run (`Action.PAUSE`).
-        paused = self.book.paused([account_id for account_id, _ in opened]) | set(
+        paused = self.ledger.paused([account_id for account_id, _ in opened]) | set(
             self.runner.paused
         )
         return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
@@ -238,14 +235,8 @@ class _Daemon:
         try:
             accounts = claim_order(self._unpaused(market), self.run_id, slot_at)
             report = await self.runner.run_slot(market, slot_at, accounts, self.clock.now())
-            rejections = sum(
-                isinstance(order.outcome, Rejection)
-                for outcome in report.outcomes
-                if outcome.status is not None and outcome.cycle_id is not None
-                for order in self.ledger.cycle_orders(outcome.cycle_id)
-            )
             self.board.slot_finished(
-                report, rejections=rejections, latency_s=time.monotonic() - started_s
+                report, rejections=report.rejections, latency_s=time.monotonic() - started_s
             )
             log.info(
                 "slot_finished",
@@ -296,9 +287,9 @@ class _Daemon:
         }
         # A claim of this run's still running is its own, whatever its lease says.
         running = self.runner.held
-        stale = [c for c in self.book.claims(expired_at=now) if c.cycle_id not in running]
+        stale = [c for c in self.ledger.claims(expired_at=now) if c.cycle_id not in running]
         current, past = split_abandoned(stale, grace_of, now)
-        marked = interrupt_abandoned(self.book, past, now)
+        marked = interrupt_abandoned(self.ledger, past, now)
         if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
         for market, spec in self.specs.items():
@@ -310,7 +301,6 @@ class _Daemon:
                 )
                 backfill_missed(
                     self.ledger,
-                    self.book,
                     market=market,
                     cadence=spec.cadence,
                     slot_times=spec.slot_times,
@@ -386,8 +376,8 @@ class _Daemon:
             await asyncio.wait(pending, timeout=5)
         interrupted = 0
         now = self.clock.now()
-        for claim in self.book.claims(held_by=self.run_id):
-            if self.book.interrupt(claim.cycle_id, now, held_by=self.run_id):
+        for claim in self.ledger.claims(held_by=self.run_id):
+            if self.ledger.interrupt_cycle(claim.cycle_id, now, held_by=self.run_id):
                 interrupted += 1
                 log.warning(
                     "cycle_interrupted",

@@ -26,7 +26,6 @@ from sqlalchemy import Engine
 
 from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.slots import slots_between
-from openbell.store.cyclebook import CycleBook
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleRecord
 from openbell.store.verify import verify_ledger
@@ -37,14 +36,14 @@ log = structlog.stdlib.get_logger(__name__)
 MAX_BACKFILL: Final = timedelta(days=14)
 
 
-def pause_broken_accounts(engine: Engine, book: CycleBook) -> set[int]:
+def pause_broken_accounts(engine: Engine, ledger: Ledger) -> set[int]:
     """Run `verify_ledger`; pause each account with a breach and log `account_paused`."""
     report = verify_ledger(engine)
     broken: dict[int, list[str]] = {}
     for breach in report.breaches:
         broken.setdefault(breach.account_id, []).append(breach.line())
     for account_id, lines in sorted(broken.items()):
-        book.set_paused(account_id, True)
+        ledger.set_paused(account_id, True)
         log.error("account_paused", account_id=account_id, breaches=lines[:10], count=len(lines))
     log.info("ledger_verified", accounts=report.accounts, fills=report.fills, paused=len(broken))
     return set(broken)
@@ -64,11 +63,11 @@ def split_abandoned(
     return current, past
 
 
-def interrupt_abandoned(book: CycleBook, claims: Sequence[CycleRecord], now: datetime) -> int:
+def interrupt_abandoned(ledger: Ledger, claims: Sequence[CycleRecord], now: datetime) -> int:
     """Mark abandoned claims (lease ended) past their grace `interrupted`; how many were marked."""
     marked = 0
     for claim in claims:
-        if book.interrupt(claim.cycle_id, now, expired_at=now):
+        if ledger.interrupt_cycle(claim.cycle_id, now, expired_at=now):
             marked += 1
             log.warning(
                 "cycle_interrupted",
@@ -95,7 +94,6 @@ def catch_up_slots(
 
 def backfill_missed(
     ledger: Ledger,
-    book: CycleBook,
     *,
     market: str,
     cadence: str,
@@ -108,8 +106,8 @@ def backfill_missed(
     end_at = now - grace
     recorded = 0
     for account_id in account_ids:
-        last = book.last_slot(account_id, before=end_at)
-        start_at = book.account_opened_at(account_id) if last is None else last
+        last = ledger.last_slot(account_id, before=end_at)
+        start_at = ledger.account_opened_at(account_id) if last is None else last
         start_at = max(start_at + timedelta(microseconds=1), now - MAX_BACKFILL)
         if start_at >= end_at:
             continue
@@ -117,7 +115,7 @@ def backfill_missed(
             slots = slots_between(market, cadence, start_at, end_at, slot_times=slot_times)
         except CalendarOutOfRange:
             continue
-        taken = book.slots_with_cycles([account_id], start_at, end_at)
+        taken = ledger.slots_with_cycles([account_id], start_at, end_at)
         for slot_at in slots:
             if (account_id, slot_at) not in taken and ledger.record_missed(
                 account_id, slot_at, now

@@ -37,6 +37,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
+from openbell.markets.domain import Rejection
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
@@ -95,7 +96,8 @@ class CycleOutcome:
     """What became of one account's cycle at a slot.
 
     `status` is None when this runner did not run it: it had finished before, or another run
-    holds it. `fills` counts the fills this run recorded (replayed orders are not counted).
+    holds it. `fills` counts the fills this run recorded (replayed orders are not counted);
+    `rejections` the rejected orders the cycle placed, replayed ones included.
     """
 
     account_id: int
@@ -103,6 +105,7 @@ class CycleOutcome:
     cycle_id: int | None
     status: CycleStatus | None
     fills: int = 0
+    rejections: int = 0
     taken_over: bool = False
 
 
@@ -122,6 +125,11 @@ class SlotReport:
     def fills(self) -> int:
         """Fills recorded at this slot by this run."""
         return sum(outcome.fills for outcome in self.outcomes)
+
+    @property
+    def rejections(self) -> int:
+        """Rejected orders of the cycles this run ran at this slot."""
+        return sum(outcome.rejections for outcome in self.outcomes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -417,6 +425,7 @@ class CycleRunner:
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
+        rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
         try:
             valued = await write_slot_snapshot(
                 self._ledger, desk.gateway, snapshot, claim.account_id
@@ -449,6 +458,7 @@ class CycleRunner:
             cycle_id=claim.cycle_id,
             status=status,
             fills=fills,
+            rejections=rejections,
             taken_over=claim.taken_over,
         )
 

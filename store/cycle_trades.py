@@ -15,7 +15,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
-from openbell.store.postings import row_id
+from openbell.store.rows import row_id
 from openbell.store.tables import FillRow, OrderRow
 
 

@@ -1,31 +1,310 @@
-"""The cycle rows of the ledger: claims under a lease, take-overs, missed slots and finishes.
+"""The cycle's state machine: claims under a lease, take-overs, renewals, releases, finishes, missed
+slots, interrupts and expired leases, with the questions recovery asks of them.
 
-Internal to `openbell.store`: `Ledger` exposes these as `claim_cycle`, `find_cycle`,
-`take_over_cycle`, `renew_claims`, `release_claims`, `record_missed`, `count_cycles` and
-`finish_cycle`, each in its own transaction; they run on its connection as prebuilt Core
-statements (every slot of every account claims and finishes a cycle, so this is on the replay's hot
-path). The unique (account, slot) key decides which of two claimants wins; a claim still `claimed`
-after its lease is anyone's to take over, with the same id, so the orders it recorded stay single
-under their idempotency keys. A holder keeps its claims by renewing their lease while it runs them
-(`set_lease`), and ends it at once when it gives them up; finishing a cycle on behalf of a holder
-(`held_by`) does nothing once the claim has passed to another run.
-`cycle_record` turns a cycle row (ORM or Core) into a `CycleRecord`, here and in `CycleBook`.
+Internal to `openbell.store`: `Ledger` is made of `Cycles` (with `Accounts` and `Orders`), each
+method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by
+its holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace);
+a slot that never ran is recorded `missed` directly. The unique (account, slot) key decides which
+of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with the
+same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
+claims by renewing their lease while it runs them, and ends it at once when it gives them up;
+finishing a cycle on behalf of a holder (`held_by`) does nothing once the claim has passed to
+another run, and an interrupt is guarded the same way (an ended lease, or the caller's own claim),
+so two daemons never both act on one cycle. The hot-path statements (every slot of every account
+claims and finishes a cycle) are prebuilt Core statements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from sqlalchemy import Connection, Row, bindparam, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
 
-from openbell.store.postings import inserted_id, row_id
+from openbell.markets.domain import check_utc
 from openbell.store.records import CycleRecord, CycleStatus
+from openbell.store.rows import LedgerTables, inserted_id, row_id
 from openbell.store.tables import CYCLE_TABLE, CycleRow
 
+#: The reason stored on a cycle that a stopping or recovering daemon could not complete.
+INTERRUPTED_REASON = "interrupted"
 
-def cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
+
+class Cycles(LedgerTables):
+    """The cycles of the ledger and every change of their state."""
+
+    def claim_cycle(
+        self,
+        account_id: int,
+        slot_at: datetime,
+        claimed_by: str,
+        lease_until: datetime,
+        now: datetime,
+    ) -> int | None:
+        """Claim the cycle of `account_id` at `slot_at`; its id, or None if someone else holds it.
+
+        The insert under the unique (account, slot) constraint decides the winner. A cycle still
+        `claimed` whose lease ended before `now` was abandoned: it is taken over (new holder and
+        lease, same id) so the caller can complete it; idempotency keys keep its orders single.
+        """
+        for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
+            check_utc(name, value)
+        try:
+            with self._writer.begin() as connection:
+                return _insert_cycle(
+                    connection,
+                    account_id=account_id,
+                    slot_at=slot_at,
+                    status=CycleStatus.CLAIMED.value,
+                    claimed_by=claimed_by,
+                    lease_until=lease_until,
+                    started_at=now,
+                )
+        except IntegrityError:
+            pass
+        with self._writer.begin() as connection:
+            return _take_over_expired(connection, account_id, slot_at, claimed_by, lease_until, now)
+
+    def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
+        """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
+        check_utc("slot_at", slot_at)
+        with self._engine.connect() as connection:
+            return _find_cycle(connection, account_id, slot_at)
+
+    def cycle_account_id(self, cycle_id: int) -> int:
+        """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
+        query = select(col(CycleRow.account_id)).where(col(CycleRow.id) == cycle_id)
+        with self._read() as session:
+            account_id: int | None = session.execute(query).scalar_one_or_none()
+        if account_id is None:
+            raise ValueError(f"no cycle {cycle_id}")
+        return account_id
+
+    def take_over_cycle(self, cycle_id: int, claimed_by: str, lease_until: datetime) -> bool:
+        """Take the claim of a cycle still `claimed`, whatever its lease says; True if taken.
+
+        For a caller that knows the holder is dead: a resumed replay, whose run owns its ledger.
+        A live daemon instead waits for the lease to end and lets `claim_cycle` take it over. A
+        cycle that has finished is left alone (False).
+        """
+        check_utc("lease_until", lease_until)
+        with self._writer.begin() as connection:
+            taken = connection.execute(
+                _TAKE_OVER,
+                {"cycle": cycle_id, "claimed_by": claimed_by, "lease_until": lease_until},
+            ).scalar_one_or_none()
+        return taken is not None
+
+    def renew_claims(
+        self, cycle_ids: Collection[int], held_by: str, lease_until: datetime
+    ) -> set[int]:
+        """Extend to `lease_until` the lease of the cycles in `cycle_ids` still `claimed` by
+        `held_by`; their ids (a missing id is a claim lost to another run, or finished)."""
+        check_utc("lease_until", lease_until)
+        with self._writer.begin() as connection:
+            return _set_lease(connection, cycle_ids, held_by, lease_until)
+
+    def release_claims(self, cycle_ids: Collection[int], held_by: str, now: datetime) -> set[int]:
+        """End at `now` the lease of the cycles in `cycle_ids` still `claimed` by `held_by`, so
+        that any run may take them over; their ids."""
+        check_utc("now", now)
+        with self._writer.begin() as connection:
+            return _set_lease(connection, cycle_ids, held_by, now - timedelta(microseconds=1))
+
+    def expire_claims(self, now: datetime, *, except_holder: str) -> int:
+        """End the lease (at `now`) of every `claimed` cycle not held by `except_holder`; how many.
+
+        For a daemon that knows every other holder is dead (the single daemon of a SQLite file),
+        so that the ordinary claim takes their cycles over.
+        """
+        check_utc("now", now)
+        with self._write() as session:
+            ended = session.execute(
+                update(CycleRow)
+                .where(
+                    col(CycleRow.status) == _CLAIMED,
+                    col(CycleRow.claimed_by) != except_holder,
+                    col(CycleRow.lease_until) >= now,
+                )
+                .values(lease_until=now - timedelta(microseconds=1))
+                .returning(col(CycleRow.id))
+            ).all()
+        return len(ended)
+
+    def claims(
+        self, *, expired_at: datetime | None = None, held_by: str | None = None
+    ) -> list[CycleRecord]:
+        """Cycles still `claimed`: with a lease ended before `expired_at`, and/or held by
+        `held_by`; oldest slot first."""
+        query = select(CycleRow).where(col(CycleRow.status) == _CLAIMED)
+        if expired_at is not None:
+            check_utc("expired_at", expired_at)
+            query = query.where(col(CycleRow.lease_until) < expired_at)
+        if held_by is not None:
+            query = query.where(col(CycleRow.claimed_by) == held_by)
+        with self._read() as session:
+            rows = session.scalars(query.order_by(col(CycleRow.slot_at), col(CycleRow.id))).all()
+        return [_cycle_record(row) for row in rows]
+
+    def record_missed(
+        self, account_id: int, slot_at: datetime, now: datetime, *, reason: str = "daemon_down"
+    ) -> int | None:
+        """Record that the cycle of `account_id` at `slot_at` never ran; its id, or None when the
+        cycle already has a row (claimed, finished or missed before): a slot is recorded once."""
+        for name, value in (("slot_at", slot_at), ("now", now)):
+            check_utc(name, value)
+        try:
+            with self._writer.begin() as connection:
+                return _insert_cycle(
+                    connection,
+                    account_id=account_id,
+                    slot_at=slot_at,
+                    status=CycleStatus.MISSED.value,
+                    claimed_by="",
+                    lease_until=now,
+                    started_at=now,
+                    finished_at=now,
+                    reason=reason,
+                )
+        except IntegrityError:
+            if self.find_cycle(account_id, slot_at) is None:
+                raise
+            return None
+
+    def finish_cycle(
+        self,
+        cycle_id: int,
+        status: CycleStatus,
+        now: datetime,
+        *,
+        error_class: str | None = None,
+        error_message: str | None = None,
+        reason: str | None = None,
+        held_by: str | None = None,
+    ) -> bool:
+        """Close a claimed cycle with a terminal `status` (and error or reason, when relevant).
+
+        Finishing it again with the same status changes nothing; a different status raises. With
+        `held_by`, a run finishes only a claim it still holds: False (and nothing done) once
+        another run has taken it over or it was finished otherwise (a peer marked it
+        `interrupted`). True when the cycle has `status` after the call.
+        """
+        check_utc("now", now)
+        status = CycleStatus(status)
+        if status is CycleStatus.CLAIMED:
+            raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
+        with self._writer.begin() as connection:
+            row = connection.execute(_STATUS, {"cycle": cycle_id}).one_or_none()
+            if row is None:
+                raise ValueError(f"no cycle {cycle_id}")
+            stored, holder = row
+            if held_by is not None and (
+                holder != held_by or stored not in (_CLAIMED, status.value)
+            ):
+                return False
+            if stored == status.value:
+                return True
+            if stored != _CLAIMED:
+                raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
+            connection.execute(
+                _FINISH,
+                {
+                    "cycle": cycle_id,
+                    "status": status.value,
+                    "finished_at": now,
+                    "error_class": error_class,
+                    "error_message": error_message,
+                    "reason": reason,
+                },
+            )
+        return True
+
+    def interrupt_cycle(
+        self,
+        cycle_id: int,
+        now: datetime,
+        *,
+        expired_at: datetime | None = None,
+        held_by: str | None = None,
+    ) -> bool:
+        """Mark a cycle still `claimed` as `interrupted`; True if this call did it.
+
+        Guarded: its lease must have ended before `expired_at`, or it must be held by `held_by`
+        (one of the two is required), so a live holder's cycle is never taken from it.
+        """
+        check_utc("now", now)
+        if expired_at is None and held_by is None:
+            raise ValueError("interrupt_cycle needs expired_at or held_by")
+        query = update(CycleRow).where(
+            col(CycleRow.id) == cycle_id, col(CycleRow.status) == _CLAIMED
+        )
+        if expired_at is not None:
+            check_utc("expired_at", expired_at)
+            query = query.where(col(CycleRow.lease_until) < expired_at)
+        if held_by is not None:
+            query = query.where(col(CycleRow.claimed_by) == held_by)
+        with self._write() as session:
+            done = session.execute(
+                query.values(
+                    status=CycleStatus.INTERRUPTED.value,
+                    finished_at=now,
+                    reason=INTERRUPTED_REASON,
+                ).returning(col(CycleRow.id))
+            ).scalar_one_or_none()
+        return done is not None
+
+    def count_cycles(
+        self,
+        account_ids: Collection[int],
+        *,
+        start_at: datetime,
+        end_at: datetime | None = None,
+    ) -> int:
+        """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
+        check_utc("start_at", start_at)
+        if end_at is not None:
+            check_utc("end_at", end_at)
+        if not account_ids:
+            return 0
+        query = select(func.count()).where(
+            CYCLE_TABLE.c.account_id.in_(sorted(account_ids)), CYCLE_TABLE.c.slot_at >= start_at
+        )
+        if end_at is not None:
+            query = query.where(CYCLE_TABLE.c.slot_at < end_at)
+        with self._engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def slots_with_cycles(
+        self, account_ids: Collection[int], start_at: datetime, end_at: datetime
+    ) -> set[tuple[int, datetime]]:
+        """(account, slot) pairs in `[start_at, end_at)` that have a cycle row, in any state."""
+        check_utc("start_at", start_at)
+        check_utc("end_at", end_at)
+        if not account_ids:
+            return set()
+        query = select(col(CycleRow.account_id), col(CycleRow.slot_at)).where(
+            col(CycleRow.account_id).in_(sorted(account_ids)),
+            col(CycleRow.slot_at) >= start_at,
+            col(CycleRow.slot_at) < end_at,
+        )
+        with self._read() as session:
+            return {(account_id, slot_at) for account_id, slot_at in session.execute(query).all()}
+
+    def last_slot(self, account_id: int, *, before: datetime | None = None) -> datetime | None:
+        """The latest slot (before `before`, when given) of the account with a cycle row."""
+        query = select(func.max(CycleRow.slot_at)).where(col(CycleRow.account_id) == account_id)
+        if before is not None:
+            check_utc("before", before)
+            query = query.where(col(CycleRow.slot_at) < before)
+        with self._read() as session:
+            found: datetime | None = session.execute(query).scalar_one()
+        return found
+
+
+def _cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
     """The `CycleRecord` of a `cycle` row (an ORM row or a Core one)."""
     return CycleRecord(
         cycle_id=row_id(row.id),
@@ -37,12 +316,12 @@ def cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
     )
 
 
-def insert_cycle(connection: Connection, **values: Any) -> int:
+def _insert_cycle(connection: Connection, **values: Any) -> int:
     """Insert a cycle row with `values`; its id (an `IntegrityError` if the slot has one)."""
     return inserted_id(connection.execute(CYCLE_TABLE.insert(), values))
 
 
-def take_over_expired(
+def _take_over_expired(
     connection: Connection,
     account_id: int,
     slot_at: datetime,
@@ -63,28 +342,18 @@ def take_over_expired(
             "lease_until": lease_until,
         },
     ).scalar_one_or_none()
-    if taken is None and find_cycle(connection, account_id, slot_at) is None:
+    if taken is None and _find_cycle(connection, account_id, slot_at) is None:
         raise ValueError(f"cannot claim a cycle: no account {account_id}")
     return taken
 
 
-def find_cycle(connection: Connection, account_id: int, slot_at: datetime) -> CycleRecord | None:
+def _find_cycle(connection: Connection, account_id: int, slot_at: datetime) -> CycleRecord | None:
     """The cycle of `account_id` at `slot_at`, or None when it has no row."""
     row = connection.execute(_FIND, {"account": account_id, "slot": slot_at}).one_or_none()
-    return None if row is None else cycle_record(row)
+    return None if row is None else _cycle_record(row)
 
 
-def take_over(
-    connection: Connection, cycle_id: int, claimed_by: str, lease_until: datetime
-) -> bool:
-    """Take the claim of a cycle still `claimed`, whatever its lease; True if taken."""
-    taken = connection.execute(
-        _TAKE_OVER, {"cycle": cycle_id, "claimed_by": claimed_by, "lease_until": lease_until}
-    ).scalar_one_or_none()
-    return taken is not None
-
-
-def set_lease(
+def _set_lease(
     connection: Connection, cycle_ids: Collection[int], claimed_by: str, lease_until: datetime
 ) -> set[int]:
     """Set the lease of the cycles in `cycle_ids` still `claimed` by `claimed_by`; their ids."""
@@ -101,62 +370,6 @@ def set_lease(
         .returning(CYCLE_TABLE.c.id)
     ).all()
     return {row_id(row.id) for row in found}
-
-
-def count_cycles(
-    connection: Connection,
-    account_ids: Collection[int],
-    start_at: datetime,
-    end_at: datetime | None,
-) -> int:
-    """How many cycles of `account_ids` have a slot in `[start_at, end_at)` (no end: ever)."""
-    query = select(func.count()).where(
-        CYCLE_TABLE.c.account_id.in_(sorted(account_ids)), CYCLE_TABLE.c.slot_at >= start_at
-    )
-    if end_at is not None:
-        query = query.where(CYCLE_TABLE.c.slot_at < end_at)
-    return int(connection.execute(query).scalar_one())
-
-
-def finish_cycle(
-    connection: Connection,
-    cycle_id: int,
-    status: CycleStatus,
-    now: datetime,
-    *,
-    error_class: str | None,
-    error_message: str | None,
-    reason: str | None,
-    held_by: str | None = None,
-) -> bool:
-    """Close a `claimed` cycle with `status`; nothing if it already has it, else `ValueError`.
-
-    With `held_by`, only while that run holds the claim: False (and nothing done) once another run
-    has taken it over or it was finished otherwise (a peer marked it `interrupted`). True when the
-    cycle has `status` after the call.
-    """
-    row = connection.execute(_STATUS, {"cycle": cycle_id}).one_or_none()
-    if row is None:
-        raise ValueError(f"no cycle {cycle_id}")
-    stored, holder = row
-    if held_by is not None and (holder != held_by or stored not in (_CLAIMED, status.value)):
-        return False
-    if stored == status.value:
-        return True
-    if stored != CycleStatus.CLAIMED.value:
-        raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
-    connection.execute(
-        _FINISH,
-        {
-            "cycle": cycle_id,
-            "status": status.value,
-            "finished_at": now,
-            "error_class": error_class,
-            "error_message": error_message,
-            "reason": reason,
-        },
-    )
-    return True
 
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value

@@ -1,6 +1,6 @@
 """How a corporate action is written to the ledger: the entry, the cash and the position.
 
-Internal to `openbell.store`, like `postings.py` for orders: these functions run inside the
+Internal to `openbell.store`, like `orders.py` for orders: these functions run inside the
 `Ledger`'s write transaction, with the account row locked. The holding an action applies to is
 the one before its ex-date's open (`entitled_quantity`): every fill before `ex_at`, plus what the
 account's earlier actions of that symbol added. That makes an action applied late (after fills on
@@ -21,8 +21,8 @@ from sqlmodel import Session
 from openbell.markets.corporate_actions import ActionKind, CorporateAction, action_effect
 from openbell.markets.domain import Side, round_money
 from openbell.markets.errors import LedgerBreach
-from openbell.store.postings import row_id
 from openbell.store.records import AppliedAction
+from openbell.store.rows import row_id
 from openbell.store.tables import (
     CORPORATE_ACTION_TABLE,
     FILL_TABLE,

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, and_, func, select
 from sqlmodel import col
 
 from openbell.markets.domain import round_money
-from openbell.store.postings import row_id
+from openbell.store.rows import row_id
 from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
 
 

@@ -20,8 +20,8 @@ from typing import Any, Final
 from sqlalchemy import Connection, bindparam, func, select
 
 from openbell.markets.domain import Money, check_decimal, round_money
-from openbell.store.postings import inserted_id
 from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
+from openbell.store.rows import inserted_id
 from openbell.store.tables import (
     ACCOUNT_TABLE,
     CORPORATE_ACTION_TABLE,

@@ -168,8 +168,8 @@ def test_a_rejection_decided_before_execution_is_recorded(ledger: Ledger) -> Non
         message="Not ours.",
         target_weight=D("0.2"),
     )
-    stored = ledger.recorded_order(arena.claim(US_OPEN), 1)
-    assert stored is not None
+    [stored] = ledger.cycle_orders(arena.claim(US_OPEN))
+    assert stored.seq == 1
     assert (
         stored.outcome
         == recorded.outcome

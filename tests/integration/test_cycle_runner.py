@@ -2,8 +2,8 @@
 
 Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped, every
 cycle leaves a slot NAV snapshot and every session a close one (at the NAV `get_portfolio` showed
-the agent at that slot), and a cycle a dead run left half done is completed without a second fill
-or a second snapshot.
+the agent at that slot), a cycle a dead run left half done is completed without a second fill or a
+second snapshot, and a slot report counts its cycles' rejected orders.
 """
 
 from __future__ import annotations
@@ -385,3 +385,14 @@ def test_a_slot_that_stops_releases_the_claims_it_had_not_finished(ledger: Ledge
     retried = [(account_id, Buyer(agent.name)) for account_id, agent in accounts]
     report = asyncio.run(_runner(ledger, "run-b").run_slot("crypto", FIRST, retried, failed_at))
     assert report.count(CycleStatus.DONE) == 2
+
+
+def test_a_slot_report_counts_the_rejected_orders_of_its_cycles(ledger: Ledger) -> None:
+    accounts = _accounts(ledger, Buyer("alice"), Buyer("bob", symbol="DOGE/USDT"))
+    report = asyncio.run(_runner(ledger).run_slot("crypto", FIRST, accounts, FIRST))
+    assert report.count(CycleStatus.DONE) == 2
+    assert {outcome.agent: outcome.rejections for outcome in report.outcomes} == {
+        "alice": 0,
+        "bob": 1,
+    }
+    assert (report.fills, report.rejections) == (1, 1)

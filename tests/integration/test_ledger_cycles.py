@@ -1,8 +1,9 @@
-"""The ledger's cycle look-ups and take-over, and NAV snapshots written twice (SQLite, Postgres)."""
+"""The ledger's cycle state machine (claims, take-overs, leases, finishes, missed slots, interrupts,
+expired leases), account pauses, and NAV snapshots written twice (SQLite, Postgres)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from sqlalchemy import Engine, func, select
@@ -11,6 +12,13 @@ from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.tables import NavSnapshotRow
 from tests.integration.store_builders import NOW, fill_for, make_order
+
+T0 = datetime(2026, 11, 30, 14, 30, tzinfo=UTC)
+
+
+def _cash_account(ledger: Ledger, name: str = "cash") -> int:
+    agent_id = ledger.ensure_agent(name, "cash", T0)
+    return ledger.open_account(agent_id, "us", "USD", Decimal(1000), T0)
 
 
 def _account(ledger: Ledger, market: str = "us") -> int:
@@ -121,3 +129,60 @@ def test_a_run_finishes_only_a_claim_it_still_holds(ledger: Ledger) -> None:
     assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-b")  # again
     assert not ledger.finish_cycle(cycle_id, CycleStatus.FAILED, done_at, held_by="run-b")
     assert not ledger.finish_cycle(cycle_id, CycleStatus.DONE, done_at, held_by="run-a")
+
+
+def test_record_missed_once_and_never_over_a_claim(ledger: Ledger) -> None:
+    account_id = _cash_account(ledger)
+    first = ledger.record_missed(account_id, T0, T0 + timedelta(hours=2))
+    assert first is not None
+    assert ledger.record_missed(account_id, T0, T0 + timedelta(hours=3)) is None
+    found = ledger.find_cycle(account_id, T0)
+    assert found is not None
+    assert found.status is CycleStatus.MISSED
+    slot = T0 + timedelta(hours=1)
+    claimed = ledger.claim_cycle(account_id, slot, "run", slot + timedelta(minutes=5), slot)
+    assert claimed is not None
+    assert ledger.record_missed(account_id, slot, slot + timedelta(hours=2)) is None
+
+
+def test_interrupt_only_expired_or_own_claims(ledger: Ledger) -> None:
+    account_id = _cash_account(ledger)
+    lease_until = T0 + timedelta(minutes=10)
+    cycle_id = ledger.claim_cycle(account_id, T0, "a:1:x", lease_until, T0)
+    assert cycle_id is not None
+    assert not ledger.interrupt_cycle(cycle_id, T0, expired_at=T0)  # still under lease
+    assert not ledger.interrupt_cycle(cycle_id, T0, held_by="b:2:y")  # someone else's
+    assert [c.cycle_id for c in ledger.claims(held_by="a:1:x")] == [cycle_id]
+    assert ledger.claims(expired_at=T0) == []
+    later = lease_until + timedelta(seconds=1)
+    assert [c.cycle_id for c in ledger.claims(expired_at=later)] == [cycle_id]
+    assert ledger.interrupt_cycle(cycle_id, later, expired_at=later)
+    assert not ledger.interrupt_cycle(cycle_id, later, expired_at=later)  # once
+    found = ledger.find_cycle(account_id, T0)
+    assert found is not None
+    assert found.status is CycleStatus.INTERRUPTED
+
+
+def test_pause_and_slots(ledger: Ledger) -> None:
+    first, second = _cash_account(ledger, "a"), _cash_account(ledger, "b")
+    ledger.set_paused(second, True)
+    assert ledger.paused([first, second]) == {second}
+    assert ledger.last_slot(first) is None
+    ledger.record_missed(first, T0, T0)
+    assert ledger.last_slot(first) == T0
+    assert ledger.slots_with_cycles([first, second], T0, T0 + timedelta(hours=1)) == {(first, T0)}
+    assert ledger.account_opened_at(first) == T0
+
+
+def test_expire_claims_of_other_holders(ledger: Ledger) -> None:
+    account_id = _cash_account(ledger)
+    dead = ledger.claim_cycle(account_id, T0, "dead", T0 + timedelta(hours=1), T0)
+    mine = ledger.claim_cycle(
+        account_id, T0 + timedelta(hours=1), "me", T0 + timedelta(hours=2), T0
+    )
+    assert dead is not None
+    assert mine is not None
+    assert ledger.expire_claims(T0, except_holder="me") == 1
+    assert [c.cycle_id for c in ledger.claims(expired_at=T0)] == [dead]
+    taken = ledger.claim_cycle(account_id, T0, "me", T0 + timedelta(hours=1), T0)
+    assert taken == dead

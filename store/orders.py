@@ -1,9 +1,16 @@
-"""How one order is written to the ledger: the order row, its fill, the cash and the position.
+"""Orders: how one is written to the ledger (the order row, its fill, the cash and the position),
+and how a cycle's orders are read back.
 
-The writes run inside the `Ledger`'s transaction (they take its open `Session`); the reads of
-stored orders (`stored_order`, `cycle_orders`, `orders_before`) take a Core `Connection`. All are
-internal to `openbell.store`. They also turn the stored rows back into domain values, so a retried
-order returns exactly the outcome recorded the first time.
+Internal to `openbell.store`: `Ledger` is made of `Orders` (with `Accounts` and `Cycles`), which
+exposes `record_order`, `cycle_orders` and `recent_orders`. Each order is one transaction under an
+idempotency key (`"{cycle_id}:{seq}"`, `idempotency_key`) that makes a retried call return the
+stored outcome and change nothing; the write locks the account row first, so writers of one account
+run one at a time and fill ids grow in commit order. The writes run inside that transaction (they
+take its open `Session`); every read of stored orders goes through `read_orders` on a Core
+`Connection` and turns the rows back into domain values, so a retried order returns exactly the
+outcome recorded the first time. `cycle_orders` is the one read of a cycle's orders: the broker
+replays a cycle run again from it, and the live daemon counts its rejections from what the run
+placed.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypedDict
 
-from sqlalchemy import ColumnElement, Connection, CursorResult, select
+from sqlalchemy import ColumnElement, Connection, select
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from openbell.markets.domain import (
@@ -21,37 +29,86 @@ from openbell.markets.domain import (
     Rejection,
     RejectReason,
     Side,
+    check_utc,
     round_money,
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import OrderStatus, RecordedOrder
+from openbell.store.rows import LedgerTables, get_account, row_id
 from openbell.store.tables import (
     FILL_TABLE,
     ORDER_TABLE,
     AccountRow,
+    CycleRow,
     FillRow,
     OrderRow,
     PositionRow,
 )
 
 
-def row_id(value: int | None) -> int:
-    if value is None:
-        raise RuntimeError("the database did not assign an id")
-    return value
+def idempotency_key(cycle_id: int, seq: int) -> str:
+    """The key that makes recording order `seq` of cycle `cycle_id` happen at most once."""
+    return f"{cycle_id}:{seq}"
 
 
-def inserted_id(result: CursorResult[Any]) -> int:
-    """The id the database assigned to the row a Core single-row insert wrote."""
-    inserted = result.inserted_primary_key
-    return row_id(None if inserted is None else inserted[0])
+class Orders(LedgerTables):
+    """The orders of the ledger: recorded once each, with their outcomes, and read back."""
 
+    def record_order(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        target_weight: Decimal | None = None,
+    ) -> RecordedOrder:
+        """Record order `seq` of a cycle with its outcome, in one transaction.
 
-def get_account(session: Session, account_id: int, *, lock: bool = False) -> AccountRow:
-    account = session.get(AccountRow, account_id, with_for_update=lock)
-    if account is None:
-        raise ValueError(f"no account {account_id}")
-    return account
+        A fill also moves the account's cash by `fill.cash_delta` and updates the position
+        (quantity, average cost). If the idempotency key `"{cycle_id}:{seq}"` exists, the stored
+        outcome is returned (`created=False`) and nothing changes. Raises `ValueError` when the
+        outcome does not belong to the order or account, and `LedgerBreach` when a fill would
+        make cash or a holding negative.
+        """
+        key = idempotency_key(cycle_id, seq)
+        try:
+            with self._write() as session:
+                cycle = session.get(CycleRow, cycle_id)
+                if cycle is None:
+                    raise ValueError(f"no cycle {cycle_id}")
+                account = get_account(session, cycle.account_id, lock=True)
+                stored = stored_order(session.connection(), key)
+                if stored is not None:
+                    return stored
+                check_outcome(account, order, outcome)
+                return insert_order(
+                    session, account, cycle_id, seq, key, order, outcome, target_weight
+                )
+        except IntegrityError:
+            with self._engine.connect() as connection:
+                stored = stored_order(connection, key)
+            if stored is None:
+                raise
+            return stored
+
+    def cycle_orders(self, cycle_id: int) -> list[RecordedOrder]:
+        """Every order recorded in cycle `cycle_id`, with its outcome (`created=False`), in `seq`
+        order."""
+        with self._engine.connect() as connection:
+            return read_orders(connection, ORDER_TABLE.c.cycle_id == cycle_id)
+
+    def recent_orders(self, account_id: int, before: datetime, limit: int) -> list[RecordedOrder]:
+        """The account's latest `limit` orders placed before `before`, newest first, with their
+        outcomes (point-in-time: an order placed at `before` or later is not among them)."""
+        check_utc("before", before)
+        if limit < 0:
+            raise ValueError(f"limit must not be negative, got {limit}")
+        placed_before = (ORDER_TABLE.c.account_id == account_id) & (
+            ORDER_TABLE.c.placed_at < before
+        )
+        with self._engine.connect() as connection:
+            return read_orders(connection, placed_before, newest_first=True, limit=limit)
 
 
 def check_outcome(account: AccountRow, order: Order, outcome: Fill | Rejection) -> None:
@@ -197,20 +254,6 @@ def stored_order(connection: Connection, key: str) -> RecordedOrder | None:
     """The order stored under idempotency `key`, with its outcome; None if there is none."""
     found = read_orders(connection, ORDER_TABLE.c.idempotency_key == key)
     return found[0] if found else None
-
-
-def cycle_orders(connection: Connection, cycle_id: int) -> list[RecordedOrder]:
-    """Every order recorded in cycle `cycle_id`, with its outcome, in `seq` order."""
-    return read_orders(connection, ORDER_TABLE.c.cycle_id == cycle_id)
-
-
-def orders_before(
-    connection: Connection, account_id: int, before: datetime, limit: int
-) -> list[RecordedOrder]:
-    """The account's latest `limit` orders placed before `before`, newest first, with their
-    outcomes."""
-    placed_before = (ORDER_TABLE.c.account_id == account_id) & (ORDER_TABLE.c.placed_at < before)
-    return read_orders(connection, placed_before, newest_first=True, limit=limit)
 
 
 def read_orders(

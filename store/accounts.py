@@ -1,0 +1,191 @@
+"""Agents and their accounts: opened once, read as an `AccountState`, paused and resumed.
+
+Internal to `openbell.store`: `Ledger` is made of `Accounts` (with `Cycles` and `Orders`). An
+agent is created once by name and an account once per (agent, market), idempotently, so a
+restarted daemon or a resumed replay opens the same ones. `account_state` is the account as the
+execution rules see it: the stored cash, the open positions, and each position's buys since
+`recent_buys_since` (for T+1). A paused account (its ledger failed verification) runs no cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+from typing import Final
+
+from sqlalchemy import bindparam
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from openbell.markets.domain import (
+    AccountState,
+    Lot,
+    Money,
+    Position,
+    Side,
+    check_currency,
+    check_decimal,
+    check_market,
+    check_utc,
+)
+from openbell.store.rows import LedgerTables, row_id
+from openbell.store.snapshots import POSITIONS
+from openbell.store.tables import ACCOUNT_TABLE, FILL_TABLE, AccountRow, AgentRow
+
+
+def recent_buys_since(now: datetime) -> datetime:
+    """Start of the window whose buy fills `account_state` lists as `recent_buys`.
+
+    The window opens at 00:00 UTC of the day before `now`. Every US and A-share session lies
+    within one UTC day, so this always covers the current session (all T+1 needs) and the previous
+    calendar day; the execution rules decide which of the listed lots are still locked.
+    """
+    check_utc("now", now)
+    return datetime.combine(now.date() - timedelta(days=1), time(0), tzinfo=UTC)
+
+
+class Accounts(LedgerTables):
+    """The agents and accounts of the ledger."""
+
+    def ensure_agent(self, name: str, kind: str, now: datetime) -> int:
+        """The id of the agent called `name`, created (with `kind`) if it does not exist yet.
+
+        An existing agent keeps the kind it was created with.
+        """
+        check_utc("now", now)
+        if not name or name != name.strip():
+            raise ValueError(f"agent name must be non-empty and trimmed, got {name!r}")
+        found = self._agentrow_id(name)
+        if found is not None:
+            return found
+        try:
+            with self._write() as session:
+                row = AgentRow(name=name, kind=kind, created_at=now)
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            found = self._agentrow_id(name)
+            if found is None:
+                raise
+            return found
+
+    def _agentrow_id(self, name: str) -> int | None:
+        with self._read() as session:
+            return session.exec(select(AgentRow.id).where(AgentRow.name == name)).first()
+
+    def open_account(
+        self, agent_id: int, market: str, currency: str, initial_cash: Decimal, now: datetime
+    ) -> int:
+        """The id of `agent_id`'s account in `market`, opened with `initial_cash` if new.
+
+        Idempotent on (agent, market): an existing account is returned unchanged.
+        """
+        check_market(market)
+        check_currency(currency)
+        check_decimal("initial_cash", initial_cash)
+        check_utc("now", now)
+        found = self._accountrow_id(agent_id, market)
+        if found is not None:
+            return found
+        try:
+            with self._write() as session:
+                row = AccountRow(
+                    agent_id=agent_id,
+                    market=market,
+                    currency=currency,
+                    initial_cash=initial_cash,
+                    cash=initial_cash,
+                    paused=False,
+                    created_at=now,
+                )
+                session.add(row)
+                session.flush()
+                return row_id(row.id)
+        except IntegrityError:
+            found = self._accountrow_id(agent_id, market)
+            if found is None:
+                raise
+            return found
+
+    def _accountrow_id(self, agent_id: int, market: str) -> int | None:
+        with self._read() as session:
+            query = select(AccountRow.id).where(
+                AccountRow.agent_id == agent_id, AccountRow.market == market
+            )
+            return session.exec(query).first()
+
+    def account_opened_at(self, account_id: int) -> datetime:
+        """When the account was opened."""
+        with self._read() as session:
+            row = session.get(AccountRow, account_id)
+        if row is None:
+            raise ValueError(f"no account {account_id}")
+        return row.created_at
+
+    def account_state(self, account_id: int, now: datetime) -> AccountState:
+        """Cash (the stored balance) and open positions with buys since `recent_buys_since`.
+
+        Prebuilt Core statements in one read transaction: agents read their account several
+        times a cycle, so this is on the hot path.
+        """
+        since = recent_buys_since(now)
+        with self._engine.connect() as connection:
+            account = connection.execute(_ACCOUNT, {"account": account_id}).one_or_none()
+            if account is None:
+                raise ValueError(f"no account {account_id}")
+            rows = connection.execute(POSITIONS, {"account": account_id}).all()
+            buys = connection.execute(_RECENT_BUYS, {"account": account_id, "since": since}).all()
+        lots: dict[str, list[Lot]] = {}
+        for buy in buys:
+            lots.setdefault(buy.symbol, []).append(
+                Lot(quantity=buy.quantity, acquired_at=buy.filled_at)
+            )
+        positions = {
+            row.symbol: Position(
+                symbol=row.symbol,
+                quantity=row.quantity,
+                cost=row.cost,
+                recent_buys=tuple(lots.get(row.symbol, ())),
+            )
+            for row in rows
+            if row.quantity > 0
+        }
+        return AccountState(
+            market=account.market,
+            cash=Money(amount=account.cash, currency=account.currency),
+            positions=positions,
+        )
+
+    def set_paused(self, account_id: int, paused: bool) -> None:
+        """Pause (no more cycles) or resume the account."""
+        with self._write() as session:
+            row = session.get(AccountRow, account_id, with_for_update=True)
+            if row is None:
+                raise ValueError(f"no account {account_id}")
+            row.paused = paused
+
+    def paused(self, account_ids: Collection[int]) -> set[int]:
+        """Which of `account_ids` are paused."""
+        if not account_ids:
+            return set()
+        query = select(AccountRow.id).where(
+            col(AccountRow.id).in_(sorted(account_ids)), col(AccountRow.paused).is_(True)
+        )
+        with self._read() as session:
+            return {row_id(found) for found in session.exec(query).all()}
+
+
+_ACCOUNT: Final = select(
+    ACCOUNT_TABLE.c.market, ACCOUNT_TABLE.c.cash, ACCOUNT_TABLE.c.currency
+).where(ACCOUNT_TABLE.c.id == bindparam("account"))
+_RECENT_BUYS: Final = (
+    select(FILL_TABLE.c.symbol, FILL_TABLE.c.quantity, FILL_TABLE.c.filled_at)
+    .where(
+        FILL_TABLE.c.account_id == bindparam("account"),
+        FILL_TABLE.c.side == Side.BUY.value,
+        FILL_TABLE.c.filled_at >= bindparam("since"),
+    )
+    .order_by(FILL_TABLE.c.id)
+)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -151,8 +151,8 @@ class BarSet:
         return BarPrices(
             starts_us=self._starts_us[lo:hi].tolist(),
             ends_us=self._ends_us[lo:hi].tolist(),
-            opens=rows.column("open").to_pylist(),
-            closes=rows.column("close").to_pylist(),
+            opens=DecimalColumn(rows.column("open")),
+            closes=DecimalColumn(rows.column("close")),
         )
 
 
@@ -163,8 +163,31 @@ class BarPrices:
 
     starts_us: list[int]
     ends_us: list[int]
-    opens: list[Decimal]
-    closes: list[Decimal]
+    opens: Sequence[Decimal]
+    closes: Sequence[Decimal]
+
+
+class DecimalColumn(Sequence[Decimal]):
+    """A decimal column of a bar file, each value made a `Decimal` when it is read: a quote reads
+    one price of a symbol's thousands, and making them all costs more than the whole quote."""
+
+    __slots__ = ("_column",)
+
+    def __init__(self, column: Any) -> None:
+        self._column = column.combine_chunks()
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    @overload
+    def __getitem__(self, index: int) -> Decimal: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Decimal]: ...
+    def __getitem__(self, index: int | slice) -> Decimal | Sequence[Decimal]:
+        if isinstance(index, slice):
+            return list(self._column[index].to_pylist())
+        value: Decimal = self._column[index].as_py()
+        return value
 
 
 def _to_us(value: datetime) -> int:

@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -142,6 +141,8 @@ class _PostgresConnect:
         if self.statement_timeout_ms:
             option = f"-c statement_timeout={self.statement_timeout_ms}"
             cparams["options"] = f"{cparams.get('options', '')} {option}".strip()
+        import psycopg  # here, not at the top: a SQLite ledger has no use for it
+
         try:
             return dialect.loaded_dbapi.connect(*cargs, **cparams)
         except psycopg.errors.ConnectionTimeout as exc:

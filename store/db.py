@@ -230,11 +230,14 @@ def _module_constants(path: Path, names: Sequence[str]) -> dict[str, Any]:
     """The literal values assigned to `names` at the top level of the Python file at `path`."""
     found: dict[str, Any] = {}
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id in names and node.value is not None:
-            found[target.id] = ast.literal_eval(node.value)
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in names:
+            found[target.id] = ast.literal_eval(value)
     return found
 
 

@@ -229,6 +229,7 @@ def shipped_head(versions: Path = VERSIONS_DIR) -> str:
 def _module_constants(path: Path, names: Sequence[str]) -> dict[str, Any]:
     """The literal values assigned to `names` at the top level of the Python file at `path`."""
     found: dict[str, Any] = {}
+    target: ast.expr
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             target, value = node.target, node.value

@@ -260,9 +260,10 @@ def read_bars(path: Path) -> BarSet:
     name = str(path)
     try:
         # `ParquetFile`, not `pq.read_table`: the latter goes through `pyarrow.dataset`, which
-        # imports pandas (most of a second) for a table that never becomes a DataFrame.
+        # imports pandas (most of a second) for a table that never becomes a DataFrame. One
+        # thread: a bar file is small, and a thread pool costs more than it saves.
         with pq.ParquetFile(path) as file:
-            table = file.read()
+            table = file.read(use_threads=False)
     except (OSError, pa.ArrowException) as exc:
         raise BarFileError(f"{name}: cannot read bar file: {exc}") from exc
     meta = _read_meta(table.schema.metadata or {}, name)

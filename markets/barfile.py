@@ -13,13 +13,14 @@ min/max statistics, zstd compresses it well and pyarrow builds `Decimal`s withou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -142,6 +143,52 @@ class BarSet:
     def __iter__(self) -> Iterator[Bar]:
         return iter(_materialise(self._table))
 
+    def prices(self, symbol: str) -> BarPrices:
+        """The starts, ends, opens and closes of `symbol`'s bars (empty when absent), without
+        building a `Bar`: what a quote needs."""
+        lo, hi = self._ranges.get(symbol, (0, 0))
+        rows = self._table.slice(lo, hi - lo)
+        return BarPrices(
+            starts_us=self._starts_us[lo:hi].tolist(),
+            ends_us=self._ends_us[lo:hi].tolist(),
+            opens=DecimalColumn(rows.column("open")),
+            closes=DecimalColumn(rows.column("close")),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BarPrices:
+    """One symbol's bars of a `BarSet` as columns, oldest first: start and end in µs since the
+    epoch, open and close (the Decimals its `Bar`s would carry)."""
+
+    starts_us: list[int]
+    ends_us: list[int]
+    opens: Sequence[Decimal]
+    closes: Sequence[Decimal]
+
+
+class DecimalColumn(Sequence[Decimal]):
+    """A decimal column of a bar file, each value made a `Decimal` when it is read: a quote reads
+    one price of a symbol's thousands, and making them all costs more than the whole quote."""
+
+    __slots__ = ("_column",)
+
+    def __init__(self, column: Any) -> None:
+        self._column = column.combine_chunks()
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    @overload
+    def __getitem__(self, index: int) -> Decimal: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Decimal]: ...
+    def __getitem__(self, index: int | slice) -> Decimal | Sequence[Decimal]:
+        if isinstance(index, slice):
+            return list(self._column[index].to_pylist())
+        value: Decimal = self._column[index].as_py()
+        return value
+
 
 def _to_us(value: datetime) -> int:
     if value.tzinfo is None:
@@ -172,7 +219,14 @@ def _materialise(table: Any) -> list[Bar]:
 
 
 def _micros(table: Any, column: str) -> npt.NDArray[np.int64]:
-    return np.asarray(table.column(column).cast(pa.int64()).to_numpy(), dtype=np.int64)
+    # A view of the int64 buffer, not `to_numpy()`: pyarrow's conversions to numpy import pandas
+    # (most of a second). The column has no nulls (`_index` refuses them), so every slot is a value.
+    values = table.column(column).cast(pa.int64()).combine_chunks()
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(
+        values.buffers()[1], dtype=np.int64, count=len(values), offset=values.offset * 8
+    )
 
 
 def _scale(values: Sequence[Decimal]) -> int:
@@ -205,7 +259,11 @@ def read_bars(path: Path) -> BarSet:
     """Read and check a bar file. Any departure from the format raises `BarFileError`."""
     name = str(path)
     try:
-        table = pq.read_table(path)
+        # `ParquetFile`, not `pq.read_table`: the latter goes through `pyarrow.dataset`, which
+        # imports pandas (most of a second) for a table that never becomes a DataFrame. One
+        # thread: a bar file is small, and a thread pool costs more than it saves.
+        with pq.ParquetFile(path) as file:
+            table = file.read(use_threads=False)
     except (OSError, pa.ArrowException) as exc:
         raise BarFileError(f"{name}: cannot read bar file: {exc}") from exc
     meta = _read_meta(table.schema.metadata or {}, name)
@@ -301,7 +359,7 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
         col = {column: table.column(column).cast(common) for column in _DECIMAL_COLUMNS}
     except pa.ArrowInvalid as exc:
         raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
-    zero = pa.scalar(Decimal(0), common)
+    zero = _zero(common)
     highest = pc.max_element_wise(col["open"], col["close"])
     lowest = pc.min_element_wise(col["open"], col["close"])
     checks: list[tuple[Any, str]] = [
@@ -316,18 +374,26 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
         ),
         (pc.less(col["volume"], zero), "volume {volume} is negative"),
     ]
-    masks = [np.asarray(mask.to_numpy(), dtype=bool) for mask, _ in checks]
-    bad = np.flatnonzero(np.logical_or.reduce(masks))
-    if not bad.size:
+    # In pyarrow compute, not numpy: pyarrow's conversions to numpy import pandas.
+    bad = pc.indices_nonzero(functools.reduce(pc.or_, (mask for mask, _ in checks)))
+    if not len(bad):
         return
-    row = int(bad[0])
-    problem = next(text for mask, (_, text) in zip(masks, checks, strict=True) if mask[row])
+    row = bad[0].as_py()
+    problem = next(text for mask, text in checks if mask[row].as_py())
     values = {column: table.column(column)[row].as_py() for column in _DECIMAL_COLUMNS}
     start_at = _EPOCH + timedelta(microseconds=int(_micros(table.slice(row, 1), "start_at")[0]))
     raise BarFileError(
         f"{name}: bar {symbols[row]} at {start_at.isoformat()} (row {row}): "
         + problem.format(**values)
     )
+
+
+def _zero(decimal_type: Any) -> Any:
+    """Zero as a scalar of `decimal_type`, cast from eight zero bytes: `pa.scalar(0)` would import
+    pandas (pyarrow checks each Python value it converts against pandas' types; most of a second).
+    """
+    zeros = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(bytes(8))])
+    return zeros.cast(decimal_type)[0]
 
 
 def bundled_names() -> tuple[str, ...]:

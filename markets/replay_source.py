@@ -8,7 +8,8 @@ before `t` (ties go to the finer interval). The fill price of an order placed at
 the first bar starting at or after `t` (earliest start wins, ties go to the finer interval). It
 knows each symbol's whole history, so it tells the gateway when a symbol first had an ended bar
 (`first_bar_ends`). Lookups are bisections over per-symbol sorted lists of microsecond stamps; a
-symbol's `Bar`s are built once, on its first query, and kept.
+symbol's stamps, opens and closes are read once, on its first query, and kept; its `Bar`s are built
+only when bars are asked for (`bars`), never for a quote or a fill price.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
+from openbell.markets.barfile import BarPrices, BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.sources import check_symbols, finest_first
@@ -36,14 +37,54 @@ def micros(at: datetime) -> int:
 
 
 class _Series:
-    """One symbol's bars of one interval, with their starts and ends in µs for bisection."""
+    """One symbol's bars of one interval: starts and ends in µs for bisection, opens and closes
+    for quotes and fill prices, and the `Bar`s themselves, built on first use (a quote needs none).
+    """
 
-    __slots__ = ("bars", "ends", "starts")
+    __slots__ = ("_bars", "_make_bars", "closes", "ends", "opens", "starts")
 
-    def __init__(self, bars: tuple[Bar, ...]) -> None:
-        self.bars = bars
-        self.starts = [(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars]
-        self.ends = [(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars]
+    def __init__(
+        self,
+        prices: BarPrices,
+        make_bars: Callable[[], tuple[Bar, ...]],
+        bars: tuple[Bar, ...] | None = None,
+    ) -> None:
+        self.starts = prices.starts_us
+        self.ends = prices.ends_us
+        self.opens = prices.opens
+        self.closes = prices.closes
+        self._make_bars = make_bars
+        self._bars = bars
+
+    @classmethod
+    def of_bars(cls, bars: tuple[Bar, ...]) -> _Series:
+        prices = BarPrices(
+            starts_us=[(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars],
+            ends_us=[(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars],
+            opens=[bar.open for bar in bars],
+            closes=[bar.close for bar in bars],
+        )
+        return cls(prices, lambda: bars, bars)
+
+    @property
+    def bars(self) -> tuple[Bar, ...]:
+        if self._bars is None:
+            self._bars = self._make_bars()
+        return self._bars
+
+    def start_at(self, index: int) -> datetime:
+        """The start of bar `index`: the `Bar`'s own instant once built (in-memory bars keep the
+        UTC tzinfo they were given), else the instant its µs stand for, as a bar file's bars carry.
+        """
+        if self._bars is not None:
+            return self._bars[index].start_at
+        return _EPOCH + self.starts[index] * _MICROSECOND
+
+    def end_at(self, index: int) -> datetime:
+        """The end of bar `index`, as `start_at` gives its start."""
+        if self._bars is not None:
+            return self._bars[index].end_at
+        return _EPOCH + self.ends[index] * _MICROSECOND
 
 
 def _series_of(symbol: str, bars: Iterable[Bar]) -> _Series:
@@ -53,7 +94,7 @@ def _series_of(symbol: str, bars: Iterable[Bar]) -> _Series:
             raise ValueError(f"{symbol}: bars at {earlier.start_at} and {later.start_at} overlap")
     if any(bar.symbol != symbol for bar in ordered):
         raise ValueError(f"bars filed under {symbol} belong to another symbol")
-    return _Series(ordered)
+    return _Series.of_bars(ordered)
 
 
 class _Interval:
@@ -95,7 +136,8 @@ class _Interval:
 
 
 def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], _Series]:
-    return lambda: _Series(barset.bars(symbol))  # a BarSet is sorted and checked on read
+    # A BarSet is sorted and checked on read; its `Bar`s are built only when bars are asked for.
+    return lambda: _Series(barset.prices(symbol), lambda: barset.bars(symbol))
 
 
 def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
@@ -259,21 +301,21 @@ class ReplaySource:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
         the close of the bar that ended last at or before `at`, stamped with its end; else None."""
         now_us = micros(at)
-        latest: tuple[int, Bar] | None = None
+        latest: tuple[int, _Series, int] | None = None
         for data in self._data:
             series = data.series(symbol)
             if series is None:
                 continue
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
-                bar = series.bars[index]
-                return Quote(symbol=symbol, price=bar.open, at=bar.start_at)
+                return Quote(symbol=symbol, price=series.opens[index], at=series.start_at(index))
             ended = bisect.bisect_right(series.ends, now_us) - 1
             if ended >= 0 and (latest is None or series.ends[ended] > latest[0]):
-                latest = (series.ends[ended], series.bars[ended])
+                latest = (series.ends[ended], series, ended)
         if latest is None:
             return None
-        return Quote(symbol=symbol, price=latest[1].close, at=latest[1].end_at)
+        _, found, index = latest
+        return Quote(symbol=symbol, price=found.closes[index], at=found.end_at(index))
 
     def first_bar_ends(self, symbols: Sequence[str]) -> dict[str, datetime]:
         """When each of `symbols` first had an ended bar: the earliest end of its first bars of
@@ -296,17 +338,18 @@ class ReplaySource:
         price, never shown to an agent before `Quote.at`. How far ahead is acceptable (a weekend,
         a suspension) is the broker's call."""
         now_us = micros(at)
-        first: tuple[int, Bar] | None = None
+        first: tuple[int, _Series, int] | None = None
         for data in self._data:
             series = data.series(symbol)
             if series is None:
                 continue
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and (first is None or series.starts[index] < first[0]):
-                first = (series.starts[index], series.bars[index])
+                first = (series.starts[index], series, index)
         if first is None:
             return None
-        return Quote(symbol=symbol, price=first[1].open, at=first[1].start_at)
+        _, found, index = first
+        return Quote(symbol=symbol, price=found.opens[index], at=found.start_at(index))
 
     def bar_starts(
         self, interval: str, start_at: datetime, end_at: datetime

@@ -40,7 +40,7 @@ from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
-from openbell.store.records import CycleStatus
+from openbell.store.records import CycleStatus, CycleUsage
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
 DAILY_SPACING = timedelta(hours=20)
@@ -92,9 +92,8 @@ class LlmUsage:
 
 
 def _llm_usage(
-    engine: Engine, account_id: int, window: _Window, cumulative_return: float | None
+    decisions: int, usage: CycleUsage, cumulative_return: float | None
 ) -> LlmUsage | None:
-    decisions, usage = queries.llm_usage(engine, account_id, *window)
     if decisions == 0:
         return None
     cost = usage.cost
@@ -191,6 +190,7 @@ class _Account:
     navs: tuple[NavPoint, ...]
     behaviour: Behaviour
     final_nav: Decimal | None
+    usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage`
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:
@@ -213,10 +213,11 @@ def _check_market(market: str) -> None:
 
 
 def _behaviour(
-    engine: Engine, info: AccountInfo, navs: Sequence[Decimal], window: _Window
+    counts: Sequence[queries.CycleCounts],
+    last: tuple[queries.NavRow, list[queries.HoldingValue]] | None,
+    notionals: Sequence[Decimal],
+    navs: Sequence[Decimal],
 ) -> Behaviour:
-    start, end = window
-    counts = queries.cycle_activity(engine, info.account_id, start, end)
     every = [
         behaviour.CycleActivity(orders=c.orders, rejections=c.rejections, fills=c.fills)
         for c in counts
@@ -224,7 +225,6 @@ def _behaviour(
     done = [
         activity for activity, c in zip(every, counts, strict=True) if c.status is CycleStatus.DONE
     ]
-    last = queries.last_snapshot(engine, info.account_id, start=start, end=end)
     hhi = cash = None
     if last is not None:
         snapshot, holdings = last
@@ -235,25 +235,37 @@ def _behaviour(
         cycles=len(every),
         no_trade_share=behaviour.no_trade_share(done),
         rejection_rate=behaviour.rejection_rate(every),
-        turnover=behaviour.turnover(
-            queries.traded_notionals(engine, info.account_id, start, end), navs
-        ),
+        turnover=behaviour.turnover(notionals, navs),
         hhi=hhi,
         cash_ratio=cash,
     )
 
 
 def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Account]:
+    """The market's accounts with their series and behaviour, each query made once for all."""
+    infos = queries.accounts(engine, market)
+    ids = [info.account_id for info in infos]
+    start, end = window
+    series = queries.nav_series_of(engine, ids, start=start, end=end)
+    activity = queries.cycle_activity_of(engine, ids, start, end)
+    last = queries.last_snapshots(engine, ids, start=start, end=end)
+    notionals = queries.traded_notionals_of(engine, ids, start, end)
+    usage = queries.llm_usage_of(engine, ids, start, end)
     out: list[_Account] = []
-    for info in queries.accounts(engine, market):
-        rows = queries.nav_series(engine, info.account_id, start=window[0], end=window[1])
-        navs = tuple(NavPoint(at=row.at, nav=row.nav) for row in rows if row.nav > 0)
+    for info in infos:
+        rows = series[info.account_id]
         out.append(
             _Account(
                 info=info,
-                navs=navs,
-                behaviour=_behaviour(engine, info, [row.nav for row in rows], window),
+                navs=tuple(NavPoint(at=row.at, nav=row.nav) for row in rows if row.nav > 0),
+                behaviour=_behaviour(
+                    activity[info.account_id],
+                    last.get(info.account_id),
+                    notionals[info.account_id],
+                    [row.nav for row in rows],
+                ),
                 final_nav=rows[-1].nav if rows else None,
+                usage=usage[info.account_id],
             )
         )
     return out
@@ -334,11 +346,7 @@ def _build(
                 panel=panel,
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
-                llm=(
-                    _llm_usage(engine, entry.info.account_id, window, panel.cumulative_return)
-                    if entry
-                    else None
-                ),
+                llm=_llm_usage(*entry.usage, panel.cumulative_return) if entry else None,
             )
         )
     board = Leaderboard(

@@ -11,12 +11,13 @@ defined in `order_confidences`. LLM usage per account sums the cycles' usage col
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, case, func, select
+from sqlalchemy import ColumnElement, Engine, case, func, select, tuple_
 from sqlmodel import Session, col
 
 from openbell.markets.domain import check_utc
@@ -138,28 +139,56 @@ def nav_series(
     end: datetime | None = None,
 ) -> list[NavRow]:
     """The account's NAV snapshots of `kind` in the window, oldest first."""
+    return nav_series_of(engine, [account_id], kind, start, end)[account_id]
+
+
+def nav_series_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    kind: SnapshotKind | str = SnapshotKind.SLOT,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, list[NavRow]]:
+    """`nav_series` of each of `account_ids`, read in one query."""
     kind = SnapshotKind(kind)
     query = (
-        select(NavSnapshotRow)
+        select(
+            col(NavSnapshotRow.account_id),
+            col(NavSnapshotRow.at),
+            col(NavSnapshotRow.nav),
+            col(NavSnapshotRow.cash),
+            col(NavSnapshotRow.positions_value),
+        )
         .where(
-            col(NavSnapshotRow.account_id) == account_id,
+            col(NavSnapshotRow.account_id).in_(account_ids),
             col(NavSnapshotRow.kind) == kind.value,
             *_window(col(NavSnapshotRow.at), start, end),
         )
-        .order_by(col(NavSnapshotRow.at))
+        .order_by(col(NavSnapshotRow.account_id), col(NavSnapshotRow.at))
     )
-    with Session(engine) as session:
-        rows = session.execute(query).scalars().all()
-    return [
-        NavRow(at=row.at, nav=row.nav, cash=row.cash, positions_value=row.positions_value)
-        for row in rows
-    ]
+    out: dict[int, list[NavRow]] = {account_id: [] for account_id in account_ids}
+    with engine.connect() as connection:
+        for account_id, at, nav, cash, positions_value in connection.execute(query):
+            out[account_id].append(
+                NavRow(at=at, nav=nav, cash=cash, positions_value=positions_value)
+            )
+    return out
 
 
 def cycle_activity(
     engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
 ) -> list[CycleCounts]:
     """Each cycle of the account with `slot_at` in the window, with its order and fill counts."""
+    return cycle_activity_of(engine, [account_id], start, end)[account_id]
+
+
+def cycle_activity_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, list[CycleCounts]]:
+    """`cycle_activity` of each of `account_ids`, read in one query."""
     orders = (
         select(
             col(OrderRow.cycle_id).label("cycle_id"),
@@ -168,19 +197,20 @@ def cycle_activity(
                 "rejections"
             ),
         )
-        .where(col(OrderRow.account_id) == account_id)
+        .where(col(OrderRow.account_id).in_(account_ids))
         .group_by(col(OrderRow.cycle_id))
         .subquery()
     )
     fills = (
         select(col(OrderRow.cycle_id).label("cycle_id"), func.count().label("fills"))
         .join(FillRow, col(FillRow.order_id) == OrderRow.id)
-        .where(col(OrderRow.account_id) == account_id)
+        .where(col(OrderRow.account_id).in_(account_ids))
         .group_by(col(OrderRow.cycle_id))
         .subquery()
     )
     query = (
         select(
+            col(CycleRow.account_id),
             col(CycleRow.id),
             col(CycleRow.slot_at),
             col(CycleRow.status),
@@ -190,35 +220,55 @@ def cycle_activity(
         )
         .outerjoin(orders, orders.c.cycle_id == CycleRow.id)
         .outerjoin(fills, fills.c.cycle_id == CycleRow.id)
-        .where(col(CycleRow.account_id) == account_id, *_window(col(CycleRow.slot_at), start, end))
-        .order_by(col(CycleRow.slot_at))
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            *_window(col(CycleRow.slot_at), start, end),
+        )
+        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
     )
+    out: dict[int, list[CycleCounts]] = {account_id: [] for account_id in account_ids}
     with engine.connect() as connection:
         rows = connection.execute(query).all()
-    return [
-        CycleCounts(
-            cycle_id=cycle_id,
-            slot_at=slot_at,
-            status=CycleStatus(status),
-            orders=int(n_orders or 0),
-            rejections=int(n_rejections or 0),
-            fills=int(n_fills or 0),
+    for account_id, cycle_id, slot_at, status, n_orders, n_rejections, n_fills in rows:
+        out[account_id].append(
+            CycleCounts(
+                cycle_id=cycle_id,
+                slot_at=slot_at,
+                status=CycleStatus(status),
+                orders=int(n_orders or 0),
+                rejections=int(n_rejections or 0),
+                fills=int(n_fills or 0),
+            )
         )
-        for cycle_id, slot_at, status, n_orders, n_rejections, n_fills in rows
-    ]
+    return out
 
 
 def traded_notionals(
     engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
 ) -> list[Decimal]:
     """The notional of every fill of the account in the window (buys and sells, unsigned)."""
+    return traded_notionals_of(engine, [account_id], start, end)[account_id]
+
+
+def traded_notionals_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, list[Decimal]]:
+    """`traded_notionals` of each of `account_ids`, read in one query."""
     query = (
-        select(col(FillRow.notional))
-        .where(col(FillRow.account_id) == account_id, *_window(col(FillRow.filled_at), start, end))
-        .order_by(col(FillRow.id))
+        select(col(FillRow.account_id), col(FillRow.notional))
+        .where(
+            col(FillRow.account_id).in_(account_ids), *_window(col(FillRow.filled_at), start, end)
+        )
+        .order_by(col(FillRow.account_id), col(FillRow.id))
     )
-    with Session(engine) as session:
-        return list(session.execute(query).scalars().all())
+    out: dict[int, list[Decimal]] = {account_id: [] for account_id in account_ids}
+    with engine.connect() as connection:
+        for account_id, notional in connection.execute(query):
+            out[account_id].append(notional)
+    return out
 
 
 def last_snapshot(
@@ -229,32 +279,65 @@ def last_snapshot(
     end: datetime | None = None,
 ) -> tuple[NavRow, list[HoldingValue]] | None:
     """The account's last snapshot of `kind` in the window and its holdings; None without one."""
+    return last_snapshots(engine, [account_id], kind, start, end).get(account_id)
+
+
+def last_snapshots(
+    engine: Engine,
+    account_ids: Sequence[int],
+    kind: SnapshotKind | str = SnapshotKind.SLOT,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, tuple[NavRow, list[HoldingValue]]]:
+    """`last_snapshot` of each of `account_ids` that has one, read in two queries."""
     kind = SnapshotKind(kind)
-    query = (
-        select(NavSnapshotRow)
+    last_at: ColumnElement[datetime] = func.max(col(NavSnapshotRow.at))
+    latest = (
+        select(col(NavSnapshotRow.account_id), last_at)
         .where(
-            col(NavSnapshotRow.account_id) == account_id,
+            col(NavSnapshotRow.account_id).in_(account_ids),
             col(NavSnapshotRow.kind) == kind.value,
             *_window(col(NavSnapshotRow.at), start, end),
         )
-        .order_by(col(NavSnapshotRow.at).desc())
-        .limit(1)
+        .group_by(col(NavSnapshotRow.account_id))
     )
-    with Session(engine) as session:
-        row = session.execute(query).scalars().first()
-        if row is None:
-            return None
-        marks = session.execute(
-            select(NavMarkRow)
-            .where(col(NavMarkRow.snapshot_id) == row.id)
-            .order_by(col(NavMarkRow.symbol))
-        ).scalars()
-        holdings = [
-            HoldingValue(symbol=m.symbol, quantity=m.quantity, price=m.price, value=m.value)
-            for m in marks
-        ]
-    nav = NavRow(at=row.at, nav=row.nav, cash=row.cash, positions_value=row.positions_value)
-    return nav, holdings
+    snapshots = select(
+        col(NavSnapshotRow.id),
+        col(NavSnapshotRow.account_id),
+        col(NavSnapshotRow.at),
+        col(NavSnapshotRow.nav),
+        col(NavSnapshotRow.cash),
+        col(NavSnapshotRow.positions_value),
+    ).where(
+        col(NavSnapshotRow.kind) == kind.value,
+        tuple_(col(NavSnapshotRow.account_id), col(NavSnapshotRow.at)).in_(latest),
+    )
+    found: dict[int, tuple[int, NavRow]] = {}
+    with engine.connect() as connection:
+        for snapshot_id, account_id, at, nav, cash, positions_value in connection.execute(
+            snapshots
+        ):
+            nav_row = NavRow(at=at, nav=nav, cash=cash, positions_value=positions_value)
+            found[int(snapshot_id or 0)] = (account_id, nav_row)
+        marks = connection.execute(
+            select(
+                col(NavMarkRow.snapshot_id),
+                col(NavMarkRow.symbol),
+                col(NavMarkRow.quantity),
+                col(NavMarkRow.price),
+                col(NavMarkRow.value),
+            )
+            .where(col(NavMarkRow.snapshot_id).in_(found))
+            .order_by(col(NavMarkRow.snapshot_id), col(NavMarkRow.symbol))
+        ).all()
+    holdings: dict[int, list[HoldingValue]] = {snapshot_id: [] for snapshot_id in found}
+    for snapshot_id, symbol, quantity, price, value in marks:
+        holdings[snapshot_id].append(
+            HoldingValue(symbol=symbol, quantity=quantity, price=price, value=value)
+        )
+    return {
+        account_id: (nav, holdings[snapshot_id]) for snapshot_id, (account_id, nav) in found.items()
+    }
 
 
 def order_confidences(
@@ -350,18 +433,31 @@ def llm_usage(
 
     Cost is summed in Python (the column is text on SQLite); it is None when no cycle was priced.
     """
-    query = select(CycleRow).where(
-        col(CycleRow.account_id) == account_id,
-        col(CycleRow.tokens_in).is_not(None),
-        *_window(col(CycleRow.slot_at), start, end),
+    return llm_usage_of(engine, [account_id], start, end)[account_id]
+
+
+def llm_usage_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, tuple[int, CycleUsage]]:
+    """`llm_usage` of each of `account_ids`, read in one query."""
+    query = (
+        select(CycleRow)
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            col(CycleRow.tokens_in).is_not(None),
+            *_window(col(CycleRow.slot_at), start, end),
+        )
+        .order_by(col(CycleRow.account_id), col(CycleRow.id))
     )
-    total = CycleUsage()
-    cycles = 0
+    out = {account_id: (0, CycleUsage()) for account_id in account_ids}
     with Session(engine) as session:
         for row in session.execute(query).scalars():
-            cycles += 1
-            total = total + usage_of(row)
-    return cycles, total
+            cycles, total = out[row.account_id]
+            out[row.account_id] = (cycles + 1, total + usage_of(row))
+    return out
 
 
 def rejections_by_reason(

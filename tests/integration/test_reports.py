@@ -21,7 +21,7 @@ from openbell.ops.benchmark import CD5_WEIGHTS, benchmark_navs, bundled_source
 from openbell.ops.ranking import Entrant, composite_rank
 from openbell.ops.reports import infer_cadence, leaderboard, report
 from openbell.ops.return_metrics import NavPoint, compute_panel, periods_per_year
-from openbell.store import exports
+from openbell.store import exports, queries
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -121,6 +121,26 @@ def test_a_window_limits_every_series(built: tuple[Engine, Built]) -> None:
     assert gamma.panel.periods == 2
     assert gamma.behaviour is not None
     assert (gamma.behaviour.trades, gamma.behaviour.cycles) == (2, 3)
+
+
+@pytest.mark.parametrize(("end", "last"), [(None, 5), (SLOTS[4], 3)])
+def test_last_snapshots_are_each_accounts_own(db_url: str, end: datetime | None, last: int) -> None:
+    """One query reads every account's last snapshot in the window and its holdings: each must
+    get its own (only alpha holds AAPL, 10 shares). On SQLite and Postgres (a row-value IN)."""
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        result = build_ledger(Ledger(engine))
+        ids = {agent: result.accounts["us", agent] for agent in ("gamma", "alpha", "beta")}
+        found = queries.last_snapshots(engine, list(ids.values()), end=end)
+    finally:
+        engine.dispose()
+    assert set(found) == set(ids.values())
+    for agent, account_id in ids.items():
+        nav, holdings = found[account_id]
+        assert (nav.at, nav.nav) == (SLOTS[last], result.navs["us", agent][last])
+        expected = [("AAPL", Decimal(10), AAPL[last])] if agent == "alpha" else []
+        assert [(h.symbol, h.quantity, h.price) for h in holdings] == expected
 
 
 def test_report_calibration_uses_the_next_mark(built: tuple[Engine, Built]) -> None:

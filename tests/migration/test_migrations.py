@@ -3,6 +3,7 @@ the migrations run down to base and up again, on real SQLite and Postgres."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
 
 import openbell.store.tables  # noqa: F401  (registers the tables)
-from openbell.store.db import make_engine
+from openbell.markets.errors import SchemaError
+from openbell.store.db import check_schema, make_engine, recorded_revision, shipped_head
 from openbell.store.migrate import current_revision, downgrade, head_revision, upgrade
 from openbell.store.types import ExactDecimal
 
@@ -60,3 +62,33 @@ def test_downgrade_to_base_and_upgrade_again(migrated_url: str) -> None:
         engine.dispose()
     assert upgrade(migrated_url) == head_revision()
     assert _differences(migrated_url, SQLModel.metadata) == []
+
+
+def test_the_schema_check_reads_revisions_as_alembic_does(db_url: str) -> None:
+    """`check_schema` reads the head and the database's revision without Alembic: at every
+    revision from none to head it must see what Alembic sees, and refuse all but the head."""
+    assert shipped_head() == head_revision()
+    engine = make_engine(db_url)
+    try:
+        revisions = [None, *(f"{n:04d}" for n in range(1, int(head_revision()) + 1))]
+        for revision in revisions:
+            if revision is not None:
+                assert upgrade(db_url, revision) == revision
+            assert recorded_revision(engine) == current_revision(engine) == revision
+            if revision == head_revision():
+                assert check_schema(engine) == revision
+            else:
+                state = "has no openbell schema" if revision is None else f"revision {revision},"
+                with pytest.raises(SchemaError, match=state):
+                    check_schema(engine)
+    finally:
+        engine.dispose()
+
+
+def test_the_shipped_head_is_the_revision_nothing_revises(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text('revision = "0001"\ndown_revision = None\n')
+    (tmp_path / "b.py").write_text('revision: str = "0002"\ndown_revision: str | None = "0001"\n')
+    assert shipped_head(tmp_path) == "0002"
+    (tmp_path / "c.py").write_text('revision = "0003"\ndown_revision = ("0001",)\n')
+    with pytest.raises(RuntimeError, match=r"expected one head, found \['0002', '0003'\]"):
+        shipped_head(tmp_path)

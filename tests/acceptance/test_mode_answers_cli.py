@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llm_script import Body, ScriptedModel, completion, serve_script
-
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
+from openbell_testkit.llm import Body, ScriptedModel, completion, serve_script
 from tests.acceptance.test_cli import openbell
 
 FAILED_PER_CYCLE = 2

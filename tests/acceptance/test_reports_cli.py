@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from report_builders import build_ledger
 
 from openbell.ops.exporting import LEADERBOARD_KEYS
 from openbell.store.db import make_engine
 from openbell.store.exports import EXPORTS
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.reports import build_ledger
 
 TIMEOUT_S = 120
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -31,7 +31,7 @@ def openbell_command() -> list[str]:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with `openbell.toml` pointing at a prepared ledger (see report_builders)."""
+    """A directory with `openbell.toml` pointing at a prepared ledger (openbell_testkit.reports)."""
     root = tmp_path_factory.mktemp("cli")
     url = f"sqlite:///{root / 'var' / 'ledger.db'}"
     upgrade(url)

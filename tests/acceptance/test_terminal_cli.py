@@ -16,13 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_builders import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.reports import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 TIMEOUT_S = 180  # generous: the machine running the suite may be busy
 
@@ -53,8 +53,8 @@ LONG_NAME = "an-agent-whose-name-is-longer-than-a-table-cell"
 
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared SQLite ledger (see report_builders), with no config file beside it, plus a US
-    cash account whose agent has a long name."""
+    """A prepared SQLite ledger (see openbell_testkit.reports), with no config file beside it, plus
+    a US cash account whose agent has a long name."""
     path = tmp_path_factory.mktemp("ledger") / "ledger.db"
     url = f"sqlite:///{path}"
     upgrade(url)

@@ -19,12 +19,12 @@ from typing import Any
 
 import ccxt.async_support as ccxt_async
 import pytest
-from offline import refuse_network, sync
 
 from openbell.markets.adapters.ccxt import CcxtSource
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.sources import IntervalUnavailable, RateLimited, SymbolUnavailable
+from openbell_testkit.offline import refuse_network, sync
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
 HOUR_MS = 3_600_000

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, func, select
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.tables import NavSnapshotRow
-from tests.integration.store_builders import NOW, fill_for, make_order
+from openbell_testkit.store import NOW, fill_for, make_order
 
 
 def _account(ledger: Ledger, market: str = "us") -> int:

@@ -9,12 +9,12 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from live_builders import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
-from pg_faults import terminate_connections
 from sqlalchemy.engine import make_url
 
 from openbell.daemon.clock import ScaledClock
 from openbell.markets.slots import slots_between
+from openbell_testkit.live import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
+from openbell_testkit.postgres import terminate_connections
 
 SPEED = 1800.0  # one hourly slot every two seconds
 #: 40 clock minutes, 1.3 real seconds: a daemon thread held up that long (a loaded machine) loses

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llm_script import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
@@ -30,6 +29,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
+from openbell_testkit.llm import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
 KEY = "sk-replay-test-0123456789"

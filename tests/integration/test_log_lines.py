@@ -24,7 +24,6 @@ import structlog
 import yfinance as yf
 from curl_cffi import CurlOpt
 from curl_cffi import requests as curl_requests
-from offline import closed_port, refuse_network
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.clock import SimulatedClock, SystemClock
@@ -38,6 +37,7 @@ from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.offline import closed_port, refuse_network
 
 BASELINES = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
 

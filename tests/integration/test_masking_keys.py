@@ -15,9 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_builders import DAY, US_OPEN, make_arena
-from llm_script import ScriptedModel, completion, finish, tool_turn
-from mode_builders import Cycle, run_llm
 
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
@@ -30,6 +27,9 @@ from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.agents import DAY, US_OPEN, make_arena
+from openbell_testkit.llm import ScriptedModel, completion, finish, tool_turn
+from openbell_testkit.modes import Cycle, run_llm
 
 SEED = "keys-test"
 

@@ -23,7 +23,7 @@ from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
-from tests.integration.store_builders import dump_tables
+from openbell_testkit.store import dump_tables
 
 START = utc(2025, 9, 1)
 END = utc(2025, 9, 13)  # two weeks of sessions: 2025-09-01 .. 2025-09-12, ten of them

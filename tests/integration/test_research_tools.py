@@ -13,7 +13,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import US_OPEN, Arena, make_arena
 
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import CalculationOut, ErrorCode, FundamentalsOut, NewsOut, ToolError
@@ -27,6 +26,7 @@ from openbell.markets.fundamentals import (
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, Arena, make_arena
 
 D = Decimal
 HOUR = timedelta(hours=1)

@@ -13,9 +13,6 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import tool_turn
-from mode_builders import run_llm
 
 from openbell.agents.baselines import SMA_SLOW
 from openbell.agents.llm.run import Budgets
@@ -27,6 +24,9 @@ from openbell.markets.fundamentals import FundamentalsReport, RecordedFundamenta
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import tool_turn
+from openbell_testkit.modes import run_llm
 
 D = Decimal
 #: A crypto slot long after the bundled BTC daily bars begin (2010): 1,000 bars end before it.

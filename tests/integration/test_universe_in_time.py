@@ -19,11 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_builders import Arena, make_arena
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_script import Body, ScriptedModel, completion, finish, tool_turn
-from mode_builders import run_llm
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -42,6 +39,9 @@ from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.tables import AccountRow, AgentRow, OrderRow
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import Arena, make_arena
+from openbell_testkit.llm import Body, ScriptedModel, completion, finish, tool_turn
+from openbell_testkit.modes import run_llm
 
 LATE = ("SUI/USDT", "LINK/USDT")
 OFFERED_2021 = (

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import structlog
-from secret_scan import leaks
 
 from openbell.ops import secrets
 from openbell.ops.config import OpenbellConfig, load_config
 from openbell.ops.logs import configure_logging
 from openbell.store.redact import REDACTED, Redactor
+from openbell_testkit.secrets import leaks
 
 KEY = "sk-unit-0123456789abcdefXYZ"
 OTHER = "sk-other-9876543210fedcbaQRS"

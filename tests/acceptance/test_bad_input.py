@@ -28,8 +28,8 @@ from sqlmodel import Session, select
 
 from openbell.store import tables
 from openbell.store.db import make_engine
+from openbell_testkit.postgres import PgServer
 from tests.acceptance.test_cli import assert_one_error_line, config_text, openbell
-from tests.conftest import PgServer
 
 CRYPTO_1H = Path(
     str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))

@@ -28,7 +28,7 @@ from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
-from tests.conftest import PgServer
+from openbell_testkit.postgres import PgServer
 
 START = utc(2025, 9, 1)
 END = utc(2025, 9, 6)

@@ -69,7 +69,7 @@ def test_three_daemons_on_one_postgres_run_every_cycle_once(pg_url: str) -> None
     assert {row.slot_at for row in rows} >= set(expected)
     assert {row.status for row in rows if row.slot_at in expected} == {"done"}
     # Which daemon wins a claim is a race, so how the work was split is not asserted here; that
-    # the daemons start their claims at different accounts is (tests/unit/test_daemon_parts.py).
+    # the daemons start their claims at different accounts is (tests/unit/test_runner.py).
     assert {row.claimed_by for row in rows} <= {"daemon-0", "daemon-1", "daemon-2"}
     # Each done cycle filled at most what one run would: buy-and-hold buys once per symbol.
     assert verifies(url)

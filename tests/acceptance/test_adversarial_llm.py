@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pyarrow.parquet as pq
 
+from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.llm import (
     CN_STOCK,
     Body,
@@ -34,7 +35,6 @@ from openbell_testkit.llm import (
     serve_script,
 )
 from openbell_testkit.secrets import leaks
-from tests.acceptance.test_cli import clean_env, openbell
 
 KEY = "sk-adv-4f9a7c1e5b2d4f6a8c0eQZ"
 BARE = KEY.removeprefix("sk-")

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
-from importlib import resources
 from pathlib import Path
 
 import psycopg
@@ -28,12 +27,9 @@ from sqlmodel import Session, select
 
 from openbell.store import tables
 from openbell.store.db import make_engine
+from openbell_testkit.cli import CRYPTO_1H, assert_one_error_line, config_text, cycle, openbell
 from openbell_testkit.postgres import PgServer
-from tests.acceptance.test_cli import assert_one_error_line, config_text, openbell
 
-CRYPTO_1H = Path(
-    str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
-)
 BAD_SYMBOL = "BTC/USDT"
 BAD_START = "2025-11-03T03:00:00+00:00"
 #: The connect timeout of a Postgres URL that sets none (README, "Command line").
@@ -118,9 +114,7 @@ def test_a_broken_bar_file_is_named_by_cycle_at_and_leaves_no_claim(
     column, value, words = BROKEN[case]
     path = _broken_bars(tmp_path / "bars", column, value)
     (tmp_path / "openbell.toml").write_text(_crypto_config(path), encoding="utf-8")
-    result = openbell(
-        tmp_path, "cycle", "--market", "crypto", "--agent", "random", "--at", "2025-11-03T05:00Z"
-    )
+    result = cycle(tmp_path, "2025-11-03T05:00Z")
     assert result.returncode == 2, result.stderr
     assert_one_error_line(result, str(path), BAD_SYMBOL, BAD_START, *words)
     assert [row.status for row in _cycles(tmp_path) if row.status == "claimed"] == []
@@ -128,16 +122,7 @@ def test_a_broken_bar_file_is_named_by_cycle_at_and_leaves_no_claim(
 
 def test_cycle_at_takes_any_zone(tmp_path: Path) -> None:
     (tmp_path / "openbell.toml").write_text(_crypto_config(CRYPTO_1H), encoding="utf-8")
-    result = openbell(
-        tmp_path,
-        "cycle",
-        "--market",
-        "crypto",
-        "--agent",
-        "random",
-        "--at",
-        "2025-11-03T13:00+08:00",
-    )
+    result = cycle(tmp_path, "2025-11-03T13:00+08:00")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("crypto random 2025-11-03T05:00:00+00:00: done, ")
     assert [(row.slot_at.isoformat(), row.status) for row in _cycles(tmp_path)] == [
@@ -147,16 +132,15 @@ def test_cycle_at_takes_any_zone(tmp_path: Path) -> None:
 
 def test_cycle_at_refuses_a_slot_that_has_not_rung(tmp_path: Path) -> None:
     (tmp_path / "openbell.toml").write_text(_crypto_config(CRYPTO_1H), encoding="utf-8")
-    cycle = ("cycle", "--market", "crypto", "--agent", "random")
-    far = openbell(tmp_path, *cycle, "--at", "2030-01-01T00:00+00:00")
+    far = cycle(tmp_path, "2030-01-01T00:00+00:00")
     assert far.returncode == 2, far.stderr
     assert_one_error_line(far, "--at 2030-01-01T00:00:00+00:00", "has not rung")
     fake = ("--fake-clock", "2025-11-03T05:30:00Z")
-    ahead = openbell(tmp_path, *cycle, "--at", "2025-11-03T06:00+00:00", *fake)
+    ahead = cycle(tmp_path, "2025-11-03T06:00+00:00", *fake)
     assert ahead.returncode == 2, ahead.stderr
     assert_one_error_line(ahead, "--at 2025-11-03T06:00:00+00:00", "has not rung")
     assert _cycles(tmp_path) == []
-    rung = openbell(tmp_path, *cycle, "--at", "2025-11-03T05:00+00:00", *fake)
+    rung = cycle(tmp_path, "2025-11-03T05:00+00:00", *fake)
     assert rung.returncode == 0, rung.stderr
     assert [row.status for row in _cycles(tmp_path)] == ["done"]
 

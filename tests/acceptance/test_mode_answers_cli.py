@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
+from openbell_testkit.cli import openbell
 from openbell_testkit.llm import Body, ScriptedModel, completion, serve_script
-from tests.acceptance.test_cli import openbell
 
 FAILED_PER_CYCLE = 2
 CYCLES = 3

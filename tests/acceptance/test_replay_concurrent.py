@@ -19,7 +19,7 @@ from sqlmodel import SQLModel
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
 from openbell.store.db import make_engine
-from tests.acceptance.test_cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
 
 START, END = "2025-03-03", "2025-11-19"
 SESSIONS = 177  # XSHG sessions from 2025-03-03 through 2025-11-19

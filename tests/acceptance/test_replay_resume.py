@@ -22,7 +22,7 @@ from sqlmodel import SQLModel
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
 from openbell.store.db import make_engine
-from tests.acceptance.test_cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
 
 START, END = "2025-08-01", "2025-09-12"
 SESSIONS = 31  # XSHG sessions from 2025-08-01 through 2025-09-12

@@ -23,11 +23,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.engine import make_url
-from sqlmodel import Session, select
 
-from openbell.store import tables
-from openbell.store.db import make_engine
-from openbell_testkit.cli import CRYPTO_1H, assert_one_error_line, config_text, cycle, openbell
+from openbell_testkit.cli import (
+    CRYPTO_1H,
+    assert_one_error_line,
+    config_text,
+    cycle,
+    cycle_rows,
+    openbell,
+)
 from openbell_testkit.postgres import PgServer
 
 BAD_SYMBOL = "BTC/USDT"
@@ -87,15 +91,6 @@ BROKEN = {
 }
 
 
-def _cycles(workdir: Path) -> list[tables.CycleRow]:
-    engine = make_engine(f"sqlite:///{workdir / 'var' / 'openbell.db'}")
-    try:
-        with Session(engine) as session:
-            return list(session.exec(select(tables.CycleRow)).all())
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("case", BROKEN)
 def test_a_broken_bar_file_is_named_by_replay(tmp_path: Path, case: str) -> None:
     column, value, words = BROKEN[case]
@@ -117,7 +112,7 @@ def test_a_broken_bar_file_is_named_by_cycle_at_and_leaves_no_claim(
     result = cycle(tmp_path, "2025-11-03T05:00Z")
     assert result.returncode == 2, result.stderr
     assert_one_error_line(result, str(path), BAD_SYMBOL, BAD_START, *words)
-    assert [row.status for row in _cycles(tmp_path) if row.status == "claimed"] == []
+    assert [row.status for row in cycle_rows(tmp_path) if row.status == "claimed"] == []
 
 
 def test_cycle_at_takes_any_zone(tmp_path: Path) -> None:
@@ -125,7 +120,7 @@ def test_cycle_at_takes_any_zone(tmp_path: Path) -> None:
     result = cycle(tmp_path, "2025-11-03T13:00+08:00")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("crypto random 2025-11-03T05:00:00+00:00: done, ")
-    assert [(row.slot_at.isoformat(), row.status) for row in _cycles(tmp_path)] == [
+    assert [(row.slot_at.isoformat(), row.status) for row in cycle_rows(tmp_path)] == [
         ("2025-11-03T05:00:00+00:00", "done")
     ]
 
@@ -139,10 +134,10 @@ def test_cycle_at_refuses_a_slot_that_has_not_rung(tmp_path: Path) -> None:
     ahead = cycle(tmp_path, "2025-11-03T06:00+00:00", *fake)
     assert ahead.returncode == 2, ahead.stderr
     assert_one_error_line(ahead, "--at 2025-11-03T06:00:00+00:00", "has not rung")
-    assert _cycles(tmp_path) == []
+    assert cycle_rows(tmp_path) == []
     rung = cycle(tmp_path, "2025-11-03T05:00+00:00", *fake)
     assert rung.returncode == 0, rung.stderr
-    assert [row.status for row in _cycles(tmp_path)] == ["done"]
+    assert [row.status for row in cycle_rows(tmp_path)] == ["done"]
 
 
 def test_cycle_names_an_unknown_agent(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Collection
 from importlib import resources
 from pathlib import Path
 from typing import Any, Self
@@ -43,8 +44,10 @@ def openbell_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
+def clean_env(*, without: Collection[str] = (), **extra: str) -> dict[str, str]:
+    """The test's environment without a config or systemd (and `without`), offline, plus `extra`."""
+    dropped = {"OPENBELL_CONFIG", "NOTIFY_SOCKET", *without}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
     env.update(extra)
     return env

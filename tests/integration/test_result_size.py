@@ -17,7 +17,6 @@ import pytest
 from openbell.agents.baselines import SMA_SLOW
 from openbell.agents.llm.run import Budgets
 from openbell.agents.masking import AliasMasker, build_masker, masker_for
-from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import MAX_RESULT_CHARS, BarsOut, FundamentalsOut, NewsOut
 from openbell.markets.domain import NewsItem, utc
 from openbell.markets.fundamentals import FundamentalsReport, RecordedFundamentals
@@ -164,19 +163,8 @@ def test_fundamentals_keep_the_newest_reports_within_the_budget(ledger: Ledger) 
     arena = make_arena(ledger, "us")
 
     async def scenario() -> object:
-        snapshot = await arena.gateway.snapshot(list(arena.universe.symbols), US_OPEN)
-        tools = Toolbox(
-            ledger=arena.ledger,
-            broker=arena.broker,
-            gateway=arena.gateway.at(US_OPEN),
-            snapshot=snapshot,
-            universe=arena.universe,
-            rules=arena.rules,
-            account_id=arena.account_id,
-            cycle_id=arena.claim(US_OPEN),
-            now=US_OPEN,
-            fundamentals=RecordedFundamentals.of(reports, point_in_time=True),
-        )
+        fundamentals = RecordedFundamentals.of(reports, point_in_time=True)
+        tools = await arena.toolbox(US_OPEN, fundamentals=fundamentals)
         return await tools.serve("get_fundamentals", {"symbol": "AAPL"})
 
     found = asyncio.run(scenario())

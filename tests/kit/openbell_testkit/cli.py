@@ -12,7 +12,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from openbell.ops.config import default_config_text
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger
+from openbell_testkit.offline import closed_port
 
 #: The bundled crypto hourly bars, a `replay:` source for a config.
 CRYPTO_1H = Path(
@@ -98,12 +98,8 @@ def cycle(
     return openbell(cwd, *command, timeout_s=timeout_s)
 
 
-def free_port() -> int:
-    """A loopback port free at the time of asking."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+#: A loopback port free at the time of asking (nothing listens on it).
+free_port = closed_port
 
 
 class Daemon:

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import Engine, delete, select
 from sqlmodel import SQLModel
 
-import openbell.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from openbell.markets.domain import CURRENCY_PLACES, Fill, Instrument, Order, Side, utc
+from openbell.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from openbell.store.db import make_engine
 
 NOW = utc(2025, 10, 1, 14, 30)

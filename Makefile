@@ -7,16 +7,19 @@ SOURCES := markets store agents daemon ops
 
 .PHONY: test lint typecheck layers pytest run install clean
 
-# Create the virtualenv and install the project with its dev extras (once per pyproject change).
-$(BIN)/.installed: pyproject.toml
+KIT := tests/kit
+
+# Create the virtualenv and install the project with its dev extras and the test kit (the tests'
+# shared builders, $(KIT)), once per pyproject change.
+$(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
-	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e $(KIT) --config-settings editable_mode=strict
 	touch $@
 
 # The strict editable install links every source file into build/; re-link so new modules appear.
 install: $(BIN)/.installed
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) --config-settings editable_mode=strict
 
 # Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
 test:
@@ -29,7 +32,7 @@ lint:
 	$(BIN)/ruff format --check .
 
 typecheck:
-	$(BIN)/mypy -p openbell.markets -p openbell.store -p openbell.agents -p openbell.daemon -p openbell.ops
+	$(BIN)/mypy -p openbell.markets -p openbell.store -p openbell.agents -p openbell.daemon -p openbell.ops -p openbell_testkit
 
 layers:
 	$(BIN)/lint-imports
@@ -44,4 +47,4 @@ run: install
 	$(BIN)/openbell run --config $(CONFIG)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info $(KIT)/build $(KIT)/*.egg-info .mypy_cache .ruff_cache .pytest_cache

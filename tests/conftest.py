@@ -5,18 +5,17 @@ Each test session works under its own schema prefix (`openbell_test_<hex>`); eac
 fresh schema (`<prefix>_<n>`) reached through `options=-csearch_path=...` in the URL, so Alembic's
 `alembic_version` table and every ledger table live inside it. The URL also sets `application_name`
 to the schema's name, so a fault test tells its own connections from those of other runs sharing
-the server (`pg_faults.terminate_connections` kills only its own). All of the session's schemas are
-dropped (CASCADE) at the end. Without a reachable server, Postgres tests skip with a message saying
-how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes them fail instead.
+the server (`openbell_testkit.postgres.terminate_connections` kills only its own). All of the
+session's schemas are dropped (CASCADE) at the end. Without a reachable server, Postgres tests skip
+with a message saying how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes them fail
+instead.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -27,32 +26,7 @@ from sqlalchemy.engine import make_url
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
-
-PG_DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
-@dataclass
-class PgServer:
-    """A reachable Postgres database and the schemas this test session created in it."""
-
-    url: str
-    prefix: str
-    schemas: list[str] = field(default_factory=list)
-    _counter: itertools.count[int] = field(default_factory=itertools.count)
-
-    @property
-    def conninfo(self) -> str:
-        return make_url(self.url).set(drivername="postgresql").render_as_string(False)
-
-    def fresh_schema_url(self) -> str:
-        """Create an empty schema and return a URL whose search_path points at it."""
-        schema = f"{self.prefix}_{next(self._counter)}"
-        with psycopg.connect(self.conninfo, autocommit=True) as connection:
-            connection.execute(f'CREATE SCHEMA "{schema}"')
-        self.schemas.append(schema)
-        url = make_url(self.url).set(drivername="postgresql+psycopg")
-        query = {"options": f"-csearch_path={schema}", "application_name": schema}
-        return url.update_query_dict(query).render_as_string(hide_password=False)
+from openbell_testkit.postgres import PG_DEFAULT_URL, PgServer
 
 
 @pytest.fixture(scope="session")

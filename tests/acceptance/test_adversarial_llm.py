@@ -23,10 +23,18 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
-from llm_script import CN_STOCK, Body, ScriptedModel, call, completion, finish, serve_script
-from secret_scan import leaks
 
-from tests.acceptance.test_cli import clean_env, openbell
+from openbell_testkit.cli import clean_env, openbell
+from openbell_testkit.llm import (
+    CN_STOCK,
+    Body,
+    ScriptedModel,
+    call,
+    completion,
+    finish,
+    serve_script,
+)
+from openbell_testkit.secrets import leaks
 
 KEY = "sk-adv-4f9a7c1e5b2d4f6a8c0eQZ"
 BARE = KEY.removeprefix("sk-")

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
-from importlib import resources
 from pathlib import Path
 
 import psycopg
@@ -24,16 +23,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.engine import make_url
-from sqlmodel import Session, select
 
-from openbell.store import tables
-from openbell.store.db import make_engine
-from tests.acceptance.test_cli import assert_one_error_line, config_text, openbell
-from tests.conftest import PgServer
-
-CRYPTO_1H = Path(
-    str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
+from openbell_testkit.cli import (
+    CRYPTO_1H,
+    assert_one_error_line,
+    config_text,
+    cycle,
+    cycle_rows,
+    openbell,
 )
+from openbell_testkit.postgres import PgServer
+
 BAD_SYMBOL = "BTC/USDT"
 BAD_START = "2025-11-03T03:00:00+00:00"
 #: The connect timeout of a Postgres URL that sets none (README, "Command line").
@@ -91,15 +91,6 @@ BROKEN = {
 }
 
 
-def _cycles(workdir: Path) -> list[tables.CycleRow]:
-    engine = make_engine(f"sqlite:///{workdir / 'var' / 'openbell.db'}")
-    try:
-        with Session(engine) as session:
-            return list(session.exec(select(tables.CycleRow)).all())
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("case", BROKEN)
 def test_a_broken_bar_file_is_named_by_replay(tmp_path: Path, case: str) -> None:
     column, value, words = BROKEN[case]
@@ -118,47 +109,35 @@ def test_a_broken_bar_file_is_named_by_cycle_at_and_leaves_no_claim(
     column, value, words = BROKEN[case]
     path = _broken_bars(tmp_path / "bars", column, value)
     (tmp_path / "openbell.toml").write_text(_crypto_config(path), encoding="utf-8")
-    result = openbell(
-        tmp_path, "cycle", "--market", "crypto", "--agent", "random", "--at", "2025-11-03T05:00Z"
-    )
+    result = cycle(tmp_path, "2025-11-03T05:00Z")
     assert result.returncode == 2, result.stderr
     assert_one_error_line(result, str(path), BAD_SYMBOL, BAD_START, *words)
-    assert [row.status for row in _cycles(tmp_path) if row.status == "claimed"] == []
+    assert [row.status for row in cycle_rows(tmp_path) if row.status == "claimed"] == []
 
 
 def test_cycle_at_takes_any_zone(tmp_path: Path) -> None:
     (tmp_path / "openbell.toml").write_text(_crypto_config(CRYPTO_1H), encoding="utf-8")
-    result = openbell(
-        tmp_path,
-        "cycle",
-        "--market",
-        "crypto",
-        "--agent",
-        "random",
-        "--at",
-        "2025-11-03T13:00+08:00",
-    )
+    result = cycle(tmp_path, "2025-11-03T13:00+08:00")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("crypto random 2025-11-03T05:00:00+00:00: done, ")
-    assert [(row.slot_at.isoformat(), row.status) for row in _cycles(tmp_path)] == [
+    assert [(row.slot_at.isoformat(), row.status) for row in cycle_rows(tmp_path)] == [
         ("2025-11-03T05:00:00+00:00", "done")
     ]
 
 
 def test_cycle_at_refuses_a_slot_that_has_not_rung(tmp_path: Path) -> None:
     (tmp_path / "openbell.toml").write_text(_crypto_config(CRYPTO_1H), encoding="utf-8")
-    cycle = ("cycle", "--market", "crypto", "--agent", "random")
-    far = openbell(tmp_path, *cycle, "--at", "2030-01-01T00:00+00:00")
+    far = cycle(tmp_path, "2030-01-01T00:00+00:00")
     assert far.returncode == 2, far.stderr
     assert_one_error_line(far, "--at 2030-01-01T00:00:00+00:00", "has not rung")
     fake = ("--fake-clock", "2025-11-03T05:30:00Z")
-    ahead = openbell(tmp_path, *cycle, "--at", "2025-11-03T06:00+00:00", *fake)
+    ahead = cycle(tmp_path, "2025-11-03T06:00+00:00", *fake)
     assert ahead.returncode == 2, ahead.stderr
     assert_one_error_line(ahead, "--at 2025-11-03T06:00:00+00:00", "has not rung")
-    assert _cycles(tmp_path) == []
-    rung = openbell(tmp_path, *cycle, "--at", "2025-11-03T05:00+00:00", *fake)
+    assert cycle_rows(tmp_path) == []
+    rung = cycle(tmp_path, "2025-11-03T05:00+00:00", *fake)
     assert rung.returncode == 0, rung.stderr
-    assert [row.status for row in _cycles(tmp_path)] == ["done"]
+    assert [row.status for row in cycle_rows(tmp_path)] == ["done"]
 
 
 def test_cycle_names_an_unknown_agent(tmp_path: Path) -> None:

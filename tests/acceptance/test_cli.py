@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
-import shutil
 import signal
 import socket
-import subprocess
-import sys
-import threading
-import time
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Self
 
 import pytest
 from sqlalchemy import bindparam, text
@@ -24,55 +16,14 @@ from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.types import ExactDecimal
-
-TIMEOUT_S = 60
-STOP_WITHIN_S = 5
-
-
-def openbell_command() -> list[str]:
-    """The installed console script next to this interpreter, or the module as a fallback."""
-    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "NOTIFY_SOCKET"}}
-    env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
-    env.update(extra)
-    return env
-
-
-def openbell(
-    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*openbell_command(), *args],
-        cwd=cwd,
-        env=env or clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-
-
-def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> str:
-    assert "Traceback" not in result.stdout + result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("openbell: error: "), lines[0]
-    for word in words:
-        assert word in lines[0]
-    return lines[0]
-
-
-def config_text(**replacements: str) -> str:
-    text = default_config_text()
-    for old, new in replacements.items():
-        assert old in text
-        text = text.replace(old, new, 1)
-    return text
-
+from openbell_testkit.cli import (
+    STOP_WITHIN_S,
+    Daemon,
+    assert_one_error_line,
+    clean_env,
+    config_text,
+    openbell,
+)
 
 ONE_SHOT_COMMANDS = [["db", "upgrade"], ["ledger", "verify"]]
 MALFORMED = {
@@ -211,73 +162,6 @@ def test_schema_not_at_head_is_one_line_and_exit_2(tmp_path: Path) -> None:
     run = openbell(tmp_path, "run", "--no-upgrade")
     assert run.returncode == 2
     assert_one_error_line(run, "openbell db upgrade")
-
-
-class Daemon:
-    """`openbell run ARGS` in the background, its stdout lines parsed as they arrive.
-
-    `stop_within_s` bounds how long a stop (or the kill on exit) may take.
-    """
-
-    def __init__(self, cwd: Path, *args: str, stop_within_s: float = STOP_WITHIN_S) -> None:
-        self.stop_within_s = stop_within_s
-        self.process = subprocess.Popen(
-            [*openbell_command(), "run", *args],
-            cwd=cwd,
-            env=clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._events: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=self.stop_within_s)
-        self._reader.join(timeout=5)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line)
-            try:
-                self._events.put(json.loads(line).get("event", ""))
-            except json.JSONDecodeError:
-                self._events.put("")
-
-    def wait_for(self, event: str, timeout_s: float = TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                if self._events.get(timeout=left) == event:
-                    return
-            except queue.Empty:
-                break
-        pytest.fail(f"no {event} within {timeout_s}s; last stdout lines: {self.lines[-20:]}")
-
-    def stop(self, signum: signal.Signals) -> tuple[int, float, str]:
-        """Send `signum`; return the exit code, the seconds it took and stderr."""
-        sent = time.monotonic()
-        self.process.send_signal(signum)
-        code = self.process.wait(timeout=self.stop_within_s)
-        elapsed_s = time.monotonic() - sent
-        self._reader.join(timeout=5)
-        assert self.process.stderr is not None
-        return code, elapsed_s, self.process.stderr.read()
-
-    def records(self, *, json_only: bool = False) -> list[dict[str, Any]]:
-        """Every stdout line parsed as JSON (`json_only`: skipping lines that are not objects)."""
-        return [json.loads(line) for line in self.lines if not json_only or line.startswith("{")]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openbell.markets.barfile import read_bars
 from openbell.markets.domain import utc
-from tests.acceptance.test_cli import openbell
+from openbell_testkit.cli import openbell
 
 EXCERPTS = Path(__file__).parents[1] / "resources" / "ai_trader"
 

@@ -12,10 +12,16 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from llm_script import Body, ScriptedModel, finish, self_correcting_trader, serve_script, tool_turn
-
-from tests.acceptance.test_cli import clean_env, openbell
-from tests.acceptance.test_run import CRYPTO_1H, Daemon, assert_ledger_verifies, cycle_rows
+from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
+from openbell_testkit.llm import (
+    Body,
+    ScriptedModel,
+    finish,
+    self_correcting_trader,
+    serve_script,
+    tool_turn,
+)
+from tests.acceptance.test_run import Daemon, assert_ledger_verifies
 
 KEY = "sk-cli-acceptance-0123456789"
 

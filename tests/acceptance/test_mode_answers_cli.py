@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llm_script import Body, ScriptedModel, completion, serve_script
-
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
-from tests.acceptance.test_cli import openbell
+from openbell_testkit.cli import openbell
+from openbell_testkit.llm import Body, ScriptedModel, completion, serve_script
 
 FAILED_PER_CYCLE = 2
 CYCLES = 3

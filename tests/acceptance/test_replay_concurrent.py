@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import select
-from sqlmodel import SQLModel
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
-from openbell.store.db import make_engine
-from tests.acceptance.test_cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.store import dump_ledger
 
 START, END = "2025-03-03", "2025-11-19"
 SESSIONS = 177  # XSHG sessions from 2025-03-03 through 2025-11-19
 AGENTS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
 CYCLES = SESSIONS * len(AGENTS)
 #: Claim bookkeeping: which run held a cycle and when; the rest of the ledger must be identical.
-CLAIM_COLUMNS = frozenset({"claimed_by", "lease_until", "started_at", "finished_at"})
 
 
 def _config(workdir: Path, name: str, url: str) -> Path:
@@ -48,20 +44,6 @@ def _config(workdir: Path, name: str, url: str) -> Path:
 
 def _replay_args(config: Path) -> list[str]:
     return ["replay", "--config", str(config), "--start", START, "--end", END, "--no-progress"]
-
-
-def _dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    engine = make_engine(url)
-    dump: dict[str, list[tuple[Any, ...]]] = {}
-    try:
-        with engine.connect() as connection:
-            for table in SQLModel.metadata.sorted_tables:
-                columns = [c for c in table.columns if c.name not in CLAIM_COLUMNS]
-                query = select(*columns).order_by(*table.primary_key.columns)
-                dump[table.name] = [tuple(row) for row in connection.execute(query)]
-    finally:
-        engine.dispose()
-    return dump
 
 
 def _url(kind: str, tmp_path: Path, name: str, request: pytest.FixtureRequest) -> str:
@@ -117,7 +99,7 @@ def test_a_second_replay_of_the_same_accounts_is_refused(
     single = _config(tmp_path, "single", single_url)
     alone = openbell(tmp_path, *_replay_args(single), timeout_s=4 * TIMEOUT_S)
     assert alone.returncode == 0, alone.stderr
-    expected, found = _dump(single_url), _dump(shared_url)
+    expected, found = dump_ledger(single_url), dump_ledger(shared_url)
     assert len(expected["cycle"]) == CYCLES
     assert expected["fill"]
     for table in expected:

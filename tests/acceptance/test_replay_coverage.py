@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_cli import assert_one_error_line, openbell
+from openbell_testkit.cli import assert_one_error_line, openbell
 
 
 def write_config(tmp_path: Path, market: str, universe: str, extra: str = "") -> Path:

@@ -15,14 +15,10 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import select
-from sqlmodel import SQLModel
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
-from openbell.store.db import make_engine
-from tests.acceptance.test_cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.store import dump_ledger
 
 START, END = "2025-08-01", "2025-09-12"
 SESSIONS = 31  # XSHG sessions from 2025-08-01 through 2025-09-12
@@ -30,7 +26,6 @@ AGENTS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
 CYCLES = SESSIONS * len(AGENTS)
 KILL_AFTER_CYCLES = CYCLES // 3
 #: Claim bookkeeping: which run held a cycle and when; the rest of the ledger must be identical.
-CLAIM_COLUMNS = frozenset({"claimed_by", "lease_until", "started_at", "finished_at"})
 
 
 def _config(workdir: Path, name: str) -> tuple[Path, Path]:
@@ -65,20 +60,6 @@ def _cycles(db: Path) -> tuple[int, int]:
     except sqlite3.Error:
         return 0, 0
     return int(total), int(claimed)
-
-
-def _ledger(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    engine = make_engine(f"sqlite:///{db}")
-    dump: dict[str, list[tuple[Any, ...]]] = {}
-    try:
-        with engine.connect() as connection:
-            for table in SQLModel.metadata.sorted_tables:
-                columns = [c for c in table.columns if c.name not in CLAIM_COLUMNS]
-                query = select(*columns).order_by(*table.primary_key.columns)
-                dump[table.name] = [tuple(row) for row in connection.execute(query)]
-    finally:
-        engine.dispose()
-    return dump
 
 
 def _kill_mid_way(workdir: Path, config: Path, db: Path) -> tuple[int, int]:
@@ -125,7 +106,7 @@ def test_a_killed_replay_resumes_to_the_uninterrupted_ledger(tmp_path: Path) -> 
     assert whole.returncode == 0, whole.stderr
     assert f"{CYCLES} cycles done" in whole.stdout
 
-    cut, uninterrupted = _ledger(cut_db), _ledger(whole_db)
+    cut, uninterrupted = dump_ledger(f"sqlite:///{cut_db}"), dump_ledger(f"sqlite:///{whole_db}")
     assert uninterrupted["fill"]
     assert len(uninterrupted["nav_snapshot"]) == 2 * CYCLES  # one per slot, one per close
     for table in uninterrupted:

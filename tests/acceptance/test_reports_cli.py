@@ -5,33 +5,28 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from report_builders import build_ledger
 
 from openbell.ops.exporting import LEADERBOARD_KEYS
 from openbell.store.db import make_engine
 from openbell.store.exports import EXPORTS
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.cli import assert_one_error_line
+from openbell_testkit.cli import openbell as run_openbell
+from openbell_testkit.reports import build_ledger
 
 TIMEOUT_S = 120
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def openbell_command() -> list[str]:
-    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with `openbell.toml` pointing at a prepared ledger (see report_builders)."""
+    """A directory with `openbell.toml` pointing at a prepared ledger (openbell_testkit.reports)."""
     root = tmp_path_factory.mktemp("cli")
     url = f"sqlite:///{root / 'var' / 'ledger.db'}"
     upgrade(url)
@@ -48,24 +43,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*openbell_command(), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-
-
-def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("openbell: error: ")
-    for word in words:
-        assert word in lines[0]
+    return run_openbell(cwd, *args, timeout_s=TIMEOUT_S)
 
 
 def test_leaderboard_json_covers_every_market_with_a_benchmark_row(workdir: Path) -> None:
@@ -165,4 +143,6 @@ def test_export_csv_to_stdout_and_parquet_to_a_file(workdir: Path) -> None:
 def test_bad_input_is_one_line_and_exit_2(
     workdir: Path, args: tuple[str, ...], words: tuple[str, ...]
 ) -> None:
-    assert_one_error_line(openbell(workdir, *args), *words)
+    result = openbell(workdir, *args)
+    assert result.returncode == 2, result.stderr
+    assert_one_error_line(result, *words)

@@ -7,28 +7,20 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from functools import partial
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, select
-
 from openbell.ops.config import default_config_text
-from openbell.store import tables
-from openbell.store.db import make_engine
-from openbell.store.verify import verify_ledger
-from tests.acceptance.test_cli import Daemon as CliDaemon
-from tests.acceptance.test_cli import openbell as run_openbell
+from openbell_testkit.cli import CRYPTO_1H, cycle, cycle_rows, free_port
+from openbell_testkit.cli import Daemon as CliDaemon
+from openbell_testkit.cli import assert_ledger_verifies as assert_verifies
+from openbell_testkit.cli import openbell as run_openbell
 
-CRYPTO_1H = Path(
-    str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
-)
 CRYPTO_HOURLY = f"""
 [store]
 url = "sqlite:///var/openbell.db"
@@ -59,41 +51,18 @@ def openbell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_openbell(cwd, *args, timeout_s=120)
 
 
+def assert_ledger_verifies(tmp_path: Path) -> None:
+    assert_verifies(tmp_path, timeout_s=120)
+
+
 #: The CLI tests' daemon helper, allowed the stop grace a cycle in flight may need.
 Daemon = partial(CliDaemon, stop_within_s=30)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def write_config(tmp_path: Path, text: str) -> int:
     port = free_port()
     (tmp_path / "openbell.toml").write_text(text.replace("{port}", str(port)), encoding="utf-8")
     return port
-
-
-def cycle_rows(tmp_path: Path) -> list[tables.CycleRow]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'openbell.db'}")
-    try:
-        with Session(engine) as session:
-            return list(session.exec(select(tables.CycleRow)).all())
-    finally:
-        engine.dispose()
-
-
-def assert_ledger_verifies(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'openbell.db'}")
-    try:
-        report = verify_ledger(engine)
-    finally:
-        engine.dispose()
-    assert report.ok, report.lines()
-    result = openbell(tmp_path, "ledger", "verify")
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_sigterm_in_mid_cycle_leaves_a_ledger_that_verifies(tmp_path: Path) -> None:
@@ -200,38 +169,11 @@ def test_a_fresh_install_is_not_overdue_for_slots_before_it_and_says_the_next_be
 
 def test_cycle_command_runs_one_slot(tmp_path: Path) -> None:
     write_config(tmp_path, CRYPTO_HOURLY)
-    result = openbell(
-        tmp_path,
-        "cycle",
-        "--market",
-        "crypto",
-        "--agent",
-        "random",
-        "--at",
-        "2025-11-03T05:00+00:00",
-    )
+    result = cycle(tmp_path, "2025-11-03T05:00+00:00", timeout_s=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("crypto random 2025-11-03T05:00:00+00:00: done, ")
-    again = openbell(
-        tmp_path,
-        "cycle",
-        "--market",
-        "crypto",
-        "--agent",
-        "random",
-        "--at",
-        "2025-11-03T05:00+00:00",
-    )
+    again = cycle(tmp_path, "2025-11-03T05:00+00:00", timeout_s=120)
     assert "already run" in again.stdout
-    bad = openbell(
-        tmp_path,
-        "cycle",
-        "--market",
-        "crypto",
-        "--agent",
-        "random",
-        "--at",
-        "2025-11-03T05:30+00:00",
-    )
+    bad = cycle(tmp_path, "2025-11-03T05:30+00:00", timeout_s=120)
     assert bad.returncode == 2
     assert "not a slot" in bad.stderr

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from openbell.store.db import make_engine
 from openbell.store.migrate import current_revision, head_revision, upgrade
-from tests.acceptance.test_cli import Daemon, config_text
+from openbell_testkit.cli import Daemon, config_text
 
 EXIT_WITHIN_S = 30.0  # from the signal (or the lock's release) to the exit, on a loaded machine
 QUIET_AT = "2026-12-01T21:30:00Z"

@@ -4,11 +4,8 @@ every config error at once, rounded figures, and a baseline cycle's orders in `t
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -16,36 +13,23 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_builders import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.cli import clean_env
+from openbell_testkit.cli import openbell as run_openbell
+from openbell_testkit.reports import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 TIMEOUT_S = 180  # generous: the machine running the suite may be busy
 
 
-def openbell_command() -> list[str]:
-    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
-
-
 def openbell(cwd: Path, *args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENBELL_CONFIG", "COLUMNS"}}
-    env["OPENBELL_OFFLINE"] = "1"
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    return subprocess.run(
-        [*openbell_command(), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    width = {} if columns is None else {"COLUMNS": str(columns)}
+    env = clean_env(without={"COLUMNS"}, **width)
+    return run_openbell(cwd, *args, env=env, timeout_s=TIMEOUT_S)
 
 
 LONG_NAME = "an-agent-whose-name-is-longer-than-a-table-cell"
@@ -53,8 +37,8 @@ LONG_NAME = "an-agent-whose-name-is-longer-than-a-table-cell"
 
 @pytest.fixture(scope="module")
 def ledger_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared SQLite ledger (see report_builders), with no config file beside it, plus a US
-    cash account whose agent has a long name."""
+    """A prepared SQLite ledger (see openbell_testkit.reports), with no config file beside it, plus
+    a US cash account whose agent has a long name."""
     path = tmp_path_factory.mktemp("ledger") / "ledger.db"
     url = f"sqlite:///{path}"
     upgrade(url)

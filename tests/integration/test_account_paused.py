@@ -14,8 +14,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_builders import START_AT, crypto_plan, cycles, migrated, running, verifies
-from llm_script import ScriptedModel, serve_script
 from sqlalchemy import text
 from structlog.testing import capture_logs
 
@@ -32,6 +30,8 @@ from openbell.markets.universes import load_universe
 from openbell.ops.cli import main
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
+from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
+from openbell_testkit.llm import ScriptedModel, serve_script
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
 SPEED = 1800.0  # one hourly slot every two seconds

@@ -20,12 +20,12 @@ from typing import Any
 import curl_cffi.requests
 import pytest
 import requests
-from offline import refuse_network, sync
 
 from openbell.markets.adapters.akshare import AkshareSource
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.corporate_actions import ActionKind
 from openbell.markets.errors import DataUnavailable, SymbolUnavailable
+from openbell_testkit.offline import refuse_network, sync
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "eastmoney"
 

@@ -14,7 +14,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from agent_builders import (
+
+from openbell.agents.baselines import BASELINE_KINDS, CD5_WEIGHTS, build_agent
+from openbell.agents.protocol import Agent
+from openbell.agents.toolbox import Toolbox
+from openbell.markets.domain import Fill, utc
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell_testkit.agents import (
     CN_OPEN,
     CRYPTO_DAY,
     DAY,
@@ -24,15 +32,7 @@ from agent_builders import (
     make_arena,
     small_universe,
 )
-from store_builders import dump_tables
-
-from openbell.agents.baselines import BASELINE_KINDS, CD5_WEIGHTS, build_agent
-from openbell.agents.protocol import Agent
-from openbell.agents.toolbox import Toolbox
-from openbell.markets.domain import Fill, utc
-from openbell.store.db import make_engine
-from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
+from openbell_testkit.store import dump_tables
 
 D = Decimal
 

@@ -12,9 +12,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import CN_OPEN, US_OPEN, Arena, make_arena
 from sqlalchemy import Engine
-from store_builders import dump_tables
 
 from openbell.agents.broker import PaperBroker
 from openbell.markets.calendars import calendar_for
@@ -23,6 +21,8 @@ from openbell.markets.gateway import MarketSnapshot
 from openbell.markets.rules import CN, US
 from openbell.store.ledger import Ledger
 from openbell.store.records import RecordedOrder
+from openbell_testkit.agents import CN_OPEN, US_OPEN, Arena, make_arena
+from openbell_testkit.store import dump_tables
 
 D = Decimal
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import ccxt.async_support as ccxt_async
 import pytest
-from offline import refuse_network, sync
 
 from openbell.markets.adapters.ccxt import CcxtSource
 from openbell.markets.adapters.failures import failure_cause
@@ -30,6 +29,7 @@ from openbell.markets.errors import (
     RateLimited,
     SymbolUnavailable,
 )
+from openbell_testkit.offline import refuse_network, sync
 
 PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
 HOUR_MS = 3_600_000

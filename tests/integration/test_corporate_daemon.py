@@ -15,7 +15,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from sqlalchemy import Engine
-from store_builders import INSTRUMENTS, fill_for, make_order
 from structlog.testing import capture_logs
 
 from openbell.agents.protocol import DecisionContext
@@ -40,6 +39,7 @@ from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind
 from openbell.store.verify import verify_ledger
+from openbell_testkit.store import INSTRUMENTS, fill_for, make_order
 
 XNYS = calendar_for("XNYS")
 # AAPL's raw daily bars around its 2020 split (open, high, low, close), as Yahoo reports them.

@@ -9,7 +9,6 @@ from decimal import Decimal
 
 import pytest
 from sqlalchemy import Engine, bindparam, text
-from store_builders import INSTRUMENTS, dump_tables, fill_for, make_order
 
 from openbell.markets.corporate_actions import ActionKind, CorporateAction
 from openbell.markets.domain import Side, utc
@@ -23,6 +22,7 @@ from openbell.store.verify import (
     POSITION_QUANTITY,
     verify_ledger,
 )
+from openbell_testkit.store import INSTRUMENTS, dump_tables, fill_for, make_order
 
 AAPL = INSTRUMENTS["us"][0]
 MOUTAI = INSTRUMENTS["cn"][0]

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 import yfinance as yf
-from offline import refuse_network
 from sqlalchemy import select
-from yahoo_fake import charts, payload, source
 
 from openbell.agents.protocol import DecisionContext
 from openbell.daemon.plan import MarketPlan, ReplayPlan
@@ -36,6 +34,8 @@ from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.tables import CORPORATE_ACTION_TABLE, NAV_SNAPSHOT_TABLE
 from openbell.store.verify import verify_ledger
+from openbell_testkit.offline import refuse_network
+from openbell_testkit.yahoo import charts, payload, source
 
 # The replay windows start a session after the recorded bars (AAPL 08-27, 08-28, ex 08-31, 09-01;
 # 08-07, 08-08, ex 08-11, 08-12): a symbol is offered only once it has a bar ended by the slot.

@@ -15,7 +15,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
-from offline import refuse_network
 
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.domain import utc
@@ -26,6 +25,7 @@ from openbell.ops.planning import OFFLINE_ENV, live_plan, replay_from_config, ru
 from openbell.store import exports
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger
+from openbell_testkit.offline import refuse_network
 
 KTD_FIN_COSTS = """
 [markets.cn.costs]                       # KTD-Fin: buy 5 bps, sell 15 bps, no minimum, no slippage

@@ -17,10 +17,10 @@ import pytest
 import requests
 from curl_cffi import CurlOpt
 from curl_cffi import requests as curl_requests
-from offline import SilentServer, closed_port, loopback_only
 
 from openbell.markets.adapters.failures import curl_cause, failure_cause
 from openbell.markets.errors import DataUnavailable
+from openbell_testkit.offline import SilentServer, closed_port, loopback_only
 
 VENDOR = "https://query2.finance.yahoo.com/v8/finance/chart/AAPL"
 

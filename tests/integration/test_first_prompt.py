@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 import pytest
-from agent_builders import CN_OPEN, CRYPTO_DAY, US_OPEN, make_arena
-from llm_script import finish
-from mode_builders import run_llm
 
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import CN_OPEN, CRYPTO_DAY, US_OPEN, make_arena
+from openbell_testkit.llm import finish
+from openbell_testkit.modes import run_llm
 
 #: AI-Trader's first prompt (~6.7k characters) plus its tool schemas (~1.3k tokens), in characters
 #: at 4 per token, and the share of it ours may take.

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from report_builders import AAPL, BTC, CRYPTO_SLOTS, INITIAL, SLOTS, Built, build_ledger
 from sqlalchemy import Engine
-from store_builders import fill_for
 
 from openbell.markets.domain import Instrument, Order, Side
 from openbell.store.holdings import account_holdings
 from openbell.store.ledger import Ledger
+from openbell_testkit.reports import AAPL, BTC, CRYPTO_SLOTS, INITIAL, SLOTS, Built, build_ledger
+from openbell_testkit.store import fill_for
 
 
 def test_holdings_at_their_last_marks(ledger: Ledger, engine: Engine) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleUsage, TraceEntry
-from tests.integration.store_builders import NOW
+from openbell_testkit.store import NOW
 
 
 def _cycle(ledger: Ledger) -> int:

@@ -18,8 +18,6 @@ from datetime import datetime, timedelta
 
 import psycopg
 import pytest
-from live_builders import START_AT, crypto_plan, migrated, running, verifies
-from pg_faults import terminate_connections
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -27,6 +25,8 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.daemon.clock import ScaledClock
 from openbell.store.db import make_engine
+from openbell_testkit.live import START_AT, crypto_plan, migrated, running, verifies
+from openbell_testkit.postgres import terminate_connections
 
 pytestmark = pytest.mark.postgres
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, text
-from store_builders import INSTRUMENTS, NOW, dump_tables, fill_for, make_order
 
 from openbell.markets.domain import Lot, Rejection, RejectReason, Side
 from openbell.markets.errors import ConfigError, LedgerBreach, SchemaError
@@ -17,6 +16,7 @@ from openbell.store.db import check_schema, make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import current_revision, head_revision, upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.store import INSTRUMENTS, NOW, dump_tables, fill_for, make_order
 
 AAPL, MSFT, _ = INSTRUMENTS["us"]
 

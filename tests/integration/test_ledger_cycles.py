@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.tables import NavSnapshotRow
-from tests.integration.store_builders import NOW, fill_for, make_order
+from openbell_testkit.store import NOW, fill_for, make_order
 
 T0 = datetime(2026, 11, 30, 14, 30, tzinfo=UTC)
 

@@ -11,7 +11,6 @@ from decimal import Decimal
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
-from store_builders import CURRENCY, INSTRUMENTS, clear_tables, dump_tables
 
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Fill, Order, Rejection, Side, utc
@@ -20,6 +19,7 @@ from openbell.markets.rules import rules_for
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind
 from openbell.store.verify import verify_ledger
+from openbell_testkit.store import CURRENCY, INSTRUMENTS, clear_tables, dump_tables
 
 INITIAL_CASH = {"us": Decimal(100_000), "cn": Decimal(1_000_000), "crypto": Decimal(100_000)}
 US_SESSION_DAYS = (1, 2, 3, 6, 7, 8, 9, 10)  # October 2025, 14:30-20:00Z is inside each session

@@ -9,12 +9,12 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from live_builders import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
-from pg_faults import terminate_connections
 from sqlalchemy.engine import make_url
 
 from openbell.daemon.clock import ScaledClock
 from openbell.markets.slots import slots_between
+from openbell_testkit.live import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
+from openbell_testkit.postgres import terminate_connections
 
 SPEED = 1800.0  # one hourly slot every two seconds
 #: 40 clock minutes, 1.3 real seconds: a daemon thread held up that long (a loaded machine) loses
@@ -69,7 +69,7 @@ def test_three_daemons_on_one_postgres_run_every_cycle_once(pg_url: str) -> None
     assert {row.slot_at for row in rows} >= set(expected)
     assert {row.status for row in rows if row.slot_at in expected} == {"done"}
     # Which daemon wins a claim is a race, so how the work was split is not asserted here; that
-    # the daemons start their claims at different accounts is (tests/unit/test_daemon_parts.py).
+    # the daemons start their claims at different accounts is (tests/unit/test_runner.py).
     assert {row.claimed_by for row in rows} <= {"daemon-0", "daemon-1", "daemon-2"}
     # Each done cycle filled at most what one run would: buy-and-hold buys once per symbol.
     assert verifies(url)

@@ -16,8 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from agent_builders import US_OPEN, Arena, make_arena
-from llm_script import Body, ScriptedModel, call, completion, finish, tool_turn
 from sqlalchemy import Engine, text
 
 from openbell.agents.llm.agent import LlmAgent
@@ -30,6 +28,8 @@ from openbell.markets.domain import Rejection
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, CycleUsage, RecordedOrder, TraceEntry
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import US_OPEN, Arena, make_arena
+from openbell_testkit.llm import Body, ScriptedModel, call, completion, finish, tool_turn
 
 KEY = "sk-live-0123456789abcdefXYZ"
 D = Decimal

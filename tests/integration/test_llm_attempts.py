@@ -10,14 +10,14 @@ import dataclasses
 
 import httpx
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import Body, completion, finish, tool_turn
 
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.markets.errors import LlmUnavailable
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import Body, completion, finish, tool_turn
 
 KEY = "sk-attempts-0123456789abcdefXYZ"
 

@@ -11,18 +11,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llm_script import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.errors import ConfigError
-from openbell.markets.replay_source import ReplaySource
-from openbell.markets.universes import load_universe
 from openbell.ops.config import load_config
 from openbell.ops.planning import replay_from_config
 from openbell.ops.reports import report
@@ -31,6 +28,8 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
+from openbell_testkit.llm import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
+from openbell_testkit.replay import cn_daily
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
 KEY = "sk-replay-test-0123456789"
@@ -75,14 +74,7 @@ def test_a_scripted_llm_agent_replays_next_to_a_baseline(sqlite_url: str) -> Non
         ),
         prices=Prices(in_per_mtok=Decimal("0.27"), out_per_mtok=Decimal("1.10")),
     )
-    market = MarketPlan(
-        market="cn",
-        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
-        universe=load_universe("sse50"),
-        cadence="daily",
-        initial_cash=Decimal(100000),
-        agents=(agent, build_agent("buy_and_hold", "buy-and-hold", market="cn")),
-    )
+    market = cn_daily(agent, build_agent("buy_and_hold", "buy-and-hold", market="cn"))
     done = run_replay(
         ReplayPlan(
             store_url=sqlite_url,

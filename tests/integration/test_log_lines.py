@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
-import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -20,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 import yfinance as yf
 from curl_cffi import CurlOpt
 from curl_cffi import requests as curl_requests
-from offline import closed_port, refuse_network
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.clock import SimulatedClock, SystemClock
@@ -38,22 +34,16 @@ from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.logs import logging_restored
+from openbell_testkit.offline import closed_port, refuse_network
 
 BASELINES = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
 
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    vendor_level = logging.getLogger("yfinance").level
-    showwarning = warnings.showwarning
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    logging.getLogger("yfinance").setLevel(vendor_level)
-    warnings.showwarning = showwarning
-    structlog.reset_defaults()
+    with logging_restored():
+        yield
 
 
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:

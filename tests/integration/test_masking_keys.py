@@ -10,27 +10,26 @@ import json
 import re
 from dataclasses import replace
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 import httpx
 import pytest
-from agent_builders import DAY, US_OPEN, make_arena
-from llm_script import ScriptedModel, completion, finish, tool_turn
-from mode_builders import Cycle, run_llm
 
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
-from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell_testkit.agents import DAY, US_OPEN, make_arena
+from openbell_testkit.llm import ScriptedModel, completion, finish, tool_turn
+from openbell_testkit.modes import Cycle, run_llm
+from openbell_testkit.replay import cn_daily
 
 SEED = "keys-test"
 
@@ -144,14 +143,7 @@ def replay_blinded(url: str, seed: str, days: tuple[int, int], model: ScriptedMo
         prompt=lambda ctx: prompt_for_mode("open-research", masking="blinded", masking_seed=seed),
         masker=masker_for("blinded", seed=seed),
     )
-    market = MarketPlan(
-        market="cn",
-        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
-        universe=load_universe("sse50"),
-        cadence="daily",
-        initial_cash=Decimal(100000),
-        agents=(agent,),
-    )
+    market = cn_daily(agent)
     plan = ReplayPlan(
         store_url=url,
         start_at=utc(2025, 9, days[0]),

@@ -15,9 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from agent_builders import CN_OPEN, DAY, INITIAL_CASH, US_OPEN, Arena, make_arena
-from llm_script import completion, tool_turn
-from mode_builders import Cycle, run_llm
 from sqlalchemy import Engine
 
 from openbell.agents.masking import MaskingLevel, masker_for
@@ -27,6 +24,9 @@ from openbell.markets.domain import Fill, Side
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import CN_OPEN, DAY, INITIAL_CASH, US_OPEN, Arena, make_arena
+from openbell_testkit.llm import completion, tool_turn
+from openbell_testkit.modes import Cycle, run_llm
 
 SEED = "leak-test"
 _MONTHS = (

@@ -11,9 +11,6 @@ from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 import pytest
-from agent_builders import CN_OPEN, US_OPEN, make_arena
-from llm_script import finish, tool_turn
-from mode_builders import Cycle, run_llm
 
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
@@ -21,6 +18,9 @@ from openbell.agents.rebasing import MoneyUnit
 from openbell.markets.domain import Fill
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import CN_OPEN, US_OPEN, make_arena
+from openbell_testkit.llm import finish, tool_turn
+from openbell_testkit.modes import Cycle, run_llm
 
 SEED = "prices-test"
 PRICES = ("open", "high", "low", "close")

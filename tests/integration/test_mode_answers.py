@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import completion
-from mode_builders import run_llm
 
 from openbell.agents.modes import prompt_for_mode
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.markets.domain import Fill
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import completion
+from openbell_testkit.modes import run_llm
 
 
 @pytest.fixture

@@ -12,10 +12,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import completion
-from mode_builders import run_llm
-from store_builders import fill_for
 
 from openbell.agents.masking import BLINDED_TOOLS, MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
@@ -26,6 +22,10 @@ from openbell.markets.domain import Fill, NewsItem, Order, Rejection, RejectReas
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import completion
+from openbell_testkit.modes import run_llm
+from openbell_testkit.store import fill_for
 
 D = Decimal
 

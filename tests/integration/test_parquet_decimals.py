@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_builders import SLOTS, build_ledger
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Instrument, Order, Rejection, RejectReason, Side
@@ -17,6 +16,7 @@ from openbell.markets.errors import OperatorError
 from openbell.ops import exporting
 from openbell.store import exports
 from openbell.store.ledger import Ledger
+from openbell_testkit.reports import SLOTS, build_ledger
 
 DECIMALS = {
     "nav": {"cash", "positions_value", "nav"},

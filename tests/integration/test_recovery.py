@@ -9,7 +9,6 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from live_builders import START_AT, crypto_plan, cycles, migrated, running, verifies
 from sqlalchemy import Engine, update
 from sqlmodel import Session
 
@@ -17,6 +16,7 @@ from openbell.daemon.clock import ScaledClock
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
+from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
 
 SPEED = 600.0
 GRACE = timedelta(minutes=30)

@@ -8,23 +8,21 @@ a second replay of the window is refused without `resume` and changes nothing wi
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
 from openbell.agents.baselines import BASELINE_KINDS, build_agent
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import plan_events, run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay_source import ReplaySource
-from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
-from tests.integration.store_builders import dump_tables
+from openbell_testkit.replay import cn_daily, crypto_daily
+from openbell_testkit.store import dump_tables
 
 START = utc(2025, 9, 1)
 END = utc(2025, 9, 13)  # two weeks of sessions: 2025-09-01 .. 2025-09-12, ten of them
@@ -32,16 +30,8 @@ SESSIONS = 10
 
 
 def _cn_plan(store_url: str, *, resume: bool = False) -> ReplayPlan:
-    market = MarketPlan(
-        market="cn",
-        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
-        universe=load_universe("sse50"),
-        cadence="daily",
-        initial_cash=Decimal(100000),
-        agents=tuple(
-            build_agent(kind, kind.replace("_", "-"), market="cn", seed=7)
-            for kind in BASELINE_KINDS
-        ),
+    market = cn_daily(
+        *(build_agent(kind, kind.replace("_", "-"), market="cn", seed=7) for kind in BASELINE_KINDS)
     )
     return ReplayPlan(
         store_url=store_url, start_at=START, end_at=END, markets=(market,), resume=resume
@@ -106,14 +96,7 @@ def test_a_replayed_window_is_refused_without_resume(sqlite_url: str) -> None:
 
 
 def test_crypto_closes_come_before_the_next_days_slot() -> None:
-    market = MarketPlan(
-        market="crypto",
-        source=ReplaySource.from_bundled("crypto", names=["crypto-1d"]),
-        universe=load_universe("crypto10"),
-        cadence="daily",
-        initial_cash=Decimal(10000),
-        agents=(),
-    )
+    market = crypto_daily()
     start = utc(2025, 3, 1)
     plan = ReplayPlan(
         store_url="sqlite://", start_at=start, end_at=start + timedelta(days=2), markets=(market,)

@@ -13,23 +13,21 @@ import signal
 import subprocess
 import sys
 import time
-from decimal import Decimal
 
 import pytest
 from sqlalchemy import func, select
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import OperatorError
-from openbell.markets.replay_source import ReplaySource
-from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
-from tests.conftest import PgServer
+from openbell_testkit.postgres import PgServer
+from openbell_testkit.replay import cn_daily
 
 START = utc(2025, 9, 1)
 END = utc(2025, 9, 6)
@@ -38,14 +36,7 @@ RELEASE_WITHIN_S = 30.0
 
 
 def _plan(url: str, *agents: str, resume: bool = False) -> ReplayPlan:
-    market = MarketPlan(
-        market="cn",
-        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
-        universe=load_universe("sse50"),
-        cadence="daily",
-        initial_cash=Decimal(100000),
-        agents=tuple(build_agent("cash", name, market="cn") for name in agents),
-    )
+    market = cn_daily(*(build_agent("cash", name, market="cn") for name in agents))
     return ReplayPlan(
         store_url=url, start_at=START, end_at=END, markets=(market,), resume=resume, migrate=True
     )

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from report_builders import AAPL, INITIAL, SLOTS, Built, build_ledger
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Bar, utc
@@ -27,6 +26,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.reports import AAPL, INITIAL, SLOTS, Built, build_ledger
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import US_OPEN, Arena, make_arena
 
-from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import CalculationOut, ErrorCode, FundamentalsOut, NewsOut, ToolError
 from openbell.markets.domain import NewsItem
 from openbell.markets.fundamentals import (
@@ -27,6 +25,7 @@ from openbell.markets.fundamentals import (
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, Arena, make_arena
 
 D = Decimal
 HOUR = timedelta(hours=1)
@@ -63,22 +62,6 @@ def news_arena(ledger: Ledger) -> Arena:
     return dataclasses.replace(arena, source=source, gateway=PointInTimeGateway(source))
 
 
-async def toolbox_at(arena: Arena, now: datetime, **extra: object) -> Toolbox:
-    snapshot = await arena.gateway.snapshot(list(arena.universe.symbols), now)
-    return Toolbox(
-        ledger=arena.ledger,
-        broker=arena.broker,
-        gateway=arena.gateway.at(now),
-        snapshot=snapshot,
-        universe=arena.universe,
-        rules=arena.rules,
-        account_id=arena.account_id,
-        cycle_id=arena.claim(now),
-        now=now,
-        **extra,  # type: ignore[arg-type]
-    )
-
-
 @pytest.mark.parametrize("hours_later", [0, 1, 5, 30, 70])
 def test_news_are_never_published_after_now(ledger: Ledger, hours_later: int) -> None:
     arena = news_arena(ledger)
@@ -86,7 +69,7 @@ def test_news_are_never_published_after_now(ledger: Ledger, hours_later: int) ->
     every = news_items()
 
     async def scenario() -> list[object]:
-        tools = await toolbox_at(arena, now)
+        tools = await arena.toolbox(now)
         return [
             await tools.get_news(lookback_hours=96, limit=50),
             await tools.get_news("AAPL", lookback_hours=96, limit=50),
@@ -123,7 +106,7 @@ def test_news_of_an_unknown_symbol_and_bad_arguments_are_structured_errors(
     arena = news_arena(ledger)
 
     async def scenario() -> list[object]:
-        tools = await toolbox_at(arena, US_OPEN)
+        tools = await arena.toolbox(US_OPEN)
         return [
             await tools.call("get_news", {"symbol": "IBM"}),
             await tools.call("get_news", {"lookback_hours": 0}),
@@ -174,7 +157,7 @@ def test_fundamentals_serve_only_reports_published_by_now(ledger: Ledger) -> Non
 
     async def scenario(point_in_time: bool) -> list[object]:
         source = RecordedFundamentals.of(reports, point_in_time=point_in_time)
-        tools = await toolbox_at(arena, US_OPEN, fundamentals=source)
+        tools = await arena.toolbox(US_OPEN, fundamentals=source)
         return [await tools.get_fundamentals("AAPL"), await tools.get_fundamentals("IBM")]
 
     found, unknown = asyncio.run(scenario(True))
@@ -206,7 +189,7 @@ def test_live_snapshots_are_served_as_reports_published_at_their_fetch_time(
     live = LiveFundamentals(fetch, name="vendor", currency="USD")
 
     async def scenario() -> object:
-        tools = await toolbox_at(arena, US_OPEN, fundamentals=live)
+        tools = await arena.toolbox(US_OPEN, fundamentals=live)
         return await tools.get_fundamentals("AAPL")
 
     found = asyncio.run(scenario())

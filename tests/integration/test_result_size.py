@@ -13,20 +13,19 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import tool_turn
-from mode_builders import run_llm
 
 from openbell.agents.baselines import SMA_SLOW
 from openbell.agents.llm.run import Budgets
 from openbell.agents.masking import AliasMasker, build_masker, masker_for
-from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import MAX_RESULT_CHARS, BarsOut, FundamentalsOut, NewsOut
 from openbell.markets.domain import NewsItem, utc
 from openbell.markets.fundamentals import FundamentalsReport, RecordedFundamentals
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.store.ledger import Ledger
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import tool_turn
+from openbell_testkit.modes import run_llm
 
 D = Decimal
 #: A crypto slot long after the bundled BTC daily bars begin (2010): 1,000 bars end before it.
@@ -164,19 +163,8 @@ def test_fundamentals_keep_the_newest_reports_within_the_budget(ledger: Ledger) 
     arena = make_arena(ledger, "us")
 
     async def scenario() -> object:
-        snapshot = await arena.gateway.snapshot(list(arena.universe.symbols), US_OPEN)
-        tools = Toolbox(
-            ledger=arena.ledger,
-            broker=arena.broker,
-            gateway=arena.gateway.at(US_OPEN),
-            snapshot=snapshot,
-            universe=arena.universe,
-            rules=arena.rules,
-            account_id=arena.account_id,
-            cycle_id=arena.claim(US_OPEN),
-            now=US_OPEN,
-            fundamentals=RecordedFundamentals.of(reports, point_in_time=True),
-        )
+        fundamentals = RecordedFundamentals.of(reports, point_in_time=True)
+        tools = await arena.toolbox(US_OPEN, fundamentals=fundamentals)
         return await tools.serve("get_fundamentals", {"symbol": "AAPL"})
 
     found = asyncio.run(scenario())

@@ -15,9 +15,6 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from agent_builders import US_OPEN, make_arena
-from llm_script import ScriptedModel, call, completion, finish, tool_turn
-from secret_scan import leaks
 from sqlalchemy import Engine, String, Text, select, text
 from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
@@ -30,6 +27,9 @@ from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
 from openbell.store.redact import Redactor
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import US_OPEN, make_arena
+from openbell_testkit.llm import ScriptedModel, call, completion, finish, tool_turn
+from openbell_testkit.secrets import leaks
 
 KEY = "sk-stored-0123456789abcdefXYZ"
 #: A secret made of digits only: masked in text, but never inside a stored number.

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_builders import CN_OPEN, CRYPTO_DAY, DAY, US_OPEN, Arena, make_arena
-from store_builders import dump_tables
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
@@ -36,6 +34,8 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
+from openbell_testkit.agents import CN_OPEN, CRYPTO_DAY, DAY, US_OPEN, Arena, make_arena
+from openbell_testkit.store import dump_tables
 
 D = Decimal
 

@@ -14,16 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import httpx
 import pytest
-from agent_builders import Arena, make_arena
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_script import Body, ScriptedModel, completion, finish, tool_turn
-from mode_builders import run_llm
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -32,17 +28,19 @@ from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import AliasMasker, masker_for
 from openbell.agents.modes import MODES, prompt_for_mode
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import utc
-from openbell.markets.replay_source import ReplaySource
-from openbell.markets.universes import load_universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.tables import AccountRow, AgentRow, OrderRow
 from openbell.store.verify import verify_ledger
+from openbell_testkit.agents import Arena, make_arena
+from openbell_testkit.llm import Body, ScriptedModel, completion, finish, tool_turn
+from openbell_testkit.modes import run_llm
+from openbell_testkit.replay import crypto_daily
 
 LATE = ("SUI/USDT", "LINK/USDT")
 OFFERED_2021 = (
@@ -84,14 +82,7 @@ def crypto_replay(url: str, model: ScriptedModel, start: datetime, days: int) ->
         build_agent(kind, kind.replace("_", "-"), market="crypto", seed=3)
         for kind in BASELINE_KINDS
     )
-    market = MarketPlan(
-        market="crypto",
-        source=ReplaySource.from_bundled("crypto", names=["crypto-1d"]),
-        universe=load_universe("crypto10"),
-        cadence="daily",
-        initial_cash=Decimal(10000),
-        agents=(llm, *baselines),
-    )
+    market = crypto_daily(llm, *baselines)
     report = run_replay(
         ReplayPlan(
             store_url=url,

@@ -9,7 +9,6 @@ from datetime import timedelta
 from decimal import Decimal
 
 from sqlalchemy import Engine, bindparam, text
-from store_builders import CURRENCY, INSTRUMENTS, NOW, dump_tables, fill_for, make_order
 
 from openbell.markets.domain import Fill, Order, Side
 from openbell.store.ledger import Ledger
@@ -22,6 +21,7 @@ from openbell.store.verify import (
     POSITION_QUANTITY,
     verify_ledger,
 )
+from openbell_testkit.store import CURRENCY, INSTRUMENTS, NOW, dump_tables, fill_for, make_order
 
 
 def _trade(ledger: Ledger, market: str = "us", name: str = "alice") -> tuple[int, int, int]:

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 import yfinance as yf
-from offline import refuse_network, sync
 from requests.models import PreparedRequest
-from yahoo_fake import Route, charts, payload, source
 
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.adapters.yfinance.parse import split_ratio
@@ -30,6 +28,8 @@ from openbell.markets.errors import (
     SymbolUnavailable,
 )
 from openbell.markets.fundamentals import LiveFundamentals
+from openbell_testkit.offline import refuse_network, sync
+from openbell_testkit.yahoo import Route, charts, payload, source
 
 
 @pytest.fixture(autouse=True)

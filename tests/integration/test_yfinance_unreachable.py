@@ -17,11 +17,11 @@ import pytest
 import yfinance as yf
 from curl_cffi import CurlOpt
 from curl_cffi import requests as curl_requests
-from offline import SilentServer, closed_port, refuse_network, sync
 
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.adapters.yfinance import YahooSource
 from openbell.markets.errors import DataUnavailable
+from openbell_testkit.offline import SilentServer, closed_port, refuse_network, sync
 
 MID_SESSION = datetime(2025, 7, 9, 19, 0, tzinfo=UTC)
 WEEK = (datetime(2025, 7, 6, tzinfo=UTC), datetime(2025, 7, 10, tzinfo=UTC))

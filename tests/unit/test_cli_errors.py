@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from openbell.daemon import live
 from openbell.daemon.plan import LivePlan
 from openbell.ops import cli
 from openbell.ops.config import default_config_text
+from openbell_testkit.logs import logging_restored
 
 LEAKY = "sk-unit4f9a7c1e5b2d4f6a8c0e"
 
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    structlog.reset_defaults()
+    with logging_restored():
+        yield
 
 
 def test_unexpected_error_is_one_redacted_line_and_a_json_log(

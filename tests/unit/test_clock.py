@@ -1,4 +1,5 @@
-"""Clocks: the system clock is aware UTC; the simulated clock moves only forward, when told."""
+"""Clocks: the system clock is aware UTC; the simulated clock moves only forward, when told; the
+scaled clock runs at its speed, and the fake-clock forms parse."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from openbell.daemon.clock import Clock, SimulatedClock, SystemClock
+from openbell.daemon.clock import Clock, ScaledClock, SimulatedClock, SystemClock, parse_fake_clock
 
 START = datetime(2025, 3, 3, 14, 30, tzinfo=UTC)
 
@@ -45,3 +46,20 @@ def test_simulated_clock_refuses_naive_times_and_going_back() -> None:
     with pytest.raises(ValueError, match="negative"):
         clock.advance(timedelta(seconds=-1))
     assert clock.now() == START
+
+
+def test_fake_clock_forms() -> None:
+    clock = parse_fake_clock("2025-11-03T13:55:00Z:60")
+    assert clock.speed == 60
+    assert clock.now() >= datetime(2025, 11, 3, 13, 55, tzinfo=UTC)
+    assert parse_fake_clock("2025-11-03T13:55:00+00:00").speed == 1
+    with pytest.raises(ValueError, match="START"):
+        parse_fake_clock("tomorrow")
+    with pytest.raises(ValueError, match="zone"):
+        parse_fake_clock("2025-11-03T13:55:00")
+
+
+def test_scaled_clock_runs_at_its_speed() -> None:
+    ticks = iter([100.0, 102.0])
+    clock = ScaledClock(START, speed=30, monotonic=lambda: next(ticks))
+    assert clock.now() == START + timedelta(seconds=60)

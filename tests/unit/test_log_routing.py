@@ -17,6 +17,7 @@ import structlog
 
 from openbell.markets.errors import ConfigError
 from openbell.ops.logs import configure_logging
+from openbell_testkit.logs import logging_restored
 
 APSCHEDULER_LINE = (
     "Adding job tentatively -- it will be properly scheduled when the scheduler starts"
@@ -25,17 +26,8 @@ APSCHEDULER_LINE = (
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    named = {name: logging.getLogger(name).level for name in ("yfinance",)}
-    showwarning = warnings.showwarning
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for name, was in named.items():
-        logging.getLogger(name).setLevel(was)
-    warnings.showwarning = showwarning
-    structlog.reset_defaults()
+    with logging_restored():
+        yield
 
 
 def lines(text: str) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import pytest
 import structlog
 
 from openbell.ops.logs import REDACTED, configure_logging, is_secret_key, redact_text
+from openbell_testkit.logs import logging_restored
 
 SK_VALUE = "sk-live4f9a7c1e5b2d4f6a8c0e"
 BEARER = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.abc123"
@@ -21,13 +22,8 @@ BEARER = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.abc123"
 
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    structlog.reset_defaults()
-    structlog.contextvars.clear_contextvars()
+    with logging_restored():
+        yield
 
 
 @pytest.fixture

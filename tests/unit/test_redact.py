@@ -10,9 +10,9 @@ import json
 from urllib.parse import quote
 
 import pytest
-from secret_scan import leaks
 
 from openbell.store.redact import MIN_SECRET_CHARS, REDACTED, Redactor
+from openbell_testkit.secrets import leaks
 
 KEY = "sk-proj-Abc123def456GHI789xyz"
 PASSWORD = "pa55/w0rd:with@odd chars"  # noqa: S105  (a test value)

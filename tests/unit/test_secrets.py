@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 import structlog
-from secret_scan import leaks
 
 from openbell.ops import secrets
 from openbell.ops.config import OpenbellConfig, load_config
 from openbell.ops.logs import configure_logging
 from openbell.store.redact import REDACTED, Redactor
+from openbell_testkit.logs import logging_restored
+from openbell_testkit.secrets import leaks
 
 KEY = "sk-unit-0123456789abcdefXYZ"
 OTHER = "sk-other-9876543210fedcbaQRS"
@@ -41,12 +42,8 @@ def config_text(store_url: str = "sqlite:///var/x.db") -> str:
 
 @pytest.fixture(autouse=True)
 def restore() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    structlog.reset_defaults()
+    with logging_restored():
+        yield
     secrets._active.redactor = Redactor()
 
 

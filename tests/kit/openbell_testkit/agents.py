@@ -13,6 +13,7 @@ from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
+from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
@@ -94,7 +95,12 @@ class Arena:
         return found.cycle_id
 
     async def toolbox(
-        self, now: datetime, *, cycle_id: int | None = None, kind: type[Toolbox] = Toolbox
+        self,
+        now: datetime,
+        *,
+        cycle_id: int | None = None,
+        kind: type[Toolbox] = Toolbox,
+        fundamentals: FundamentalsSource | None = None,
     ) -> Toolbox:
         """A toolbox for the account's cycle at `now`, over the slot's snapshot."""
         symbols = list(self.universe.symbols)
@@ -111,6 +117,7 @@ class Arena:
             account_id=self.account_id,
             cycle_id=self.claim(now) if cycle_id is None else cycle_id,
             now=now,
+            fundamentals=fundamentals,
         )
 
     def context(self, agent: Agent, tools: Toolbox) -> DecisionContext:

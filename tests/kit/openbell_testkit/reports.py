@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from store_builders import fill_for
-
 from openbell.markets.domain import Instrument, Order, Rejection, RejectReason, Side, utc
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.store import fill_for
 
 SLOTS = tuple(
     utc(2025, 10, day, 13, 30) for day in (1, 2, 3, 6, 7, 8)

@@ -20,7 +20,8 @@ from requests.models import PreparedRequest, Response
 
 from openbell.markets.adapters.yfinance import YahooSource
 
-PAYLOADS = Path(__file__).parents[1] / "resources" / "vendors" / "yahoo"
+#: The recorded payloads in the repository (the installed kit links back to its source file).
+PAYLOADS = Path(__file__).resolve().parents[2] / "resources" / "vendors" / "yahoo"
 Route = Callable[[PreparedRequest], tuple[int, Any]]
 
 
@@ -33,7 +34,7 @@ class FakeYahoo(BaseAdapter):
 
     def __init__(self, routes: list[tuple[str, Route]]) -> None:
         super().__init__()
-        self.routes = [
+        self.routes: list[tuple[str, Route]] = [
             (r"fc\.yahoo\.com", lambda r: (200, "")),
             (r"getcrumb", lambda r: (200, "fakecrumb")),
             *routes,

@@ -9,8 +9,6 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from agent_builders import Arena
-from llm_script import ScriptedModel
 
 from openbell.agents.llm.agent import LlmAgent, MaskerFactory, PromptFactory
 from openbell.agents.llm.client import ChatClient, ClientConfig
@@ -18,6 +16,8 @@ from openbell.agents.llm.hooks import IdentityMasker, OpenResearchPrompt
 from openbell.agents.llm.run import Budgets
 from openbell.agents.toolbox import Toolbox
 from openbell.store.records import CycleStatus, RecordedOrder, TraceEntry
+from openbell_testkit.agents import Arena
+from openbell_testkit.llm import ScriptedModel
 
 
 @dataclasses.dataclass

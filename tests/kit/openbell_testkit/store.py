@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -10,8 +11,9 @@ from typing import Any
 from sqlalchemy import Engine, delete, select
 from sqlmodel import SQLModel
 
-import openbell.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from openbell.markets.domain import CURRENCY_PLACES, Fill, Instrument, Order, Side, utc
+from openbell.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from openbell.store.db import make_engine
 
 NOW = utc(2025, 10, 1, 14, 30)
 
@@ -69,14 +71,32 @@ def fill_for(
     )
 
 
-def dump_tables(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every store table, in primary-key order, as exact Python values."""
+#: The cycle columns that say which run claimed a cycle and when: they differ between two runs
+#: that write the same ledger.
+CLAIM_COLUMNS = frozenset({"claimed_by", "lease_until", "started_at", "finished_at"})
+
+
+def dump_tables(
+    engine: Engine, *, leave_out: Collection[str] = ()
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every store table, in primary-key order, as exact Python values (without
+    the columns named in `leave_out`)."""
     dump: dict[str, list[tuple[Any, ...]]] = {}
     with engine.connect() as connection:
         for table in SQLModel.metadata.sorted_tables:
-            query = select(table).order_by(*table.primary_key.columns)
+            columns = [column for column in table.columns if column.name not in leave_out]
+            query = select(*columns).order_by(*table.primary_key.columns)
             dump[table.name] = [tuple(row) for row in connection.execute(query)]
     return dump
+
+
+def dump_ledger(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """`dump_tables` of the ledger at `url`, without the claim columns (`CLAIM_COLUMNS`)."""
+    engine = make_engine(url)
+    try:
+        return dump_tables(engine, leave_out=CLAIM_COLUMNS)
+    finally:
+        engine.dispose()
 
 
 def clear_tables(engine: Engine) -> None:

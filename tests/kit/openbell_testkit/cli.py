@@ -1,0 +1,191 @@
+"""The real `openbell` console script in a subprocess, for the acceptance tests.
+
+`openbell(cwd, *args)` runs one command to its end; `Daemon` runs `openbell run` in the background
+and parses its stdout lines as they arrive. The environment is the test's, without the variables
+that would point the CLI at a real config or systemd, and offline (`OPENBELL_OFFLINE=1`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Collection
+from importlib import resources
+from pathlib import Path
+from typing import Any, Self
+
+import pytest
+from sqlmodel import Session, select
+
+from openbell.ops.config import default_config_text
+from openbell.store import tables
+from openbell.store.db import make_engine
+from openbell.store.verify import verify_ledger
+from openbell_testkit.offline import closed_port
+
+#: The bundled crypto hourly bars, a `replay:` source for a config.
+CRYPTO_1H = Path(
+    str(resources.files("openbell.markets").joinpath("data", "bars", "crypto-1h.parquet"))
+)
+TIMEOUT_S = 60
+STOP_WITHIN_S = 5
+
+
+def openbell_command() -> list[str]:
+    """The installed console script next to this interpreter, or the module as a fallback."""
+    script = shutil.which("openbell", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "openbell.ops.cli"]
+
+
+def clean_env(*, without: Collection[str] = (), **extra: str) -> dict[str, str]:
+    """The test's environment without a config or systemd (and `without`), offline, plus `extra`."""
+    dropped = {"OPENBELL_CONFIG", "NOTIFY_SOCKET", *without}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["OPENBELL_OFFLINE"] = "1"  # live sources never reach a vendor from a test
+    env.update(extra)
+    return env
+
+
+def openbell(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*openbell_command(), *args],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> str:
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("openbell: error: "), lines[0]
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+def config_text(**replacements: str) -> str:
+    text = default_config_text()
+    for old, new in replacements.items():
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text
+
+
+def cycle(
+    cwd: Path,
+    at: str,
+    *options: str,
+    market: str = "crypto",
+    agent: str = "random",
+    timeout_s: float = TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
+    """`openbell cycle` of `agent` in `market` at `at`, with further `options`."""
+    command = ("cycle", "--market", market, "--agent", agent, "--at", at, *options)
+    return openbell(cwd, *command, timeout_s=timeout_s)
+
+
+#: A loopback port free at the time of asking (nothing listens on it).
+free_port = closed_port
+
+
+class Daemon:
+    """`openbell run ARGS` in the background, its stdout lines parsed as they arrive.
+
+    `stop_within_s` bounds how long a stop (or the kill on exit) may take.
+    """
+
+    def __init__(self, cwd: Path, *args: str, stop_within_s: float = STOP_WITHIN_S) -> None:
+        self.stop_within_s = stop_within_s
+        self.process = subprocess.Popen(
+            [*openbell_command(), "run", *args],
+            cwd=cwd,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._events: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=self.stop_within_s)
+        self._reader.join(timeout=5)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            try:
+                self._events.put(json.loads(line).get("event", ""))
+            except json.JSONDecodeError:
+                self._events.put("")
+
+    def wait_for(self, event: str, timeout_s: float = TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if self._events.get(timeout=left) == event:
+                    return
+            except queue.Empty:
+                break
+        pytest.fail(f"no {event} within {timeout_s}s; last stdout lines: {self.lines[-20:]}")
+
+    def stop(self, signum: signal.Signals) -> tuple[int, float, str]:
+        """Send `signum`; return the exit code, the seconds it took and stderr."""
+        sent = time.monotonic()
+        self.process.send_signal(signum)
+        code = self.process.wait(timeout=self.stop_within_s)
+        elapsed_s = time.monotonic() - sent
+        self._reader.join(timeout=5)
+        assert self.process.stderr is not None
+        return code, elapsed_s, self.process.stderr.read()
+
+    def records(self, *, json_only: bool = False) -> list[dict[str, Any]]:
+        """Every stdout line parsed as JSON (`json_only`: skipping lines that are not objects)."""
+        return [json.loads(line) for line in self.lines if not json_only or line.startswith("{")]
+
+
+def cycle_rows(cwd: Path) -> list[tables.CycleRow]:
+    """The cycles in the ledger of a config's default store (`var/openbell.db` under `cwd`)."""
+    engine = make_engine(f"sqlite:///{cwd / 'var' / 'openbell.db'}")
+    try:
+        with Session(engine) as session:
+            return list(session.exec(select(tables.CycleRow)).all())
+    finally:
+        engine.dispose()
+
+
+def assert_ledger_verifies(cwd: Path, *, timeout_s: float = TIMEOUT_S) -> None:
+    """The ledger under `cwd` verifies, read directly and through `openbell ledger verify`."""
+    engine = make_engine(f"sqlite:///{cwd / 'var' / 'openbell.db'}")
+    try:
+        report = verify_ledger(engine)
+    finally:
+        engine.dispose()
+    assert report.ok, report.lines()
+    result = openbell(cwd, "ledger", "verify", timeout_s=timeout_s)
+    assert result.returncode == 0, result.stdout + result.stderr

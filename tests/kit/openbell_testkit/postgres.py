@@ -1,0 +1,60 @@
+"""The test Postgres server: a fresh schema per test, and fault injection that spares other runs.
+
+`PgServer` is what the `pg_server` fixture (tests/conftest.py) yields; `terminate_connections`
+kills the connections of one test's schema only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+PG_DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@dataclass
+class PgServer:
+    """A reachable Postgres database and the schemas this test session created in it."""
+
+    url: str
+    prefix: str
+    schemas: list[str] = field(default_factory=list)
+    _counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def conninfo(self) -> str:
+        return make_url(self.url).set(drivername="postgresql").render_as_string(False)
+
+    def fresh_schema_url(self) -> str:
+        """Create an empty schema and return a URL whose search_path points at it."""
+        schema = f"{self.prefix}_{next(self._counter)}"
+        with psycopg.connect(self.conninfo, autocommit=True) as connection:
+            connection.execute(f'CREATE SCHEMA "{schema}"')
+        self.schemas.append(schema)
+        url = make_url(self.url).set(drivername="postgresql+psycopg")
+        query = {"options": f"-csearch_path={schema}", "application_name": schema}
+        return url.update_query_dict(query).render_as_string(hide_password=False)
+
+
+def terminate_connections(url: str) -> int:
+    """Terminate the server connections opened through `url` (a `fresh_schema_url`) and no other.
+
+    Connections are told apart by their `application_name`, which is unique to the test's schema:
+    another run's connections on the same server and database, even of the same user, survive.
+    Returns how many connections were terminated.
+    """
+    parsed = make_url(url)
+    name = parsed.query.get("application_name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("terminate_connections needs a URL with its own application_name")
+    conninfo = parsed.set(drivername="postgresql", query={}).render_as_string(False)
+    with psycopg.connect(conninfo, autocommit=True, application_name="openbell-fault") as admin:
+        row = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchone()
+    return 0 if row is None else int(row[0])

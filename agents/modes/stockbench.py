@@ -32,7 +32,7 @@ from openbell.agents.modes.final_action import (
     extract_json,
     feedback,
 )
-from openbell.agents.modes.plan import check_plan
+from openbell.agents.modes.stockbench_plan import check_plan
 from openbell.agents.modes.structured import StructuredPrompt, account_text
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import (

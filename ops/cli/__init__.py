@@ -16,8 +16,8 @@ SIGINT and SIGTERM are caught from the first moment (`entry.py`, `daemon.stoppin
 but `run` gets their launch dispositions back once the command is known (Ctrl-C interrupts it, 130).
 
 `app.py` builds the app and runs it (`main`); one module per command group holds its commands
-(`config_file`, `ledger`, `daemon`, `reports`, `history`, `trace`, `positions`), and `common.py`
-what they share. A command imports what it runs on when it runs, so that `openbell --help`, and
+(`config_file`, `database`, `daemon`, `reports`, `history`, `trace`, `positions`), and
+`options.py` what they share. A command imports what it runs on when it runs, so that `openbell --help`, and
 every command, pays only for its own imports.
 """
 

@@ -1,7 +1,7 @@
 """The `openbell` app: its global options, its command groups and the exit-code contract.
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
-`ledger`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `reports`: `leaderboard`,
+`database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `reports`: `leaderboard`,
 `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `positions`), owns the
 global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and
 `main`, which runs a command line and maps what it raises to an exit code and one line on stderr.
@@ -19,8 +19,8 @@ import typer
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import InvalidConfig, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli import config_file, daemon, history, ledger, positions, reports, trace
-from openbell.ops.cli.common import (
+from openbell.ops.cli import config_file, daemon, database, history, positions, reports, trace
+from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     PROG,
     GlobalOptions,
@@ -49,8 +49,8 @@ app.command("positions")(positions.positions_command)
 app.command("init")(config_file.init)
 app.command("run")(daemon.run)
 app.command("cycle")(daemon.cycle)
-app.add_typer(ledger.db_app, name="db")
-app.add_typer(ledger.ledger_app, name="ledger")
+app.add_typer(database.db_app, name="db")
+app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
 app.add_typer(history.data_app, name="data")
 

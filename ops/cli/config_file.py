@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.cli.common import PROG, ConfigOption, global_options, help_without_command
+from openbell.ops.cli.options import PROG, ConfigOption, global_options, help_without_command
 
 config_app = typer.Typer(help="Check the config file.", rich_markup_mode=None)
 

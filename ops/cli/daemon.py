@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.cli.common import ConfigOption, load_config_logged, state, upgrade_logged
+from openbell.ops.cli.options import ConfigOption, load_config_logged, state, upgrade_logged
 
 if TYPE_CHECKING:
     from openbell.daemon.clock import Clock

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
-from openbell.ops.cli.common import ConfigOption, Market, help_without_command, load_command_config
+from openbell.ops.cli.options import ConfigOption, Market, help_without_command, load_command_config
 
 if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig

@@ -18,7 +18,7 @@ import typer
 
 from openbell.markets.errors import NoSuchAccount
 from openbell.ops import figures
-from openbell.ops.cli.common import (
+from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
     Market,

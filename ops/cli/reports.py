@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO
 import typer
 
 from openbell.ops import figures
-from openbell.ops.cli.common import (
+from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
     Market,

@@ -25,7 +25,7 @@ import typer
 
 from openbell.markets.errors import TraceNotFound
 from openbell.ops import figures
-from openbell.ops.cli.common import ConfigOption, DbOption, load_command_config, open_ledger
+from openbell.ops.cli.options import ConfigOption, DbOption, load_command_config, open_ledger
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -17,7 +17,7 @@ from openbell.agents.modes import (
     prompt_for_mode,
 )
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
-from openbell.agents.modes.plan import check_plan
+from openbell.agents.modes.stockbench_plan import check_plan
 from openbell.agents.tools import PortfolioOut, PositionOut
 from openbell.markets.rules import rules_for
 

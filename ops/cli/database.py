@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from openbell.ops.cli.common import (
+from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
     help_without_command,

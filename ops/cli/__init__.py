@@ -17,8 +17,8 @@ but `run` gets their launch dispositions back once the command is known (Ctrl-C 
 
 `app.py` builds the app and runs it (`main`); one module per command group holds its commands
 (`config_file`, `database`, `daemon`, `reports`, `history`, `trace`, `positions`), and
-`options.py` what they share. A command imports what it runs on when it runs, so that `openbell --help`, and
-every command, pays only for its own imports.
+`options.py` what they share. A command imports what it runs on when it runs, so that
+`openbell --help`, and every command, pays only for its own imports.
 """
 
 from __future__ import annotations

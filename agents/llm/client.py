@@ -37,7 +37,7 @@ from typing import Any, Final
 
 import httpx
 
-from openbell.agents.llm.parse import Completion, MalformedResponse, parse_completion
+from openbell.agents.llm.completion import Completion, MalformedResponse, parse_completion
 from openbell.markets.errors import LlmAuthError, LlmRefused, LlmUnavailable
 from openbell.store.redact import Redactor
 

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Final
 
 from openbell.agents.llm.client import Attempt
-from openbell.agents.llm.parse import Usage, cut
+from openbell.agents.llm.completion import Usage, cut
 from openbell.agents.protocol import DecisionContext
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.redact import Redactor

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat
+from openbell.agents.llm.completion import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
 from openbell.agents.llm.hooks import CalledTool, Masker, ParseFailure, PromptBuilder
-from openbell.agents.llm.parse import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import ErrorCode, ToolError, ToolOutcome, ToolSpec, openai_tools

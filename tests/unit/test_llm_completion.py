@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from openbell.agents.llm.parse import (
+from openbell.agents.llm.completion import (
     MAX_ARGUMENT_CHARS,
     MalformedResponse,
     assistant_message,

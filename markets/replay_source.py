@@ -24,7 +24,7 @@ from typing import Final
 from openbell.markets.barfile import BarPrices, BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
-from openbell.markets.sources import check_symbols, finest_first
+from openbell.markets.sources import SymbolFilter, check_symbols, finest_first
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -361,11 +361,7 @@ class ReplaySource:
         return tuple(_EPOCH + start * _MICROSECOND for start in starts[first:last])
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Recorded news published in `[start_at, end_at)`, newest first, at most `limit`."""
         wanted = None if symbols is None else frozenset(check_symbols(symbols))

@@ -59,7 +59,7 @@ from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for, with_costs
-from openbell.markets.sources import MarketDataSource
+from openbell.markets.sources import MarketDataSource, SymbolFilter
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
     AnyAgentConfig,
@@ -152,7 +152,7 @@ class UnavailableSource:
         raise DataUnavailable(self._why)
 
     async def news(
-        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         raise DataUnavailable(self._why)
 

@@ -58,7 +58,7 @@ from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.corporate_actions import CorporateAction, in_apply_order
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
-from openbell.markets.sources import check_symbols
+from openbell.markets.sources import SymbolFilter, check_symbols
 from openbell.markets.universes import Universe
 
 # akshare 1.19 uses pandas APIs that pandas 3 deprecates (`inplace=`, a format with integer
@@ -237,11 +237,7 @@ class AkshareSource:
         return {symbol: quote for symbol, quote in found.items() if quote is not None}
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Eastmoney news about `symbols` (None: the universe) published in `[start_at, end_at)`.
 

@@ -36,7 +36,7 @@ from openbell.markets.errors import (
     IntervalUnavailable,
     SymbolUnavailable,
 )
-from openbell.markets.sources import INTERVAL_LENGTHS, check_symbols
+from openbell.markets.sources import INTERVAL_LENGTHS, SymbolFilter, check_symbols
 
 logger = logging.getLogger(__name__)
 
@@ -205,11 +205,7 @@ class CcxtSource:
         return out
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Exchanges publish no news through ccxt: always empty."""
         return ()

@@ -59,7 +59,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.sources import check_symbols
+from openbell.markets.sources import SymbolFilter, check_symbols
 
 # yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
 # and the warning is not ours to fix (pyproject filters the same one for the tests).
@@ -289,11 +289,7 @@ class YahooSource:
         return [action for action in found if first <= action.ex_date <= last]
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Yahoo news about `symbols` (None: the universe) published in `[start_at, end_at)`."""
         wanted = self._universe if symbols is None else check_symbols(symbols)

@@ -4,9 +4,9 @@ This module owns the `MarketDataSource` protocol that the replay source (`replay
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
 `SymbolFilter` (the symbols a news read is about), `FirstBars` (the optional member of a source
 that knows each symbol's whole history), and `ForwardingSource`, the base of the decorators that
-wrap a source. A source answers plain time-range questions and knows nothing of decision time: point-in-time
-filtering is the gateway's job (`gateway.py`), so a source may return a bar that has not finished
-yet (live vendors do) and the gateway drops it.
+wrap a source. A source answers plain time-range questions and knows nothing of decision time:
+point-in-time filtering is the gateway's job (`gateway.py`), so a source may return a bar that has
+not finished yet (live vendors do) and the gateway drops it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Final
 from openbell.markets.barfile import BarPrices, BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
-from openbell.markets.sources import SymbolFilter, check_symbols, finest_first
+from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols, finest_first
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -145,7 +145,7 @@ def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
     return lambda: series
 
 
-class ReplaySource:
+class ReplaySource(SourceIdentity):
     """A `MarketDataSource` of one market over recorded bars and news.
 
     Build it with `from_bundled`, `from_paths` (a `replay:PATH` config) or directly from in-memory
@@ -166,8 +166,7 @@ class ReplaySource:
         adjustment: str = "raw",
     ) -> None:
         check_market(market)
-        self._market = market
-        self._name = name or f"replay:{market}"
+        name = name or f"replay:{market}"
         adjustments = {barset.meta.adjustment for barset in barsets}
         if bars:
             adjustments.add(adjustment)
@@ -189,8 +188,8 @@ class ReplaySource:
             for symbol, symbol_bars in by_symbol.items():
                 found.add(symbol, _bars_loader(symbol, symbol_bars), "in-memory bars")
         if not data:
-            raise ConfigError(f"replay source {self._name} has no bars")
-        self._intervals = finest_first(data)
+            raise ConfigError(f"replay source {name} has no bars")
+        super().__init__(name, market, finest_first(data))
         self._data = [data[interval] for interval in self._intervals]
         self._by_interval = data
         items = sorted(news, key=lambda item: item.published_at)
@@ -232,18 +231,6 @@ class ReplaySource:
             news=news,
             name=f"replay:{label}",
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def market(self) -> str:
-        return self._market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return self._intervals
 
     @property
     def adjustments(self) -> frozenset[str]:

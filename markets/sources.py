@@ -3,7 +3,8 @@
 This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
 `SymbolFilter` (the symbols a news read is about), `FirstBars` (the optional member of a source
-that knows each symbol's whole history), and `ForwardingSource`, the base of the decorators that
+that knows each symbol's whole history), `SourceIdentity` (a source's fixed name, market and
+intervals), and `ForwardingSource`, the base of the decorators that
 wrap a source. A source answers plain time-range questions and knows nothing of decision time:
 point-in-time filtering is the gateway's job (`gateway.py`), so a source may return a bar that has
 not finished yet (live vendors do) and the gateway drops it.
@@ -116,6 +117,30 @@ class FirstBars(Protocol):
         """The end of each symbol's earliest bar of any interval; a symbol without bars is left
         out."""
         ...
+
+
+class SourceIdentity:
+    """The fixed members of a `MarketDataSource`: its name, market and the intervals it serves.
+
+    A base for sources that hold them (the adapters, the replay source); each is read-only.
+    """
+
+    def __init__(self, name: str, market: str, intervals: tuple[str, ...]) -> None:
+        self._name = name
+        self._market = market
+        self._intervals = intervals
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def market(self) -> str:
+        return self._market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._intervals
 
 
 class ForwardingSource:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
@@ -284,15 +284,19 @@ class ReplaySource(SourceIdentity):
                 out[symbol] = found
         return out
 
+    def _series_of(self, symbol: str) -> Iterator[_Series]:
+        """The series of `symbol` in each interval that has one, finest first."""
+        for data in self._data:
+            series = data.series(symbol)
+            if series is not None:
+                yield series
+
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
         the close of the bar that ended last at or before `at`, stamped with its end; else None."""
         now_us = micros(at)
         latest: tuple[int, _Series, int] | None = None
-        for data in self._data:
-            series = data.series(symbol)
-            if series is None:
-                continue
+        for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
                 return Quote(symbol=symbol, price=series.opens[index], at=series.start_at(index))
@@ -309,11 +313,7 @@ class ReplaySource(SourceIdentity):
         every interval; a symbol without bars is left out (see `sources.FirstBars`)."""
         out: dict[str, datetime] = {}
         for symbol in check_symbols(symbols):
-            ends = [
-                series.ends[0]
-                for data in self._data
-                if (series := data.series(symbol)) is not None and series.ends
-            ]
+            ends = [series.ends[0] for series in self._series_of(symbol) if series.ends]
             if ends:
                 out[symbol] = _EPOCH + min(ends) * _MICROSECOND
         return out
@@ -326,10 +326,7 @@ class ReplaySource(SourceIdentity):
         a suspension) is the broker's call."""
         now_us = micros(at)
         first: tuple[int, _Series, int] | None = None
-        for data in self._data:
-            series = data.series(symbol)
-            if series is None:
-                continue
+        for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and (first is None or series.starts[index] < first[0]):
                 first = (series.starts[index], series, index)

@@ -27,7 +27,7 @@ from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable
-from openbell.markets.sources import ForwardingSource, MarketDataSource
+from openbell.markets.sources import ForwardingSource, MarketDataSource, SymbolFilter
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -126,11 +126,7 @@ class RetryingSource(ForwardingSource):
         return await self._retry(lambda: self._source.quote(symbols, at), at, "quote", symbols)
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         return await self._retry(
             lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news", symbols

@@ -21,7 +21,12 @@ from typing import Protocol
 from openbell.markets.adapters.vendor_calls import Now
 from openbell.markets.coverage import TimeSpan, fetched_span, merge_spans, uncovered_hull
 from openbell.markets.domain import Bar, NewsItem, check_utc
-from openbell.markets.sources import ForwardingSource, MarketDataSource, check_symbols
+from openbell.markets.sources import (
+    ForwardingSource,
+    MarketDataSource,
+    SymbolFilter,
+    check_symbols,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +98,7 @@ class BarCache(Protocol):
         ...
 
     def get_news(
-        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Cached news published in `[start_at, end_at)` (None: any symbol), newest first."""
         ...
@@ -174,7 +179,7 @@ class MemoryBarCache:
             self._news.setdefault(_news_key(item), item)
 
     def get_news(
-        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         wanted = None if symbols is None else frozenset(check_symbols(symbols))
         found = [
@@ -325,11 +330,7 @@ class CachingSource(ForwardingSource):
             )
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         found = await self._source.news(symbols, start_at, end_at, limit)
         self._cache.put_news(source=self._source.name, items=tuple(found), fetched_at=self._now())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
@@ -24,7 +24,7 @@ from typing import Final
 from openbell.markets.barfile import BarPrices, BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
-from openbell.markets.sources import check_symbols, finest_first
+from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols, finest_first
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -145,7 +145,7 @@ def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
     return lambda: series
 
 
-class ReplaySource:
+class ReplaySource(SourceIdentity):
     """A `MarketDataSource` of one market over recorded bars and news.
 
     Build it with `from_bundled`, `from_paths` (a `replay:PATH` config) or directly from in-memory
@@ -166,8 +166,7 @@ class ReplaySource:
         adjustment: str = "raw",
     ) -> None:
         check_market(market)
-        self._market = market
-        self._name = name or f"replay:{market}"
+        name = name or f"replay:{market}"
         adjustments = {barset.meta.adjustment for barset in barsets}
         if bars:
             adjustments.add(adjustment)
@@ -189,8 +188,8 @@ class ReplaySource:
             for symbol, symbol_bars in by_symbol.items():
                 found.add(symbol, _bars_loader(symbol, symbol_bars), "in-memory bars")
         if not data:
-            raise ConfigError(f"replay source {self._name} has no bars")
-        self._intervals = finest_first(data)
+            raise ConfigError(f"replay source {name} has no bars")
+        super().__init__(name, market, finest_first(data))
         self._data = [data[interval] for interval in self._intervals]
         self._by_interval = data
         items = sorted(news, key=lambda item: item.published_at)
@@ -232,18 +231,6 @@ class ReplaySource:
             news=news,
             name=f"replay:{label}",
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def market(self) -> str:
-        return self._market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return self._intervals
 
     @property
     def adjustments(self) -> frozenset[str]:
@@ -297,15 +284,19 @@ class ReplaySource:
                 out[symbol] = found
         return out
 
+    def _series_of(self, symbol: str) -> Iterator[_Series]:
+        """The series of `symbol` in each interval that has one, finest first."""
+        for data in self._data:
+            series = data.series(symbol)
+            if series is not None:
+                yield series
+
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
         the close of the bar that ended last at or before `at`, stamped with its end; else None."""
         now_us = micros(at)
         latest: tuple[int, _Series, int] | None = None
-        for data in self._data:
-            series = data.series(symbol)
-            if series is None:
-                continue
+        for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
                 return Quote(symbol=symbol, price=series.opens[index], at=series.start_at(index))
@@ -322,11 +313,7 @@ class ReplaySource:
         every interval; a symbol without bars is left out (see `sources.FirstBars`)."""
         out: dict[str, datetime] = {}
         for symbol in check_symbols(symbols):
-            ends = [
-                series.ends[0]
-                for data in self._data
-                if (series := data.series(symbol)) is not None and series.ends
-            ]
+            ends = [series.ends[0] for series in self._series_of(symbol) if series.ends]
             if ends:
                 out[symbol] = _EPOCH + min(ends) * _MICROSECOND
         return out
@@ -339,10 +326,7 @@ class ReplaySource:
         a suspension) is the broker's call."""
         now_us = micros(at)
         first: tuple[int, _Series, int] | None = None
-        for data in self._data:
-            series = data.series(symbol)
-            if series is None:
-                continue
+        for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and (first is None or series.starts[index] < first[0]):
                 first = (series.starts[index], series, index)
@@ -361,11 +345,7 @@ class ReplaySource:
         return tuple(_EPOCH + start * _MICROSECOND for start in starts[first:last])
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Recorded news published in `[start_at, end_at)`, newest first, at most `limit`."""
         wanted = None if symbols is None else frozenset(check_symbols(symbols))

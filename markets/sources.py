@@ -2,18 +2,19 @@
 
 This module owns the `MarketDataSource` protocol that the replay source (`replay.py`) and the live
 adapters (yfinance, akshare, ccxt) implement, the intervals a source may serve and their order,
-`FirstBars` (the optional member of a source that knows each symbol's whole
-history), and `ForwardingSource`, the base of the decorators that wrap a source. A
-source answers plain time-range questions and knows nothing of decision time: point-in-time
-filtering is the gateway's job (`gateway.py`), so a source may return a bar that has not finished
-yet (live vendors do) and the gateway drops it.
+`SymbolFilter` (the symbols a news read is about), `FirstBars` (the optional member of a source
+that knows each symbol's whole history), `SourceIdentity` (a source's fixed name, market and
+intervals), and `ForwardingSource`, the base of the decorators that
+wrap a source. A source answers plain time-range questions and knows nothing of decision time:
+point-in-time filtering is the gateway's job (`gateway.py`), so a source may return a bar that has
+not finished yet (live vendors do) and the gateway drops it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, TypeAlias, runtime_checkable
 
 from openbell.markets.domain import Bar, NewsItem, Quote
 
@@ -23,6 +24,10 @@ INTERVAL_LENGTHS: Final[Mapping[str, timedelta]] = {
     "1h": timedelta(hours=1),
     "1d": timedelta(days=1),
 }
+
+#: The symbols a news read is about: a sequence of symbols, or None for every symbol the source
+#: serves.
+SymbolFilter: TypeAlias = Sequence[str] | None
 
 
 def finest_first(intervals: Iterable[str]) -> tuple[str, ...]:
@@ -94,11 +99,7 @@ class MarketDataSource(Protocol):
         ...
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """News published in `[start_at, end_at)`, newest first, at most `limit` items."""
         ...
@@ -116,6 +117,30 @@ class FirstBars(Protocol):
         """The end of each symbol's earliest bar of any interval; a symbol without bars is left
         out."""
         ...
+
+
+class SourceIdentity:
+    """The fixed members of a `MarketDataSource`: its name, market and the intervals it serves.
+
+    A base for sources that hold them (the adapters, the replay source); each is read-only.
+    """
+
+    def __init__(self, name: str, market: str, intervals: tuple[str, ...]) -> None:
+        self._name = name
+        self._market = market
+        self._intervals = intervals
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def market(self) -> str:
+        return self._market
+
+    @property
+    def intervals(self) -> tuple[str, ...]:
+        return self._intervals
 
 
 class ForwardingSource:
@@ -149,11 +174,7 @@ class ForwardingSource:
         return await self._source.quote(symbols, at)
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         return await self._source.news(symbols, start_at, end_at, limit)
 

@@ -59,7 +59,7 @@ from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for, with_costs
-from openbell.markets.sources import MarketDataSource
+from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFilter
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
     AnyAgentConfig,
@@ -122,26 +122,13 @@ def agent_for(
     return build_agent(agent.kind, agent.name, market=market, seed=seed)
 
 
-class UnavailableSource:
+class UnavailableSource(SourceIdentity):
     """A source whose every read raises `DataUnavailable`: an adapter that could not load, or any
     live source while `OPENBELL_OFFLINE` is set."""
 
     def __init__(self, name: str, market: str, why: str) -> None:
-        self._name = name
-        self._market = market
+        super().__init__(name, market, ("1h", "1d"))
         self._why = why
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def market(self) -> str:
-        return self._market
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return ("1h", "1d")
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
@@ -152,7 +139,7 @@ class UnavailableSource:
         raise DataUnavailable(self._why)
 
     async def news(
-        self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         raise DataUnavailable(self._why)
 

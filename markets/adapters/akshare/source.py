@@ -58,7 +58,7 @@ from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.corporate_actions import CorporateAction, in_apply_order
 from openbell.markets.domain import Bar, NewsItem, Quote
 from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
-from openbell.markets.sources import check_symbols
+from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols
 from openbell.markets.universes import Universe
 
 # akshare 1.19 uses pandas APIs that pandas 3 deprecates (`inplace=`, a format with integer
@@ -94,7 +94,7 @@ def _is_rate_limit(exc: BaseException) -> bool:
     return getattr(response, "status_code", None) == 429
 
 
-class AkshareSource:
+class AkshareSource(SourceIdentity):
     """China A-shares from Eastmoney and CSIndex through akshare. Every datetime is aware UTC.
 
     `now` is the daemon clock's `now` (bars not ended by then are dropped; quotes are live and
@@ -114,24 +114,13 @@ class AkshareSource:
         monotonic: Monotonic = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
+        super().__init__("akshare", "cn", INTERVALS)
         self._now = now
         self._universe = check_symbols(universe)
         self._calendar = calendar or calendar_for("XSHG")
         self._timeout_s = timeout_s
         self._limiter = RateLimiter(min_interval_s, monotonic=monotonic, sleep=sleep)
         self._memo: Memo[pd.DataFrame] = Memo(memo_ttl_s, monotonic=monotonic)
-
-    @property
-    def name(self) -> str:
-        return "akshare"
-
-    @property
-    def market(self) -> str:
-        return "cn"
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return INTERVALS
 
     async def _call(self, function: str, **kwargs: Any) -> pd.DataFrame:
         """`akshare.<function>(**kwargs)`, memoised, rate-limited, under the deadline."""
@@ -237,11 +226,7 @@ class AkshareSource:
         return {symbol: quote for symbol, quote in found.items() if quote is not None}
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Eastmoney news about `symbols` (None: the universe) published in `[start_at, end_at)`.
 

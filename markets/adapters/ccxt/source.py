@@ -36,7 +36,7 @@ from openbell.markets.errors import (
     IntervalUnavailable,
     SymbolUnavailable,
 )
-from openbell.markets.sources import INTERVAL_LENGTHS, check_symbols
+from openbell.markets.sources import INTERVAL_LENGTHS, SourceIdentity, SymbolFilter, check_symbols
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ _MAX_PAGES: Final = 100
 _STATUSES: ContextVar[list[int] | None] = ContextVar("ccxt_statuses", default=None)
 
 
-class CcxtSource:
+class CcxtSource(SourceIdentity):
     """Crypto spot data from one exchange through ccxt's asyncio API. Datetimes are aware UTC.
 
     Build it with `create("binance", now=...)`, or pass an exchange instance (tests pass one whose
@@ -58,6 +58,7 @@ class CcxtSource:
     def __init__(
         self, exchange: Any, *, now: Now, timeout_s: float = 30.0, page_limit: int = 1000
     ) -> None:
+        super().__init__(f"ccxt:{exchange.id}", "crypto", INTERVALS)
         self._exchange = exchange
         self._now = now
         self._timeout_s = timeout_s
@@ -89,18 +90,6 @@ class CcxtSource:
         }
         settings.update(config or {})
         return cls(factory(settings), now=now)
-
-    @property
-    def name(self) -> str:
-        return f"ccxt:{self._exchange.id}"
-
-    @property
-    def market(self) -> str:
-        return "crypto"
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return INTERVALS
 
     async def _call(self, call: Awaitable[T], what: str) -> T:
         statuses: list[int] = []
@@ -205,11 +194,7 @@ class CcxtSource:
         return out
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Exchanges publish no news through ccxt: always empty."""
         return ()

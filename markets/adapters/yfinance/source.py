@@ -59,7 +59,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import DataUnavailable, RateLimited, SymbolUnavailable
 from openbell.markets.fundamentals import Fundamentals
-from openbell.markets.sources import check_symbols
+from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols
 
 # yfinance 1.7 passes `inplace=` to pandas 3, which warns on every download; the data are right
 # and the warning is not ours to fix (pyproject filters the same one for the tests).
@@ -74,7 +74,7 @@ NEW_YORK: Final = ZoneInfo("America/New_York")
 _QUOTE_DAYS: Final = 5  # 1-minute bars looked back for a quote: covers a long weekend
 
 
-class YahooSource:
+class YahooSource(SourceIdentity):
     """US equities from Yahoo Finance through yfinance. Every datetime is aware UTC.
 
     `universe` is downloaded in full whenever any of it is asked for; `now` is the daemon clock's
@@ -97,6 +97,7 @@ class YahooSource:
         threads: bool = True,
         monotonic: Monotonic = time.monotonic,
     ) -> None:
+        super().__init__("yfinance", "us", INTERVALS)
         self._now = now
         self._universe = check_symbols(universe)
         self._watch = YahooWatch(session)
@@ -110,18 +111,6 @@ class YahooSource:
             memo_ttl_s, monotonic=monotonic
         )
         self._lock = asyncio.Lock()
-
-    @property
-    def name(self) -> str:
-        return "yfinance"
-
-    @property
-    def market(self) -> str:
-        return "us"
-
-    @property
-    def intervals(self) -> tuple[str, ...]:
-        return INTERVALS
 
     def _tickers(self, symbols: Sequence[str]) -> dict[str, str]:
         return {symbol: yahoo_ticker(symbol) for symbol in (*self._universe, *symbols)}
@@ -289,11 +278,7 @@ class YahooSource:
         return [action for action in found if first <= action.ex_date <= last]
 
     async def news(
-        self,
-        symbols: Sequence[str] | None,
-        start_at: datetime,
-        end_at: datetime,
-        limit: int,
+        self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         """Yahoo news about `symbols` (None: the universe) published in `[start_at, end_at)`."""
         wanted = self._universe if symbols is None else check_symbols(symbols)

@@ -236,16 +236,12 @@ class MarketConfig(_Section):
     @field_validator("initial_cash", mode="before")
     @classmethod
     def _exact_cash(cls, value: object) -> Decimal:
-        if isinstance(value, float):
-            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-                f'a float is not exact; write money as a quoted string: initial_cash = "{value!r}"'
-            )
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise ValueError('should be an amount in a quoted string, for example "10000"')  # noqa: TRY004
-        try:
-            cash = Decimal(value)
-        except InvalidOperation:
-            raise ValueError(f'{value!r} is not a decimal amount, for example "10000"') from None
+        cash = _exact_decimal(
+            value,
+            "an amount",
+            "10000",
+            float_hint=f'write money as a quoted string: initial_cash = "{value!r}"',
+        )
         if not cash.is_finite() or cash <= 0:
             raise ValueError("should be a positive amount")
         return cash
@@ -347,18 +343,28 @@ class RandomAgentConfig(_AgentConfig):
 _SECRET_HEADER = re.compile(r"(?i)authorization|cookie|.*(api[-_]?key|token|secret).*")
 
 
-def _exact_price(value: object) -> Decimal:
-    """A price per million tokens from a quoted decimal string (a float is not exact)."""
+def _exact_decimal(value: object, what: str, example: str, *, float_hint: str) -> Decimal:
+    """A decimal (maybe not finite) from a quoted string or an int; a float is not exact and
+    `float_hint` says how to write it. `what` ("an amount") and `example` word the errors."""
     if isinstance(value, float):
         raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-            f'a float is not exact; write prices as quoted strings, e.g. "{value!r}"'
+            f"a float is not exact; {float_hint}"
         )
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError('should be a price in a quoted string, for example "0.27"')  # noqa: TRY004
+        raise ValueError(f'should be {what} in a quoted string, for example "{example}"')  # noqa: TRY004
     try:
-        price = Decimal(value)
+        found = Decimal(value)
     except InvalidOperation:
-        raise ValueError(f'{value!r} is not a decimal price, for example "0.27"') from None
+        noun = what.split(" ", 1)[1]
+        raise ValueError(f'{value!r} is not a decimal {noun}, for example "{example}"') from None
+    return found
+
+
+def _exact_price(value: object) -> Decimal:
+    """A price per million tokens from a quoted decimal string (a float is not exact)."""
+    price = _exact_decimal(
+        value, "a price", "0.27", float_hint=f'write prices as quoted strings, e.g. "{value!r}"'
+    )
     if not price.is_finite() or price < 0:
         raise ValueError("should be a non-negative price")
     return price

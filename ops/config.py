@@ -149,16 +149,13 @@ class CostsConfig(_Section):
         name = info.field_name or "cost"
         if value is None:
             return None
-        if isinstance(value, float):
-            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-                f'a float is not exact; write it as a quoted string: {name} = "{value!r}"'
-            )
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise ValueError(f'should be a number in a quoted string, for example {name} = "5"')  # noqa: TRY004
-        try:
-            amount = Decimal(value)
-        except InvalidOperation:
-            raise ValueError(f'{value!r} is not a decimal number, for example "5"') from None
+        amount = _exact_decimal(
+            value,
+            "a number",
+            "5",
+            float_hint=f'write it as a quoted string: {name} = "{value!r}"',
+            key=name,
+        )
         if not amount.is_finite():
             raise ValueError("should be a finite amount")
         if amount < 0:
@@ -343,15 +340,19 @@ class RandomAgentConfig(_AgentConfig):
 _SECRET_HEADER = re.compile(r"(?i)authorization|cookie|.*(api[-_]?key|token|secret).*")
 
 
-def _exact_decimal(value: object, what: str, example: str, *, float_hint: str) -> Decimal:
+def _exact_decimal(
+    value: object, what: str, example: str, *, float_hint: str, key: str | None = None
+) -> Decimal:
     """A decimal (maybe not finite) from a quoted string or an int; a float is not exact and
-    `float_hint` says how to write it. `what` ("an amount") and `example` word the errors."""
+    `float_hint` says how to write it. `what` ("an amount"), `example` ("10000") and the config
+    `key`, when the example shows it, word the errors."""
     if isinstance(value, float):
         raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
             f"a float is not exact; {float_hint}"
         )
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f'should be {what} in a quoted string, for example "{example}"')  # noqa: TRY004
+        shown = f'{key} = "{example}"' if key else f'"{example}"'
+        raise ValueError(f"should be {what} in a quoted string, for example {shown}")  # noqa: TRY004
     try:
         found = Decimal(value)
     except InvalidOperation:

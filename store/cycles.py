@@ -53,20 +53,27 @@ class Cycles(LedgerTables):
         for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
             check_utc(name, value)
         try:
-            with self._writer.begin() as connection:
-                return _insert_cycle(
-                    connection,
-                    account_id=account_id,
-                    slot_at=slot_at,
-                    status=CycleStatus.CLAIMED.value,
-                    claimed_by=claimed_by,
-                    lease_until=lease_until,
-                    started_at=now,
-                )
+            return self._insert(
+                account_id,
+                slot_at,
+                CycleStatus.CLAIMED,
+                claimed_by=claimed_by,
+                lease_until=lease_until,
+                started_at=now,
+            )
         except IntegrityError:
             pass
         with self._writer.begin() as connection:
             return _take_over_expired(connection, account_id, slot_at, claimed_by, lease_until, now)
+
+    def _insert(
+        self, account_id: int, slot_at: datetime, status: CycleStatus, **values: Any
+    ) -> int:
+        """Insert the cycle of `account_id` at `slot_at` with `status` and the other `values`, in
+        a transaction of its own; its id (an `IntegrityError` if the slot has one)."""
+        row = {"account_id": account_id, "slot_at": slot_at, "status": status.value, **values}
+        with self._writer.begin() as connection:
+            return inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
 
     def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
         """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
@@ -157,18 +164,16 @@ class Cycles(LedgerTables):
         for name, value in (("slot_at", slot_at), ("now", now)):
             check_utc(name, value)
         try:
-            with self._writer.begin() as connection:
-                return _insert_cycle(
-                    connection,
-                    account_id=account_id,
-                    slot_at=slot_at,
-                    status=CycleStatus.MISSED.value,
-                    claimed_by="",
-                    lease_until=now,
-                    started_at=now,
-                    finished_at=now,
-                    reason=reason,
-                )
+            return self._insert(
+                account_id,
+                slot_at,
+                CycleStatus.MISSED,
+                claimed_by="",
+                lease_until=now,
+                started_at=now,
+                finished_at=now,
+                reason=reason,
+            )
         except IntegrityError:
             if self.find_cycle(account_id, slot_at) is None:
                 raise
@@ -314,11 +319,6 @@ def _cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
         claimed_by=row.claimed_by,
         lease_until=row.lease_until,
     )
-
-
-def _insert_cycle(connection: Connection, **values: Any) -> int:
-    """Insert a cycle row with `values`; its id (an `IntegrityError` if the slot has one)."""
-    return inserted_id(connection.execute(CYCLE_TABLE.insert(), values))
 
 
 def _take_over_expired(

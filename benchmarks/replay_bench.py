@@ -31,6 +31,7 @@ import pandas as pd
 
 from openbell.markets.barfile import read_bundled
 from openbell.ops.config import load_config
+from openbell.ops.demo import BASELINES, RANDOM_SEED
 from openbell.ops.logs import configure_logging
 from openbell.ops.planning import replay_from_config
 
@@ -63,38 +64,17 @@ universe = "nasdaq100"
 cadence = "hourly"
 source = "yfinance"
 initial_cash = "10000"
-
-[[agents]]
-name = "buy-and-hold"
-kind = "buy_and_hold"
-markets = ["us"]
-
-[[agents]]
-name = "equal-weight"
-kind = "equal_weight"
-markets = ["us"]
-
-[[agents]]
-name = "sma-crossover"
-kind = "sma_crossover"
-markets = ["us"]
-
-[[agents]]
-name = "cash"
-kind = "cash"
-markets = ["us"]
-
-[[agents]]
-name = "random"
-kind = "random"
-markets = ["us"]
-seed = 7
-"""
+""" + "".join(  # every baseline, as the demo enrols them
+    f'\n[[agents]]\nname = "{name}"\nkind = "{kind}"\nmarkets = ["us"]\n'
+    + (f"seed = {RANDOM_SEED}\n" if kind == "random" else "")
+    for name, kind in BASELINES
+)
 
 RSS_CHILD = """
 import sys
 from datetime import date
 from openbell.ops.config import load_config
+from openbell.ops.demo import BASELINES, RANDOM_SEED
 from openbell.ops.logs import configure_logging
 configure_logging(level="warning", stream=sys.stderr)
 from openbell.ops.planning import replay_from_config

@@ -149,16 +149,13 @@ class CostsConfig(_Section):
         name = info.field_name or "cost"
         if value is None:
             return None
-        if isinstance(value, float):
-            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-                f'a float is not exact; write it as a quoted string: {name} = "{value!r}"'
-            )
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise ValueError(f'should be a number in a quoted string, for example {name} = "5"')  # noqa: TRY004
-        try:
-            amount = Decimal(value)
-        except InvalidOperation:
-            raise ValueError(f'{value!r} is not a decimal number, for example "5"') from None
+        amount = _exact_decimal(
+            value,
+            "a number",
+            "5",
+            float_hint=f'write it as a quoted string: {name} = "{value!r}"',
+            key=name,
+        )
         if not amount.is_finite():
             raise ValueError("should be a finite amount")
         if amount < 0:
@@ -236,16 +233,12 @@ class MarketConfig(_Section):
     @field_validator("initial_cash", mode="before")
     @classmethod
     def _exact_cash(cls, value: object) -> Decimal:
-        if isinstance(value, float):
-            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-                f'a float is not exact; write money as a quoted string: initial_cash = "{value!r}"'
-            )
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise ValueError('should be an amount in a quoted string, for example "10000"')  # noqa: TRY004
-        try:
-            cash = Decimal(value)
-        except InvalidOperation:
-            raise ValueError(f'{value!r} is not a decimal amount, for example "10000"') from None
+        cash = _exact_decimal(
+            value,
+            "an amount",
+            "10000",
+            float_hint=f'write money as a quoted string: initial_cash = "{value!r}"',
+        )
         if not cash.is_finite() or cash <= 0:
             raise ValueError("should be a positive amount")
         return cash
@@ -347,18 +340,32 @@ class RandomAgentConfig(_AgentConfig):
 _SECRET_HEADER = re.compile(r"(?i)authorization|cookie|.*(api[-_]?key|token|secret).*")
 
 
-def _exact_price(value: object) -> Decimal:
-    """A price per million tokens from a quoted decimal string (a float is not exact)."""
+def _exact_decimal(
+    value: object, what: str, example: str, *, float_hint: str, key: str | None = None
+) -> Decimal:
+    """A decimal (maybe not finite) from a quoted string or an int; a float is not exact and
+    `float_hint` says how to write it. `what` ("an amount"), `example` ("10000") and the config
+    `key`, when the example shows it, word the errors."""
     if isinstance(value, float):
         raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
-            f'a float is not exact; write prices as quoted strings, e.g. "{value!r}"'
+            f"a float is not exact; {float_hint}"
         )
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError('should be a price in a quoted string, for example "0.27"')  # noqa: TRY004
+        shown = f'{key} = "{example}"' if key else f'"{example}"'
+        raise ValueError(f"should be {what} in a quoted string, for example {shown}")  # noqa: TRY004
     try:
-        price = Decimal(value)
+        found = Decimal(value)
     except InvalidOperation:
-        raise ValueError(f'{value!r} is not a decimal price, for example "0.27"') from None
+        noun = what.split(" ", 1)[1]
+        raise ValueError(f'{value!r} is not a decimal {noun}, for example "{example}"') from None
+    return found
+
+
+def _exact_price(value: object) -> Decimal:
+    """A price per million tokens from a quoted decimal string (a float is not exact)."""
+    price = _exact_decimal(
+        value, "a price", "0.27", float_hint=f'write prices as quoted strings, e.g. "{value!r}"'
+    )
     if not price.is_finite() or price < 0:
         raise ValueError("should be a non-negative price")
     return price

@@ -28,39 +28,6 @@ from openbell.store.holdings import AccountHoldings, Holding
 
 JsonValue = str | int | float | bool | None
 
-#: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).
-LEADERBOARD_KEYS: tuple[str, ...] = (
-    "rank",
-    "name",
-    "agent",
-    "is_benchmark",
-    "periods",
-    "start_at",
-    "end_at",
-    "final_nav",
-    "cumulative_return",
-    "annual_return",
-    "annual_volatility",
-    "sharpe_ratio",
-    "sortino_ratio",
-    "max_drawdown",
-    "calmar_ratio",
-    "excess_return",
-    "information_ratio",
-    "trades",
-    "cycles",
-    "no_trade_share",
-    "rejection_rate",
-    "turnover",
-    "hhi",
-    "cash_ratio",
-    "composite",
-    "z_cumulative_return",
-    "z_max_drawdown",
-    "z_sortino_ratio",
-    "cost_per_decision",
-    "return_per_dollar",
-)
 _PANEL_KEYS = (
     "cumulative_return",
     "annual_return",
@@ -80,6 +47,25 @@ _BEHAVIOUR_KEYS = (
     "turnover",
     "hhi",
     "cash_ratio",
+)
+#: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).
+LEADERBOARD_KEYS: tuple[str, ...] = (
+    "rank",
+    "name",
+    "agent",
+    "is_benchmark",
+    "periods",
+    "start_at",
+    "end_at",
+    "final_nav",
+    *_PANEL_KEYS,
+    *_BEHAVIOUR_KEYS,
+    "composite",
+    "z_cumulative_return",
+    "z_max_drawdown",
+    "z_sortino_ratio",
+    "cost_per_decision",
+    "return_per_dollar",
 )
 
 

@@ -190,7 +190,7 @@ class _Account:
     navs: tuple[NavPoint, ...]
     behaviour: Behaviour
     final_nav: Decimal | None
-    usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage`
+    usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage_of`
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:

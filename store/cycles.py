@@ -49,24 +49,43 @@ class Cycles(LedgerTables):
         The insert under the unique (account, slot) constraint decides the winner. A cycle still
         `claimed` whose lease ended before `now` was abandoned: it is taken over (new holder and
         lease, same id) so the caller can complete it; idempotency keys keep its orders single.
+        `ValueError` when the insert failed and the slot has no cycle at all: there is no such
+        account.
         """
         for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
             check_utc(name, value)
         try:
-            with self._writer.begin() as connection:
-                return _insert_cycle(
-                    connection,
-                    account_id=account_id,
-                    slot_at=slot_at,
-                    status=CycleStatus.CLAIMED.value,
-                    claimed_by=claimed_by,
-                    lease_until=lease_until,
-                    started_at=now,
-                )
+            return self._insert(
+                account_id,
+                slot_at,
+                CycleStatus.CLAIMED,
+                claimed_by=claimed_by,
+                lease_until=lease_until,
+                started_at=now,
+            )
         except IntegrityError:
             pass
+        values = {
+            "account": account_id,
+            "slot": slot_at,
+            "now": now,
+            "claimed_by": claimed_by,
+            "lease_until": lease_until,
+        }
         with self._writer.begin() as connection:
-            return _take_over_expired(connection, account_id, slot_at, claimed_by, lease_until, now)
+            taken: int | None = connection.execute(_TAKE_EXPIRED, values).scalar_one_or_none()
+            if taken is None and _find_cycle(connection, account_id, slot_at) is None:
+                raise ValueError(f"cannot claim a cycle: no account {account_id}")
+        return taken
+
+    def _insert(
+        self, account_id: int, slot_at: datetime, status: CycleStatus, **values: Any
+    ) -> int:
+        """Insert the cycle of `account_id` at `slot_at` with `status` and the other `values`, in
+        a transaction of its own; its id (an `IntegrityError` if the slot has one)."""
+        row = {"account_id": account_id, "slot_at": slot_at, "status": status.value, **values}
+        with self._writer.begin() as connection:
+            return inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
 
     def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
         """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
@@ -157,18 +176,16 @@ class Cycles(LedgerTables):
         for name, value in (("slot_at", slot_at), ("now", now)):
             check_utc(name, value)
         try:
-            with self._writer.begin() as connection:
-                return _insert_cycle(
-                    connection,
-                    account_id=account_id,
-                    slot_at=slot_at,
-                    status=CycleStatus.MISSED.value,
-                    claimed_by="",
-                    lease_until=now,
-                    started_at=now,
-                    finished_at=now,
-                    reason=reason,
-                )
+            return self._insert(
+                account_id,
+                slot_at,
+                CycleStatus.MISSED,
+                claimed_by="",
+                lease_until=now,
+                started_at=now,
+                finished_at=now,
+                reason=reason,
+            )
         except IntegrityError:
             if self.find_cycle(account_id, slot_at) is None:
                 raise
@@ -314,37 +331,6 @@ def _cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
         claimed_by=row.claimed_by,
         lease_until=row.lease_until,
     )
-
-
-def _insert_cycle(connection: Connection, **values: Any) -> int:
-    """Insert a cycle row with `values`; its id (an `IntegrityError` if the slot has one)."""
-    return inserted_id(connection.execute(CYCLE_TABLE.insert(), values))
-
-
-def _take_over_expired(
-    connection: Connection,
-    account_id: int,
-    slot_at: datetime,
-    claimed_by: str,
-    lease_until: datetime,
-    now: datetime,
-) -> int | None:
-    """Take the claim of the (account, slot) cycle if it is still `claimed` with its lease ended
-    before `now`; its id, or None (`ValueError` when the account has no such cycle at all, which
-    means the account does not exist: the claim's insert failed for another reason)."""
-    taken = connection.execute(
-        _TAKE_EXPIRED,
-        {
-            "account": account_id,
-            "slot": slot_at,
-            "now": now,
-            "claimed_by": claimed_by,
-            "lease_until": lease_until,
-        },
-    ).scalar_one_or_none()
-    if taken is None and _find_cycle(connection, account_id, slot_at) is None:
-        raise ValueError(f"cannot claim a cycle: no account {account_id}")
-    return taken
 
 
 def _find_cycle(connection: Connection, account_id: int, slot_at: datetime) -> CycleRecord | None:

@@ -243,20 +243,14 @@ def cycle_activity_of(
     return out
 
 
-def traded_notionals(
-    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
-) -> list[Decimal]:
-    """The notional of every fill of the account in the window (buys and sells, unsigned)."""
-    return traded_notionals_of(engine, [account_id], start, end)[account_id]
-
-
 def traded_notionals_of(
     engine: Engine,
     account_ids: Sequence[int],
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> dict[int, list[Decimal]]:
-    """`traded_notionals` of each of `account_ids`, read in one query."""
+    """The notional of every fill of each of `account_ids` in the window (buys and sells,
+    unsigned), read in one query."""
     query = (
         select(col(FillRow.account_id), col(FillRow.notional))
         .where(
@@ -271,17 +265,6 @@ def traded_notionals_of(
     return out
 
 
-def last_snapshot(
-    engine: Engine,
-    account_id: int,
-    kind: SnapshotKind | str = SnapshotKind.SLOT,
-    start: datetime | None = None,
-    end: datetime | None = None,
-) -> tuple[NavRow, list[HoldingValue]] | None:
-    """The account's last snapshot of `kind` in the window and its holdings; None without one."""
-    return last_snapshots(engine, [account_id], kind, start, end).get(account_id)
-
-
 def last_snapshots(
     engine: Engine,
     account_ids: Sequence[int],
@@ -289,7 +272,8 @@ def last_snapshots(
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> dict[int, tuple[NavRow, list[HoldingValue]]]:
-    """`last_snapshot` of each of `account_ids` that has one, read in two queries."""
+    """The last snapshot of `kind` in the window and its holdings, of each of `account_ids`
+    that has one, read in two queries."""
     kind = SnapshotKind(kind)
     last_at: ColumnElement[datetime] = func.max(col(NavSnapshotRow.at))
     latest = (
@@ -426,23 +410,17 @@ def tokens_per_cycle(
         return [int(total or 0) for (total,) in connection.execute(query)]
 
 
-def llm_usage(
-    engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
-) -> tuple[int, CycleUsage]:
-    """(cycles with LLM usage, their summed usage) for the account's cycles in the window.
-
-    Cost is summed in Python (the column is text on SQLite); it is None when no cycle was priced.
-    """
-    return llm_usage_of(engine, [account_id], start, end)[account_id]
-
-
 def llm_usage_of(
     engine: Engine,
     account_ids: Sequence[int],
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> dict[int, tuple[int, CycleUsage]]:
-    """`llm_usage` of each of `account_ids`, read in one query."""
+    """(cycles with LLM usage, their summed usage) of each of `account_ids`, for its cycles in
+    the window, read in one query.
+
+    Cost is summed in Python (the column is text on SQLite); it is None when no cycle was priced.
+    """
     query = (
         select(CycleRow)
         .where(

@@ -16,9 +16,10 @@ actual amounts.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TypeVar
 
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
@@ -172,8 +173,19 @@ def verify_ledger(engine: Engine) -> VerifyReport:
     )
 
 
+_R = TypeVar("_R")
+
+
 def _id(value: int | None) -> int:
     return value if value is not None else -1
+
+
+def _grouped(rows: Iterable[_R], key: Callable[[_R], int]) -> dict[int, list[_R]]:
+    """`rows` in lists by `key`, each list in the order of `rows` (a missing key reads [])."""
+    groups: dict[int, list[_R]] = defaultdict(list)
+    for row in rows:
+        groups[key(row)].append(row)
+    return groups
 
 
 def _load(engine: Engine) -> _Ledger:
@@ -182,21 +194,19 @@ def _load(engine: Engine) -> _Ledger:
         agents = {_id(row.id): row.name for row in session.exec(select(AgentRow))}
         cycles = {_id(row.id): row for row in session.exec(select(CycleRow))}
         orders = {_id(row.id): row for row in session.exec(select(OrderRow))}
-        fills: dict[int, list[FillRow]] = defaultdict(list)
-        for fill in session.exec(select(FillRow).order_by(col(FillRow.id))):
-            fills[fill.account_id].append(fill)
-        actions: dict[int, list[CorporateActionRow]] = defaultdict(list)
-        for entry in session.exec(select(CorporateActionRow).order_by(col(CorporateActionRow.id))):
-            actions[entry.account_id].append(entry)
-        positions: dict[int, list[PositionRow]] = defaultdict(list)
-        for position in session.exec(select(PositionRow)):
-            positions[position.account_id].append(position)
-        snapshots: dict[int, list[NavSnapshotRow]] = defaultdict(list)
-        for snapshot in session.exec(select(NavSnapshotRow).order_by(col(NavSnapshotRow.id))):
-            snapshots[snapshot.account_id].append(snapshot)
-        marks: dict[int, list[NavMarkRow]] = defaultdict(list)
-        for mark in session.exec(select(NavMarkRow)):
-            marks[mark.snapshot_id].append(mark)
+        fills = _grouped(
+            session.exec(select(FillRow).order_by(col(FillRow.id))), lambda row: row.account_id
+        )
+        actions = _grouped(
+            session.exec(select(CorporateActionRow).order_by(col(CorporateActionRow.id))),
+            lambda row: row.account_id,
+        )
+        positions = _grouped(session.exec(select(PositionRow)), lambda row: row.account_id)
+        snapshots = _grouped(
+            session.exec(select(NavSnapshotRow).order_by(col(NavSnapshotRow.id))),
+            lambda row: row.account_id,
+        )
+        marks = _grouped(session.exec(select(NavMarkRow)), lambda row: row.snapshot_id)
     return _Ledger(accounts, agents, cycles, orders, fills, actions, positions, snapshots, marks)
 
 

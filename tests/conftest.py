@@ -63,6 +63,23 @@ def pg_url(pg_server: PgServer) -> str:
     return pg_server.fresh_schema_url()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only: the test's `db_url` (and `engine`, `ledger`) is SQLite only"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A `sqlite_only` test that uses `db_url` gets only its SQLite run.
+
+    Set as a `parametrize` mark before pytest reads the marks, so it takes the place of the
+    fixture's own params.
+    """
+    if "db_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker("sqlite_only"):
+        metafunc.definition.add_marker(pytest.mark.parametrize("db_url", ["sqlite"], indirect=True))
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest) -> str:
     """An empty database, once on SQLite and once on Postgres."""

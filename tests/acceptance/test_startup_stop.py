@@ -157,29 +157,29 @@ def wait_until_blocked(store_url: str, timeout_s: float = 60) -> None:
 
 
 def stop_while_blocked(
-    tmp_path: Path, store_url: str, table: str, signum: signal.Signals
-) -> tuple[Daemon, tuple[int, str]]:
-    """Start the daemon while `table` is locked, send `signum` once start-up waits on the lock,
-    then release it; the daemon and how it ended."""
+    tmp_path: Path, store_url: str, table: str, signum: signal.Signals, revision: str = "head"
+) -> list[str]:
+    """On a database migrated to `revision`, start the daemon while `table` is locked, send
+    `signum` once start-up waits on the lock, then release it; the events of its clean stop."""
+    upgrade(store_url, revision)
+    write_config(tmp_path, store_url)
     lock = hold_lock(store_url, table)
     try:
         with launched_with_sigint_ignored(tmp_path) as daemon:
             wait_until_blocked(store_url)
             daemon.process.send_signal(signum)
             lock.rollback()  # the step goes on, and then start-up must stop
-            return daemon, ended(daemon)
+            ending = ended(daemon)
     finally:
         lock.close()
+    return assert_stopped_cleanly(daemon, ending, 128 + signum)
 
 
 @pytest.mark.postgres
 def test_sigint_during_the_schema_upgrade_lets_it_finish_and_ends_start_up(
     tmp_path: Path, pg_url: str
 ) -> None:
-    upgrade(pg_url, "0003")
-    write_config(tmp_path, pg_url)
-    daemon, ending = stop_while_blocked(tmp_path, pg_url, "alembic_version", signal.SIGINT)
-    events = assert_stopped_cleanly(daemon, ending, 130)
+    events = stop_while_blocked(tmp_path, pg_url, "alembic_version", signal.SIGINT, "0003")
     assert "db_upgraded" in events
     assert "daemon_started" not in events
     engine = make_engine(pg_url)
@@ -192,10 +192,7 @@ def test_sigint_during_the_schema_upgrade_lets_it_finish_and_ends_start_up(
 
 @pytest.mark.postgres
 def test_sigterm_during_the_start_up_verify_ends_start_up(tmp_path: Path, pg_url: str) -> None:
-    upgrade(pg_url)
-    write_config(tmp_path, pg_url)
-    daemon, ending = stop_while_blocked(tmp_path, pg_url, "fill", signal.SIGTERM)
-    events = assert_stopped_cleanly(daemon, ending, 143)
+    events = stop_while_blocked(tmp_path, pg_url, "fill", signal.SIGTERM)
     assert "ledger_verified" in events
     assert "daemon_started" not in events
     counts = table_counts(pg_url)

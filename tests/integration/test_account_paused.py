@@ -9,29 +9,33 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import text
 from structlog.testing import capture_logs
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.daemon.clock import ScaledClock
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import AccountsPaused
-from openbell.markets.replay_source import ReplaySource
-from openbell.markets.universes import load_universe
 from openbell.ops.cli import main
-from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
-from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
+from openbell_testkit.live import (
+    START_AT,
+    crypto_plan,
+    cycles,
+    migrated,
+    query,
+    running,
+    verifies,
+)
 from openbell_testkit.llm import ScriptedModel, serve_script
+from openbell_testkit.replay import cn_daily
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
 SPEED = 1800.0  # one hourly slot every two seconds
@@ -53,18 +57,12 @@ def locked_out_agent(name: str = "locked-out") -> LlmAgent:
 
 def cycles_by_agent(url: str) -> dict[str, list[tuple[str, str | None]]]:
     """Each agent's cycles in slot order: (status, error_class)."""
-    engine = make_engine(url)
-    try:
-        with engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    "SELECT agent.name, cycle.status, cycle.error_class FROM cycle "
-                    "JOIN account ON account.id = cycle.account_id "
-                    "JOIN agent ON agent.id = account.agent_id ORDER BY cycle.slot_at"
-                )
-            ).all()
-    finally:
-        engine.dispose()
+    rows = query(
+        url,
+        "SELECT agent.name, cycle.status, cycle.error_class FROM cycle "
+        "JOIN account ON account.id = cycle.account_id "
+        "JOIN agent ON agent.id = account.agent_id ORDER BY cycle.slot_at",
+    )
     found: dict[str, list[tuple[str, str | None]]] = {}
     for name, status, error_class in rows:
         found.setdefault(name, []).append((status, error_class))
@@ -79,14 +77,7 @@ def test_a_rejected_key_pauses_its_account_in_a_replay_and_the_others_finish(
     sqlite_url: str,
 ) -> None:
     upgrade(sqlite_url)
-    market = MarketPlan(
-        market="cn",
-        source=ReplaySource.from_bundled("cn", names=["cn-1d", "cn-index-1d"]),
-        universe=load_universe("sse50"),
-        cadence="daily",
-        initial_cash=Decimal(100000),
-        agents=(locked_out_agent(), build_agent("buy_and_hold", "buy-and-hold", market="cn")),
-    )
+    market = cn_daily(locked_out_agent(), build_agent("buy_and_hold", "buy-and-hold", market="cn"))
     plan = ReplayPlan(
         store_url=sqlite_url, start_at=utc(2025, 9, 1), end_at=utc(2025, 9, 6), markets=(market,)
     )

@@ -21,10 +21,7 @@ TARGET_SHARE = 0.33
 NOW = {"us": US_OPEN, "cn": CN_OPEN, "crypto": CRYPTO_DAY}
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def first_request(ledger: Ledger, market: str) -> tuple[dict[str, Any], list[str]]:

@@ -18,14 +18,12 @@ from datetime import datetime, timedelta
 
 import psycopg
 import pytest
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.daemon.clock import ScaledClock
-from openbell.store.db import make_engine
-from openbell_testkit.live import START_AT, crypto_plan, migrated, running, verifies
+from openbell_testkit.live import START_AT, crypto_plan, migrated, query, running, verifies
 from openbell_testkit.postgres import terminate_connections
 
 pytestmark = pytest.mark.postgres
@@ -74,18 +72,12 @@ class Cycle:
 
 
 def cycles_at(url: str, slot_at: datetime) -> list[Cycle]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    "SELECT status, claimed_by, finished_at FROM cycle WHERE slot_at = :slot "
-                    "ORDER BY account_id"
-                ),
-                {"slot": slot_at},
-            ).all()
-    finally:
-        engine.dispose()
+    rows = query(
+        url,
+        "SELECT status, claimed_by, finished_at FROM cycle WHERE slot_at = :slot "
+        "ORDER BY account_id",
+        slot=slot_at,
+    )
     return [Cycle(row.status, row.claimed_by, row.finished_at) for row in rows]
 
 

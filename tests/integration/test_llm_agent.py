@@ -35,10 +35,7 @@ KEY = "sk-live-0123456789abcdefXYZ"
 D = Decimal
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 @dataclasses.dataclass

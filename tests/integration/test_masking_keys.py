@@ -34,10 +34,7 @@ from openbell_testkit.replay import cn_daily
 SEED = "keys-test"
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def blinded(arena: Any, at: Any, script: list[Any], seed: str = SEED) -> Cycle:

@@ -41,10 +41,7 @@ DATE_PATTERNS = [
 ]
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 #: A number written whole (a sentence's full stop after it is not a decimal point).

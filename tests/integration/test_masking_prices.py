@@ -26,10 +26,7 @@ SEED = "prices-test"
 PRICES = ("open", "high", "low", "close")
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def blinded(arena: Any, at: datetime, script: list[Any]) -> Cycle:

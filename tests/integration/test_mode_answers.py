@@ -16,11 +16,7 @@ from openbell_testkit.agents import US_OPEN, make_arena
 from openbell_testkit.llm import completion
 from openbell_testkit.modes import run_llm
 
-
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def answer(payload: object) -> dict[str, object]:

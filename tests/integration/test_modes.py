@@ -30,10 +30,7 @@ from openbell_testkit.store import fill_for
 D = Decimal
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def answer(payload: object) -> dict[str, object]:

@@ -31,10 +31,7 @@ D = Decimal
 HOUR = timedelta(hours=1)
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def news_items(seed: int = 7, n: int = 120) -> list[NewsItem]:

@@ -34,10 +34,7 @@ NEWEST = utc(2024, 11, 30)
 LOOKBACK = 1000
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def btc_bars_served(ledger: Ledger, lookback: int) -> tuple[BarsOut, str]:

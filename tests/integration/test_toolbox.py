@@ -40,10 +40,7 @@ from openbell_testkit.store import dump_tables
 D = Decimal
 
 
-@pytest.fixture
-def db_url(sqlite_url: str) -> str:
-    """This module's tests run on SQLite only (conftest's `engine` and `ledger` build on it)."""
-    return sqlite_url
+pytestmark = pytest.mark.sqlite_only
 
 
 def order(result: object) -> OrderOut:

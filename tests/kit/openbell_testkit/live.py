@@ -4,13 +4,14 @@ the daemon run in a thread, and what its ledger holds afterwards."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Row, text
 from sqlmodel import Session, col, select
 
 from openbell.agents.baselines import build_agent
@@ -107,13 +108,19 @@ def cycles(store_url: str) -> list[CycleRow]:
     return [CycleRow(row.account_id, row.slot_at, row.status, row.claimed_by) for row in rows]
 
 
-def fills(store_url: str) -> int:
+def query(store_url: str, sql: str, **params: object) -> Sequence[Row[Any]]:
+    """The rows of one SQL query on `store_url`, on an engine of its own (disposed after)."""
     engine = make_engine(store_url)
     try:
         with engine.connect() as connection:
-            return int(connection.execute(text('SELECT count(*) FROM "fill"')).scalar_one())
+            return connection.execute(text(sql), params).all()
     finally:
         engine.dispose()
+
+
+def fills(store_url: str) -> int:
+    [(count,)] = query(store_url, 'SELECT count(*) FROM "fill"')
+    return int(count)
 
 
 def verifies(store_url: str) -> bool:

@@ -15,31 +15,25 @@ from pathlib import Path
 import pytest
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
-from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import (
+    BASELINE_KINDS,
+    TIMEOUT_S,
+    clean_env,
+    openbell,
+    openbell_command,
+    write_cn_baselines_config,
+)
 from openbell_testkit.store import dump_ledger
 
 START, END = "2025-03-03", "2025-11-19"
 SESSIONS = 177  # XSHG sessions from 2025-03-03 through 2025-11-19
-AGENTS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
+AGENTS = BASELINE_KINDS
 CYCLES = SESSIONS * len(AGENTS)
 #: Claim bookkeeping: which run held a cycle and when; the rest of the ledger must be identical.
 
 
 def _config(workdir: Path, name: str, url: str) -> Path:
-    agents = "".join(
-        f'[[agents]]\nname = "{kind}"\nkind = "{kind}"\nmarkets = ["cn"]\n'
-        + ("seed = 7\n" if kind == "random" else "")
-        for kind in AGENTS
-    )
-    path = workdir / f"{name}.toml"
-    path.write_text(
-        f'[store]\nurl = "{url}"\n\n'
-        '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-        # March 2025 is before the dates sse50.toml vouches for (2025-09-30 on).
-        'initial_cash = "100000"\nallow_outside_coverage = true\n\n' + agents,
-        encoding="utf-8",
-    )
-    return path
+    return write_cn_baselines_config(workdir / f"{name}.toml", url)
 
 
 def _replay_args(config: Path) -> list[str]:

@@ -17,12 +17,19 @@ import time
 from pathlib import Path
 
 import openbell.store.tables  # registers the tables on SQLModel.metadata
-from openbell_testkit.cli import TIMEOUT_S, clean_env, openbell, openbell_command
+from openbell_testkit.cli import (
+    BASELINE_KINDS,
+    TIMEOUT_S,
+    clean_env,
+    openbell,
+    openbell_command,
+    write_cn_baselines_config,
+)
 from openbell_testkit.store import dump_ledger
 
 START, END = "2025-08-01", "2025-09-12"
 SESSIONS = 31  # XSHG sessions from 2025-08-01 through 2025-09-12
-AGENTS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
+AGENTS = BASELINE_KINDS
 CYCLES = SESSIONS * len(AGENTS)
 KILL_AFTER_CYCLES = CYCLES // 3
 #: Claim bookkeeping: which run held a cycle and when; the rest of the ledger must be identical.
@@ -30,20 +37,7 @@ KILL_AFTER_CYCLES = CYCLES // 3
 
 def _config(workdir: Path, name: str) -> tuple[Path, Path]:
     db = workdir / f"{name}.db"
-    agents = "".join(
-        f'[[agents]]\nname = "{kind}"\nkind = "{kind}"\nmarkets = ["cn"]\n'
-        + ("seed = 7\n" if kind == "random" else "")
-        for kind in AGENTS
-    )
-    path = workdir / f"{name}.toml"
-    path.write_text(
-        f'[store]\nurl = "sqlite:///{db.as_posix()}"\n\n'
-        '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-        # August and September 2025 are before the dates sse50.toml vouches for (2025-09-30 on)
-        'initial_cash = "100000"\nallow_outside_coverage = true\n\n' + agents,
-        encoding="utf-8",
-    )
-    return path, db
+    return write_cn_baselines_config(workdir / f"{name}.toml", f"sqlite:///{db.as_posix()}"), db
 
 
 def _replay_args(config: Path, *extra: str) -> list[str]:

@@ -22,22 +22,14 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.types import UtcDateTime
+from openbell_testkit.bars import flat_bar
 
 DAY = (utc(2025, 7, 8), utc(2025, 7, 9))
 
 
 def bar(hour: int, close: str, *, symbol: str = "BTC/USDT", volume: str = "1") -> Bar:
-    start_at = utc(2025, 7, 8, hour)
-    price = Decimal(close)
-    return Bar(
-        symbol=symbol,
-        start_at=start_at,
-        end_at=start_at + timedelta(hours=1),
-        open=price,
-        high=price,
-        low=price,
-        close=price,
-        volume=Decimal(volume),
+    return flat_bar(
+        symbol, utc(2025, 7, 8, hour), timedelta(hours=1), Decimal(close), Decimal(volume)
     )
 
 

@@ -9,20 +9,12 @@ from decimal import Decimal
 from openbell.markets.cache import CachingSource, MemoryBarCache
 from openbell.markets.domain import Bar, NewsItem, utc
 from openbell.markets.replay_source import ReplaySource
+from openbell_testkit.bars import flat_bar
 
 
 def bar(hour: int, close: str) -> Bar:
-    start_at = utc(2025, 7, 8, hour)
-    price = Decimal(close)
-    return Bar(
-        symbol="BTC/USDT",
-        start_at=start_at,
-        end_at=start_at + timedelta(hours=1),
-        open=price,
-        high=price,
-        low=price,
-        close=price,
-        volume=Decimal(1),
+    return flat_bar(
+        "BTC/USDT", utc(2025, 7, 8, hour), timedelta(hours=1), Decimal(close), Decimal(1)
     )
 
 

@@ -17,6 +17,7 @@ from openbell.markets.slots import (
     slots_between,
     slots_per_session,
 )
+from openbell_testkit.bars import flat_bar
 
 DAY = timedelta(days=1)
 
@@ -193,17 +194,7 @@ def test_replay_slots_from_bundled_data(
 
 def test_replay_bars_outside_a_session_give_no_slot() -> None:
     def make(start_at: datetime) -> Bar:
-        one = Decimal(1)
-        return Bar(
-            symbol="600000.SH",
-            start_at=start_at,
-            end_at=start_at + timedelta(minutes=30),
-            open=one,
-            high=one,
-            low=one,
-            close=one,
-            volume=one,
-        )
+        return flat_bar("600000.SH", start_at, timedelta(minutes=30), Decimal(1), Decimal(1))
 
     lunch, saturday, morning = utc(2025, 10, 9, 4), utc(2025, 10, 11, 2), utc(2025, 10, 9, 2)
     source = ReplaySource(market="cn", bars={"1h": [make(lunch), make(saturday), make(morning)]})

@@ -85,6 +85,31 @@ def config_text(**replacements: str) -> str:
     return text
 
 
+#: The baseline kinds the replay acceptance tests enrol, each under its own kind as its name.
+BASELINE_KINDS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
+
+
+def write_cn_baselines_config(path: Path, url: str) -> Path:
+    """Write at `path` a config that replays the SSE 50 daily (source `akshare`: the bundled
+    daily bars in a replay) into the ledger at `url` with every baseline; return `path`.
+
+    The windows these tests replay lie before the dates sse50.toml vouches for (2025-09-30 on),
+    so the config allows them (`allow_outside_coverage`).
+    """
+    agents = "".join(
+        f'[[agents]]\nname = "{kind}"\nkind = "{kind}"\nmarkets = ["cn"]\n'
+        + ("seed = 7\n" if kind == "random" else "")
+        for kind in BASELINE_KINDS
+    )
+    path.write_text(
+        f'[store]\nurl = "{url}"\n\n'
+        '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+        'initial_cash = "100000"\nallow_outside_coverage = true\n\n' + agents,
+        encoding="utf-8",
+    )
+    return path
+
+
 def cycle(
     cwd: Path,
     at: str,

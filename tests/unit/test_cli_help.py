@@ -3,6 +3,8 @@ neither imports more than typer and the standard library."""
 
 from __future__ import annotations
 
+import gc
+import importlib
 import inspect
 import subprocess
 import sys
@@ -108,3 +110,20 @@ def test_help_imports_nothing_heavy(argv: list[str], typers_own: set[str]) -> No
 def test_run_lease_default_is_the_daemon_s() -> None:
     lease = inspect.signature(daemon.run).parameters["lease_s"].default
     assert lease == LEASE_S
+
+
+@pytest.mark.parametrize(
+    ("command", "collects"),
+    [("leaderboard", False), ("trace", False), ("run", True), ("replay", True), ("demo", True)],
+)
+def test_only_a_quick_command_keeps_the_garbage_collector_off(command: str, collects: bool) -> None:
+    cli_app = importlib.import_module("openbell.ops.cli.app")
+    was_enabled = gc.isenabled()
+    gc.disable()  # as ops/entry.py starts every command
+    try:
+        cli_app._collect_garbage(command)
+        assert gc.isenabled() is collects
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()

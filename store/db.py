@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -226,11 +227,18 @@ def shipped_head(versions: Path = VERSIONS_DIR) -> str:
     return heads[0]
 
 
+#: CPython 3.11's `ast.parse` is not safe in several threads at once ("AST constructor recursion
+#: depth mismatch"): daemons started side by side in one process check their schema together.
+_PARSING = threading.Lock()
+
+
 def _module_constants(path: Path, names: Sequence[str]) -> dict[str, Any]:
     """The literal values assigned to `names` at the top level of the Python file at `path`."""
     found: dict[str, Any] = {}
     target: ast.expr
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    with _PARSING:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
         if isinstance(node, ast.AnnAssign) and node.value is not None:
             target, value = node.target, node.value
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:

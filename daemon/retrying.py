@@ -7,7 +7,7 @@ attempt still starts inside the grace window of the slot asked about (`at + grac
 clock); then it re-raises, and the cycle runner skips the slot with reason `data_unavailable`.
 Anything else (an interval or symbol the source does not serve, `NotServed`) propagates at once.
 Each failed attempt is one `vendor_read_failed` event naming the source, the read, its symbols
-and interval, the cause (`markets.failures`: dns, connect, timeout, http_<status>, empty, ...) and
+and interval, the cause (`adapters.failures`: dns, connect, timeout, http_<status>, empty, ...) and
 the attempt: at warning while a retry follows, at error when the read is given up. The cycle
 runner itself stays as replay uses it: the retry lives here, around the source.
 """

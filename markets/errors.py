@@ -35,6 +35,12 @@ their message. What the daemon does about each class, while observing, deciding 
 decided in `openbell.daemon.error_policy` alone. Vendor exceptions are translated at their adapter
 with `raise ... from exc`. An order refused by the market rules is not an exception at all:
 execution returns a `Rejection`.
+
+Exceptions that never leave the module raising them stay there, as its private control flow:
+`execution._Refused` and akshare's `_NoData` (turned into a `Rejection` or a `DataUnavailable`
+before they leave), `CalculationError` and `MalformedResponse` (turned into a tool error or a
+retry of the model), `PathError` (turned into `InvalidConfig`'s problems) and
+`daemon.stopping.StartupStopped` (a stop request during start-up, which ends the process).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ class DataUnavailable(TransientError):
     """A market-data source could not answer.
 
     `cause` says why when the adapter knows better than the exception chain (see
-    `markets.failures`: "dns", "connect", "timeout", "http_503", "empty", ...; None: read it from
+    `adapters.failures`: "dns", "connect", "timeout", "http_503", "empty", ...; None: read it from
     the chain); `symbols` are the symbols that failed when not the whole read.
     """
 

@@ -8,7 +8,7 @@ or step size under `TICK_SIZE` (almost every exchange) and a digit count under `
 `translate_error` maps ccxt's exception tree onto openbell's: retry later (network, rate limit,
 exchange down), a symbol the exchange no longer lists, or an operator problem (credentials, an
 unsupported feature); a retry-later error carries the HTTP status of the answer it came from,
-else the cause found in the exception chain (`markets.failures`).
+else the cause found in the exception chain (`adapters.failures`).
 """
 
 from __future__ import annotations

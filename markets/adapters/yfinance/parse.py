@@ -73,7 +73,7 @@ def decimal(value: Any) -> Decimal | None:
 
 
 def yahoo_cause(text: str) -> str | None:
-    """The cause a yfinance log line names (see `markets.failures`), None when it names none."""
+    """The cause a yfinance log line names (see `adapters.failures`), None when it names none."""
     code = _CURL_CODE.search(text)
     if code is not None:
         found = failures.curl_cause(int(code.group(1)), text)

@@ -10,7 +10,7 @@ fresh `Ticker` per read (a reused `Ticker` never refreshes its news); fundamenta
 cash dividends from the `Dividends` and `Stock Splits` columns of a daily download. `yf.download`
 never raises: it logs each failed ticker and returns NaN columns or an empty frame, so the log
 lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out,
-one `vendor_symbol_missing` event) and to name why requests failed (`markets.failures`: dns,
+one `vendor_symbol_missing` event) and to name why requests failed (`adapters.failures`: dns,
 connect, timeout, an HTTP status). An empty frame for a window that holds a session is
 `DataUnavailable` with that cause (`empty` when yfinance named none); symbols whose requests failed
 while others answered are left out with one `vendor_symbols_failed` event. Every call runs in a

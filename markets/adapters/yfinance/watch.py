@@ -4,7 +4,7 @@ This module owns `YahooWatch`. yfinance never raises from `download` and swallow
 errors (a DNS failure of a chart request leaves only "possibly delisted" behind), so the watch
 reads two things into a call's `DownloadFailures`: the `yfinance` logger's lines (rate limits,
 symbols Yahoo does not know) and, on the HTTP session yfinance is given, each request that raised
-(its cause read off the real exception chain by `markets.failures`) or was answered with an error
+(its cause read off the real exception chain by `adapters.failures`) or was answered with an error
 status (a 404 is Yahoo not knowing a symbol, or its cookie page: not a failure).
 """
 

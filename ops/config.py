@@ -37,6 +37,7 @@ from pydantic import (
 from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
+from openbell.store.redact import TOKEN_PATTERN
 
 MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
@@ -314,6 +315,8 @@ class _AgentConfig(_Section):
             raise ValueError(
                 "should be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
+        if TOKEN_PATTERN.match(name):
+            raise ValueError("should not look like an openbell token (obt_... or obc_...)")
         return name
 
     @field_validator("markets")

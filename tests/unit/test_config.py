@@ -109,6 +109,12 @@ MALFORMED = [
         "agents[1].class",
         "unknown key",
     ),
+    (
+        "agent name like a token",
+        BASE.replace('name = "cash"', 'name = "obt_momentum_v1"'),
+        "agents[0].name",
+        "openbell token",
+    ),
     ("options no table", BASE + PYTHON_AGENT + "options = 3\n", "agents[1].options", "table"),
     ("wrong type: url", "[store]\nurl = 5\n" + BASE, "store.url", "valid string"),
     (

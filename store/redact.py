@@ -49,7 +49,8 @@ CREDENTIAL_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 )
 #: openbell's own tokens (an agent's `obt_...`, a cycle's `obc_...`), masked by `mask_values`.
 TOKEN_PATTERN: Final = re.compile(r"(?<![A-Za-z0-9])ob[tc]_[A-Za-z0-9_-]{8,}")
-_TOKEN_PREFIXES: Final = ("obt_", "obc_")
+#: Where a token could start: one scan for the texts (nearly all) that hold none.
+_TOKEN_START: Final = re.compile(r"ob[tc]_")
 _KEY_PREFIX: Final = re.compile(r"[A-Za-z0-9]{1,5}[-_]")
 #: Where a cut text ends: a secret's start right before one of these is masked.
 _CUT_END: Final = r"(?=\.\.\.|\u2026|\Z)"
@@ -174,7 +175,7 @@ class Redactor:
         """`text` with every form of every configured secret, and openbell's tokens, masked."""
         if len(text) < MIN_SECRET_CHARS:
             return text
-        if any(prefix in text for prefix in _TOKEN_PREFIXES):
+        if _TOKEN_START.search(text) is not None:
             text = TOKEN_PATTERN.sub(REDACTED, text)
         if not self._secrets:
             return text

@@ -97,7 +97,7 @@ async def _serve(
         allow_remote=http.allow_remote,
         read_token=read_token,
     )
-    command_log().info("serving", url=server.url, read_token=read_token is not None)
+    command_log().info("serving", url=server.url, guarded=read_token is not None)
     try:
         # A signal handler sets `stop` (no asyncio.Event can be set from one): poll it.
         while not stop.is_set():  # noqa: ASYNC110

@@ -7,8 +7,8 @@ method is a 405. Query parameters are validated by `ops.web.schemas` (a bad one 
 unknown market, agent or cycle is a 404; both, and any unknown path under `/api/v1`, answer
 `{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
 synchronous), so a slow query never blocks the event loop; leaderboards, metric panels and
-benchmark series come from one `ViewMemo` per app, computed again only after the ledger changed.
-Routes:
+benchmark series come from a `ViewMemo` (the server's, shared with its pages, or the app's own),
+computed again only after the ledger changed. Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
@@ -101,9 +101,9 @@ def _next_url(request: Request, before: object | None) -> str | None:
 class _Api:
     """The endpoints over one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, memo: ViewMemo) -> None:
         self._engine = engine
-        self._memo = ViewMemo(engine)
+        self._memo = memo
 
     async def markets(self, request: Request) -> Response:
         found = await run_in_threadpool(read_model.markets, self._engine)
@@ -135,7 +135,7 @@ class _Api:
         return await self._windowed(
             request,
             lambda agent, market, window: payloads.nav_document(
-                read_model.nav_series(self._engine, agent, market, window)
+                read_model.nav_series(self._engine, agent, market, window, memo=self._memo)
             ),
         )
 
@@ -231,9 +231,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def api_app(engine: Engine) -> Starlette:
-    """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers."""
-    api = _Api(engine)
+def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
+    """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers;
+    leaderboards and reports come from `memo` (a new one by default)."""
+    api = _Api(engine, ViewMemo(engine) if memo is None else memo)
     account = "/agents/{agent}/{market}"
     routes = [
         Route("/markets", api.markets, methods=["GET"]),
@@ -260,6 +261,7 @@ def api_app(engine: Engine) -> Starlette:
     )
 
 
-def api_routes(engine: Engine) -> list[BaseRoute]:
-    """The API's routes, to put among a server's own: one `Mount` at `/api/v1`."""
-    return [Mount(PREFIX, app=api_app(engine))]
+def api_routes(engine: Engine, *, memo: ViewMemo | None = None) -> list[BaseRoute]:
+    """The API's routes, to put among a server's own: one `Mount` at `/api/v1`. Pass the `memo`
+    the server's pages use (and warm after a slot) to compute each leaderboard once for both."""
+    return [Mount(PREFIX, app=api_app(engine, memo=memo))]

@@ -52,6 +52,9 @@ PREFIX = "/api/v1"
 _Query = TypeVar("_Query", bound=BaseModel)
 
 
+_Build = Callable[[], dict[str, Any]]
+
+
 class BadRequest(Exception):
     """A query parameter the API cannot use; answered with a 400."""
 
@@ -90,6 +93,10 @@ def _window(engine: Engine, market: str, query: WindowQuery) -> Window:
     return start, end
 
 
+def _json(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
 def _next_url(request: Request, before: object | None) -> str | None:
     if before is None:
         return None
@@ -113,13 +120,21 @@ class _Api:
         market = request.path_params["market"]
         query = _query(WindowQuery, request)
 
-        def read() -> dict[str, Any]:
+        def read() -> bytes:
             window = _window(self._engine, market, query)
-            return exporting.leaderboard_record(
-                read_model.leaderboard(self._engine, market, window, memo=self._memo)
+            return self._rendered(
+                ("leaderboard", market, *window),
+                lambda: exporting.leaderboard_record(
+                    read_model.leaderboard(self._engine, market, window, memo=self._memo)
+                ),
             )
 
-        return JSONResponse(await run_in_threadpool(read))
+        return _json(await run_in_threadpool(read))
+
+    def _rendered(self, key: tuple[str | datetime | None, ...], build: _Build) -> bytes:
+        """The JSON text of `build()`'s document, kept in the memo under `key` until the ledger
+        changes: a year of NAV points takes longer to write out than to read."""
+        return self._memo.remember(bytes, ("json", *key), lambda: bytes(JSONResponse(build()).body))
 
     async def account(self, request: Request) -> Response:
         agent, market = request.path_params["agent"], request.path_params["market"]
@@ -134,14 +149,16 @@ class _Api:
     async def nav(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "nav",
             lambda agent, market, window: payloads.nav_document(
-                read_model.nav_series(self._engine, agent, market, window, memo=self._memo)
+                read_model.nav_series(self._engine, agent, market, window)
             ),
         )
 
     async def benchmark(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "benchmark",
             lambda agent, market, window: payloads.benchmark_document(
                 read_model.benchmark(self._engine, agent, market, window, memo=self._memo)
             ),
@@ -150,24 +167,28 @@ class _Api:
     async def metrics(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "metrics",
             lambda agent, market, window: exporting.report_record(
                 read_model.metrics(self._engine, agent, market, window, memo=self._memo)
             ),
         )
 
     async def _windowed(
-        self, request: Request, read: Callable[[str, str, Window], dict[str, Any]]
+        self, request: Request, name: str, read: Callable[[str, str, Window], dict[str, Any]]
     ) -> Response:
-        """An account's document over the query's window (the account checked first, so an
-        unknown agent is a 404 whatever the window)."""
+        """An account's document `name` over the query's window (the account checked first, so
+        an unknown agent is a 404 whatever the window), kept until the ledger changes."""
         agent, market = request.path_params["agent"], request.path_params["market"]
         query = _query(WindowQuery, request)
 
-        def run() -> dict[str, Any]:
+        def run() -> bytes:
             read_model.account(self._engine, agent, market)
-            return read(agent, market, _window(self._engine, market, query))
+            window = _window(self._engine, market, query)
+            return self._rendered(
+                (name, agent, market, *window), lambda: read(agent, market, window)
+            )
 
-        return JSONResponse(await run_in_threadpool(run))
+        return _json(await run_in_threadpool(run))
 
     async def positions(self, request: Request) -> Response:
         agent, market = request.path_params["agent"], request.path_params["market"]

@@ -166,6 +166,14 @@ def leaderboard(
     return _view(engine, market, window, memo).leaderboard
 
 
+def equity_curves(
+    engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
+) -> dict[str, tuple[NavPoint, ...]]:
+    """Each agent's slot NAVs in `window`, oldest first, as its leaderboard row measures them
+    (for sparklines; read with the leaderboard, no query of its own)."""
+    return _view(engine, market, window, memo).equity_curves()
+
+
 def account(engine: Engine, agent: str, market: str) -> AccountInfo:
     """The account of `agent` in `market`; `ReportError` when there is none."""
     for info in queries.accounts(engine, market):

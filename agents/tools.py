@@ -395,6 +395,11 @@ class ErrorCode(enum.StrEnum):
     MASKED = "masked"
     INVALID_EXPRESSION = "invalid_expression"
     ARITHMETIC_ERROR = "arithmetic_error"
+    # Served over MCP to outside agents (agents/outside/): the cycle's state, not the call's.
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    CYCLE_CLOSED = "cycle_closed"
+    NO_CYCLE = "no_cycle"
+    AMBIGUOUS_CYCLE = "ambiguous_cycle"
 
 
 class ToolError(BaseModel):

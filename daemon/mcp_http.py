@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from typing import Final
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from openbell.agents.outside.hub import CycleHub
 from openbell.agents.outside.server import AgentTokens, mcp_endpoint
-from openbell.daemon.http import is_loopback
+from openbell.daemon.health import HealthBoard
+from openbell.daemon.http import is_loopback, route
 from openbell.markets.errors import ConfigError
 
 MCP_PATH: Final = "/mcp"
@@ -38,6 +42,17 @@ class _Server(uvicorn.Server):
         yield
 
 
+def health_routes(board: HealthBoard, now: Callable[[], datetime]) -> list[BaseRoute]:
+    """`/healthz` and `/metrics` as `http.py` answers them, for the live daemon's MCP server (until
+    the daemon's one HTTP server serves everything)."""
+
+    async def endpoint(request: Request) -> Response:
+        status, content_type, body = route(request.method, request.url.path, board, now())
+        return Response(body, status_code=status, media_type=content_type)
+
+    return [Route(path, endpoint, methods=["GET", "HEAD"]) for path in ("/healthz", "/metrics")]
+
+
 def mount_mcp(
     hub: CycleHub, tokens: AgentTokens, *, loopback: bool
 ) -> tuple[Route, AbstractAsyncContextManager[None]]:
@@ -49,23 +64,30 @@ def mount_mcp(
 
 @contextlib.asynccontextmanager
 async def serve_mcp(
-    hub: CycleHub, tokens: AgentTokens, *, host: str, port: int, allow_remote: bool = False
+    hub: CycleHub,
+    tokens: AgentTokens,
+    *,
+    host: str,
+    port: int,
+    allow_remote: bool = False,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> AsyncIterator[str]:
-    """Serve `/mcp` on `host:port` (0: any free port) until the block exits; yields its URL."""
+    """Serve `/mcp` (and `extra_routes`) on `host:port` (0: any free port) until the block exits;
+    yields the URL of `/mcp`."""
     loopback = is_loopback(host)
     if not loopback and not allow_remote:
         raise ConfigError(
             f"the MCP endpoint would listen on {host}, not loopback; set [http] allow_remote = "
             "true to allow it"
         )
-    route, running = mount_mcp(hub, tokens, loopback=loopback)
+    mcp_route, running = mount_mcp(hub, tokens, loopback=loopback)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with running:
             yield
 
-    app: ASGIApp = Starlette(routes=[route], lifespan=lifespan)
+    app: ASGIApp = Starlette(routes=[mcp_route, *extra_routes], lifespan=lifespan)
     config = uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
     )

@@ -37,7 +37,7 @@ from openbell.agents.tools import ErrorCode, PortfolioOut, ToolError
 from openbell.markets.domain import Fill
 from openbell.store.records import RecordedOrder, TraceEntry
 
-CYCLE_TOKEN_PREFIX: Final = "obc_"
+CYCLE_TOKEN_PREFIX: Final = "obc_"  # noqa: S105  (a prefix, not a secret)
 #: The tools of the MCP server that are not the toolbox's.
 WAIT_FOR_CYCLE: Final = "wait_for_cycle"
 FINISH: Final = "finish"
@@ -166,8 +166,10 @@ class OpenCycle:
 
     def _listing(self) -> list[str]:
         symbols = self.ctx.universe.symbols
-        return masker.listing(symbols) if isinstance(masker := self.masker, AliasMasker) else list(
-            symbols
+        return (
+            masker.listing(symbols)
+            if isinstance(masker := self.masker, AliasMasker)
+            else list(symbols)
         )
 
     async def rules(self) -> Served:
@@ -253,7 +255,7 @@ class OpenCycle:
             if self.ctx.tools.finished or not self.attended:
                 return
             started = self._monotonic()
-            arguments = {"summary": f"Cycle ended by openbell: {reason}."}
+            arguments: dict[str, object] = {"summary": f"Cycle ended by openbell: {reason}."}
             called = await serve_masked(self.ctx, self.masker, FINISH, arguments)
             served = Served(called.text, is_error=isinstance(called.outcome, ToolError))
             self._trace(FINISH, arguments, served, started, content="called by openbell")

@@ -1,4 +1,5 @@
-"""The MCP server of outside agents: the registry's tools over streamable HTTP, behind bearer tokens.
+"""The MCP server of outside agents: the registry's tools over streamable HTTP, behind bearer
+tokens.
 
 This module owns the MCP endpoint (`mcp_endpoint`), built on the official SDK's low-level `Server`
 and its streamable-HTTP session manager. Its tools are the registry's own declarations (the names,
@@ -43,8 +44,8 @@ from starlette.types import ASGIApp
 
 from openbell.agents.outside.hub import (
     ACCOUNT_RESOURCE,
-    RULES_RESOURCE,
     CYCLE_TOKEN_PREFIX,
+    RULES_RESOURCE,
     WAIT_FOR_CYCLE,
     CycleHub,
     OpenCycle,
@@ -157,7 +158,9 @@ class McpService:
             served = await self._wait_for_cycle(principal, session, arguments)
         else:
             found = self._cycle_of(principal, session)
-            served = found if isinstance(found, Served) else await found.call(params.name, arguments)
+            served = (
+                found if isinstance(found, Served) else await found.call(params.name, arguments)
+            )
         return _result(served)
 
     async def list_resources(
@@ -281,10 +284,10 @@ def _caller(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
     token's request through."""
     request = ctx.request
     if not isinstance(request, Request):
-        raise RuntimeError("the MCP server is served over HTTP only")
+        raise TypeError("the MCP server is served over HTTP only")
     user = request.scope.get("user")
     if not isinstance(user, AuthenticatedUser):
-        raise RuntimeError("an MCP request reached the server without a verified token")
+        raise TypeError("an MCP request reached the server without a verified token")
     return user.access_token.client_id, request.headers.get(MCP_SESSION_ID_HEADER, "")
 
 

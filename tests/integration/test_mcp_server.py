@@ -137,21 +137,24 @@ def test_the_tool_call_budget_and_the_deadline_are_enforced_by_the_server(ledger
     agent = outside(OutsideBudgets(max_tool_calls=2, max_wall_s=3))
 
     async def scenario() -> list[tuple[dict[str, Any], bool]]:
-        async with cycle_served(ledger, arena, agent) as (url, task):
-            async with connect(url, "obt_outside-token") as session:
-                answers = [await call(session, "wait_for_cycle", timeout_s=10)]
-                answers += [
-                    await call(session, "get_quote", symbols=["AAPL"]) for _ in range(3)
-                ]
-                await asyncio.wait_for(task, 10)  # the deadline closes the cycle
-                answers.append(await call(session, "get_portfolio"))
+        async with (
+            cycle_served(ledger, arena, agent) as (url, task),
+            connect(url, "obt_outside-token") as session,
+        ):
+            answers = [await call(session, "wait_for_cycle", timeout_s=10)]
+            answers += [await call(session, "get_quote", symbols=["AAPL"]) for _ in range(3)]
+            await asyncio.wait_for(task, 10)  # the deadline closes the cycle
+            answers.append(await call(session, "get_portfolio"))
         return answers
 
     waited, first, second, third, late = run(scenario)
     assert waited[0]["tool_calls_left"] == 2
-    assert not first[1] and not second[1]
-    assert third[1] and third[0]["code"] == "budget_exhausted"
-    assert late[1] and late[0]["code"] == "cycle_closed"
+    assert not first[1]
+    assert not second[1]
+    assert third[1]
+    assert third[0]["code"] == "budget_exhausted"
+    assert late[1]
+    assert late[0]["code"] == "cycle_closed"
     trace = ledger.traces(arena.claim(US_OPEN))
     # The refused call is traced too; openbell finished the cycle at its deadline.
     assert [entry.tool for entry in trace] == [
@@ -225,10 +228,13 @@ def test_tokens_reach_their_own_cycles_only(ledger: Ledger) -> None:
     found = run(scenario)
     assert (found["none"], found["wrong"], found["cycle-guess"]) == (401, 401, 401)
     other, other_error = found["other"]  # type: ignore[misc]
-    assert not other_error and other["status"] == "no_cycle"
+    assert not other_error
+    assert other["status"] == "no_cycle"
     other_call, other_call_error = found["other-call"]  # type: ignore[misc]
-    assert other_call_error and other_call["code"] == "no_cycle"
+    assert other_call_error
+    assert other_call["code"] == "no_cycle"
     assert found["cycle-open"] == 200
     by_cycle, by_cycle_error = found["by-cycle"]  # type: ignore[misc]
-    assert not by_cycle_error and Decimal(by_cycle["cash"]) == Decimal(10000)
+    assert not by_cycle_error
+    assert Decimal(by_cycle["cash"]) == Decimal(10000)
     assert found["cycle-closed"] == 401

@@ -1,8 +1,8 @@
 """The cycle runner on a real ledger (SQLite and Postgres) over in-memory crypto bars.
 
-Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped (and so is the cycle of
-an agent that did not take it, which is still valued), every
-cycle leaves a slot NAV snapshot and every session a close one (at the NAV `get_portfolio` showed
+Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped (and so
+is the cycle of an agent that did not take it, which is still valued), every cycle leaves a slot NAV
+snapshot and every session a close one (at the NAV `get_portfolio` showed
 the agent at that slot), a cycle a dead run left half done is completed without a second fill or a
 second snapshot, and a slot report counts its cycles' rejected orders.
 """

@@ -35,17 +35,10 @@ T = TypeVar("T")
 AGENT = "outside"
 
 
-class Tokens:
-    """Agent tokens as the ledger checks them: the clear token -> its agent."""
-
-    def __init__(self, **agents: str) -> None:
-        self._agents = {token: agent for agent, token in agents.items()}
-
-    def agent_for_token(self, token: str) -> str | None:
-        return self._agents.get(token)
-
-
-TOKENS = Tokens(outside="obt_outside-token", other="obt_other-token")
+def token_of(ledger: Ledger, agent: str) -> str:
+    """A fresh agent token of `agent` (created in the ledger if it is not there)."""
+    ledger.ensure_agent(agent, "mcp", US_OPEN)
+    return ledger.issue_agent_token(agent, US_OPEN)
 
 
 @asynccontextmanager
@@ -55,7 +48,7 @@ async def cycle_served(
     """The server's URL and the agent's running `decide` on the arena's cycle at `US_OPEN`."""
     tools = await arena.toolbox(US_OPEN)
     ctx = replace(arena.context(agent, tools), journal=ledger)
-    async with serve_mcp(agent.hub, TOKENS, host="127.0.0.1", port=0) as url:
+    async with serve_mcp(agent.hub, ledger, host="127.0.0.1", port=0) as url:
         task = asyncio.create_task(agent.decide(ctx))
         try:
             yield url, task
@@ -78,10 +71,11 @@ def outside(budgets: OutsideBudgets | None = None) -> McpAgent:
 def test_a_client_trades_one_cycle_through_every_step(ledger: Ledger, engine: Engine) -> None:
     arena = make_arena(ledger, "us", agent=AGENT)
     agent = outside()
+    token = token_of(ledger, AGENT)
 
     async def scenario() -> list[tuple[dict[str, Any], bool]]:
         async with cycle_served(ledger, arena, agent) as (url, task):
-            async with connect(url, "obt_outside-token") as session:
+            async with connect(url, token) as session:
                 listed = await session.list_tools()
                 names = [tool.name for tool in listed.tools]
                 assert names == ["wait_for_cycle", *ARGUMENTS]
@@ -126,7 +120,7 @@ def test_a_client_trades_one_cycle_through_every_step(ledger: Ledger, engine: En
         "finish",
     ]
     assert all(entry.role == "tool" and entry.latency_ms is not None for entry in trace)
-    assert "obt_" not in " ".join(f"{e.arguments}{e.result}" for e in trace)
+    assert token not in " ".join(f"{e.arguments}{e.result}{e.content}" for e in trace)
     assert arena.holdings(US_OPEN) == {"AAPL": Decimal(3)}
     ledger.finish_cycle(cycle_id, CycleStatus.DONE, US_OPEN)
     assert verify_ledger(engine).ok
@@ -135,11 +129,12 @@ def test_a_client_trades_one_cycle_through_every_step(ledger: Ledger, engine: En
 def test_the_tool_call_budget_and_the_deadline_are_enforced_by_the_server(ledger: Ledger) -> None:
     arena = make_arena(ledger, "us", agent=AGENT)
     agent = outside(OutsideBudgets(max_tool_calls=2, max_wall_s=3))
+    token = token_of(ledger, AGENT)
 
     async def scenario() -> list[tuple[dict[str, Any], bool]]:
         async with (
             cycle_served(ledger, arena, agent) as (url, task),
-            connect(url, "obt_outside-token") as session,
+            connect(url, token) as session,
         ):
             answers = [await call(session, "wait_for_cycle", timeout_s=10)]
             answers += [await call(session, "get_quote", symbols=["AAPL"]) for _ in range(3)]
@@ -184,14 +179,14 @@ def test_an_absent_client_skips_the_cycle_and_one_that_stops_keeps_its_order(
 
     later = make_arena(ledger, "us", agent="quitter")
     quitter = McpAgent(name="quitter", hub=CycleHub(), budgets=OutsideBudgets(max_wall_s=2))
-    tokens = Tokens(quitter="obt_quitter")
+    token = token_of(ledger, "quitter")
 
     async def stops() -> None:
         tools = await later.toolbox(US_OPEN)
         ctx: DecisionContext = replace(later.context(quitter, tools), journal=ledger)
-        async with serve_mcp(quitter.hub, tokens, host="127.0.0.1", port=0) as url:
+        async with serve_mcp(quitter.hub, ledger, host="127.0.0.1", port=0) as url:
             task = asyncio.create_task(quitter.decide(ctx))
-            async with connect(url, "obt_quitter") as session:
+            async with connect(url, token) as session:
                 await call(session, "wait_for_cycle")
                 await call(session, "place_order", symbol="MSFT", side="buy", shares="1")
             await asyncio.wait_for(task, 10)  # done at the deadline, not skipped
@@ -205,6 +200,9 @@ def test_an_absent_client_skips_the_cycle_and_one_that_stops_keeps_its_order(
 def test_tokens_reach_their_own_cycles_only(ledger: Ledger) -> None:
     arena = make_arena(ledger, "us", agent=AGENT)
     agent = outside(OutsideBudgets(max_wall_s=20))
+    other_token = token_of(ledger, "other")
+    replaced = token_of(ledger, AGENT)
+    token_of(ledger, AGENT)  # a new token: the one before stops working
 
     async def scenario() -> dict[str, object]:
         found: dict[str, object] = {}
@@ -212,7 +210,8 @@ def test_tokens_reach_their_own_cycles_only(ledger: Ledger) -> None:
             found["none"] = await status_without_session(url, None)
             found["wrong"] = await status_without_session(url, "obt_not-a-token")
             found["cycle-guess"] = await status_without_session(url, "obc_guessed")
-            async with connect(url, "obt_other-token") as other:
+            found["replaced"] = await status_without_session(url, replaced)
+            async with connect(url, other_token) as other:
                 found["other"] = await call(other, "wait_for_cycle", timeout_s=0.5)
                 found["other-call"] = await call(other, "get_portfolio")
             [cycle] = agent.hub.waiting(AGENT)
@@ -226,7 +225,8 @@ def test_tokens_reach_their_own_cycles_only(ledger: Ledger) -> None:
         return found
 
     found = run(scenario)
-    assert (found["none"], found["wrong"], found["cycle-guess"]) == (401, 401, 401)
+    refused = (found["none"], found["wrong"], found["cycle-guess"], found["replaced"])
+    assert refused == (401, 401, 401, 401)
     other, other_error = found["other"]  # type: ignore[misc]
     assert not other_error
     assert other["status"] == "no_cycle"

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -105,7 +106,7 @@ def test_a_client_trades_one_cycle_through_every_step(ledger: Ledger, engine: En
     assert 0 < waited[0]["deadline_in_s"] <= 20
     assert not bars[1]
     assert len(bars[0]["bars"]) == 5
-    assert all(bar["end_at"] <= US_OPEN.isoformat() for bar in bars[0]["bars"])
+    assert all(datetime.fromisoformat(bar["end_at"]) <= US_OPEN for bar in bars[0]["bars"])
     assert (order[0]["status"], order[0]["filled_shares"], order[1]) == ("filled", "3", False)
     assert unknown[1]
     assert unknown[0]["code"] == "unknown_symbol"

@@ -1,6 +1,7 @@
 """Outside agents in whole runs: the live daemon (fake clock; `/healthz` beside `/mcp`) and a replay
-serve `/mcp`, and an outside client with the SDK's own client trades their cycles: `wait_for_cycle`, research, an order
-filled under the market's rules, `finish`; the ledger verifies and every call is a trace row."""
+serve `/mcp`, and an outside client with the SDK's own client trades their cycles: `wait_for_cycle`,
+research, an order filled under the market's rules, `finish`; the ledger verifies and every call is
+a trace row."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ leaves the cycle `agent_absent`, and one that stops mid-cycle keeps its order.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 from sqlalchemy import Engine
 
+from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import AGENT_ABSENT, McpAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
@@ -29,7 +31,7 @@ from openbell.markets.errors import CycleSkipped
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
 from openbell.store.verify import verify_ledger
-from openbell_testkit.agents import US_OPEN, Arena, make_arena
+from openbell_testkit.agents import CRYPTO_DAY, US_OPEN, Arena, make_arena
 from openbell_testkit.mcp import call, connect, status_without_session
 
 T = TypeVar("T")
@@ -239,3 +241,109 @@ def test_tokens_reach_their_own_cycles_only(ledger: Ledger) -> None:
     assert not by_cycle_error
     assert Decimal(by_cycle["cash"]) == Decimal(10000)
     assert found["cycle-closed"] == 401
+
+
+def test_an_agent_in_two_markets_chooses_its_cycle_and_reads_its_resources(
+    ledger: Ledger,
+) -> None:
+    us, crypto = make_arena(ledger, "us", agent=AGENT), make_arena(ledger, "crypto", agent=AGENT)
+    hub = CycleHub()
+    budgets = OutsideBudgets(max_wall_s=20)
+    agents = [McpAgent(name=AGENT, hub=hub, budgets=budgets) for _ in range(2)]
+    token = token_of(ledger, AGENT)
+
+    async def scenario() -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        contexts = [
+            replace(arena.context(agent, await arena.toolbox(at)), journal=ledger)
+            for arena, agent, at in ((us, agents[0], US_OPEN), (crypto, agents[1], CRYPTO_DAY))
+        ]
+        async with serve_mcp(hub, ledger, host="127.0.0.1", port=0) as url:
+            tasks = [
+                asyncio.create_task(a.decide(c)) for a, c in zip(agents, contexts, strict=True)
+            ]
+            async with connect(url, token) as session:
+                while len(hub.waiting(AGENT)) < 2:  # noqa: ASYNC110  (both cycles open)
+                    await asyncio.sleep(0.01)
+                found["ambiguous"] = await call(session, "wait_for_cycle")
+                found["unbound"] = await call(session, "get_portfolio")
+                found["crypto"] = await call(session, "wait_for_cycle", market="crypto")
+                found["portfolio"] = await call(session, "get_portfolio")
+                listed = await session.list_resources()
+                found["resources"] = sorted(resource.uri for resource in listed.resources)
+                for uri in found["resources"]:
+                    [content] = (await session.read_resource(uri)).contents
+                    found[uri] = json.loads(getattr(content, "text", ""))
+                await call(session, "finish", summary="crypto done")
+                found["next"] = await call(session, "wait_for_cycle")
+                await call(session, "finish", summary="us done")
+            await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        return found
+
+    found = run(scenario)
+    for key in ("ambiguous", "unbound"):
+        assert found[key][1], key
+        assert found[key][0]["code"] == "ambiguous_cycle"
+        assert "crypto, us" in found[key][0]["message"]
+    assert found["crypto"][0]["market"] == "crypto"
+    assert found["portfolio"][0]["currency"] == "USDT"
+    assert found["resources"] == ["openbell://account", "openbell://rules"]
+    assert found["openbell://account"]["portfolio"]["currency"] == "USDT"
+    assert found["openbell://account"]["recent_orders"] == []
+    assert found["openbell://rules"]["market"] == "crypto"
+    assert found["next"][0]["market"] == "us"
+    crypto_trace = ledger.traces(crypto.claim(CRYPTO_DAY))
+    assert [entry.tool for entry in crypto_trace] == [
+        "wait_for_cycle",
+        "get_portfolio",
+        "resource:openbell://account",
+        "resource:openbell://rules",
+        "finish",
+    ]
+
+
+def test_a_masked_outside_agent_sees_aliases_only(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us", agent=AGENT)
+    agent = McpAgent(
+        name=AGENT,
+        hub=CycleHub(),
+        budgets=OutsideBudgets(max_wall_s=20),
+        masker=masker_for("stock-blind", seed=5),
+    )
+    token = token_of(ledger, AGENT)
+
+    async def scenario() -> list[tuple[dict[str, Any], bool]]:
+        tools = await arena.toolbox(US_OPEN)
+        ctx = replace(arena.context(agent, tools), journal=ledger, masking_keys=ledger)
+        async with serve_mcp(agent.hub, ledger, host="127.0.0.1", port=0) as url:
+            task = asyncio.create_task(agent.decide(ctx))
+            async with connect(url, token) as session:
+                waited = await call(session, "wait_for_cycle")
+                alias = waited[0]["universe"][0]
+                answers = [
+                    waited,
+                    await call(session, "get_bars", symbol=alias, lookback=2),
+                    await call(session, "place_order", symbol=alias, side="buy", shares="1"),
+                    await call(session, "get_bars", symbol="AAPL"),
+                    await call(session, "finish", summary="done"),
+                ]
+            await asyncio.wait_for(task, 10)
+        return answers
+
+    waited, bars, order, real, _finished = run(scenario)
+    universe = waited[0]["universe"]
+    assert all(symbol.startswith("asset_") for symbol in universe)
+    assert not set(universe) & set(arena.universe.symbols)
+    assert bars[0]["symbol"] == universe[0]
+    assert order[0]["status"] == "filled"
+    assert real[1]  # a real ticker is not served to a stock-blind agent
+    assert real[0]["code"] == "unknown_symbol"
+    [held] = arena.holdings(US_OPEN)
+    assert held in arena.universe.symbols
+    # What the client was shown (and the trace keeps) never names the real ticker it bought.
+    trace = ledger.traces(arena.claim(US_OPEN))
+    shown = [
+        entry.result or "" for entry in trace if entry.tool in ("wait_for_cycle", "place_order")
+    ]
+    assert len(shown) == 2
+    assert all(held not in result for result in shown)

@@ -24,7 +24,15 @@ from openbell.markets.domain import utc
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
-from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
+from openbell_testkit.live import (
+    START_AT,
+    crypto_plan,
+    cycles,
+    migrated,
+    query,
+    running,
+    verifies,
+)
 from openbell_testkit.mcp import call, connect
 from openbell_testkit.replay import crypto_daily
 
@@ -134,4 +142,25 @@ def test_a_replay_serves_each_cycle_to_an_outside_client(sqlite_url: str) -> Non
     ]
     assert [[entry.tool for entry in trace] for trace in traces(url)] == [TOOLS, TOOLS]
     assert agent.hub.mcp_url is None  # the endpoint is gone with the replay
+    assert verifies(url)
+
+
+def test_a_replay_cycle_no_client_came_to_is_skipped_agent_absent(sqlite_url: str) -> None:
+    url = migrated(sqlite_url)
+    agent = McpAgent(name=AGENT, hub=CycleHub(), budgets=OutsideBudgets(max_wall_s=0.5))
+    start = utc(2025, 1, 6)
+    plan = ReplayPlan(
+        store_url=url,
+        start_at=start,
+        end_at=start + timedelta(days=1),
+        markets=(crypto_daily(agent),),
+    )
+    report = run_replay(plan)
+    assert (report.slots, report.cycles_skipped, report.cycles_done) == (1, 1, 0)
+    [(reason, snapshots)] = query(
+        url,
+        "SELECT c.reason, (SELECT count(*) FROM nav_snapshot s WHERE s.account_id = c.account_id"
+        " AND s.at = c.slot_at) FROM cycle c",
+    )
+    assert (reason, snapshots) == ("agent_absent", 1)
     assert verifies(url)

@@ -27,7 +27,7 @@ from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import ARGUMENTS, DESCRIPTIONS
 from openbell.daemon.mcp_http import serve_mcp
-from openbell.markets.errors import CycleSkipped
+from openbell.markets.errors import ConfigError, CycleSkipped, OperatorError
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
 from openbell.store.verify import verify_ledger
@@ -347,3 +347,29 @@ def test_a_masked_outside_agent_sees_aliases_only(ledger: Ledger) -> None:
     ]
     assert len(shown) == 2
     assert all(held not in result for result in shown)
+
+
+def test_the_endpoint_refuses_a_public_bind_and_a_port_in_use() -> None:
+    hub = CycleHub()
+
+    async def scenario() -> None:
+        with pytest.raises(ConfigError, match="not loopback"):
+            async with serve_mcp(hub, NO_TOKENS, host="0.0.0.0", port=0):  # noqa: S104
+                pass
+        async with serve_mcp(hub, NO_TOKENS, host="127.0.0.1", port=0) as url:
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            with pytest.raises(OperatorError, match="cannot listen there"):
+                async with serve_mcp(CycleHub(), NO_TOKENS, host="127.0.0.1", port=port):
+                    pass
+            assert hub.mcp_url == url
+        assert hub.mcp_url is None
+
+    run(scenario)
+
+
+class _NoTokens:
+    def agent_for_token(self, token: str) -> str | None:
+        return None
+
+
+NO_TOKENS = _NoTokens()

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
 from openbell.daemon.mcp_http import serve_mcp
@@ -72,7 +73,7 @@ async def main(calls: int) -> None:
         ledger = Ledger(engine)
         arena = make_arena(ledger, "us", agent="bench")
         tools = await arena.toolbox(US_OPEN)
-        ctx = arena.context(type("A", (), {"name": "bench"})(), tools)  # type: ignore[arg-type]
+        ctx = arena.context(McpAgent(name="bench", hub=CycleHub()), tools)
         direct = []
         for _ in range(calls):
             started = time.perf_counter()

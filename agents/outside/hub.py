@@ -137,12 +137,12 @@ class OpenCycle:
             return self._finished.is_set()
         return True
 
-    def describe(self) -> Served:
-        """The cycle as `wait_for_cycle` returns it: slot, market, the account (as `get_portfolio`
-        shows it), the rules, the universe, the deadline and budgets (not traced: `greet` is)."""
+    def _description(self) -> dict[str, object]:
+        """The cycle as `wait_for_cycle` shows it, but the account: slot, market, the rules, the
+        universe offered, the seconds left and the tool calls left."""
         ctx = self.ctx
         mask = self.masker.mask_text
-        body = {
+        return {
             "status": "open",
             "cycle_id": ctx.cycle_id,
             "agent": ctx.agent_name,
@@ -153,7 +153,6 @@ class OpenCycle:
             "rules": self._rules_text(),
             "universe": mask(" ".join(self._listing())).split(),
         }
-        return Served(json.dumps(body), is_error=False)
 
     def _rules_text(self) -> str:
         """The rules as the built-in agent is told them: under masking, without the universe's
@@ -208,14 +207,14 @@ class OpenCycle:
         return served
 
     async def greet(self, arguments: Mapping[str, object]) -> Served:
-        """`wait_for_cycle` answered with this cycle: its description with the account in it,
-        traced on the cycle."""
+        """`wait_for_cycle` answered with this cycle: its description with the account in it (as
+        `get_portfolio` shows it), traced on the cycle."""
         started = self._monotonic()
         async with self._lock:
             if not self.is_open:
                 return self._closed_error()
             self.attended = True
-            body = self.describe().structured
+            body = self._description()
             account = await serve_masked(self.ctx, self.masker, "get_portfolio", {})
             if isinstance(account.outcome, PortfolioOut):
                 body["account"] = json.loads(account.text)

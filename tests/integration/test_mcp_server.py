@@ -3,14 +3,16 @@
 One cycle of an `mcp` agent on a real SQLite ledger over the bundled US data: the client waits for
 the cycle, researches, places an order that fills under the market's rules and finishes; each call
 is one trace row. The tools listed are the registry's own. Budgets are enforced by the server; an
-agent's token reaches its own cycles only and a cycle token dies with its cycle; an absent client
-leaves the cycle `agent_absent`, and one that stops mid-cycle keeps its order.
+agent's token reaches its own cycles only, a cycle token dies with its cycle and no token reaches a
+log line; an absent client leaves the cycle `agent_absent`, and one that stops mid-cycle keeps its
+order. An agent in two markets chooses its cycle; a masked one sees aliases only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -20,6 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import Engine
+from structlog.testing import capture_logs
 
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import AGENT_ABSENT, McpAgent
@@ -373,3 +376,28 @@ class _NoTokens:
 
 
 NO_TOKENS = _NoTokens()
+
+
+def test_no_token_reaches_a_log_line(ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
+    arena = make_arena(ledger, "us", agent=AGENT)
+    agent = outside(OutsideBudgets(max_wall_s=20))
+    token = token_of(ledger, AGENT)
+    caplog.set_level(logging.DEBUG)
+
+    async def scenario() -> str:
+        async with cycle_served(ledger, arena, agent) as (url, task):
+            await status_without_session(url, "obt_wrong-token")
+            [cycle] = agent.hub.waiting(AGENT)
+            async with connect(url, token) as session:
+                await call(session, "wait_for_cycle")
+                await call(session, "finish", summary="done")
+            await asyncio.wait_for(task, 10)
+            await status_without_session(url, cycle.token)  # refused: the cycle is closed
+            return cycle.token
+
+    with capture_logs() as lines:
+        cycle_token = run(scenario)
+    logged = [record.getMessage() for record in caplog.records] + [str(line) for line in lines]
+    assert len(logged) > 5  # the SDK and uvicorn did log at debug level
+    for secret in (token, cycle_token, "obt_wrong-token"):
+        assert not [line for line in logged if secret in line], secret

@@ -395,6 +395,11 @@ class ErrorCode(enum.StrEnum):
     MASKED = "masked"
     INVALID_EXPRESSION = "invalid_expression"
     ARITHMETIC_ERROR = "arithmetic_error"
+    # Served over MCP to outside agents (agents/outside/): the cycle's state, not the call's.
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    CYCLE_CLOSED = "cycle_closed"
+    NO_CYCLE = "no_cycle"
+    AMBIGUOUS_CYCLE = "ambiguous_cycle"
 
 
 class ToolError(BaseModel):
@@ -446,6 +451,19 @@ DESCRIPTIONS: dict[str, str] = {
     "get_portfolio": "Your cash, positions (marked, with weights) and NAV.",
     "place_order": "Buy or sell a symbol now, by shares or target_weight (give exactly one).",
     "finish": "End the cycle. Call once, last.",
+}
+
+
+#: Each tool's argument model, by name, in the order the toolbox declares them (`Toolbox.specs`).
+ARGUMENTS: dict[str, type[BaseModel]] = {
+    "get_bars": GetBarsArgs,
+    "get_quote": GetQuoteArgs,
+    "get_news": GetNewsArgs,
+    "get_fundamentals": GetFundamentalsArgs,
+    "calculate": CalculateArgs,
+    "get_portfolio": GetPortfolioArgs,
+    "place_order": PlaceOrderArgs,
+    "finish": FinishArgs,
 }
 
 

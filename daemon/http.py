@@ -249,6 +249,9 @@ def _bind(host: str, port: int) -> socket.socket:
         raise _cannot_listen(host, port, exc) from exc
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit it: without it, each small response on a kept-alive
+        # connection waits for the client's delayed ACK (about 40 ms per MCP call on loopback).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(address)
         sock.listen(128)
         sock.setblocking(False)

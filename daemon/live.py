@@ -12,9 +12,9 @@ their cycles run; a sweep every half lease repeats the claim recovery, so that a
 the cycles of a daemon that died or froze, and this daemon those of its own slots that failed
 (which release their claims), while their grace lasts. Systemd hears READY, a WATCHDOG ping only
 while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves
-`/healthz` and `/metrics` and the routes the plan's `web` factory builds (API, pages, MCP); it
-closes after the cycles have stopped. The daemon
-does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
+`/healthz` and `/metrics`, the routes the plan's `web` factory builds (API, pages) and `/mcp`
+for its outside agents (`mcp_http.py`; on a free loopback port when the plan has no `[http]`);
+it closes after the cycles have stopped. The daemon does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
 (`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
 (`StartupStopped`); once it rings (start-up recovery included), it stops ringing, lets running
 cycles finish for `stop_grace_s`, cancels the rest and marks this run's unfinished claims
@@ -34,13 +34,15 @@ from typing import Any
 
 import structlog
 from sqlalchemy import Engine
+from starlette.routing import BaseRoute
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.health import HealthBoard
-from openbell.daemon.http import HttpServer, WebParts, health_routes, serve_http
+from openbell.daemon.http import HttpServer, WebParts, health_routes, is_loopback, serve_http
 from openbell.daemon.locks import DaemonLock
-from openbell.daemon.plan import LivePlan, MarketPlan, build_desks
+from openbell.daemon.mcp_http import MCP_PATH, mcp_parts
+from openbell.daemon.plan import LivePlan, MarketPlan, build_desks, outside_hub
 from openbell.daemon.recovery import (
     backfill_missed,
     catch_up_slots,
@@ -216,20 +218,34 @@ class _Daemon:
                 await server.close()
 
     async def _serve_http(self) -> HttpServer | None:
-        """The HTTP server of the plan: health and metrics, and what the ops layer mounts."""
-        if self.plan.http_listen is None:
+        """The HTTP server of the plan: health and metrics and what the ops layer mounts on
+        `[http] listen`, and `/mcp` when the plan has outside agents (alone, on a free loopback
+        port, when the plan has no `[http]`)."""
+        hub = outside_hub(self.plan.markets)
+        listen = self.plan.http_listen
+        if listen is None and hub is None:
             return None
-        host, port = self.plan.http_listen
-        parts = self.plan.web(self.engine) if self.plan.web is not None else WebParts()
-        return await serve_http(
+        host, port = listen if listen is not None else ("127.0.0.1", 0)
+        web = WebParts()
+        health: list[BaseRoute] = []
+        if listen is not None:
+            health = health_routes(self.board, self.clock.now)
+            if self.plan.web is not None:
+                web = self.plan.web(self.engine)
+        mcp = WebParts() if hub is None else mcp_parts(hub, self.ledger, loopback=is_loopback(host))
+        server = await serve_http(
             host,
             port,
-            routes=parts.routes,
-            open_routes=[*health_routes(self.board, self.clock.now), *parts.open_routes],
-            lifespans=parts.lifespans,
+            routes=web.routes,
+            open_routes=[*health, *web.open_routes, *mcp.open_routes],
+            lifespans=[*web.lifespans, *mcp.lifespans],
             allow_remote=self.plan.http_allow_remote,
             read_token=self.plan.http_read_token,
         )
+        if hub is not None:
+            hub.mcp_url = f"{server.url}{MCP_PATH}"
+            log.info("mcp_listening", url=hub.mcp_url)
+        return server
 
     # -- ringing ---------------------------------------------------------------------------
 

@@ -6,7 +6,10 @@ cycle (the unique insert wins; a cycle already finished is left alone; with `tak
 cycle still `claimed` by a dead run is taken over and completed), fetches the market snapshot once
 for all the slot's agents, applies the corporate actions that went ex (`corporate_actions.py`),
 runs each agent on a `Toolbox` bound to its account and cycle, writes
-the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle. It also writes the
+the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle: `done`, `failed`,
+or `skipped` with its reason when the agent did not take it (`CycleSkipped`, such as an outside
+agent no client came to: the account exists at the slot, so its NAV snapshot is written all the
+same). It also writes the
 NAV snapshots at a session's close. What an exception does to a cycle (skip it, fail only it,
 pause its account, or stop the slot) is decided by `error_policy.action_for` alone. The runner
 keeps the accounts it paused (`paused`) and leaves them out of its later slots, for replay and
@@ -38,7 +41,7 @@ from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
 from openbell.markets.domain import Rejection
-from openbell.markets.errors import DataUnavailable
+from openbell.markets.errors import CycleSkipped, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.markets.rules import MarketRules
@@ -419,9 +422,12 @@ class CycleRunner:
             roster=desk.universe,
         )
         failure: Exception | None = None
+        skipped: str | None = None
         try:
             async with asyncio.timeout(self._decide_timeout_s):
                 await claim.agent.decide(context)
+        except CycleSkipped as exc:
+            skipped = exc.reason
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
@@ -434,15 +440,21 @@ class CycleRunner:
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             unvalued = self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
             failure = failure or unvalued
-        status = CycleStatus.DONE if failure is None else CycleStatus.FAILED
-        if not (
-            self._finish(claim, status, now)
-            if failure is None
-            else self._finish_failed(claim, failure, now)
-        ):
+        if failure is not None:
+            status = CycleStatus.FAILED
+            finished = self._finish_failed(claim, failure, now)
+        elif skipped is not None:
+            status = CycleStatus.SKIPPED
+            finished = self._finish(claim, status, now, reason=skipped)
+        else:
+            status = CycleStatus.DONE
+            finished = self._finish(claim, status, now)
+        if not finished:
             bound.warning("claim_lost", run_id=self._run_id, orders=len(toolbox.placed))
             return _not_run(claim)
-        if failure is None:
+        if skipped is not None and failure is None:
+            bound.warning("cycle_skipped", reason=skipped)
+        elif failure is None:
             bound.info("cycle_completed", orders=len(toolbox.placed), fills=fills)
         else:
             bound.warning(

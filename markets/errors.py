@@ -13,6 +13,7 @@ OpenbellError                  root; the docstring is the default message
 ├── RefusedError               refuse and record: a rule violation or bad agent output
 │   └── AgentError             an agent's tool call or output could not be used
 │       └── LlmRefused         the model endpoint refused the request (another 4xx); `status`
+├── CycleSkipped               an agent did not take its cycle (an outside agent absent); `reason`
 └── OperatorError              an operator must fix something
     ├── ConfigError            the configuration is missing or invalid
     │   └── InvalidConfig      a config file that does not validate; `problems`
@@ -154,6 +155,15 @@ class LlmRefused(AgentError):
 
 
 # -- operator: an operator must act --------------------------------------------------------------
+
+
+class CycleSkipped(OpenbellError):
+    """The agent did not take its cycle; the cycle is recorded `skipped` with `reason` (such as
+    `agent_absent`: no outside client came by the deadline)."""
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"cycle skipped: {reason}")
+        self.reason = reason
 
 
 class OperatorError(OpenbellError):

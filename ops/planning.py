@@ -47,6 +47,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from openbell.agents.baselines import build_agent
+from openbell.agents.masking import masker_for
+from openbell.agents.outside.agent import McpAgent
+from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
@@ -67,6 +70,7 @@ from openbell.ops.config import (
     AnyAgentConfig,
     LlmAgentConfig,
     MarketConfig,
+    McpAgentConfig,
     OpenbellConfig,
     PythonAgentConfig,
     RandomAgentConfig,
@@ -117,13 +121,27 @@ def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
 
 
 def agent_for(
-    agent: AnyAgentConfig, market: str, environ: Mapping[str, str] | None = None
+    agent: AnyAgentConfig,
+    market: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    hub: CycleHub | None = None,
 ) -> Agent:
-    """The agent of one `[[agents]]` entry, trading `market`."""
+    """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
+    opened on `hub` (the run's one MCP server's; a new one when None)."""
     if isinstance(agent, LlmAgentConfig):
         return build_llm_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
         return load_plugin(agent.name, agent.entry, agent.options)
+    if isinstance(agent, McpAgentConfig):
+        return McpAgent(
+            name=agent.name,
+            hub=hub if hub is not None else CycleHub(),
+            budgets=OutsideBudgets(
+                max_tool_calls=agent.max_tool_calls, max_wall_s=agent.max_wall_s
+            ),
+            masker=masker_for(agent.masking, seed=agent.masking_seed, rebase=agent.rebase_prices),
+        )
     seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
     return build_agent(agent.kind, agent.name, market=market, seed=seed)
 
@@ -253,6 +271,7 @@ def market_plan(
     clock: Clock | None,
     as_of: date,
     environ: Mapping[str, str] = os.environ,
+    hub: CycleHub | None = None,
 ) -> MarketPlan:
     """The plan of market `name` traded by `agents`, live on `clock` or replayed (`clock` None)
     from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
@@ -270,7 +289,7 @@ def market_plan(
         universe=universe,
         cadence=market.cadence,
         initial_cash=market.initial_cash,
-        agents=tuple(agent_for(agent, name) for agent in agents),
+        agents=tuple(agent_for(agent, name, hub=hub) for agent in agents),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
         rules=rules_for_market(name, market),
@@ -339,8 +358,9 @@ def live_plan(
     """
     today = clock.now().date()
     plans = []
+    hub = CycleHub()
     for name, market, enrolled in _enrolled(config, markets, agents, "run"):
-        plan = market_plan(name, market, enrolled, clock=clock, as_of=today)
+        plan = market_plan(name, market, enrolled, clock=clock, as_of=today, hub=hub)
         _warn_outside_coverage(name, plan.universe, today)
         plans.append(plan)
     return LivePlan(
@@ -401,8 +421,9 @@ def replay_plan(
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
     chosen = None if market is None else [market]
     enrolled = _enrolled(config, chosen, None, "replay")
+    hub = CycleHub()
     markets = tuple(
-        market_plan(name, configured, agents, clock=None, as_of=start)
+        market_plan(name, configured, agents, clock=None, as_of=start, hub=hub)
         for name, configured, agents in enrolled
     )
     warnings = []
@@ -436,6 +457,8 @@ def replay_plan(
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
         redactor=redactor_for(config, os.environ),
         migrate=True,
+        mcp_listen=(config.http.host, config.http.port),
+        mcp_allow_remote=config.http.allow_remote,
     )
     return plan, tuple(warnings)
 

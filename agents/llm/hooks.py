@@ -87,6 +87,17 @@ class CalledTool:
     text: str
 
 
+async def serve_masked(
+    ctx: DecisionContext, masker: Masker, name: str, arguments: dict[str, object]
+) -> CalledTool:
+    """One tool call as a model's is run, by the LLM loop and the MCP server alike: the arguments
+    unmasked, served by `ctx.tools.serve` (rows within the result size budget), the result's JSON
+    masked."""
+    real = masker.unmask_arguments(name, arguments)
+    outcome = await ctx.tools.serve(name, real)
+    return CalledTool(outcome, masker.mask_result(name, outcome.model_dump_json()))
+
+
 #: Runs one tool as a model's call is run: `await call("place_order", {...})`.
 ToolCaller = Callable[[str, dict[str, object]], Awaitable[CalledTool]]
 

@@ -25,7 +25,13 @@ from typing import Any, Final
 
 from openbell.agents.llm.client import Chat
 from openbell.agents.llm.completion import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
-from openbell.agents.llm.hooks import CalledTool, Masker, ParseFailure, PromptBuilder
+from openbell.agents.llm.hooks import (
+    CalledTool,
+    Masker,
+    ParseFailure,
+    PromptBuilder,
+    serve_masked,
+)
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import ErrorCode, ToolError, ToolOutcome, ToolSpec, openai_tools
@@ -260,11 +266,10 @@ class CycleRun:
     async def _run_tool(self, name: str, arguments: dict[str, object]) -> CalledTool:
         """Unmask, run through the toolbox, re-mask; counts the call and an invalid outcome."""
         self.tool_calls += 1
-        real = self._masker.unmask_arguments(name, arguments)
-        outcome = await self._ctx.tools.serve(name, real)
-        if isinstance(outcome, ToolError) and outcome.code in INVALID_CODES:
+        called = await serve_masked(self._ctx, self._masker, name, arguments)
+        if isinstance(called.outcome, ToolError) and called.outcome.code in INVALID_CODES:
             self._invalid += 1
-        return CalledTool(outcome, self._masker.mask_result(name, outcome.model_dump_json()))
+        return called
 
     async def _call(
         self, name: str, arguments: dict[str, object], *, note: str = "mode"

@@ -211,8 +211,9 @@ async def serve_http(
     """
     if not allow_remote and not is_loopback(host):
         raise ConfigError(
-            f"[http] listen = {host!r} is not a loopback address; the endpoint has no "
-            "authentication: use 127.0.0.1 (or set [http] allow_remote = true deliberately)"
+            f"[http] listen = {host!r} is not a loopback address: other machines could reach "
+            "the pages and /mcp; use 127.0.0.1, or set [http] allow_remote = true deliberately "
+            "(with [http] read_token_env for the pages)"
         )
     sock = _bind(host, port)
     app = build_app(routes=routes, open_routes=open_routes, read_token=read_token)

@@ -356,7 +356,7 @@ def test_the_endpoint_refuses_a_public_bind_and_a_port_in_use() -> None:
     hub = CycleHub()
 
     async def scenario() -> None:
-        with pytest.raises(ConfigError, match="not loopback"):
+        with pytest.raises(ConfigError, match="not a loopback address"):
             async with serve_mcp(hub, NO_TOKENS, host="0.0.0.0", port=0):  # noqa: S104
                 pass
         async with serve_mcp(hub, NO_TOKENS, host="127.0.0.1", port=0) as url:

@@ -454,3 +454,22 @@ def rejections_by_reason(
     )
     with engine.connect() as connection:
         return {str(reason): int(count) for reason, count in connection.execute(query)}
+
+
+def progress_stamp(engine: Engine) -> str:
+    """A short text that changes whenever the ledger moves: a cycle is claimed or finishes, an
+    order, trace entry or NAV snapshot is written (the highest ids, and the finished cycles).
+
+    The live web pages poll it to know when to refresh. The ids are primary-key lookups; the
+    count of finished cycles reads the cycle table once.
+    """
+    query = select(
+        select(func.max(col(CycleRow.id))).scalar_subquery(),
+        select(func.count(col(CycleRow.finished_at))).scalar_subquery(),
+        select(func.max(col(OrderRow.id))).scalar_subquery(),
+        select(func.max(col(TraceRow.id))).scalar_subquery(),
+        select(func.max(col(NavSnapshotRow.id))).scalar_subquery(),
+    )
+    with engine.connect() as connection:
+        values = connection.execute(query).one()
+    return "-".join(str(value or 0) for value in values)

@@ -31,7 +31,9 @@ DRAWDOWN_HEIGHT = 110
 #: Room for the y-axis figures on the left and the date labels below each panel.
 _LEFT = 64
 _RIGHT = 12
-_TOP = 14
+_TOP = 30
+#: Roughly how wide a character of a legend is, in SVG user units.
+_CHAR_WIDTH = 7.2
 _GAP = 30
 _BOTTOM = 24
 #: At most this many session dates are labelled on the x axis.
@@ -176,6 +178,18 @@ def _session_marks(frame: _Frame, axis: TradingAxis) -> str:
     return "".join(parts)
 
 
+def _legend(label: str, benchmark_label: str) -> str:
+    """The key above the equity panel: a swatch of each line and its name."""
+    second = _LEFT + 24 + _CHAR_WIDTH * len(label) + 24
+    return (
+        f'<line class="line nav" x1="{_LEFT}" x2="{_LEFT + 18}" y1="12" y2="12"/>'
+        f'<text class="legend nav" x="{_LEFT + 24}" y="16">{escape(label)}</text>'
+        f'<line class="line benchmark" x1="{second:.1f}" x2="{second + 18:.1f}" y1="12" y2="12"/>'
+        f'<text class="legend benchmark" x="{second + 24:.1f}" y="16">'
+        f"{escape(benchmark_label)}</text>"
+    )
+
+
 def _ticks(low: float, high: float, count: int = 4) -> list[float]:
     return [low + (high - low) * i / (count - 1) for i in range(count)]
 
@@ -240,11 +254,7 @@ def equity_chart(
             _area(lower, own_dd, "area drawdown"),
             _polyline(lower, bench_dd, "line benchmark"),
             _polyline(lower, own_dd, "line drawdown"),
-            f'<text class="legend nav" x="{_LEFT + 8}" y="{_TOP + 14}">{escape(label)}</text>',
-            (
-                f'<text class="legend benchmark" x="{_LEFT + 8}" y="{_TOP + 30}">'
-                f"{escape(benchmark_label)}</text>"
-            ),
+            _legend(label, benchmark_label),
             f'<text class="legend" x="{_LEFT + 8}" y="{lower.top + 14:.1f}">drawdown</text>',
         ]
     )

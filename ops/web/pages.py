@@ -45,7 +45,7 @@ PAGE_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-#: How many of an account's latest orders and cycles its page lists.
+#: How many of an account's latest orders, fills and cycles its page lists.
 RECENT = 25
 
 
@@ -119,10 +119,11 @@ class _Pages:
             found = read_model.metrics(self._engine, agent, market, memo=self._memo)
             holdings = read_model.positions(self._engine, agent, market)
             orders = read_model.orders(self._engine, agent, market, limit=RECENT)
+            fills = read_model.fills(self._engine, agent, market, limit=RECENT)
             cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
         except ReportError:
             return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
-        view = views.agent_view(found, holdings, orders.items, cycles.items)
+        view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
         return self._render("agent.html", stamp, agent=view)
 
     def cycle(self, request: Request) -> Response:

@@ -41,6 +41,8 @@ MAX_DATE_LABELS = 7
 
 SPARK_WIDTH = 120
 SPARK_HEIGHT = 28
+#: A sparkline draws at most this many of its points (one per pixel of its width, or so).
+SPARK_POINTS = 120
 
 
 def _svg(text: str) -> Markup:
@@ -264,10 +266,19 @@ def equity_chart(
     return _svg(f"{head}{body}</svg>")
 
 
+def thin(values: Sequence[float], limit: int) -> list[float]:
+    """At most `limit` (>= 2) of `values`, evenly spaced, the first and the last among them."""
+    if len(values) <= limit:
+        return list(values)
+    last = len(values) - 1
+    return [values[round(i * last / (limit - 1))] for i in range(limit)]
+
+
 def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
-    """A small line of the NAV series in trading time (one step per snapshot), for a table row;
-    it is drawn `up` or `down` by whether the last NAV is above the first."""
-    values = [float(p.nav) for p in sorted(navs, key=lambda p: p.at)]
+    """A small line of the NAV series in trading time (one step per snapshot, at most
+    `SPARK_POINTS` of them), for a table row; drawn `up` or `down` by whether the last NAV is
+    above the first."""
+    values = thin([float(p.nav) for p in sorted(navs, key=lambda p: p.at)], SPARK_POINTS)
     head = (
         f'<svg class="spark" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" role="img" '
         f'xmlns="http://www.w3.org/2000/svg" aria-label="{escape(label)}">'

@@ -16,7 +16,6 @@ come from this package's `static/`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -27,12 +26,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from openbell.markets.errors import ReportError, TraceNotFound
-from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web import read_model, views
 from openbell.ops.web.memo import ViewMemo
 from openbell.store import queries
-from openbell.store.queries import AccountInfo
-from openbell.store.records import SnapshotKind
 
 #: The headers of every page: only this origin's files, no inline script or style, no framing.
 PAGE_HEADERS: Final = {
@@ -57,20 +53,6 @@ def template_environment() -> Environment:
         undefined=StrictUndefined,
         auto_reload=False,
     )
-
-
-def sparkline_series(engine: Engine, accounts: Sequence[AccountInfo]) -> dict[str, list[NavPoint]]:
-    """Each account's NAV at its session closes (its slot NAVs when it has fewer than two), by
-    agent name: the arena's sparklines."""
-    ids = [info.account_id for info in accounts]
-    closes = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE)
-    short = [account_id for account_id in ids if len(closes[account_id]) < 2]
-    slots = queries.nav_series_of(engine, short, SnapshotKind.SLOT) if short else {}
-    out: dict[str, list[NavPoint]] = {}
-    for info in accounts:
-        rows = slots.get(info.account_id) or closes[info.account_id]
-        out[info.agent_name] = [NavPoint(at=r.at, nav=r.nav) for r in rows if r.nav > 0]
-    return out
 
 
 class _Pages:
@@ -102,12 +84,10 @@ class _Pages:
         if cached is not None and cached[0] == stamp:
             return self._render("arena.html", stamp, boards=cached[1])
         boards: list[views.ArenaBoard] = []
-        accounts = queries.accounts(self._engine)
         for summary in read_model.markets(self._engine):
             board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
-            found = [info for info in accounts if info.market == summary.market]
-            navs = sparkline_series(self._engine, found)
-            boards.append(views.arena_board(summary, board, navs))
+            curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
+            boards.append(views.arena_board(summary, board, curves))
         self._arena = (stamp, boards)
         return self._render("arena.html", stamp, boards=boards)
 

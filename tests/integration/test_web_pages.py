@@ -149,3 +149,17 @@ def test_the_live_stamp_moves_with_the_ledger(
     assert snapshot != claimed
     ledger.finish_cycle(cycle_id, CycleStatus.DONE, at)
     assert client.get("/live/stamp").text not in {first, claimed, snapshot}
+
+
+def test_an_empty_ledger_and_a_new_account_show_plainly(engine: Engine, ledger: Ledger) -> None:
+    client = TestClient(Starlette(routes=page_routes(engine)))
+    assert "No accounts in the ledger yet." in client.get("/").text
+    agent_id = ledger.ensure_agent("fresh", "cash", SLOTS[0])
+    ledger.open_account(agent_id, "us", "USD", Decimal(10000), SLOTS[0])
+    arena = client.get("/")
+    assert arena.status_code == 200
+    assert 'href="/markets/us/agents/fresh"' in arena.text
+    page = client.get("/markets/us/agents/fresh")
+    assert page.status_code == 200
+    for said in ("no NAV snapshots yet", "No open positions.", "No orders yet.", "No cycles yet."):
+        assert said in page.text

@@ -1,0 +1,149 @@
+"""The arena's web pages: the arena, an agent's page and a cycle's page, rendered on the server.
+
+This module owns the pages' routes (`page_routes`), their rendering and the headers they are sent
+with. Templates are Jinja2 files of this package, loaded with autoescape on for every template,
+so any text an agent wrote (order reasons, reasoning, tool results) is sent as inert text; no
+template marks agent text safe. Every page carries a Content-Security-Policy allowing only this
+origin's own files and no inline script or style, so even a missed escape could run nothing. The
+pages are read-only (GET and HEAD) and read the ledger through `ops.web.read_model` in Starlette's
+thread pool (never on the event loop of a daemon serving them), with leaderboards and reports
+kept between slots by a `ViewMemo` and the arena's boards by the ledger's version. Live updates:
+each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
+lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
+`static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
+come from this package's `static/`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from sqlalchemy import Engine
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.ops.web import read_model, views
+from openbell.ops.web.memo import ViewMemo
+from openbell.store import queries
+
+#: The headers of every page: only this origin's files, no inline script or style, no framing.
+PAGE_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+#: How many of an account's latest orders, fills and cycles its page lists.
+RECENT = 25
+
+
+def template_environment() -> Environment:
+    """The pages' Jinja2 environment: this package's templates, autoescape on for all of them."""
+    return Environment(
+        loader=PackageLoader("openbell.ops.web", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        auto_reload=False,
+    )
+
+
+class _Pages:
+    """The page endpoints over one engine. Plain functions: Starlette runs them in its thread
+    pool, so the ledger's blocking reads never hold an event loop."""
+
+    def __init__(self, engine: Engine, memo: ViewMemo, poll_ms: int) -> None:
+        self._engine = engine
+        self._memo = memo
+        self._poll_ms = poll_ms
+        self._templates = template_environment()
+        self._arena: tuple[str, list[views.ArenaBoard]] | None = None
+
+    def _stamp(self) -> str:
+        return stamp_of(queries.ledger_version(self._engine))
+
+    def _render(self, name: str, stamp: str, status: int = 200, **context: Any) -> HTMLResponse:
+        body = self._templates.get_template(name).render(
+            stamp=stamp, poll_ms=self._poll_ms, **context
+        )
+        return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)
+
+    def _missing(self, stamp: str, message: str) -> HTMLResponse:
+        return self._render("missing.html", stamp, status=404, message=message)
+
+    def arena(self, request: Request) -> Response:
+        stamp = self._stamp()
+        cached = self._arena
+        if cached is not None and cached[0] == stamp:
+            return self._render("arena.html", stamp, boards=cached[1])
+        boards: list[views.ArenaBoard] = []
+        for summary in read_model.markets(self._engine):
+            board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
+            curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
+            boards.append(views.arena_board(summary, board, curves))
+        self._arena = (stamp, boards)
+        return self._render("arena.html", stamp, boards=boards)
+
+    def agent(self, request: Request) -> Response:
+        market = str(request.path_params["market"])
+        agent = str(request.path_params["agent"])
+        stamp = self._stamp()
+        try:
+            found = read_model.metrics(self._engine, agent, market, memo=self._memo)
+            holdings = read_model.positions(self._engine, agent, market)
+            orders = read_model.orders(self._engine, agent, market, limit=RECENT)
+            fills = read_model.fills(self._engine, agent, market, limit=RECENT)
+            cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
+        except ReportError:
+            return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
+        view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
+        return self._render("agent.html", stamp, agent=view)
+
+    def cycle(self, request: Request) -> Response:
+        cycle_id = int(request.path_params["cycle_id"])
+        stamp = self._stamp()
+        try:
+            found = read_model.cycle(self._engine, cycle_id)
+        except TraceNotFound:
+            return self._missing(stamp, f"No cycle {cycle_id}.")
+        return self._render("cycle.html", stamp, cycle=views.cycle_view(found))
+
+    def stamp(self, request: Request) -> Response:
+        return PlainTextResponse(self._stamp(), headers={"Cache-Control": "no-store"})
+
+
+def stamp_of(version: tuple[int, ...]) -> str:
+    """The ledger's version (`store.queries.ledger_version`) as the live pages' stamp."""
+    return "-".join(str(part) for part in version)
+
+
+def page_routes(
+    engine: Engine, *, memo: ViewMemo | None = None, poll_interval_s: float = 5.0
+) -> list[BaseRoute]:
+    """The pages' routes over `engine`: `/`, `/markets/{market}/agents/{agent}`,
+    `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live pages poll every `poll_interval_s`.
+
+    `memo` keeps leaderboards and reports between slots (pass the JSON API's to share it; a new
+    one by default).
+    """
+    pages = _Pages(engine, memo or ViewMemo(engine), poll_ms=round(poll_interval_s * 1000))
+    return [
+        Route("/", pages.arena, methods=["GET"], name="arena"),
+        Route("/markets/{market}/agents/{agent}", pages.agent, methods=["GET"], name="agent"),
+        Route("/cycles/{cycle_id:int}", pages.cycle, methods=["GET"], name="cycle"),
+        Route("/live/stamp", pages.stamp, methods=["GET"], name="live_stamp"),
+        # The strict editable install links each file into build/: follow the links (the path
+        # is still checked to stay inside the directory).
+        Mount(
+            "/static",
+            app=StaticFiles(packages=[("openbell.ops.web", "static")], follow_symlink=True),
+            name="static",
+        ),
+    ]

@@ -492,14 +492,86 @@ class LlmAgentConfig(_AgentConfig):
         return self
 
 
-AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig
+_PROMPT_PLACEHOLDER = "{prompt}"
+
+
+class CommandAgentConfig(_AgentConfig):
+    """An outside agent that openbell launches at each bell (`kind = "command"`).
+
+    `command` is the command line as a list (no shell: each item is one argument, so nothing is
+    split or expanded). The prompt is passed in place of `{prompt}` in its arguments
+    (`prompt = "argument"`, the default) or on stdin (`prompt = "stdin"`). `env` names the
+    daemon's environment variables the command gets (an API key its model needs, say); it gets
+    no others but `PATH`, `HOME`, the locale, `TMPDIR` and openbell's `OPENBELL_MCP_*`. Each
+    cycle runs in a fresh directory under `workdir` (default: the system's temporary directory),
+    removed afterwards unless `keep_workdir`. Budgets are per cycle and enforced by the server:
+    at `max_wall_s` the command's process group is killed.
+    """
+
+    kind: Literal["command"]
+    command: tuple[str, ...] = Field(min_length=1)
+    prompt: Literal["argument", "stdin"] = "argument"
+    env: tuple[str, ...] = ()
+    workdir: str | None = None
+    keep_workdir: StrictBool = False
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _a_list(cls, command: object) -> object:
+        if isinstance(command, str):
+            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
+                'should be a list of arguments, for example command = ["python", "my_agent.py", '
+                '"{prompt}"] (no shell parses it)'
+            )
+        return command
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for index, name in enumerate(names):
+            if not _ENV_NAME.fullmatch(name):
+                raise PathError(
+                    (index,), "should be the NAME of an environment variable in capitals"
+                )
+        return names
+
+    @model_validator(mode="after")
+    def _prompt_placed(self) -> CommandAgentConfig:
+        placed = any(_PROMPT_PLACEHOLDER in argument for argument in self.command[1:])
+        if self.prompt == "argument" and not placed:
+            raise PathError(
+                ("command",),
+                'put "{prompt}" among the arguments, or set prompt = "stdin"',
+            )
+        if self.prompt == "stdin" and placed:
+            raise PathError(("command",), 'prompt = "stdin" takes no "{prompt}" argument')
+        return self
+
+
+AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig | CommandAgentConfig
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
     "random": RandomAgentConfig,
     "llm": LlmAgentConfig,
+    "command": CommandAgentConfig,
 }
-_LLM_ONLY_KEYS = set(LlmAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
+
+
+def _kind_only_keys() -> dict[str, str]:
+    """Each key only some agent kinds take, with a hint naming them."""
+    common = set(_AgentConfig.model_fields) | {"kind"}
+    kinds: dict[str, list[str]] = {}
+    for kind, model in _AGENT_MODELS.items():
+        for key in set(model.model_fields) - common:
+            kinds.setdefault(key, []).append(kind)
+    hints = {}
+    for key, found in kinds.items():
+        named = " or ".join(f'"{kind}"' for kind in sorted(found))
+        hints[key] = f"only agents of kind = {named} take it"
+    return hints
 
 
 class OpenbellConfig(_Section):
@@ -588,7 +660,7 @@ _DESCRIBER = ErrorDescriber(
     tagged_list="agents",
     tag_key="kind",
     tags=_AGENT_MODELS,
-    tag_only_keys=dict.fromkeys(_LLM_ONLY_KEYS, 'only agents of kind = "llm" take it'),
+    tag_only_keys=_kind_only_keys(),
 )
 
 

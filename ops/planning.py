@@ -46,6 +46,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from openbell.agents.baselines import build_agent
+from openbell.agents.outside.hub import CycleHub
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
@@ -63,12 +64,14 @@ from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFil
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
     AnyAgentConfig,
+    CommandAgentConfig,
     LlmAgentConfig,
     MarketConfig,
     OpenbellConfig,
     RandomAgentConfig,
 )
 from openbell.ops.llm_agents import build_llm_agent
+from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.secrets import redactor_for
 
 log = structlog.stdlib.get_logger(__name__)
@@ -113,11 +116,18 @@ def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
 
 
 def agent_for(
-    agent: AnyAgentConfig, market: str, environ: Mapping[str, str] | None = None
+    agent: AnyAgentConfig,
+    market: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    hub: CycleHub | None = None,
 ) -> Agent:
-    """The agent of one `[[agents]]` entry, trading `market`."""
+    """The agent of one `[[agents]]` entry, trading `market`; an outside agent on `hub`, the
+    open cycles the run's MCP server serves."""
     if isinstance(agent, LlmAgentConfig):
         return build_llm_agent(agent, os.environ if environ is None else environ)
+    if isinstance(agent, CommandAgentConfig):
+        return build_command_agent(agent, hub, os.environ if environ is None else environ)
     seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
     return build_agent(agent.kind, agent.name, market=market, seed=seed)
 
@@ -247,9 +257,11 @@ def market_plan(
     clock: Clock | None,
     as_of: date,
     environ: Mapping[str, str] = os.environ,
+    hub: CycleHub | None = None,
 ) -> MarketPlan:
-    """The plan of market `name` traded by `agents`, live on `clock` or replayed (`clock` None)
-    from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
+    """The plan of market `name` traded by `agents` (outside agents on `hub`), live on `clock` or
+    replayed (`clock` None) from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol
+    of the universe."""
     universe = universe_for(name, market, as_of)
     made = make_source(name, market, clock, universe.symbols, environ=environ)
     source = made.source
@@ -264,7 +276,7 @@ def market_plan(
         universe=universe,
         cadence=market.cadence,
         initial_cash=market.initial_cash,
-        agents=tuple(agent_for(agent, name) for agent in agents),
+        agents=tuple(agent_for(agent, name, hub=hub) for agent in agents),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
         rules=rules_for_market(name, market),

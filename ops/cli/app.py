@@ -2,9 +2,10 @@
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `reports`: `leaderboard`,
-`report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `positions`), owns the
-global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and
-`main`, which runs a command line and maps what it raises to an exit code and one line on stderr.
+`report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `positions`; `outside`:
+`mcp`), owns the global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every
+command) and `main`, which runs a command line and maps what it raises to an exit code and one
+line on stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ import typer
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import InvalidConfig, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli import config_file, daemon, database, history, positions, reports, trace
+from openbell.ops.cli import (
+    config_file,
+    daemon,
+    database,
+    history,
+    outside,
+    positions,
+    reports,
+    trace,
+)
 from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     PROG,
@@ -50,6 +60,7 @@ app.command("positions")(positions.positions_command)
 app.command("init")(config_file.init)
 app.command("run")(daemon.run)
 app.command("cycle")(daemon.cycle)
+app.command("mcp")(outside.mcp_command)
 app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")

@@ -454,6 +454,19 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
+#: Each tool's argument model, by name, in the order the toolbox declares them (`Toolbox.specs`).
+ARGUMENTS: dict[str, type[BaseModel]] = {
+    "get_bars": GetBarsArgs,
+    "get_quote": GetQuoteArgs,
+    "get_news": GetNewsArgs,
+    "get_fundamentals": GetFundamentalsArgs,
+    "calculate": CalculateArgs,
+    "get_portfolio": GetPortfolioArgs,
+    "place_order": PlaceOrderArgs,
+    "finish": FinishArgs,
+}
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """A pydantic error as one line for an agent: "field: problem; ..." (inputs not repeated)."""
     parts = []

@@ -63,7 +63,7 @@ async def serve_http(
                 return
             method, _, rest = head.decode("latin-1").partition(" ")
             path = rest.partition(" ")[0].partition("?")[0]
-            status, content_type, body = _route(method, path, board, now())
+            status, content_type, body = route(method, path, board, now())
             writer.write(
                 f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("latin-1")
@@ -91,7 +91,8 @@ async def serve_http(
     return server
 
 
-def _route(method: str, path: str, board: HealthBoard, now: datetime) -> tuple[int, str, bytes]:
+def route(method: str, path: str, board: HealthBoard, now: datetime) -> tuple[int, str, bytes]:
+    """The (status, content type, body) of a request for `path`."""
     if path not in {"/healthz", "/metrics"}:
         return 404, "text/plain", b"not found\n"
     if method not in {"GET", "HEAD"}:

@@ -2,26 +2,27 @@
 
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
-pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims,
-catch-up slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
-none can ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the
-market's unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to
-record the bars and news it reads in the store's cache and to remember the prices orders fill at.
-Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
-their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes
-the cycles of a daemon that died or froze, and this daemon those of its own slots that failed
-(which release their claims), while their grace lasts. Systemd hears READY, a WATCHDOG ping only
-while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. The daemon
-does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
-(`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
-(`StartupStopped`); once it rings (start-up recovery included), it stops ringing, lets running
-cycles finish for `stop_grace_s`, cancels the rest and marks this run's unfinished claims
-`interrupted`.
+pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims, catch-up
+slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when none can
+ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the market's
+unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to record the
+bars and news it reads in the store's cache and to remember the prices orders fill at. Claims are
+leased for the plan's `lease_s` (a minute) and renewed three times a lease while their cycles run; a
+sweep every half lease repeats the claim recovery, so that a peer completes the cycles of a daemon
+that died or froze, and this daemon those of its own slots that failed (which release their claims),
+while their grace lasts. Systemd hears READY, a WATCHDOG ping only while the loop ticks, and
+STOPPING; `/healthz` and `/metrics` are served on loopback, and `/mcp` for its outside agents
+(`mcp_http.py`). The daemon does not touch signals: its caller records SIGINT and SIGTERM in the
+`StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings ends start-up
+at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included), it stops
+ringing, lets running cycles finish for `stop_grace_s`, cancels the rest and marks this run's
+unfinished claims `interrupted`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -38,7 +39,8 @@ from openbell.daemon.clock import Clock
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.http import serve_http
 from openbell.daemon.locks import DaemonLock
-from openbell.daemon.plan import LivePlan, MarketPlan, build_desks
+from openbell.daemon.mcp_http import health_routes, serve_mcp
+from openbell.daemon.plan import LivePlan, MarketPlan, build_desks, outside_hub
 from openbell.daemon.recovery import (
     backfill_missed,
     catch_up_slots,
@@ -163,13 +165,8 @@ class _Daemon:
             lambda name, at: self.specs[name].next_slot(at),
         )
         loop = asyncio.get_running_loop()
-        server = None
-        try:
-            if self.plan.http_listen is not None:
-                host, port = self.plan.http_listen
-                server = await serve_http(
-                    host, port, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
-                )
+        async with contextlib.AsyncExitStack() as serving:
+            await self._serve_http(serving)
             log.info(
                 "daemon_started",
                 run_id=self.run_id,
@@ -213,9 +210,33 @@ class _Daemon:
                 await asyncio.sleep(POLL_S)
             await self._stop(stop.reason or REQUESTED, background)
             return 0
-        finally:
-            if server is not None:
-                server.close()
+
+    async def _serve_http(self, serving: contextlib.AsyncExitStack) -> None:
+        """Serve `/healthz` and `/metrics` on `[http] listen`, and `/mcp` too when the plan has
+        outside agents (their own uvicorn server until the daemon's one HTTP server mounts it;
+        without `[http]`, `/mcp` alone on a free loopback port), until `serving` closes."""
+        hub = outside_hub(self.plan.markets)
+        listen = self.plan.http_listen
+        if hub is None:
+            if listen is not None:
+                server = await serve_http(
+                    *listen, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
+                )
+                serving.callback(server.close)
+            return
+        host, port = listen if listen is not None else ("127.0.0.1", 0)
+        extra = health_routes(self.board, self.clock.now) if listen is not None else []
+        url = await serving.enter_async_context(
+            serve_mcp(
+                hub,
+                self.ledger,
+                host=host,
+                port=port,
+                allow_remote=self.plan.http_allow_remote,
+                extra_routes=extra,
+            )
+        )
+        log.info("mcp_listening", url=url)
 
     # -- ringing ---------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Final
 
 from openbell.agents.broker import FillPrice, PaperBroker
+from openbell.agents.outside.hub import CycleHub
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.ex_dates import ActionApplier
@@ -192,6 +193,9 @@ class ReplayPlan:
     #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
     redactor: Redactor = field(default_factory=Redactor, repr=False)
     migrate: bool = False
+    #: Where `/mcp` is served while the replay runs, when it has outside agents (port 0: any).
+    mcp_listen: tuple[str, int] = ("127.0.0.1", 0)
+    mcp_allow_remote: bool = False
 
     def __post_init__(self) -> None:
         check_utc("start_at", self.start_at)
@@ -326,3 +330,17 @@ class LatestQuotes(ForwardingSource):
         """The latest quote of `symbol` fetched so far, if it is not stamped after `at`."""
         quote = self._latest.get(symbol)
         return quote if quote is not None and quote.at <= at else None
+
+
+def outside_hub(markets: Sequence[MarketPlan]) -> CycleHub | None:
+    """The one `CycleHub` the plan's outside agents open their cycles on (their `hub`), or None
+    when the plan has no outside agent. Raises `ValueError` when they were given several."""
+    hubs = {
+        id(hub): hub
+        for market in markets
+        for agent in market.agents
+        if isinstance(hub := getattr(agent, "hub", None), CycleHub)
+    }
+    if len(hubs) > 1:
+        raise ValueError("the outside agents of one run must share one CycleHub")
+    return next(iter(hubs.values()), None)

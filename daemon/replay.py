@@ -14,15 +14,17 @@ leaves. A replay is its accounts' only writer while it runs (`locks.py`): on SQL
 ledger's file lock, which also keeps a daemon off the file; on Postgres an advisory lock per
 account. A second replay of the same accounts is refused before it writes anything, and the window
 check runs under that claim. Replay never touches the network: every price comes from the plan's
-`ReplaySource`s.
+`ReplaySource`s. A plan with outside agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for
+the replay's length; their cycles' deadlines are wall-clock (each cycle's wall budget).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -30,9 +32,17 @@ from zoneinfo import ZoneInfo
 
 import structlog
 
+from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.daemon.plan import CADENCE_INTERVALS, MarketPlan, ReplayPlan, build_desks
+from openbell.daemon.mcp_http import serve_mcp
+from openbell.daemon.plan import (
+    CADENCE_INTERVALS,
+    MarketPlan,
+    ReplayPlan,
+    build_desks,
+    outside_hub,
+)
 from openbell.daemon.runner import CycleRunner, SlotReport
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.errors import AccountsPaused, OperatorError
@@ -231,6 +241,37 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
     if progress is not None:
         progress(0, total)
     counts = _Counts()
+    hub = outside_hub(plan.markets)
+    async with contextlib.AsyncExitStack() as serving:
+        if hub is not None:
+            host, port = plan.mcp_listen
+            url = await serving.enter_async_context(
+                serve_mcp(hub, ledger, host=host, port=port, allow_remote=plan.mcp_allow_remote)
+            )
+            log.info("mcp_listening", url=url)
+        await _walk(plan, runner, accounts, events, counts, progress)
+    log.info("replay_finished", **asdict(counts))
+    if runner.paused:  # the other accounts are finished; an operator must fix these
+        paused = runner.paused.values()
+        raise AccountsPaused(
+            f"the replay paused {len(paused)} account(s): "
+            + "; ".join(account.describe() for account in paused)
+            + "; fix the cause and run again with --resume",
+            account_ids=[account.account_id for account in paused],
+        )
+    return counts
+
+
+async def _walk(
+    plan: ReplayPlan,
+    runner: CycleRunner,
+    accounts: Mapping[str, Sequence[tuple[int, Agent]]],
+    events: Sequence[_Event],
+    counts: _Counts,
+    progress: Progress | None,
+) -> None:
+    """Run the plan's slots and session closes in order, adding them to `counts`."""
+    total = sum(1 for event in events if event.kind is _Kind.SLOT)
     clock = SimulatedClock(plan.start_at)
     for event in events:
         now = clock.set(event.at)
@@ -243,13 +284,3 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
         counts.add(await runner.run_slot(market, event.at, opened, now))
         if progress is not None:
             progress(counts.slots, total)
-    log.info("replay_finished", **asdict(counts))
-    if runner.paused:  # the other accounts are finished; an operator must fix these
-        paused = runner.paused.values()
-        raise AccountsPaused(
-            f"the replay paused {len(paused)} account(s): "
-            + "; ".join(account.describe() for account in paused)
-            + "; fix the cause and run again with --resume",
-            account_ids=[account.account_id for account in paused],
-        )
-    return counts

@@ -492,6 +492,31 @@ class LlmAgentConfig(_AgentConfig):
         return self
 
 
+class McpAgentConfig(_AgentConfig):
+    """An outside agent that connects to the MCP server (`kind = "mcp"`) with the bearer token of
+    `openbell agent token NAME`. Masking is as for an LLM agent; the budgets are per cycle and
+    enforced by the server: `max_tool_calls` counts the client's tool calls, and `max_wall_s` is
+    how long the cycle stays open for it (its deadline). A client's model turns are its own and
+    cannot be counted."""
+
+    kind: Literal["mcp"]
+    masking: Masking = "bright"
+    masking_seed: StrictInt = 0
+    rebase_prices: StrictBool | None = None
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    #: At most 540 s: the cycle closes well within the daemon's 600 s decision timeout.
+    max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
+
+    @model_validator(mode="after")
+    def _rebasing_masks(self) -> McpAgentConfig:
+        if self.rebase_prices and self.masking == "bright":
+            raise PathError(
+                ("rebase_prices",),
+                'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
+            )
+        return self
+
+
 _PROMPT_PLACEHOLDER = "{prompt}"
 
 
@@ -515,7 +540,8 @@ class CommandAgentConfig(_AgentConfig):
     workdir: str | None = None
     keep_workdir: StrictBool = False
     max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
-    max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+    #: At most 540 s, as for `mcp`: the command is killed well within the 600 s decision timeout.
+    max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
 
     @field_validator("command", mode="before")
     @classmethod
@@ -550,12 +576,15 @@ class CommandAgentConfig(_AgentConfig):
         return self
 
 
-AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig | CommandAgentConfig
+AnyAgentConfig = (
+    BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig | McpAgentConfig | CommandAgentConfig
+)
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
     "random": RandomAgentConfig,
     "llm": LlmAgentConfig,
+    "mcp": McpAgentConfig,
     "command": CommandAgentConfig,
 }
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from openbell.agents.outside.command import CommandAgent, CommandSpec
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
-from openbell.markets.errors import ConfigError
 from openbell.ops.config import CommandAgentConfig
 
 
@@ -28,17 +27,9 @@ def openbell_relay() -> tuple[str, ...]:
 
 
 def build_command_agent(
-    config: CommandAgentConfig, hub: CycleHub | None, environ: Mapping[str, str]
+    config: CommandAgentConfig, hub: CycleHub, environ: Mapping[str, str]
 ) -> CommandAgent:
-    """The agent of a `kind = "command"` entry, on `hub` (the MCP server's).
-
-    Raises `ConfigError` when the run serves no MCP endpoint (`hub` None).
-    """
-    if hub is None:
-        raise ConfigError(
-            f'agent {config.name}: kind = "command" needs the daemon\'s MCP server, and this '
-            "run serves none"
-        )
+    """The agent of a `kind = "command"` entry, on `hub` (the run's MCP server's)."""
     spec = CommandSpec(
         argv=config.command,
         prompt=config.prompt,

@@ -46,7 +46,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from openbell.agents.baselines import build_agent
-from openbell.agents.outside.hub import CycleHub
+from openbell.agents.masking import masker_for
+from openbell.agents.outside.agent import McpAgent
+from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
@@ -67,6 +69,7 @@ from openbell.ops.config import (
     CommandAgentConfig,
     LlmAgentConfig,
     MarketConfig,
+    McpAgentConfig,
     OpenbellConfig,
     RandomAgentConfig,
 )
@@ -122,12 +125,25 @@ def agent_for(
     *,
     hub: CycleHub | None = None,
 ) -> Agent:
-    """The agent of one `[[agents]]` entry, trading `market`; an outside agent on `hub`, the
-    open cycles the run's MCP server serves."""
+    """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
+    opened on `hub` (the run's one MCP server's; a new one when None)."""
     if isinstance(agent, LlmAgentConfig):
         return build_llm_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, CommandAgentConfig):
-        return build_command_agent(agent, hub, os.environ if environ is None else environ)
+        return build_command_agent(
+            agent,
+            hub if hub is not None else CycleHub(),
+            os.environ if environ is None else environ,
+        )
+    if isinstance(agent, McpAgentConfig):
+        return McpAgent(
+            name=agent.name,
+            hub=hub if hub is not None else CycleHub(),
+            budgets=OutsideBudgets(
+                max_tool_calls=agent.max_tool_calls, max_wall_s=agent.max_wall_s
+            ),
+            masker=masker_for(agent.masking, seed=agent.masking_seed, rebase=agent.rebase_prices),
+        )
     seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
     return build_agent(agent.kind, agent.name, market=market, seed=seed)
 
@@ -343,8 +359,9 @@ def live_plan(
     """
     today = clock.now().date()
     plans = []
+    hub = CycleHub()
     for name, market, enrolled in _enrolled(config, markets, agents, "run"):
-        plan = market_plan(name, market, enrolled, clock=clock, as_of=today)
+        plan = market_plan(name, market, enrolled, clock=clock, as_of=today, hub=hub)
         _warn_outside_coverage(name, plan.universe, today)
         plans.append(plan)
     return LivePlan(
@@ -403,8 +420,9 @@ def replay_plan(
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
     chosen = None if market is None else [market]
     enrolled = _enrolled(config, chosen, None, "replay")
+    hub = CycleHub()
     markets = tuple(
-        market_plan(name, configured, agents, clock=None, as_of=start)
+        market_plan(name, configured, agents, clock=None, as_of=start, hub=hub)
         for name, configured, agents in enrolled
     )
     warnings = []
@@ -438,6 +456,8 @@ def replay_plan(
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
         redactor=redactor_for(config, os.environ),
         migrate=True,
+        mcp_listen=(config.http.host, config.http.port),
+        mcp_allow_remote=config.http.allow_remote,
     )
     return plan, tuple(warnings)
 

@@ -176,6 +176,11 @@ class CommandAgent:
         return COMMAND_KIND
 
     @property
+    def hub(self) -> CycleHub:
+        """The hub its cycles are opened on (the MCP server's)."""
+        return self._hub
+
+    @property
     def spec(self) -> CommandSpec:
         """How the command is launched."""
         return self._spec

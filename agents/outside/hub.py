@@ -31,14 +31,18 @@ from typing import Any, Final
 from openbell.agents.llm.completion import cut
 from openbell.agents.llm.hooks import IdentityMasker, Masker, describe_rules, serve_masked
 from openbell.agents.llm.recorder import MAX_TRACE_CHARS
+from openbell.agents.masking import AliasMasker
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import ErrorCode, PortfolioOut, ToolError
-from openbell.store.records import TraceEntry
+from openbell.markets.domain import Fill
+from openbell.store.records import RecordedOrder, TraceEntry
 
-CYCLE_TOKEN_PREFIX: Final = "obc_"
+CYCLE_TOKEN_PREFIX: Final = "obc_"  # noqa: S105  (a prefix, not a secret)
 #: The tools of the MCP server that are not the toolbox's.
 WAIT_FOR_CYCLE: Final = "wait_for_cycle"
 FINISH: Final = "finish"
+ACCOUNT_RESOURCE: Final = "openbell://account"
+RULES_RESOURCE: Final = "openbell://rules"
 
 
 def token_hash(token: str) -> str:
@@ -146,10 +150,62 @@ class OpenCycle:
             "slot_at": mask(ctx.now.isoformat()),
             "deadline_in_s": round(self.seconds_left, 3),
             "tool_calls_left": max(self.budgets.max_tool_calls - self.tool_calls, 0),
-            "rules": mask(describe_rules(ctx)),
-            "universe": mask(" ".join(ctx.universe.symbols)).split(),
+            "rules": self._rules_text(),
+            "universe": mask(" ".join(self._listing())).split(),
         }
         return Served(json.dumps(body), is_error=False)
+
+    def _rules_text(self) -> str:
+        """The rules as the built-in agent is told them: under masking, without the universe's
+        name and with money in the account's unit."""
+        masker = self.masker
+        if not isinstance(masker, AliasMasker):
+            return describe_rules(self.ctx)
+        money = masker.money if masker.unit is not None else None
+        return masker.mask_text(describe_rules(self.ctx, masked=True, money=money))
+
+    def _listing(self) -> list[str]:
+        symbols = self.ctx.universe.symbols
+        return (
+            masker.listing(symbols)
+            if isinstance(masker := self.masker, AliasMasker)
+            else list(symbols)
+        )
+
+    async def rules(self) -> Served:
+        """The `openbell://rules` resource: the market and its rules as text, traced."""
+        started = self._monotonic()
+        async with self._lock:
+            if not self.is_open:
+                return self._closed_error()
+            self.attended = True
+            body = {"market": self.ctx.market, "rules": self._rules_text()}
+            served = Served(json.dumps(body), is_error=False)
+            self._trace(f"resource:{RULES_RESOURCE}", {}, served, started)
+        return served
+
+    async def account(self, limit: int) -> Served:
+        """The `openbell://account` resource: the portfolio as `get_portfolio` shows it, and the
+        account's latest `limit` orders before the slot with their outcomes (under price rebasing
+        without their prices), traced."""
+        started = self._monotonic()
+        async with self._lock:
+            if not self.is_open:
+                return self._closed_error()
+            self.attended = True
+            portfolio = await serve_masked(self.ctx, self.masker, "get_portfolio", {})
+            rebased = isinstance(self.masker, AliasMasker) and self.masker.unit is not None
+            orders = [
+                _order_json(order, with_prices=not rebased)
+                for order in await self.ctx.tools.recent_orders(limit)
+            ]
+            body = {
+                "portfolio": json.loads(portfolio.text),
+                "recent_orders": json.loads(self.masker.mask_text(json.dumps(orders))),
+            }
+            served = Served(json.dumps(body), is_error=False)
+            self._trace(f"resource:{ACCOUNT_RESOURCE}", {}, served, started)
+        return served
 
     async def greet(self, arguments: Mapping[str, object]) -> Served:
         """`wait_for_cycle` answered with this cycle: its description with the account in it,
@@ -199,7 +255,7 @@ class OpenCycle:
             if self.ctx.tools.finished or not self.attended:
                 return
             started = self._monotonic()
-            arguments = {"summary": f"Cycle ended by openbell: {reason}."}
+            arguments: dict[str, object] = {"summary": f"Cycle ended by openbell: {reason}."}
             called = await serve_masked(self.ctx, self.masker, FINISH, arguments)
             served = Served(called.text, is_error=isinstance(called.outcome, ToolError))
             self._trace(FINISH, arguments, served, started, content="called by openbell")
@@ -291,6 +347,10 @@ class CycleHub:
                 return cycle
         return None
 
+    def waiting_any(self) -> list[OpenCycle]:
+        """Every open cycle, by account."""
+        return [cycle for _account, cycle in sorted(self._cycles.items()) if cycle.is_open]
+
     def waiting(self, agent: str, market: str | None = None) -> list[OpenCycle]:
         """The open, unfinished cycles of `agent` (in `market`, when given), oldest account
         first."""
@@ -312,3 +372,26 @@ class CycleHub:
         except TimeoutError:
             pass
         return self.waiting(agent, market)
+
+
+def _order_json(order: RecordedOrder, *, with_prices: bool) -> dict[str, object]:
+    """One recorded order as the account resource lists it."""
+    outcome = order.outcome
+    body: dict[str, object] = {
+        "seq": order.seq,
+        "placed_at": order.placed_at.isoformat() if order.placed_at is not None else None,
+        "symbol": order.symbol,
+        "side": order.side.value if order.side is not None else None,
+        "shares": str(order.quantity) if order.quantity is not None else None,
+    }
+    if isinstance(outcome, Fill):
+        body["status"] = "filled"
+        body["filled_shares"] = str(outcome.quantity)
+        if with_prices:
+            body.update(
+                price=str(outcome.price), notional=str(outcome.notional), fees=str(outcome.fees)
+            )
+    else:
+        body["status"] = "rejected"
+        body["reject_reason"] = outcome.reason.value
+    return body

@@ -31,7 +31,7 @@ from openbell_testkit.llm import CN_STOCK
 from openbell_testkit.replay import cn_daily
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_client_agent.py"
-SESSIONS = 3  # 2025-09-01 .. 2025-09-03
+SESSIONS = 2  # 2025-09-01 .. 2025-09-02
 CALLS = ["wait_for_cycle", "get_bars", "get_portfolio"]
 
 

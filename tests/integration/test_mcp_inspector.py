@@ -67,7 +67,10 @@ def test_the_mcp_inspector_lists_the_tools_and_calls_one(
     market = cn_daily(agent, build_agent("cash", "cash", market="cn"))
     run_replay(
         ReplayPlan(
-            store_url=sqlite_url, start_at=utc(2025, 9, 1), end_at=utc(2025, 9, 2), markets=(market,)
+            store_url=sqlite_url,
+            start_at=utc(2025, 9, 1),
+            end_at=utc(2025, 9, 2),
+            markets=(market,),
         )
     )
     engine = make_engine(sqlite_url)

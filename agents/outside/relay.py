@@ -14,7 +14,7 @@ daemon that cannot be reached or that refuses the token.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Final
 
@@ -48,40 +48,54 @@ async def connect(url: str, token: str, *, account: str) -> AsyncIterator[Client
     headers = {"Authorization": f"Bearer {token}"}
     timeout = httpx2.Timeout(CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S)
     info = types.Implementation(name=f"openbell-mcp-relay:{account}", version="1")
+    refused: list[int] = []  # the SDK reports an HTTP 401 as a bare JSON-RPC error: keep it here
+
+    async def note_refusal(response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            refused.append(response.status_code)
+
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=timeout))
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=headers, timeout=timeout, event_hooks={"response": [note_refusal]}
+            )
+        )
         # No response cache: the daemon's answers (the account, the cycle) change by the call.
         client = Client(streamable_http_client(url, http_client=http), client_info=info, cache=None)
         try:
             await stack.enter_async_context(client)
         except Exception as exc:  # noqa: BLE001  (any failure to connect is said in one line)
-            raise RelayError(_why_not(url, exc)) from None
+            raise RelayError(_why_not(url, exc, refused)) from None
         yield client
 
 
-def _why_not(url: str, exc: BaseException) -> str:
-    """One line saying why the daemon at `url` could not be reached."""
-    found = _leaf(exc)
-    if isinstance(found, httpx2.HTTPStatusError) and found.response.status_code in (401, 403):
-        return f"the openbell daemon at {url} refused the token (is OPENBELL_MCP_TOKEN current?)"
-    if isinstance(found, httpx2.HTTPStatusError):
-        status = found.response.status_code
-        return f"the openbell daemon at {url} answered HTTP {status}: is this its /mcp endpoint?"
-    if isinstance(found, httpx2.TransportError):
-        return f"cannot reach the openbell daemon at {url}: is it running? ({type(found).__name__})"
-    text = " ".join(str(found).split()) or type(found).__name__
+def _why_not(url: str, exc: BaseException, refused: Sequence[int]) -> str:
+    """One line saying why the daemon at `url` could not be reached (`refused`: the 401 or 403
+    statuses it answered)."""
+    if refused:
+        return (
+            f"the openbell daemon at {url} refused the token (HTTP {refused[-1]}): is "
+            "OPENBELL_MCP_TOKEN the agent's current token?"
+        )
+    chain = list(_chain(exc))
+    for found in chain:
+        if isinstance(found, httpx2.TransportError):
+            return f"cannot reach the openbell daemon at {url}: is it running? ({found})"
+    text = " ".join(str(chain[-1]).split()) or type(chain[-1]).__name__
     return f"cannot talk MCP with the openbell daemon at {url}: {text}"
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first exception at the bottom of `exc`'s groups and causes."""
-    while True:
-        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-            exc = exc.exceptions[0]
-        elif exc.__cause__ is not None:
-            exc = exc.__cause__
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then the first exception of each group and the cause or context of each, in turn."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        yield found
+        if isinstance(found, BaseExceptionGroup) and found.exceptions:
+            found = found.exceptions[0]
         else:
-            return exc
+            found = found.__cause__ or found.__context__
 
 
 def relay_server(upstream: Client) -> Server[Any]:

@@ -1,7 +1,8 @@
 """A real third-party MCP client, the MCP Inspector's CLI (`@modelcontextprotocol/inspector` from
 the npm registry), talks to openbell's `/mcp`: it lists the tools and calls `get_portfolio` with the
 bearer token. It runs as a `command` agent in a replay, so it reads the `.mcp.json` openbell writes
-for the cycle (`--config .mcp.json --server openbell`: the URL and the `Authorization` header).
+for the cycle (`--config .mcp.json --server openbell`: the URL and the `Authorization` header), and
+the URL and token openbell puts in its environment (`--header "Authorization: Bearer ..."`).
 
 Skipped only where `npx` is absent. The package (a pinned version) is fetched once into npm's own
 cache by a first `npx` run outside the cycle, so the cycle's deadline does not include a download.
@@ -50,9 +51,12 @@ def test_the_mcp_inspector_lists_the_tools_and_calls_one(
 ) -> None:
     cli = " ".join(inspector)
     config = "--config .mcp.json --server openbell"
+    # Both ways to name the server: the config file openbell wrote, and the URL with the header.
+    header = '--header "Authorization: Bearer $OPENBELL_MCP_TOKEN"'
     script = (
         f"{cli} {config} --method tools/list && echo '-- call --' && "
-        f"{cli} {config} --method tools/call --tool-name get_portfolio"
+        f'{cli} "$OPENBELL_MCP_URL" --transport http {header} '
+        "--method tools/call --tool-name get_portfolio"
     )
     agent = CommandAgent(
         name="inspector",

@@ -9,7 +9,7 @@ from pathlib import Path
 from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.offline import closed_port
 
-TOKEN = "obc_relay-test-token-0123456789abcdef"
+TOKEN = "obc_relay-test-token-0123456789abcdef"  # noqa: S105  (a made-up token)
 
 
 def _one_error_line(stderr: str) -> str:

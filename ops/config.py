@@ -520,7 +520,24 @@ class McpAgentConfig(_AgentConfig):
 _PROMPT_PLACEHOLDER = "{prompt}"
 
 
-class CommandAgentConfig(_AgentConfig):
+class _MaskedAgentConfig(_Section):
+    """The masking keys of an agent that shows a model the market (as for an LLM agent)."""
+
+    masking: Masking = "bright"
+    masking_seed: StrictInt = 0
+    rebase_prices: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _rebasing_needs_masking(self) -> _MaskedAgentConfig:
+        if self.rebase_prices and self.masking == "bright":
+            raise PathError(
+                ("rebase_prices",),
+                'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
+            )
+        return self
+
+
+class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
     """An outside agent that openbell launches at each bell (`kind = "command"`).
 
     `command` is the command line as a list (no shell: each item is one argument, so nothing is
@@ -530,7 +547,8 @@ class CommandAgentConfig(_AgentConfig):
     no others but `PATH`, `HOME`, the locale, `TMPDIR` and openbell's `OPENBELL_MCP_*`. Each
     cycle runs in a fresh directory under `workdir` (default: the system's temporary directory),
     removed afterwards unless `keep_workdir`. Budgets are per cycle and enforced by the server:
-    at `max_wall_s` the command's process group is killed.
+    at `max_wall_s` the command's process group is killed. Masking is as for an LLM agent: the
+    prompt, the environment's market and every tool result are masked.
     """
 
     kind: Literal["command"]

@@ -181,6 +181,11 @@ class CommandAgent:
         return self._hub
 
     @property
+    def masker(self) -> MaskerFactory:
+        """Each cycle's masker: its account's, under the agent's masking level."""
+        return self._masker
+
+    @property
     def spec(self) -> CommandSpec:
         """How the command is launched."""
         return self._spec

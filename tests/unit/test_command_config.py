@@ -9,7 +9,11 @@ import pytest
 
 from openbell.agents.outside.command import CommandAgent
 from openbell.agents.outside.hub import CycleHub
+from openbell.agents.protocol import DecisionContext
+from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import load_universe
 from openbell.ops.config import CommandAgentConfig, load_config
 from openbell.ops.outside_agents import openbell_relay
 from openbell.ops.planning import agent_for
@@ -82,6 +86,44 @@ def test_every_key_is_read_and_the_agent_built_on_the_hub(tmp_path: Path) -> Non
     assert Path(spec.relay[0]).name == "openbell"
 
 
+def test_a_masked_command_agent_masks_with_its_accounts_map(tmp_path: Path) -> None:
+    agent = load(tmp_path, COMMAND + 'masking = "blinded"\nmasking_seed = 7\n')
+    assert (agent.masking, agent.masking_seed, agent.rebase_prices) == ("blinded", 7, None)
+    built = agent_for(agent, "us", {}, hub=CycleHub())
+    assert isinstance(built, CommandAgent)
+    bright = agent_for(load(tmp_path, COMMAND), "us", {}, hub=CycleHub())
+    assert isinstance(bright, CommandAgent)
+    text = "AAPL closed at 2025-09-30"
+    masked = built.masker(_context(1)).mask_text(text)
+    assert "AAPL" not in masked
+    assert "2025-09-30" not in masked
+    assert bright.masker(_context(1)).mask_text(text) == text
+
+
+def _context(account_id: int) -> DecisionContext:
+    return DecisionContext(
+        now=utc(2025, 10, 1, 14),
+        market="us",
+        agent_name="claude",
+        account_id=account_id,
+        cycle_id=1,
+        universe=load_universe("nasdaq100"),
+        rules=rules_for("us"),
+        tools=None,  # type: ignore[arg-type]  # the masker factory does not call tools
+    )
+
+
+def test_a_baseline_is_told_which_kinds_take_a_key(tmp_path: Path) -> None:
+    path = tmp_path / "openbell.toml"
+    path.write_text(
+        BASE.replace('kind = "command"', 'kind = "cash"') + 'masking = "blinded"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert 'only agents of kind = "command" or "llm" or "mcp" take it' in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("extra", "key", "words"),
     [
@@ -96,7 +138,8 @@ def test_every_key_is_read_and_the_agent_built_on_the_hub(tmp_path: Path) -> Non
         (COMMAND + 'keep_workdir = "yes"\n', "keep_workdir", "bool"),
         (COMMAND + 'comand = ["x"]\n', "comand", "command"),
         (COMMAND + 'model = "x"\n', "model", 'only agents of kind = "llm" take it'),
-        (COMMAND + "masking = 'blinded'\n", "masking", '"llm" or "mcp"'),
+        (COMMAND + "rebase_prices = true\n", "rebase_prices", "needs masking"),
+        (COMMAND + 'masking = "hidden"\n', "masking", "blinded"),
     ],
 )  # fmt: skip
 def test_bad_values_name_the_key(tmp_path: Path, extra: str, key: str, words: str) -> None:

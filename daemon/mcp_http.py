@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -28,7 +29,7 @@ from openbell.agents.outside.hub import CycleHub
 from openbell.agents.outside.server import AgentTokens, mcp_endpoint
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.http import is_loopback, route
-from openbell.markets.errors import ConfigError
+from openbell.markets.errors import ConfigError, OperatorError
 
 MCP_PATH: Final = "/mcp"
 _START_POLL_S: Final = 0.01
@@ -92,18 +93,37 @@ async def serve_mcp(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
     )
     server = _Server(config)
-    task = asyncio.create_task(server.serve())
+    listening = _bind(host, port)
+    bound = listening.getsockname()[1]
+    task = asyncio.create_task(server.serve(sockets=[listening]))
     try:
         while not server.started:
-            if task.done():
-                task.result()  # raises what stopped it (a port in use)
-                raise ConfigError(f"the MCP endpoint could not listen on {host}:{port}")
+            if task.done():  # the app's start-up failed (uvicorn logged why)
+                raise OperatorError(f"the MCP endpoint on {host}:{bound} did not start")
             await asyncio.sleep(_START_POLL_S)
-        bound = server.servers[0].sockets[0].getsockname()[1]
         url = f"http://{host}:{bound}{MCP_PATH}"
         hub.mcp_url = url
         yield url
     finally:
         hub.mcp_url = None
         server.should_exit = True
-        await task
+        with contextlib.suppress(SystemExit):  # uvicorn exits on a failed start-up
+            await task
+        listening.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, for uvicorn to listen on; `OperatorError` when it cannot be
+    (a port in use, an address not this machine's), rather than uvicorn's exit."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as exc:
+        listening.close()
+        raise OperatorError(
+            f"[http] listen = {host}:{port}: cannot listen there ({exc.strerror or exc}); "
+            "stop what holds it or choose another port (0 picks a free one)"
+        ) from exc
+    return listening

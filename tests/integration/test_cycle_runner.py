@@ -1,7 +1,8 @@
 """The cycle runner on a real ledger (SQLite and Postgres) over in-memory crypto bars.
 
-Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped, every
-cycle leaves a slot NAV snapshot and every session a close one (at the NAV `get_portfolio` showed
+Claims are unique, a failing agent fails only its own cycle, a slot without data is skipped (and so
+is the cycle of an agent that did not take it, which is still valued), every cycle leaves a slot NAV
+snapshot and every session a close one (at the NAV `get_portfolio` showed
 the agent at that slot), a cycle a dead run left half done is completed without a second fill or a
 second snapshot, and a slot report counts its cycles' rejected orders.
 """
@@ -25,7 +26,7 @@ from openbell.agents.tools import PortfolioOut
 from openbell.daemon.runner import CycleRunner, MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
-from openbell.markets.errors import LedgerBreach
+from openbell.markets.errors import CycleSkipped, LedgerBreach
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
@@ -251,6 +252,41 @@ def test_a_slot_without_data_is_skipped(ledger: Ledger, engine: Engine) -> None:
     ]
     assert _count(engine, FillRow) == 0
     assert _count(engine, NavSnapshotRow) == 0
+
+
+@dataclass
+class Absent:
+    """An agent that does not take its cycle, as an outside agent no client came to."""
+
+    name: str
+    kind: str = "mcp"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        raise CycleSkipped("agent_absent")
+
+
+def test_an_agent_that_does_not_take_its_cycle_is_skipped_and_still_valued(
+    ledger: Ledger, engine: Engine
+) -> None:
+    accounts = _accounts(ledger, Absent("away"), Buyer("here"))
+    (away, _), (here, _) = accounts
+    with capture_logs() as logs:
+        report = asyncio.run(_runner(ledger).run_slot("crypto", FIRST, accounts, FIRST))
+    assert [outcome.status for outcome in report.outcomes] == [
+        CycleStatus.SKIPPED,
+        CycleStatus.DONE,
+    ]
+    with engine.connect() as connection:
+        reason = connection.execute(
+            select(CycleRow.reason).where(CycleRow.account_id == away)
+        ).scalar_one()
+    assert reason == "agent_absent"
+    assert [
+        (line["agent"], line["reason"]) for line in logs if line["event"] == "cycle_skipped"
+    ] == [("away", "agent_absent")]
+    # The account exists at the slot: it is valued there like any other.
+    for account_id in (away, here):
+        assert ledger.find_nav_snapshot(account_id, FIRST, SnapshotKind.SLOT) is not None
 
 
 def test_nav_snapshots_at_each_slot_and_session_close(ledger: Ledger) -> None:

@@ -1,0 +1,84 @@
+"""`kind = "mcp"` agents in the config: their budgets and masking, unknown keys refused, and the
+agent built from an entry (its cycles opened on the run's one hub, its budgets the server's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openbell.agents.outside.agent import McpAgent
+from openbell.agents.outside.hub import CycleHub, OutsideBudgets
+from openbell.markets.errors import ConfigError
+from openbell.ops.config import McpAgentConfig, load_config
+from openbell.ops.planning import agent_for
+
+BASE = """\
+[markets.us]
+universe = "nasdaq100"
+cadence = "daily"
+source = "yfinance"
+initial_cash = "10000"
+
+[[agents]]
+name = "claude-code"
+kind = "mcp"
+markets = ["us"]
+"""
+
+
+def load(tmp_path: Path, text: str) -> McpAgentConfig:
+    path = tmp_path / "openbell.toml"
+    path.write_text(text, encoding="utf-8")
+    [agent] = load_config(path).agents
+    assert isinstance(agent, McpAgentConfig)
+    return agent
+
+
+def error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "openbell.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    return str(caught.value)
+
+
+def test_an_mcp_agent_has_server_side_budgets_and_masking(tmp_path: Path) -> None:
+    agent = load(
+        tmp_path,
+        BASE + 'max_tool_calls = 12\nmax_wall_s = 90\nmasking = "stock-blind"\nmasking_seed = 3\n',
+    )
+    assert (agent.max_tool_calls, agent.max_wall_s) == (12, 90.0)
+    assert (agent.masking, agent.masking_seed) == ("stock-blind", 3)
+    hub = CycleHub()
+    built = agent_for(agent, "us", hub=hub)
+    assert isinstance(built, McpAgent)
+    assert (built.name, built.kind, built.hub) == ("claude-code", "mcp", hub)
+    assert built.budgets == OutsideBudgets(max_tool_calls=12, max_wall_s=90.0)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    agent = load(tmp_path, BASE)
+    assert (agent.max_tool_calls, agent.max_wall_s, agent.masking) == (50, 300.0, "bright")
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "words"),
+    [
+        ("max_turns = 5\n", "agents[0].max_turns", 'only agents of kind = "llm"'),
+        ("model = 'x'\n", "agents[0].model", 'only agents of kind = "llm"'),
+        ("max_wall_s = 600\n", "agents[0].max_wall_s", "540"),
+        ("max_tool_calls = 0\n", "agents[0].max_tool_calls", "greater than 0"),
+        ("rebase_prices = true\n", "agents[0].rebase_prices", "needs masking"),
+        ("tokne = 'x'\n", "agents[0].tokne", "unknown key"),
+    ],
+)
+def test_bad_entries_name_the_key(tmp_path: Path, extra: str, key: str, words: str) -> None:
+    message = error(tmp_path, BASE + extra)
+    assert f": {key}: " in message, message
+    assert words in message, message
+
+
+def test_a_baseline_refuses_the_outside_keys(tmp_path: Path) -> None:
+    text = BASE.replace('kind = "mcp"', 'kind = "cash"') + 'masking = "blinded"\n'
+    assert 'only agents of kind = "llm" or "mcp" take it' in error(tmp_path, text)

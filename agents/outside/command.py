@@ -23,9 +23,10 @@ the cycle's deadline (`OutsideBudgets.max_wall_s`), whichever is first; then its
 group (grandchildren too) gets SIGTERM and, `kill_grace_s` later, SIGKILL. Its stdout and stderr
 (the first `max_output_bytes` of each, with the cycle token and the passed-through values masked)
 and how it ended are trace rows on the cycle (`role` `process`, `stdout`, `stderr`), after the
-rows of its MCP calls. The cycle is then done with what the client did; a command that cannot be
-started at all (not found, not executable) is a configuration error (`ConfigError`: the account
-is paused).
+rows of its MCP calls. The cycle is then done with what the client did, except that a command
+that exited with an error before calling any tool fails it (`AgentError`), and a command that
+cannot be started at all (not found, not executable) is a configuration error (`ConfigError`: the
+account is paused).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from typing import Final, Literal
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.outside.hub import CycleHub, OpenCycle, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
-from openbell.markets.errors import ConfigError
+from openbell.markets.errors import AgentError, ConfigError
 from openbell.store.records import TraceEntry
 from openbell.store.redact import Redactor
 
@@ -209,10 +210,16 @@ class CommandAgent:
         ) as cycle:
             workdir = self._make_workdir(ctx)
             try:
-                await self._run(cycle, workdir, url)
+                exit_code = await self._run(cycle, workdir, url)
             finally:
                 if not self._spec.keep_workdir:
                     shutil.rmtree(workdir, ignore_errors=True)
+            attended = cycle.attended
+        if exit_code and not attended:
+            raise AgentError(
+                f"the command exited with code {exit_code} before calling any openbell tool "
+                "(its output is in the cycle's trace)"
+            )
 
     def _make_workdir(self, ctx: DecisionContext) -> Path:
         root = self._spec.workdir_root
@@ -221,7 +228,8 @@ class CommandAgent:
         prefix = f"openbell-{self._name}-{ctx.cycle_id}-"
         return Path(tempfile.mkdtemp(prefix=prefix, dir=root))  # mode 0700
 
-    async def _run(self, cycle: OpenCycle, workdir: Path, url: str) -> None:
+    async def _run(self, cycle: OpenCycle, workdir: Path, url: str) -> int | None:
+        """Run the command to its end, traced; its exit code, or None when it was killed."""
         spec = self._spec
         prompt = cycle_prompt(cycle)
         http_config = write_configs(workdir, url, cycle.token, self._name, spec.relay)
@@ -265,6 +273,7 @@ class CommandAgent:
         self._trace(
             cycle, started, "process", f"{how} (exit code {process.returncode}, {seconds:.1f} s)"
         )
+        return None if killed else process.returncode
 
     async def _await_end(self, process: asyncio.subprocess.Process, cycle: OpenCycle) -> str:
         """Wait for the command to exit, for `finish_grace_s` after `finish`, or for the

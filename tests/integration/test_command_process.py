@@ -1,7 +1,9 @@
 """A `command` agent's process, without an MCP client: a command that hangs is killed at its
 deadline with its whole process group (a grandchild too, and a command that ignores SIGTERM), the
 child gets only the environment it should, its MCP config files are written where it runs, its
-output (with the token masked) lands in the trace, and its working directory is removed."""
+output (with the token masked) lands in the trace, and its working directory is removed. A command
+that exits with an error before calling any tool fails its cycle; one that cannot start is a
+configuration error."""
 
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from openbell.agents.outside.command import CommandAgent, CommandSpec
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.markets.domain import utc
+from openbell.markets.errors import AgentError, ConfigError
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
 from openbell.store.redact import REDACTED
@@ -199,3 +204,29 @@ def test_the_configs_name_the_endpoint_and_a_token_for_this_cycle_only(
     assert oct((copy / ".mcp.json").stat().st_mode & 0o777) == "0o600"
     assert len(list((tmp_path / "work").iterdir())) == 1  # kept, as configured
     assert hub.by_token(token) is None  # the cycle closed: its token is dead
+
+
+def test_a_command_that_fails_before_calling_any_tool_fails_its_cycle(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "cn", agent="crashes")
+    crash = "import sys; print('no API key', file=sys.stderr); sys.exit(3)"
+    agent = CommandAgent(
+        name="crashes",
+        hub=_hub(),
+        spec=CommandSpec(argv=(sys.executable, "-c", crash, "{prompt}"), environ=os.environ),
+    )
+    with pytest.raises(AgentError, match="exited with code 3 before calling any openbell tool"):
+        _run(arena, agent, SLOT)
+    traces = ledger.traces(arena.claim(SLOT))
+    assert [t.content for t in traces if t.role == "stderr"] == ["no API key\n"]
+    assert (traces[-1].content or "").startswith("exited (exit code 3")
+
+
+def test_a_command_that_cannot_start_is_a_config_error(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "cn", agent="missing")
+    agent = CommandAgent(
+        name="missing",
+        hub=_hub(),
+        spec=CommandSpec(argv=("no-such-agent-command", "{prompt}"), environ=os.environ),
+    )
+    with pytest.raises(ConfigError, match="agent missing: cannot start 'no-such-agent-command'"):
+        _run(arena, agent, SLOT)

@@ -544,23 +544,18 @@ class LlmAgentConfig(_AgentConfig):
         return self
 
 
-class McpAgentConfig(_AgentConfig):
-    """An outside agent that connects to the MCP server (`kind = "mcp"`) with the bearer token of
-    `openbell agent token NAME`. Masking is as for an LLM agent; the budgets are per cycle and
-    enforced by the server: `max_tool_calls` counts the client's tool calls, and `max_wall_s` is
-    how long the cycle stays open for it (its deadline). A client's model turns are its own and
-    cannot be counted."""
+_PROMPT_PLACEHOLDER = "{prompt}"
 
-    kind: Literal["mcp"]
+
+class _MaskedAgentConfig(_Section):
+    """The masking keys of an agent that shows a model the market (as for an LLM agent)."""
+
     masking: Masking = "bright"
     masking_seed: StrictInt = 0
     rebase_prices: StrictBool | None = None
-    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
-    #: At most 540 s: the cycle closes well within the daemon's 600 s decision timeout.
-    max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
 
     @model_validator(mode="after")
-    def _rebasing_masks(self) -> McpAgentConfig:
+    def _rebasing_needs_masking(self) -> _MaskedAgentConfig:
         if self.rebase_prices and self.masking == "bright":
             raise PathError(
                 ("rebase_prices",),
@@ -569,8 +564,83 @@ class McpAgentConfig(_AgentConfig):
         return self
 
 
+class McpAgentConfig(_MaskedAgentConfig, _AgentConfig):
+    """An outside agent that connects to the MCP server (`kind = "mcp"`) with the bearer token of
+    `openbell agent token NAME`. Masking is as for an LLM agent; the budgets are per cycle and
+    enforced by the server: `max_tool_calls` counts the client's tool calls, and `max_wall_s` is
+    how long the cycle stays open for it (its deadline). A client's model turns are its own and
+    cannot be counted."""
+
+    kind: Literal["mcp"]
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    #: At most 540 s: the cycle closes well within the daemon's 600 s decision timeout.
+    max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
+
+
+class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
+    """An outside agent that openbell launches at each bell (`kind = "command"`).
+
+    `command` is the command line as a list (no shell: each item is one argument, so nothing is
+    split or expanded). The prompt is passed in place of `{prompt}` in its arguments
+    (`prompt = "argument"`, the default) or on stdin (`prompt = "stdin"`). `env` names the
+    daemon's environment variables the command gets (an API key its model needs, say); it gets
+    no others but `PATH`, `HOME`, the locale, `TMPDIR` and openbell's `OPENBELL_MCP_*`. Each
+    cycle runs in a fresh directory under `workdir` (default: the system's temporary directory),
+    removed afterwards unless `keep_workdir`. Budgets are per cycle and enforced by the server:
+    at `max_wall_s` the command's process group is killed. Masking is as for an LLM agent: the
+    prompt, the environment's market and every tool result are masked.
+    """
+
+    kind: Literal["command"]
+    command: tuple[str, ...] = Field(min_length=1)
+    prompt: Literal["argument", "stdin"] = "argument"
+    env: tuple[str, ...] = ()
+    workdir: str | None = None
+    keep_workdir: StrictBool = False
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    #: At most 540 s, as for `mcp`: the command is killed well within the 600 s decision timeout.
+    max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _a_list(cls, command: object) -> object:
+        if isinstance(command, str):
+            raise ValueError(  # noqa: TRY004  (pydantic reports only ValueError as invalid input)
+                'should be a list of arguments, for example command = ["python", "my_agent.py", '
+                '"{prompt}"] (no shell parses it)'
+            )
+        return command
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for index, name in enumerate(names):
+            if not _ENV_NAME.fullmatch(name):
+                raise PathError(
+                    (index,), "should be the NAME of an environment variable in capitals"
+                )
+        return names
+
+    @model_validator(mode="after")
+    def _prompt_placed(self) -> CommandAgentConfig:
+        placed = any(_PROMPT_PLACEHOLDER in argument for argument in self.command[1:])
+        if self.prompt == "argument" and not placed:
+            raise PathError(
+                ("command",),
+                'put "{prompt}" among the arguments, or set prompt = "stdin"',
+            )
+        if self.prompt == "stdin" and placed:
+            raise PathError(("command",), 'prompt = "stdin" takes no "{prompt}" argument')
+        return self
+
+
 AnyAgentConfig = (
-    BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig | McpAgentConfig | PythonAgentConfig
+    BaselineAgentConfig
+    | RandomAgentConfig
+    | LlmAgentConfig
+    | McpAgentConfig
+    | CommandAgentConfig
+    | PythonAgentConfig
 )
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
@@ -579,10 +649,22 @@ _AGENT_MODELS: dict[str, type[BaseModel]] = {
     "llm": LlmAgentConfig,
     "mcp": McpAgentConfig,
     "python": PythonAgentConfig,
+    "command": CommandAgentConfig,
 }
-_LLM_ONLY_KEYS = set(LlmAgentConfig.model_fields) - set(McpAgentConfig.model_fields) - {"kind"}
-_MCP_KEYS = set(McpAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
-_PYTHON_ONLY_KEYS = set(PythonAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
+
+
+def _kind_only_keys() -> dict[str, str]:
+    """Each key only some agent kinds take, with a hint naming them."""
+    common = set(_AgentConfig.model_fields) | {"kind"}
+    kinds: dict[str, list[str]] = {}
+    for kind, model in _AGENT_MODELS.items():
+        for key in set(model.model_fields) - common:
+            kinds.setdefault(key, []).append(kind)
+    hints = {}
+    for key, found in kinds.items():
+        named = " or ".join(f'"{kind}"' for kind in sorted(found))
+        hints[key] = f"only agents of kind = {named} take it"
+    return hints
 
 
 class OpenbellConfig(_Section):
@@ -671,11 +753,7 @@ _DESCRIBER = ErrorDescriber(
     tagged_list="agents",
     tag_key="kind",
     tags=_AGENT_MODELS,
-    tag_only_keys={
-        **dict.fromkeys(_LLM_ONLY_KEYS, 'only agents of kind = "llm" take it'),
-        **dict.fromkeys(_PYTHON_ONLY_KEYS, 'only agents of kind = "python" take it'),
-        **dict.fromkeys(_MCP_KEYS, 'only agents of kind = "llm" or "mcp" take it'),
-    },
+    tag_only_keys=_kind_only_keys(),
 )
 
 

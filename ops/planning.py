@@ -68,6 +68,7 @@ from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFil
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
     AnyAgentConfig,
+    CommandAgentConfig,
     LlmAgentConfig,
     MarketConfig,
     McpAgentConfig,
@@ -76,6 +77,7 @@ from openbell.ops.config import (
     RandomAgentConfig,
 )
 from openbell.ops.llm_agents import build_llm_agent
+from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.secrets import redactor_for
 from openbell.ops.web.app import web_parts
 
@@ -133,6 +135,12 @@ def agent_for(
         return build_llm_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
         return load_plugin(agent.name, agent.entry, agent.options)
+    if isinstance(agent, CommandAgentConfig):
+        return build_command_agent(
+            agent,
+            hub if hub is not None else CycleHub(),
+            os.environ if environ is None else environ,
+        )
     if isinstance(agent, McpAgentConfig):
         return McpAgent(
             name=agent.name,
@@ -273,8 +281,9 @@ def market_plan(
     environ: Mapping[str, str] = os.environ,
     hub: CycleHub | None = None,
 ) -> MarketPlan:
-    """The plan of market `name` traded by `agents`, live on `clock` or replayed (`clock` None)
-    from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
+    """The plan of market `name` traded by `agents` (outside agents on `hub`), live on `clock` or
+    replayed (`clock` None) from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol
+    of the universe."""
     universe = universe_for(name, market, as_of)
     made = make_source(name, market, clock, universe.symbols, environ=environ)
     source = made.source

@@ -3,9 +3,9 @@
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`;
-`positions`; `tokens`: `agent token`), owns the global options (`--config`, `--log-format`,
-`--version`; `-h` is `--help` on every command) and `main`, which runs a command line and maps
-what it raises to an exit code and one line on stderr.
+`positions`; `tokens`: `agent token`; `outside`: `mcp`), owns the global options (`--config`,
+`--log-format`, `--version`; `-h` is `--help` on every command) and `main`, which runs a command
+line and maps what it raises to an exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from openbell.ops.cli import (
     daemon,
     database,
     history,
+    outside,
     positions,
     reports,
     serve,
@@ -62,6 +63,7 @@ app.command("init")(config_file.init)
 app.command("run")(daemon.run)
 app.command("cycle")(daemon.cycle)
 app.command("serve")(serve.serve_command)
+app.command("mcp")(outside.mcp_command)
 app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")

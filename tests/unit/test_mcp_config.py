@@ -81,4 +81,4 @@ def test_bad_entries_name_the_key(tmp_path: Path, extra: str, key: str, words: s
 
 def test_a_baseline_refuses_the_outside_keys(tmp_path: Path) -> None:
     text = BASE.replace('kind = "mcp"', 'kind = "cash"') + 'masking = "blinded"\n'
-    assert 'only agents of kind = "llm" or "mcp" take it' in error(tmp_path, text)
+    assert 'only agents of kind = "command" or "llm" or "mcp" take it' in error(tmp_path, text)

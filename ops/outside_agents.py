@@ -1,0 +1,45 @@
+"""Building a launched outside agent (`kind = "command"`) from its `[[agents]]` entry.
+
+This module owns the translation of a `CommandAgentConfig` into a `CommandAgent` on the run's
+`CycleHub`: its command line, how the prompt is passed, the environment names passed through
+(read from the daemon's environment at each launch), where its working directories go, its
+budgets, and the stdio form of its MCP config (this installation's `openbell mcp`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from openbell.agents.masking import masker_for
+from openbell.agents.outside.command import CommandAgent, CommandSpec
+from openbell.agents.outside.hub import CycleHub, OutsideBudgets
+from openbell.ops.config import CommandAgentConfig
+
+
+def openbell_relay() -> tuple[str, ...]:
+    """The command line of `openbell mcp` for this installation: the console script beside this
+    interpreter, else `openbell` on `PATH`."""
+    beside = Path(sys.executable).with_name("openbell")
+    found = str(beside) if beside.exists() else shutil.which("openbell") or "openbell"
+    return (found, "mcp")
+
+
+def build_command_agent(
+    config: CommandAgentConfig, hub: CycleHub, environ: Mapping[str, str]
+) -> CommandAgent:
+    """The agent of a `kind = "command"` entry, on `hub` (the run's MCP server's)."""
+    spec = CommandSpec(
+        argv=config.command,
+        prompt=config.prompt,
+        env=config.env,
+        environ=environ,
+        workdir_root=None if config.workdir is None else Path(config.workdir),
+        keep_workdir=config.keep_workdir,
+        relay=openbell_relay(),
+    )
+    budgets = OutsideBudgets(max_tool_calls=config.max_tool_calls, max_wall_s=config.max_wall_s)
+    masker = masker_for(config.masking, seed=config.masking_seed, rebase=config.rebase_prices)
+    return CommandAgent(name=config.name, hub=hub, spec=spec, budgets=budgets, masker=masker)

@@ -1,0 +1,232 @@
+"""A `command` agent's process, without an MCP client: a command that hangs is killed at its
+deadline with its whole process group (a grandchild too, and a command that ignores SIGTERM), the
+child gets only the environment it should, its MCP config files are written where it runs, its
+output (with the token masked) lands in the trace, and its working directory is removed. A command
+that exits with an error before calling any tool fails its cycle; one that cannot start is a
+configuration error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from openbell.agents.outside.command import CommandAgent, CommandSpec
+from openbell.agents.outside.hub import CycleHub, OutsideBudgets
+from openbell.markets.domain import utc
+from openbell.markets.errors import AgentError, ConfigError
+from openbell.store.ledger import Ledger
+from openbell.store.records import TraceEntry
+from openbell.store.redact import REDACTED
+from openbell_testkit.agents import Arena, make_arena
+
+SLOT = utc(2025, 9, 2, 1, 30)  # a cn session open (09:30 Shanghai)
+URL = "http://127.0.0.1:9/mcp"  # never contacted: these commands talk no MCP
+
+HANG = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(sys.argv[1], "w") as out:
+        out.write(f"{os.getpid()} {child.pid}")
+    print("working on it", flush=True)
+    time.sleep(600)
+    """
+)
+
+SHOW = textwrap.dedent(
+    """
+    import json, os, sys
+    print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv[1:],
+                      "files": sorted(os.listdir("."))}))
+    print("a warning", file=sys.stderr)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _run(arena: Arena, agent: CommandAgent, now: datetime) -> list[TraceEntry]:
+    async def go() -> int:
+        tools = await arena.toolbox(now)
+        ctx = replace(arena.context(agent, tools), journal=arena.ledger)
+        await agent.decide(ctx)
+        return ctx.cycle_id
+
+    cycle_id = asyncio.run(go())
+    return list(arena.ledger.traces(cycle_id))
+
+
+def _hub() -> CycleHub:
+    hub = CycleHub()
+    hub.mcp_url = URL
+    return hub
+
+
+def test_a_hanging_command_is_killed_at_its_deadline_with_its_grandchild(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    arena = make_arena(ledger, "cn", agent="hangs")
+    pids_file = tmp_path / "pids"
+    agent = CommandAgent(
+        name="hangs",
+        hub=_hub(),
+        spec=CommandSpec(
+            argv=(sys.executable, "-c", HANG, str(pids_file)),
+            prompt="stdin",
+            environ=os.environ,
+            kill_grace_s=0.5,
+        ),
+        budgets=OutsideBudgets(max_wall_s=1.5),
+    )
+    began = time.monotonic()
+    traces = _run(arena, agent, SLOT)
+    took = time.monotonic() - began
+    assert took < 10, f"the cycle took {took:.1f} s: the command was not killed at its deadline"
+    pids = [int(pid) for pid in pids_file.read_text().split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids if _alive(pid)], "a process of the command's group survived"
+    roles = [entry.role for entry in traces]
+    assert roles == ["process", "user", "stdout", "process"]
+    assert traces[2].content == "working on it\n"
+    ended = traces[-1].content or ""
+    assert "still running at the deadline (1.5 s)" in ended
+    assert "process group was killed" in ended
+    assert "exit code -9" in ended  # SIGTERM was ignored: SIGKILL ended it
+
+
+def test_the_command_gets_a_minimal_environment_its_configs_and_the_prompt(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    arena = make_arena(ledger, "cn", agent="shows")
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DEEPSEEK_API_KEY": "sk-daemon-secret-0123456789",
+        "PASSED_KEY": "passed-value-0123456789",
+    }
+    agent = CommandAgent(
+        name="shows",
+        hub=_hub(),
+        spec=CommandSpec(
+            argv=(sys.executable, "-c", SHOW, "--prompt", "{prompt}"),
+            env=("PASSED_KEY",),
+            environ=environ,
+            workdir_root=tmp_path / "work",
+            relay=("/opt/openbell/bin/openbell", "mcp"),
+        ),
+    )
+    traces = _run(arena, agent, SLOT)
+    by_role = {entry.role: entry.content or "" for entry in traces}
+    assert set(by_role) == {"process", "user", "stdout", "stderr"}
+    assert by_role["stderr"] == "a warning\n"
+    shown = json.loads(by_role["stdout"])
+    env = shown["env"]
+    assert "DEEPSEEK_API_KEY" not in env
+    assert env["PASSED_KEY"] == REDACTED  # passed to the child, masked in the trace
+    assert env["OPENBELL_MCP_TOKEN"] == REDACTED
+    assert env["OPENBELL_MCP_URL"] == URL
+    assert env["OPENBELL_AGENT"] == "shows"
+    assert env["OPENBELL_MARKET"] == "cn"
+    # LC_CTYPE: Python sets it in the child itself when the locale is C (PEP 538).
+    assert set(env) - {"LC_CTYPE"} == {
+        "PATH",
+        "HOME",
+        "PASSED_KEY",
+        "OPENBELL_MCP_URL",
+        "OPENBELL_MCP_TOKEN",
+        "OPENBELL_MCP_CONFIG",
+        "OPENBELL_AGENT",
+        "OPENBELL_MARKET",
+    }
+    assert shown["files"] == [".mcp.json", ".mcp.stdio.json"]
+    assert env["OPENBELL_MCP_CONFIG"] == str(Path(shown["cwd"]) / ".mcp.json")
+    prompt = shown["argv"][1]
+    assert by_role["user"] == prompt
+    for told in ("shows", "cn market", SLOT.isoformat(), "wait_for_cycle", "finish"):
+        assert told in prompt
+    assert Path(shown["cwd"]).parent == tmp_path / "work"
+    assert not Path(shown["cwd"]).exists(), "the working directory was kept"
+
+
+def test_the_configs_name_the_endpoint_and_a_token_for_this_cycle_only(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    arena = make_arena(ledger, "cn", agent="keeps")
+    copy = tmp_path / "copy"
+    hub = _hub()
+    agent = CommandAgent(
+        name="keeps",
+        hub=hub,
+        spec=CommandSpec(
+            argv=("sh", "-c", f'cp -p .mcp.json .mcp.stdio.json "{copy}"/ && ls -ld .', "{prompt}"),
+            environ=os.environ,
+            workdir_root=tmp_path / "work",
+            keep_workdir=True,
+            relay=("/opt/openbell/bin/openbell", "mcp"),
+        ),
+    )
+    copy.mkdir()
+    traces = _run(arena, agent, SLOT)
+    stdout = next(entry.content for entry in traces if entry.role == "stdout") or ""
+    assert stdout.startswith("drwx------")  # the working directory is the owner's alone
+    http = json.loads((copy / ".mcp.json").read_text())["mcpServers"]["openbell"]
+    stdio = json.loads((copy / ".mcp.stdio.json").read_text())["mcpServers"]["openbell"]
+    assert http["type"] == "http"
+    assert http["url"] == URL
+    token = http["headers"]["Authorization"].removeprefix("Bearer ")
+    assert token.startswith("obc_")
+    assert stdio == {
+        "type": "stdio",
+        "command": "/opt/openbell/bin/openbell",
+        "args": ["mcp", "--account", "keeps", "--url", URL],
+        "env": {"OPENBELL_MCP_TOKEN": token},
+    }
+    assert oct((copy / ".mcp.json").stat().st_mode & 0o777) == "0o600"
+    assert len(list((tmp_path / "work").iterdir())) == 1  # kept, as configured
+    assert hub.by_token(token) is None  # the cycle closed: its token is dead
+
+
+def test_a_command_that_fails_before_calling_any_tool_fails_its_cycle(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "cn", agent="crashes")
+    crash = "import sys; print('no API key', file=sys.stderr); sys.exit(3)"
+    agent = CommandAgent(
+        name="crashes",
+        hub=_hub(),
+        spec=CommandSpec(argv=(sys.executable, "-c", crash, "{prompt}"), environ=os.environ),
+    )
+    with pytest.raises(AgentError, match="exited with code 3 before calling any openbell tool"):
+        _run(arena, agent, SLOT)
+    traces = ledger.traces(arena.claim(SLOT))
+    assert [t.content for t in traces if t.role == "stderr"] == ["no API key\n"]
+    assert (traces[-1].content or "").startswith("exited (exit code 3")
+
+
+def test_a_command_that_cannot_start_is_a_config_error(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "cn", agent="missing")
+    agent = CommandAgent(
+        name="missing",
+        hub=_hub(),
+        spec=CommandSpec(argv=("no-such-agent-command", "{prompt}"), environ=os.environ),
+    )
+    with pytest.raises(ConfigError, match="agent missing: cannot start 'no-such-agent-command'"):
+        _run(arena, agent, SLOT)

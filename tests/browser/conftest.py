@@ -27,9 +27,12 @@ VIEWPORT = {"width": 1280, "height": 900}
 POLL_S = 0.2
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    """Debian's Chromium, once per session; the test skips when it is not installed."""
+    """Debian's Chromium, once per test module; the test skips when it is not installed.
+
+    Not once per session: Playwright's sync API runs an event loop in this thread while it is
+    open, and every later test of the session that calls `asyncio.run` would fail."""
     skip_without_chromium()
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)

@@ -7,7 +7,10 @@ are the ones the MCP tools act on, through the same step as the built-in LLM age
 (`hooks.serve_masked`: the account's masker, `Toolbox.serve`, the market rules, point-in-time).
 Opening mints a cycle token (`obc_...`), kept only as its sha256 hash and valid only while the
 cycle is open. Every call made on a cycle, including `wait_for_cycle` and `finish`, is one trace
-row on it (`role = "tool"`, arguments, result, latency), written at once through `ctx.journal`.
+row on it (`role = "tool"`, arguments, result, latency), written through `ctx.journal` right after
+the call is answered: in order, the rows written together, and all of them before the cycle
+closes (so the answer does not wait for the ledger, and a failed write fails the cycle's close,
+never silently).
 
 Budgets are enforced here, on the server side (`OutsideBudgets`): a call past the tool-call budget
 gets a `budget_exhausted` error and is not run; past the wall deadline, or once the cycle closed,
@@ -112,6 +115,8 @@ class OpenCycle:
         self.attended = False
         self.closed = False
         self.tool_calls = 0
+        self._unwritten: list[TraceEntry] = []
+        self._writing: asyncio.Task[None] | None = None
 
     @property
     def seconds_left(self) -> float:
@@ -248,16 +253,18 @@ class OpenCycle:
 
     async def close(self, reason: str) -> None:
         """Close the cycle after the call in flight, and refuse every later call; a client that
-        came and did not `finish` has it called for it (traced as called by openbell)."""
+        came and did not `finish` has it called for it (traced as called by openbell). Returns
+        once every trace row of the cycle is written."""
         async with self._lock:
             self.closed = True
-            if self.ctx.tools.finished or not self.attended:
-                return
-            started = self._monotonic()
-            arguments: dict[str, object] = {"summary": f"Cycle ended by openbell: {reason}."}
-            called = await serve_masked(self.ctx, self.masker, FINISH, arguments)
-            served = Served(called.text, is_error=isinstance(called.outcome, ToolError))
-            self._trace(FINISH, arguments, served, started, content="called by openbell")
+            if self.attended and not self.ctx.tools.finished:
+                started = self._monotonic()
+                arguments: dict[str, object] = {"summary": f"Cycle ended by openbell: {reason}."}
+                called = await serve_masked(self.ctx, self.masker, FINISH, arguments)
+                served = Served(called.text, is_error=isinstance(called.outcome, ToolError))
+                self._trace(FINISH, arguments, served, started, content="called by openbell")
+        if self._writing is not None:
+            await self._writing  # raises what a write raised
 
     def _closed_error(self) -> Served:
         return self._error(
@@ -293,7 +300,21 @@ class OpenCycle:
             result=cut(served.text, MAX_TRACE_CHARS),
             latency_ms=round((self._monotonic() - started) * 1000),
         )
-        journal.append_journal(self.ctx.cycle_id, [entry])
+        self._unwritten.append(entry)
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.get_running_loop().create_task(self._write(self._writing))
+
+    async def _write(self, before: asyncio.Task[None] | None) -> None:
+        """Write the unwritten trace rows, in order, once the call that left them is answered
+        (this task runs after the handler returned); an earlier write's failure is raised again
+        (the rows stay unwritten)."""
+        if before is not None:
+            await before
+        await asyncio.sleep(0)  # let the answer go out first
+        journal = self.ctx.journal
+        while journal is not None and self._unwritten:
+            entries, self._unwritten = self._unwritten, []
+            journal.append_journal(self.ctx.cycle_id, entries)
 
 
 class CycleHub:

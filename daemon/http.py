@@ -1,33 +1,81 @@
-"""The daemon's loopback HTTP endpoint: `/healthz` and `/metrics`, on `asyncio.start_server`.
+"""The daemon's HTTP server: one Starlette app on uvicorn, inside the caller's event loop.
 
-This module owns `serve_http`: a deliberately tiny HTTP/1.1 server on the daemon's own event loop
-(no framework): `GET /healthz` answers the `HealthBoard` status as JSON (200, or 503 when a market
-is overdue), `GET /metrics` the Prometheus text format, anything else 404 (405 for other methods).
-One request per connection, bounded header size and read time. It listens on loopback only unless
-the operator allowed another address (`[http] allow_remote = true`): the endpoint has no
-authentication, so exposing it is a decision, not a default.
+This module owns `serve_http`, `HttpServer`, `WebParts` and `health_routes`. `serve_http` binds
+the socket itself (a port in use is an `OperatorError`, not uvicorn's `sys.exit`), enters the
+`lifespans` it is given (in the order given: a mounted sub-app's, such as the MCP session
+manager's task group, since Starlette does not run a mounted app's lifespan), and serves from a
+task of its own until `HttpServer.close()`, which stops accepting, lets requests in flight finish
+for `SHUTDOWN_GRACE_S` (then cancels them), and exits the lifespans. Uvicorn installs no signal
+handler here (the daemon owns SIGINT and SIGTERM, `daemon.stopping`) and writes no access log.
+
+The app has two kinds of route:
+- `open_routes`: never behind the read token: `health_routes` (`/healthz`: the `HealthBoard`
+  status as JSON, 200, or 503 when a market is overdue; `/metrics`: the Prometheus text format;
+  GET and HEAD only, 405 otherwise), for systemd probes and Prometheus scrapers, which hold no
+  token and read nothing an agent wrote; and `/mcp`, which checks its own agent tokens.
+- `routes`: the read routes (the JSON API, the pages, their static files). With a `read_token`,
+  each request needs it: `Authorization: Bearer TOKEN`, or the cookie `openbell_read` that a
+  browser gets by opening any read URL once with `?token=TOKEN` (answered by a redirect to the
+  same URL without it, so the token stays out of the address bar, history and referrers). The
+  token is compared in constant time and never logged. Anything else is 401.
+Unknown paths are 404 (401 first when a read token is set and missing).
+
+The server listens on loopback only unless the operator allowed another address
+(`[http] allow_remote = true`): exposing it is a decision, not a default.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import json
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import structlog
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from openbell.daemon.health import HealthBoard
 from openbell.markets.errors import ConfigError, OperatorError
 
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
 log = structlog.stdlib.get_logger(__name__)
 
-_READ_TIMEOUT_S: Final = 5.0
-_MAX_HEADER_BYTES: Final = 8192
-_REASONS: Final = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Unavailable"}
+#: Seconds requests in flight (a live page's event stream) get to finish when the server closes.
+SHUTDOWN_GRACE_S: Final = 2
+#: The cookie a browser keeps the read token in.
+TOKEN_COOKIE: Final = "openbell_read"  # noqa: S105 (a cookie name)
 _METRICS_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+
+#: A context manager the server enters before it serves and exits after it stopped.
+Lifespan = Callable[[], AbstractAsyncContextManager[None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebParts:
+    """What the ops layer mounts into the daemon's server: read `routes` (behind the read token),
+    `open_routes` with their own authentication (`/mcp`), and the `lifespans` they need."""
+
+    routes: Sequence[BaseRoute] = ()
+    open_routes: Sequence[BaseRoute] = ()
+    lifespans: Sequence[Lifespan] = ()
+
+
+#: Builds the web parts over the daemon's engine (`LivePlan.web`).
+WebFactory = Callable[["Engine"], WebParts]
 
 
 def is_loopback(host: str) -> bool:
@@ -40,63 +88,196 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def health_routes(board: HealthBoard, now: Callable[[], datetime]) -> list[BaseRoute]:
+    """`/healthz` and `/metrics` over `board`, at the instant `now()` of each request."""
+
+    async def healthz(_request: Request) -> Response:
+        healthy, body = board.status(now())
+        return Response(
+            json.dumps(body) + "\n",
+            status_code=200 if healthy else 503,
+            media_type="application/json",
+        )
+
+    async def metrics(_request: Request) -> Response:
+        return Response(board.metrics(), media_type=_METRICS_TYPE)
+
+    return [
+        Route("/healthz", healthz, methods=["GET", "HEAD"]),
+        Route("/metrics", metrics, methods=["GET", "HEAD"]),
+    ]
+
+
+class ReadTokenGuard:
+    """ASGI middleware: lets a request through only with the read token (see the module)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in {"http", "websocket"}:
+            await self.app(scope, receive, send)
+            return
+        connection = HTTPConnection(scope)
+        if self._matches(connection.query_params.get("token")):
+            # Keep it in a cookie and drop it from the address.
+            target = connection.url.remove_query_params("token")
+            response: Response = RedirectResponse(str(target), status_code=303)
+            response.set_cookie(
+                TOKEN_COOKIE, self._token.decode(), httponly=True, samesite="strict", path="/"
+            )
+        elif self._matches(_bearer(connection)) or self._matches(
+            connection.cookies.get(TOKEN_COOKIE)
+        ):
+            await self.app(scope, receive, send)
+            return
+        else:
+            response = PlainTextResponse(
+                "a read token is required: Authorization: Bearer TOKEN, or ?token=TOKEN once\n",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        await response(scope, receive, send)
+
+    def _matches(self, offered: str | None) -> bool:
+        return offered is not None and hmac.compare_digest(offered.encode(), self._token)
+
+
+def _bearer(connection: HTTPConnection) -> str | None:
+    scheme, _, credentials = connection.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
+
+
+def build_app(
+    *,
+    routes: Sequence[BaseRoute] = (),
+    open_routes: Sequence[BaseRoute] = (),
+    read_token: str | None = None,
+) -> Starlette:
+    """The app: `open_routes` first, then `routes`, behind `read_token` when one is given."""
+    if not read_token:
+        return Starlette(routes=[*open_routes, *routes])
+    guarded = Starlette(routes=list(routes), middleware=[Middleware(ReadTokenGuard, read_token)])
+    return Starlette(routes=[*open_routes, Mount("", app=guarded)])
+
+
+class HttpServer:
+    """A running server: its bound `port` and `url`; `close()` stops it (once)."""
+
+    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], host: str, port: int):
+        self._server = server
+        self._task = task
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """`http://HOST:PORT` of the bound address (IPv6 hosts in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def close(self) -> None:
+        """Stop accepting, let requests in flight finish (`SHUTDOWN_GRACE_S`), exit the
+        lifespans."""
+        self._server.should_exit = True
+        await asyncio.shield(self._task)
+
+
 async def serve_http(
     host: str,
     port: int,
-    board: HealthBoard,
-    now: Callable[[], datetime],
     *,
+    routes: Sequence[BaseRoute] = (),
+    open_routes: Sequence[BaseRoute] = (),
+    lifespans: Sequence[Lifespan] = (),
     allow_remote: bool = False,
-) -> asyncio.Server:
-    """Start serving; raise `ConfigError` for a non-loopback `host` unless `allow_remote`, and
-    `OperatorError` when the address cannot be listened on (a port in use)."""
+    read_token: str | None = None,
+) -> HttpServer:
+    """Serve the app of `routes` and `open_routes` (see the module) on `host:port` (0: any free
+    port) until `close()`.
+
+    Raises `ConfigError` for a non-loopback `host` unless `allow_remote`, `OperatorError` when the
+    address cannot be listened on (a port in use), and what a lifespan raises on entry.
+    """
     if not allow_remote and not is_loopback(host):
         raise ConfigError(
             f"[http] listen = {host!r} is not a loopback address; the endpoint has no "
             "authentication: use 127.0.0.1 (or set [http] allow_remote = true deliberately)"
         )
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _READ_TIMEOUT_S)
-            if len(head) > _MAX_HEADER_BYTES:
-                return
-            method, _, rest = head.decode("latin-1").partition(" ")
-            path = rest.partition(" ")[0].partition("?")[0]
-            status, content_type, body = _route(method, path, board, now())
-            writer.write(
-                f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {content_type}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("latin-1")
-                + body
-            )
-            await writer.drain()
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        except ConnectionError:
-            pass
-        except Exception:  # a bad request must never hurt the daemon
-            log.exception("http_request_failed")
-        finally:
-            writer.close()
-
+    sock = _bind(host, port)
+    app = build_app(routes=routes, open_routes=open_routes, read_token=read_token)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
+    server = uvicorn.Server(config)
+    started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(_run(server, sock, lifespans, started), name="http_server")
     try:
-        server = await asyncio.start_server(handle, host, port, limit=_MAX_HEADER_BYTES)
-    except OSError as exc:  # the port is taken, or the address is not this machine's
-        raise OperatorError(
-            f"[http] listen = {host}:{port}: cannot listen there ({exc.strerror or exc}); "
-            "stop what holds it or choose another port (0 picks a free one)"
-        ) from exc
-    bound = server.sockets[0].getsockname()
+        await asyncio.shield(started)
+    except BaseException:
+        server.should_exit = True
+        sock.close()
+        raise
+    bound = sock.getsockname()
     log.info("http_listening", host=bound[0], port=bound[1])
-    return server
+    return HttpServer(server, task, bound[0], bound[1])
 
 
-def _route(method: str, path: str, board: HealthBoard, now: datetime) -> tuple[int, str, bytes]:
-    if path not in {"/healthz", "/metrics"}:
-        return 404, "text/plain", b"not found\n"
-    if method not in {"GET", "HEAD"}:
-        return 405, "text/plain", b"method not allowed\n"
-    if path == "/metrics":
-        return 200, _METRICS_TYPE, board.metrics()
-    healthy, body = board.status(now)
-    return 200 if healthy else 503, "application/json", json.dumps(body).encode() + b"\n"
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port`, or `OperatorError`."""
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise _cannot_listen(host, port, exc) from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise _cannot_listen(host, port, exc) from exc
+    return sock
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> OperatorError:
+    return OperatorError(
+        f"[http] listen = {host}:{port}: cannot listen there ({exc.strerror or exc}); "
+        "stop what holds it or choose another port (0 picks a free one)"
+    )
+
+
+async def _run(
+    server: uvicorn.Server,
+    sock: socket.socket,
+    lifespans: Sequence[Lifespan],
+    started: asyncio.Future[None],
+) -> None:
+    """Enter the lifespans, serve until `server.should_exit`, shut down, exit the lifespans; all
+    in this one task (an anyio task group must be exited by the task that entered it)."""
+    try:
+        async with AsyncExitStack() as stack:
+            for lifespan in lifespans:
+                await stack.enter_async_context(lifespan())
+            server.config.load()
+            server.lifespan = server.config.lifespan_class(server.config)
+            await server.startup(sockets=[sock])
+            started.set_result(None)
+            await server.main_loop()
+            await server.shutdown(sockets=[sock])
+    except Exception as exc:
+        if started.done():
+            raise
+        started.set_exception(exc)
+    finally:
+        if not started.done():  # cancelled while starting
+            started.cancel()

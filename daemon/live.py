@@ -11,7 +11,9 @@ Claims are leased for the plan's `lease_s` (a minute) and renewed three times a 
 their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes
 the cycles of a daemon that died or froze, and this daemon those of its own slots that failed
 (which release their claims), while their grace lasts. Systemd hears READY, a WATCHDOG ping only
-while the loop ticks, and STOPPING; `/healthz` and `/metrics` are served on loopback. The daemon
+while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves
+`/healthz` and `/metrics` and the routes the plan's `web` factory builds (API, pages, MCP); it
+closes after the cycles have stopped. The daemon
 does not touch signals: its caller records SIGINT and SIGTERM in the `StopRequest` it passes
 (`daemon.stopping`). A stop requested before the daemon rings ends start-up at the next checkpoint
 (`StartupStopped`); once it rings (start-up recovery included), it stops ringing, lets running
@@ -36,7 +38,7 @@ from sqlalchemy import Engine
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.health import HealthBoard
-from openbell.daemon.http import serve_http
+from openbell.daemon.http import HttpServer, WebParts, health_routes, serve_http
 from openbell.daemon.locks import DaemonLock
 from openbell.daemon.plan import LivePlan, MarketPlan, build_desks
 from openbell.daemon.recovery import (
@@ -165,11 +167,7 @@ class _Daemon:
         loop = asyncio.get_running_loop()
         server = None
         try:
-            if self.plan.http_listen is not None:
-                host, port = self.plan.http_listen
-                server = await serve_http(
-                    host, port, self.board, self.clock.now, allow_remote=self.plan.http_allow_remote
-                )
+            server = await self._serve_http()
             log.info(
                 "daemon_started",
                 run_id=self.run_id,
@@ -215,7 +213,23 @@ class _Daemon:
             return 0
         finally:
             if server is not None:
-                server.close()
+                await server.close()
+
+    async def _serve_http(self) -> HttpServer | None:
+        """The HTTP server of the plan: health and metrics, and what the ops layer mounts."""
+        if self.plan.http_listen is None:
+            return None
+        host, port = self.plan.http_listen
+        parts = self.plan.web(self.engine) if self.plan.web is not None else WebParts()
+        return await serve_http(
+            host,
+            port,
+            routes=parts.routes,
+            open_routes=[*health_routes(self.board, self.clock.now), *parts.open_routes],
+            lifespans=parts.lifespans,
+            allow_remote=self.plan.http_allow_remote,
+            read_token=self.plan.http_read_token,
+        )
 
     # -- ringing ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from openbell.agents.broker import FillPrice, PaperBroker
 from openbell.agents.protocol import Agent
@@ -47,6 +47,9 @@ from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.redact import Redactor
+
+if TYPE_CHECKING:
+    from openbell.daemon.http import WebFactory
 
 DEFAULT_GRACE: Final = {"hourly": timedelta(minutes=15), "daily": timedelta(hours=1)}
 #: The bar interval whose starts are the replay slots of each cadence.
@@ -153,7 +156,7 @@ def _distinct(markets: Sequence[MarketPlan], run: str) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LivePlan:
-    """The daemon's markets and options. `http_listen` None: no HTTP endpoint. `lease_s` is how
+    """The daemon's markets and options. `http_listen` None: no HTTP server. `lease_s` is how
     long a claim holds unrenewed (clock seconds): a peer may take a cycle over that long after its
     holder stops, so it should be well inside the shortest grace window."""
 
@@ -161,6 +164,10 @@ class LivePlan:
     markets: tuple[MarketPlan, ...]
     http_listen: tuple[str, int] | None = ("127.0.0.1", 8787)
     http_allow_remote: bool = False
+    #: The token the read routes require (`daemon.http`); None: they are open.
+    http_read_token: str | None = field(default=None, repr=False)
+    #: Builds the routes the ops layer mounts into the server (API, pages, MCP) over the engine.
+    web: WebFactory | None = field(default=None, repr=False)
     stop_grace_s: float = 30.0
     heartbeat_s: float = 60.0
     decide_timeout_s: float = DECIDE_TIMEOUT_S

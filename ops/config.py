@@ -94,14 +94,42 @@ class LogConfig(_Section):
 
 
 class HttpConfig(_Section):
-    """`[http]`: the address of `/healthz` and `/metrics`; loopback unless `allow_remote`.
+    """`[http]`: the address of the daemon's server (`/healthz`, `/metrics`, the API, the pages);
+    loopback unless `allow_remote`.
 
-    Port 0 asks for any free port (tests). The endpoint has no authentication, so a non-loopback
-    address is refused unless `allow_remote = true` says it is meant.
+    Port 0 asks for any free port (tests). A non-loopback address is refused unless
+    `allow_remote = true` says it is meant. `read_token_env` names the environment variable of a
+    read token that the API and the pages then require (`daemon.http`); the token itself never
+    goes in the file. `/healthz` and `/metrics` stay open.
     """
 
     listen: str = "127.0.0.1:8787"
     allow_remote: bool = False
+    read_token_env: str | None = None
+
+    @field_validator("read_token_env")
+    @classmethod
+    def _token_env_name(cls, name: str | None) -> str | None:
+        # Never echo the value back: it may be the token itself.
+        if name is None or _ENV_NAME.fullmatch(name):
+            return name
+        raise ValueError(
+            'should be the NAME of an environment variable in capitals, e.g. "OPENBELL_READ_TOKEN"'
+            "; the token itself never goes in the config file"
+        )
+
+    def read_token(self, environ: Mapping[str, str]) -> str | None:
+        """The read token from the environment; None without `read_token_env`, `ConfigError`
+        when the variable it names is unset or empty."""
+        if self.read_token_env is None:
+            return None
+        value = environ.get(self.read_token_env, "")
+        if not value.strip():
+            raise ConfigError(
+                f"environment variable {self.read_token_env} is not set (it is named by "
+                "[http] read_token_env); export it or put it in the service's environment file"
+            )
+        return value
 
     @field_validator("listen")
     @classmethod

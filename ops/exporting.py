@@ -3,8 +3,9 @@
 This module owns the text and file shapes that outside tools read, so their keys and column orders
 are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records with
 the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour and
-calibration; an account's positions are a record of its cash and holdings, or CSV rows with the
-columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
+calibration; a cycle's trace and its orders (with their fills) are records as `openbell trace
+--json` prints them; an account's positions are a record of its cash and holdings, or CSV rows with
+the columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
 (never scientific notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20
 integer digits and 18 places: a value that does not fit exactly is refused with `ExportError`, never
 rounded); instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are
@@ -23,8 +24,12 @@ from typing import Any, TextIO
 from openbell.markets.errors import ExportError
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import Panel
+from openbell.store.account_history import AccountOrder
+from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.exports import Cell
 from openbell.store.holdings import AccountHoldings, Holding
+from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.traces import CycleTrace
 
 JsonValue = str | int | float | bool | None
 
@@ -182,6 +187,87 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "tokens_per_decision": found.tokens_per_decision,
         **llm_record(found.llm),
         "rejections_by_reason": dict(found.rejections_by_reason),
+    }
+
+
+def usage_record(usage: CycleUsage | None) -> dict[str, JsonValue] | None:
+    """A cycle's LLM usage as a record (None for a cycle of an agent without a model)."""
+    if usage is None:
+        return None
+    return {
+        "tokens_in": usage.tokens_in,
+        "tokens_out": usage.tokens_out,
+        "tokens_cached": usage.tokens_cached,
+        "usage_estimated": usage.usage_estimated,
+        "llm_latency_ms": usage.llm_latency_ms,
+        "cost": _decimal(usage.cost),
+        "parse_failures": usage.parse_failures,
+        "invalid_tool_calls": usage.invalid_tool_calls,
+        "llm_attempts": usage.llm_attempts,
+        "llm_failed_attempts": usage.llm_failed_attempts,
+    }
+
+
+def _entry_record(entry: TraceEntry) -> dict[str, JsonValue]:
+    return {
+        "seq": entry.seq,
+        "role": entry.role,
+        "at": entry.at.isoformat(),
+        "content": entry.content,
+        "tool": entry.tool,
+        "arguments": entry.arguments,
+        "result": entry.result,
+        "tokens_in": entry.tokens_in,
+        "tokens_out": entry.tokens_out,
+        "latency_ms": entry.latency_ms,
+    }
+
+
+def trace_record(found: CycleTrace) -> dict[str, Any]:
+    """A cycle's header, usage and trace entries as a record (`openbell trace --json`)."""
+    return {
+        "cycle_id": found.cycle_id,
+        "agent": found.agent,
+        "market": found.market,
+        "slot_at": found.slot_at.isoformat(),
+        "status": found.status.value,
+        "error_class": found.error_class,
+        "error_message": found.error_message,
+        "usage": usage_record(found.usage),
+        "entries": [_entry_record(entry) for entry in found.entries],
+    }
+
+
+def fill_record(fill: TradeFill) -> dict[str, JsonValue]:
+    """One fill of an order as a record."""
+    return {
+        "fill_id": fill.fill_id,
+        "quantity": decimal_text(fill.quantity),
+        "price": decimal_text(fill.price),
+        "notional": decimal_text(fill.notional),
+        "fees": decimal_text(fill.fees),
+        "currency": fill.currency,
+        "filled_at": fill.filled_at.isoformat(),
+        "price_source": fill.price_source,
+    }
+
+
+def order_record(order: CycleOrder | AccountOrder) -> dict[str, Any]:
+    """One order with its reason, confidence, status or rejection, and fills, as a record."""
+    return {
+        "order_id": order.order_id,
+        "seq": order.seq,
+        "symbol": order.symbol,
+        "side": order.side,
+        "quantity": decimal_text(order.quantity),
+        "target_weight": _decimal(order.target_weight),
+        "confidence": _decimal(order.confidence),
+        "reason": order.reason,
+        "placed_at": order.placed_at.isoformat(),
+        "status": order.status,
+        "reject_reason": order.reject_reason,
+        "reject_message": order.reject_message,
+        "fills": [fill_record(fill) for fill in order.fills],
     }
 
 

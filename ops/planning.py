@@ -70,6 +70,7 @@ from openbell.ops.config import (
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.secrets import redactor_for
+from openbell.ops.web.app import web_parts
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -326,8 +327,10 @@ def live_plan(
 ) -> LivePlan:
     """The live plan of the configured markets (or `markets`) and their agents (or `agents`).
 
-    Raises `ConfigError` naming a market that is not configured, an agent that is not, or an
-    agent asked for that is enrolled in none of the markets.
+    With `http`, the plan serves the arena's web routes (`ops.web.app.web_parts`) beside
+    `/healthz` and `/metrics`, behind the read token of `[http] read_token_env` when it names one.
+    Raises `ConfigError` naming a market that is not configured, an agent that is not, an agent
+    asked for that is enrolled in none of the markets, or a read token variable that is not set.
     """
     today = clock.now().date()
     plans = []
@@ -340,6 +343,8 @@ def live_plan(
         markets=tuple(plans),
         http_listen=(config.http.host, config.http.port) if http else None,
         http_allow_remote=config.http.allow_remote,
+        http_read_token=config.http.read_token(os.environ) if http else None,
+        web=web_parts if http else None,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),

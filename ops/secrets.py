@@ -2,8 +2,9 @@
 
 This module owns the list of secret values an `openbell.toml` brings into the process
 (`configured_secrets`): the key of every LLM agent (the value of the variable its `api_key_env`
-names, when it is set), the password of the store URL and, for a Postgres store, libpq's
-`PGPASSWORD` when it is set (the way README suggests to keep the password out of the file); bearer
+names, when it is set), the password of the store URL, the HTTP read token (`[http]
+read_token_env`) and, for a Postgres store, libpq's `PGPASSWORD` when it is set (the way README
+suggests to keep the password out of the file); bearer
 tokens the process holds are
 added by whoever holds them (`redactor_for(..., extra=...)`). `redactor_for` builds the one
 `Redactor` (`store/redact.py`) of those values, which the plans hand to the store's engine.
@@ -44,7 +45,8 @@ class NamedSecret:
 
 def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> list[NamedSecret]:
     """The secret values `config` brings in: agents' keys (when their variable is set), the
-    store URL's password and, for a Postgres store, `PGPASSWORD` (when it is set)."""
+    store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token (each when
+    its variable is set)."""
     from openbell.ops.config import LlmAgentConfig
     from openbell.store.db import parse_url
 
@@ -59,6 +61,9 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
         found.append(NamedSecret("store url password", str(url.password)))
     if url.get_backend_name() == "postgresql" and environ.get("PGPASSWORD", "").strip():
         found.append(NamedSecret("env PGPASSWORD", environ["PGPASSWORD"]))
+    token_env = config.http.read_token_env
+    if token_env is not None and environ.get(token_env, "").strip():
+        found.append(NamedSecret(f"env {token_env}", environ[token_env]))
     return found
 
 

@@ -11,7 +11,8 @@ sent as text (exact decimals, SQLite timestamps) are left as they are.
 Postgres connections are made within a connect timeout (the URL's libpq `connect_timeout`, else
 `DEFAULT_CONNECT_TIMEOUT_S`) so that a server that accepts connections but never answers ends in a
 one-line error instead of a hang, optionally with a statement timeout (what the one-shot commands
-ask for, from `[store] statement_timeout_s`).
+ask for, from `[store] statement_timeout_s`). A `read_only` engine (`openbell serve`) cannot write:
+SQLite opens the file `mode=ro` with `query_only`, Postgres sessions are read-only by default.
 `check_schema` refuses to run on a database whose migrations are not at this version's head; it
 reads the migration scripts and Alembic's version table directly, without importing Alembic.
 """
@@ -24,6 +25,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
@@ -67,23 +69,30 @@ def parse_url(url: str) -> URL:
 
 
 def make_engine(
-    url: str, *, redactor: Redactor | None = None, statement_timeout_s: float | None = None
+    url: str,
+    *,
+    redactor: Redactor | None = None,
+    statement_timeout_s: float | None = None,
+    read_only: bool = False,
 ) -> Engine:
     """Create an engine for the ledger at `url` (SQLite file or Postgres) that masks the secrets
     of `redactor`, and the URL's password, in every text it writes.
 
     On Postgres every connection is made within the URL's `connect_timeout` (seconds; default
     `DEFAULT_CONNECT_TIMEOUT_S`), and with `statement_timeout_s` (None or 0: no limit) the server
-    cancels any statement that runs longer. Raises `ConfigError` for a malformed or unsupported
-    URL. Connecting is lazy: an unreachable server shows up on first use.
+    cancels any statement that runs longer. `read_only` engines cannot write: SQLite opens the
+    file with `mode=ro` (an existing file only) and `query_only`, Postgres sessions start with
+    `default_transaction_read_only`. Raises `ConfigError` for a malformed or unsupported URL.
+    Connecting is lazy: an unreachable server shows up on first use.
     """
     parsed = parse_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
-            engine = _sqlite_engine(parsed)
+            engine = _sqlite_engine(parsed, read_only=read_only)
         else:
             engine = create_engine(parsed, pool_pre_ping=True)
-            event.listen(engine, "do_connect", _PostgresConnect(parsed, statement_timeout_s))
+            connect = _PostgresConnect(parsed, statement_timeout_s, read_only=read_only)
+            event.listen(engine, "do_connect", connect)
     except (ArgumentError, NoSuchModuleError, TypeError) as exc:
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
@@ -133,15 +142,20 @@ class _PostgresConnect:
     """Makes each Postgres connection: sets the connect timeout (unless the URL does) and the
     statement timeout, and names the server in a connect timeout's message."""
 
-    def __init__(self, url: URL, statement_timeout_s: float | None) -> None:
+    def __init__(
+        self, url: URL, statement_timeout_s: float | None, *, read_only: bool = False
+    ) -> None:
         self.shown = url.render_as_string(hide_password=True)
-        self.statement_timeout_ms = round((statement_timeout_s or 0) * 1000)
+        self.options = []
+        if statement_timeout_s:
+            self.options.append(f"-c statement_timeout={round(statement_timeout_s * 1000)}")
+        if read_only:
+            self.options.append("-c default_transaction_read_only=on")
 
     def __call__(self, dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
         cparams.setdefault("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S)
-        if self.statement_timeout_ms:
-            option = f"-c statement_timeout={self.statement_timeout_ms}"
-            cparams["options"] = f"{cparams.get('options', '')} {option}".strip()
+        if self.options:
+            cparams["options"] = " ".join([cparams.get("options", ""), *self.options]).strip()
         import psycopg  # here, not at the top: a SQLite ledger has no use for it
 
         try:
@@ -153,8 +167,10 @@ class _PostgresConnect:
             ) from exc
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def _sqlite_engine(url: URL, *, read_only: bool = False) -> Engine:
     database = url.database
+    if read_only:
+        return _read_only_sqlite_engine(url)
     if database and database != ":memory:" and not database.startswith("file:"):
         try:
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +183,29 @@ def _sqlite_engine(url: URL) -> Engine:
     event.listen(engine, "connect", _configure_sqlite)
     event.listen(engine, "begin", _begin_sqlite)
     return engine
+
+
+def _read_only_sqlite_engine(url: URL) -> Engine:
+    """An engine that opens the existing file `mode=ro`, each connection `query_only`."""
+    database = url.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        raise ConfigError(f"store url {url.render_as_string()!r}: a read-only ledger is a file")
+    path = Path(database).expanduser().resolve()
+    target = f"file:{quote(path.as_posix())}?mode=ro"
+    engine = create_engine(url.set(database=target, query={**url.query, "uri": "true"}))
+    event.listen(engine, "connect", _configure_read_only_sqlite)
+    event.listen(engine, "begin", _begin_sqlite)
+    return engine
+
+
+def _configure_read_only_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA query_only = ON")
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:

@@ -1,8 +1,9 @@
 """The `openbell` app: its global options, its command groups and the exit-code contract.
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
-`database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `reports`: `leaderboard`,
-`report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `positions`), owns the
+`database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
+`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`;
+`positions`), owns the
 global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and
 `main`, which runs a command line and maps what it raises to an exit code and one line on stderr.
 """
@@ -20,7 +21,16 @@ import typer
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import InvalidConfig, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli import config_file, daemon, database, history, positions, reports, trace
+from openbell.ops.cli import (
+    config_file,
+    daemon,
+    database,
+    history,
+    positions,
+    reports,
+    serve,
+    trace,
+)
 from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     PROG,
@@ -50,6 +60,7 @@ app.command("positions")(positions.positions_command)
 app.command("init")(config_file.init)
 app.command("run")(daemon.run)
 app.command("cycle")(daemon.cycle)
+app.command("serve")(serve.serve_command)
 app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
@@ -76,6 +87,8 @@ def _print_version(wanted: bool) -> None:
 #: as `openbell.ops.entry` starts every command (their memory is freed by reference counting, and
 #: the process ends within seconds). Every other command turns it back on (`_collect_garbage`).
 QUICK_COMMANDS = frozenset({"leaderboard", "report", "positions", "trace", "export"})
+#: Commands that run until SIGINT or SIGTERM and stop in order: they keep both signals caught.
+KEEPS_SIGNALS = frozenset({"run", "serve"})
 
 
 def _collect_garbage(command: str | None) -> None:
@@ -121,7 +134,7 @@ def _global_options(
 ) -> None:
     ctx.obj = GlobalOptions(config=config, log_format=log_format)
     _collect_garbage(ctx.invoked_subcommand)
-    if ctx.invoked_subcommand != "run":
+    if ctx.invoked_subcommand not in KEEPS_SIGNALS:
         state.stop.release_signals()
     state.stop.checkpoint("imports")
     help_without_command(ctx)

@@ -19,7 +19,7 @@ import dataclasses
 import json
 import sys
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -90,48 +90,6 @@ def _row(entry: TraceEntry, full: bool) -> tuple[str, ...]:
         tokens,
         "" if entry.latency_ms is None else str(entry.latency_ms),
     )
-
-
-def _record(found: CycleTrace) -> dict[str, Any]:
-    usage = found.usage
-    return {
-        "cycle_id": found.cycle_id,
-        "agent": found.agent,
-        "market": found.market,
-        "slot_at": found.slot_at.isoformat(),
-        "status": found.status.value,
-        "error_class": found.error_class,
-        "error_message": found.error_message,
-        "usage": None
-        if usage is None
-        else {
-            "tokens_in": usage.tokens_in,
-            "tokens_out": usage.tokens_out,
-            "tokens_cached": usage.tokens_cached,
-            "usage_estimated": usage.usage_estimated,
-            "llm_latency_ms": usage.llm_latency_ms,
-            "cost": None if usage.cost is None else format(usage.cost, "f"),
-            "parse_failures": usage.parse_failures,
-            "invalid_tool_calls": usage.invalid_tool_calls,
-            "llm_attempts": usage.llm_attempts,
-            "llm_failed_attempts": usage.llm_failed_attempts,
-        },
-        "entries": [
-            {
-                "seq": e.seq,
-                "role": e.role,
-                "at": e.at.isoformat(),
-                "content": e.content,
-                "tool": e.tool,
-                "arguments": e.arguments,
-                "result": e.result,
-                "tokens_in": e.tokens_in,
-                "tokens_out": e.tokens_out,
-                "latency_ms": e.latency_ms,
-            }
-            for e in found.entries
-        ],
-    }
 
 
 def unmasked(found: CycleTrace, key: MaskingKey) -> CycleTrace:
@@ -248,44 +206,6 @@ def print_orders(orders: list[CycleOrder], market: str, console: Console) -> Non
     console.print(table)
 
 
-def _orders_record(orders: list[CycleOrder]) -> list[dict[str, Any]]:
-    from openbell.ops.exporting import decimal_text
-
-    def exact(value: Decimal | None) -> str | None:
-        return None if value is None else decimal_text(value)
-
-    return [
-        {
-            "order_id": order.order_id,
-            "seq": order.seq,
-            "symbol": order.symbol,
-            "side": order.side,
-            "quantity": decimal_text(order.quantity),
-            "target_weight": exact(order.target_weight),
-            "confidence": exact(order.confidence),
-            "reason": order.reason,
-            "placed_at": order.placed_at.isoformat(),
-            "status": order.status,
-            "reject_reason": order.reject_reason,
-            "reject_message": order.reject_message,
-            "fills": [
-                {
-                    "fill_id": fill.fill_id,
-                    "quantity": decimal_text(fill.quantity),
-                    "price": decimal_text(fill.price),
-                    "notional": decimal_text(fill.notional),
-                    "fees": decimal_text(fill.fees),
-                    "currency": fill.currency,
-                    "filled_at": fill.filled_at.isoformat(),
-                    "price_source": fill.price_source,
-                }
-                for fill in order.fills
-            ],
-        }
-        for order in orders
-    ]
-
-
 def trace_command(
     ctx: typer.Context,
     cycle_id: Annotated[int, typer.Argument(help="The cycle's id (see `openbell export cycles`).")],
@@ -303,6 +223,7 @@ def trace_command(
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
     from rich.console import Console
 
+    from openbell.ops import exporting
     from openbell.store.cycle_trades import orders_of_cycle
     from openbell.store.ledger import Ledger
     from openbell.store.traces import cycle_trace
@@ -323,10 +244,10 @@ def trace_command(
         found = unmasked(found, key)
     unit = None if key is None else key.money_unit
     if as_json:
-        record = _record(found)
+        record = exporting.trace_record(found)
         if unmask:
             record["money_unit"] = None if unit is None else str(unit)
-        record["orders"] = _orders_record(orders)
+        record["orders"] = [exporting.order_record(order) for order in orders]
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
     wide = None if sys.stdout.isatty() else 200

@@ -196,6 +196,12 @@ MALFORMED = [
         "NAME of an environment variable",
     ),
     (
+        "read token literal instead of env name",
+        BASE + '\n[http]\nread_token_env = "s3cr3t-token"\n',
+        "http.read_token_env",
+        "NAME of an environment variable",
+    ),
+    (
         "unknown cost key",
         BASE + '\n[markets.cn.costs]\ncomission_bps = "5"\n',
         "markets.cn.costs.comission_bps",
@@ -400,3 +406,16 @@ def test_resolve_secret_reads_the_named_variable() -> None:
 def test_resolve_secret_refuses_unset_variable(environ: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY is not set"):
         resolve_secret("DEEPSEEK_API_KEY", environ)
+
+
+def test_the_read_token_comes_from_the_variable_the_http_section_names(tmp_path: Path) -> None:
+    path = tmp_path / "openbell.toml"
+    path.write_text(BASE + '\n[http]\nread_token_env = "OPENBELL_READ_TOKEN"\n')
+    http = load_config(path).http
+    assert (
+        http.read_token({"OPENBELL_READ_TOKEN": "tok-0123456789abcdef"}) == "tok-0123456789abcdef"
+    )
+    with pytest.raises(ConfigError, match=r"OPENBELL_READ_TOKEN is not set \(it is named by"):
+        http.read_token({"OPENBELL_READ_TOKEN": " "})
+    path.write_text(BASE)
+    assert load_config(path).http.read_token({"OPENBELL_READ_TOKEN": "ignored"}) is None

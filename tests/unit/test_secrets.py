@@ -1,6 +1,6 @@
-"""The secrets a config names (agents' keys from the environment, the store URL's password), the
-warning about one too short to mask, and what the process prints: log lines and every line through
-`MaskedStream`, in any form of the secret."""
+"""The secrets a config names (agents' keys from the environment, the store URL's password, the
+HTTP read token), the warning about one too short to mask, and what the process prints: log lines
+and every line through `MaskedStream`, in any form of the secret."""
 
 from __future__ import annotations
 
@@ -121,3 +121,14 @@ def test_a_postgres_password_from_pgpassword_is_a_secret_too(tmp_path: Path) -> 
     assert redactor.mask_values(f"password {PASSWORD}") == f"password {REDACTED}"
     sqlite = load(tmp_path, config_text())
     assert secrets.configured_secrets(sqlite, {"PGPASSWORD": PASSWORD}) == []
+
+
+def test_the_http_read_token_is_a_configured_secret(tmp_path: Path) -> None:
+    token = "read-token-0123456789abcdef"  # noqa: S105  (a test value)
+    text = config_text() + '\n[http]\nread_token_env = "OPENBELL_READ_TOKEN"\n'
+    config = load(tmp_path, text)
+    found = secrets.configured_secrets(config, {"OPENBELL_READ_TOKEN": token})
+    assert [(s.source, s.value) for s in found] == [("env OPENBELL_READ_TOKEN", token)]
+    assert (
+        secrets.redactor_for(config, {"OPENBELL_READ_TOKEN": token}).mask_values(token) == REDACTED
+    )

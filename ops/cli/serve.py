@@ -1,0 +1,107 @@
+"""`openbell serve`: the arena's pages and JSON API, read-only over any ledger, without the daemon.
+
+It opens the ledger (`--db`, else the config's `[store] url`) with a read-only engine
+(`store.db.make_engine(read_only=True)`: SQLite `mode=ro`, Postgres read-only sessions), refuses
+one whose schema is not at this version's head, and serves `ops.web.app.web_routes` on `--listen`
+(else the config's `[http] listen`) under the config's `[http]` rules (loopback unless
+`allow_remote`, the read token of `read_token_env`) until SIGINT or SIGTERM, which end it with
+exit 0. There is no `/healthz` or `/metrics`: no daemon runs. Like `run`, it keeps both signals
+caught (`app.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from openbell.markets.errors import ConfigError
+from openbell.ops.cli.options import ConfigOption, DbOption, command_log, load_command_config, state
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from openbell.daemon.stopping import StopRequest
+    from openbell.ops.config import HttpConfig, OpenbellConfig
+
+#: How often the serving loop looks at the stop request, in seconds.
+POLL_S = 0.1
+
+
+def serve_command(
+    ctx: typer.Context,
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            help="HOST:PORT to serve on (port 0: any free port); default: [http] listen.",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    db: DbOption = None,
+) -> None:
+    """Serve the arena's pages and JSON API read-only over a ledger, without running the daemon."""
+    loaded = load_command_config(ctx, config, db=db)
+    http = _http(loaded, listen)
+    read_token = http.read_token(os.environ)
+    engine = _open_read_only(loaded)
+    try:
+        asyncio.run(_serve(engine, http, read_token, state.stop))
+    finally:
+        engine.dispose()
+
+
+def _http(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
+    """The config's `[http]`, its address replaced by `--listen`."""
+    if listen is None:
+        return loaded.http
+    from pydantic import ValidationError
+
+    from openbell.ops.config import HttpConfig
+
+    try:
+        return HttpConfig.model_validate({**loaded.http.model_dump(), "listen": listen})
+    except ValidationError:
+        raise ConfigError(
+            f'--listen {listen}: should be "HOST:PORT", for example "127.0.0.1:8787"'
+        ) from None
+
+
+def _open_read_only(loaded: OpenbellConfig) -> Engine:
+    from openbell.store.db import check_schema, make_engine
+
+    engine = make_engine(
+        loaded.store.url, statement_timeout_s=loaded.store.statement_timeout_s, read_only=True
+    )
+    try:
+        check_schema(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+async def _serve(
+    engine: Engine, http: HttpConfig, read_token: str | None, stop: StopRequest
+) -> None:
+    from openbell.daemon.http import serve_http
+    from openbell.ops.web.app import web_routes
+
+    server = await serve_http(
+        http.host,
+        http.port,
+        routes=web_routes(engine),
+        allow_remote=http.allow_remote,
+        read_token=read_token,
+    )
+    command_log().info("serving", url=server.url, read_token=read_token is not None)
+    try:
+        # A signal handler sets `stop` (no asyncio.Event can be set from one): poll it.
+        while not stop.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(POLL_S)
+    finally:
+        await server.close()
+    command_log().info("served", reason=stop.reason)

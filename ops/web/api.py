@@ -1,0 +1,248 @@
+"""The read-only JSON API under `/api/v1`: Starlette routes over the read model.
+
+This module owns the API's URLs, its query parsing and its errors. `api_routes(engine)` returns
+one `Mount` at `/api/v1` holding a small Starlette app, which the daemon's server and
+`openbell serve` put among their own routes. Every endpoint answers GET (and HEAD); any other
+method is a 405. Query parameters are validated by `ops.web.schemas` (a bad one is a 400); an
+unknown market, agent or cycle is a 404; both, and any unknown path under `/api/v1`, answer
+`{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
+synchronous), so a slow query never blocks the event loop. Routes:
+
+    GET /api/v1/markets
+    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
+    GET /api/v1/agents/{agent}/{market}
+    GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
+    GET /api/v1/agents/{agent}/{market}/benchmark?window=&start=&end=
+    GET /api/v1/agents/{agent}/{market}/metrics?window=&start=&end=
+    GET /api/v1/agents/{agent}/{market}/positions
+    GET /api/v1/agents/{agent}/{market}/orders?limit=&before=ORDER_ID
+    GET /api/v1/agents/{agent}/{market}/fills?limit=&before=FILL_ID
+    GET /api/v1/agents/{agent}/{market}/cycles?limit=&before=SLOT_AT
+    GET /api/v1/cycles/{cycle_id}
+    GET /api/v1/openapi.json
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.ops import exporting
+from openbell.ops.web import payloads, read_model
+from openbell.ops.web.openapi import openapi_document
+from openbell.ops.web.read_model import Window
+from openbell.ops.web.schemas import CycleQuery, IdPageQuery, SlotPageQuery, WindowQuery
+
+PREFIX = "/api/v1"
+_Query = TypeVar("_Query", bound=BaseModel)
+_Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class BadRequest(Exception):
+    """A query parameter the API cannot use; answered with a 400."""
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    """The API's error document with `status`."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _query(model: type[_Query], request: Request, values: dict[str, Any] | None = None) -> _Query:
+    try:
+        return model.model_validate(dict(request.query_params) if values is None else values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'query'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise BadRequest(problems) from None
+
+
+def _window(engine: Engine, market: str, query: WindowQuery) -> Window:
+    """The query's window as `[start, end)` instants, as the CLI turns `--start`/`--end`."""
+    days = query.days
+    if days is not None:
+        last = {found.market: found.last_slot_at for found in read_model.markets(engine)}
+        if market not in last:
+            raise ReportError(f"no accounts in market {market!r} in the ledger")
+        last_at = last[market]
+        return read_model.ALL_TIME if last_at is None else read_model.trailing_window(last_at, days)
+    start = None if query.start is None else datetime.combine(query.start, datetime.min.time(), UTC)
+    end = (
+        None
+        if query.end is None
+        else datetime.combine(query.end, datetime.min.time(), UTC) + timedelta(days=1)
+    )
+    return start, end
+
+
+def _next_url(request: Request, before: object | None) -> str | None:
+    if before is None:
+        return None
+    params = dict(request.query_params)
+    params["before"] = before.isoformat() if isinstance(before, datetime) else str(before)
+    return f"{request.url.path}?{urlencode(params)}"
+
+
+class _Api:
+    """The endpoints over one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def markets(self, request: Request) -> Response:
+        found = await run_in_threadpool(read_model.markets, self._engine)
+        return JSONResponse(payloads.markets_document(found))
+
+    async def leaderboard(self, request: Request) -> Response:
+        market = request.path_params["market"]
+        query = _query(WindowQuery, request)
+
+        def read() -> dict[str, Any]:
+            window = _window(self._engine, market, query)
+            return exporting.leaderboard_record(
+                read_model.leaderboard(self._engine, market, window)
+            )
+
+        return JSONResponse(await run_in_threadpool(read))
+
+    async def account(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        info = await run_in_threadpool(read_model.account, self._engine, agent, market)
+        base = f"{PREFIX}/agents/{quote(agent, safe='')}/{quote(market, safe='')}"
+        links = {
+            name: f"{base}/{name}"
+            for name in ("nav", "benchmark", "metrics", "positions", "orders", "fills", "cycles")
+        }
+        return JSONResponse({"account": payloads.account_document(info), "links": links})
+
+    async def nav(self, request: Request) -> Response:
+        return await self._windowed(request, read_model.nav_series, payloads.nav_document)
+
+    async def benchmark(self, request: Request) -> Response:
+        return await self._windowed(request, read_model.benchmark, payloads.benchmark_document)
+
+    async def metrics(self, request: Request) -> Response:
+        return await self._windowed(request, read_model.metrics, exporting.report_record)
+
+    async def _windowed(
+        self,
+        request: Request,
+        read: Callable[[Engine, str, str, Window], Any],
+        document: Callable[[Any], dict[str, Any]],
+    ) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        query = _query(WindowQuery, request)
+
+        def run() -> dict[str, Any]:
+            read_model.account(self._engine, agent, market)
+            return document(read(self._engine, agent, market, _window(self._engine, market, query)))
+
+        return JSONResponse(await run_in_threadpool(run))
+
+    async def positions(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        found = await run_in_threadpool(read_model.positions, self._engine, agent, market)
+        return JSONResponse(exporting.positions_record(found))
+
+    async def orders(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        query = _query(IdPageQuery, request)
+        page = await run_in_threadpool(
+            lambda: read_model.orders(
+                self._engine, agent, market, limit=query.limit, before=query.before
+            )
+        )
+        return JSONResponse(payloads.orders_document(page, _next_url(request, page.next_before)))
+
+    async def fills(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        query = _query(IdPageQuery, request)
+        page = await run_in_threadpool(
+            lambda: read_model.fills(
+                self._engine, agent, market, limit=query.limit, before=query.before
+            )
+        )
+        return JSONResponse(payloads.fills_document(page, _next_url(request, page.next_before)))
+
+    async def cycles(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+        query = _query(SlotPageQuery, request)
+        before = None if query.before is None else query.before.astimezone(UTC)
+        page = await run_in_threadpool(
+            lambda: read_model.cycles(self._engine, agent, market, limit=query.limit, before=before)
+        )
+        return JSONResponse(payloads.cycles_document(page, _next_url(request, page.next_before)))
+
+    async def cycle(self, request: Request) -> Response:
+        cycle_id = _query(CycleQuery, request, request.path_params).cycle_id
+        found = await run_in_threadpool(read_model.cycle, self._engine, cycle_id)
+        return JSONResponse(payloads.cycle_document(found))
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return error_response(404, "not_found", str(exc))
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    return error_response(400, "bad_request", str(exc))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)  # noqa: S101 - registered for HTTPException only
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    response = error_response(
+        exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)
+    )
+    if exc.status_code == 405:
+        response.headers["Allow"] = "GET, HEAD"
+    return response
+
+
+def api_app(engine: Engine) -> Starlette:
+    """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers."""
+    api = _Api(engine)
+    account = "/agents/{agent}/{market}"
+    routes = [
+        Route("/markets", api.markets, methods=["GET"]),
+        Route("/leaderboard/{market}", api.leaderboard, methods=["GET"]),
+        Route(account, api.account, methods=["GET"]),
+        Route(f"{account}/nav", api.nav, methods=["GET"]),
+        Route(f"{account}/benchmark", api.benchmark, methods=["GET"]),
+        Route(f"{account}/metrics", api.metrics, methods=["GET"]),
+        Route(f"{account}/positions", api.positions, methods=["GET"]),
+        Route(f"{account}/orders", api.orders, methods=["GET"]),
+        Route(f"{account}/fills", api.fills, methods=["GET"]),
+        Route(f"{account}/cycles", api.cycles, methods=["GET"]),
+        Route("/cycles/{cycle_id}", api.cycle, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes,
+        exception_handlers={
+            ReportError: _not_found,
+            TraceNotFound: _not_found,
+            BadRequest: _bad_request,
+            HTTPException: _http_error,
+        },
+    )
+
+
+def api_routes(engine: Engine) -> list[BaseRoute]:
+    """The API's routes, to put among a server's own: one `Mount` at `/api/v1`."""
+    return [Mount(PREFIX, app=api_app(engine))]

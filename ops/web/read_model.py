@@ -1,0 +1,237 @@
+"""The arena's read model: what the web pages and the JSON API show, read from the ledger.
+
+This module owns the questions a viewer of the arena asks, each one function over a SQLAlchemy
+`Engine` that only reads: the markets with their accounts and last slot; a market's leaderboard
+over a window (`ops.reports.leaderboard`, the numbers of `openbell leaderboard`, never computed
+again here); an account's NAV series (slot and session-close snapshots), its benchmark series
+and metric panel (`ops.reports.report`, as `openbell report` computes them), its positions
+(`store.holdings`, as `openbell positions`), its orders, fills and cycles a page at a time
+(`store.account_history`), and one cycle's trace with its orders (`store.traces`,
+`store.cycle_trades`, as `openbell trace`). Values are frozen dataclasses with exact decimals and
+aware UTC instants; `ops.exporting` turns them into records. An unknown market, agent or account
+raises `ReportError`, an unknown cycle `TraceNotFound`.
+
+A window is half-open `[start, end)` in UTC instants, as the CLI's `--start`/`--end` dates become;
+`trailing_window` is the last `days` UTC days up to a market's last slot. Cost: the leaderboard
+reads each of its queries once for the whole market, but recomputes the panel, the ranking and
+the benchmark on every call (~ the cost of `openbell leaderboard`); `benchmark` and `metrics`
+build the market's leaderboard too (the benchmark is normalised over every account's
+timestamps), so they cost a leaderboard each. Pages, positions, markets and traces are a few
+indexed queries each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine
+
+from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.ops import reports
+from openbell.ops.benchmark import benchmark_for
+from openbell.ops.reports import MARKETS, AgentReport, Leaderboard
+from openbell.ops.return_metrics import NavPoint
+from openbell.store import account_history, queries
+from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
+from openbell.store.cycle_trades import CycleOrder, orders_of_cycle
+from openbell.store.holdings import AccountHoldings, account_holdings
+from openbell.store.queries import AccountInfo, NavRow
+from openbell.store.records import SnapshotKind
+from openbell.store.traces import CycleTrace, cycle_trace
+
+Window = tuple[datetime | None, datetime | None]
+#: The whole ledger: no start, no end.
+ALL_TIME: Window = (None, None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketSummary:
+    """A market of the arena: its currency, its benchmark, how many accounts trade in it and the
+    latest slot any of them ran (None before the first)."""
+
+    market: str
+    currency: str
+    benchmark: str
+    benchmark_label: str
+    accounts: int
+    agents: tuple[str, ...]
+    last_slot_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NavSeries:
+    """An account's NAV snapshots in a window, oldest first: at its decision slots, and at the
+    closes of the sessions it traded."""
+
+    account: AccountInfo
+    slot: tuple[NavRow, ...]
+    close: tuple[NavRow, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkSeries:
+    """The market's benchmark valued at an account's slot timestamps, normalised as the
+    leaderboard normalises it (to the market's initial cash, over every account's timestamps)."""
+
+    account: AccountInfo
+    benchmark: str
+    points: tuple[NavPoint, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrdersPage:
+    """A page of an account's orders, newest first; `next_before` is the cursor of the next
+    page (an order id), None on the last page."""
+
+    account: AccountInfo
+    items: tuple[AccountOrder, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FillsPage:
+    """A page of an account's fills, newest first; `next_before` is a fill id, or None."""
+
+    account: AccountInfo
+    items: tuple[AccountFill, ...]
+    next_before: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CyclesPage:
+    """A page of an account's cycles, latest slot first; `next_before` is the slot instant of
+    the next page's cursor, or None."""
+
+    account: AccountInfo
+    items: tuple[AccountCycle, ...]
+    next_before: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleDetail:
+    """One cycle as `openbell trace` shows it: header, usage, trace entries, orders and fills."""
+
+    trace: CycleTrace
+    orders: tuple[CycleOrder, ...]
+
+
+def markets(engine: Engine) -> list[MarketSummary]:
+    """Every market with accounts in the ledger, in the order us, cn, crypto (two queries)."""
+    infos = queries.accounts(engine)
+    last = account_history.last_slots(engine)
+    out: list[MarketSummary] = []
+    for market in MARKETS:
+        found = [info for info in infos if info.market == market]
+        if not found:
+            continue
+        spec = benchmark_for(market)
+        out.append(
+            MarketSummary(
+                market=market,
+                currency=found[0].currency,
+                benchmark=spec.name,
+                benchmark_label=spec.label,
+                accounts=len(found),
+                agents=tuple(info.agent_name for info in found),
+                last_slot_at=last.get(market),
+            )
+        )
+    return out
+
+
+def trailing_window(last_slot_at: datetime, days: int) -> Window:
+    """The `days` UTC days ending with the day of `last_slot_at`, as `[start, end)` instants:
+    `openbell leaderboard --start D-(days-1) --end D` where D is that day."""
+    if days < 1:
+        raise ValueError("a trailing window has at least one day")
+    day = last_slot_at.astimezone(UTC).date()
+    end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    return end - timedelta(days=days), end
+
+
+def leaderboard(engine: Engine, market: str, window: Window = ALL_TIME) -> Leaderboard:
+    """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it."""
+    return reports.leaderboard(engine, market, *window)
+
+
+def account(engine: Engine, agent: str, market: str) -> AccountInfo:
+    """The account of `agent` in `market`; `ReportError` when there is none."""
+    for info in queries.accounts(engine, market):
+        if info.agent_name == agent:
+            return info
+    raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
+
+
+def nav_series(engine: Engine, agent: str, market: str, window: Window = ALL_TIME) -> NavSeries:
+    """The account's slot and close NAV snapshots in `window` (two indexed queries)."""
+    info = account(engine, agent, market)
+    start, end = window
+    ids = [info.account_id]
+    slot = queries.nav_series_of(engine, ids, SnapshotKind.SLOT, start, end)[info.account_id]
+    close = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE, start, end)[info.account_id]
+    return NavSeries(account=info, slot=tuple(slot), close=tuple(close))
+
+
+def metrics(engine: Engine, agent: str, market: str, window: Window = ALL_TIME) -> AgentReport:
+    """The account's metric panel over `window`, as `openbell report` computes it."""
+    return reports.report(engine, agent, market, *window)
+
+
+def benchmark(
+    engine: Engine, agent: str, market: str, window: Window = ALL_TIME
+) -> BenchmarkSeries:
+    """The benchmark series the account's panel is measured against (its report's)."""
+    found = metrics(engine, agent, market, window)
+    return BenchmarkSeries(
+        account=found.account, benchmark=found.benchmark, points=found.benchmark_navs
+    )
+
+
+def positions(engine: Engine, agent: str, market: str) -> AccountHoldings:
+    """The account's cash and open positions at their last marks, as `openbell positions`."""
+    found = account_holdings(engine, market=market, agent=agent)
+    if not found:
+        raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
+    return found[0]
+
+
+def orders(
+    engine: Engine, agent: str, market: str, *, limit: int, before: int | None = None
+) -> OrdersPage:
+    """A page of at most `limit` of the account's orders with an id below `before`."""
+    info = account(engine, agent, market)
+    rows = account_history.orders_page(engine, info.account_id, limit=limit + 1, before_id=before)
+    items = tuple(rows[:limit])
+    more = len(rows) > limit
+    return OrdersPage(account=info, items=items, next_before=items[-1].order_id if more else None)
+
+
+def fills(
+    engine: Engine, agent: str, market: str, *, limit: int, before: int | None = None
+) -> FillsPage:
+    """A page of at most `limit` of the account's fills with an id below `before`."""
+    info = account(engine, agent, market)
+    rows = account_history.fills_page(engine, info.account_id, limit=limit + 1, before_id=before)
+    items = tuple(rows[:limit])
+    more = len(rows) > limit
+    return FillsPage(account=info, items=items, next_before=items[-1].fill_id if more else None)
+
+
+def cycles(
+    engine: Engine, agent: str, market: str, *, limit: int, before: datetime | None = None
+) -> CyclesPage:
+    """A page of at most `limit` of the account's cycles with a slot before `before`."""
+    info = account(engine, agent, market)
+    rows = account_history.cycles_page(engine, info.account_id, limit=limit + 1, before_at=before)
+    items = tuple(rows[:limit])
+    more = len(rows) > limit
+    return CyclesPage(account=info, items=items, next_before=items[-1].slot_at if more else None)
+
+
+def cycle(engine: Engine, cycle_id: int) -> CycleDetail:
+    """Cycle `cycle_id` with its trace and orders; `TraceNotFound` when there is no such cycle."""
+    found = cycle_trace(engine, cycle_id)
+    if found is None:
+        raise TraceNotFound(f"no cycle {cycle_id} in the ledger")
+    return CycleDetail(trace=found, orders=tuple(orders_of_cycle(engine, cycle_id)))

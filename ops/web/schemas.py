@@ -1,0 +1,417 @@
+"""The web API's contract as pydantic models: its query parameters and its response documents.
+
+This module owns what `/api/v1` accepts and promises. Query models validate the parameters of a
+request (a bad value is a 400, never a 500); response models describe each document
+`ops.web.payloads` and `ops.exporting` build, field for field (`extra="forbid"`: the tests
+validate every response against them, so the OpenAPI document cannot drift from the server).
+`Decimal` is exact decimal text, an instant ISO 8601 UTC text; statistics are JSON numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: The largest page of orders, fills or cycles, and the default.
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+#: The largest id a ledger row can have (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+_TRAILING = re.compile(r"^(?:all|[1-9][0-9]{0,3}d)$")
+
+DecimalText = str
+Instant = str
+
+
+class WindowQuery(BaseModel):
+    """The window of a leaderboard, a NAV or benchmark series or a metric panel.
+
+    `window` is `all` (the default) or `Nd`, the N UTC days ending with the day of the market's
+    last slot; or give `start` and/or `end` (UTC dates, inclusive, as the CLI's `--start` and
+    `--end`), not both kinds.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    window: str = Field(default="all", description="`all` or `Nd` (1..9999 trailing days).")
+    start: date | None = Field(default=None, description="First UTC day, inclusive.")
+    end: date | None = Field(default=None, description="Last UTC day, inclusive.")
+
+    @field_validator("window")
+    @classmethod
+    def _known_window(cls, value: str) -> str:
+        if not _TRAILING.match(value):
+            raise ValueError("window must be `all` or a number of days such as `30d`")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WindowQuery:
+        if self.window != "all" and (self.start is not None or self.end is not None):
+            raise ValueError("give either window or start/end, not both")
+        if self.start is not None and self.end is not None and self.end < self.start:
+            raise ValueError("end is before start")
+        return self
+
+    @property
+    def days(self) -> int | None:
+        """The trailing days of `Nd`; None for `all`."""
+        return None if self.window == "all" else int(self.window[:-1])
+
+
+class IdPageQuery(BaseModel):
+    """A page of orders or fills: at most `limit`, with ids below `before` (the previous page's
+    cursor)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    before: int | None = Field(default=None, ge=1, le=MAX_ID)
+
+
+class SlotPageQuery(BaseModel):
+    """A page of cycles: at most `limit`, with slots before `before` (an ISO 8601 instant with
+    an offset: the previous page's cursor)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    before: AwareDatetime | None = None
+
+
+class CycleQuery(BaseModel):
+    """The path of one cycle: its id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cycle_id: int = Field(ge=1, le=MAX_ID)
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ErrorDetail(_Document):
+    code: str = Field(description="`not_found`, `bad_request` or `method_not_allowed`.")
+    message: str
+
+
+class ErrorDocument(_Document):
+    """Every error response."""
+
+    error: ErrorDetail
+
+
+class Market(_Document):
+    market: str
+    currency: str
+    benchmark: str
+    benchmark_label: str
+    accounts: int
+    agents: list[str]
+    last_slot_at: Instant | None
+
+
+class Markets(_Document):
+    """`GET /api/v1/markets`."""
+
+    markets: list[Market]
+
+
+class LeaderboardRow(_Document):
+    """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`."""
+
+    rank: int | None
+    name: str
+    agent: str | None
+    is_benchmark: bool
+    periods: int
+    start_at: Instant | None
+    end_at: Instant | None
+    final_nav: DecimalText | None
+    cumulative_return: float | None
+    annual_return: float | None
+    annual_volatility: float | None
+    sharpe_ratio: float | None
+    sortino_ratio: float | None
+    max_drawdown: float | None
+    calmar_ratio: float | None
+    excess_return: float | None
+    information_ratio: float | None
+    trades: int | None
+    cycles: int | None
+    no_trade_share: float | None
+    rejection_rate: float | None
+    turnover: float | None
+    hhi: float | None
+    cash_ratio: float | None
+    composite: float | None
+    z_cumulative_return: float | None
+    z_max_drawdown: float | None
+    z_sortino_ratio: float | None
+    cost_per_decision: DecimalText | None
+    return_per_dollar: float | None
+
+
+class Leaderboard(_Document):
+    """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
+
+    market: str
+    start: Instant | None
+    end: Instant | None
+    cadence: str
+    periods_per_year: float
+    benchmark: str
+    currency: str
+    rows: list[LeaderboardRow]
+
+
+class Account(_Document):
+    account_id: int
+    agent: str
+    agent_kind: str
+    market: str
+    currency: str
+    initial_cash: DecimalText
+
+
+class NavPoint(_Document):
+    at: Instant
+    nav: DecimalText
+    cash: DecimalText
+    positions_value: DecimalText
+
+
+class NavSeries(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/nav`: slot and session-close snapshots."""
+
+    account: Account
+    slot: list[NavPoint]
+    close: list[NavPoint]
+
+
+class BenchmarkPoint(_Document):
+    at: Instant
+    nav: DecimalText
+
+
+class BenchmarkSeries(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/benchmark`."""
+
+    account: Account
+    benchmark: str
+    points: list[BenchmarkPoint]
+
+
+class Metrics(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/metrics`: the record of `openbell report --json`."""
+
+    agent: str
+    kind: str
+    market: str
+    currency: str
+    initial_cash: DecimalText
+    cadence: str
+    periods_per_year: float
+    benchmark: str
+    rank: int | None
+    composite: float | None
+    final_nav: DecimalText | None
+    periods: int
+    start_at: Instant | None
+    end_at: Instant | None
+    cumulative_return: float | None
+    annual_return: float | None
+    annual_volatility: float | None
+    sharpe_ratio: float | None
+    sortino_ratio: float | None
+    max_drawdown: float | None
+    calmar_ratio: float | None
+    excess_return: float | None
+    information_ratio: float | None
+    trades: int | None
+    cycles: int | None
+    no_trade_share: float | None
+    rejection_rate: float | None
+    turnover: float | None
+    hhi: float | None
+    cash_ratio: float | None
+    forecasts: int
+    expected_calibration_error: float | None
+    brier_score: float | None
+    tokens_per_decision: float | None
+    llm_decisions: int | None
+    tokens_in: int | None
+    tokens_out: int | None
+    tokens_cached: int | None
+    tokens_estimated: bool | None
+    llm_latency_ms: int | None
+    cost: DecimalText | None
+    cost_per_decision: DecimalText | None
+    return_per_dollar: float | None
+    parse_failures: int | None
+    invalid_tool_calls: int | None
+    llm_attempts: int | None
+    llm_failed_attempts: int | None
+    rejections_by_reason: dict[str, int]
+
+
+class Position(_Document):
+    symbol: str
+    quantity: DecimalText
+    cost: DecimalText
+    avg_cost: DecimalText
+    last_mark: DecimalText | None
+    marked_at: Instant | None
+    value: DecimalText | None
+    weight: float | None
+
+
+class Positions(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/positions`: the record of `openbell positions`."""
+
+    account_id: int
+    market: str
+    agent: str
+    currency: str
+    cash: DecimalText
+    cash_weight: float | None
+    nav: DecimalText | None
+    positions: list[Position]
+
+
+class OrderFill(_Document):
+    fill_id: int
+    quantity: DecimalText
+    price: DecimalText
+    notional: DecimalText
+    fees: DecimalText
+    currency: str
+    filled_at: Instant
+    price_source: str
+
+
+class Order(_Document):
+    order_id: int
+    seq: int
+    symbol: str
+    side: str
+    quantity: DecimalText
+    target_weight: DecimalText | None
+    confidence: DecimalText | None
+    reason: str
+    placed_at: Instant
+    status: str = Field(description="`filled` or `rejected`.")
+    reject_reason: str | None
+    reject_message: str | None
+    fills: list[OrderFill]
+
+
+class AccountOrder(Order):
+    cycle_id: int
+
+
+class OrdersPage(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/orders`: newest first; `next` is the next page's
+    URL (None on the last page)."""
+
+    account: Account
+    items: list[AccountOrder]
+    next: str | None
+
+
+class Fill(_Document):
+    fill_id: int
+    order_id: int
+    cycle_id: int
+    symbol: str
+    side: str
+    quantity: DecimalText
+    price: DecimalText
+    notional: DecimalText
+    fees: DecimalText
+    currency: str
+    filled_at: Instant
+    price_source: str
+    reason: str
+    confidence: DecimalText | None
+
+
+class FillsPage(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/fills`: newest first."""
+
+    account: Account
+    items: list[Fill]
+    next: str | None
+
+
+class Usage(_Document):
+    tokens_in: int
+    tokens_out: int
+    tokens_cached: int
+    usage_estimated: bool
+    llm_latency_ms: int
+    cost: DecimalText | None
+    parse_failures: int
+    invalid_tool_calls: int
+    llm_attempts: int
+    llm_failed_attempts: int
+
+
+class Cycle(_Document):
+    cycle_id: int
+    slot_at: Instant
+    status: str = Field(description="claimed, done, failed, skipped, interrupted or missed.")
+    started_at: Instant
+    finished_at: Instant | None
+    error_class: str | None
+    error_message: str | None
+    reason: str | None
+    orders: int
+    rejections: int
+    fills: int
+    usage: Usage | None
+
+
+class CyclesPage(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/cycles`: latest slot first."""
+
+    account: Account
+    items: list[Cycle]
+    next: str | None
+
+
+class TraceEntry(_Document):
+    seq: int
+    role: str
+    at: Instant
+    content: str | None
+    tool: str | None
+    arguments: str | None
+    result: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    latency_ms: int | None
+
+
+class CycleTrace(_Document):
+    """`GET /api/v1/cycles/{cycle_id}`: the document of `openbell trace --json`."""
+
+    cycle_id: int
+    agent: str
+    market: str
+    slot_at: Instant
+    status: str
+    error_class: str | None
+    error_message: str | None
+    usage: Usage | None
+    entries: list[TraceEntry]
+    orders: list[Order]
+
+
+class AccountSummary(_Document):
+    """`GET /api/v1/agents/{agent}/{market}`: the account and the URLs of its documents."""
+
+    account: Account
+    links: dict[str, str]

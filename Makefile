@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CONFIG ?= openbell.toml
 SOURCES := markets store agents daemon ops
 
-.PHONY: test lint typecheck layers pytest run install clean
+.PHONY: test lint typecheck layers pytest run install browser clean
 
 KIT := tests/kit
 
@@ -18,8 +18,19 @@ $(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	touch $@
 
 # The strict editable install links every source file into build/; re-link so new modules appear.
-install: $(BIN)/.installed
+install: $(BIN)/.installed browser
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) --config-settings editable_mode=strict
+
+# The browser tests (tests/browser) drive Debian's Chromium through Playwright: install it when it
+# is missing (as root, quietly). Where it cannot be installed (not root, no apt, no network), say
+# so and go on: those tests skip when /usr/bin/chromium is absent.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
+	  echo "make: $(CHROMIUM) could not be installed; the browser tests will be skipped" >&2
 
 # Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
 test:

@@ -25,6 +25,7 @@ OpenbellError                  root; the docstring is the default message
     ├── SourceFormatError      a vendor file is not in its importer's shape (a ValueError)
     ├── TraceNotFound          `openbell trace`: no such cycle
     ├── NoSuchAccount          `openbell positions`: no such account
+    ├── NoSuchAgent            `openbell agent token`: no such agent in the ledger or config
     ├── ReportError            `openbell report`: no such agent, account or market
     └── ExportError            `openbell export`: a value that the format cannot hold exactly
 ```
@@ -220,6 +221,10 @@ class TraceNotFound(OperatorError):
 
 class NoSuchAccount(OperatorError):
     """The ledger holds no account matching the filters."""
+
+
+class NoSuchAgent(OperatorError):
+    """The ledger (or the config) holds no such agent."""
 
 
 class ReportError(OperatorError):

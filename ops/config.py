@@ -37,6 +37,7 @@ from pydantic import (
 from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
+from openbell.store.redact import TOKEN_PATTERN
 
 MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
@@ -52,6 +53,7 @@ DEFAULT_CONFIG_RESOURCE = "openbell.default.toml"
 _SLOT = re.compile(r"(?P<hour>[01]\d|2[0-3]):(?P<minute>[0-5]\d)")
 _SOURCE = re.compile(r"yfinance|akshare|ccxt:[a-z0-9_]+|replay:.+|bundled")
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_ENTRY = re.compile(r"\w+(\.\w+)*:\w+(\.\w+)*|[A-Za-z0-9][A-Za-z0-9._-]*")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 _KEY_LIKE = re.compile(r"(?i)^(sk|pk|rk)[-_]|^bearer\s|^[A-Za-z0-9_\-+/=.]{24,}$")
 
@@ -341,6 +343,8 @@ class _AgentConfig(_Section):
             raise ValueError(
                 "should be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
+        if TOKEN_PATTERN.match(name):
+            raise ValueError("should not look like an openbell token (obt_... or obc_...)")
         return name
 
     @field_validator("markets")
@@ -363,6 +367,26 @@ class RandomAgentConfig(_AgentConfig):
 
     kind: Literal["random"]
     seed: StrictInt = 0
+
+
+class PythonAgentConfig(_AgentConfig):
+    """A user's own agent class (`agents/plugins.py`): `entry` is `"package.module:Class"` or the
+    name of an entry point in the `openbell.agents` group; the class is made as
+    `Class(name=NAME, **options)`, with the `options` table as keyword arguments."""
+
+    kind: Literal["python"]
+    entry: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, entry: str) -> str:
+        if not _ENTRY.fullmatch(entry):
+            raise ValueError(
+                'should be "package.module:Class" or the name of an entry point in the '
+                '"openbell.agents" group'
+            )
+        return entry
 
 
 _SECRET_HEADER = re.compile(r"(?i)authorization|cookie|.*(api[-_]?key|token|secret).*")
@@ -520,14 +544,16 @@ class LlmAgentConfig(_AgentConfig):
         return self
 
 
-AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig
+AnyAgentConfig = BaselineAgentConfig | RandomAgentConfig | LlmAgentConfig | PythonAgentConfig
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
     "random": RandomAgentConfig,
     "llm": LlmAgentConfig,
+    "python": PythonAgentConfig,
 }
 _LLM_ONLY_KEYS = set(LlmAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
+_PYTHON_ONLY_KEYS = set(PythonAgentConfig.model_fields) - set(_AgentConfig.model_fields) - {"kind"}
 
 
 class OpenbellConfig(_Section):
@@ -616,7 +642,10 @@ _DESCRIBER = ErrorDescriber(
     tagged_list="agents",
     tag_key="kind",
     tags=_AGENT_MODELS,
-    tag_only_keys=dict.fromkeys(_LLM_ONLY_KEYS, 'only agents of kind = "llm" take it'),
+    tag_only_keys={
+        **dict.fromkeys(_LLM_ONLY_KEYS, 'only agents of kind = "llm" take it'),
+        **dict.fromkeys(_PYTHON_ONLY_KEYS, 'only agents of kind = "python" take it'),
+    },
 )
 
 

@@ -8,8 +8,9 @@ clock: a replay has none and never touches the network.
 
 One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, or the
 listed symbols), its rules (the market's defaults with the costs of its `[markets.<name>.costs]`
-table), its benchmark, the agents enrolled in it (a baseline, or an LLM agent built by
-`llm_agents`, its key read from the environment) and its source (`make_source`). `replay:PATH`
+table), its benchmark, the agents enrolled in it (a baseline, an LLM agent built by
+`llm_agents`, its key read from the environment, or a Python plug-in agent loaded by
+`agents.plugins`) and its source (`make_source`). `replay:PATH`
 reads the bar files at PATH, and `bundled` every bar file bundled with openbell for the market, as
 they are; both fill orders from their bars, with the market's `corporate_actions` file, if any
 (only over raw bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
@@ -46,6 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from openbell.agents.baselines import build_agent
+from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
@@ -66,6 +68,7 @@ from openbell.ops.config import (
     LlmAgentConfig,
     MarketConfig,
     OpenbellConfig,
+    PythonAgentConfig,
     RandomAgentConfig,
 )
 from openbell.ops.llm_agents import build_llm_agent
@@ -119,6 +122,8 @@ def agent_for(
     """The agent of one `[[agents]]` entry, trading `market`."""
     if isinstance(agent, LlmAgentConfig):
         return build_llm_agent(agent, os.environ if environ is None else environ)
+    if isinstance(agent, PythonAgentConfig):
+        return load_plugin(agent.name, agent.entry, agent.options)
     seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
     return build_agent(agent.kind, agent.name, market=market, seed=seed)
 

@@ -293,8 +293,33 @@ def leaderboard(
     is annualised by); `source` the bundled bars the benchmark is priced from.
     Raises `ReportError` for an unknown market or one without accounts in the ledger.
     """
-    board, _found, _bench = _build(engine, market, (start, end), cadence, source)
-    return board
+    return market_view(engine, market, start, end, cadence=cadence, source=source).leaderboard
+
+
+@dataclass(frozen=True, slots=True)
+class MarketView:
+    """A market's leaderboard with what its reports need besides: each account's series and
+    behaviour, and the benchmark at every account's timestamps. Build it once (`market_view`) to
+    serve the leaderboard and any of its accounts' reports (`report(..., view=...)`)."""
+
+    leaderboard: Leaderboard
+    accounts: tuple[_Account, ...]
+    benchmark_navs: tuple[NavPoint, ...]
+
+
+def market_view(
+    engine: Engine,
+    market: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    cadence: str | None = None,
+    source: ReplaySource | None = None,
+) -> MarketView:
+    """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
+    (arguments and errors as `leaderboard`)."""
+    board, found, bench = _build(engine, market, (start, end), cadence, source)
+    return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
 
 def _build(
@@ -392,18 +417,25 @@ def report(
     *,
     cadence: str | None = None,
     source: ReplaySource | None = None,
+    view: MarketView | None = None,
 ) -> AgentReport:
     """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration.
 
-    Raises `ReportError` when the market is unknown or the agent has no account in it.
+    `view` is the market's `market_view` over the same window, when the caller has it (then
+    `cadence` and `source` are those it was built with). Raises `ReportError` when the market is
+    unknown or the agent has no account in it.
     """
     _check_market(market)
-    known = [info for info in queries.accounts(engine, market) if info.agent_name == agent]
-    if not known:
+    if view is None:
+        known = [info for info in queries.accounts(engine, market) if info.agent_name == agent]
+        if not known:
+            raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
+        view = market_view(engine, market, start, end, cadence=cadence, source=source)
+    board, bench = view.leaderboard, view.benchmark_navs
+    account = next((a for a in view.accounts if a.info.agent_name == agent), None)
+    if account is None:
         raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
-    board, found, bench = _build(engine, market, (start, end), cadence, source)
     row = next(r for r in board.rows if r.agent == agent)
-    account = next(a for a in found if a.info.agent_name == agent)
     confidences = queries.order_confidences(engine, account.info.account_id, start, end)
     forecasts = [
         behaviour.Forecast(confidence=float(c.confidence), outcome=c.outcome)

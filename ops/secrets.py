@@ -14,7 +14,9 @@ It also holds the redactor of the running command (`activate`, `current`): the l
 which the CLI puts around stdout and stderr for the length of a command, mask with it, so nothing
 the process prints can show a configured secret. `activate` warns (`secret_too_short_to_mask`,
 naming where the secret comes from, never its value) about a secret shorter than
-`MIN_SECRET_CHARS`, which cannot be masked by value.
+`MIN_SECRET_CHARS`, which cannot be masked by value. openbell's own tokens (`obt_...`,
+`obc_...`) are masked too; `show_once` is the one way past the masking, for the token
+`openbell agent token` shows its owner once.
 """
 
 from __future__ import annotations
@@ -160,6 +162,15 @@ class MaskedStream:
 
     def writable(self) -> bool:
         return True
+
+
+def show_once(secret: str, stream: TextIO) -> None:
+    """Write `secret` and a newline to `stream` unmasked (past a `MaskedStream`, to its target):
+    for a token its owner is shown once, and nothing else."""
+    stream.flush()
+    target = stream.target if isinstance(stream, MaskedStream) else stream
+    target.write(secret + "\n")
+    target.flush()
 
 
 @contextmanager

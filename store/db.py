@@ -6,7 +6,8 @@ foreign keys enforced, WAL journaling, a busy timeout and an explicit `BEGIN` (a
 may ask for `BEGIN IMMEDIATE` with the `SQLITE_IMMEDIATE` execution option); `postgresql://` URLs
 use psycopg 3. The engine is the store's write boundary for secrets: every text parameter of every
 statement it runs passes through `Redactor.mask_values` with the configured secrets and the URL's
-own password (`redact.py`), so no table, present or future, can store one. Numbers and instants
+own password (`redact.py`), and openbell's own tokens, so no table, present or future, can store
+one. Numbers and instants
 sent as text (exact decimals, SQLite timestamps) are left as they are.
 Postgres connections are made within a connect timeout (the URL's libpq `connect_timeout`, else
 `DEFAULT_CONNECT_TIMEOUT_S`) so that a server that accepts connections but never answers ends in a
@@ -76,7 +77,7 @@ def make_engine(
     read_only: bool = False,
 ) -> Engine:
     """Create an engine for the ledger at `url` (SQLite file or Postgres) that masks the secrets
-    of `redactor`, and the URL's password, in every text it writes.
+    of `redactor`, the URL's password and openbell's tokens in every text it writes.
 
     On Postgres every connection is made within the URL's `connect_timeout` (seconds; default
     `DEFAULT_CONNECT_TIMEOUT_S`), and with `statement_timeout_s` (None or 0: no limit) the server
@@ -97,8 +98,7 @@ def make_engine(
         shown = parsed.render_as_string(hide_password=True)
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
     masking = (redactor or Redactor()).with_secrets([parsed.password])
-    if masking.secret_count:
-        event.listen(engine, "before_cursor_execute", _ParameterMasker(masking), retval=True)
+    event.listen(engine, "before_cursor_execute", _ParameterMasker(masking), retval=True)
     return engine
 
 

@@ -1,14 +1,15 @@
 """The paper ledger, the store's one facade: agents, accounts, cycles, orders with their fills,
-corporate actions, traces, masking keys and NAV snapshots.
+corporate actions, traces, masking keys, NAV snapshots and agent tokens.
 
-`Ledger` is the only writer of trading state and the only place that turns rows into domain
-values (`AccountState`, `Fill`, `Rejection`) and store records (`RecordedOrder`, `NavSnapshot`).
-Every caller outside `openbell.store` goes through it: the modules behind it (`accounts.py`,
-`cycles.py`, `orders.py`, `entitlements.py`, `snapshots.py`, `rows.py`) are private to the store,
-which an import-linter contract checks. One facade costs the fewest changes (the agents, the
+`Ledger` is the only writer of trading state and the only place that turns rows into domain values
+(`AccountState`, `Fill`, `Rejection`) and store records (`RecordedOrder`, `NavSnapshot`). Every
+caller outside `openbell.store` goes through it: the modules behind it (`accounts.py`, `cycles.py`,
+`orders.py`, `agent_tokens.py`, `entitlements.py`, `snapshots.py`, `rows.py`) are private to the
+store, which an import-linter contract checks. One facade costs the fewest changes (the agents, the
 daemon and the tests all hold a `Ledger`) and keeps one engine, one writer and one transaction
-discipline for every write. `Ledger` is made of `Accounts`, `Cycles` and `Orders`, each owning its
-concept and its transactions in its own module, rather than forwarding to them method by method.
+discipline for every write. `Ledger` is made of `Accounts`, `Cycles`, `Orders` and `AgentTokens`,
+each owning its concept and its transactions in its own module, rather than forwarding to them
+method by method.
 
 Writes lock the account row first (`SELECT ... FOR UPDATE` on Postgres, `BEGIN IMMEDIATE` on
 SQLite), so writers of one account run one at a time and fill ids grow in commit order; a
@@ -31,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import check_utc
 from openbell.store.accounts import Accounts
+from openbell.store.agent_tokens import AgentTokens
 from openbell.store.cycles import Cycles
 from openbell.store.entitlements import (
     check_order,
@@ -53,12 +55,12 @@ from openbell.store.tables import FILL_TABLE, CycleRow
 from openbell.store.traces import append_journal, cycle_traces, usage_of
 
 
-class Ledger(Accounts, Cycles, Orders):
+class Ledger(Accounts, Cycles, Orders, AgentTokens):
     """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head.
 
-    Its agents and accounts (`Accounts`), its cycles (`Cycles`) and its orders (`Orders`) each
-    come from their own module; corporate actions, traces, masking keys and NAV snapshots are
-    written here, on the modules that hold their rows.
+    Its agents and accounts (`Accounts`), its cycles (`Cycles`), its orders (`Orders`) and its
+    agents' bearer tokens (`AgentTokens`) each come from their own module; corporate actions,
+    traces, masking keys and NAV snapshots are written here, on the modules that hold their rows.
     """
 
     # -- corporate actions (store/entitlements.py) -------------------------------------------

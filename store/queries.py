@@ -354,8 +354,10 @@ def order_confidences(
         market = rows[0][2]
         symbols = sorted({fill.symbol for _order, fill, _m in rows})
         first_at = min(fill.filled_at for _order, fill, _m in rows)
+        # One row per (symbol, instant), not per account: the accounts of a slot are marked at
+        # its one market snapshot, and decoding every account's copy cost seconds a year.
         marks = session.execute(
-            select(col(NavMarkRow.symbol), col(NavSnapshotRow.at), col(NavMarkRow.price))
+            select(col(NavMarkRow.symbol), col(NavSnapshotRow.at), func.min(col(NavMarkRow.price)))
             .join(NavSnapshotRow, col(NavSnapshotRow.id) == NavMarkRow.snapshot_id)
             .join(AccountRow, col(AccountRow.id) == NavSnapshotRow.account_id)
             .where(
@@ -364,15 +366,17 @@ def order_confidences(
                 col(NavMarkRow.symbol).in_(symbols),
                 col(NavSnapshotRow.at) > first_at,
             )
+            .group_by(col(NavMarkRow.symbol), col(NavSnapshotRow.at))
         ).all()
     by_symbol: dict[str, dict[datetime, Decimal]] = {}
     for symbol, at, price in marks:
         by_symbol.setdefault(symbol, {}).setdefault(at, price)
     index = {symbol: sorted(found.items()) for symbol, found in by_symbol.items()}
+    instants = {symbol: [at for at, _ in series] for symbol, series in index.items()}
     out: list[OrderConfidence] = []
     for order, fill, _market in rows:
         series = index.get(fill.symbol, [])
-        position = bisect.bisect_right([at for at, _ in series], fill.filled_at)
+        position = bisect.bisect_right(instants.get(fill.symbol, []), fill.filled_at)
         mark_at, mark = series[position] if position < len(series) else (None, None)
         outcome: bool | None = None
         if mark is not None:
@@ -454,3 +458,51 @@ def rejections_by_reason(
     )
     with engine.connect() as connection:
         return {str(reason): int(count) for reason, count in connection.execute(query)}
+
+
+#: How many of the latest cycles per account `ledger_version` looks at for claims still open.
+RECENT_CYCLES_PER_ACCOUNT = 2
+
+
+def ledger_version(engine: Engine) -> tuple[int, ...]:
+    """A value that changes whenever a report read from the ledger may change, in one query of
+    index lookups: the largest id of each append-only table a report reads (accounts, cycles,
+    orders, fills, NAV snapshots, trace rows) and how many of the latest cycles (the last
+    `RECENT_CYCLES_PER_ACCOUNT` slots' worth) are still `claimed`, since finishing a cycle
+    updates its row rather than adding one. A claim older than that, finished with no other
+    write, shows at the next write."""
+    tables = (AccountRow, CycleRow, OrderRow, FillRow, NavSnapshotRow, TraceRow)
+    latest = [
+        select(func.coalesce(func.max(col(table.id)), 0)).scalar_subquery() for table in tables
+    ]
+    recent = (
+        select(func.count())
+        .select_from(CycleRow)
+        .where(
+            col(CycleRow.status) == CycleStatus.CLAIMED.value,
+            col(CycleRow.id) > latest[1] - latest[0] * RECENT_CYCLES_PER_ACCOUNT,
+        )
+        .scalar_subquery()
+    )
+    with engine.connect() as connection:
+        row = connection.execute(select(*latest, recent)).one()
+    return tuple(int(value) for value in row)
+
+
+def progress_stamp(engine: Engine) -> str:
+    """A short text that changes whenever the ledger moves: a cycle is claimed or finishes, an
+    order, trace entry or NAV snapshot is written (the highest ids, and the finished cycles).
+
+    The live web pages poll it to know when to refresh. The ids are primary-key lookups; the
+    count of finished cycles reads the cycle table once.
+    """
+    query = select(
+        select(func.max(col(CycleRow.id))).scalar_subquery(),
+        select(func.count(col(CycleRow.finished_at))).scalar_subquery(),
+        select(func.max(col(OrderRow.id))).scalar_subquery(),
+        select(func.max(col(TraceRow.id))).scalar_subquery(),
+        select(func.max(col(NavSnapshotRow.id))).scalar_subquery(),
+    )
+    with engine.connect() as connection:
+        values = connection.execute(query).one()
+    return "-".join(str(value or 0) for value in values)

@@ -19,11 +19,15 @@ A secret shorter than `MIN_SECRET_CHARS` (8) is not masked by value: a 3-charact
 blank every word it occurs in and still be guessable. Use longer secrets; `openbell` warns at
 startup about any it cannot mask.
 
-`mask_values` masks only the configured values; the store applies it to every text it writes
-(`db.make_engine` installs it on the engine), where masking anything else could change an
-identifier. `mask` also masks text that looks like a credential whatever its value (`Bearer ...`
-and `Basic ...` tokens, `sk-`/`pk-`/`rk-` keys, URL passwords): the logs, trace rows and error
-lines go through it.
+openbell's own tokens are masked whatever their value, in every redactor: an agent's bearer token
+(`obt_...`, `store/agent_tokens.py`) and a cycle's token (`obc_...`) are high-entropy URL-safe
+text behind a prefix nothing else uses, so `TOKEN_PATTERN` finds them without knowing them.
+
+`mask_values` masks only the configured values and openbell's tokens; the store applies it to every
+text it writes (`db.make_engine` installs it on the engine), where masking anything else could
+change an identifier. `mask` also masks text that looks like a credential whatever its value
+(`Bearer ...` and `Basic ...` tokens, `sk-`/`pk-`/`rk-` keys, URL passwords): the logs, trace rows
+and error lines go through it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ CREDENTIAL_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{6,}"), REDACTED),
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s/]+@"), rf"\1{REDACTED}@"),
 )
+#: openbell's own tokens (an agent's `obt_...`, a cycle's `obc_...`), masked by `mask_values`.
+TOKEN_PATTERN: Final = re.compile(r"(?<![A-Za-z0-9])ob[tc]_[A-Za-z0-9_-]{8,}")
+#: Where a token could start: one scan for the texts (nearly all) that hold none.
+_TOKEN_START: Final = re.compile(r"ob[tc]_")
 _KEY_PREFIX: Final = re.compile(r"[A-Za-z0-9]{1,5}[-_]")
 #: Where a cut text ends: a secret's start right before one of these is masked.
 _CUT_END: Final = r"(?=\.\.\.|\u2026|\Z)"
@@ -164,8 +172,12 @@ class Redactor:
         return Redactor([*self._secrets, *secrets])
 
     def mask_values(self, text: str) -> str:
-        """`text` with every form of every configured secret masked."""
-        if not self._secrets or len(text) < MIN_SECRET_CHARS:
+        """`text` with every form of every configured secret, and openbell's tokens, masked."""
+        if len(text) < MIN_SECRET_CHARS:
+            return text
+        if _TOKEN_START.search(text) is not None:
+            text = TOKEN_PATTERN.sub(REDACTED, text)
+        if not self._secrets:
             return text
         if self._markers.search(text) is not None:
             return self._encoded.sub(REDACTED, text)

@@ -358,6 +358,22 @@ class DaemonRunRow(SQLModel, table=True):
     started_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class AgentTokenRow(SQLModel, table=True):
+    """A bearer token issued to an agent that connects, stored only as its SHA-256 hex digest.
+
+    An agent's current token is its one row with no `revoked_at`; issuing a new token revokes the
+    current one (`store/agent_tokens.py`). Rows are kept, so when each token lived stays known.
+    """
+
+    __tablename__ = "agent_token"
+
+    id: int | None = Field(default=None, primary_key=True)
+    agent_id: int = Field(foreign_key="agent.id", index=True)
+    token_hash: str = Field(unique=True)
+    issued_at: datetime = Field(sa_type=UtcDateTime)
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
@@ -372,3 +388,4 @@ BAR_TABLE: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]
 BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
 NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
 DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-defined]
+AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]

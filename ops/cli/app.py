@@ -3,9 +3,9 @@
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`;
-`positions`), owns the
-global options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and
-`main`, which runs a command line and maps what it raises to an exit code and one line on stderr.
+`positions`; `tokens`: `agent token`), owns the global options (`--config`, `--log-format`,
+`--version`; `-h` is `--help` on every command) and `main`, which runs a command line and maps
+what it raises to an exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from openbell.ops.cli import (
     positions,
     reports,
     serve,
+    tokens,
     trace,
 )
 from openbell.ops.cli.options import (
@@ -65,6 +66,7 @@ app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
 app.add_typer(history.data_app, name="data")
+app.add_typer(tokens.agent_app, name="agent")
 
 
 def installed_version() -> str:

@@ -6,7 +6,9 @@ one `Mount` at `/api/v1` holding a small Starlette app, which the daemon's serve
 method is a 405. Query parameters are validated by `ops.web.schemas` (a bad one is a 400); an
 unknown market, agent or cycle is a 404; both, and any unknown path under `/api/v1`, answer
 `{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
-synchronous), so a slow query never blocks the event loop. Routes:
+synchronous), so a slow query never blocks the event loop; leaderboards, metric panels and
+benchmark series come from one `ViewMemo` per app, computed again only after the ledger changed.
+Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
@@ -24,7 +26,7 @@ synchronous), so a slow query never blocks the event loop. Routes:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
@@ -41,13 +43,13 @@ from starlette.routing import BaseRoute, Mount, Route
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import exporting
 from openbell.ops.web import payloads, read_model
+from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document
 from openbell.ops.web.read_model import Window
 from openbell.ops.web.schemas import CycleQuery, IdPageQuery, SlotPageQuery, WindowQuery
 
 PREFIX = "/api/v1"
 _Query = TypeVar("_Query", bound=BaseModel)
-_Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class BadRequest(Exception):
@@ -101,6 +103,7 @@ class _Api:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._memo = ViewMemo(engine)
 
     async def markets(self, request: Request) -> Response:
         found = await run_in_threadpool(read_model.markets, self._engine)
@@ -113,7 +116,7 @@ class _Api:
         def read() -> dict[str, Any]:
             window = _window(self._engine, market, query)
             return exporting.leaderboard_record(
-                read_model.leaderboard(self._engine, market, window)
+                read_model.leaderboard(self._engine, market, window, memo=self._memo)
             )
 
         return JSONResponse(await run_in_threadpool(read))
@@ -129,26 +132,40 @@ class _Api:
         return JSONResponse({"account": payloads.account_document(info), "links": links})
 
     async def nav(self, request: Request) -> Response:
-        return await self._windowed(request, read_model.nav_series, payloads.nav_document)
+        return await self._windowed(
+            request,
+            lambda agent, market, window: payloads.nav_document(
+                read_model.nav_series(self._engine, agent, market, window)
+            ),
+        )
 
     async def benchmark(self, request: Request) -> Response:
-        return await self._windowed(request, read_model.benchmark, payloads.benchmark_document)
+        return await self._windowed(
+            request,
+            lambda agent, market, window: payloads.benchmark_document(
+                read_model.benchmark(self._engine, agent, market, window, memo=self._memo)
+            ),
+        )
 
     async def metrics(self, request: Request) -> Response:
-        return await self._windowed(request, read_model.metrics, exporting.report_record)
+        return await self._windowed(
+            request,
+            lambda agent, market, window: exporting.report_record(
+                read_model.metrics(self._engine, agent, market, window, memo=self._memo)
+            ),
+        )
 
     async def _windowed(
-        self,
-        request: Request,
-        read: Callable[[Engine, str, str, Window], Any],
-        document: Callable[[Any], dict[str, Any]],
+        self, request: Request, read: Callable[[str, str, Window], dict[str, Any]]
     ) -> Response:
+        """An account's document over the query's window (the account checked first, so an
+        unknown agent is a 404 whatever the window)."""
         agent, market = request.path_params["agent"], request.path_params["market"]
         query = _query(WindowQuery, request)
 
         def run() -> dict[str, Any]:
             read_model.account(self._engine, agent, market)
-            return document(read(self._engine, agent, market, _window(self._engine, market, query)))
+            return read(agent, market, _window(self._engine, market, query))
 
         return JSONResponse(await run_in_threadpool(run))
 

@@ -13,11 +13,12 @@ raises `ReportError`, an unknown cycle `TraceNotFound`.
 
 A window is half-open `[start, end)` in UTC instants, as the CLI's `--start`/`--end` dates become;
 `trailing_window` is the last `days` UTC days up to a market's last slot. Cost: the leaderboard
-reads each of its queries once for the whole market, but recomputes the panel, the ranking and
-the benchmark on every call (~ the cost of `openbell leaderboard`); `benchmark` and `metrics`
-build the market's leaderboard too (the benchmark is normalised over every account's
-timestamps), so they cost a leaderboard each. Pages, positions, markets and traces are a few
-indexed queries each.
+makes each of its queries once for the whole market, but reads every NAV snapshot and cycle of
+the market in the window and computes the panel, the ranking and the benchmark in Python: about
+the cost of `openbell leaderboard`, seconds on a 50-agent, one-year ledger. `benchmark` and
+`metrics` need the market's leaderboard too (the benchmark is normalised over every account's
+timestamps). Given a `ViewMemo`, the three share one market view, computed again only when the
+ledger changed. Pages, positions, markets and traces are a few indexed queries each.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from sqlalchemy import Engine
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import reports
 from openbell.ops.benchmark import benchmark_for
-from openbell.ops.reports import MARKETS, AgentReport, Leaderboard
+from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.web.memo import ViewMemo
 from openbell.store import account_history, queries
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
 from openbell.store.cycle_trades import CycleOrder, orders_of_cycle
@@ -150,9 +152,18 @@ def trailing_window(last_slot_at: datetime, days: int) -> Window:
     return end - timedelta(days=days), end
 
 
-def leaderboard(engine: Engine, market: str, window: Window = ALL_TIME) -> Leaderboard:
-    """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it."""
-    return reports.leaderboard(engine, market, *window)
+def _view(engine: Engine, market: str, window: Window, memo: ViewMemo | None) -> MarketView:
+    if memo is not None:
+        return memo.view(market, *window)
+    return reports.market_view(engine, market, *window)
+
+
+def leaderboard(
+    engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
+) -> Leaderboard:
+    """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it
+    (from `memo` while the ledger has not changed, when given)."""
+    return _view(engine, market, window, memo).leaderboard
 
 
 def account(engine: Engine, agent: str, market: str) -> AccountInfo:
@@ -173,16 +184,32 @@ def nav_series(engine: Engine, agent: str, market: str, window: Window = ALL_TIM
     return NavSeries(account=info, slot=tuple(slot), close=tuple(close))
 
 
-def metrics(engine: Engine, agent: str, market: str, window: Window = ALL_TIME) -> AgentReport:
-    """The account's metric panel over `window`, as `openbell report` computes it."""
+def metrics(
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: Window = ALL_TIME,
+    *,
+    memo: ViewMemo | None = None,
+) -> AgentReport:
+    """The account's metric panel over `window`, as `openbell report` computes it (on the
+    market's view from `memo`, when given)."""
+    account(engine, agent, market)
+    if memo is not None:
+        return memo.report(agent, market, *window)
     return reports.report(engine, agent, market, *window)
 
 
 def benchmark(
-    engine: Engine, agent: str, market: str, window: Window = ALL_TIME
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: Window = ALL_TIME,
+    *,
+    memo: ViewMemo | None = None,
 ) -> BenchmarkSeries:
     """The benchmark series the account's panel is measured against (its report's)."""
-    found = metrics(engine, agent, market, window)
+    found = metrics(engine, agent, market, window, memo=memo)
     return BenchmarkSeries(
         account=found.account, benchmark=found.benchmark, points=found.benchmark_navs
     )

@@ -16,6 +16,7 @@ from openbell.ops.config import (
     LlmAgentConfig,
     MarketsConfig,
     OpenbellConfig,
+    PythonAgentConfig,
     RandomAgentConfig,
     default_config_text,
     load_config,
@@ -53,6 +54,14 @@ model = "deepseek-chat"
 api_key_env = "DEEPSEEK_API_KEY"
 """
 
+PYTHON_AGENT = """
+[[agents]]
+name = "mine"
+kind = "python"
+markets = ["us"]
+entry = "my_strategies.momentum:Momentum"
+"""
+
 
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "openbell.toml"
@@ -81,6 +90,32 @@ MALFORMED = [
     ("unknown market", BASE + '[markets.eu]\nuniverse = "x"\n', "markets.eu", "unknown key"),
     ("unknown key in an agent", BASE + 'colour = "red"\n', "agents[0].colour", "unknown key"),
     ("llm key on a baseline", BASE + 'model = "gpt"\n', "agents[0].model", 'kind = "llm"'),
+    ("python key on a baseline", BASE + 'entry = "m:C"\n', "agents[0].entry", 'kind = "python"'),
+    (
+        "python agent without entry",
+        BASE + PYTHON_AGENT.replace('entry = "my_strategies.momentum:Momentum"\n', ""),
+        "agents[1].entry",
+        "missing required key",
+    ),
+    (
+        "python agent with a malformed entry",
+        BASE + PYTHON_AGENT.replace("momentum:Momentum", "momentum:"),
+        "agents[1].entry",
+        '"package.module:Class" or the name of an entry point',
+    ),
+    (
+        "unknown key in a python agent",
+        BASE + PYTHON_AGENT + 'class = "Momentum"\n',
+        "agents[1].class",
+        "unknown key",
+    ),
+    (
+        "agent name like a token",
+        BASE.replace('name = "cash"', 'name = "obt_momentum_v1"'),
+        "agents[0].name",
+        "openbell token",
+    ),
+    ("options no table", BASE + PYTHON_AGENT + "options = 3\n", "agents[1].options", "table"),
     ("wrong type: url", "[store]\nurl = 5\n" + BASE, "store.url", "valid string"),
     (
         "wrong type: universe",
@@ -263,6 +298,17 @@ def test_malformed_config_names_file_and_key(
     message = load_error(path)
     assert message.startswith(f"{path}: {key_path}: "), message
     assert words in message
+
+
+def test_a_python_agent_takes_its_entry_and_options_table(tmp_path: Path) -> None:
+    text = BASE + PYTHON_AGENT + 'options = { lookback = 5, names = ["a"], deep = { x = 1 } }\n'
+    agent = load_config(write(tmp_path, text)).agents[1]
+    assert isinstance(agent, PythonAgentConfig)
+    assert (agent.kind, agent.entry) == ("python", "my_strategies.momentum:Momentum")
+    assert agent.options == {"lookback": 5, "names": ["a"], "deep": {"x": 1}}
+    plain = load_config(write(tmp_path, BASE + PYTHON_AGENT)).agents[1]
+    assert isinstance(plain, PythonAgentConfig)
+    assert plain.options == {}
 
 
 def test_a_key_literal_is_never_echoed(tmp_path: Path) -> None:

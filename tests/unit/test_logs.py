@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -177,3 +178,23 @@ def test_redact_text_leaves_plain_text_alone() -> None:
 def test_bad_format_or_level_is_refused(restore_logging: None, fmt: Any, level: str) -> None:
     with pytest.raises(ValueError, match="log"):
         configure_logging(fmt, level, io.StringIO())
+
+
+def test_openbell_tokens_are_masked_in_log_lines(out: io.StringIO) -> None:
+    agent_token = "obt_" + secrets.token_urlsafe(32)
+    cycle_token = "obc_" + secrets.token_urlsafe(32)
+    structlog.stdlib.get_logger("t").info(
+        f"client connected with {agent_token}",
+        mcp_config={"env": {"OPENBELL_MCP_TOKEN": cycle_token}},
+        url=f"http://127.0.0.1:8765/mcp?token={cycle_token}",
+    )
+    logging.getLogger("uvicorn.error").warning("GET /mcp?token=%s 401", agent_token)
+
+    first, second = lines(out)
+    text = out.getvalue()
+    assert agent_token not in text
+    assert cycle_token not in text
+    assert first["event"] == f"client connected with {REDACTED}"
+    assert first["mcp_config"] == {"env": {"OPENBELL_MCP_TOKEN": REDACTED}}
+    assert first["url"] == f"http://127.0.0.1:8765/mcp?token={REDACTED}"
+    assert second["message"] == f"GET /mcp?token={REDACTED} 401"

@@ -104,6 +104,24 @@ def test_credential_looking_text_is_masked_whatever_its_value() -> None:
     assert redactor.mask_values("sk-other0123456789") == "sk-other0123456789"
 
 
+@pytest.mark.parametrize("prefix", ["obt_", "obc_"])
+def test_openbell_tokens_are_masked_whatever_their_value(prefix: str) -> None:
+    token = prefix + "Zq3_x-9AbCdEfGhIjKlMnOpQrStUvWxYz0123456789a"
+    redactor = Redactor()
+    for text in (token, f"Authorization: {token}", f'{{"token":"{token}"}}', f"env T={token}"):
+        masked = redactor.mask_values(text)
+        assert leaks(masked, [token]) == []
+        assert masked == text.replace(token, REDACTED)
+    assert redactor.mask(f"x {token} y") == f"x {REDACTED} y"
+
+
+@pytest.mark.parametrize(
+    "text", ["obtain_this_result", "knobt_abcdefghij", "obt_short", "robc_0123456789abcdef"]
+)
+def test_words_that_only_resemble_a_token_are_kept(text: str) -> None:
+    assert Redactor().mask_values(text) == text
+
+
 def test_the_redactor_never_shows_its_secrets() -> None:
     redactor = Redactor([KEY])
     assert KEY not in repr(redactor)

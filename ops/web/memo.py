@@ -1,0 +1,95 @@
+"""Market views and agent reports remembered until the ledger changes: computed once a slot.
+
+This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window)
+and the last `ops.reports.report` of each (agent, market, window), each with the
+`store.queries.ledger_version` it was built at, and gives it again while the version is
+the same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
+takes seconds to compute (it reads every NAV snapshot and cycle of the market) but changes only
+when a slot writes to the ledger, so between slots every request after the first is served from
+memory. Views of one key are built one at a time (a burst of requests after a slot computes it
+once); the memo holds at most `size` values, dropping the least recently used. Thread-safe: the
+API reads the ledger in Starlette's thread pool.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import Engine
+
+from openbell.ops import reports
+from openbell.ops.reports import AgentReport, MarketView
+from openbell.store import queries
+
+_Key = tuple[str | datetime | None, ...]
+_T = TypeVar("_T")
+
+
+class ViewMemo:
+    """The market views and agent reports of one ledger, each kept until the ledger's version
+    changes."""
+
+    def __init__(self, engine: Engine, *, size: int = 128) -> None:
+        self._engine = engine
+        self._size = size
+        self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._building: dict[_Key, threading.Lock] = {}
+
+    def view(
+        self, market: str, start: datetime | None = None, end: datetime | None = None
+    ) -> MarketView:
+        """The market's view over `[start, end)` at the ledger's current version (errors as
+        `reports.market_view`)."""
+        return self._remember(
+            MarketView,
+            ("view", market, start, end),
+            lambda: reports.market_view(self._engine, market, start, end),
+        )
+
+    def report(
+        self, agent: str, market: str, start: datetime | None = None, end: datetime | None = None
+    ) -> AgentReport:
+        """The agent's report over `[start, end)`, built on the market's `view` (errors as
+        `reports.report`)."""
+        return self._remember(
+            AgentReport,
+            ("report", agent, market, start, end),
+            lambda: reports.report(
+                self._engine, agent, market, start, end, view=self.view(market, start, end)
+            ),
+        )
+
+    def _remember(self, kind: type[_T], key: _Key, build: Callable[[], _T]) -> _T:
+        version = queries.ledger_version(self._engine)
+        found = self._cached(kind, key, version)
+        if found is not None:
+            return found
+        with self._lock:
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            found = self._cached(kind, key, version)
+            if found is not None:
+                return found
+            value = build()
+            with self._lock:
+                self._values[key] = (version, value)
+                self._values.move_to_end(key)
+                while len(self._values) > self._size:
+                    self._values.popitem(last=False)
+                self._building.pop(key, None)
+            return value
+
+    def _cached(self, kind: type[_T], key: _Key, version: tuple[int, ...]) -> _T | None:
+        with self._lock:
+            entry = self._values.get(key)
+            if entry is None or entry[0] != version:
+                return None
+            self._values.move_to_end(key)
+            value = entry[1]
+        assert isinstance(value, kind)  # noqa: S101 - each key holds one kind of value
+        return value

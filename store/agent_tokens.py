@@ -1,0 +1,102 @@
+"""Agent tokens: the bearer token an outside agent connects with, stored only as its hash.
+
+Internal to `openbell.store`: `Ledger` is made of `AgentTokens` (with `Accounts`, `Cycles` and
+`Orders`). An agent that connects (kind `mcp`) has at most one current token.
+`issue_agent_token` makes a new one, `"obt_"` and 32 random bytes in URL-safe Base64, revokes the
+agent's earlier one in the same transaction, and hands the new one back in clear, once: the
+`agent_token` table keeps only its SHA-256 hex digest, with when it was issued and revoked. A
+token is high in entropy, so an unsalted digest is enough: nothing can be learnt from it, and a
+lookup by digest finds the one agent a token names. The prefix makes a token recognisable to the
+redactor (`store/redact.py`), which masks it in every log line, trace and stored text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from typing import Final
+
+from sqlmodel import Session, col, select, update
+
+from openbell.markets.domain import check_utc
+from openbell.markets.errors import NoSuchAgent
+from openbell.store.rows import LedgerTables, row_id
+from openbell.store.tables import AgentRow, AgentTokenRow
+
+#: What every agent token starts with (the redactor masks tokens by it).
+AGENT_TOKEN_PREFIX: Final = "obt_"  # noqa: S105  (a prefix, not a secret)
+#: Random bytes in a token: 43 characters of URL-safe Base64 after the prefix.
+TOKEN_BYTES: Final = 32
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 hex digest of `token`, as the ledger stores it."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class AgentTokens(LedgerTables):
+    """The agents' bearer tokens, stored as hashes."""
+
+    def issue_agent_token(self, agent_name: str, now: datetime) -> str:
+        """A new token for the agent called `agent_name`, in clear (it is never readable again).
+
+        The agent's earlier token stops working in the same transaction. Raises `NoSuchAgent`
+        when the ledger has no such agent.
+        """
+        check_utc("now", now)
+        token = AGENT_TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+        with self._write() as session:
+            agent_id = _locked_agent(session, agent_name)
+            _revoke(session, agent_id, now)
+            session.add(
+                AgentTokenRow(agent_id=agent_id, token_hash=token_hash(token), issued_at=now)
+            )
+        return token
+
+    def agent_for_token(self, token: str) -> str | None:
+        """The name of the agent whose current token `token` is; None for any other text."""
+        if not token.startswith(AGENT_TOKEN_PREFIX):
+            return None
+        digest = token_hash(token)
+        query = (
+            select(AgentTokenRow.token_hash, AgentRow.name)
+            .join(AgentRow, col(AgentRow.id) == col(AgentTokenRow.agent_id))
+            .where(AgentTokenRow.token_hash == digest, col(AgentTokenRow.revoked_at).is_(None))
+        )
+        with self._read() as session:
+            found = session.exec(query).first()
+        # The lookup is by digest (nothing an attacker can steer); the final comparison is
+        # constant-time all the same.
+        if found is None or not hmac.compare_digest(found[0], digest):
+            return None
+        return found[1]
+
+    def revoke_agent_token(self, agent_name: str, now: datetime) -> bool:
+        """Revoke the current token of the agent called `agent_name` at `now`; whether it had one.
+
+        Raises `NoSuchAgent` when the ledger has no such agent.
+        """
+        check_utc("now", now)
+        with self._write() as session:
+            return _revoke(session, _locked_agent(session, agent_name), now)
+
+
+def _locked_agent(session: Session, name: str) -> int:
+    """The id of the agent called `name`, its row locked (writers of its tokens take turns)."""
+    query = select(AgentRow.id).where(AgentRow.name == name).with_for_update()
+    found = session.exec(query).first()
+    if found is None:
+        raise NoSuchAgent(f"no agent {name!r} in the ledger")
+    return row_id(found)
+
+
+def _revoke(session: Session, agent_id: int, now: datetime) -> bool:
+    """Stamp the agent's current token revoked at `now`; whether there was one."""
+    result = session.exec(
+        update(AgentTokenRow)
+        .where(col(AgentTokenRow.agent_id) == agent_id, col(AgentTokenRow.revoked_at).is_(None))
+        .values(revoked_at=now)
+    )
+    return bool(result.rowcount)

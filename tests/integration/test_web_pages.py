@@ -1,0 +1,146 @@
+"""The web pages over a real ledger (SQLite and Postgres), through Starlette's test client: every
+page answers with its security headers, only GET and HEAD, agent text escaped in the HTML, links
+only to our own routes, the static files of the installed package, and a live stamp that moves
+when the ledger does. What reads the ledger differently per engine runs on both; the routing and
+static files once, on SQLite. The browser tests (tests/browser) look at the pages in Chromium."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from openbell.markets.domain import Instrument, Order, Rejection, RejectReason, Side
+from openbell.ops.web.pages import PAGE_HEADERS, page_routes
+from openbell.store.ledger import Ledger
+from openbell.store.records import CycleStatus, SnapshotKind, TraceEntry
+from openbell_testkit.reports import SLOTS, Built, build_ledger
+
+HOSTILE = '<script>window.__xss=1</script><img src=x onerror="alert(1)"><a href="javascript:x()">'
+PAGES = ("/", "/markets/us/agents/gamma", "/markets/crypto/agents/alpha")
+
+
+@pytest.fixture
+def built(ledger: Ledger) -> Built:
+    return build_ledger(ledger)
+
+
+@pytest.fixture
+def client(engine: Engine, built: Built) -> TestClient:
+    return TestClient(Starlette(routes=page_routes(engine)))
+
+
+def _hostile_cycle(ledger: Ledger, account_id: int) -> int:
+    at = SLOTS[-1] + timedelta(days=1)
+    cycle_id = ledger.claim_cycle(account_id, at, "test", at + timedelta(minutes=5), at)
+    assert cycle_id is not None
+    ledger.append_journal(
+        cycle_id, [TraceEntry(cycle_id=cycle_id, role="reasoning", at=at, content=HOSTILE)]
+    )
+    order = Order(
+        instrument=Instrument(symbol="AAPL", market="us", currency="USD"),
+        side=Side.BUY,
+        quantity=Decimal(1),
+        placed_at=at,
+        reason=HOSTILE,
+    )
+    rejection = Rejection(reason=RejectReason.MARKET_CLOSED, message=HOSTILE, at=at)
+    ledger.record_order(cycle_id=cycle_id, seq=0, order=order, outcome=rejection)
+    ledger.finish_cycle(cycle_id, CycleStatus.DONE, at)
+    return cycle_id
+
+
+def test_every_page_is_html_with_its_security_headers(client: TestClient, built: Built) -> None:
+    for path in (*PAGES, "/cycles/1"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["content-type"].startswith("text/html")
+        for name, value in PAGE_HEADERS.items():
+            assert response.headers[name] == value, (path, name)
+        head = client.head(path)
+        assert head.status_code == 200
+        assert head.content == b""
+
+
+@pytest.mark.sqlite_only
+def test_the_pages_are_read_only(client: TestClient) -> None:
+    for path in (*PAGES, "/cycles/1", "/live/stamp"):
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            assert client.request(method, path).status_code == 405, (method, path)
+
+
+@pytest.mark.sqlite_only
+def test_unknown_names_are_not_found(client: TestClient) -> None:
+    for path in ("/markets/us/agents/nobody", "/markets/xx/agents/alpha", "/cycles/424242"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert "Not found" in response.text
+    assert client.get("/cycles/abc").status_code == 404
+
+
+@pytest.mark.sqlite_only
+def test_the_static_files_come_from_the_installed_package(client: TestClient) -> None:
+    for name, kind in (
+        ("live.js", "javascript"),
+        ("arena.css", "text/css"),
+        ("favicon.svg", "image/svg+xml"),
+    ):
+        response = client.get(f"/static/{name}")
+        assert response.status_code == 200, name
+        assert kind in response.headers["content-type"]
+    assert "data-stamp-url" in client.get("/static/live.js").text
+    assert client.get("/static/../pages.py").status_code == 404
+    assert client.get("/static/%2e%2e/pages.py").status_code == 404
+
+
+def test_agent_text_is_escaped_and_links_stay_ours(
+    client: TestClient, ledger: Ledger, built: Built
+) -> None:
+    cycle_id = _hostile_cycle(ledger, built.accounts["us", "gamma"])
+    for path in ("/markets/us/agents/gamma", f"/cycles/{cycle_id}"):
+        html = client.get(path).text
+        assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+        assert "<script>window" not in html
+        assert "<img" not in html
+        assert "javascript:x()" in html  # shown, as text
+        hrefs = re.findall(r'(?:href|src)="([^"]*)"', html)
+        assert hrefs
+        assert all(href.startswith("/") for href in hrefs), hrefs
+    agent = client.get("/markets/us/agents/gamma").text
+    assert f'href="/cycles/{cycle_id}"' in agent
+
+
+@pytest.mark.sqlite_only
+def test_the_agent_page_links_each_order_to_its_cycle(
+    client: TestClient, ledger: Ledger, built: Built
+) -> None:
+    html = client.get("/markets/us/agents/gamma").text
+    rows = re.findall(r'data-order-id="(\d+)".*?href="/cycles/(\d+)"', html, flags=re.DOTALL)
+    assert len(rows) == 3  # gamma's buy, its rejected buy and its sell
+    for order_id, cycle_id in rows:
+        orders = ledger.cycle_orders(int(cycle_id))
+        assert [o.order_id for o in orders] == [int(order_id)]
+
+
+def test_the_live_stamp_moves_with_the_ledger(
+    client: TestClient, ledger: Ledger, built: Built
+) -> None:
+    first = client.get("/live/stamp").text
+    assert client.get("/live/stamp").text == first
+    assert f'data-stamp="{first}"' in client.get("/").text
+    account_id = built.accounts["us", "beta"]
+    at = SLOTS[-1] + timedelta(days=1)
+    cycle_id = ledger.claim_cycle(account_id, at, "test", at + timedelta(minutes=5), at)
+    assert cycle_id is not None
+    claimed = client.get("/live/stamp").text
+    assert claimed != first
+    ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, {})
+    snapshot = client.get("/live/stamp").text
+    assert snapshot != claimed
+    ledger.finish_cycle(cycle_id, CycleStatus.DONE, at)
+    assert client.get("/live/stamp").text not in {first, claimed, snapshot}

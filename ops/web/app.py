@@ -12,13 +12,13 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.http import WebParts
+from openbell.ops.web.api import api_routes
+from openbell.ops.web.pages import page_routes
 
 
 def web_routes(engine: Engine) -> list[BaseRoute]:
-    """The arena's read routes over the ledger of `engine` (none yet: the JSON API and the pages
-    join here)."""
-    del engine  # read by the API and the pages once they are mounted here
-    return []
+    """The arena's read routes over the ledger of `engine`: the JSON API, then the pages."""
+    return [*api_routes(engine), *page_routes(engine)]
 
 
 def web_parts(engine: Engine) -> WebParts:

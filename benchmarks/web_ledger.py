@@ -6,9 +6,9 @@ from the bundled bar files only, so the figures can be reproduced anywhere:
 - **crypto, daily, 2024-12-01 .. 2025-11-30**: the one bundled market with a whole year of bars
   (365 slots). The US bundle has 2025-10-01 .. 2025-11-10 hourly and 2025-06-10 .. 2025-10-30
   daily, the A-share one 2025-01-02 .. 2025-11-19 daily: none holds a year.
-- **us, hourly, 2025-10-01 .. 2025-10-14**: the first ten sessions of the bundled US hours (70
+- **us, hourly, 2025-10-01 .. 2025-10-14**: the first ten sessions of the bundled US hours (60
   slots), so the US leaderboard and an intraday equity curve are served too (all 174 slots would
-  add half again to the build, which takes about 2.5 s a slot on the shared 2-core machine).
+  add about four minutes to a build of about 20 on the shared 2-core machine: 2-3 s a slot).
 
 The 50 agents, each in both markets: the four deterministic baselines, 40 seeded `random` traders
 (seeds 1..40) and 6 LLM agents whose model is faked at the HTTP boundary (`httpx.MockTransport`,
@@ -92,7 +92,7 @@ def config(db: Path, windows: tuple[Window, ...]) -> OpenbellConfig:
     """The config of the 44 baseline and random agents in `windows`' markets, ledger at `db`."""
     markets = tuple(window.market for window in windows)
     agents: list[BaselineAgentConfig | RandomAgentConfig] = [
-        BaselineAgentConfig(name=kind.replace("_", "-"), kind=kind, markets=markets)  # type: ignore[arg-type]
+        BaselineAgentConfig(name=kind.replace("_", "-"), kind=kind, markets=markets)
         for kind in BASELINE_KINDS
     ]
     agents += [
@@ -108,7 +108,7 @@ def config(db: Path, windows: tuple[Window, ...]) -> OpenbellConfig:
                     universe=window.universe,
                     cadence=window.cadence,
                     source="bundled",
-                    initial_cash=window.initial_cash,  # type: ignore[arg-type]
+                    initial_cash=window.initial_cash,
                     allow_outside_coverage=True,
                 )
                 for window in windows
@@ -136,7 +136,7 @@ def _fake_model(symbol: str) -> httpx.AsyncClient:
         prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
         digest = hashlib.sha256(str(prompt).encode())
         side = "buy" if digest.digest()[0] % 2 == 0 else "sell"
-        script = [
+        script: list[tuple[str, str, dict[str, Any]]] = [
             ("Checking the book first.", "get_portfolio", {}),
             (f"Quote {symbol} against the market.", "get_quote", {"symbols": [symbol]}),
             ("Recent bars for the trend.", "get_bars", {"symbol": symbol, "lookback": 20}),
@@ -243,6 +243,7 @@ def cached_ledger(*, rebuild: bool = False, quiet: bool = False) -> Path:
                 file=sys.stderr,
             )
     building.rename(db)  # only a finished ledger is ever found in the cache
+    Path(f"{building}.lock").unlink(missing_ok=True)  # the replay's lock file
     return db
 
 

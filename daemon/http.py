@@ -16,8 +16,10 @@ The app has two kinds of route:
 - `routes`: the read routes (the JSON API, the pages, their static files). With a `read_token`,
   each request needs it: `Authorization: Bearer TOKEN`, or the cookie `openbell_read` that a
   browser gets by opening any read URL once with `?token=TOKEN` (answered by a redirect to the
-  same URL without it, so the token stays out of the address bar, history and referrers). The
-  token is compared in constant time and never logged. Anything else is 401.
+  same URL without it, so the token stays out of the address bar, history and referrers; the
+  cookie is HttpOnly and SameSite=Lax, so a link from elsewhere still works, and every read route
+  is a GET without side effects). The token is compared in constant time and never logged.
+  Anything else is 401.
 Unknown paths are 404 (401 first when a read token is set and missing).
 
 The server listens on loopback only unless the operator allowed another address
@@ -45,6 +47,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocketClose
 
 from openbell.daemon.health import HealthBoard
 from openbell.markets.errors import ConfigError, OperatorError
@@ -120,25 +123,31 @@ class ReadTokenGuard:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
-        if self._matches(connection.query_params.get("token")):
-            # Keep it in a cookie and drop it from the address.
-            target = connection.url.remove_query_params("token")
-            response: Response = RedirectResponse(str(target), status_code=303)
-            response.set_cookie(
-                TOKEN_COOKIE, self._token.decode(), httponly=True, samesite="strict", path="/"
-            )
-        elif self._matches(_bearer(connection)) or self._matches(
+        if self._matches(_bearer(connection)) or self._matches(
             connection.cookies.get(TOKEN_COOKIE)
         ):
             await self.app(scope, receive, send)
-            return
+        elif scope["type"] == "websocket":
+            await WebSocketClose(code=1008)(scope, receive, send)  # policy violation
+        elif self._matches(connection.query_params.get("token")):
+            await self._keep(connection)(scope, receive, send)
         else:
-            response = PlainTextResponse(
+            await PlainTextResponse(
                 "a read token is required: Authorization: Bearer TOKEN, or ?token=TOKEN once\n",
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
-            )
-        await response(scope, receive, send)
+            )(scope, receive, send)
+
+    def _keep(self, connection: HTTPConnection) -> Response:
+        """A redirect to the URL without its token, which the browser keeps in a cookie. Relative:
+        the Host header is the client's to choose."""
+        target = connection.url.remove_query_params("token")
+        query = f"?{target.query}" if target.query else ""
+        response = RedirectResponse(target.path + query, status_code=303)
+        response.set_cookie(
+            TOKEN_COOKIE, self._token.decode(), httponly=True, samesite="lax", path="/"
+        )
+        return response
 
     def _matches(self, offered: str | None) -> bool:
         return offered is not None and hmac.compare_digest(offered.encode(), self._token)

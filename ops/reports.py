@@ -306,6 +306,11 @@ class MarketView:
     accounts: tuple[_Account, ...]
     benchmark_navs: tuple[NavPoint, ...]
 
+    def equity_curves(self) -> dict[str, tuple[NavPoint, ...]]:
+        """Each account's NAV series in the window (agent name -> slot NAVs, oldest first), the
+        series its panel is computed from."""
+        return {account.info.agent_name: account.navs for account in self.accounts}
+
 
 def market_view(
     engine: Engine,

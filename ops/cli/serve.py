@@ -11,7 +11,6 @@ caught (`app.py`).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,6 +47,8 @@ def serve_command(
     http = _http(loaded, listen)
     read_token = http.read_token(os.environ)
     engine = _open_read_only(loaded)
+    import asyncio  # here: `openbell --help` does not pay for it
+
     try:
         asyncio.run(_serve(engine, http, read_token, state.stop))
     finally:
@@ -87,6 +88,8 @@ def _open_read_only(loaded: OpenbellConfig) -> Engine:
 async def _serve(
     engine: Engine, http: HttpConfig, read_token: str | None, stop: StopRequest
 ) -> None:
+    import asyncio
+
     from openbell.daemon.http import serve_http
     from openbell.ops.web.app import web_routes
 
@@ -97,7 +100,7 @@ async def _serve(
         allow_remote=http.allow_remote,
         read_token=read_token,
     )
-    command_log().info("serving", url=server.url, read_token=read_token is not None)
+    command_log().info("serving", url=server.url, guarded=read_token is not None)
     try:
         # A signal handler sets `stop` (no asyncio.Event can be set from one): poll it.
         while not stop.is_set():  # noqa: ASYNC110

@@ -7,8 +7,8 @@ method is a 405. Query parameters are validated by `ops.web.schemas` (a bad one 
 unknown market, agent or cycle is a 404; both, and any unknown path under `/api/v1`, answer
 `{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
 synchronous), so a slow query never blocks the event loop; leaderboards, metric panels and
-benchmark series come from one `ViewMemo` per app, computed again only after the ledger changed.
-Routes:
+benchmark series come from a `ViewMemo` (the server's, shared with its pages, or the app's own),
+computed again only after the ledger changed. Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
@@ -52,6 +52,9 @@ PREFIX = "/api/v1"
 _Query = TypeVar("_Query", bound=BaseModel)
 
 
+_Build = Callable[[], dict[str, Any]]
+
+
 class BadRequest(Exception):
     """A query parameter the API cannot use; answered with a 400."""
 
@@ -90,6 +93,10 @@ def _window(engine: Engine, market: str, query: WindowQuery) -> Window:
     return start, end
 
 
+def _json(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
 def _next_url(request: Request, before: object | None) -> str | None:
     if before is None:
         return None
@@ -101,9 +108,9 @@ def _next_url(request: Request, before: object | None) -> str | None:
 class _Api:
     """The endpoints over one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, memo: ViewMemo) -> None:
         self._engine = engine
-        self._memo = ViewMemo(engine)
+        self._memo = memo
 
     async def markets(self, request: Request) -> Response:
         found = await run_in_threadpool(read_model.markets, self._engine)
@@ -113,13 +120,21 @@ class _Api:
         market = request.path_params["market"]
         query = _query(WindowQuery, request)
 
-        def read() -> dict[str, Any]:
+        def read() -> bytes:
             window = _window(self._engine, market, query)
-            return exporting.leaderboard_record(
-                read_model.leaderboard(self._engine, market, window, memo=self._memo)
+            return self._rendered(
+                ("leaderboard", market, *window),
+                lambda: exporting.leaderboard_record(
+                    read_model.leaderboard(self._engine, market, window, memo=self._memo)
+                ),
             )
 
-        return JSONResponse(await run_in_threadpool(read))
+        return _json(await run_in_threadpool(read))
+
+    def _rendered(self, key: tuple[str | datetime | None, ...], build: _Build) -> bytes:
+        """The JSON text of `build()`'s document, kept in the memo under `key` until the ledger
+        changes: a year of NAV points takes longer to write out than to read."""
+        return self._memo.remember(bytes, ("json", *key), lambda: bytes(JSONResponse(build()).body))
 
     async def account(self, request: Request) -> Response:
         agent, market = request.path_params["agent"], request.path_params["market"]
@@ -134,6 +149,7 @@ class _Api:
     async def nav(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "nav",
             lambda agent, market, window: payloads.nav_document(
                 read_model.nav_series(self._engine, agent, market, window)
             ),
@@ -142,6 +158,7 @@ class _Api:
     async def benchmark(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "benchmark",
             lambda agent, market, window: payloads.benchmark_document(
                 read_model.benchmark(self._engine, agent, market, window, memo=self._memo)
             ),
@@ -150,24 +167,28 @@ class _Api:
     async def metrics(self, request: Request) -> Response:
         return await self._windowed(
             request,
+            "metrics",
             lambda agent, market, window: exporting.report_record(
                 read_model.metrics(self._engine, agent, market, window, memo=self._memo)
             ),
         )
 
     async def _windowed(
-        self, request: Request, read: Callable[[str, str, Window], dict[str, Any]]
+        self, request: Request, name: str, read: Callable[[str, str, Window], dict[str, Any]]
     ) -> Response:
-        """An account's document over the query's window (the account checked first, so an
-        unknown agent is a 404 whatever the window)."""
+        """An account's document `name` over the query's window (the account checked first, so
+        an unknown agent is a 404 whatever the window), kept until the ledger changes."""
         agent, market = request.path_params["agent"], request.path_params["market"]
         query = _query(WindowQuery, request)
 
-        def run() -> dict[str, Any]:
+        def run() -> bytes:
             read_model.account(self._engine, agent, market)
-            return read(agent, market, _window(self._engine, market, query))
+            window = _window(self._engine, market, query)
+            return self._rendered(
+                (name, agent, market, *window), lambda: read(agent, market, window)
+            )
 
-        return JSONResponse(await run_in_threadpool(run))
+        return _json(await run_in_threadpool(run))
 
     async def positions(self, request: Request) -> Response:
         agent, market = request.path_params["agent"], request.path_params["market"]
@@ -231,9 +252,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def api_app(engine: Engine) -> Starlette:
-    """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers."""
-    api = _Api(engine)
+def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
+    """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers;
+    leaderboards and reports come from `memo` (a new one by default)."""
+    api = _Api(engine, ViewMemo(engine) if memo is None else memo)
     account = "/agents/{agent}/{market}"
     routes = [
         Route("/markets", api.markets, methods=["GET"]),
@@ -260,6 +282,7 @@ def api_app(engine: Engine) -> Starlette:
     )
 
 
-def api_routes(engine: Engine) -> list[BaseRoute]:
-    """The API's routes, to put among a server's own: one `Mount` at `/api/v1`."""
-    return [Mount(PREFIX, app=api_app(engine))]
+def api_routes(engine: Engine, *, memo: ViewMemo | None = None) -> list[BaseRoute]:
+    """The API's routes, to put among a server's own: one `Mount` at `/api/v1`. Pass the `memo`
+    the server's pages use (and warm after a slot) to compute each leaderboard once for both."""
+    return [Mount(PREFIX, app=api_app(engine, memo=memo))]

@@ -13,12 +13,15 @@ from starlette.routing import BaseRoute
 
 from openbell.daemon.http import WebParts
 from openbell.ops.web.api import api_routes
+from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.pages import page_routes
 
 
 def web_routes(engine: Engine) -> list[BaseRoute]:
-    """The arena's read routes over the ledger of `engine`: the JSON API, then the pages."""
-    return [*api_routes(engine), *page_routes(engine)]
+    """The arena's read routes over the ledger of `engine`: the JSON API, then the pages, sharing
+    one memo (each leaderboard is computed once a slot for both)."""
+    memo = ViewMemo(engine)
+    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo)]
 
 
 def web_parts(engine: Engine) -> WebParts:

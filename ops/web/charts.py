@@ -34,13 +34,15 @@ _RIGHT = 12
 _TOP = 30
 #: Roughly how wide a character of a legend is, in SVG user units.
 _CHAR_WIDTH = 7.2
-_GAP = 30
+_GAP = 34
 _BOTTOM = 24
 #: At most this many session dates are labelled on the x axis.
 MAX_DATE_LABELS = 7
 
 SPARK_WIDTH = 120
 SPARK_HEIGHT = 28
+#: A sparkline draws at most this many of its points (one per pixel of its width, or so).
+SPARK_POINTS = 120
 
 
 def _svg(text: str) -> Markup:
@@ -163,8 +165,8 @@ def _grid(frame: _Frame, ticks: Sequence[float], text: Sequence[str]) -> str:
     return "".join(parts)
 
 
-def _session_marks(frame: _Frame, axis: TradingAxis) -> str:
-    """A faint line at each labelled session start, with its date under the panel."""
+def _session_marks(frame: _Frame, axis: TradingAxis, *, dated: bool) -> str:
+    """A faint line at each labelled session start, with its date under the panel if `dated`."""
     parts: list[str] = []
     bottom = frame.top + frame.height
     for step, day in _date_labels(axis):
@@ -172,9 +174,12 @@ def _session_marks(frame: _Frame, axis: TradingAxis) -> str:
         parts.append(
             f'<line class="session" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top:.1f}" '
             f'y2="{bottom:.1f}"/>'
-            f'<text class="tick" x="{x:.1f}" y="{bottom + 15:.1f}" text-anchor="middle">'
-            f"{escape(day.isoformat())}</text>"
         )
+        if dated:
+            parts.append(
+                f'<text class="tick" x="{x:.1f}" y="{bottom + 15:.1f}" text-anchor="middle">'
+                f"{escape(day.isoformat())}</text>"
+            )
     return "".join(parts)
 
 
@@ -246,25 +251,34 @@ def equity_chart(
     body = "".join(
         [
             _grid(top, nav_ticks, [f"{t:,.0f}" for t in nav_ticks]),
-            _session_marks(top, axis),
+            _session_marks(top, axis, dated=False),
             _polyline(top, bench, "line benchmark"),
             _polyline(top, own, "line nav"),
             _grid(lower, dd_ticks, [f"{t:.1%}" for t in dd_ticks]),
-            _session_marks(lower, axis),
+            _session_marks(lower, axis, dated=True),
             _area(lower, own_dd, "area drawdown"),
             _polyline(lower, bench_dd, "line benchmark"),
             _polyline(lower, own_dd, "line drawdown"),
             _legend(label, benchmark_label),
-            f'<text class="legend" x="{_LEFT + 8}" y="{lower.top + 14:.1f}">drawdown</text>',
+            f'<text class="legend" x="{_LEFT}" y="{lower.top - 8:.1f}">drawdown</text>',
         ]
     )
     return _svg(f"{head}{body}</svg>")
 
 
+def thin(values: Sequence[float], limit: int) -> list[float]:
+    """At most `limit` (>= 2) of `values`, evenly spaced, the first and the last among them."""
+    if len(values) <= limit:
+        return list(values)
+    last = len(values) - 1
+    return [values[round(i * last / (limit - 1))] for i in range(limit)]
+
+
 def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
-    """A small line of the NAV series in trading time (one step per snapshot), for a table row;
-    it is drawn `up` or `down` by whether the last NAV is above the first."""
-    values = [float(p.nav) for p in sorted(navs, key=lambda p: p.at)]
+    """A small line of the NAV series in trading time (one step per snapshot, at most
+    `SPARK_POINTS` of them), for a table row; drawn `up` or `down` by whether the last NAV is
+    above the first."""
+    values = thin([float(p.nav) for p in sorted(navs, key=lambda p: p.at)], SPARK_POINTS)
     head = (
         f'<svg class="spark" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" role="img" '
         f'xmlns="http://www.w3.org/2000/svg" aria-label="{escape(label)}">'

@@ -1,7 +1,8 @@
 """Market views and agent reports remembered until the ledger changes: computed once a slot.
 
-This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window)
-and the last `ops.reports.report` of each (agent, market, window), each with the
+This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window),
+the last `ops.reports.report` of each (agent, market, window) and any other value a caller
+`remember`s (the read model keeps NAV series there), each with the
 `store.queries.ledger_version` it was built at, and gives it again while the version is
 the same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
 takes seconds to compute (it reads every NAV snapshot and cycle of the market) but changes only
@@ -45,7 +46,7 @@ class ViewMemo:
     ) -> MarketView:
         """The market's view over `[start, end)` at the ledger's current version (errors as
         `reports.market_view`)."""
-        return self._remember(
+        return self.remember(
             MarketView,
             ("view", market, start, end),
             lambda: reports.market_view(self._engine, market, start, end),
@@ -56,7 +57,7 @@ class ViewMemo:
     ) -> AgentReport:
         """The agent's report over `[start, end)`, built on the market's `view` (errors as
         `reports.report`)."""
-        return self._remember(
+        return self.remember(
             AgentReport,
             ("report", agent, market, start, end),
             lambda: reports.report(
@@ -64,7 +65,10 @@ class ViewMemo:
             ),
         )
 
-    def _remember(self, kind: type[_T], key: _Key, build: Callable[[], _T]) -> _T:
+    def remember(self, kind: type[_T], key: _Key, build: Callable[[], _T]) -> _T:
+        """The value of `key` built at the ledger's current version: the kept one, or
+        `build()`'s, kept (a `kind` instance; `key` names what it is, its first item the
+        kind of value, e.g. `("nav", agent, market, start, end)`)."""
         version = queries.ledger_version(self._engine)
         found = self._cached(kind, key, version)
         if found is not None:

@@ -6,15 +6,16 @@ so any text an agent wrote (order reasons, reasoning, tool results) is sent as i
 template marks agent text safe. Every page carries a Content-Security-Policy allowing only this
 origin's own files and no inline script or style, so even a missed escape could run nothing. The
 pages are read-only (GET and HEAD) and read the ledger through `ops.web.read_model` in Starlette's
-thread pool (never on the event loop of a daemon serving them). Live updates: each page names
-`/live/stamp`, a few index lookups that change whenever a cycle, order, trace entry or NAV
-snapshot is written or a cycle finishes, and the vendored `static/live.js` polls it and swaps in
-the page's fresh `<main>` when it changes. Static files come from this package's `static/`.
+thread pool (never on the event loop of a daemon serving them), with leaderboards and reports
+kept between slots by a `ViewMemo` and the arena's boards by the ledger's version. Live updates:
+each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
+lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
+`static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
+come from this package's `static/`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -25,11 +26,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from openbell.markets.errors import ReportError, TraceNotFound
-from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web import read_model, views
+from openbell.ops.web.memo import ViewMemo
 from openbell.store import queries
-from openbell.store.queries import AccountInfo
-from openbell.store.records import SnapshotKind
 
 #: The headers of every page: only this origin's files, no inline script or style, no framing.
 PAGE_HEADERS: Final = {
@@ -42,7 +41,7 @@ PAGE_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-#: How many of an account's latest orders and cycles its page lists.
+#: How many of an account's latest orders, fills and cycles its page lists.
 RECENT = 25
 
 
@@ -56,80 +55,85 @@ def template_environment() -> Environment:
     )
 
 
-def sparkline_series(engine: Engine, accounts: Sequence[AccountInfo]) -> dict[str, list[NavPoint]]:
-    """Each account's NAV at its session closes (its slot NAVs when it has fewer than two), by
-    agent name: the arena's sparklines."""
-    ids = [info.account_id for info in accounts]
-    closes = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE)
-    short = [account_id for account_id in ids if len(closes[account_id]) < 2]
-    slots = queries.nav_series_of(engine, short, SnapshotKind.SLOT) if short else {}
-    out: dict[str, list[NavPoint]] = {}
-    for info in accounts:
-        rows = slots.get(info.account_id) or closes[info.account_id]
-        out[info.agent_name] = [NavPoint(at=r.at, nav=r.nav) for r in rows if r.nav > 0]
-    return out
-
-
 class _Pages:
     """The page endpoints over one engine. Plain functions: Starlette runs them in its thread
     pool, so the ledger's blocking reads never hold an event loop."""
 
-    def __init__(self, engine: Engine, poll_ms: int) -> None:
+    def __init__(self, engine: Engine, memo: ViewMemo, poll_ms: int) -> None:
         self._engine = engine
+        self._memo = memo
         self._poll_ms = poll_ms
         self._templates = template_environment()
+        self._arena: tuple[str, list[views.ArenaBoard]] | None = None
 
-    def _render(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        stamp = queries.progress_stamp(self._engine)
+    def _stamp(self) -> str:
+        return stamp_of(queries.ledger_version(self._engine))
+
+    def _render(self, name: str, stamp: str, status: int = 200, **context: Any) -> HTMLResponse:
         body = self._templates.get_template(name).render(
             stamp=stamp, poll_ms=self._poll_ms, **context
         )
         return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)
 
-    def _missing(self, message: str) -> HTMLResponse:
-        return self._render("missing.html", status=404, message=message)
+    def _missing(self, stamp: str, message: str) -> HTMLResponse:
+        return self._render("missing.html", stamp, status=404, message=message)
 
     def arena(self, request: Request) -> Response:
+        stamp = self._stamp()
+        cached = self._arena
+        if cached is not None and cached[0] == stamp:
+            return self._render("arena.html", stamp, boards=cached[1])
         boards: list[views.ArenaBoard] = []
-        accounts = queries.accounts(self._engine)
         for summary in read_model.markets(self._engine):
-            board = read_model.leaderboard(self._engine, summary.market)
-            found = [info for info in accounts if info.market == summary.market]
-            navs = sparkline_series(self._engine, found)
-            boards.append(views.arena_board(summary, board, navs))
-        return self._render("arena.html", boards=boards)
+            board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
+            curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
+            boards.append(views.arena_board(summary, board, curves))
+        self._arena = (stamp, boards)
+        return self._render("arena.html", stamp, boards=boards)
 
     def agent(self, request: Request) -> Response:
         market = str(request.path_params["market"])
         agent = str(request.path_params["agent"])
+        stamp = self._stamp()
         try:
-            found = read_model.metrics(self._engine, agent, market)
+            found = read_model.metrics(self._engine, agent, market, memo=self._memo)
             holdings = read_model.positions(self._engine, agent, market)
             orders = read_model.orders(self._engine, agent, market, limit=RECENT)
+            fills = read_model.fills(self._engine, agent, market, limit=RECENT)
             cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
         except ReportError:
-            return self._missing(f"No agent {agent!r} in market {market!r}.")
-        view = views.agent_view(found, holdings, orders.items, cycles.items)
-        return self._render("agent.html", agent=view)
+            return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
+        view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
+        return self._render("agent.html", stamp, agent=view)
 
     def cycle(self, request: Request) -> Response:
         cycle_id = int(request.path_params["cycle_id"])
+        stamp = self._stamp()
         try:
             found = read_model.cycle(self._engine, cycle_id)
         except TraceNotFound:
-            return self._missing(f"No cycle {cycle_id}.")
-        return self._render("cycle.html", cycle=views.cycle_view(found))
+            return self._missing(stamp, f"No cycle {cycle_id}.")
+        return self._render("cycle.html", stamp, cycle=views.cycle_view(found))
 
     def stamp(self, request: Request) -> Response:
-        return PlainTextResponse(
-            queries.progress_stamp(self._engine), headers={"Cache-Control": "no-store"}
-        )
+        return PlainTextResponse(self._stamp(), headers={"Cache-Control": "no-store"})
 
 
-def page_routes(engine: Engine, *, poll_interval_s: float = 5.0) -> list[BaseRoute]:
+def stamp_of(version: tuple[int, ...]) -> str:
+    """The ledger's version (`store.queries.ledger_version`) as the live pages' stamp."""
+    return "-".join(str(part) for part in version)
+
+
+def page_routes(
+    engine: Engine, *, memo: ViewMemo | None = None, poll_interval_s: float = 5.0
+) -> list[BaseRoute]:
     """The pages' routes over `engine`: `/`, `/markets/{market}/agents/{agent}`,
-    `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live pages poll every `poll_interval_s`."""
-    pages = _Pages(engine, poll_ms=round(poll_interval_s * 1000))
+    `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live pages poll every `poll_interval_s`.
+
+    `memo` keeps leaderboards and reports between slots (pass the JSON API's to share it; a new
+    one by default).
+    """
+    pages = _Pages(engine, memo or ViewMemo(engine), poll_ms=round(poll_interval_s * 1000))
     return [
         Route("/", pages.arena, methods=["GET"], name="arena"),
         Route("/markets/{market}/agents/{agent}", pages.agent, methods=["GET"], name="agent"),

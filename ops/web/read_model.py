@@ -166,6 +166,14 @@ def leaderboard(
     return _view(engine, market, window, memo).leaderboard
 
 
+def equity_curves(
+    engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
+) -> dict[str, tuple[NavPoint, ...]]:
+    """Each agent's slot NAVs in `window`, oldest first, as its leaderboard row measures them
+    (for sparklines; read with the leaderboard, no query of its own)."""
+    return _view(engine, market, window, memo).equity_curves()
+
+
 def account(engine: Engine, agent: str, market: str) -> AccountInfo:
     """The account of `agent` in `market`; `ReportError` when there is none."""
     for info in queries.accounts(engine, market):
@@ -174,14 +182,32 @@ def account(engine: Engine, agent: str, market: str) -> AccountInfo:
     raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
 
 
-def nav_series(engine: Engine, agent: str, market: str, window: Window = ALL_TIME) -> NavSeries:
-    """The account's slot and close NAV snapshots in `window` (two indexed queries)."""
+def nav_series(
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: Window = ALL_TIME,
+    *,
+    memo: ViewMemo | None = None,
+) -> NavSeries:
+    """The account's slot and close NAV snapshots in `window` (two indexed queries; kept in
+    `memo` until the ledger changes, when given)."""
     info = account(engine, agent, market)
     start, end = window
-    ids = [info.account_id]
-    slot = queries.nav_series_of(engine, ids, SnapshotKind.SLOT, start, end)[info.account_id]
-    close = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE, start, end)[info.account_id]
-    return NavSeries(account=info, slot=tuple(slot), close=tuple(close))
+
+    def read() -> NavSeries:
+        ids = [info.account_id]
+        slot = queries.nav_series_of(engine, ids, SnapshotKind.SLOT, start, end)
+        close = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE, start, end)
+        return NavSeries(
+            account=info,
+            slot=tuple(slot[info.account_id]),
+            close=tuple(close[info.account_id]),
+        )
+
+    if memo is None:
+        return read()
+    return memo.remember(NavSeries, ("nav", agent, market, start, end), read)
 
 
 def metrics(

@@ -25,7 +25,7 @@ from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import equity_chart, sparkline
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
-from openbell.store.account_history import AccountCycle, AccountOrder
+from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.holdings import AccountHoldings
 from openbell.store.records import CycleUsage, TraceEntry
@@ -171,6 +171,40 @@ class OrderLine:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FillLine:
+    """One fill on the agent page, with its order's reason and a link to its cycle."""
+
+    filled_at: str
+    symbol: str
+    side: str
+    quantity: str
+    price: str
+    notional: str
+    fees: str
+    price_source: str
+    reason: str
+    cycle_id: int
+    cycle_href: str
+
+
+def fill_line(fill: AccountFill, step: Decimal) -> FillLine:
+    """A fill as a row of the agent page."""
+    return FillLine(
+        filled_at=instant(fill.filled_at),
+        symbol=fill.symbol,
+        side=fill.side,
+        quantity=figures.quantity(fill.quantity, step),
+        price=figures.price(fill.price),
+        notional=figures.money(fill.notional),
+        fees=figures.money(fill.fees),
+        price_source=fill.price_source,
+        reason=fill.reason,
+        cycle_id=fill.cycle_id,
+        cycle_href=cycle_href(fill.cycle_id),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CycleLine:
     """One cycle on the agent page."""
 
@@ -202,6 +236,7 @@ class AgentView:
     cash: str
     positions: tuple[PositionLine, ...]
     orders: tuple[OrderLine, ...]
+    fills: tuple[FillLine, ...]
     cycles: tuple[CycleLine, ...]
 
 
@@ -323,9 +358,11 @@ def agent_view(
     found: AgentReport,
     holdings: AccountHoldings,
     orders: Sequence[AccountOrder],
+    fills: Sequence[AccountFill],
     cycles: Sequence[AccountCycle],
 ) -> AgentView:
-    """The agent page of `found`'s account, with its holdings and latest orders and cycles."""
+    """The agent page of `found`'s account, with its holdings and latest orders, fills and
+    cycles."""
     info = found.account
     rules = rules_for(info.market)
     step = rules.quantity_step
@@ -349,6 +386,7 @@ def agent_view(
         cash=figures.money(holdings.cash),
         positions=_positions(holdings, step),
         orders=tuple(order_line(order, order.cycle_id, step) for order in orders),
+        fills=tuple(fill_line(fill, step) for fill in fills),
         cycles=tuple(cycle_line(cycle) for cycle in cycles),
     )
 

@@ -1,6 +1,6 @@
 """The real `openbell serve` in a subprocess: it serves a ledger read-only until SIGTERM (exit 0),
-honours `[http] read_token_env`, and refuses a missing file, a file that is not a ledger and a
-port in use with one line each."""
+honours `[http] read_token_env` (an unset variable is an error), and refuses a missing file, a file
+that is not a ledger and a port in use with one line each."""
 
 from __future__ import annotations
 
@@ -106,6 +106,14 @@ def test_serve_refuses_a_missing_file_and_a_file_that_is_not_a_ledger(tmp_path: 
     unmigrated = openbell(tmp_path, "serve", "--db", str(empty))
     assert unmigrated.returncode == 2
     assert_one_error_line(unmigrated, "openbell db upgrade")
+
+
+def test_serve_refuses_a_read_token_variable_that_is_not_set(tmp_path: Path) -> None:
+    db = ledger(tmp_path)
+    (tmp_path / "openbell.toml").write_text(CONFIG)
+    unset = openbell(tmp_path, "serve", "--db", str(db), "--listen", "127.0.0.1:0")
+    assert unset.returncode == 2
+    assert_one_error_line(unset, "OPENBELL_READ_TOKEN is not set", "[http] read_token_env")
 
 
 def test_serve_refuses_a_port_in_use_and_a_bad_listen(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Fixtures of the browser tests: the demo's ledger (made once per session by the real `openbell
 demo`), the pages served over a ledger on a real uvicorn, and Debian's Chromium via Playwright.
 
-Every test here skips when `/usr/bin/chromium` is missing (`make install` installs it as root);
-nothing else makes them skip. Each tab records the dialogs its pages open, their uncaught errors
-and the Content-Security-Policy violations Chromium reports, so a test can check none happened.
+Every test here skips when `/usr/bin/chromium` is missing (`make install` installs it as root),
+or fails then with `OPENBELL_REQUIRE_BROWSER=1` (as in CI); nothing else makes them skip. Each
+tab records the dialogs its pages open, their uncaught errors and the Content-Security-Policy
+violations Chromium reports, so a test can check none happened.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from openbell_testkit.cli import openbell
-from openbell_testkit.web import Seen, Shoot, chromium_missing, launch_chromium, serve_ledger
+from openbell_testkit.web import Seen, Shoot, launch_chromium, serve_ledger, skip_without_chromium
 
 #: The demo's window in these tests: three weeks of every market, a few seconds of replay.
 DEMO_START, DEMO_END = "2025-10-01", "2025-10-21"
@@ -29,9 +30,7 @@ POLL_S = 0.2
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Browser]:
     """Debian's Chromium, once per session; the test skips when it is not installed."""
-    missing = chromium_missing()
-    if missing:
-        pytest.skip(missing)
+    skip_without_chromium()
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         yield browser
@@ -41,6 +40,7 @@ def chromium() -> Iterator[Browser]:
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ledger of a real `openbell demo` run, made once per session (do not write to it)."""
+    skip_without_chromium()  # before the demo's half a minute, for nothing
     cwd = tmp_path_factory.mktemp("demo")
     db = cwd / "demo.db"
     result = openbell(

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from openbell.ops.figures import figure
 from openbell_testkit.arena_writes import last_slot, ledger_of, rejected_order_cycle
@@ -102,6 +102,22 @@ def test_agent_then_order_then_cycle_by_clicking(
     shoot(tab, "cycle")
     tab.get_by_role("link", name="equal-weight").first.click()
     expect(tab).to_have_url(demo_site + "/markets/us/agents/equal-weight")
+    seen.assert_nothing()
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_the_pages_fit_a_phone(demo_site: str, chromium: Browser, seen: Seen) -> None:
+    context = chromium.new_context(viewport=PHONE, is_mobile=True)  # type: ignore[arg-type]
+    phone = context.new_page()
+    phone.on("console", seen.console)
+    for path in ("/", "/markets/cn/agents/buy-and-hold", "/cycles/1"):
+        phone.goto(demo_site + path)
+        expect(phone.locator("h1")).to_be_visible()
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], path  # wide tables scroll inside their card
+    context.close()
     seen.assert_nothing()
 
 

@@ -3,8 +3,9 @@
 `/healthz` keeps its codes (200, 503 when a market is overdue) and `/metrics` parses with
 prometheus_client's parser; only GET and HEAD are allowed there, unknown paths are 404. A
 non-loopback address is refused, a port in use is one clear error. With a read token the read
-routes need it (bearer, or a cookie set from `?token=`), health and metrics stay open. Lifespans
-are entered before the first request and exited after `close()`, in the server's own task.
+routes need it (bearer, or a cookie set from `?token=`; a websocket is closed without it), health
+and metrics stay open. Lifespans are entered before the first request and exited after `close()`,
+in the server's own task.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from openbell.daemon.health import HealthBoard, MarketWatch
-from openbell.daemon.http import TOKEN_COOKIE, HttpServer, health_routes, serve_http
+from openbell.daemon.http import TOKEN_COOKIE, HttpServer, build_app, health_routes, serve_http
 from openbell.daemon.runner import CycleOutcome, SlotReport
 from openbell.markets.errors import ConfigError, OperatorError
 from openbell.store.records import CycleStatus
@@ -150,11 +153,11 @@ async def test_the_read_token_guards_the_read_routes_but_not_health() -> None:
     assert (health.status_code, metrics.status_code) == (200, 200)
     # A link with the token: a redirect to the same URL without it, and the token in a cookie.
     assert link.status_code == 303
-    assert link.headers["location"] == f"{server.url}/api/v1/hello?x=1"
+    assert link.headers["location"] == "/api/v1/hello?x=1"
     cookie = link.headers["set-cookie"]
     assert cookie.startswith(f"{TOKEN_COOKIE}={TOKEN};")
     assert "HttpOnly" in cookie
-    assert "SameSite=strict" in cookie
+    assert "SameSite=lax" in cookie
     assert (followed.status_code, followed.text, str(followed.url)) == (
         200,
         "hello\n",
@@ -238,3 +241,19 @@ def test_uvicorn_leaves_the_signal_handlers_alone() -> None:
 
     asyncio.run(serve_once())
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_websocket_needs_the_read_token_too() -> None:
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("open")
+        await websocket.close()
+
+    app = build_app(routes=[WebSocketRoute("/api/v1/live", echo)], read_token=TOKEN)
+    client = TestClient(app)
+    with pytest.raises(WebSocketDisconnect) as refused, client.websocket_connect("/api/v1/live"):
+        pass
+    assert refused.value.code == 1008
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with client.websocket_connect("/api/v1/live", headers=headers) as websocket:
+        assert websocket.receive_text() == "open"

@@ -25,9 +25,13 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from openbell.markets.domain import utc
+from openbell.markets.errors import ReportError
 from openbell.ops.demo import DEMO_MARKETS, demo_config, run_demo
 from openbell.ops.planning import replay_from_config
+from openbell.ops.return_metrics import NavPoint
+from openbell.ops.web import read_model
 from openbell.ops.web.api import api_app, api_routes
+from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import RESPONSE_MODELS, openapi_document
 from openbell.ops.web.schemas import ErrorDocument
 from openbell.store.db import make_engine
@@ -459,3 +463,18 @@ def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
             assert client.get("/api/v1/cycles/999999").status_code == 404
     finally:
         engine.dispose()
+
+
+def test_equity_curves_are_the_slot_navs_each_row_is_measured_on(demo: Demo) -> None:
+    memo = ViewMemo(demo.engine)
+    curves = read_model.equity_curves(demo.engine, "us", memo=memo)
+    board = read_model.leaderboard(demo.engine, "us", memo=memo)
+    agents = {row.agent for row in board.rows if row.agent is not None}
+    assert set(curves) == agents
+    for agent, curve in curves.items():
+        series = read_model.nav_series(demo.engine, agent, "us")
+        assert curve == tuple(NavPoint(at=row.at, nav=row.nav) for row in series.slot)
+        row = next(r for r in board.rows if r.agent == agent)
+        assert row.panel.periods == len(curve) - 1
+    with pytest.raises(ReportError):
+        read_model.equity_curves(demo.engine, "cn")

@@ -116,7 +116,7 @@ def test_agent_text_is_escaped_and_links_stay_ours(
 
 
 @pytest.mark.sqlite_only
-def test_the_agent_page_links_each_order_to_its_cycle(
+def test_the_agent_page_links_each_order_and_fill_to_its_cycle(
     client: TestClient, ledger: Ledger, built: Built
 ) -> None:
     html = client.get("/markets/us/agents/gamma").text
@@ -125,6 +125,11 @@ def test_the_agent_page_links_each_order_to_its_cycle(
     for order_id, cycle_id in rows:
         orders = ledger.cycle_orders(int(cycle_id))
         assert [o.order_id for o in orders] == [int(order_id)]
+    fills = re.findall(r'<tr class="fill">.*?href="/cycles/(\d+)"', html, flags=re.DOTALL)
+    assert len(fills) == 2  # the buy's and the sell's
+    for cycle_id in fills:
+        (order,) = ledger.cycle_orders(int(cycle_id))
+        assert order.fill_id is not None
 
 
 def test_the_live_stamp_moves_with_the_ledger(
@@ -144,3 +149,17 @@ def test_the_live_stamp_moves_with_the_ledger(
     assert snapshot != claimed
     ledger.finish_cycle(cycle_id, CycleStatus.DONE, at)
     assert client.get("/live/stamp").text not in {first, claimed, snapshot}
+
+
+def test_an_empty_ledger_and_a_new_account_show_plainly(engine: Engine, ledger: Ledger) -> None:
+    client = TestClient(Starlette(routes=page_routes(engine)))
+    assert "No accounts in the ledger yet." in client.get("/").text
+    agent_id = ledger.ensure_agent("fresh", "cash", SLOTS[0])
+    ledger.open_account(agent_id, "us", "USD", Decimal(10000), SLOTS[0])
+    arena = client.get("/")
+    assert arena.status_code == 200
+    assert 'href="/markets/us/agents/fresh"' in arena.text
+    page = client.get("/markets/us/agents/fresh")
+    assert page.status_code == 200
+    for said in ("no NAV snapshots yet", "No open positions.", "No orders yet.", "No cycles yet."):
+        assert said in page.text

@@ -11,7 +11,14 @@ from xml.etree import ElementTree
 import pytest
 
 from openbell.ops.return_metrics import NavPoint
-from openbell.ops.web.charts import drawdown, equity_chart, sparkline, trading_axis
+from openbell.ops.web.charts import (
+    SPARK_POINTS,
+    drawdown,
+    equity_chart,
+    sparkline,
+    thin,
+    trading_axis,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -114,3 +121,16 @@ def test_a_sparkline_is_up_or_down_with_one_point_per_snapshot() -> None:
     points = re.search(r'points="([^"]+)"', up)
     assert points is not None
     assert len(points.group(1).split()) == 3
+
+
+def test_a_long_series_is_thinned_keeping_its_ends() -> None:
+    assert thin([1.0, 2.0, 3.0], 5) == [1.0, 2.0, 3.0]
+    values = [float(i) for i in range(1000)]
+    kept = thin(values, 10)
+    assert len(kept) == 10
+    assert (kept[0], kept[-1]) == (0.0, 999.0)
+    assert kept == sorted(kept)
+    navs = [NavPoint(at=FRIDAY + timedelta(hours=i), nav=Decimal(100 + i % 7)) for i in range(1500)]
+    points = re.search(r'points="([^"]+)"', str(sparkline(navs, label="x")))
+    assert points is not None
+    assert len(points.group(1).split()) == SPARK_POINTS

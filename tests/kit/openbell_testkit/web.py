@@ -11,6 +11,7 @@ serves the pages over a SQLite ledger; `Seen` records what a tab's pages did tha
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Dialog, Error, Page, Playwright
 from starlette.applications import Starlette
@@ -47,6 +49,17 @@ def chromium_missing() -> str | None:
     if CHROMIUM.exists():
         return None
     return f"{CHROMIUM} is not installed (make install installs it as root with apt-get)"
+
+
+def skip_without_chromium() -> None:
+    """Skip the calling test when Chromium is missing; fail it instead with
+    `OPENBELL_REQUIRE_BROWSER=1` (CI sets it: there a skip would hide the browser tests)."""
+    missing = chromium_missing()
+    if missing is None:
+        return
+    if os.environ.get("OPENBELL_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"OPENBELL_REQUIRE_BROWSER=1 but {missing}")
+    pytest.skip(missing)
 
 
 def launch_chromium(playwright: Playwright) -> Browser:

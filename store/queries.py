@@ -487,3 +487,4 @@ def ledger_version(engine: Engine) -> tuple[int, ...]:
     with engine.connect() as connection:
         row = connection.execute(select(*latest, recent)).one()
     return tuple(int(value) for value in row)
+

@@ -487,4 +487,3 @@ def ledger_version(engine: Engine) -> tuple[int, ...]:
     with engine.connect() as connection:
         row = connection.execute(select(*latest, recent)).one()
     return tuple(int(value) for value in row)
-

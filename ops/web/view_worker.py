@@ -10,8 +10,10 @@ indexed queries on top of the view, 10-20 ms) is still built in the caller's pro
 
 The worker is started on the first view, with `spawn` (a fork of a process holding threads and
 an event loop is unsafe), and opens the same ledger read-only (`store.db.ledger_address`: the
-same URL, secrets to mask and statement timeout); it logs nothing and ignores SIGINT (a Ctrl-C
-in the terminal stops the server, which shuts the worker down). Errors the view raises
+same URL, secrets to mask and statement timeout); it logs nothing, ignores SIGINT (a Ctrl-C
+in the terminal stops the server, which shuts the worker down) and runs at a lower priority
+(`WORKER_NICENESS`): on a machine whose cores are busy, the daemon's cycles come first and a
+page waits, since the view uses a core of its own for a second or more. Errors the view raises
 (`ReportError`, database errors) come back as they are. A worker that dies (killed, out of
 memory) breaks the pool: it is replaced and the view asked again, once; a second failure is
 `ViewWorkerFailed`, as is a view asked after `close()`. `lifespan()` closes it with the server.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import signal
 import threading
 from collections.abc import AsyncIterator
@@ -28,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
 from sqlalchemy import Engine
 
@@ -36,6 +39,9 @@ from openbell.markets.errors import OpenbellError
 from openbell.ops import reports
 from openbell.ops.reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
+
+#: How much lower the worker's scheduling priority is than the server's (`os.nice`).
+WORKER_NICENESS: Final = 10
 
 
 class ViewWorkerFailed(OpenbellError):
@@ -131,8 +137,10 @@ _engine: Engine | None = None
 
 
 def _open_ledger(address: LedgerAddress) -> None:
-    """The worker's initializer: open the ledger read-only, leave SIGINT to the server."""
+    """The worker's initializer: yield the CPU to the server's process, leave SIGINT to the
+    server, open the ledger read-only."""
     global _engine
+    os.nice(WORKER_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _engine = address.open_read_only()
 

@@ -11,12 +11,14 @@ and ten sessions of US hours), copied into a temp dir and upgraded to the schema
 2. Cycles while a page is polled: the A-share daily replay (`web_ledger.CN`, `--slots` slots) with
    the same 50 agents into the copy, run by the replay driver on one event loop that also serves
    the web routes over the same ledger with `daemon.http.serve_http`, as the daemon serves them
-   next to its cycles. A child process polls the arena page `/` over loopback, in blocks of
-   `--block` slots: not at all, once a second, then as fast as it can (one request after the
-   other), and again. Each slot's wall time (between the driver's progress calls) counts for the
-   block it ran in, but for each block's first slot (the replay's cold first slot, or one a page
-   request from the block before may still run into). Median and p99 per condition, and their
-   ratios to the unpolled slots (target: about 1.0). The page is polled flat out only to find
+   next to its cycles (`ops.web.app.web_parts`: the market views computed in a worker process;
+   `--in-process-views`: in the server's thread pool, as before that worker). A child process
+   polls the arena page `/` over loopback, in blocks of `--block` slots: not at all, once a
+   second, then as fast as it can (one request after the other), and again. Each slot's wall
+   time (between the driver's progress calls) counts for the block it ran in, but for each
+   block's first slot (the replay's cold first slot, or one a page request from the block before
+   may still run into). Median and p99 per condition, and their ratios to the unpolled slots
+   (target: about 1.0). The page is polled flat out only to find
    the worst case: a browser's page polls `/live/stamp` and reloads once a slot.
 
 Not a test: run it by hand, `.venv/bin/python benchmarks/web_bench.py [--requests N]`.
@@ -50,7 +52,7 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots
 from openbell.ops.logs import configure_logging
 from openbell.ops.planning import replay_plan
-from openbell.ops.web.app import web_routes
+from openbell.ops.web.app import web_parts
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
@@ -188,7 +190,7 @@ async def loop_lag(lags: list[tuple[str, float]], mode: list[str]) -> None:
         lags.append((mode[0], time.perf_counter() - started - 0.01))
 
 
-async def polled_replay(db: Path, slots: int, block: int, path: str) -> None:
+async def polled_replay(db: Path, slots: int, block: int, path: str, *, worker: bool) -> None:
     url = f"sqlite:///{db.as_posix()}"
     plan, _ = replay_plan(
         config(db, (*LEDGER_WINDOWS, CN)),
@@ -209,7 +211,8 @@ async def polled_replay(db: Path, slots: int, block: int, path: str) -> None:
     upgrade(url)  # the new accounts' market needs nothing more; the schema is at the head
 
     engine = make_engine(url)  # one engine for the cycles and the pages, as the daemon has
-    server = await serve_http("127.0.0.1", 0, routes=web_routes(engine))
+    parts = web_parts(engine, worker=worker)
+    server = await serve_http("127.0.0.1", 0, routes=parts.routes, lifespans=parts.lifespans)
     context = mp.get_context("spawn")
     interval: Synchronized[float] = context.Value("d", -1.0)
     done: Synchronized[int] = context.Value("i", 0)
@@ -281,6 +284,11 @@ def main() -> None:
     parser.add_argument("--poll", default="/", help="the page polled while cycles run")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-cycles", action="store_true")
+    parser.add_argument(
+        "--in-process-views",
+        action="store_true",
+        help="cycles part: compute the market views in the server's threads, not a worker",
+    )
     args = parser.parse_args()
     configure_logging(level="warning", stream=sys.stderr)
     ledger = cached_ledger()
@@ -301,7 +309,11 @@ def main() -> None:
             ]
             latency(db, paths, args.warmup, args.requests, args.budget_s)
         if not args.skip_cycles:
-            asyncio.run(polled_replay(db, args.slots, args.block, args.poll))
+            asyncio.run(
+                polled_replay(
+                    db, args.slots, args.block, args.poll, worker=not args.in_process_views
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ Postgres connections are made within a connect timeout (the URL's libpq `connect
 one-line error instead of a hang, optionally with a statement timeout (what the one-shot commands
 ask for, from `[store] statement_timeout_s`). A `read_only` engine (`openbell serve`) cannot write:
 SQLite opens the file `mode=ro` with `query_only`, Postgres sessions are read-only by default.
+`ledger_address` says how another process opens an engine's ledger again, read-only, with the
+same masking and statement timeout (the web's view worker, `ops.web.view_worker`).
 `check_schema` refuses to run on a database whose migrations are not at this version's head; it
 reads the migration scripts and Alembic's version table directly, without importing Alembic.
 """
@@ -23,7 +25,9 @@ from __future__ import annotations
 import ast
 import re
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -99,7 +103,41 @@ def make_engine(
         raise ConfigError(f"store url {shown!r}: {exc}") from exc
     masking = (redactor or Redactor()).with_secrets([parsed.password])
     event.listen(engine, "before_cursor_execute", _ParameterMasker(masking), retval=True)
+    _ADDRESSES[engine] = LedgerAddress(
+        url=url, redactor=redactor or Redactor(), statement_timeout_s=statement_timeout_s
+    )
     return engine
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerAddress:
+    """What `make_engine` made an engine from, to open the same ledger in another process (it
+    pickles; its `repr` shows neither the URL, which may hold a password, nor the secrets)."""
+
+    url: str = field(repr=False)
+    redactor: Redactor = field(repr=False)
+    statement_timeout_s: float | None
+
+    def open_read_only(self) -> Engine:
+        """A read-only engine on the ledger (`make_engine(..., read_only=True)`), masking as
+        the original does."""
+        return make_engine(
+            self.url,
+            redactor=self.redactor,
+            statement_timeout_s=self.statement_timeout_s,
+            read_only=True,
+        )
+
+
+_ADDRESSES: weakref.WeakKeyDictionary[Engine, LedgerAddress] = weakref.WeakKeyDictionary()
+
+
+def ledger_address(engine: Engine) -> LedgerAddress:
+    """How `engine` was made (`ValueError` for an engine `make_engine` did not make)."""
+    try:
+        return _ADDRESSES[engine]
+    except KeyError:
+        raise ValueError("the engine was not made by store.db.make_engine") from None
 
 
 class _ParameterMasker:

@@ -2,11 +2,11 @@
 
 It opens the ledger (`--db`, else the config's `[store] url`) with a read-only engine
 (`store.db.make_engine(read_only=True)`: SQLite `mode=ro`, Postgres read-only sessions), refuses
-one whose schema is not at this version's head, and serves `ops.web.app.web_routes` on `--listen`
-(else the config's `[http] listen`) under the config's `[http]` rules (loopback unless
-`allow_remote`, the read token of `read_token_env`) until SIGINT or SIGTERM, which end it with
-exit 0. There is no `/healthz` or `/metrics`: no daemon runs. Like `run`, it keeps both signals
-caught (`app.py`).
+one whose schema is not at this version's head, and serves `ops.web.app.web_parts` (the market
+views computed in a worker process, shut down with the server) on `--listen` (else the config's
+`[http] listen`) under the config's `[http]` rules (loopback unless `allow_remote`, the read
+token of `read_token_env`) until SIGINT or SIGTERM, which end it with exit 0. There is no
+`/healthz` or `/metrics`: no daemon runs. Like `run`, it keeps both signals caught (`app.py`).
 """
 
 from __future__ import annotations
@@ -91,12 +91,15 @@ async def _serve(
     import asyncio
 
     from openbell.daemon.http import serve_http
-    from openbell.ops.web.app import web_routes
+    from openbell.ops.web.app import web_parts
 
+    parts = web_parts(engine)
     server = await serve_http(
         http.host,
         http.port,
-        routes=web_routes(engine),
+        routes=parts.routes,
+        open_routes=parts.open_routes,
+        lifespans=parts.lifespans,
         allow_remote=http.allow_remote,
         read_token=read_token,
     )

@@ -47,6 +47,7 @@ from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document
 from openbell.ops.web.read_model import Window
 from openbell.ops.web.schemas import CycleQuery, IdPageQuery, SlotPageQuery, WindowQuery
+from openbell.ops.web.view_worker import ViewWorkerFailed
 
 PREFIX = "/api/v1"
 _Query = TypeVar("_Query", bound=BaseModel)
@@ -237,6 +238,10 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return error_response(404, "not_found", str(exc))
 
 
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    return error_response(503, "unavailable", str(exc))
+
+
 async def _bad_request(request: Request, exc: Exception) -> Response:
     return error_response(400, "bad_request", str(exc))
 
@@ -276,6 +281,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         exception_handlers={
             ReportError: _not_found,
             TraceNotFound: _not_found,
+            ViewWorkerFailed: _unavailable,
             BadRequest: _bad_request,
             HTTPException: _http_error,
         },

@@ -2,8 +2,9 @@
 
 This module owns `web_routes(engine)`, the read routes of the arena (the JSON API under
 `/api/v1` and the pages), which `daemon.http.serve_http` puts behind the read token, and
-`web_parts(engine)`, the daemon's `LivePlan.web` factory: those routes, plus the routes with their
-own authentication (`/mcp`) and the lifespans they need. Every route only reads the ledger.
+`web_parts(engine)`, what the daemon (its `LivePlan.web` factory) and `openbell serve` mount:
+those routes with their market views computed in a worker process (`ops.web.view_worker`), and
+the lifespan that shuts the worker down with the server. Every route only reads the ledger.
 """
 
 from __future__ import annotations
@@ -15,14 +16,21 @@ from openbell.daemon.http import WebParts
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.pages import page_routes
+from openbell.ops.web.view_worker import ViewSource, WorkerViews
 
 
-def web_routes(engine: Engine) -> list[BaseRoute]:
-    """The arena's read routes over the ledger of `engine`, sharing one memo of its views."""
-    memo = ViewMemo(engine)
+def web_routes(engine: Engine, *, views: ViewSource | None = None) -> list[BaseRoute]:
+    """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
+    come from `views` (default: computed in the request's thread)."""
+    memo = ViewMemo(engine, views=views)
     return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo)]
 
 
-def web_parts(engine: Engine) -> WebParts:
-    """What the live daemon mounts into its server over its engine."""
-    return WebParts(routes=web_routes(engine))
+def web_parts(engine: Engine, *, worker: bool = True) -> WebParts:
+    """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
+    the market views computed in a worker process closed by the parts' lifespan (in the
+    request's thread without `worker`)."""
+    if not worker:
+        return WebParts(routes=web_routes(engine))
+    views = WorkerViews(engine)
+    return WebParts(routes=web_routes(engine, views=views), lifespans=[views.lifespan])

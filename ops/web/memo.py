@@ -7,9 +7,12 @@ the last `ops.reports.report` of each (agent, market, window) and any other valu
 the same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
 takes seconds to compute (it reads every NAV snapshot and cycle of the market) but changes only
 when a slot writes to the ledger, so between slots every request after the first is served from
-memory. Views of one key are built one at a time (a burst of requests after a slot computes it
-once); the memo holds at most `size` values, dropping the least recently used. Thread-safe: the
-API reads the ledger in Starlette's thread pool.
+memory. A market view is built by the memo's `ops.web.view_worker.ViewSource`: in the calling
+thread by default, in a worker process for the servers (`ops.web.app.web_parts`), so the
+recomputation after a slot does not take the GIL from the daemon's cycles. Views of one key are
+built one at a time (a burst of requests after a slot computes it once); the memo holds at most
+`size` values, dropping the least recently used. Thread-safe: the API reads the ledger in
+Starlette's thread pool.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from sqlalchemy import Engine
 
 from openbell.ops import reports
 from openbell.ops.reports import AgentReport, MarketView
+from openbell.ops.web.view_worker import InProcessViews, ViewSource
 from openbell.store import queries
 
 _Key = tuple[str | datetime | None, ...]
@@ -32,10 +36,11 @@ _T = TypeVar("_T")
 
 class ViewMemo:
     """The market views and agent reports of one ledger, each kept until the ledger's version
-    changes."""
+    changes; market views come from `views` (default: computed in the calling thread)."""
 
-    def __init__(self, engine: Engine, *, size: int = 128) -> None:
+    def __init__(self, engine: Engine, *, size: int = 128, views: ViewSource | None = None) -> None:
         self._engine = engine
+        self._views = InProcessViews(engine) if views is None else views
         self._size = size
         self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()
         self._lock = threading.Lock()
@@ -45,11 +50,9 @@ class ViewMemo:
         self, market: str, start: datetime | None = None, end: datetime | None = None
     ) -> MarketView:
         """The market's view over `[start, end)` at the ledger's current version (errors as
-        `reports.market_view`)."""
+        `reports.market_view`, and `ViewWorkerFailed` from a worker that keeps dying)."""
         return self.remember(
-            MarketView,
-            ("view", market, start, end),
-            lambda: reports.market_view(self._engine, market, start, end),
+            MarketView, ("view", market, start, end), lambda: self._views.view(market, start, end)
         )
 
     def report(

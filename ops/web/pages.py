@@ -11,7 +11,8 @@ kept between slots by a `ViewMemo` and the arena's boards by the ledger's versio
 each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
 lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
 `static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
-come from this package's `static/`.
+come from this package's `static/`. A page whose market views cannot be computed (the view
+worker of `ops.web.view_worker` keeps dying) is a 503 page saying so.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops.web import read_model, views
 from openbell.ops.web.memo import ViewMemo
+from openbell.ops.web.view_worker import ViewWorkerFailed
 from openbell.store import queries
 
 #: The headers of every page: only this origin's files, no inline script or style, no framing.
@@ -78,16 +80,22 @@ class _Pages:
     def _missing(self, stamp: str, message: str) -> HTMLResponse:
         return self._render("missing.html", stamp, status=404, message=message)
 
+    def _unavailable(self, stamp: str, exc: ViewWorkerFailed) -> HTMLResponse:
+        return self._render("unavailable.html", stamp, status=503, message=str(exc))
+
     def arena(self, request: Request) -> Response:
         stamp = self._stamp()
         cached = self._arena
         if cached is not None and cached[0] == stamp:
             return self._render("arena.html", stamp, boards=cached[1])
         boards: list[views.ArenaBoard] = []
-        for summary in read_model.markets(self._engine):
-            board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
-            curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
-            boards.append(views.arena_board(summary, board, curves))
+        try:
+            for summary in read_model.markets(self._engine):
+                board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
+                curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
+                boards.append(views.arena_board(summary, board, curves))
+        except ViewWorkerFailed as exc:
+            return self._unavailable(stamp, exc)
         self._arena = (stamp, boards)
         return self._render("arena.html", stamp, boards=boards)
 
@@ -103,6 +111,8 @@ class _Pages:
             cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
         except ReportError:
             return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
+        except ViewWorkerFailed as exc:
+            return self._unavailable(stamp, exc)
         view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
         return self._render("agent.html", stamp, agent=view)
 

@@ -18,30 +18,17 @@ from sqlalchemy import Connection, Engine, case, func, select
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
-from openbell.store.cycle_trades import TradeFill
+from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus
 from openbell.store.tables import AccountRow, CycleRow, FillRow, OrderRow
 from openbell.store.traces import usage_of
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AccountOrder:
+class AccountOrder(CycleOrder):
     """One order of an account: its cycle, what was asked and why, and what came of it."""
 
-    order_id: int
     cycle_id: int
-    seq: int
-    symbol: str
-    side: str
-    quantity: Decimal
-    target_weight: Decimal | None
-    confidence: Decimal | None
-    reason: str
-    placed_at: datetime
-    status: str
-    reject_reason: str | None
-    reject_message: str | None
-    fills: tuple[TradeFill, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

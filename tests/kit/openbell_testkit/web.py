@@ -78,7 +78,9 @@ def serve(app: ASGIApp) -> Iterator[str]:
         port=0,
         lifespan="off",
         ws="none",
-        log_level="warning",
+        # uvicorn's own logging config (`dictConfig`) would stop its loggers propagating to the
+        # root for the rest of the session; the daemon's server passes None too.
+        log_config=None,
         access_log=False,
     )
     server = uvicorn.Server(config)

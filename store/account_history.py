@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, case, func, select
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
-from openbell.store.cycle_trades import CycleOrder, TradeFill
+from openbell.store.cycle_trades import CycleOrder, fills_by_order, order_with_fills
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus
 from openbell.store.tables import AccountRow, CycleRow, FillRow, OrderRow
 from openbell.store.traces import usage_of
@@ -83,42 +83,9 @@ def orders_page(
     query = query.order_by(col(OrderRow.id).desc()).limit(limit)
     with engine.connect() as connection:
         orders = connection.execute(query).all()
-        ids = [order.id for order in orders]
-        fills = connection.execute(
-            select(FillRow).where(col(FillRow.order_id).in_(ids)).order_by(col(FillRow.id))
-        ).all()
-    by_order: dict[int, list[TradeFill]] = {}
-    for fill in fills:
-        by_order.setdefault(fill.order_id, []).append(
-            TradeFill(
-                fill_id=fill.id,
-                quantity=fill.quantity,
-                price=fill.price,
-                notional=fill.notional,
-                fees=fill.fees,
-                currency=fill.currency,
-                filled_at=fill.filled_at,
-                price_source=fill.price_source,
-            )
-        )
+        fills = fills_by_order(connection, [order.id for order in orders])
     return [
-        AccountOrder(
-            order_id=order.id,
-            cycle_id=order.cycle_id,
-            seq=order.seq,
-            symbol=order.symbol,
-            side=order.side,
-            quantity=order.quantity,
-            target_weight=order.target_weight,
-            confidence=order.confidence,
-            reason=order.reason,
-            placed_at=order.placed_at,
-            status=order.status,
-            reject_reason=order.reject_reason,
-            reject_message=order.reject_message,
-            fills=tuple(by_order.get(order.id, ())),
-        )
-        for order in orders
+        order_with_fills(AccountOrder, order, fills, cycle_id=order.cycle_id) for order in orders
     ]
 
 

@@ -8,15 +8,19 @@ only; money and quantities stay `Decimal`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 from sqlmodel import col
 
 from openbell.store.rows import row_id
 from openbell.store.tables import FillRow, OrderRow
+
+Ord = TypeVar("Ord", bound="CycleOrder")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,17 +58,23 @@ class CycleOrder:
 
 def orders_of_cycle(engine: Engine, cycle_id: int) -> list[CycleOrder]:
     """Every order of cycle `cycle_id`, in `seq` order, with its fills."""
+    query = select(OrderRow).where(col(OrderRow.cycle_id) == cycle_id).order_by(col(OrderRow.seq))
     with engine.connect() as connection:
-        orders = connection.execute(
-            select(OrderRow).where(col(OrderRow.cycle_id) == cycle_id).order_by(col(OrderRow.seq))
-        ).all()
-        ids = [row_id(order.id) for order in orders]
-        fills = connection.execute(
-            select(FillRow).where(col(FillRow.order_id).in_(ids)).order_by(col(FillRow.id))
-        ).all()
-    by_order: dict[int, list[TradeFill]] = {}
-    for fill in fills:
-        by_order.setdefault(fill.order_id, []).append(
+        orders = connection.execute(query).all()
+        fills = fills_by_order(connection, [row_id(order.id) for order in orders])
+    return [order_with_fills(CycleOrder, order, fills) for order in orders]
+
+
+def fills_by_order(
+    connection: Connection, order_ids: Sequence[int]
+) -> dict[int, tuple[TradeFill, ...]]:
+    """The fills of the orders `order_ids`, by order, each order's in id order (one query)."""
+    rows = connection.execute(
+        select(FillRow).where(col(FillRow.order_id).in_(order_ids)).order_by(col(FillRow.id))
+    ).all()
+    found: dict[int, list[TradeFill]] = {}
+    for fill in rows:
+        found.setdefault(fill.order_id, []).append(
             TradeFill(
                 fill_id=row_id(fill.id),
                 quantity=fill.quantity,
@@ -76,21 +86,31 @@ def orders_of_cycle(engine: Engine, cycle_id: int) -> list[CycleOrder]:
                 price_source=fill.price_source,
             )
         )
-    return [
-        CycleOrder(
-            order_id=row_id(order.id),
-            seq=order.seq,
-            symbol=order.symbol,
-            side=order.side,
-            quantity=order.quantity,
-            target_weight=order.target_weight,
-            confidence=order.confidence,
-            reason=order.reason,
-            placed_at=order.placed_at,
-            status=order.status,
-            reject_reason=order.reject_reason,
-            reject_message=order.reject_message,
-            fills=tuple(by_order.get(row_id(order.id), ())),
-        )
-        for order in orders
-    ]
+    return {order_id: tuple(fills) for order_id, fills in found.items()}
+
+
+def order_with_fills(
+    kind: type[Ord],
+    order: Any,
+    fills: Mapping[int, tuple[TradeFill, ...]],
+    **more: Any,
+) -> Ord:
+    """Order row `order` as a `kind` (a `CycleOrder`), with its fills from `fills` and the
+    fields of `kind` beyond `CycleOrder`'s in `more`."""
+    order_id = row_id(order.id)
+    return kind(
+        order_id=order_id,
+        seq=order.seq,
+        symbol=order.symbol,
+        side=order.side,
+        quantity=order.quantity,
+        target_weight=order.target_weight,
+        confidence=order.confidence,
+        reason=order.reason,
+        placed_at=order.placed_at,
+        status=order.status,
+        reject_reason=order.reject_reason,
+        reject_message=order.reject_message,
+        fills=fills.get(order_id, ()),
+        **more,
+    )

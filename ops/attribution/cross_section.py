@@ -156,25 +156,24 @@ def regress(
         dropped[last] = f"thin cross-section ({count} symbols)"
         del columns[last]
     factors = tuple(columns)
+    # An empty sample keeps every style dropped: the market is then 0 and all is specific.
+    market = float(returns[sample].mean()) if count else 0.0
+    design = (
+        np.column_stack([columns[name] for name in factors])
+        if factors
+        else np.zeros((len(exposures.symbols), 0))
+    )
+    coef: Vector = np.zeros(len(factors))
+    if factors:
+        root = np.sqrt(_weights(exposures.traded[sample]))
+        excess = (returns[sample] - market) * root
+        fitted, *_ = np.linalg.lstsq(design[sample] * root[:, None], excess, rcond=None)
+        coef = np.asarray(fitted, dtype=np.float64)
+    styles = {name: float(value) for name, value in zip(factors, coef, strict=True)}
     standard = np.full((len(exposures.symbols), len(factors)), np.nan)
     residuals = np.full(len(exposures.symbols), np.nan)
-    market, styles = 0.0, dict.fromkeys(factors, 0.0)
-    if count:
-        market = float(returns[sample].mean())
-        design = (
-            np.column_stack([columns[name] for name in factors])
-            if factors
-            else np.zeros((len(exposures.symbols), 0))
-        )
-        coef: Vector = np.zeros(len(factors))
-        if factors:
-            root = np.sqrt(_weights(exposures.traded[sample]))
-            excess = (returns[sample] - market) * root
-            fitted, *_ = np.linalg.lstsq(design[sample] * root[:, None], excess, rcond=None)
-            coef = np.asarray(fitted, dtype=np.float64)
-        styles = {name: float(value) for name, value in zip(factors, coef, strict=True)}
-        standard[scored] = design[scored]
-        residuals[scored] = returns[scored] - market - design[scored] @ coef
+    standard[scored] = design[scored]
+    residuals[scored] = returns[scored] - market - design[scored] @ coef
     return CrossSection(
         symbols=exposures.symbols,
         factors=factors,

@@ -1,7 +1,7 @@
 """`openbell report --attribution`: an agent's factor attribution as a record and a table.
 
 This module owns the attribution's part of the `report` command: computing it over the report's
-window (`ops.attribution.ledger_inputs`) and showing its record (`ops.attribution.records`) as a
+window (`ops.attribution.ledger_inputs`) and showing its record (`ops.attribution.output`) as a
 rich table of parts (contribution in percent of NAV, the book's mean exposure to each style, the
 periods a style was not estimated in), with the styles skipped altogether in the caption.
 """
@@ -24,7 +24,7 @@ def attribution_of(
 ) -> dict[str, Any]:
     """The attribution record of `agent` in `market` over `window` (every period included)."""
     from openbell.ops.attribution.ledger_inputs import account_attribution
-    from openbell.ops.attribution.records import attribution_record
+    from openbell.ops.attribution.output import attribution_record
 
     return attribution_record(account_attribution(engine, agent, market, *window))
 
@@ -38,7 +38,7 @@ def attribution_table(record: dict[str, Any]) -> Table:
     estimated; the total last, the skipped styles and the method in the caption."""
     from rich.table import Table
 
-    from openbell.ops.attribution.records import part_rows
+    from openbell.ops.attribution.output import part_rows
 
     table = Table(
         title=(

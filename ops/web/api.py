@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import exporting
-from openbell.ops.attribution.records import attribution_record
+from openbell.ops.attribution.output import attribution_record
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from openbell.ops import figures
 from openbell.ops.attribution.ledger_inputs import AccountAttribution
-from openbell.ops.attribution.records import attribution_record, part_rows
+from openbell.ops.attribution.output import attribution_record, part_rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,7 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
 from openbell.ops.attribution.ledger_inputs import account_attribution
-from openbell.ops.attribution.records import attribution_record, part_rows
+from openbell.ops.attribution.output import attribution_record, part_rows
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade

@@ -18,6 +18,8 @@ floats it holds to about 1e-16 (the property tests check 1e-12). Over a window t
 parts are linked by Carino's method: with `R = prod(1 + r_t) - 1`, `k_t = ln(1 + r_t) / r_t`
 and `K = ln(1 + R) / R` (each 1 at a zero return), a part's window contribution is
 `sum_t c_t * k_t / K`; the linked parts sum to `R`, the compounded return, with no residual.
+The results hold plain dicts (typed read-only), so they pickle: the web computes them in its
+view worker process.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
 
 from openbell.ops.attribution.cross_section import CrossSection
 from openbell.ops.attribution.exposures import STYLE_FACTORS
@@ -103,14 +104,12 @@ def attribute_period(
         end_at=end_at,
         total=total,
         market=invested * section.market,
-        styles=MappingProxyType(
-            {name: exposures[name] * section.styles[name] for name in section.factors}
-        ),
+        styles={name: exposures[name] * section.styles[name] for name in section.factors},
         selection=math.fsum(weight * float(section.residuals[row]) for row, weight in held),
         trading=total - held_return,
         invested=invested,
-        exposures=MappingProxyType(exposures),
-        dropped=MappingProxyType({**(skipped or {}), **section.dropped}),
+        exposures=dict(exposures),
+        dropped={**(skipped or {}), **section.dropped},
     )
 
 
@@ -139,15 +138,11 @@ def link(periods: Sequence[PeriodAttribution]) -> WindowAttribution:
         periods=tuple(periods),
         total=total,
         market=linked([p.market for p in periods]),
-        styles=MappingProxyType(
-            {name: linked([p.styles.get(name, 0.0) for p in periods]) for name in names}
-        ),
+        styles={name: linked([p.styles.get(name, 0.0) for p in periods]) for name in names},
         selection=linked([p.selection for p in periods]),
         trading=linked([p.trading for p in periods]),
-        mean_exposures=MappingProxyType(
-            {name: math.fsum(found) / len(found) for name, found in estimated.items()}
-        ),
-        dropped_periods=MappingProxyType(
-            {name: sum(1 for p in periods if name in p.dropped) for name in dropped_names}
-        ),
+        mean_exposures={name: math.fsum(found) / len(found) for name, found in estimated.items()},
+        dropped_periods={
+            name: sum(1 for p in periods if name in p.dropped) for name in dropped_names
+        },
     )

@@ -252,18 +252,14 @@ def attribution(
     memo: ViewMemo | None = None,
 ) -> AccountAttribution:
     """The account's factor attribution over `window`, as `openbell report --attribution`
-    computes it (kept in `memo` until the ledger changes, when given: it reads every snapshot
-    of the account and the universe's bars, a fraction of a second to a second a market).
+    computes it (from `memo` while the ledger has not changed, when given, computed by its view
+    source: it reads every snapshot of the account and the universe's bars, 0.2-1 s an account
+    on the demo's ledger).
     `ReportError` when the window holds fewer than two of its slot snapshots."""
     account(engine, agent, market)
-    start, end = window
-
-    def read() -> AccountAttribution:
-        return account_attribution(engine, agent, market, start, end)
-
-    if memo is None:
-        return read()
-    return memo.remember(AccountAttribution, ("attribution", agent, market, start, end), read)
+    if memo is not None:
+        return memo.attribution(agent, market, *window)
+    return account_attribution(engine, agent, market, *window)
 
 
 def positions(engine: Engine, agent: str, market: str) -> AccountHoldings:

@@ -78,8 +78,8 @@ def _period_record(period: PeriodAttribution) -> dict[str, Any]:
 
 def attribution_record(found: AccountAttribution, *, periods: bool = True) -> dict[str, Any]:
     """The attribution as a record: window, method, linked parts, exposures, dropped styles
-    (per style, the periods it was not estimated in; `skipped`: the reason for a style no period
-    estimated) and, with `periods`, every period's parts."""
+    (per style, the periods it was not estimated in; `skipped`: each style no period estimated,
+    with the first period's reason) and, with `periods`, every period's parts."""
     window = found.attribution
     skipped = {
         name: reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import date
 from decimal import Decimal
 
 import pytest
@@ -14,6 +15,7 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
+from openbell.markets.fundamentals import FundamentalsReport
 from openbell.ops.attribution.ledger_inputs import account_attribution
 from openbell.ops.attribution.output import attribution_record, part_rows
 from openbell.store import queries
@@ -123,6 +125,33 @@ def test_a_cash_book_has_no_part_and_styles_without_fundamentals_are_skipped(
     assert (found.interval, found.cadence) == ("1d", "daily")
     skipped = attribution_record(found)["skipped"]
     assert set(skipped) == {"size", "value"}
+
+
+def test_fundamentals_published_mid_window_give_size_and_value_from_then_on(
+    replayed: Engine,
+) -> None:
+    published = utc(2025, 3, 15, 12)
+    coins = ("ADA", "AVAX", "BTC", "DOT", "ETH", "LINK", "LTC", "SOL", "SUI", "XRP")
+    reports = [
+        FundamentalsReport(
+            symbol=f"{coin}/USDT",
+            period_end=date(2024, 12, 31),
+            published_at=published,
+            currency="USDT",
+            values={"market_cap": Decimal(10**9 * (i + 1) ** 2), "book_to_price": Decimal(i % 4)},
+        )
+        for i, coin in enumerate(coins)
+    ]
+    window = account_attribution(replayed, "random", "crypto", fundamentals=reports).attribution
+    before = [p for p in window.periods if p.start_at < published]
+    after = [p for p in window.periods if p.start_at >= published]
+    assert len(before) == 15
+    for period in before:
+        assert period.dropped["size"].startswith("no report published by")
+        assert "size" not in period.styles
+    assert any("size" in p.styles for p in after)
+    assert any("value" in p.styles for p in after)
+    assert abs(window.parts_sum - window.total) <= 1e-12
 
 
 def test_unknown_agents_and_short_windows_are_report_errors(replayed: Engine) -> None:

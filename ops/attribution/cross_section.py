@@ -87,11 +87,26 @@ def _standardised(column: Vector, sample: npt.NDArray[np.bool_]) -> Vector | Non
 
 def variance_inflation(columns: Matrix) -> Vector:
     """The VIF of each column of `columns` (rows: observations): `1 / (1 - R^2)` of the column
-    regressed on the others with an intercept; infinite for an exact linear combination."""
+    regressed on the others with an intercept; infinite for an exact linear combination.
+
+    Read off the diagonal of the inverse correlation matrix; a matrix too close to singular for
+    that (condition number above 1e10) is answered by the regressions themselves."""
+    count = columns.shape[1]
+    if count < 2:
+        return np.ones(count)
+    centred = columns - columns.mean(axis=0)
+    scale = np.sqrt((centred**2).sum(axis=0))
+    if (scale > 0).all():
+        correlation = (centred / scale).T @ (centred / scale)
+        if np.linalg.cond(correlation) < 1e10:
+            return np.asarray(np.diag(np.linalg.inv(correlation)), dtype=np.float64)
+    return regressed_variance_inflation(columns)
+
+
+def regressed_variance_inflation(columns: Matrix) -> Vector:
+    """`variance_inflation` by one regression per column (exact, and slower)."""
     count = columns.shape[1]
     out = np.ones(count)
-    if count < 2:
-        return out
     for index in range(count):
         target = columns[:, index]
         others = np.column_stack([np.ones(len(target)), np.delete(columns, index, axis=1)])

@@ -253,9 +253,9 @@ def attribution(
 ) -> AccountAttribution:
     """The account's factor attribution over `window`, as `openbell report --attribution`
     computes it (from `memo` while the ledger has not changed, when given, computed by its view
-    source: it reads every snapshot of the account and the universe's bars, 0.2-1 s an account
-    on the demo's ledger).
-    `ReportError` when the window holds fewer than two of its slot snapshots."""
+    source: it reads every snapshot of the account and the universe's bars, about a second an
+    account on the demo's ledger). `ReportError` when the window holds fewer than two of its
+    slot snapshots."""
     account(engine, agent, market)
     if memo is not None:
         return memo.attribution(agent, market, *window)

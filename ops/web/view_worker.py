@@ -6,8 +6,8 @@ This module owns `ViewSource` (what `ops.web.memo.ViewMemo` builds a market view
 after a slot does not hold the GIL of the process running the daemon's cycles: a crypto view of
 the 50-agent, one-year benchmark ledger is 1.1-1.6 s of Python there, and about 50 ms of
 unpickling here, while the caller's thread only waits on a future. An account's factor
-attribution (`ops.attribution`, 0.2-1 s an account on the demo's ledger, growing with its
-snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
+attribution (`ops.attribution`, about a second an account on the demo's ledger, growing with
+its snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
 view, 10-20 ms) is still built in the caller's process.
 
 The worker is started on the first view, with `spawn` (a fork of a process holding threads and

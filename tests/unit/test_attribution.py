@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from openbell.markets.domain import Bar
 from openbell.markets.fundamentals import FundamentalsReport
-from openbell.ops.attribution.cross_section import VIF_THRESHOLD, regress, variance_inflation
+from openbell.ops.attribution.cross_section import (
+    VIF_THRESHOLD,
+    regress,
+    regressed_variance_inflation,
+    variance_inflation,
+)
 from openbell.ops.attribution.decomposition import (
     PeriodAttribution,
     WindowAttribution,
@@ -258,6 +263,25 @@ def test_the_vif_screen_drops_the_later_of_two_collinear_styles() -> None:
     assert section.dropped["liquidity"].startswith("VIF ")
     standard = np.column_stack([values[:, 0], values[:, 1]])
     assert variance_inflation(standard).max() < VIF_THRESHOLD
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 6), st.floats(0.0, 0.999))
+def test_the_vif_from_the_inverse_correlation_is_the_regressions(
+    seed: int, count: int, overlap: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    columns = rng.normal(size=(40, count))
+    columns[:, -1] = overlap * columns[:, 0] + (1 - overlap) * columns[:, -1]
+    assert variance_inflation(columns) == pytest.approx(
+        regressed_variance_inflation(columns), rel=1e-6
+    )
+
+
+def test_an_exactly_collinear_style_has_an_infinite_vif() -> None:
+    columns = np.random.default_rng(1).normal(size=(30, 3))
+    columns[:, 2] = columns[:, 0] - 2.0 * columns[:, 1]
+    assert np.isinf(variance_inflation(columns)).all()
 
 
 def test_the_regression_recovers_planted_factor_returns() -> None:

@@ -7,17 +7,18 @@ return, and its weights are the marks of the snapshot that opens it (the holding
 slot's trades, held until the next slot). The cadence is the caller's or inferred from the
 snapshots (`reports.infer_cadence`); it picks the bar interval (`1d` daily, `1h` hourly).
 The bars come from the caller's replay source or, by default, the bars bundled with openbell
-plus the bars of that interval in the ledger's bar cache (written by a live daemon), the same
-sources a report prices its benchmark from. The universe is every symbol with bars of that
-interval, less the market's single-instrument benchmark (QQQ, the SSE-50 index: an ETF or an
-index is not a member), plus anything the account held. Each symbol's price at a snapshot is
-the benchmark's point-in-time quote rule, carried forward (`benchmark.carried_prices`), so a
+plus the bars of that interval in the ledger's bar cache (written by a live daemon) of the
+bundled symbols and those the account held, as a report prices its benchmark. The universe is
+every symbol with bars of that interval, less the market's single-instrument benchmark (QQQ,
+the SSE-50 index: an ETF or an index is not a member); a symbol the account held outside it is
+scored but not estimated from (`cross_section`). Each symbol's price at a snapshot is the
+benchmark's point-in-time quote rule, carried forward (`benchmark.carried_prices`), so a
 symbol's period return is priced at the same instants as the NAV.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -78,15 +79,15 @@ def _account(engine: Engine, agent: str, market: str) -> queries.AccountInfo:
 
 
 def bar_sources(
-    engine: Engine, market: str, interval: str, until: datetime
+    engine: Engine, market: str, interval: str, until: datetime, held: Iterable[str] = ()
 ) -> tuple[ReplaySource, ...]:
     """The bundled bars of `market` and, if it holds any, the ledger's cached bars of `interval`
-    of the bundled symbols that start before `until`."""
+    of the bundled symbols and `held` that start before `until`."""
     bundled = bundled_source(market)
     try:
-        symbols = sorted(bundled.symbols(interval))
+        symbols = sorted(bundled.symbols(interval) | set(held))
     except IntervalUnavailable:
-        symbols = []
+        symbols = sorted(set(held))
     found = SqlBarCache(engine).get_bars(symbols, interval, _EPOCH, until) if symbols else {}
     cached = [entry.bar for series in found.values() for entry in series]
     if not cached:
@@ -197,8 +198,10 @@ def account_attribution(
     chosen = cadence or infer_cadence(stamps)
     interval = INTERVALS[chosen]
     until = stamps[-1] + timedelta(microseconds=1)
-    sources = (source,) if source is not None else bar_sources(engine, market, interval, until)
     held = {holding.symbol for item in snapshots for holding in item.holdings}
+    sources = (
+        (source,) if source is not None else bar_sources(engine, market, interval, until, held)
+    )
     members = _members(sources, market, interval)
     chosen_windows = windows or StyleWindows()
     panel = PricePanel.of_bars(_bars(sources, sorted(members | held), interval, stamps[-1]))

@@ -112,14 +112,13 @@ class _Pages:
             orders = read_model.orders(self._engine, agent, market, limit=RECENT)
             fills = read_model.fills(self._engine, agent, market, limit=RECENT)
             cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
+            attribution = self._attribution(agent, market)
         except ReportError:
             return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
         view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
-        return self._render(
-            "agent.html", stamp, agent=view, attribution=self._attribution(agent, market)
-        )
+        return self._render("agent.html", stamp, agent=view, attribution=attribution)
 
     def _attribution(self, agent: str, market: str) -> AttributionView | None:
         """The agent's attribution section, or None while it has fewer than two snapshots."""

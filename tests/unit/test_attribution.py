@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -307,7 +307,7 @@ def test_too_few_symbols_leave_only_the_market() -> None:
 Book = Callable[[Exposures, np.ndarray], Mapping[str, float]]
 
 
-def _run(bars: Mapping[str, list[Bar]], book: Book) -> WindowAttribution:
+def _run(bars: Mapping[str, Sequence[Bar]], book: Book) -> WindowAttribution:
     """Each day a book chosen at its start from what it may see, held over the day."""
     panel = PricePanel.of_bars(bars)
     periods: list[PeriodAttribution] = []

@@ -10,6 +10,7 @@ random (log-normal per symbol, +-50 % a day). Deterministic for a seed.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -35,8 +36,16 @@ def _bar(symbol: str, day: int, opened: float, closed: float, volume: float) -> 
 
 def momentum_market(
     seed: int, *, names: int = 60, days: int = 200, gamma: float = 0.003
-) -> dict[str, list[Bar]]:
-    """The planted market's daily bars by symbol (`S00`, `S01`, ...), oldest first."""
+) -> dict[str, tuple[Bar, ...]]:
+    """The planted market's daily bars by symbol (`S00`, `S01`, ...), oldest first (built once
+    per arguments in a process: the tests of several books share it)."""
+    return dict(_market(seed, names, days, gamma))
+
+
+@functools.cache
+def _market(
+    seed: int, names: int, days: int, gamma: float
+) -> tuple[tuple[str, tuple[Bar, ...]], ...]:
     rng = np.random.default_rng(seed)
     loading = rng.uniform(0.6, 1.4, names)
     noise = rng.uniform(0.01, 0.03, names)
@@ -61,4 +70,4 @@ def momentum_market(
                 _bar(symbol, day, float(history[-1][index]), float(closes[index]), traded[index])
             )
         history.append(closes)
-    return out
+    return tuple((symbol, tuple(bars)) for symbol, bars in out.items())

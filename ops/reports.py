@@ -36,11 +36,14 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
 from openbell.ops.benchmark import benchmark_for, benchmark_navs, benchmark_sources
+from openbell.ops.bootstrap import BootstrapResult
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops.seed_groups import SeedGroup, groups_for
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus, CycleUsage
+from openbell.store.seed_runs import seed_runs
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
 DAILY_SPACING = timedelta(hours=20)
@@ -159,6 +162,10 @@ class Leaderboard:
     benchmark: str
     currency: str
     rows: tuple[LeaderboardRow, ...]
+    #: The groups of repeated runs among the rows, compared over their seeds (`ops.seed_groups`).
+    seed_groups: tuple[SeedGroup, ...] = ()
+    #: The block bootstrap of the rows, when asked for (`ops.board_intervals`).
+    bootstrap: BootstrapResult | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -388,6 +395,9 @@ def _build(
         benchmark=spec.name,
         currency=currency,
         rows=tuple(rows),
+        seed_groups=groups_for(
+            seed_runs(engine), {name: panel for name, (entry, panel) in extras.items() if entry}
+        ),
     )
     return board, found, bench
 

@@ -154,6 +154,59 @@ class LeaderboardRow(_Document):
     return_per_dollar: float | None
 
 
+class SeedStat(_Document):
+    """One metric of one agent over the seeds of its group (`ops.seed_groups`)."""
+
+    mean: float | None
+    std: float | None
+    low: float | None = Field(description="The (1 - confidence) / 2 quantile of the seed values.")
+    high: float | None = Field(description="The (1 + confidence) / 2 quantile of the seed values.")
+    runs: int = Field(description="The seeds that define the metric.")
+
+
+class SeedAgent(_Document):
+    agent: str = Field(description="The configured agent the runs repeat.")
+    runs: list[str] = Field(description="The runs' agent names, by seed.")
+    metrics: dict[str, SeedStat] = Field(
+        description="The panel's return metrics, `composite` and `rank`, each over the seeds."
+    )
+
+
+class SeedGroup(_Document):
+    """A group of repeated runs (`openbell replay --seeds N`) compared over its seeds."""
+
+    group_label: str
+    seeds: list[int]
+    confidence: float
+    agents: list[SeedAgent] = Field(description="By mean composite, best first.")
+    p_beat: dict[str, dict[str, float]] = Field(
+        description="`p_beat[a][b]`: the share of seeds where a's composite is above b's."
+    )
+
+
+class BootstrapInterval(_Document):
+    low: float | None
+    high: float | None
+    defined: int = Field(description="The draws that define the metric.")
+
+
+class BootstrapRow(_Document):
+    name: str
+    intervals: dict[str, BootstrapInterval]
+
+
+class Bootstrap(_Document):
+    """The stationary block bootstrap of the rows (`ops.bootstrap`); the CLI's `--bootstrap`."""
+
+    draws: int
+    seed: int
+    confidence: float
+    periods: int
+    block_length: int
+    rows: list[BootstrapRow]
+    p_beat: dict[str, dict[str, float]]
+
+
 class Leaderboard(_Document):
     """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
 
@@ -165,6 +218,8 @@ class Leaderboard(_Document):
     benchmark: str
     currency: str
     rows: list[LeaderboardRow]
+    seed_groups: list[SeedGroup]
+    bootstrap: Bootstrap | None = Field(description="Null: the API does not bootstrap.")
 
 
 class Account(_Document):

@@ -34,12 +34,13 @@ def record_seed_runs(engine: Engine, runs: Sequence[SeedRun]) -> int:
     by_name = {run.agent: run for run in runs}
     with engine.begin() as connection:
         ids: dict[str, int] = {
-            name: int(agent_id)
+            name: agent_id
             for name, agent_id in connection.execute(
                 select(col(AgentRow.name), col(AgentRow.id)).where(
                     col(AgentRow.name).in_(list(by_name))
                 )
             )
+            if agent_id is not None
         }
         known = set(
             connection.execute(

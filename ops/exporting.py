@@ -53,6 +53,10 @@ _BEHAVIOUR_KEYS = (
     "turnover",
     "hhi",
     "cash_ratio",
+    "hold_share",
+    "switch_rate",
+    "reactivity",
+    "protocol_completion",
 )
 #: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).
 LEADERBOARD_KEYS: tuple[str, ...] = (

@@ -82,7 +82,9 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("max DD %", "max_drawdown"), ("Calmar", "calmar_ratio"), ("excess %", "excess_return"),
     ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
     ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
-    ("cash %", "cash_ratio"), ("composite", "composite"), ("cost/dec.", "cost_per_decision"),
+    ("cash %", "cash_ratio"), ("hold %", "hold_share"), ("switch %", "switch_rate"),
+    ("react.", "reactivity"), ("protocol %", "protocol_completion"), ("composite", "composite"),
+    ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).

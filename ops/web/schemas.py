@@ -146,6 +146,18 @@ class LeaderboardRow(_Document):
     turnover: float | None
     hhi: float | None
     cash_ratio: float | None
+    hold_share: float | None = Field(
+        description="Share of done cycles that left every position as it was."
+    )
+    switch_rate: float | None = Field(
+        description="Share of done cycles that changed the set of held symbols."
+    )
+    reactivity: float | None = Field(
+        description="Correlation of traded weight against the previous period's return."
+    )
+    protocol_completion: float | None = Field(
+        description="Share of cycles done with the agent's own finish within budget."
+    )
     composite: float | None
     z_cumulative_return: float | None
     z_max_drawdown: float | None
@@ -292,6 +304,18 @@ class Metrics(_Document):
     turnover: float | None
     hhi: float | None
     cash_ratio: float | None
+    hold_share: float | None = Field(
+        description="Share of done cycles that left every position as it was."
+    )
+    switch_rate: float | None = Field(
+        description="Share of done cycles that changed the set of held symbols."
+    )
+    reactivity: float | None = Field(
+        description="Correlation of traded weight against the previous period's return."
+    )
+    protocol_completion: float | None = Field(
+        description="Share of cycles done with the agent's own finish within budget."
+    )
     forecasts: int
     expected_calibration_error: float | None
     brier_score: float | None

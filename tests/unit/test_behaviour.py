@@ -1,11 +1,15 @@
-"""Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration."""
+"""Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration,
+and the behavioural ones (hold share, switch rate, reactivity, protocol completion)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from decimal import Decimal
 
 import pytest
 
+from openbell.ops import behaviour
 from openbell.ops.behaviour import (
     CycleActivity,
     Forecast,
@@ -134,3 +138,67 @@ def test_calibration_edges() -> None:
         f(float("nan"), True)
     with pytest.raises(TypeError, match="bool"):
         Forecast(confidence=0.5, outcome=1)  # type: ignore[arg-type]
+
+
+# -- Herculean's behavioural metrics ----------------------------------------------------------
+
+
+def _change(before: str, after: str, **net: str) -> behaviour.PositionChange:
+    return behaviour.PositionChange(
+        held_before=frozenset(before.split()),
+        held_after=frozenset(after.split()),
+        net_quantities={symbol: Decimal(q) for symbol, q in net.items()},
+    )
+
+
+def test_hold_share_counts_cycles_whose_trades_net_out() -> None:
+    changes = [
+        _change("", "A", A="10"),
+        _change("A", "A"),
+        _change("A", "A", A="0", B="0"),  # a round trip in each symbol
+        _change("A", "A", A="-5"),
+    ]
+    assert behaviour.hold_share(changes) == pytest.approx(2 / 4)
+    assert behaviour.hold_share([]) is None
+
+
+def test_switch_rate_counts_changes_of_the_held_set_not_resizes() -> None:
+    changes = [
+        _change("", "A", A="10"),  # enters
+        _change("A", "A", A="5"),  # resizes
+        _change("A", "B", A="-15", B="3"),  # rotates
+        _change("B", "", B="-3"),  # exits
+        _change("", ""),
+    ]
+    assert behaviour.switch_rate(changes) == pytest.approx(3 / 5)
+    assert behaviour.switch_rate([]) is None
+
+
+def test_reactivity_is_the_pearson_correlation() -> None:
+    pairs = [(0.1, 0.02), (-0.05, -0.01), (0.0, 0.005), (0.2, 0.03)]
+    reactions = [behaviour.Reaction(weight_change=w, previous_return=r) for w, r in pairs]
+    expected = statistics.correlation([w for w, _ in pairs], [r for _, r in pairs])
+    assert behaviour.reactivity(reactions) == pytest.approx(expected, rel=1e-12)
+    flipped = [behaviour.Reaction(weight_change=-w, previous_return=r) for w, r in pairs]
+    assert behaviour.reactivity(flipped) == pytest.approx(-expected, rel=1e-12)
+
+
+def test_reactivity_is_undefined_without_spread_or_pairs() -> None:
+    still = [behaviour.Reaction(weight_change=0.0, previous_return=r) for r in (0.01, 0.02, 0.03)]
+    assert behaviour.reactivity(still) is None
+    two = [behaviour.Reaction(weight_change=w, previous_return=w) for w in (0.1, 0.2)]
+    assert behaviour.reactivity(two) is None
+    with pytest.raises(ValueError, match="finite"):
+        behaviour.Reaction(weight_change=math.nan, previous_return=0.0)
+
+
+def test_protocol_completion_needs_a_done_cycle_the_agent_finished_within_budget() -> None:
+    outcomes = [
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="finished"),
+        behaviour.ProtocolOutcome(done=True, agent_finished=True),  # an outside agent
+        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="max_tool_calls"),
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="max_wall_s"),
+        behaviour.ProtocolOutcome(done=False, agent_finished=True),
+    ]
+    assert behaviour.protocol_completion(outcomes) == pytest.approx(2 / 5)
+    assert behaviour.protocol_completion([]) is None

@@ -115,3 +115,30 @@ def test_the_table_shows_the_group(seeded: tuple[Path, Path]) -> None:
     assert result.returncode == 0, result.stderr
     assert f"seeds group {START}..{END} x3" in result.stdout
     assert "P(beat) over the 3 seeds" in result.stdout
+
+
+def test_the_api_and_the_arena_page_show_the_group(seeded: tuple[Path, Path]) -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from openbell.ops.web.api import api_routes
+    from openbell.ops.web.pages import page_routes
+    from openbell.ops.web.schemas import Leaderboard
+    from openbell.store.db import make_engine
+
+    workdir, _config = seeded
+    engine = make_engine(f"sqlite:///{(workdir / 'seeds.db').as_posix()}")
+    try:
+        app = Starlette(routes=[*api_routes(engine), *page_routes(engine)])
+        client = TestClient(app)
+        document = client.get("/api/v1/leaderboard/cn").json()
+        Leaderboard.model_validate(document)
+        (group,) = document["seed_groups"]
+        assert group["group_label"] == f"{START}..{END} x3"
+        assert document["bootstrap"] is None
+        page = client.get("/").text
+        assert f"Seeds group {START}..{END} x3" in page
+        first = group["agents"][0]["agent"]
+        assert f'<tr data-name="{first}">' in page
+    finally:
+        engine.dispose()

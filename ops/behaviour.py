@@ -197,33 +197,26 @@ def switch_rate(changes: Sequence[PositionChange]) -> float | None:
     return switched / len(changes)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Reaction:
-    """One (cycle, symbol) pair: the weight the cycle traded in the symbol (net signed notional
-    over NAV) and the symbol's return over the period that ended at the cycle's slot."""
-
-    weight_change: float
-    previous_return: float
-
-    def __post_init__(self) -> None:
-        for name in ("weight_change", "previous_return"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
-
-
 #: The fewest (cycle, symbol) pairs a reactivity is computed from.
 MIN_REACTIONS = 3
 
 
-def reactivity(reactions: Sequence[Reaction]) -> float | None:
+def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float]) -> float | None:
     """The Pearson correlation of weight changes against the previous period's returns, pooled
-    over every (cycle, symbol) pair: above 0 the agent buys what just rose (momentum), below 0
+    over every (cycle, symbol) pair: `weight_changes[i]` is the weight a cycle traded in a symbol
+    (net signed notional over NAV) and `previous_returns[i]` that symbol's return over the period
+    that ended at the cycle's slot. Above 0 the agent buys what just rose (momentum), below 0
     what just fell (contrarian). `None` for fewer than `MIN_REACTIONS` pairs or when either side
-    never varies."""
-    if len(reactions) < MIN_REACTIONS:
+    never varies; a value that is not finite raises `ValueError`."""
+    if len(weight_changes) != len(previous_returns):
+        raise ValueError(
+            f"{len(weight_changes)} weight changes but {len(previous_returns)} returns"
+        )
+    if not all(math.isfinite(v) for v in (*weight_changes, *previous_returns)):
+        raise ValueError("weight changes and returns must be finite")
+    if len(weight_changes) < MIN_REACTIONS:
         return None
-    xs = [r.weight_change for r in reactions]
-    ys = [r.previous_return for r in reactions]
+    xs, ys = weight_changes, previous_returns
     mean_x, mean_y = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
     sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
     sxx = math.fsum((x - mean_x) ** 2 for x in xs)

@@ -16,8 +16,9 @@ once. The rules:
   and every symbol the account traded in the window, of the weight the cycle traded (net signed
   notional over the account's slot NAV at that slot) against the symbol's return from the
   previous cycle's slot to this one, priced point-in-time as the benchmark is (`ops.benchmark`:
-  the quote at the slot, carried forward) from the report's price sources. A pair whose price or
-  NAV is missing is left out.
+  the quote at the slot, carried forward over the union of the accounts' slots; each symbol is
+  priced once for all accounts) from the report's price sources. A pair whose price or NAV is
+  missing is left out.
 - **Protocol completion** (agents that speak the tool protocol: those whose cycles in the window
   have trace rows; `None` for the others, such as the baselines): the share of the account's
   cycles in the window, whatever their status, that are done with the agent's own `finish` and,
@@ -26,6 +27,7 @@ once. The rules:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,33 +77,52 @@ def position_changes(trades: AccountTrades) -> list[behaviour.PositionChange]:
 
 
 def reactions(
-    trades: AccountTrades, navs: Sequence[NavPoint], sources: Sequence[ReplaySource]
-) -> list[behaviour.Reaction]:
-    """The (weight change, previous return) pairs of the account (see the module docstring)."""
+    trades: AccountTrades,
+    navs: Sequence[NavPoint],
+    prices: Mapping[str, Mapping[datetime, float]],
+) -> tuple[list[float], list[float]]:
+    """The weight changes and previous returns of the account's (cycle, symbol) pairs (see the
+    module docstring); `prices` maps each traded symbol to its positive price at the slots
+    where it has one."""
     symbols = sorted({symbol for cycle in trades.cycles for symbol in cycle.notionals})
-    slots = [cycle.slot_at for cycle in trades.cycles]
-    if not symbols or len(slots) < 2 or not sources:
-        return []
-    nav_at: dict[datetime, Decimal] = {point.at: point.nav for point in navs}
-    prices = {symbol: carried_prices(sources, symbol, slots) for symbol in symbols}
-    out: list[behaviour.Reaction] = []
-    for i in range(1, len(trades.cycles)):
-        cycle = trades.cycles[i]
+    weights: list[float] = []
+    returns: list[float] = []
+    nav_at = {point.at: float(point.nav) for point in navs}
+    for previous, cycle in itertools.pairwise(trades.cycles):
         nav = nav_at.get(cycle.slot_at)
-        if cycle.status is not CycleStatus.DONE or nav is None or nav <= 0:
+        if cycle.status is not CycleStatus.DONE or nav is None:
             continue
         for symbol in symbols:
-            before, now = prices[symbol][i - 1], prices[symbol][i]
-            if before is None or now is None or before <= 0:
+            series = prices.get(symbol, {})
+            before, now = series.get(previous.slot_at), series.get(cycle.slot_at)
+            if before is None or now is None:
                 continue
-            notional = cycle.notionals.get(symbol, Decimal(0))
-            out.append(
-                behaviour.Reaction(
-                    weight_change=float(notional / nav),
-                    previous_return=float(now / before - 1),
-                )
-            )
-    return out
+            notional = cycle.notionals.get(symbol)
+            weights.append(0.0 if notional is None else float(notional) / nav)
+            returns.append(now / before - 1.0)
+    return weights, returns
+
+
+def price_table(
+    trades: Mapping[int, AccountTrades], sources: Sequence[ReplaySource]
+) -> dict[str, dict[datetime, float]]:
+    """Each symbol traded by any account, priced once at every slot of every account (the quote
+    at the slot, carried forward over the union of the slots, as `ops.benchmark` prices), as a
+    float (a statistic's input from here on); slots without a positive price are left out."""
+    symbols = sorted(
+        {s for found in trades.values() for cycle in found.cycles for s in cycle.notionals}
+    )
+    slots = sorted({cycle.slot_at for found in trades.values() for cycle in found.cycles})
+    if not symbols or not sources:
+        return {}
+    return {
+        symbol: {
+            at: float(price)
+            for at, price in zip(slots, carried_prices(sources, symbol, slots), strict=True)
+            if price is not None and price > 0
+        }
+        for symbol in symbols
+    }
 
 
 def completion(facts: Sequence[ProtocolFacts]) -> float | None:
@@ -136,14 +157,9 @@ def conduct_of(
     trades = cycle_trades_of(engine, ids, start, end)
     protocol = protocol_facts_of(engine, ids, start, end)
     traded = sorted(
-        {
-            symbol
-            for found in trades.values()
-            for cycle in found.cycles
-            for symbol in cycle.notionals
-        }
+        {s for found in trades.values() for cycle in found.cycles for s in cycle.notionals}
     )
-    priced = tuple(sources(traded)) if traded else ()
+    prices = price_table(trades, tuple(sources(traded)) if traded else ())
     out: dict[int, Conduct] = {}
     for account_id in ids:
         changes = position_changes(trades[account_id])
@@ -151,7 +167,7 @@ def conduct_of(
             hold_share=behaviour.hold_share(changes),
             switch_rate=behaviour.switch_rate(changes),
             reactivity=behaviour.reactivity(
-                reactions(trades[account_id], navs[account_id], priced)
+                *reactions(trades[account_id], navs[account_id], prices)
             ),
             protocol_completion=completion(protocol[account_id]),
         )

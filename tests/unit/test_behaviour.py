@@ -175,21 +175,20 @@ def test_switch_rate_counts_changes_of_the_held_set_not_resizes() -> None:
 
 
 def test_reactivity_is_the_pearson_correlation() -> None:
-    pairs = [(0.1, 0.02), (-0.05, -0.01), (0.0, 0.005), (0.2, 0.03)]
-    reactions = [behaviour.Reaction(weight_change=w, previous_return=r) for w, r in pairs]
-    expected = statistics.correlation([w for w, _ in pairs], [r for _, r in pairs])
-    assert behaviour.reactivity(reactions) == pytest.approx(expected, rel=1e-12)
-    flipped = [behaviour.Reaction(weight_change=-w, previous_return=r) for w, r in pairs]
-    assert behaviour.reactivity(flipped) == pytest.approx(-expected, rel=1e-12)
+    weights, returns = [0.1, -0.05, 0.0, 0.2], [0.02, -0.01, 0.005, 0.03]
+    expected = statistics.correlation(weights, returns)
+    assert behaviour.reactivity(weights, returns) == pytest.approx(expected, rel=1e-12)
+    flipped = [-w for w in weights]
+    assert behaviour.reactivity(flipped, returns) == pytest.approx(-expected, rel=1e-12)
 
 
 def test_reactivity_is_undefined_without_spread_or_pairs() -> None:
-    still = [behaviour.Reaction(weight_change=0.0, previous_return=r) for r in (0.01, 0.02, 0.03)]
-    assert behaviour.reactivity(still) is None
-    two = [behaviour.Reaction(weight_change=w, previous_return=w) for w in (0.1, 0.2)]
-    assert behaviour.reactivity(two) is None
+    assert behaviour.reactivity([0.0, 0.0, 0.0], [0.01, 0.02, 0.03]) is None
+    assert behaviour.reactivity([0.1, 0.2], [0.1, 0.2]) is None
     with pytest.raises(ValueError, match="finite"):
-        behaviour.Reaction(weight_change=math.nan, previous_return=0.0)
+        behaviour.reactivity([math.nan, 0.1, 0.2], [0.0, 0.1, 0.2])
+    with pytest.raises(ValueError, match="3 weight changes but 2 returns"):
+        behaviour.reactivity([0.0, 0.1, 0.2], [0.0, 0.1])
 
 
 def test_protocol_completion_needs_a_done_cycle_the_agent_finished_within_budget() -> None:

@@ -123,6 +123,85 @@ def returns_panel(
     )
 
 
+Columns = dict[str, npt.NDArray[np.float64]]
+
+
+def _dispersion_rows(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row's sample standard deviation (ddof=1), exactly 0.0 for a row of equal values
+    (as `return_metrics._dispersion`)."""
+    std: npt.NDArray[np.float64] = np.std(matrix, axis=1, ddof=1)
+    std[matrix.max(axis=1) == matrix.min(axis=1)] = 0.0
+    return std
+
+
+def _undefined_where(values: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]) -> None:
+    values[mask | ~np.isfinite(values)] = np.nan
+
+
+def panel_columns(
+    matrix: npt.NDArray[np.float64],
+    *,
+    periods_per_year: float,
+    benchmark: npt.NDArray[np.float64] | None = None,
+) -> Columns:
+    """The panel metrics (`PANEL_METRICS`) of every row of `matrix` (draws x periods, at least two
+    periods) at once, NaN where the metric is undefined: the definitions of `ops.return_metrics`,
+    computed along the rows (`returns_panel` is the one-row reference). `benchmark` has the
+    matrix's shape."""
+    factor = periods_per_year
+    periods = matrix.shape[1]
+    with np.errstate(all="ignore"):
+        growth = np.prod(matrix + 1.0, axis=1)
+        cumulative = growth - 1.0
+        annual = growth ** (1.0 / (periods / factor)) - 1.0
+        std = _dispersion_rows(matrix)
+        mean = np.mean(matrix, axis=1)
+        volatility = std * factor ** (1.0 / 2.0)
+        sharpe = mean / std * math.sqrt(factor)
+        _undefined_where(sharpe, std == 0)
+        downside = np.sqrt(np.mean(np.square(np.clip(matrix, -np.inf, 0.0)), axis=1))
+        downside = downside * math.sqrt(factor)
+        sortino = mean * factor / downside
+        _undefined_where(sortino, downside == 0)
+        wealth = np.empty((matrix.shape[0], periods + 1), dtype=np.float64)
+        wealth[:, 0] = 100.0
+        wealth[:, 1:] = np.cumprod(matrix + 1.0, axis=1) * 100.0
+        peak = np.fmax.accumulate(wealth, axis=1)
+        drawdown = np.min((wealth - peak) / peak, axis=1)
+        calmar = annual / np.abs(drawdown)
+        _undefined_where(calmar, ~(drawdown < 0) | ~np.isfinite(annual))
+        excess = np.full(matrix.shape[0], np.nan)
+        information = np.full(matrix.shape[0], np.nan)
+        if benchmark is not None:
+            excess = cumulative - (np.prod(benchmark + 1.0, axis=1) - 1.0)
+            active = matrix - benchmark
+            tracking = _dispersion_rows(active)
+            information = np.mean(active, axis=1) / tracking * math.sqrt(factor)
+            _undefined_where(information, tracking == 0)
+    columns: Columns = {
+        "cumulative_return": cumulative,
+        "annual_return": annual,
+        "annual_volatility": volatility,
+        "sharpe_ratio": sharpe,
+        "sortino_ratio": sortino,
+        "max_drawdown": drawdown,
+        "calmar_ratio": calmar,
+        "excess_return": excess,
+        "information_ratio": information,
+    }
+    for values in columns.values():
+        _undefined_where(values, np.zeros(values.shape, dtype=np.bool_))
+    return columns
+
+
+def _panel_of(columns: Columns, row: int, periods: int, factor: float) -> Panel:
+    values = {
+        metric: (None if math.isnan(v := float(columns[metric][row])) else v)
+        for metric in PANEL_METRICS
+    }
+    return Panel(periods=periods, periods_per_year=factor, start_at=None, end_at=None, **values)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Interval:
     """A percentile interval of one metric over the draws that define it."""
@@ -197,14 +276,15 @@ def bootstrap_ranking(
         name: {metric: [] for metric in METRICS} for name in names
     }
     wins = {a: dict.fromkeys(names, 0) for a in names}
-    for row in indices:
-        bench = None if benchmark is None else benchmark[row]
-        panels = {
-            name: returns_panel(
-                returns[name][row], periods_per_year=periods_per_year, benchmark=bench
-            )
-            for name in names
-        }
+    bench = None if benchmark is None else benchmark[indices]
+    columns = {
+        name: panel_columns(
+            returns[name][indices], periods_per_year=periods_per_year, benchmark=bench
+        )
+        for name in names
+    }
+    for row in range(draws):
+        panels = {name: _panel_of(columns[name], row, periods, periods_per_year) for name in names}
         ranked = composite_rank([Entrant(name=name, panel=panels[name]) for name in names])
         composite: dict[str, float | None] = {}
         for ranking in ranked:

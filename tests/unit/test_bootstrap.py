@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from openbell.ops.bootstrap import (
+    PANEL_METRICS,
     block_length,
     bootstrap_ranking,
     interval,
+    panel_columns,
+    returns_panel,
     stationary_indices,
 )
 
@@ -166,3 +169,22 @@ def test_interval_leaves_undefined_draws_out() -> None:
     assert found.defined == 3
     assert found.low == pytest.approx(1.5)
     assert found.high == pytest.approx(2.5)
+
+
+def test_panel_columns_agree_with_the_one_series_panel_row_by_row() -> None:
+    rng = np.random.default_rng(9)
+    matrix = rng.normal(0.0005, 0.02, (40, 25))
+    matrix[0] = 0.001  # no dispersion: no Sharpe, no Sortino, no drawdown, no Calmar
+    matrix[1] = np.abs(matrix[1])  # no losing period: no Sortino
+    bench = rng.normal(0.0, 0.01, (40, 25))
+    bench[2] = matrix[2] - 0.0003  # a constant lead: no information ratio
+    columns = panel_columns(matrix, periods_per_year=FACTOR, benchmark=bench)
+    for row in range(matrix.shape[0]):
+        expected = returns_panel(matrix[row], periods_per_year=FACTOR, benchmark=bench[row])
+        for metric in PANEL_METRICS:
+            found = float(columns[metric][row])
+            wanted = getattr(expected, metric)
+            if wanted is None:
+                assert math.isnan(found), (row, metric, found)
+            else:
+                assert found == pytest.approx(wanted, rel=1e-9, abs=1e-12), (row, metric)

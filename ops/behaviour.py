@@ -226,11 +226,17 @@ def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
 
+#: The reasons an LLM agent's loop ends within the protocol: the model called `finish`, or it
+#: answered and its decision mode acted on the answer (the mode then calls `finish`).
+COMPLETE_STOPS: frozenset[str | None] = frozenset({None, "finished", "answered"})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolOutcome:
     """How one cycle of an agent that speaks the tool protocol ended: `done` (its status),
-    `agent_finished` (the agent itself called `finish`) and `stop_reason` (why an LLM agent's
-    loop ended, `finished` when the model called `finish`; None for an agent without a loop)."""
+    `agent_finished` (`finish` was called by the agent, or by its decision mode on its answer,
+    not by the loop in its place) and `stop_reason` (why an LLM agent's loop ended: `finished`,
+    `answered`, or a budget such as `max_turns`; None for an agent without a loop)."""
 
     done: bool
     agent_finished: bool
@@ -239,14 +245,14 @@ class ProtocolOutcome:
 
 def protocol_completion(outcomes: Sequence[ProtocolOutcome]) -> float | None:
     """The share of cycles that ended with the agent's own `finish` within budget: the cycle is
-    `done`, the agent called `finish`, and no budget (turns, tool calls, tokens, wall time) cut
-    its loop first (`stop_reason` is None or `finished`). A cycle the agent failed, skipped or
-    missed counts as not completed. `None` without cycles."""
+    `done`, the agent (or its decision mode) called `finish`, and no budget (turns, tool calls,
+    tokens, wall time) or refusal cut its loop first (`stop_reason` in `COMPLETE_STOPS`). A cycle
+    the agent failed, skipped or missed counts as not completed. `None` without cycles."""
     if not outcomes:
         return None
     complete = sum(
         1
         for outcome in outcomes
-        if outcome.done and outcome.agent_finished and outcome.stop_reason in (None, "finished")
+        if outcome.done and outcome.agent_finished and outcome.stop_reason in COMPLETE_STOPS
     )
     return complete / len(outcomes)

@@ -21,8 +21,9 @@ once. The rules:
   missing is left out.
 - **Protocol completion** (agents that speak the tool protocol: those whose cycles in the window
   have trace rows; `None` for the others, such as the baselines): the share of the account's
-  cycles in the window, whatever their status, that are done with the agent's own `finish` and,
-  for an LLM agent, a loop that stopped because the model called `finish` (not a budget).
+  cycles in the window, whatever their status, that are done with the agent's own `finish` (or
+  its decision mode's, acting on the model's answer) and, for an LLM agent, a loop that stopped
+  because of that (`finished` or `answered`), not because of a budget or a refusal.
 """
 
 from __future__ import annotations

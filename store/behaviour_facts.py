@@ -6,10 +6,10 @@ the window with its slot, status and, per symbol, the net signed quantity and ne
 of its fills (buys positive, sells negative), and each account's net quantity per symbol from the
 fills of the cycles before the window (what it held as the window opened). `protocol_facts_of`:
 every cycle in the window with its status, the number of its trace rows, the stop reason an LLM
-agent's loop recorded (a trace row of role `stop`), and whether the agent itself called `finish`
-(a `finish` tool row other than the one the loop makes for it, whose content is `called by
-openbell`). The window is half-open on the cycle's `slot_at`. Money and quantities stay
-`Decimal`; nothing here computes a statistic.
+agent's loop recorded (a trace row of role `stop`), and whether the agent (or its decision mode)
+called `finish` (a `finish` tool row other than the one the loop makes in its place, whose
+content is `called by openbell`). The window is half-open on the cycle's `slot_at`. Money and
+quantities stay `Decimal`; nothing here computes a statistic.
 """
 
 from __future__ import annotations

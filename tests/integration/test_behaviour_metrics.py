@@ -81,13 +81,14 @@ def _trace(
 
 
 def _plant_llm(ledger: Ledger, now: datetime) -> None:
-    """Four cycles: finished by the model; cut by a budget (the loop's finish); finished over
-    MCP (no loop); skipped without a trace. Two of four complete the protocol."""
+    """Five cycles: finished by the model; cut by a budget (the loop's finish); finished over
+    MCP (no loop); skipped without a trace; answered in a structured mode, which finished on the
+    model's answer. Three of five complete the protocol."""
     account_id = ledger.open_account(
         ledger.ensure_agent("model", "llm", now), "us", "USD", INITIAL, now
     )
     endings: tuple[tuple[TraceEntry, ...] | None, ...] = ()
-    for index, at in enumerate(SLOTS[:4]):
+    for index, at in enumerate(SLOTS[:5]):
         cycle = _claim(ledger, account_id, at)
         endings = (
             (
@@ -101,6 +102,11 @@ def _plant_llm(ledger: Ledger, now: datetime) -> None:
             ),
             (_trace(cycle, at, "tool", "called over MCP", "finish"),),
             None,
+            (
+                _trace(cycle, at, "assistant", '{"action": "hold"}'),
+                _trace(cycle, at, "tool", "called by the mode", "finish"),
+                _trace(cycle, at, "stop", "answered"),
+            ),
         )
         entries = endings[index]
         if entries is not None:
@@ -155,8 +161,8 @@ def test_protocol_completion_reads_the_trace(planted: tuple[Engine, list[Decimal
     rows = {row.agent: row for row in leaderboard(engine, "us", source=_source()).rows}
     model = rows["model"].behaviour
     assert model is not None
-    assert model.protocol_completion == pytest.approx(2 / 4)
-    assert model.hold_share == pytest.approx(1.0)  # three done cycles, no trade
+    assert model.protocol_completion == pytest.approx(3 / 5)
+    assert model.hold_share == pytest.approx(1.0)  # four done cycles, no trade
     assert model.reactivity is None  # it traded nothing
 
 
@@ -176,7 +182,7 @@ def test_the_records_carry_the_behavioural_metrics(planted: tuple[Engine, list[D
     engine, _navs = planted
     board = leaderboard(engine, "us", source=_source())
     record = exporting.row_record(next(row for row in board.rows if row.agent == "model"))
-    assert record["protocol_completion"] == pytest.approx(0.5)
+    assert record["protocol_completion"] == pytest.approx(0.6)
     assert list(exporting.LEADERBOARD_KEYS).index("hold_share") > list(
         exporting.LEADERBOARD_KEYS
     ).index("cash_ratio")

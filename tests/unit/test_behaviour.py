@@ -198,6 +198,10 @@ def test_protocol_completion_needs_a_done_cycle_the_agent_finished_within_budget
         behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="max_tool_calls"),
         behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="max_wall_s"),
         behaviour.ProtocolOutcome(done=False, agent_finished=True),
+        # a structured mode: the model answered, the mode placed the orders and finished
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="answered"),
+        # an open-research model that answered in text: the loop finished in its place
+        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="answered"),
     ]
-    assert behaviour.protocol_completion(outcomes) == pytest.approx(2 / 5)
+    assert behaviour.protocol_completion(outcomes) == pytest.approx(3 / 7)
     assert behaviour.protocol_completion([]) is None

@@ -67,7 +67,11 @@ _SLOT_CURSOR = _parameter(
 _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
     "/api/v1/markets": ("The markets with accounts.", [], schemas.Markets),
     "/api/v1/leaderboard/{market}": (
-        "A market's leaderboard: the numbers of `openbell leaderboard --format json`.",
+        (
+            "A market's leaderboard: the numbers of `openbell leaderboard --format json`, with "
+            "its groups of repeated runs (`seed_groups`); `bootstrap` is null (the CLI's "
+            "`--bootstrap`)."
+        ),
         [_MARKET, *_WINDOW],
         schemas.Leaderboard,
     ),

@@ -206,15 +206,19 @@ def report_command(
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
     from openbell.ops import exporting
+    from openbell.ops.replay_warnings import warnings_of
     from openbell.ops.reports import report
 
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
+        warnings = warnings_of(engine, market.value)
     finally:
         engine.dispose()
     record = exporting.report_record(found)
+    if warnings:
+        record["replay_warnings"] = list(warnings)
     if plot is not None:
         from openbell.ops.plotting import plot_equity
 
@@ -223,7 +227,11 @@ def report_command(
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    print_tables([report_table(record)], sys.stdout)
+    print_tables(
+        [report_table({k: v for k, v in record.items() if k != "replay_warnings"})], sys.stdout
+    )
+    for warning in warnings:
+        sys.stdout.write(f"WARNING: {warning}\n")
 
 
 def report_table(record: dict[str, Any]) -> Table:

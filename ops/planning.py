@@ -472,25 +472,6 @@ def replay_plan(
     end_at = datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
     warnings = []
     for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
-        partial = partial_coverage(replayed, start_at, end_at)
-        if partial is None:
-            continue
-        if not (allow_partial_coverage or configured.allow_partial_coverage):
-            raise ConfigError(
-                f"{partial}; bring their bars (openbell data import-bars), narrow the universe, "
-                "or pass --allow-partial-coverage (or set allow_partial_coverage = true in "
-                f"[markets.{replayed.market}]) to replay the members with data anyway"
-            )
-        log.warning(
-            "universe_partial_coverage",
-            market=replayed.market,
-            universe=replayed.universe.name,
-            start=start.isoformat(),
-            end=end.isoformat(),
-            message=partial,
-        )
-        warnings.append(f"{partial}: only those with data are traded")
-    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
         doubt = outside_coverage(replayed.market, replayed.universe, start, end)
         if doubt is None:
             continue
@@ -511,6 +492,25 @@ def replay_plan(
             message=doubt,
         )
         warnings.append(doubt)
+    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
+        partial = partial_coverage(replayed, start_at, end_at)
+        if partial is None:
+            continue
+        if not (allow_partial_coverage or configured.allow_partial_coverage):
+            raise ConfigError(
+                f"{partial}; bring their bars (openbell data import FILE), narrow the universe, "
+                "or pass --allow-partial-coverage (or set allow_partial_coverage = true in "
+                f"[markets.{replayed.market}]) to replay the members with data anyway"
+            )
+        log.warning(
+            "universe_partial_coverage",
+            market=replayed.market,
+            universe=replayed.universe.name,
+            start=start.isoformat(),
+            end=end.isoformat(),
+            message=partial,
+        )
+        warnings.append(f"{partial}: only those with data are traded")
     plan = ReplayPlan(
         store_url=config.store.url,
         start_at=start_at,

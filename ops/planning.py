@@ -30,7 +30,7 @@ naming the market, unless `allow_outside_coverage` (the `--allow-outside-coverag
 market's config key) accepts it; then the replay runs, and the same sentence is logged as a
 warning and repeated under the summary. A universe whose members are not all in the replay's data
 (a DJIA-20 replay over five of its stocks) is refused the same way unless `allow_partial_coverage`
-(`--allow-partial-coverage`, or the market's key) accepts it (`replay_warnings.py`); an allowed
+(`--allow-partial-coverage`, or the market's key) accepts it (`replay_checks.py`); an allowed
 replay's warnings are recorded in the ledger for `openbell report`. `--from-cache URL` replays
 what the cache of the store at URL recorded (`cache_replay.py`). A replay window is whole UTC
 dates, `start` through `end` inclusive; the ledger is migrated to the schema head once the
@@ -83,7 +83,7 @@ from openbell.ops.config import (
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
-from openbell.ops.replay_warnings import outside_coverage, partial_coverage, record_warnings
+from openbell.ops.replay_checks import outside_coverage, partial_coverage, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.web.app import web_parts
 

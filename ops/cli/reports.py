@@ -206,7 +206,7 @@ def report_command(
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
     from openbell.ops import exporting
-    from openbell.ops.replay_warnings import warnings_of
+    from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 
     window = _window(start, end)

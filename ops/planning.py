@@ -83,7 +83,7 @@ from openbell.ops.config import (
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
-from openbell.ops.replay_checks import outside_coverage, partial_coverage, record_warnings
+from openbell.ops.replay_checks import check_replay, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.web.app import web_parts
 
@@ -470,47 +470,14 @@ def replay_plan(
     )
     start_at = datetime.combine(start, time(0), tzinfo=UTC)
     end_at = datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
-    warnings = []
-    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
-        doubt = outside_coverage(replayed.market, replayed.universe, start, end)
-        if doubt is None:
-            continue
-        if not (allow_outside_coverage or configured.allow_outside_coverage):
-            raise ConfigError(
-                f"{doubt}; replay inside those dates, or pass --allow-outside-coverage (or set "
-                f"allow_outside_coverage = true in [markets.{replayed.market}]) to run it anyway"
-            )
-        coverage = replayed.universe.coverage
-        log.warning(
-            "universe_outside_coverage",
-            market=replayed.market,
-            universe=replayed.universe.name,
-            start=start.isoformat(),
-            end=end.isoformat(),
-            coverage_from=_iso(None if coverage is None else coverage.from_date),
-            coverage_until=_iso(None if coverage is None else coverage.until_date),
-            message=doubt,
-        )
-        warnings.append(doubt)
-    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
-        partial = partial_coverage(replayed, start_at, end_at)
-        if partial is None:
-            continue
-        if not (allow_partial_coverage or configured.allow_partial_coverage):
-            raise ConfigError(
-                f"{partial}; bring their bars (openbell data import FILE), narrow the universe, "
-                "or pass --allow-partial-coverage (or set allow_partial_coverage = true in "
-                f"[markets.{replayed.market}]) to replay the members with data anyway"
-            )
-        log.warning(
-            "universe_partial_coverage",
-            market=replayed.market,
-            universe=replayed.universe.name,
-            start=start.isoformat(),
-            end=end.isoformat(),
-            message=partial,
-        )
-        warnings.append(f"{partial}: only those with data are traded")
+    warnings = check_replay(
+        markets,
+        [configured for _, configured, _ in enrolled],
+        start=start,
+        end=end,
+        allow_outside_coverage=allow_outside_coverage,
+        allow_partial_coverage=allow_partial_coverage,
+    )
     plan = ReplayPlan(
         store_url=config.store.url,
         start_at=start_at,
@@ -523,7 +490,7 @@ def replay_plan(
         mcp_listen=(config.http.host, config.http.port),
         mcp_allow_remote=config.http.allow_remote,
     )
-    return plan, tuple(warnings)
+    return plan, warnings
 
 
 def replay_from_config(

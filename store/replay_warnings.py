@@ -22,9 +22,8 @@ _ROWS = REPLAY_WARNING_TABLE.c
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayWarning:
-    """One warning of replay `run_id` of `market` over `[start_at, end_at)`."""
+    """One warning of a replay of `market` over `[start_at, end_at)`."""
 
-    run_id: str
     market: str
     start_at: datetime
     end_at: datetime
@@ -47,7 +46,6 @@ class ReplayWarnings:
             return
         rows = [
             {
-                "run_id": w.run_id,
                 "market": w.market,
                 "start_at": w.start_at,
                 "end_at": w.end_at,
@@ -64,7 +62,6 @@ class ReplayWarnings:
         with self._engine.connect() as connection:
             found = [
                 ReplayWarning(
-                    run_id=row.run_id,
                     market=row.market,
                     start_at=row.start_at,
                     end_at=row.end_at,

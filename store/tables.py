@@ -412,7 +412,6 @@ class ReplayWarningRow(SQLModel, table=True):
     __table_args__ = (_in("market", "'us', 'cn', 'crypto'", "market"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    run_id: str
     market: str
     start_at: datetime = Field(sa_type=UtcDateTime)
     end_at: datetime = Field(sa_type=UtcDateTime)

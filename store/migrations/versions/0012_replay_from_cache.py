@@ -70,7 +70,6 @@ def upgrade() -> None:
     op.create_table(
         "replay_warning",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("run_id", sa.String(), nullable=False),
         sa.Column("market", sa.String(), nullable=False),
         sa.Column("start_at", UtcDateTime(), nullable=False),
         sa.Column("end_at", UtcDateTime(), nullable=False),

@@ -110,15 +110,19 @@ def outside_coverage(name: str, universe: Universe, start: date, end: date) -> s
 
 
 def partial_coverage(market: MarketPlan, start_at: datetime, end_at: datetime) -> str | None:
-    """Which members of the market's universe have no bar of its cadence's interval in
+    """Which members of the market's universe (those that are members on a day of the window:
+    a dated member outside it is not asked for) have no bar of its cadence's interval in
     `[start_at, end_at)`, in one sentence; None when all have."""
     source = market.source
     if not isinstance(source, ReplaySource):  # `ReplayPlan` refuses any other
         return None
+    universe = market.universe
+    days = [start_at.date() + timedelta(days=n) for n in range((end_at - start_at).days)]
+    members = [s for s in universe.symbols if any(universe.is_member_on(s, d) for d in days)]
     found = member_coverage(
         source,
-        universe=market.universe.name,
-        members=market.universe.symbols,
+        universe=universe.name,
+        members=members,
         interval=CADENCE_INTERVALS[market.cadence],
         start_at=start_at,
         end_at=end_at,

@@ -268,6 +268,17 @@ def _import_ohlcv(
     typer.echo(f"wrote {count} {market.value} {interval} bars to {written}")
 
 
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="The store to record into: a SQLite file or a database URL; replaces the config's "
+        "[store] url, and needs no config file.",
+        show_default=False,
+    ),
+]
+
+
 @data_app.command("import-news")
 def data_import_news(
     ctx: typer.Context,
@@ -283,13 +294,14 @@ def data_import_news(
         str | None, typer.Option("--tz", help="The IANA zone of naive published_at times.")
     ] = None,
     config: ConfigOption = None,
+    db: StoreOption = None,
 ) -> None:
     """Record a news file in the store's cache: a replay --from-cache of this store shows each
     item from its publication time."""
     from openbell.markets.importers.research_files import read_news
 
     items = read_news(source, timezone=tz)
-    with _cache(ctx, config) as (cache, now):
+    with _cache(ctx, config, db) as (cache, now):
         cache.put_news(source=f"import:{source.name}", items=items, fetched_at=now)
     typer.echo(f"recorded {len(items)} news items from {source.name}")
 
@@ -310,6 +322,7 @@ def data_import_fundamentals(
         str | None, typer.Option("--tz", help="The IANA zone of naive published_at times.")
     ] = None,
     config: ConfigOption = None,
+    db: StoreOption = None,
 ) -> None:
     """Record a fundamentals file in the store's cache: a replay --from-cache of this store serves
     each report from its publication time."""
@@ -318,20 +331,23 @@ def data_import_fundamentals(
 
     reports = read_reports(source, timezone=tz)
     known = [KnownReport(report=report, known_at=report.published_at) for report in reports]
-    with _cache(ctx, config) as (cache, now):
+    with _cache(ctx, config, db) as (cache, now):
         cache.put_reports(source=f"import:{source.name}", reports=known, fetched_at=now)
     typer.echo(f"recorded {len(reports)} fundamentals reports from {source.name}")
 
 
 @contextmanager
-def _cache(ctx: typer.Context, config: Path | None) -> Iterator[tuple[SqlBarCache, datetime]]:
-    """The cache of the config's store, migrated to the head, and the time of the import."""
+def _cache(
+    ctx: typer.Context, config: Path | None, db: str | None
+) -> Iterator[tuple[SqlBarCache, datetime]]:
+    """The cache of the store (`db`, else the config's), migrated to the head, and the time of
+    the import."""
     from openbell.daemon.clock import SystemClock
     from openbell.store.cache import SqlBarCache
     from openbell.store.db import make_engine
     from openbell.store.migrate import upgrade
 
-    loaded = load_command_config(ctx, config)
+    loaded = load_command_config(ctx, config, db=db)
     upgrade(loaded.store.url)
     engine = make_engine(loaded.store.url)
     try:

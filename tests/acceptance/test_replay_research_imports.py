@@ -87,9 +87,8 @@ def test_stockbench_replays_with_imported_news_and_fundamentals(tmp_path: Path) 
         assert imported.returncode == 0, imported.stderr
         assert imported.stdout.strip() == "recorded 3 news items from news.jsonl"
         reports = jsonl(tmp_path / "fundamentals.jsonl", REPORTS)
-        imported = openbell(
-            tmp_path, "data", "import-fundamentals", str(reports), "--config", str(config)
-        )
+        ledger = str(tmp_path / "ledger.db")  # --db: the store, without the config
+        imported = openbell(tmp_path, "data", "import-fundamentals", str(reports), "--db", ledger)
         assert imported.returncode == 0, imported.stderr
         store = f"sqlite:///{(tmp_path / 'ledger.db').as_posix()}"
         args = ["--start", "2025-07-01", "--end", "2025-07-02", "--from-cache", store]

@@ -192,6 +192,13 @@ def report_command(
     start: DateOption = None,
     end: DateOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the panel as JSON.")] = False,
+    attribution: Annotated[
+        bool,
+        typer.Option(
+            "--attribution",
+            help="Add the factor attribution (market, styles, selection, trading) of the window.",
+        ),
+    ] = False,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -204,8 +211,13 @@ def report_command(
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
-    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
+    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration).
+
+    --attribution adds the factor attribution: each period's return split into market, style
+    factors, selection and trading, linked over the window (in the JSON under "attribution").
+    """
     from openbell.ops import exporting
+    from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 
@@ -213,6 +225,7 @@ def report_command(
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
+        attributed = attribution_of(engine, agent, market.value, window) if attribution else None
         warnings = warnings_of(engine, market.value)
     finally:
         engine.dispose()
@@ -224,12 +237,15 @@ def report_command(
 
         plot_equity(found, plot)
         record["plot"] = str(plot)
+    if attributed is not None:
+        record["attribution"] = attributed
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    print_tables(
-        [report_table({k: v for k, v in record.items() if k != "replay_warnings"})], sys.stdout
-    )
+    tables = [report_table({k: v for k, v in record.items() if k != "replay_warnings"})]
+    if attributed is not None:
+        tables.append(attribution_table(attributed))
+    print_tables(tables, sys.stdout)
     for warning in warnings:
         sys.stdout.write(f"WARNING: {warning}\n")
 
@@ -246,6 +262,8 @@ def report_table(record: dict[str, Any]) -> Table:
     table.add_column("value", justify="right", overflow="fold")
     table.add_column("unit")
     for key, value in record.items():
+        if key == "attribution":  # its own table (`ops.cli.attribution`)
+            continue
         if isinstance(value, dict):
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
         else:

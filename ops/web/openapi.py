@@ -91,6 +91,11 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         [_AGENT, _MARKET, *_WINDOW],
         schemas.Metrics,
     ),
+    "/api/v1/agents/{agent}/{market}/attribution": (
+        "The account's factor attribution: the record of `openbell report --attribution`.",
+        [_AGENT, _MARKET, *_WINDOW],
+        schemas.Attribution,
+    ),
     "/api/v1/agents/{agent}/{market}/positions": (
         "The account's cash and positions: the record of `openbell positions --format json`.",
         [_AGENT, _MARKET],

@@ -415,3 +415,61 @@ class AccountSummary(_Document):
 
     account: Account
     links: dict[str, str]
+
+
+class AttributionMethod(_Document):
+    """How the attribution was computed (`ops.attribution`)."""
+
+    market: str
+    styles: str
+    standardisation: str
+    linking: str
+    lookback_bars: int
+    reversal_bars: int
+    vif_threshold: float
+    spare_names: int
+
+
+class AttributionParts(_Document):
+    """Parts of a return, fractions of NAV: they sum to the total."""
+
+    market: float
+    styles: dict[str, float] = Field(description="Style name -> contribution.")
+    selection: float
+    trading: float
+
+
+class AttributionPeriod(AttributionParts):
+    """One period (slot snapshot to the next): its parts, total and the book's exposures."""
+
+    start_at: Instant
+    end_at: Instant
+    total: float
+    invested: float
+    exposures: dict[str, float]
+    dropped: dict[str, str] = Field(description="Style -> why it was not estimated.")
+
+
+class Attribution(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/attribution`: the record of `openbell report
+    --attribution` (under `attribution` in its JSON): Carino-linked parts of the window's
+    compounded return, and every period's parts."""
+
+    agent: str
+    market: str
+    currency: str
+    cadence: str
+    interval: str
+    start: Instant | None
+    end: Instant | None
+    periods_count: int
+    universe_size: int
+    sources: list[str]
+    method: AttributionMethod
+    total: float
+    parts: AttributionParts
+    parts_sum: float
+    mean_exposures: dict[str, float]
+    dropped_periods: dict[str, int]
+    skipped: dict[str, str]
+    periods: list[AttributionPeriod]

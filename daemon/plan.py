@@ -41,6 +41,7 @@ from openbell.markets.domain import Quote, check_decimal, check_utc
 from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.recorded import RecordingFundamentals
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.slots import slots_between
@@ -226,9 +227,10 @@ def build_desks(
     """The desks of `markets` and their (account, agent) lists, accounts opened at `now`.
 
     With the daemon's `clock`, every source retries within the market's grace on it and, with a
-    `cache` too, every live (not replay) source reads bars through the cache and records the bars
-    and news it fetches in it, stamped with `clock.now`. Without a clock (replay), the desks read
-    the sources directly.
+    `cache` too, every live (not replay) source reads bars through the cache and records the bars,
+    news and quotes it fetches in it, stamped with `clock.now`, and the fundamentals reports
+    served are recorded there too (`markets.recorded`), for a cache replay. Without a clock
+    (replay), the desks read the sources directly.
     """
     if cache is not None and clock is None:
         raise ValueError("a cache records reads stamped by the daemon's clock: give the clock")
@@ -241,6 +243,9 @@ def build_desks(
             if cache is not None and not isinstance(source, ReplaySource):
                 source = CachingSource(source, cache, now=clock.now)
             source = RetryingSource(source, clock=clock, grace=market.bell.grace)
+        fundamentals = market.fundamentals
+        if fundamentals is not None and cache is not None and clock is not None:
+            fundamentals = RecordingFundamentals(fundamentals, cache, now=clock.now)
         fill_price = market.fill_price
         if fill_price is None and isinstance(market.source, ReplaySource):
             fill_price = market.source.first_price_at_or_after
@@ -255,7 +260,7 @@ def build_desks(
             fill_price=fill_price,
             price_source=market.source.name,
             benchmarks=market.benchmarks,
-            fundamentals=market.fundamentals,
+            fundamentals=fundamentals,
             actions=market.actions,
         )
         accounts[market.market] = open_accounts(

@@ -1,13 +1,15 @@
 """The bar and news cache port, its in-memory fake, and the source that reads bars through it.
 
 This module owns `BarCache`, the protocol the store implements (`store/cache.py`) to keep every
-fetched bar and news item with its `fetched_at`, and the spans over which a source's bars are all
-cached and final (`coverage.py`); `MemoryBarCache`, the fake beside it; and `CachingSource`, a
-`MarketDataSource` that serves bars from the cache where it covers the window asked, asks a live
-source for the rest and records what came back. A bar is final once its end has passed when it was
-fetched (`end_at <= fetched_at`): a final bar is never replaced by an unfinished one, and an
-unfinished bar is replaced by any later fetch. News items are kept once per (symbol,
-published_at, title); news is recorded, not read back.
+fetched bar, news item and quote with its `fetched_at` (news and quotes also with the decision time
+they were served for, which a cache replay shows them from: `recorded.py`), and the spans over which
+a source's bars are all cached and final (`coverage.py`); `MemoryBarCache`, the fake beside it; and
+`CachingSource`, a `MarketDataSource` that serves bars from the cache where it covers the window
+asked, asks a live source for the rest and records what came back. A bar is final once its end has
+passed when it was fetched (`end_at <= fetched_at`): a final bar is never replaced by an unfinished
+one, and an unfinished bar is replaced by any later fetch. News items are kept once per (symbol,
+published_at, title) and quotes once per (source, symbol, decision time); neither is read back live
+(a cache replay reads them).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
 
 from openbell.markets.adapters.vendor_calls import Now
 from openbell.markets.coverage import TimeSpan, fetched_span, merge_spans, uncovered_hull
-from openbell.markets.domain import Bar, NewsItem, check_utc
+from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.recorded import KnownReport, RecordedQuote, known_for
 from openbell.markets.sources import (
     ForwardingSource,
     MarketDataSource,
@@ -93,8 +96,28 @@ class BarCache(Protocol):
         """Each symbol's covered spans overlapping `[start_at, end_at)`, merged, oldest first."""
         ...
 
-    def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
-        """Record news items not yet cached."""
+    def put_news(
+        self,
+        *,
+        source: str,
+        items: Sequence[NewsItem],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
+    ) -> None:
+        """Record news items not yet cached, each known from `known_at` (the decision time it was
+        served for; never before its publication; None: from its publication)."""
+        ...
+
+    def put_quotes(
+        self, *, source: str, quotes: Sequence[RecordedQuote], fetched_at: datetime
+    ) -> None:
+        """Record the quotes `source` answered, once per (source, symbol, asked_at)."""
+        ...
+
+    def put_reports(
+        self, *, source: str, reports: Sequence[KnownReport], fetched_at: datetime
+    ) -> None:
+        """Record fundamentals reports not yet recorded; a report's first `known_at` is kept."""
         ...
 
     def get_news(
@@ -115,6 +138,10 @@ class MemoryBarCache:
         self._bars: dict[tuple[str, str, datetime], CachedBar] = {}
         self._coverage: dict[tuple[str, str, str], tuple[TimeSpan, ...]] = {}
         self._news: dict[tuple[str | None, datetime, str], NewsItem] = {}
+        #: When each news item was first known, and the quotes recorded: for tests to read.
+        self.news_known_at: dict[tuple[str | None, datetime, str], datetime] = {}
+        self.quotes: dict[tuple[str, str, datetime], RecordedQuote] = {}
+        self.reports: dict[tuple[str, date, datetime], KnownReport] = {}
 
     def put_bars(
         self, *, source: str, interval: str, bars: Sequence[Bar], fetched_at: datetime
@@ -173,10 +200,34 @@ class MemoryBarCache:
                 out[symbol] = found
         return out
 
-    def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
+    def put_news(
+        self,
+        *,
+        source: str,
+        items: Sequence[NewsItem],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
+    ) -> None:
         check_utc("fetched_at", fetched_at)
         for item in items:
             self._news.setdefault(_news_key(item), item)
+            known = item.published_at if known_at is None else max(known_at, item.published_at)
+            self.news_known_at.setdefault(_news_key(item), known)
+
+    def put_quotes(
+        self, *, source: str, quotes: Sequence[RecordedQuote], fetched_at: datetime
+    ) -> None:
+        check_utc("fetched_at", fetched_at)
+        for recorded in quotes:
+            self.quotes.setdefault((source, recorded.quote.symbol, recorded.asked_at), recorded)
+
+    def put_reports(
+        self, *, source: str, reports: Sequence[KnownReport], fetched_at: datetime
+    ) -> None:
+        check_utc("fetched_at", fetched_at)
+        for known in reports:
+            report = known.report
+            self.reports.setdefault((report.symbol, report.period_end, report.published_at), known)
 
     def get_news(
         self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
@@ -207,8 +258,9 @@ class CachingSource(ForwardingSource):
     covered span, was final when fetched, and has ended by `now`. The answer is recorded with the
     span it covers (`coverage.py`). The cache only saves vendor calls: a failing cache read falls
     back to `source` and a failing write keeps its answer (logged as `bar_cache_read_failed`,
-    `bar_cache_write_failed`). News is recorded, never read back; quotes pass through unrecorded.
-    Failures of `source` propagate unchanged.
+    `bar_cache_write_failed`). News and quotes are recorded, never read back (a failing write is
+    logged as `news_cache_write_failed`, `quote_cache_write_failed`). Failures of `source`
+    propagate unchanged.
     """
 
     def __init__(self, source: MarketDataSource, cache: BarCache, *, now: Now) -> None:
@@ -333,7 +385,28 @@ class CachingSource(ForwardingSource):
         self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:
         found = await self._source.news(symbols, start_at, end_at, limit)
-        self._cache.put_news(source=self._source.name, items=tuple(found), fetched_at=self._now())
+        fetched_at = self._now()
+        try:
+            self._cache.put_news(
+                source=self._source.name,
+                items=tuple(found),
+                fetched_at=fetched_at,
+                known_at=known_for(fetched_at, end_at),
+            )
+        except Exception:
+            logger.warning("news_cache_write_failed", exc_info=True, extra={"source": self.name})
+        return found
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        found = await self._source.quote(symbols, at)
+        recorded = tuple(RecordedQuote(asked_at=at, quote=quote) for quote in found.values())
+        try:
+            if recorded:
+                self._cache.put_quotes(
+                    source=self._source.name, quotes=recorded, fetched_at=self._now()
+                )
+        except Exception:
+            logger.warning("quote_cache_write_failed", exc_info=True, extra={"source": self.name})
         return found
 
 

@@ -212,6 +212,7 @@ class MarketConfig(_Section):
     corporate_actions: str | None = Field(default=None, min_length=1)
     costs: CostsConfig = CostsConfig()
     allow_outside_coverage: bool = False
+    allow_partial_coverage: bool = False
 
     @field_validator("universe", mode="before")
     @classmethod

@@ -28,8 +28,13 @@ pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until th
 every start (`universe_outside_coverage`); a replay window outside it is refused with one line
 naming the market, unless `allow_outside_coverage` (the `--allow-outside-coverage` flag, or the
 market's config key) accepts it; then the replay runs, and the same sentence is logged as a
-warning and repeated under the summary. A replay window is whole UTC dates, `start` through `end`
-inclusive; the ledger is migrated to the schema head once the replay holds its claim on it.
+warning and repeated under the summary. A universe whose members are not all in the replay's data
+(a DJIA-20 replay over five of its stocks) is refused the same way unless `allow_partial_coverage`
+(`--allow-partial-coverage`, or the market's key) accepts it (`replay_checks.py`); an allowed
+replay's warnings are recorded in the ledger for `openbell report`. `--from-cache URL` replays
+what the cache of the store at URL recorded (`cache_replay.py`). A replay window is whole UTC
+dates, `start` through `end` inclusive; the ledger is migrated to the schema head once the
+replay holds its claim on it.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ from openbell.ops.config import (
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
+from openbell.ops.replay_checks import check_replay, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.seeds import record_group, seeded_config
 from openbell.ops.web.app import web_parts
@@ -193,10 +199,24 @@ def make_source(
     universe: Sequence[str],
     *,
     environ: Mapping[str, str] = os.environ,
+    from_cache: str | None = None,
 ) -> MarketSource:
     """The data source of market `name`, with its fundamentals and corporate actions where it has
     them; see the module docstring. `clock` None: a replay, where a live source stands for the
-    bundled dataset."""
+    bundled dataset, or (`from_cache`, a store URL) for what that store's cache recorded."""
+    if clock is None and from_cache is not None:
+        from openbell.ops.cache_replay import cache_source
+
+        cached = cache_source(name, [*universe, *market.benchmarks], from_cache)
+        if cached.source is not None:
+            return MarketSource(cached.source, fundamentals=cached.fundamentals)
+        news = [known.item for known in cached.news]
+        recorded = _recorded_source(name, market, news)
+        return MarketSource(
+            recorded,
+            fundamentals=cached.fundamentals,
+            actions=_recorded_actions(name, market, recorded),
+        )
     if clock is None or market.source_kind in ("replay", "bundled"):
         recorded = _recorded_source(name, market)
         return MarketSource(recorded, actions=_recorded_actions(name, market, recorded))
@@ -227,14 +247,16 @@ def make_source(
         return MarketSource(UnavailableSource(market.source, name, why))
 
 
-def _recorded_source(name: str, market: MarketConfig) -> ReplaySource:
-    """The recorded bars market `name` reads: its `replay:PATH` files, the bundled ones, or (for a
-    live source, in a replay) the bundled ones of its cadence."""
+def _recorded_source(
+    name: str, market: MarketConfig, news: Sequence[NewsItem] = ()
+) -> ReplaySource:
+    """The recorded bars market `name` reads, with `news`: its `replay:PATH` files, the bundled
+    ones, or (for a live source, in a replay) the bundled ones of its cadence."""
     if market.source_kind == "replay":
-        return ReplaySource.from_paths(name, [market.source_arg])
+        return ReplaySource.from_paths(name, [market.source_arg], news=news)
     if market.source_kind == "bundled":
-        return ReplaySource.from_bundled(name)
-    return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence))
+        return ReplaySource.from_bundled(name, news=news)
+    return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence), news=news)
 
 
 def _bundled_files(market: str, cadence: str) -> list[str]:
@@ -281,12 +303,15 @@ def market_plan(
     as_of: date,
     environ: Mapping[str, str] = os.environ,
     hub: CycleHub | None = None,
+    from_cache: str | None = None,
 ) -> MarketPlan:
     """The plan of market `name` traded by `agents` (outside agents on `hub`), live on `clock` or
-    replayed (`clock` None) from `as_of`. Raises `ConfigError` when a replay's bars hold no symbol
-    of the universe."""
+    replayed (`clock` None) from `as_of` (from the cache of the store at `from_cache`, if given).
+    Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
     universe = universe_for(name, market, as_of)
-    made = make_source(name, market, clock, universe.symbols, environ=environ)
+    made = make_source(
+        name, market, clock, universe.symbols, environ=environ, from_cache=from_cache
+    )
     source = made.source
     replayed = source if clock is None and isinstance(source, ReplaySource) else None
     if replayed is not None and not set(universe.symbols) & replayed.symbols():
@@ -419,14 +444,20 @@ def replay_plan(
     market: str | None,
     resume: bool,
     allow_outside_coverage: bool = False,
+    allow_partial_coverage: bool = False,
+    from_cache: str | None = None,
     seeds: int | None = None,
 ) -> tuple[ReplayPlan, tuple[str, ...]]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
-    (or just `market`) with their agents, and its warnings (universes used outside their coverage).
+    (or just `market`) with their agents, and its warnings (universes used outside their coverage,
+    universes with members without data), each starting `markets.NAME:`. `from_cache`: the URL of
+    a store whose cache the markets replay (`ops.cache_replay`) instead of their bar files.
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
     without agents, a universe used outside its coverage without `allow_outside_coverage` (here
-    or in the market's config) or an LLM agent whose key variable is not set. With `seeds`, every
+    or in the market's config), a universe with members without data in the window without
+    `allow_partial_coverage` (here or in the market's config) or an LLM agent whose key variable
+    is not set. With `seeds`, every
     agent runs once per seed as its own agent (`ops.seeds.seeded_config`).
     """
     if end < start:
@@ -437,35 +468,25 @@ def replay_plan(
     enrolled = _enrolled(config, chosen, None, "replay")
     hub = CycleHub()
     markets = tuple(
-        market_plan(name, configured, agents, clock=None, as_of=start, hub=hub)
+        market_plan(
+            name, configured, agents, clock=None, as_of=start, hub=hub, from_cache=from_cache
+        )
         for name, configured, agents in enrolled
     )
-    warnings = []
-    for replayed, (_, configured, _) in zip(markets, enrolled, strict=True):
-        doubt = _outside_coverage(replayed.market, replayed.universe, start, end)
-        if doubt is None:
-            continue
-        if not (allow_outside_coverage or configured.allow_outside_coverage):
-            raise ConfigError(
-                f"{doubt}; replay inside those dates, or pass --allow-outside-coverage (or set "
-                f"allow_outside_coverage = true in [markets.{replayed.market}]) to run it anyway"
-            )
-        coverage = replayed.universe.coverage
-        log.warning(
-            "universe_outside_coverage",
-            market=replayed.market,
-            universe=replayed.universe.name,
-            start=start.isoformat(),
-            end=end.isoformat(),
-            coverage_from=_iso(None if coverage is None else coverage.from_date),
-            coverage_until=_iso(None if coverage is None else coverage.until_date),
-            message=doubt,
-        )
-        warnings.append(doubt)
+    start_at = datetime.combine(start, time(0), tzinfo=UTC)
+    end_at = datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
+    warnings = check_replay(
+        markets,
+        [configured for _, configured, _ in enrolled],
+        start=start,
+        end=end,
+        allow_outside_coverage=allow_outside_coverage,
+        allow_partial_coverage=allow_partial_coverage,
+    )
     plan = ReplayPlan(
         store_url=config.store.url,
-        start_at=datetime.combine(start, time(0), tzinfo=UTC),
-        end_at=datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC),
+        start_at=start_at,
+        end_at=end_at,
         markets=markets,
         resume=resume,
         run_id=f"replay:{socket.gethostname()}:{os.getpid()}",
@@ -474,7 +495,7 @@ def replay_plan(
         mcp_listen=(config.http.host, config.http.port),
         mcp_allow_remote=config.http.allow_remote,
     )
-    return plan, tuple(warnings)
+    return plan, warnings
 
 
 def replay_from_config(
@@ -486,9 +507,12 @@ def replay_from_config(
     resume: bool,
     show_progress: bool,
     allow_outside_coverage: bool = False,
+    allow_partial_coverage: bool = False,
+    from_cache: str | None = None,
     seeds: int | None = None,
 ) -> ReplayReport:
-    """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown.
+    """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown; its
+    warnings are recorded in the ledger, for `openbell report` to repeat.
 
     Raises `ConfigError` as `replay_plan` does, and `OperatorError` for a ledger that another
     replay (or, on SQLite, a daemon) is writing or that already has cycles in the window without
@@ -502,10 +526,14 @@ def replay_from_config(
         market=market,
         resume=resume,
         allow_outside_coverage=allow_outside_coverage,
+        allow_partial_coverage=allow_partial_coverage,
+        from_cache=from_cache,
         seeds=seeds,
     )
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)
+    if warnings:
+        record_warnings(plan, warnings)
     if seeds is not None:
         record_group(config, seeds, start=start, end=end)
     return replace(report, warnings=warnings)
@@ -513,23 +541,6 @@ def replay_from_config(
 
 def _iso(day: date | None) -> str | None:
     return None if day is None else day.isoformat()
-
-
-def _outside_coverage(name: str, universe: Universe, start: date, end: date) -> str | None:
-    """What is wrong with replaying `universe` from `start` through `end`, in one sentence; None
-    when its file vouches for every date of the window."""
-    coverage = universe.coverage
-    if coverage is None or universe.covers(start, end):
-        return None
-    vouched = coverage.describe()
-    if coverage.from_date is not None and start < coverage.from_date:
-        window = f"this replay starts on {start.isoformat()}"
-    else:
-        window = f"this replay ends on {end.isoformat()}"
-    return (
-        f"markets.{name}: universe {universe.name} vouches for its members only {vouched}, and "
-        f"{window}: trading its list at dates the file cannot vouch for is a survivorship bias"
-    )
 
 
 @contextmanager

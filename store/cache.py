@@ -1,17 +1,20 @@
 """The bar and news cache in the database: `SqlBarCache`, the store's `markets.cache.BarCache`.
 
-This module owns the `bar`, `bar_coverage` and `news` tables' reads and writes. It keeps the port's
-semantics exactly as `MemoryBarCache` does: a bar is stored final when `end_at <= fetched_at`; a
-stored final bar is never replaced by an unfinished one, and anything else is replaced by the newer
-put; a news item is kept once per (symbol, published_at, title), whose digest is its unique
-`item_key`; a covered span is merged with the spans of its (source, symbol, interval) that it
-overlaps or touches. Bar and news writes are single-statement upserts (`INSERT ... ON CONFLICT`, in
-the SQLite or Postgres dialect) in one transaction that takes SQLite's write lock up front, so
-concurrent daemons on Postgres and the one daemon on SQLite need no read-then-write. A span write
-does read, delete and insert, in one such transaction: two daemons on Postgres writing spans of
-one symbol at once may leave overlapping spans, which is harmless (reads merge them). Reads return
-domain values (`CachedBar`, `TimeSpan`, `NewsItem`); decimals round-trip exactly through
-`ExactDecimal`.
+This module owns the `bar`, `bar_coverage`, `news`, `quote_record` and `fundamentals_report`
+tables' reads and writes, and reads them back for a cache replay (`markets.recorded.Recording`).
+It keeps the port's semantics exactly as `MemoryBarCache` does: a bar is stored final when
+`end_at <= fetched_at`; a stored final bar is never replaced by an unfinished one, and anything
+else is replaced by the newer put; a news item is kept once per (symbol, published_at, title),
+whose digest is its unique `item_key`, with the first decision time it was served for; a quote
+once per (source, symbol, decision time); a fundamentals report once per (symbol, period end,
+published_at); a covered span is merged with the spans of its (source, symbol, interval) that it
+overlaps or touches. Bar, news, quote and report writes are single-statement upserts (`INSERT
+... ON CONFLICT`, in the SQLite or Postgres dialect) in one transaction that takes SQLite's write
+lock up front, so concurrent daemons on Postgres and the one daemon on SQLite need no
+read-then-write. A span write does read, delete and insert, in one such transaction: two daemons
+on Postgres writing spans of one symbol at once may leave overlapping spans, which is harmless
+(reads merge them). Reads return domain values (`CachedBar`, `TimeSpan`, `NewsItem`, ...);
+decimals round-trip exactly through `ExactDecimal`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, delete, insert, not_, or_, select
@@ -27,15 +31,35 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from openbell.markets.cache import CachedBar
 from openbell.markets.coverage import TimeSpan, merge_spans
-from openbell.markets.domain import Bar, NewsItem, check_utc
+from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
+from openbell.markets.fundamentals import FundamentalsReport
+from openbell.markets.recorded import KnownNews, KnownReport, RecordedQuote
 from openbell.markets.sources import check_symbols
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import BAR_COVERAGE_TABLE, BAR_TABLE, NEWS_TABLE
+from openbell.store.tables import (
+    BAR_COVERAGE_TABLE,
+    BAR_TABLE,
+    FUNDAMENTALS_REPORT_TABLE,
+    NEWS_TABLE,
+    QUOTE_RECORD_TABLE,
+)
 
 T = TypeVar("T")
 _BAR_KEY: Final = ("symbol", "interval", "start_at")
 #: Rows per INSERT statement: well under SQLite's limit of 32766 bound parameters.
 _CHUNK: Final = 500
+
+
+def report_key(report: FundamentalsReport) -> str:
+    """The unique key of a fundamentals report: SHA-256 of (symbol, period end, published_at)."""
+    raw = json.dumps(
+        [
+            report.symbol,
+            report.period_end.isoformat(),
+            report.published_at.astimezone(UTC).isoformat(),
+        ]
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 def news_key(symbol: str | None, published_at: datetime, title: str) -> str:
@@ -173,19 +197,149 @@ class SqlBarCache:
                 found.setdefault(row.symbol, []).append(_span(row))
         return {symbol: merge_spans(spans) for symbol, spans in found.items()}
 
-    def put_news(self, *, source: str, items: Sequence[NewsItem], fetched_at: datetime) -> None:
-        """Record news items not yet cached."""
+    def put_news(
+        self,
+        *,
+        source: str,
+        items: Sequence[NewsItem],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
+    ) -> None:
+        """Record news items not yet cached, each known from `known_at` (never before its
+        publication; None: from its publication)."""
         check_utc("fetched_at", fetched_at)
         kept: dict[str, dict[str, Any]] = {}
         for item in items:
             key = news_key(item.symbol, item.published_at, item.title)
-            kept.setdefault(key, _news_values(item, key, source, fetched_at))
-        if not kept:
+            known = item.published_at if known_at is None else max(known_at, item.published_at)
+            kept.setdefault(key, _news_values(item, key, source, fetched_at, known))
+        self._insert_new(NEWS_TABLE, list(kept.values()), ["item_key"])
+
+    def put_quotes(
+        self, *, source: str, quotes: Sequence[RecordedQuote], fetched_at: datetime
+    ) -> None:
+        """Record the quotes `source` answered, once per (source, symbol, asked_at)."""
+        check_utc("fetched_at", fetched_at)
+        rows = {
+            (recorded.quote.symbol, recorded.asked_at): {
+                "source": source,
+                "symbol": recorded.quote.symbol,
+                "asked_at": recorded.asked_at,
+                "quoted_at": recorded.quote.at,
+                "price": recorded.quote.price,
+                "fetched_at": fetched_at,
+            }
+            for recorded in quotes
+        }
+        self._insert_new(QUOTE_RECORD_TABLE, list(rows.values()), ["source", "symbol", "asked_at"])
+
+    def put_reports(
+        self, *, source: str, reports: Sequence[KnownReport], fetched_at: datetime
+    ) -> None:
+        """Record fundamentals reports not yet recorded; a report's first `known_at` is kept."""
+        check_utc("fetched_at", fetched_at)
+        rows: dict[str, dict[str, Any]] = {}
+        for known in reports:
+            report = known.report
+            key = report_key(report)
+            rows.setdefault(
+                key,
+                {
+                    "symbol": report.symbol,
+                    "period_end": report.period_end,
+                    "published_at": report.published_at,
+                    "known_at": max(known.known_at, report.published_at),
+                    "currency": report.currency,
+                    "figures": json.dumps({k: str(v) for k, v in report.values.items()}),
+                    "source": report.source or source,
+                    "fetched_at": fetched_at,
+                    "item_key": key,
+                },
+            )
+        self._insert_new(FUNDAMENTALS_REPORT_TABLE, list(rows.values()), ["item_key"])
+
+    def _insert_new(self, table: Table, rows: list[dict[str, Any]], key: list[str]) -> None:
+        if not rows:
             return
         with self._writer.begin() as connection:
-            for chunk in _chunks(list(kept.values())):
-                insert = _insert(connection, NEWS_TABLE).values(chunk)
-                connection.execute(insert.on_conflict_do_nothing(index_elements=["item_key"]))
+            for chunk in _chunks(rows):
+                insert = _insert(connection, table).values(chunk)
+                connection.execute(insert.on_conflict_do_nothing(index_elements=key))
+
+    # -- what a cache replay reads (`markets.recorded.Recording`) -----------------------------
+
+    def recorded_bars(self, symbols: Sequence[str], interval: str) -> Mapping[str, Sequence[Bar]]:
+        """The final bars of `symbols` of `interval`, oldest first."""
+        query = (
+            select(BAR_TABLE)
+            .where(
+                BAR_TABLE.c.symbol.in_(check_symbols(symbols)),
+                BAR_TABLE.c.interval == interval,
+                BAR_TABLE.c.is_final,
+            )
+            .order_by(BAR_TABLE.c.symbol, BAR_TABLE.c.start_at)
+        )
+        out: dict[str, list[Bar]] = {}
+        with self._engine.connect() as connection:
+            for row in connection.execute(query):
+                out.setdefault(row.symbol, []).append(_cached_bar(row).bar)
+        return out
+
+    def recorded_news(self, symbols: Sequence[str]) -> Sequence[KnownNews]:
+        """The news about `symbols` and the market-wide news, oldest first."""
+        query = (
+            select(NEWS_TABLE)
+            .where(
+                or_(NEWS_TABLE.c.symbol.in_(check_symbols(symbols)), NEWS_TABLE.c.symbol.is_(None))
+            )
+            .order_by(NEWS_TABLE.c.published_at, NEWS_TABLE.c.id)
+        )
+        with self._engine.connect() as connection:
+            return tuple(
+                KnownNews(item=_news_item(row), known_at=row.known_at or row.published_at)
+                for row in connection.execute(query)
+            )
+
+    def recorded_reports(self, symbols: Sequence[str]) -> Sequence[KnownReport]:
+        """The fundamentals reports of `symbols`, oldest first."""
+        table = FUNDAMENTALS_REPORT_TABLE
+        query = (
+            select(table)
+            .where(table.c.symbol.in_(check_symbols(symbols)))
+            .order_by(table.c.published_at, table.c.id)
+        )
+        with self._engine.connect() as connection:
+            return tuple(
+                KnownReport(
+                    report=FundamentalsReport(
+                        symbol=row.symbol,
+                        period_end=row.period_end,
+                        published_at=row.published_at,
+                        currency=row.currency,
+                        values={k: Decimal(v) for k, v in json.loads(row.figures).items()},
+                        source=row.source,
+                    ),
+                    known_at=row.known_at,
+                )
+                for row in connection.execute(query)
+            )
+
+    def recorded_quotes(self, symbols: Sequence[str]) -> Sequence[RecordedQuote]:
+        """The quotes of `symbols` the live sources answered, oldest decision time first."""
+        table = QUOTE_RECORD_TABLE
+        query = (
+            select(table)
+            .where(table.c.symbol.in_(check_symbols(symbols)))
+            .order_by(table.c.asked_at, table.c.id)
+        )
+        with self._engine.connect() as connection:
+            return tuple(
+                RecordedQuote(
+                    asked_at=row.asked_at,
+                    quote=Quote(symbol=row.symbol, price=row.price, at=row.quoted_at),
+                )
+                for row in connection.execute(query)
+            )
 
     def get_news(
         self, symbols: Sequence[str] | None, start_at: datetime, end_at: datetime, limit: int
@@ -200,16 +354,7 @@ class SqlBarCache:
         if symbols is not None:
             query = query.where(NEWS_TABLE.c.symbol.in_(check_symbols(symbols)))
         with self._engine.connect() as connection:
-            return tuple(
-                NewsItem(
-                    symbol=row.symbol,
-                    published_at=row.published_at,
-                    title=row.title,
-                    url=row.url or "",
-                    source=row.item_source,
-                )
-                for row in connection.execute(query)
-            )
+            return tuple(_news_item(row) for row in connection.execute(query))
 
 
 def _bar_values(bar: Bar, interval: str, source: str, fetched_at: datetime) -> dict[str, Any]:
@@ -229,7 +374,19 @@ def _bar_values(bar: Bar, interval: str, source: str, fetched_at: datetime) -> d
     }
 
 
-def _news_values(item: NewsItem, key: str, source: str, fetched_at: datetime) -> dict[str, Any]:
+def _news_item(row: Any) -> NewsItem:
+    return NewsItem(
+        symbol=row.symbol,
+        published_at=row.published_at,
+        title=row.title,
+        url=row.url or "",
+        source=row.item_source,
+    )
+
+
+def _news_values(
+    item: NewsItem, key: str, source: str, fetched_at: datetime, known_at: datetime
+) -> dict[str, Any]:
     return {
         "symbol": item.symbol,
         "published_at": item.published_at,
@@ -239,6 +396,7 @@ def _news_values(item: NewsItem, key: str, source: str, fetched_at: datetime) ->
         "fetched_at": fetched_at,
         "item_key": key,
         "item_source": item.source,
+        "known_at": known_at,
     }
 
 

@@ -340,6 +340,10 @@ class NewsRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
     item_key: str = Field(unique=True)
     item_source: str = ""
+    #: The first decision time it was served for (a live read) or its publication time (an
+    #: import): a cache replay shows it at `t` only when this is at or before `t`. None: a row
+    #: cached before migration 0012, shown from `published_at`.
+    known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 class DaemonRunRow(SQLModel, table=True):
@@ -356,6 +360,62 @@ class DaemonRunRow(SQLModel, table=True):
     run_id: str
     market: str
     started_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class FundamentalsReportRow(SQLModel, table=True):
+    """A recorded fundamentals report (`markets.fundamentals.FundamentalsReport`), kept once per
+    `item_key` (a digest of symbol, period end and published_at). `figures` is a JSON object of
+    exact decimal strings; `known_at` is when it was first served (a live read) or published (an
+    import); `source` is who recorded it ("yfinance", "import:FILE")."""
+
+    __tablename__ = "fundamentals_report"
+    __table_args__ = (
+        Index("ix_fundamentals_report_symbol_published_at", "symbol", "published_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    symbol: str
+    period_end: date = Field(sa_type=Date)
+    published_at: datetime = Field(sa_type=UtcDateTime)
+    known_at: datetime = Field(sa_type=UtcDateTime)
+    currency: str
+    figures: str = Field(sa_type=Text)
+    source: str
+    fetched_at: datetime = Field(sa_type=UtcDateTime)
+    item_key: str = Field(unique=True)
+
+
+class QuoteRecordRow(SQLModel, table=True):
+    """A quote a live source answered for decision time `asked_at` (`Quote` price and stamp):
+    the quotes a cache replay shows and fills at, as the live daemon did."""
+
+    __tablename__ = "quote_record"
+    __table_args__ = (
+        UniqueConstraint("source", "symbol", "asked_at"),
+        Index("ix_quote_record_symbol_asked_at", "symbol", "asked_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str
+    symbol: str
+    asked_at: datetime = Field(sa_type=UtcDateTime)
+    quoted_at: datetime = Field(sa_type=UtcDateTime)
+    price: Decimal = Field(sa_type=ExactDecimal)
+    fetched_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class ReplayWarningRow(SQLModel, table=True):
+    """A warning a replay ran under (a universe partly without data, or used outside the dates
+    its file vouches for), for `openbell report` to repeat."""
+
+    __tablename__ = "replay_warning"
+    __table_args__ = (_in("market", "'us', 'cn', 'crypto'", "market"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    market: str
+    start_at: datetime = Field(sa_type=UtcDateTime)
+    end_at: datetime = Field(sa_type=UtcDateTime)
+    message: str = Field(sa_type=Text)
 
 
 class AgentTokenRow(SQLModel, table=True):
@@ -403,5 +463,8 @@ BAR_TABLE: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]
 BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
 NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
 DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-defined]
+FUNDAMENTALS_REPORT_TABLE: Final[Table] = FundamentalsReportRow.__table__  # type: ignore[attr-defined]
+QUOTE_RECORD_TABLE: Final[Table] = QuoteRecordRow.__table__  # type: ignore[attr-defined]
+REPLAY_WARNING_TABLE: Final[Table] = ReplayWarningRow.__table__  # type: ignore[attr-defined]
 AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
 SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]

@@ -2,14 +2,18 @@
 
 This module owns these commands' options and output. `replay` runs the configured markets' agents
 over recorded bars on a simulated clock (`ops.planning`), with a progress bar on stderr and one
-summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
-data. Errors follow the CLI's contract: one line on stderr, exit 2 for bad input (dates, an
-unknown market, an existing replay without `--resume`).
+summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader data
+or from a generic OHLCV file, and `data import-news` / `import-fundamentals` record a user's news
+and fundamentals files in the store's cache, for `replay --from-cache`. Errors follow the CLI's
+contract: one line on stderr, exit 2 for bad input (dates, an unknown market, an existing replay
+without `--resume`).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +25,7 @@ from openbell.ops.cli.options import ConfigOption, Market, help_without_command,
 
 if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig
+    from openbell.store.cache import SqlBarCache
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
 DEFAULT_BARS_DIR = Path("var/data/bars")
@@ -115,6 +120,26 @@ def replay(
             "with a warning, instead of refusing.",
         ),
     ] = False,
+    allow_partial_coverage: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial-coverage",
+            help="Replay a universe whose members do not all have data in the window, trading "
+            "those that have, with a warning (in the summary and in `openbell report`), instead "
+            "of refusing.",
+        ),
+    ] = False,
+    from_cache: Annotated[
+        str | None,
+        typer.Option(
+            "--from-cache",
+            metavar="STORE_URL",
+            help="Replay what the cache of this store recorded (a live daemon's ledger, or a store "
+            "news and fundamentals were imported into): its bars, quotes, news and fundamentals, "
+            "each shown from when the live agents saw it.",
+            show_default=False,
+        ),
+    ] = None,
     seeds: Annotated[
         int | None,
         typer.Option(
@@ -139,7 +164,11 @@ def replay(
     cut off, or use a fresh database. A window outside the dates a universe file vouches for
     (crypto10 from 2025-11-01, sse50 from 2025-09-30 until 2025-12-15, ...) is refused unless
     --allow-outside-coverage (or allow_outside_coverage = true in the market's section) accepts
-    it; the replay then warns in the log and under the summary. --seeds N repeats the agents N
+    it; the replay then warns in the log and under the summary. A universe whose members do not
+    all have bars in the window is refused the same way unless --allow-partial-coverage (or
+    allow_partial_coverage = true) accepts it. --from-cache STORE_URL replays what that store's
+    cache recorded (a live week, as its agents saw it) into the config's ledger; a market of which
+    it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N repeats the agents N
     times (the random baseline's seed, an LLM's request seed) as one group of runs.
     """
     from openbell.ops.planning import replay_from_config
@@ -154,18 +183,20 @@ def replay(
         show_progress=sys.stderr.isatty() if progress is None else progress,
         allow_outside_coverage=allow_outside_coverage,
         seeds=seeds,
+        allow_partial_coverage=allow_partial_coverage,
+        from_cache=from_cache,
     )
     typer.echo(report.summary())
 
 
 @data_app.command("import")
 def data_import(
-    source_dir: Annotated[
+    source: Annotated[
         Path,
         typer.Argument(
-            help="A copy of the AI-Trader data: one folder per commit (c8b24a0/, ...).",
+            help="A copy of the AI-Trader data (a folder: one folder per commit), or an OHLCV "
+            "file (.csv or .parquet: symbol, time, open, high, low, close, volume).",
             exists=True,
-            file_okay=False,
         ),
     ],
     out: Annotated[
@@ -175,17 +206,167 @@ def data_import(
             help='Directory for the bar files; use it with source = "replay:DIR".',
         ),
     ] = DEFAULT_BARS_DIR,
+    market: Annotated[
+        Market | None, typer.Option("--market", "-m", help="An OHLCV file's market.")
+    ] = None,
+    interval: Annotated[
+        str | None, typer.Option("--interval", help="An OHLCV file's bar interval: 1d or 1h.")
+    ] = None,
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="An OHLCV file's bar-label convention: start (a row's time is its bar's start) "
+            "or end (its end).",
+        ),
+    ] = None,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz", help="The IANA zone of an OHLCV file's naive times (America/New_York, UTC...)."
+        ),
+    ] = None,
+    adjustment: Annotated[
+        str,
+        typer.Option(
+            "--adjustment", help="What an OHLCV file's prices are: raw, adjusted, ... or unknown."
+        ),
+    ] = "unknown",
 ) -> None:
-    """Build canonical bar files from a copy of the AI-Trader data (see PROVENANCE.md).
+    """Build canonical bar files from a copy of the AI-Trader data (see PROVENANCE.md) or from
+    an OHLCV file.
 
     The bundled bars are package data and are not overwritten: the files go to --out (default
-    ./var/data/bars), which a market reads with source = "replay:./var/data/bars".
+    ./var/data/bars), which a market reads with source = "replay:./var/data/bars". An OHLCV file
+    needs --market, --interval and --label, and --tz when its times carry no zone; nothing is
+    guessed, and a bad row (missing column, naive time without --tz, duplicate bar, non-positive
+    price) refuses the file with its row number.
     """
+    if source.is_file():
+        _import_ohlcv(source, out, market, interval, label, tz, adjustment)
+        return
     from openbell.markets.importers.ai_trader import build_dataset
 
-    report = build_dataset(source_dir, out)
+    report = build_dataset(source, out)
     typer.echo(report.summary())
     typer.echo(f"wrote {len(report.bars_written)} bar files to {out}")
+
+
+def _import_ohlcv(
+    source: Path,
+    out: Path,
+    market: Market | None,
+    interval: str | None,
+    label: str | None,
+    tz: str | None,
+    adjustment: str,
+) -> None:
+    from openbell.markets.errors import SourceFormatError
+    from openbell.markets.importers.ohlcv import OhlcvLayout, import_ohlcv
+
+    if market is None or interval is None or label is None:
+        missing = [
+            flag
+            for flag, value in (("--market", market), ("--interval", interval), ("--label", label))
+            if value is None
+        ]
+        raise SourceFormatError(
+            f"{source.name}: an OHLCV file needs {', '.join(missing)} (nothing about its layout "
+            "is guessed: --label says whether a row's time is its bar's start or end)"
+        )
+    layout = OhlcvLayout(
+        market=market.value, interval=interval, label=label, timezone=tz, adjustment=adjustment
+    )
+    written, count = import_ohlcv(source, layout, out)
+    typer.echo(f"wrote {count} {market.value} {interval} bars to {written}")
+
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="The store to record into: a SQLite file or a database URL; replaces the config's "
+        "[store] url, and needs no config file.",
+        show_default=False,
+    ),
+]
+
+
+@data_app.command("import-news")
+def data_import_news(
+    ctx: typer.Context,
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A news file (.jsonl or .parquet): symbol, published_at, title[, url, source].",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    tz: Annotated[
+        str | None, typer.Option("--tz", help="The IANA zone of naive published_at times.")
+    ] = None,
+    config: ConfigOption = None,
+    db: StoreOption = None,
+) -> None:
+    """Record a news file in the store's cache: a replay --from-cache of this store shows each
+    item from its publication time."""
+    from openbell.markets.importers.research_files import read_news
+
+    items = read_news(source, timezone=tz)
+    with _cache(ctx, config, db) as (cache, now):
+        cache.put_news(source=f"import:{source.name}", items=items, fetched_at=now)
+    typer.echo(f"recorded {len(items)} news items from {source.name}")
+
+
+@data_app.command("import-fundamentals")
+def data_import_fundamentals(
+    ctx: typer.Context,
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A fundamentals file (.jsonl or .parquet): symbol, period_end, published_at, "
+            "currency and the figures.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    tz: Annotated[
+        str | None, typer.Option("--tz", help="The IANA zone of naive published_at times.")
+    ] = None,
+    config: ConfigOption = None,
+    db: StoreOption = None,
+) -> None:
+    """Record a fundamentals file in the store's cache: a replay --from-cache of this store serves
+    each report from its publication time."""
+    from openbell.markets.importers.research_files import read_reports
+    from openbell.markets.recorded import KnownReport
+
+    reports = read_reports(source, timezone=tz)
+    known = [KnownReport(report=report, known_at=report.published_at) for report in reports]
+    with _cache(ctx, config, db) as (cache, now):
+        cache.put_reports(source=f"import:{source.name}", reports=known, fetched_at=now)
+    typer.echo(f"recorded {len(reports)} fundamentals reports from {source.name}")
+
+
+@contextmanager
+def _cache(
+    ctx: typer.Context, config: Path | None, db: str | None
+) -> Iterator[tuple[SqlBarCache, datetime]]:
+    """The cache of the store (`db`, else the config's), migrated to the head, and the time of
+    the import."""
+    from openbell.daemon.clock import SystemClock
+    from openbell.store.cache import SqlBarCache
+    from openbell.store.db import make_engine
+    from openbell.store.migrate import upgrade
+
+    loaded = load_command_config(ctx, config, db=db)
+    upgrade(loaded.store.url)
+    engine = make_engine(loaded.store.url)
+    try:
+        yield SqlBarCache(engine), SystemClock().now()
+    finally:
+        engine.dispose()
 
 
 @data_app.callback(invoke_without_command=True)

@@ -249,6 +249,7 @@ def report_command(
     """
     from openbell.ops import exporting
     from openbell.ops.cli.attribution import attribution_of, attribution_table
+    from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 
     window = _window(start, end)
@@ -256,9 +257,12 @@ def report_command(
     try:
         found = report(engine, agent, market.value, *window)
         attributed = attribution_of(engine, agent, market.value, window) if attribution else None
+        warnings = warnings_of(engine, market.value)
     finally:
         engine.dispose()
     record = exporting.report_record(found)
+    if warnings:
+        record["replay_warnings"] = list(warnings)
     if plot is not None:
         from openbell.ops.plotting import plot_equity
 
@@ -269,10 +273,12 @@ def report_command(
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    tables = [report_table(record)]
+    tables = [report_table({k: v for k, v in record.items() if k != "replay_warnings"})]
     if attributed is not None:
         tables.append(attribution_table(attributed))
     print_tables(tables, sys.stdout)
+    for warning in warnings:
+        sys.stdout.write(f"WARNING: {warning}\n")
 
 
 def report_table(record: dict[str, Any]) -> Table:

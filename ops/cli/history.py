@@ -168,8 +168,9 @@ def replay(
     all have bars in the window is refused the same way unless --allow-partial-coverage (or
     allow_partial_coverage = true) accepts it. --from-cache STORE_URL replays what that store's
     cache recorded (a live week, as its agents saw it) into the config's ledger; a market of which
-    it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N repeats the agents N
-    times (the random baseline's seed, an LLM's request seed) as one group of runs.
+    it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N
+    repeats the agents N times (the random baseline's seed, an LLM's request seed) as one group of
+    runs.
     """
     from openbell.ops.planning import replay_from_config
 

@@ -17,6 +17,7 @@ weights bought, fees of the next rebalance included), against the claim.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -231,9 +232,9 @@ class StrategyRuns(LedgerTables):
     def strategy_concordance(self, account_id: int) -> list[Concordance]:
         """Each of the account's strategies, its claim against its realised outcome."""
         with self._read() as session:
-            navs = dict(
+            navs: dict[datetime, Decimal] = dict(
                 session.exec(
-                    select(NavSnapshotRow.at, NavSnapshotRow.nav)
+                    select(col(NavSnapshotRow.at), col(NavSnapshotRow.nav))
                     .where(
                         NavSnapshotRow.account_id == account_id,
                         NavSnapshotRow.kind == "slot",
@@ -246,14 +247,16 @@ class StrategyRuns(LedgerTables):
                 .where(StrategyCodeRow.account_id == account_id)
                 .order_by(col(StrategyCodeRow.id))
             ).all()
-            return [_concordance(_strategy(row), _runs(session, row_id(row.id)), navs) for row in rows]
+            return [
+                _concordance(_strategy(row), _runs(session, row_id(row.id)), navs) for row in rows
+            ]
 
 
 def _concordance(
     strategy: StrategyCode, runs: Sequence[StrategyRun], navs: Mapping[datetime, Decimal]
 ) -> Concordance:
     times = sorted(navs)
-    following = dict(zip(times, times[1:], strict=False))
+    following = dict(itertools.pairwise(times))
     returns: list[float] = []
     for run in runs:
         then = following.get(run.ran_at)

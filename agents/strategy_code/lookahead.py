@@ -145,30 +145,40 @@ def _shape(tree: ast.Module) -> Iterator[Refusal]:
 
 def _escapes(tree: ast.Module) -> Iterator[Refusal]:
     for node in ast.walk(tree):
-        line = getattr(node, "lineno", 1)
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield from _imports(node)
-        elif isinstance(node, ast.AsyncFunctionDef | ast.Await | ast.AsyncFor | ast.AsyncWith):
-            yield Refusal(rule="async", line=line, message="async code is not allowed")
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            yield Refusal(rule="scope", line=line, message="global/nonlocal is not allowed")
-        elif isinstance(node, ast.Name):
-            if node.id in FORBIDDEN_NAMES or node.id.startswith("_"):
-                yield Refusal(rule="io", line=line, message=f"the name {node.id!r} is forbidden")
-        elif isinstance(node, ast.Attribute):
-            if node.attr in FORBIDDEN_ATTRIBUTES or node.attr.startswith("_"):
-                yield Refusal(
-                    rule="io", line=line, message=f"the attribute .{node.attr} is forbidden"
-                )
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if "__" in node.value or node.value in FORBIDDEN_ATTRIBUTES:
-                yield Refusal(
-                    rule="io", line=line, message=f"the string {node.value[:40]!r} is forbidden"
-                )
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.arg):
-            name = node.arg if isinstance(node, ast.arg) else node.name
-            if name.startswith("_") or name in FORBIDDEN_NAMES:
-                yield Refusal(rule="io", line=line, message=f"the name {name!r} is forbidden")
+        else:
+            found = _escape(node)
+            if found is not None:
+                yield Refusal(rule=found[0], line=getattr(node, "lineno", 1), message=found[1])
+
+
+def _escape(node: ast.AST) -> tuple[str, str] | None:
+    """(rule, message) when `node` is an escape from the sandbox's rules, else None."""
+    if isinstance(node, ast.AsyncFunctionDef | ast.Await | ast.AsyncFor | ast.AsyncWith):
+        return "async", "async code is not allowed"
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return "scope", "global/nonlocal is not allowed"
+    name: str | None = None
+    if isinstance(node, ast.Name):
+        name = node.id
+    elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+        name = node.name
+    elif isinstance(node, ast.arg):
+        name = node.arg
+    if name is not None and (name in FORBIDDEN_NAMES or name.startswith("_")):
+        return "io", f"the name {name!r} is forbidden"
+    if isinstance(node, ast.Attribute) and (
+        node.attr in FORBIDDEN_ATTRIBUTES or node.attr.startswith("_")
+    ):
+        return "io", f"the attribute .{node.attr} is forbidden"
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and ("__" in node.value or node.value in FORBIDDEN_ATTRIBUTES)
+    ):
+        return "io", f"the string {node.value[:40]!r} is forbidden"
+    return None
 
 
 def _imports(node: ast.Import | ast.ImportFrom) -> Iterator[Refusal]:
@@ -239,9 +249,12 @@ def _mentions_length(node: ast.expr) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
         return False
     for inner in ast.walk(node):
-        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
-            if inner.func.id == "len":
-                return True
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Name)
+            and inner.func.id == "len"
+        ):
+            return True
         if isinstance(inner, ast.Attribute) and inner.attr == "shape":
             return True
     return False
@@ -303,31 +316,20 @@ class _LookAhead:
             if _indexer(node) is not None and not isinstance(node.slice, ast.Slice):
                 return False  # one row or one value
             return self.taints(node.value)
-        if isinstance(node, ast.Attribute):
-            return self.taints(node.value)
         if isinstance(node, ast.Call):
-            method = _method(node)
-            if method is not None and method[1] in FULL_SAMPLE_STATS:
-                return False  # a reduction: refused below unless windowed
-            if isinstance(node.func, ast.Name) and node.func.id in _SCALAR_BUILTINS:
-                return False
-            parts: list[ast.expr] = [*node.args, *(kw.value for kw in node.keywords)]
-            if method is not None:
-                parts.append(method[0])
-            return any(self.taints(part) for part in parts)
-        if isinstance(node, ast.BinOp):
-            return self.taints(node.left) or self.taints(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self.taints(node.operand)
-        if isinstance(node, ast.BoolOp):
-            return any(self.taints(value) for value in node.values)
-        if isinstance(node, ast.Compare):
-            return self.taints(node.left) or any(self.taints(c) for c in node.comparators)
-        if isinstance(node, ast.IfExp):
-            return self.taints(node.body) or self.taints(node.orelse)
-        if isinstance(node, ast.Tuple | ast.List):
-            return any(self.taints(element) for element in node.elts)
-        return False
+            return self._taints_call(node)
+        return any(self.taints(part) for part in _operands(node))
+
+    def _taints_call(self, node: ast.Call) -> bool:
+        method = _method(node)
+        if method is not None and method[1] in FULL_SAMPLE_STATS:
+            return False  # a reduction: refused in `_rules` unless windowed
+        if isinstance(node.func, ast.Name) and node.func.id in _SCALAR_BUILTINS:
+            return False
+        parts: list[ast.expr] = [*node.args, *(kw.value for kw in node.keywords)]
+        if method is not None:
+            parts.append(method[0])
+        return any(self.taints(part) for part in parts)
 
     def is_windowed(self, node: ast.expr) -> bool:
         """Whether `node` is a window (rolling, expanding, ewm), a trailing slice, or taken
@@ -432,6 +434,26 @@ class _LookAhead:
             self._refuse(node, "future_index", f".{indexer}[i + k] reads a later row")
         elif _mentions_length(index):
             self._refuse(node, "future_index", f".{indexer}[len(...)] is past the last row")
+
+
+def _operands(node: ast.expr) -> list[ast.expr]:
+    """The parts of an expression a value flows from (attributes, operators, conditionals,
+    tuples); none for literals, collections built of scalars and comprehensions."""
+    if isinstance(node, ast.Attribute):
+        return [node.value]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.BoolOp):
+        return list(node.values)
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, ast.IfExp):
+        return [node.body, node.orelse]
+    if isinstance(node, ast.Tuple | ast.List):
+        return list(node.elts)
+    return []
 
 
 def _names(target: ast.expr) -> Iterator[str]:

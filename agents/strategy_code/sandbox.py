@@ -104,14 +104,18 @@ def validate_weights(found: object, offered: Sequence[str]) -> Mapping[str, Deci
     within `SUM_TOLERANCE` above 1 is scaled down). Rounded down to `WEIGHT_PLACES`; zeros kept.
     """
     if not isinstance(found, dict):
-        raise ValueError(f"weights must be a mapping of symbol to weight, got {found!r:.200}")
+        raise ValueError(  # noqa: TRY004  (a bad answer, not a programming error)
+            f"weights must be a mapping of symbol to weight, got {found!r:.200}"
+        )
     known = set(offered)
     weights: dict[str, float] = {}
     for symbol, weight in found.items():
         if symbol not in known:
             raise ValueError(f"{symbol!r} is not offered at this slot")
         if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise ValueError(f"the weight of {symbol} is not a number: {weight!r:.50}")
+            raise ValueError(  # noqa: TRY004  (a bad answer, not a programming error)
+                f"the weight of {symbol} is not a number: {weight!r:.50}"
+            )
         if not math.isfinite(weight) or not 0 <= weight <= 1:
             raise ValueError(f"the weight of {symbol} is {weight}, outside [0, 1]")
         weights[symbol] = float(weight)
@@ -165,8 +169,8 @@ async def run_strategy(
             _kill_group(process.pid)
             with contextlib.suppress(ProcessLookupError):
                 await process.wait()
-    if process.returncode != 0:
-        code_ = process.returncode
+    code_ = process.returncode if process.returncode is not None else -signal.SIGKILL
+    if code_ != 0:
         why = f"signal {signal.Signals(-code_).name}" if code_ < 0 else f"exit status {code_}"
         if code_ in (-signal.SIGKILL, -signal.SIGXCPU):
             why += f" (the CPU limit is {limits.cpu_s} s)"
@@ -175,9 +179,7 @@ async def run_strategy(
     return _answer(stdout, offered, result)
 
 
-def _answer(
-    stdout: bytes, offered: Sequence[str], result: Callable[..., RunResult]
-) -> RunResult:
+def _answer(stdout: bytes, offered: Sequence[str], result: Callable[..., RunResult]) -> RunResult:
     lines = stdout[:_MAX_OUTPUT_BYTES].decode(errors="replace").strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None

@@ -323,7 +323,9 @@ class _LookAhead:
     def _taints_call(self, node: ast.Call) -> bool:
         method = _method(node)
         if method is not None and method[1] in FULL_SAMPLE_STATS:
-            return False  # a reduction: refused in `_rules` unless windowed
+            # Over a rolling window: a series again. Otherwise a scalar (or refused in `_rules`).
+            inner = _method(method[0])
+            return inner is not None and inner[1] in _WINDOWS
         if isinstance(node.func, ast.Name) and node.func.id in _SCALAR_BUILTINS:
             return False
         parts: list[ast.expr] = [*node.args, *(kw.value for kw in node.keywords)]

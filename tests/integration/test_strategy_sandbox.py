@@ -90,7 +90,10 @@ def test_a_strategy_past_the_wall_limit_is_killed() -> None:
 
 
 def test_a_strategy_that_allocates_10_gb_is_stopped() -> None:
-    code = "import numpy as np\n\ndef strategy(bars):\n    a = np.ones(10 * 1024**3 // 8)\n    return {'AAA': float(a[0])}\n"
+    code = (
+        "import numpy as np\n\ndef strategy(bars):\n"
+        "    a = np.ones(10 * 1024**3 // 8)\n    return {'AAA': float(a[0])}\n"
+    )
     result = run(code)
     assert result.outcome is RunOutcome.ERROR
     assert "MemoryError" in result.error

@@ -67,7 +67,9 @@ PEEKS = {
     "builtin max": "for s, df in bars.items():\n    m = max(df['close'])",
     "windowed then full": "r = bars['A']['close'].rolling(5).mean()\nm = r.max()",
     "qcut": "b = pd.qcut(bars['A']['close'], 5)",
-    "iloc[i + 1]": "c = bars['A']['close']\nfor i in range(len(c) - 1):\n    up = c.iloc[i + 1] > c.iloc[i]",
+    "iloc[i + 1]": (
+        "c = bars['A']['close']\nfor i in range(len(c) - 1):\n    up = c.iloc[i + 1] > c.iloc[i]"
+    ),
     "iloc[i + 1:]": "c = bars['A']['close']\nfor i in range(10):\n    later = c.iloc[i + 1:]",
     "iloc[-0]": "last = bars['A']['close'].iloc[-0]",
     "iloc[len]": "c = bars['A']['close']\nx = c.iloc[len(c)]",

@@ -204,17 +204,20 @@ def report_command(
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
-    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
-    from openbell.ops import exporting
+    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration;
+    for a strategy-code agent, each strategy's claimed edge against its realised outcome)."""
+    from openbell.ops import exporting, strategy_report
     from openbell.ops.reports import report
 
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
+        record = exporting.report_record(found)
+        if found.account.agent_kind == strategy_report.STRATEGY_CODE_KIND:
+            record.update(strategy_report.concordance_record(engine, found.account.account_id))
     finally:
         engine.dispose()
-    record = exporting.report_record(found)
     if plot is not None:
         from openbell.ops.plotting import plot_equity
 

@@ -1,16 +1,18 @@
 """The real CLI with a strategy-code agent against a scripted OpenAI-compatible server on
 127.0.0.1: `openbell replay` over the bundled crypto bars trades the strategy the model wrote,
 `openbell leaderboard` ranks it next to a baseline, `openbell report` shows each strategy's claim
-against its realised outcome, `openbell trace` shows the run, and the ledger verifies."""
+against its realised outcome, `openbell trace` shows the run, and the ledger verifies; and
+`openbell run` on a fake clock over replayed hourly bars trades with the same kind of entry."""
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
-from openbell_testkit.cli import clean_env, openbell
+from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
-from tests.acceptance.test_run import assert_ledger_verifies
+from tests.acceptance.test_run import Daemon, assert_ledger_verifies
 
 CODE = """
 import pandas as pd
@@ -78,3 +80,33 @@ def test_replay_leaderboard_report_and_trace_of_a_strategy_code_agent(tmp_path: 
     runs = [e for e in entries if e["tool"] == "strategy"]
     assert len(runs) == 1
     assert json.loads(runs[0]["result"])["outcome"] == "ok"
+
+
+def test_run_trades_with_a_strategy_code_agent(tmp_path: Path) -> None:
+    claim = {"hit_rate": 0.52, "rationale": "Ten-hour momentum."}
+    model = ScriptedModel([completion(json.dumps({"code": CODE, "claim": claim}))])
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            '[store]\nurl = "sqlite:///var/openbell.db"\n\n[http]\nlisten = "127.0.0.1:0"\n\n'
+            '[markets.crypto]\nuniverse = "crypto10"\ncadence = "hourly"\n'
+            f'source = "replay:{CRYPTO_1H}"\ninitial_cash = "10000"\n\n'
+            '[[agents]]\nname = "coder"\nkind = "strategy_code"\nmarkets = ["crypto"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\ninterval = "1h"\nlookback = 48\n',
+            encoding="utf-8",
+        )
+        with Daemon(tmp_path, "--fake-clock", "2025-11-03T00:59:00Z:600") as daemon:
+            daemon.wait_for("slot_finished")
+            daemon.wait_for("slot_finished")
+            code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    done = [row for row in cycle_rows(tmp_path) if row.status == "done"]
+    assert len(done) >= 2
+    assert len(model.requests) == 1  # written at the first cycle, run at every one
+    reported = openbell(tmp_path, "report", "coder", "--market", "crypto", "--json")
+    assert reported.returncode == 0, reported.stderr
+    record = json.loads(reported.stdout)
+    assert record["trades"] >= 2
+    assert record["strategy_1"]["runs"] >= 2
+    assert record["strategy_1"]["claimed_hit_rate"] == "0.52"
+    assert record["strategy_1"]["claimed_return"] is None
+    assert_ledger_verifies(tmp_path)

@@ -17,8 +17,8 @@ refuses the code (an empty tuple: accepted). It never runs the code. What it ref
   `.shape[...]` without a minus, or sliced from `i + k` onward; and full-sample statistics: a
   reduction (`FULL_SAMPLE_STATS`: mean, std, rank, min, max, quantile, ...) of a series or frame
   taken from the bars, unless it is taken over a window (`rolling`, `expanding`, `ewm`), a
-  trailing slice (`.iloc[-k:]`, `.tail(k)`) or one row (`.iloc[-1]`); also `np.mean(x)`-style
-  calls and `pd.qcut`/`pd.cut` of such a series.
+  trailing slice (`.iloc[-k:]`, `[-k:-j]`, `.tail(k)`) or one row (`.iloc[-1]`); also
+  `np.mean(x)`-style calls and `pd.qcut`/`pd.cut` of such a series.
 
 Which values are "taken from the bars" is a small taint analysis: the function's argument, what
 a loop over it binds, and every name assigned from an expression that uses a tainted name, except
@@ -229,11 +229,15 @@ def _indexer(node: ast.Subscript) -> str | None:
 
 
 def _is_trailing_slice(index: ast.expr) -> bool:
-    """`[-k:]`: a slice from a negative start (literal or `-name`) to the end."""
-    if not isinstance(index, ast.Slice) or index.upper is not None or index.lower is None:
+    """`[-k:]` or `[-k:-j]`: a slice from a negative start (literal or `-name`) to the end or
+    to a negative stop."""
+    if not isinstance(index, ast.Slice) or index.lower is None:
         return False
-    lower = index.lower
-    return isinstance(lower, ast.UnaryOp) and isinstance(lower.op, ast.USub)
+    return _negated(index.lower) and (index.upper is None or _negated(index.upper))
+
+
+def _negated(node: ast.expr) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
 
 
 def _adds_positive(node: ast.expr) -> bool:
@@ -339,7 +343,7 @@ class _LookAhead:
         if isinstance(node, ast.Name):
             return node.id in self.windowed
         if isinstance(node, ast.Subscript):
-            if _indexer(node) is not None and _is_trailing_slice(node.slice):
+            if _is_trailing_slice(node.slice):  # df.iloc[-k:], values[-k:], df[-k:-1]
                 return True
             return self.is_windowed(node.value)
         if isinstance(node, ast.Attribute):

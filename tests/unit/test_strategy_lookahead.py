@@ -28,6 +28,7 @@ def strategy(bars):
         level = trailing.mean() + close.tail(5).max() + np.mean(close.tail(10))
         smooth = close.ewm(span=10).mean().iloc[-1] + close.expanding().max().iloc[-1]
         prior = close.shift(1).iloc[-1] + close.diff().iloc[-1]
+        prior += close.to_numpy()[-10:].std() + close.iloc[-21:-1].mean() + sum(close[-3:])
         if vol > 0 and math.isfinite(level + smooth + prior):
             scores[symbol] = momentum / vol
     if not scores:
@@ -65,6 +66,8 @@ PEEKS = {
     "frame mean": "m = bars['A'].mean()",
     "np.std": "s = np.std(bars['A']['close'])",
     "builtin max": "for s, df in bars.items():\n    m = max(df['close'])",
+    "all but the last": "m = bars['A']['close'].iloc[:-1].mean()",
+    "numpy values": "m = bars['A']['close'].to_numpy().std()",
     "windowed then full": "r = bars['A']['close'].rolling(5).mean()\nm = r.max()",
     "qcut": "b = pd.qcut(bars['A']['close'], 5)",
     "iloc[i + 1]": (

@@ -67,7 +67,9 @@ def answer(code: str, expected_return: float = 0.002, hit_rate: float = 0.6) -> 
     return completion(json.dumps({"code": code, "claim": claim}), usage=(900, 300))
 
 
-def make_agent(model: ScriptedModel, **settings: Any) -> StrategyCodeAgent:
+def make_agent(
+    model: ScriptedModel, limits: SandboxLimits | None = None, **settings: Any
+) -> StrategyCodeAgent:
     http = httpx.AsyncClient(transport=httpx.MockTransport(model.handler))
     return StrategyCodeAgent(
         name="coder",
@@ -76,7 +78,9 @@ def make_agent(model: ScriptedModel, **settings: Any) -> StrategyCodeAgent:
             http=http,
         ),
         settings=StrategySettings(
-            lookback=60, limits=SandboxLimits(cpu_s=10, memory_mb=1024, wall_s=30), **settings
+            lookback=60,
+            limits=limits or SandboxLimits(cpu_s=10, memory_mb=1024, wall_s=30),
+            **settings,
         ),
         prices=Prices(in_per_mtok=Decimal("0.27"), out_per_mtok=Decimal("1.10")),
     )
@@ -178,3 +182,48 @@ def test_a_strategy_that_hangs_in_its_trial_goes_back_to_the_model(sqlite_url: s
     (strategy,) = Ledger(engine).strategies(coder_account(sqlite_url))
     assert strategy.answers == 2
     assert "while True" not in strategy.code
+
+
+LATER_BLOWS_UP = """
+import numpy as np
+
+
+def strategy(bars):
+    day = bars["BTC/USDT"].index[-1].day
+    if day == 1:  # the bar of 2025-11-01, seen at the slot of 2025-11-02
+        hog = np.ones(10 * 1024**3 // 8)
+        return {"BTC/USDT": float(hog[0])}
+    if day == 2:
+        while True:
+            pass
+    if day == 3:
+        return {"BTC/USDT": 0.8, "ETH/USDT": 0.8}
+    return {"BTC/USDT": 0.5}
+"""
+
+
+def test_runs_that_blow_up_later_hold_the_account_and_the_ledger_verifies(
+    sqlite_url: str,
+) -> None:
+    model = ScriptedModel([answer(LATER_BLOWS_UP)])
+    agent = make_agent(model, SandboxLimits(cpu_s=2, memory_mb=1024, wall_s=30))
+    done = replay(sqlite_url, agent, days=5)
+    assert (done.cycles_done, done.cycles_failed) == (10, 0)
+    engine = make_engine(sqlite_url)
+    verified = verify_ledger(engine)
+    assert verified.ok, verified.lines()
+    ledger = Ledger(engine)
+    account = coder_account(sqlite_url)
+    cycles = [c.cycle_id for c in queries.cycle_activity(engine, account)]
+    runs = [ledger.strategy_run(cycle) for cycle in cycles]
+    assert all(run is not None for run in runs)
+    stored = [run for run in runs if run is not None]
+    assert [run.outcome for run in stored] == ["ok", "error", "killed", "invalid", "ok"]
+    assert "MemoryError" in (stored[1].error or "")
+    assert "CPU limit is 2 s" in (stored[2].error or "")
+    assert "above 1" in (stored[3].error or "")
+    assert [run.weights for run in stored[1:4]] == [{}, {}, {}]
+    # The account held through the three bad runs: no orders in their cycles.
+    assert ledger.cycle_orders(cycles[0])
+    assert [ledger.cycle_orders(cycle) for cycle in cycles[1:4]] == [[], [], []]
+    assert len(model.requests) == 1

@@ -11,7 +11,9 @@ This module owns the agent the arena enrolls as `kind = "strategy_code"` and its
    `rewrite_every` runs (0: never rewritten), in which case the model writes one
    (`writer.write_strategy`: checked, then given a trial run on these bars) and it is stored with
    its claim. If the model gives no acceptable strategy, the cycle fails (`StrategyRefused`),
-   unless an older strategy exists, which then keeps running (the refusal is in the trace).
+   unless an older strategy exists, which then keeps running (the refusal is in the trace); the
+   same when the model cannot be reached or refuses the request (`LlmUnavailable`,
+   `LlmRefused`). A rewrite that did not happen is due again at the next cycle.
 4. The run: the sandbox runs the code on the bars (`sandbox.run_strategy`) and the run is stored,
    whatever its outcome.
 5. The trades: a run with valid weights rebalances the account towards them through the
@@ -50,7 +52,7 @@ from openbell.agents.strategy_code.writer import (
 )
 from openbell.agents.tools import ToolError
 from openbell.markets.domain import Bar
-from openbell.markets.errors import ConfigError, OpenbellError
+from openbell.markets.errors import ConfigError, LlmRefused, LlmUnavailable, OpenbellError
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 
 STRATEGY_CODE_KIND: Final = "strategy_code"
@@ -157,10 +159,13 @@ class StrategyCodeAgent:
         if latest is None or (every > 0 and latest[1] >= every):
             try:
                 written = await self._write(ctx, store, recorder, trial, offered)
-            except StrategyRefused as exc:
+            except (StrategyRefused, LlmUnavailable, LlmRefused) as exc:
                 if latest is None:
                     raise
-                recorder.trace("refusal", content=f"{exc}; the previous strategy runs on")
+                recorder.trace(
+                    "refusal",
+                    content=f"{type(exc).__name__}: {exc}; the previous strategy runs on",
+                )
         if written is not None:
             strategy, result = written
         elif latest is not None:

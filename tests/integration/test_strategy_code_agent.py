@@ -227,3 +227,22 @@ def test_runs_that_blow_up_later_hold_the_account_and_the_ledger_verifies(
     assert ledger.cycle_orders(cycles[0])
     assert [ledger.cycle_orders(cycle) for cycle in cycles[1:4]] == [[], [], []]
     assert len(model.requests) == 1
+
+
+def test_a_refused_rewrite_keeps_the_previous_strategy_running(sqlite_url: str) -> None:
+    model = ScriptedModel([answer(MOMENTUM), answer(PEEKING), answer(PEEKING)])
+    done = replay(sqlite_url, make_agent(model, rewrite_every=1, max_retries=0), days=3)
+    assert (done.cycles_done, done.cycles_failed) == (6, 0)
+    engine = make_engine(sqlite_url)
+    assert verify_ledger(engine).ok
+    ledger = Ledger(engine)
+    account = coder_account(sqlite_url)
+    (strategy,) = ledger.strategies(account)
+    cycles = [c.cycle_id for c in queries.cycle_activity(engine, account)]
+    runs = [ledger.strategy_run(cycle) for cycle in cycles]
+    assert [(r.strategy_id, r.outcome) for r in runs if r is not None] == [
+        (strategy.strategy_id, "ok")
+    ] * 3
+    assert len(model.requests) == 3  # the rewrite is due again at every cycle
+    notes = [e.content or "" for e in ledger.traces(cycles[1]) if e.role == "refusal"]
+    assert any("the previous strategy runs on" in note for note in notes)

@@ -4,6 +4,8 @@ accepts honest ones (trailing windows, one row, cross-sectional statistics)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openbell.agents.strategy_code.lookahead import check_strategy
 
@@ -158,3 +160,24 @@ def test_a_refusal_names_the_line() -> None:
     assert refusal.line == 5
     assert "line 5" in str(refusal)
     assert "shift(-1)" in str(refusal)
+
+
+@given(
+    method=st.sampled_from(["shift", "diff", "pct_change"]),
+    period=st.integers(-500, 500),
+    keyword=st.booleans(),
+)
+def test_a_period_is_refused_exactly_when_it_is_negative(
+    method: str, period: int, keyword: bool
+) -> None:
+    argument = f"periods={period}" if keyword else str(period)
+    found = rules(wrap(f"x = bars['A']['close'].{method}({argument}).iloc[-1]"))
+    assert ("negative_shift" in found) == (period < 0)
+    assert found <= {"negative_shift"}
+
+
+@given(window=st.integers(1, 400), stat=st.sampled_from(["mean", "std", "max", "rank", "median"]))
+def test_a_trailing_window_passes_and_the_whole_history_does_not(window: int, stat: str) -> None:
+    assert rules(wrap(f"x = bars['A']['close'].iloc[-{window}:].{stat}()")) == set()
+    assert rules(wrap(f"x = bars['A']['close'].rolling({window}).{stat}().iloc[-1]")) == set()
+    assert rules(wrap(f"x = bars['A']['close'].{stat}()")) == {"full_sample"}

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from openbell.markets.domain import Bar
 
@@ -141,9 +141,13 @@ async def run_strategy(
     request = json.dumps({"code": code, "bars": bars_payload(bars)}).encode()
     started = monotonic()
 
-    def result(outcome: RunOutcome, error: str = "", **kw: Mapping[str, Decimal]) -> RunResult:
+    def result(
+        outcome: RunOutcome, error: str = "", weights: Mapping[str, Decimal] | None = None
+    ) -> RunResult:
         elapsed = round((monotonic() - started) * 1000)
-        return RunResult(outcome=outcome, duration_ms=elapsed, error=error[:2000], **kw)
+        return RunResult(
+            outcome=outcome, duration_ms=elapsed, error=error[:2000], weights=weights or {}
+        )
 
     with tempfile.TemporaryDirectory(prefix="openbell-strategy-") as workdir:
         process = await asyncio.create_subprocess_exec(
@@ -179,7 +183,7 @@ async def run_strategy(
     return _answer(stdout, offered, result)
 
 
-def _answer(stdout: bytes, offered: Sequence[str], result: Callable[..., RunResult]) -> RunResult:
+def _answer(stdout: bytes, offered: Sequence[str], result: _Result) -> RunResult:
     lines = stdout[:_MAX_OUTPUT_BYTES].decode(errors="replace").strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
@@ -194,6 +198,12 @@ def _answer(stdout: bytes, offered: Sequence[str], result: Callable[..., RunResu
     except ValueError as exc:
         return result(RunOutcome.INVALID, str(exc))
     return result(RunOutcome.OK, weights=weights)
+
+
+class _Result(Protocol):
+    def __call__(
+        self, outcome: RunOutcome, error: str = "", weights: Mapping[str, Decimal] | None = None
+    ) -> RunResult: ...
 
 
 def _kill_group(pid: int) -> None:

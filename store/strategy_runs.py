@@ -32,7 +32,7 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import NavSnapshotRow
+from openbell.store.tables import CycleRow, NavSnapshotRow
 from openbell.store.types import ExactDecimal, UtcDateTime
 
 #: The outcomes a run may have (a CHECK constraint; `agents.strategy_code.sandbox.RunOutcome`).
@@ -194,12 +194,22 @@ class StrategyRuns(LedgerTables):
             return [_strategy(row) for row in rows]
 
     def record_strategy_run(self, run: StrategyRun) -> StrategyRun:
-        """Store `run`; when the cycle already has a run, that one is returned unchanged."""
+        """Store `run`; when the cycle already has a run, that one is returned unchanged.
+
+        `ValueError` when the cycle or the strategy is unknown, or they belong to two accounts.
+        """
         try:
             with self._write() as session:
                 stored = _run_of_cycle(session, run.cycle_id)
                 if stored is not None:
                     return stored
+                cycle = session.get(CycleRow, run.cycle_id)
+                strategy = session.get(StrategyCodeRow, run.strategy_id)
+                if cycle is None or strategy is None or cycle.account_id != strategy.account_id:
+                    raise ValueError(
+                        f"strategy {run.strategy_id} and cycle {run.cycle_id} "
+                        "are not of one account"
+                    )
                 session.add(
                     StrategyRunRow(
                         strategy_id=run.strategy_id,

@@ -69,6 +69,20 @@ def test_strategies_runs_and_their_concordance(ledger: Ledger) -> None:
         )
         assert ledger.record_strategy_run(again) == run
     assert ledger.latest_strategy(account) == (stored, 4)
+    other = ledger.open_account(
+        ledger.ensure_agent("other", "cash", NOW), "us", "USD", Decimal(1), NOW
+    )
+    foreign = _cycle(ledger, other, 0)
+    with pytest.raises(ValueError, match="not of one account"):
+        ledger.record_strategy_run(
+            StrategyRun(
+                strategy_id=stored.strategy_id,
+                cycle_id=foreign,
+                ran_at=NOW,
+                duration_ms=1,
+                outcome="ok",
+            )
+        )
     first = ledger.strategy_run(cycles[0])
     assert first is not None
     assert first.weights == {"AAPL": Decimal("0.5")}

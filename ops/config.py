@@ -441,6 +441,26 @@ class ModelPrices(_Section):
         return None if value is None else _exact_price(value)
 
 
+def _check_http_url(base_url: str) -> str:
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError('should be an http(s) URL, for example "https://api.deepseek.com/v1"')
+    return base_url
+
+
+def _check_key_env(name: str | None) -> str | None:
+    # Never echo the value back: it may be the key itself.
+    if name is None or _ENV_NAME.fullmatch(name):
+        return name
+    if _KEY_LIKE.search(name):
+        raise ValueError(
+            "this looks like an API key itself; keys never go in the config file: export it "
+            'as an environment variable and write its NAME here, e.g. "DEEPSEEK_API_KEY"'
+        )
+    raise ValueError(
+        'should be the NAME of an environment variable in capitals, e.g. "DEEPSEEK_API_KEY"'
+    )
+
+
 class LlmAgentConfig(_AgentConfig):
     """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`.
 
@@ -477,24 +497,12 @@ class LlmAgentConfig(_AgentConfig):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, base_url: str) -> str:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError('should be an http(s) URL, for example "https://api.deepseek.com/v1"')
-        return base_url
+        return _check_http_url(base_url)
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, name: str | None) -> str | None:
-        # Never echo the value back: it may be the key itself.
-        if name is None or _ENV_NAME.fullmatch(name):
-            return name
-        if _KEY_LIKE.search(name):
-            raise ValueError(
-                "this looks like an API key itself; keys never go in the config file: export it "
-                'as an environment variable and write its NAME here, e.g. "DEEPSEEK_API_KEY"'
-            )
-        raise ValueError(
-            'should be the NAME of an environment variable in capitals, e.g. "DEEPSEEK_API_KEY"'
-        )
+        return _check_key_env(name)
 
     @field_validator(
         "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
@@ -635,6 +643,71 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
         return self
 
 
+class StrategyCodeAgentConfig(_AgentConfig):
+    """A strategy-code agent (`kind = "strategy_code"`, `agents/strategy_code/`): the model on an
+    OpenAI-compatible endpoint writes `strategy(bars) -> weights` and a claimed edge at the first
+    cycle, and again once the strategy has had `rewrite_every` runs (0: never); the code runs in
+    a sandbox every cycle. The endpoint keys are an LLM agent's (`base_url`, `model`,
+    `api_key_env`, `temperature`, `max_tokens`, prices). `interval` and `lookback` say which bars
+    the strategy gets; `max_retries` how many refused answers go back to the model per writing;
+    `cpu_s`, `memory_mb` and `wall_s` limit each run; `rebalance_band` is the smallest change of
+    a weight that is traded (a fraction of NAV, as a quoted decimal string).
+    """
+
+    kind: Literal["strategy_code"]
+    base_url: str
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 8192
+    price_in_per_mtok: Decimal | None = None
+    price_out_per_mtok: Decimal | None = None
+    price_cached_per_mtok: Decimal | None = None
+    interval: Literal["1d", "1h"] = "1d"
+    lookback: Annotated[StrictInt, Field(gt=0, le=1000)] = 250
+    rewrite_every: Annotated[StrictInt, Field(ge=0)] = 0
+    max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 3
+    cpu_s: Annotated[StrictInt, Field(gt=0, le=300)] = 10
+    memory_mb: Annotated[StrictInt, Field(ge=256, le=65_536)] = 2048
+    wall_s: Annotated[float, Field(gt=0, le=300)] = 20.0
+    rebalance_band: Decimal = Decimal("0.01")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, base_url: str) -> str:
+        return _check_http_url(base_url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        return _check_key_env(name)
+
+    @field_validator(
+        "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
+    )
+    @classmethod
+    def _price(cls, value: object) -> Decimal | None:
+        return None if value is None else _exact_price(value)
+
+    @field_validator("rebalance_band", mode="before")
+    @classmethod
+    def _band(cls, value: object) -> Decimal:
+        band = _exact_decimal(
+            value, "a fraction", "0.01", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not band.is_finite() or not 0 <= band < 1:
+            raise ValueError("should be a fraction of NAV in [0, 1)")
+        return band
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> StrategyCodeAgentConfig:
+        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
+            raise PathError(
+                ("price_in_per_mtok",), "give both price_in_per_mtok and price_out_per_mtok"
+            )
+        return self
+
+
 AnyAgentConfig = (
     BaselineAgentConfig
     | RandomAgentConfig
@@ -642,6 +715,7 @@ AnyAgentConfig = (
     | McpAgentConfig
     | CommandAgentConfig
     | PythonAgentConfig
+    | StrategyCodeAgentConfig
 )
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
@@ -651,6 +725,7 @@ _AGENT_MODELS: dict[str, type[BaseModel]] = {
     "mcp": McpAgentConfig,
     "python": PythonAgentConfig,
     "command": CommandAgentConfig,
+    "strategy_code": StrategyCodeAgentConfig,
 }
 
 
@@ -711,7 +786,10 @@ class OpenbellConfig(_Section):
         return tuple(self._priced(agent) for agent in self.agents if market in agent.markets)
 
     def _priced(self, agent: AnyAgentConfig) -> AnyAgentConfig:
-        if not isinstance(agent, LlmAgentConfig) or agent.price_in_per_mtok is not None:
+        if (
+            not isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig)
+            or agent.price_in_per_mtok is not None
+        ):
             return agent
         found = self.prices.get(agent.model)
         if found is None:

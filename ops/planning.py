@@ -80,12 +80,14 @@ from openbell.ops.config import (
     OpenbellConfig,
     PythonAgentConfig,
     RandomAgentConfig,
+    StrategyCodeAgentConfig,
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.replay_checks import check_replay, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.seeds import record_group, seeded_config
+from openbell.ops.strategy_agents import build_strategy_code_agent
 from openbell.ops.web.app import web_parts
 
 log = structlog.stdlib.get_logger(__name__)
@@ -140,6 +142,8 @@ def agent_for(
     opened on `hub` (the run's one MCP server's; a new one when None)."""
     if isinstance(agent, LlmAgentConfig):
         return build_llm_agent(agent, os.environ if environ is None else environ)
+    if isinstance(agent, StrategyCodeAgentConfig):
+        return build_strategy_code_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
         return load_plugin(agent.name, agent.entry, agent.options)
     if isinstance(agent, CommandAgentConfig):

@@ -49,12 +49,15 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
     """The secret values `config` brings in: agents' keys (when their variable is set), the
     store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token (each when
     its variable is set)."""
-    from openbell.ops.config import LlmAgentConfig
+    from openbell.ops.config import LlmAgentConfig, StrategyCodeAgentConfig
     from openbell.store.db import parse_url
 
     found: list[NamedSecret] = []
     for agent in config.agents:
-        if isinstance(agent, LlmAgentConfig) and agent.api_key_env is not None:
+        if (
+            isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig)
+            and agent.api_key_env is not None
+        ):
             value = environ.get(agent.api_key_env, "")
             if value.strip():
                 found.append(NamedSecret(f"env {agent.api_key_env}", value))

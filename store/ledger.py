@@ -51,11 +51,12 @@ from openbell.store.records import (
 )
 from openbell.store.rows import get_account
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
+from openbell.store.strategy_runs import StrategyRuns
 from openbell.store.tables import FILL_TABLE, CycleRow
 from openbell.store.traces import append_journal, cycle_traces, usage_of
 
 
-class Ledger(Accounts, Cycles, Orders, AgentTokens):
+class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns):
     """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head.
 
     Its agents and accounts (`Accounts`), its cycles (`Cycles`), its orders (`Orders`) and its

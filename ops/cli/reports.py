@@ -242,12 +242,13 @@ def report_command(
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
-    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration).
+    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration;
+    for a strategy-code agent, each strategy's claimed edge against its realised outcome).
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
     """
-    from openbell.ops import exporting
+    from openbell.ops import exporting, strategy_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
@@ -258,9 +259,11 @@ def report_command(
         found = report(engine, agent, market.value, *window)
         attributed = attribution_of(engine, agent, market.value, window) if attribution else None
         warnings = warnings_of(engine, market.value)
+        record = exporting.report_record(found)
+        if found.account.agent_kind == strategy_report.STRATEGY_CODE_KIND:
+            record.update(strategy_report.concordance_record(engine, found.account.account_id))
     finally:
         engine.dispose()
-    record = exporting.report_record(found)
     if warnings:
         record["replay_warnings"] = list(warnings)
     if plot is not None:

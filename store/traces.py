@@ -5,9 +5,9 @@ on behalf of `Ledger` (which exposes them as `append_journal(s)`, `traces` and `
 Trace entries get the next `seq`s of their cycle when appended, so a cycle run again after an
 interruption appends after the first run's rows. Usage is added, never overwritten: an agent
 journals increments as it goes (a cycle cut short by its timeout keeps what it spent), and a re-run
-adds its own. Many cycles' appends (the LLM agents of a slot, a turn each) are written by four
-statements whatever their number: the cycles' usage and next `seq` read in one query each, then
-one executemany update and one executemany insert.
+adds its own. Many cycles' appends (the LLM agents of a slot, a turn each) are written by three
+statements whatever their number: the cycles' usage and next `seq`s read in one query, then one
+executemany update and one executemany insert.
 """
 
 from __future__ import annotations
@@ -89,17 +89,17 @@ def append_journal(
 def append_journals(
     connection: Connection, appends: Sequence[JournalAppend]
 ) -> tuple[TraceEntry, ...]:
-    """`append_journal` for each of `appends` in order (a cycle may come more than once), in four
+    """`append_journal` for each of `appends` in order (a cycle may come more than once), in three
     statements: the stored entries, with their `seq`s.
 
-    The cycles' rows are read (locked on Postgres, in id order) and their next `seq`s found in one
-    query each; usage is added per cycle in Python, exactly, and written by one executemany update;
-    the entries by one executemany insert.
+    The cycles' rows are read (locked on Postgres, in id order) with their next `seq`s in one
+    query; usage is added per cycle in Python, exactly, and written by one executemany update; the
+    entries by one executemany insert.
     """
     cycles = sorted({append.cycle_id for append in appends})
     if not cycles:
         return ()
-    rows = {row.id: row for row in connection.execute(_READ_USAGES, {"cycles": cycles})}
+    rows = {row.id: row for row in connection.execute(_READ_CYCLES, {"cycles": cycles})}
     for cycle_id in cycles:
         if cycle_id not in rows:
             raise ValueError(f"no cycle {cycle_id}")
@@ -120,11 +120,7 @@ def append_journals(
     writing = [append for append in appends if append.entries]
     if not writing:
         return ()
-    next_seq = {cycle_id: 1 for cycle_id in cycles}
-    for cycle_id, seq in connection.execute(
-        _NEXT_SEQS, {"cycles": sorted({append.cycle_id for append in writing})}
-    ):
-        next_seq[cycle_id] = seq
+    next_seq = {cycle_id: int(row.next_seq) for cycle_id, row in rows.items()}
     stored: list[TraceEntry] = []
     for append in writing:
         first = next_seq[append.cycle_id]
@@ -165,18 +161,24 @@ _USAGE_COLUMNS: Final = (
     "llm_attempts",
     "llm_failed_attempts",
 )
-_READ_USAGES: Final = (
-    select(CYCLE_TABLE.c.id, *(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS))
+_NEXT_SEQ: Final = (
+    select(func.coalesce(func.max(TRACE_TABLE.c.seq), 0) + 1)
+    .where(TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
+    .scalar_subquery()
+)
+_READ_CYCLES: Final = (
+    select(
+        *[
+            CYCLE_TABLE.c.id,
+            *(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS),
+            _NEXT_SEQ.label("next_seq"),
+        ]
+    )
     .where(CYCLE_TABLE.c.id.in_(bindparam("cycles", expanding=True)))
     .order_by(CYCLE_TABLE.c.id)
-    .with_for_update()
+    .with_for_update(of=CYCLE_TABLE)
 )
 _WRITE_USAGE: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))
-_NEXT_SEQS: Final = (
-    select(TRACE_TABLE.c.cycle_id, func.max(TRACE_TABLE.c.seq) + 1)
-    .where(TRACE_TABLE.c.cycle_id.in_(bindparam("cycles", expanding=True)))
-    .group_by(TRACE_TABLE.c.cycle_id)
-)
 
 
 def cycle_traces(session: Session, cycle_id: int) -> list[TraceEntry]:

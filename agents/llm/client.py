@@ -163,6 +163,9 @@ class ChatClient:
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()  # noqa: S311  (jitter only)
         self._monotonic = monotonic
+        # The body's fields other than messages and tools, as wire JSON without its braces.
+        fixed = {key: value for key, value in self._body((), None).items() if key != "messages"}
+        self._fixed_json = wire_json(fixed)[1:-1]
         self.redact = Redactor([config.api_key])
 
     @asynccontextmanager
@@ -202,19 +205,11 @@ class ChatClient:
     ) -> str:
         """The request body as sent: `wire_json` of `_body`, its messages and tools taken from
         `wire` when given (the same text, each part encoded once)."""
-        body = self._body(messages, tools)
         if wire is None:
-            return wire_json(body)
-        parts = []
-        for key, value in body.items():
-            if key == "messages":
-                text = f"[{','.join(wire.text(message) for message in messages)}]"
-            elif key == "tools" and tools is not None:
-                text = wire.text(tools)
-            else:
-                text = wire_json(value)
-            parts.append(f"{wire_json(key)}:{text}")
-        return f"{{{','.join(parts)}}}"
+            return wire_json(self._body(messages, tools))
+        sent = ",".join(wire.text(message) for message in messages)
+        offered = f',"tools":{wire.text(tools)}' if tools else ""
+        return f'{{"messages":[{sent}],{self._fixed_json}{offered}}}'
 
     async def complete(
         self,

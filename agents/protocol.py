@@ -19,7 +19,7 @@ from openbell.markets.domain import check_utc
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
 from openbell.store.masking_keys import MaskingKey
-from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.records import CycleUsage, JournalAppend, TraceEntry
 
 if TYPE_CHECKING:
     from openbell.agents.toolbox import Toolbox
@@ -33,6 +33,10 @@ class Journal(Protocol):
     ) -> tuple[TraceEntry, ...]:
         """Append `entries` to the cycle's trace and add `usage` to its LLM usage, together; the
         stored entries, with their `seq`s."""
+        ...
+
+    def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
+        """Several cycles' appends, in order, together; the stored entries."""
         ...
 
 

@@ -532,7 +532,7 @@ def _parameters_text(args: type[BaseModel]) -> str:
     what the next one gets. The tool has its own description, so the model's docstring goes."""
     shown = _shown(args.model_json_schema())
     shown.pop("description", None)
-    return json.dumps(shown)
+    return json.dumps(shown, separators=(",", ":"))
 
 
 def _shown_parameters(args: type[BaseModel]) -> dict[str, Any]:

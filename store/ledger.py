@@ -45,6 +45,7 @@ from openbell.store.orders import Orders
 from openbell.store.records import (
     AppliedAction,
     CycleUsage,
+    JournalAppend,
     NavSnapshot,
     SnapshotKind,
     TraceEntry,
@@ -53,7 +54,7 @@ from openbell.store.rows import get_account
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
 from openbell.store.strategy_runs import StrategyRuns
 from openbell.store.tables import FILL_TABLE, CycleRow
-from openbell.store.traces import append_journal, cycle_traces, usage_of
+from openbell.store.traces import append_journal, append_journals, cycle_traces, usage_of
 
 
 class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns):
@@ -129,6 +130,12 @@ class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns):
         transaction; the stored entries, with their `seq`s."""
         with self._writer.begin() as connection:
             return append_journal(connection, cycle_id, entries, usage)
+
+    def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
+        """Several cycles' `append_journal`s, in order, in one transaction (the LLM agents of a
+        slot batch their turns' traces and usage this way); the stored entries."""
+        with self._writer.begin() as connection:
+            return append_journals(connection, appends)
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
         """The trace of cycle `cycle_id`, in order."""

@@ -203,3 +203,18 @@ class CycleUsage:
             llm_attempts=self.llm_attempts + other.llm_attempts,
             llm_failed_attempts=self.llm_failed_attempts + other.llm_failed_attempts,
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JournalAppend:
+    """What one cycle adds to its journal at once: trace `entries` (all of cycle `cycle_id`) and a
+    `usage` increment (None: none). Several are written in one transaction by
+    `Ledger.append_journals`."""
+
+    cycle_id: int
+    entries: tuple[TraceEntry, ...] = ()
+    usage: CycleUsage | None = None
+
+    def __post_init__(self) -> None:
+        if any(entry.cycle_id != self.cycle_id for entry in self.entries):
+            raise ValueError(f"every entry must belong to cycle {self.cycle_id}")

@@ -1,11 +1,13 @@
 """Trace rows and per-cycle LLM usage: what an LLM agent said and did in a cycle, and what it cost.
 
 This module owns the reads and writes of the `trace` table and of the usage columns of `cycle`,
-on behalf of `Ledger` (which exposes them as `append_journal`, `traces` and `cycle_usage`). Trace
-entries get the next `seq`s of their cycle when appended, so a cycle run again after an
+on behalf of `Ledger` (which exposes them as `append_journal(s)`, `traces` and `cycle_usage`).
+Trace entries get the next `seq`s of their cycle when appended, so a cycle run again after an
 interruption appends after the first run's rows. Usage is added, never overwritten: an agent
 journals increments as it goes (a cycle cut short by its timeout keeps what it spent), and a re-run
-adds its own.
+adds its own. Many cycles' appends (the LLM agents of a slot, a turn each) are written by three
+statements whatever their number: the cycles' usage and next `seq`s read in one query, then one
+executemany update and one executemany insert.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, Row, bindparam, func, update
 from sqlmodel import Session, col, select
 
-from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
+from openbell.store.records import CycleStatus, CycleUsage, JournalAppend, TraceEntry
 from openbell.store.tables import CYCLE_TABLE, TRACE_TABLE, AccountRow, AgentRow, CycleRow, TraceRow
 
 
@@ -79,41 +81,71 @@ def append_journal(
     Postgres) and the cost is added in Python, exactly; the (cycle, seq) unique key refuses a
     racing duplicate.
     """
-    if any(entry.cycle_id != cycle_id for entry in entries):
-        raise ValueError(f"every entry must belong to cycle {cycle_id}")
-    row = connection.execute(_READ_USAGE, {"cycle": cycle_id}).one_or_none()
-    if row is None:
-        raise ValueError(f"no cycle {cycle_id}")
-    if usage is not None:
-        total = usage_of(row) + usage
+    return append_journals(
+        connection, [JournalAppend(cycle_id=cycle_id, entries=tuple(entries), usage=usage)]
+    )
+
+
+def append_journals(
+    connection: Connection, appends: Sequence[JournalAppend]
+) -> tuple[TraceEntry, ...]:
+    """`append_journal` for each of `appends` in order (a cycle may come more than once), in three
+    statements: the stored entries, with their `seq`s.
+
+    The cycles' rows are read (locked on Postgres, in id order) with their next `seq`s in one
+    query; usage is added per cycle in Python, exactly, and written by one executemany update; the
+    entries by one executemany insert.
+    """
+    cycles = sorted({append.cycle_id for append in appends})
+    if not cycles:
+        return ()
+    rows = {row.id: row for row in connection.execute(_READ_CYCLES, {"cycles": cycles})}
+    for cycle_id in cycles:
+        if cycle_id not in rows:
+            raise ValueError(f"no cycle {cycle_id}")
+    added: dict[int, CycleUsage] = {}
+    for append in appends:
+        if append.usage is not None:
+            before = added.get(append.cycle_id)
+            added[append.cycle_id] = append.usage if before is None else before + append.usage
+    if added:
+        totals = {cycle_id: usage_of(rows[cycle_id]) + usage for cycle_id, usage in added.items()}
         connection.execute(
             _WRITE_USAGE,
-            {"cycle": cycle_id, **{name: getattr(total, name) for name in _USAGE_COLUMNS}},
+            [
+                {"cycle": cycle_id, **{name: getattr(total, name) for name in _USAGE_COLUMNS}}
+                for cycle_id, total in sorted(totals.items())
+            ],
         )
-    if not entries:
+    writing = [append for append in appends if append.entries]
+    if not writing:
         return ()
-    first = connection.execute(_NEXT_SEQ, {"cycle": cycle_id}).scalar_one()
-    stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
-    connection.execute(
-        TRACE_TABLE.insert(),
-        [
-            {
-                "cycle_id": entry.cycle_id,
-                "seq": entry.seq,
-                "role": entry.role,
-                "content": entry.content,
-                "tool": entry.tool,
-                "arguments": entry.arguments,
-                "result": entry.result,
-                "tokens_in": entry.tokens_in,
-                "tokens_out": entry.tokens_out,
-                "latency_ms": entry.latency_ms,
-                "at": entry.at,
-            }
-            for entry in stored
-        ],
-    )
-    return stored
+    next_seq = {cycle_id: int(row.next_seq) for cycle_id, row in rows.items()}
+    stored: list[TraceEntry] = []
+    for append in writing:
+        first = next_seq[append.cycle_id]
+        stored.extend(
+            replace(entry, seq=first + index) for index, entry in enumerate(append.entries)
+        )
+        next_seq[append.cycle_id] = first + len(append.entries)
+    connection.execute(TRACE_TABLE.insert(), [_trace_values(entry) for entry in stored])
+    return tuple(stored)
+
+
+def _trace_values(entry: TraceEntry) -> dict[str, Any]:
+    return {
+        "cycle_id": entry.cycle_id,
+        "seq": entry.seq,
+        "role": entry.role,
+        "content": entry.content,
+        "tool": entry.tool,
+        "arguments": entry.arguments,
+        "result": entry.result,
+        "tokens_in": entry.tokens_in,
+        "tokens_out": entry.tokens_out,
+        "latency_ms": entry.latency_ms,
+        "at": entry.at,
+    }
 
 
 #: The usage columns of `cycle`; `CycleUsage`'s fields have the same names.
@@ -129,15 +161,24 @@ _USAGE_COLUMNS: Final = (
     "llm_attempts",
     "llm_failed_attempts",
 )
-_READ_USAGE: Final = (
-    select(*(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS))
-    .where(CYCLE_TABLE.c.id == bindparam("cycle"))
-    .with_for_update()
+_NEXT_SEQ: Final = (
+    select(func.coalesce(func.max(TRACE_TABLE.c.seq), 0) + 1)
+    .where(TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
+    .scalar_subquery()
+)
+_READ_CYCLES: Final = (
+    select(
+        *[
+            CYCLE_TABLE.c.id,
+            *(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS),
+            _NEXT_SEQ.label("next_seq"),
+        ]
+    )
+    .where(CYCLE_TABLE.c.id.in_(bindparam("cycles", expanding=True)))
+    .order_by(CYCLE_TABLE.c.id)
+    .with_for_update(of=CYCLE_TABLE)
 )
 _WRITE_USAGE: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))
-_NEXT_SEQ: Final = select(func.coalesce(func.max(TRACE_TABLE.c.seq), 0) + 1).where(
-    TRACE_TABLE.c.cycle_id == bindparam("cycle")
-)
 
 
 def cycle_traces(session: Session, cycle_id: int) -> list[TraceEntry]:

@@ -97,5 +97,5 @@ class LlmAgent:
         except OpenbellError as exc:
             recorder.trace("error", content=f"{type(exc).__name__}: {exc}")
             raise
-        finally:  # also when the cycle's timeout cancels it
-            recorder.flush()
+        finally:  # also when the cycle's timeout cancels it: the trace is whole on return
+            recorder.flush(now=True)

@@ -37,7 +37,12 @@ from typing import Any, Final
 
 import httpx
 
-from openbell.agents.llm.completion import Completion, MalformedResponse, parse_completion
+from openbell.agents.llm.completion import (
+    Completion,
+    MalformedResponse,
+    parse_completion,
+    wire_json,
+)
 from openbell.markets.errors import LlmAuthError, LlmRefused, LlmUnavailable
 from openbell.store.redact import Redactor
 
@@ -158,6 +163,9 @@ class ChatClient:
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()  # noqa: S311  (jitter only)
         self._monotonic = monotonic
+        # The body's fields other than messages and tools, as wire JSON without its braces.
+        fixed = {key: value for key, value in self._body((), None).items() if key != "messages"}
+        self._fixed_json = wire_json(fixed)[1:-1]
         self.redact = Redactor([config.api_key])
 
     @asynccontextmanager
@@ -189,6 +197,20 @@ class ChatClient:
         body.update(self.config.extra_body)
         return body
 
+    def _body_json(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        wire: WireCache | None,
+    ) -> str:
+        """The request body as sent: `wire_json` of `_body`, its messages and tools taken from
+        `wire` when given (the same text, each part encoded once)."""
+        if wire is None:
+            return wire_json(self._body(messages, tools))
+        sent = ",".join(wire.text(message) for message in messages)
+        offered = f',"tools":{wire.text(tools)}' if tools else ""
+        return f'{{"messages":[{sent}],{self._fixed_json}{offered}}}'
+
     async def complete(
         self,
         http: httpx.AsyncClient,
@@ -196,10 +218,12 @@ class ChatClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         *,
         on_attempt: OnAttempt | None = None,
+        wire: WireCache | None = None,
     ) -> Answer:
         """The model's answer to `messages` (with `tools` offered), retried as documented; each
-        attempt is passed to `on_attempt` as it ends."""
-        body = json.dumps(self._body(messages, tools), default=str, ensure_ascii=False)
+        attempt is passed to `on_attempt` as it ends. With `wire`, each message and the tools are
+        encoded once (a cycle's conversation only grows) and the body assembled from their text."""
+        body = self._body_json(messages, tools, wire)
         prompt_chars = len(body)  # the tool schemas are billed as input too
         attempts: list[Attempt] = []
 
@@ -336,12 +360,33 @@ class ChatClient:
         return text if len(text) <= _ERROR_BODY_CHARS else text[:_ERROR_BODY_CHARS] + "..."
 
 
+class WireCache:
+    """The wire JSON of objects sent again and again (a cycle's messages and tools), by identity:
+    an object is encoded once, and must not change after it was first sent."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[object, str]] = {}
+
+    def text(self, value: object) -> str:
+        """`wire_json(value)`, encoded on the first call for this object."""
+        found = self._texts.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        text = wire_json(value)
+        self._texts[id(value)] = (value, text)  # the object is kept, so its id is not reused
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class Chat:
-    """A `ChatClient` bound to an open HTTP client, for one agent's cycle."""
+    """A `ChatClient` bound to an open HTTP client, for one agent's cycle (whose conversation it
+    encodes incrementally)."""
 
     client: ChatClient
     http: httpx.AsyncClient
+    wire: WireCache = field(default_factory=WireCache)
 
     async def complete(
         self,
@@ -351,7 +396,9 @@ class Chat:
         on_attempt: OnAttempt | None = None,
     ) -> Answer:
         """See `ChatClient.complete`."""
-        return await self.client.complete(self.http, messages, tools, on_attempt=on_attempt)
+        return await self.client.complete(
+            self.http, messages, tools, on_attempt=on_attempt, wire=self.wire
+        )
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -19,6 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+#: JSON separators of everything sent to a model: no space after "," and ":" (spaces cost tokens).
+WIRE_SEPARATORS = (",", ":")
+
+
+def wire_json(value: Any) -> str:
+    """`value` as the JSON a model is sent: compact, non-ASCII kept as written, `str` for the rest
+    (decimals, datetimes)."""
+    return json.dumps(value, separators=WIRE_SEPARATORS, ensure_ascii=False, default=str)
+
+
 #: Characters per token when a provider reports no usage.
 CHARS_PER_TOKEN = 4
 #: Raw tool arguments longer than this are refused, not parsed.
@@ -342,13 +352,9 @@ def cut(text: str, limit: int) -> str:
 
 
 def _wire_call(call: ToolCall, max_chars: int) -> dict[str, Any]:
-    arguments = (
-        json.dumps(call.arguments, default=str)
-        if call.arguments is not None
-        else call.raw_arguments
-    )
+    arguments = wire_json(call.arguments) if call.arguments is not None else call.raw_arguments
     if len(arguments) > max_chars:
-        arguments = json.dumps({"cut": f"{len(arguments)} characters"})
+        arguments = wire_json({"cut": f"{len(arguments)} characters"})
     return {
         "id": call.call_id,
         "type": "function",

@@ -28,12 +28,12 @@ model wrote: an alias it cannot map is left as written (the toolbox then answers
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
+from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import PortfolioOut, ToolError, ToolOutcome
 from openbell.markets.rules import MarketRules
@@ -269,5 +269,5 @@ def _portfolio_text(portfolio: PortfolioOut) -> str:
     ]
     return (
         f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}, positions "
-        f"{json.dumps(positions) if positions else 'none'}"
+        f"{wire_json(positions) if positions else 'none'}"
     )

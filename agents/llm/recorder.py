@@ -5,12 +5,14 @@ to the model (an `attempt` row: its error, message and latency), error and stop 
 a `TraceEntry` (secrets masked, then each text field cut to `MAX_TRACE_CHARS`). It also turns each
 completion's usage into a `CycleUsage` increment (cost from the model's `Prices`), counts every
 request and failed request with their latency, and adds the parse-failure and invalid-tool-call
-counts. Entries and usage are held until `flush`,
-which writes them to the cycle's journal in one transaction: the loop flushes before every model
-request and when the cycle ends, however it ends, so a cycle cut short keeps its trace up to its
-last model request and one write per turn keeps the ledger off the agents' critical path (a
-hundred agents share one SQLite writer). Trace times are the decision time plus the monotonic
-time elapsed since the cycle started: agents never read the wall clock.
+counts. Entries and usage are held until `flush`, which hands them to the journal's
+`JournalBatch` (`batching.py`). Before every model request the loop awaits `store`: the batch
+writes the turns of every cycle handed in during that turn of the event loop in one transaction
+(a hundred agents share one SQLite writer), so a cycle cut short keeps its trace up to its last
+model request. The last flush, when the cycle ends however it ends, writes at once, so a cycle's
+trace is whole when `decide` returns. A write that failed raises in the cycle that handed it.
+Trace times are the decision time plus the monotonic time elapsed since the cycle started: agents
+never read the wall clock.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Final
 
+from openbell.agents.llm.batching import Handed, batch_for
 from openbell.agents.llm.client import Attempt
 from openbell.agents.llm.completion import Usage, cut
 from openbell.agents.protocol import DecisionContext
@@ -78,6 +81,7 @@ class Recorder:
         self._started = monotonic()
         self.usage = CycleUsage()
         self._pending: list[TraceEntry] = []
+        self._handed: list[Handed] = []
         # Marks the cycle as an LLM cycle (usage columns set) even if no answer ever comes.
         self._pending_usage: CycleUsage | None = CycleUsage(cost=self._zero_cost())
 
@@ -164,17 +168,38 @@ class Recorder:
         pending = self._pending_usage
         self._pending_usage = delta if pending is None else pending + delta
 
-    def flush(self) -> None:
-        """Write the entries and usage recorded since the last flush to the journal, together.
+    def flush(self, *, now: bool = False) -> None:
+        """Hand the entries and usage recorded since the last flush to the journal's batch, to be
+        written together with the other cycles' of this turn of the event loop; with `now`, write
+        everything pending at once. Raises the error of an earlier hand-off that failed.
 
         Without a journal they are dropped (nothing is kept in memory but the usage total).
         """
+        journal = self._ctx.journal
         entries, usage = self._pending, self._pending_usage
-        if not entries and usage is None:
-            return
         self._pending, self._pending_usage = [], None
-        if self._ctx.journal is not None:
-            self._ctx.journal.append_journal(self._ctx.cycle_id, entries, usage)
+        if journal is None:
+            return
+        batch = batch_for(journal)
+        if entries or usage is not None:
+            self._handed.append(batch.hand(self._ctx.cycle_id, entries, usage))
+        if now:
+            batch.write_now()
+        for handed in self._handed:
+            handed.check()
+        self._handed = [handed for handed in self._handed if not handed.written]
+
+    async def store(self) -> None:
+        """`flush`, then wait until what was handed is written (with the other cycles' of this
+        turn of the event loop, in one transaction)."""
+        self.flush()
+        journal = self._ctx.journal
+        if journal is None:
+            return
+        batch = batch_for(journal)
+        for handed in self._handed:
+            await batch.stored(handed)
+        self._handed = []
 
     @property
     def tokens_used(self) -> int:

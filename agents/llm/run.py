@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat
-from openbell.agents.llm.completion import CHARS_PER_TOKEN, ToolCall, assistant_message, cut
+from openbell.agents.llm.completion import (
+    CHARS_PER_TOKEN,
+    ToolCall,
+    assistant_message,
+    cut,
+    wire_json,
+)
 from openbell.agents.llm.hooks import (
     CalledTool,
     Masker,
@@ -159,7 +165,7 @@ class CycleRun:
             exhausted = self._exhausted()
             if exhausted is not None:
                 return exhausted
-            self._recorder.flush()  # the trace so far is stored before the cycle waits on the model
+            await self._recorder.store()  # the trace so far is stored before the model is asked
             try:
                 async with asyncio.timeout(self._budgets.max_wall_s - self._elapsed_s()):
                     answer = await self._chat.complete(
@@ -309,7 +315,7 @@ class CycleRun:
 
 def _loop_error(code: str, message: str, hint: str) -> str:
     """An error of the loop itself, in the shape of a `ToolError`."""
-    return json.dumps({"code": code, "message": message, "hint": hint})
+    return wire_json({"code": code, "message": message, "hint": hint})
 
 
 def _too_large(tool: str, chars: int, limit: int) -> str:

@@ -18,11 +18,11 @@ rendering for prompts, with or without prices.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Final
 
+from openbell.agents.llm.completion import wire_json
 from openbell.agents.llm.hooks import ParseFailure, ToolCaller, describe_rules
 from openbell.agents.masking import AliasMasker, MaskingLevel, account_masker
 from openbell.agents.modes.final_action import (
@@ -58,7 +58,7 @@ def account_text(portfolio: PortfolioOut | None, *, with_prices: bool) -> str:
     else:
         held = [{"stock_id": p.symbol, "quantity": str(p.quantity)} for p in portfolio.positions]
         head = f"cash {portfolio.cash} {portfolio.currency}"
-    return f"{head}, positions {json.dumps(held) if held else 'none'}"
+    return f"{head}, positions {wire_json(held) if held else 'none'}"
 
 
 class StructuredPrompt:

@@ -1,6 +1,6 @@
-"""The open-research first prompt on the real toolbox: small enough (issue 5: with its tool schemas,
-at most a third of AI-Trader's for the Nasdaq-100), and still holding every rule a model needs to
-trade each market correctly."""
+"""The open-research first prompt on the real toolbox: small enough (issues 5 and 14: with its tool
+schemas, at most a third of AI-Trader's for the Nasdaq-100, in real cl100k tokens), sent as compact
+JSON, and still holding every rule a model needs to trade each market correctly."""
 
 from __future__ import annotations
 
@@ -11,13 +11,18 @@ import pytest
 
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import CN_OPEN, CRYPTO_DAY, US_OPEN, make_arena
-from openbell_testkit.llm import finish
+from openbell_testkit.llm import ScriptedModel, finish, tool_turn
 from openbell_testkit.modes import run_llm
+from openbell_testkit.tokens import (
+    AI_TRADER_FIRST_REQUEST_TOKENS,
+    compact_json,
+    count,
+    encoding,
+    request_tokens,
+)
 
-#: AI-Trader's first prompt (~6.7k characters) plus its tool schemas (~1.3k tokens), in characters
-#: at 4 per token, and the share of it ours may take.
-AI_TRADER_CHARS = 6_700 + 1_300 * 4
-TARGET_SHARE = 0.33
+#: The share of AI-Trader's first request (`AI_TRADER_FIRST_REQUEST_TOKENS`) ours may take.
+TARGET_SHARE = 1 / 3
 NOW = {"us": US_OPEN, "cn": CN_OPEN, "crypto": CRYPTO_DAY}
 
 
@@ -34,10 +39,40 @@ def first_request(ledger: Ledger, market: str) -> tuple[dict[str, Any], list[str
 def test_the_nasdaq100_first_prompt_and_schemas_are_a_third_of_ai_traders(ledger: Ledger) -> None:
     body, symbols = first_request(ledger, "us")
     assert len(symbols) == 101
-    # measured as benchmarks/llm_bench.py measures it
-    message_chars = sum(len(message["content"]) for message in body["messages"])
-    tool_chars = len(json.dumps(body["tools"], separators=(",", ":")))
-    assert message_chars + tool_chars <= int(AI_TRADER_CHARS * TARGET_SHARE)  # 3894
+    # counted as benchmarks/llm_bench.py counts it: real tokens, tool schemas as compact JSON
+    counted = request_tokens(body)
+    assert counted.message_tokens > 0
+    assert counted.tool_tokens > 0
+    assert counted.tokens <= AI_TRADER_FIRST_REQUEST_TOKENS * TARGET_SHARE  # 1301
+
+
+def test_the_token_count_is_cl100k() -> None:
+    # tiktoken's own examples for cl100k_base: the bundled vocabulary gives the same ids
+    assert encoding().encode("hello world") == [15339, 1917]
+    assert encoding().encode("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]
+    assert count('{"a":1}') < count('{"a": 1}')
+
+
+def test_every_request_is_sent_as_compact_json(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "us")
+    script = [
+        tool_turn(("get_portfolio", {})),
+        tool_turn(("get_quote", {"symbols": ["AAPL", "NOPE"]})),
+        tool_turn(("place_order", {"symbol": "AAPL", "side": "buy", "shares": "1"})),
+        finish(),
+    ]
+    model = ScriptedModel(script)
+    ran = run_llm(arena, [], US_OPEN, model=model)
+    assert len(model.sent) == 4
+    for sent, body in zip(model.sent, model.requests, strict=True):
+        assert sent == compact_json(body).encode()
+        for message in body["messages"]:
+            if message["role"] == "tool":
+                assert message["content"] == compact_json(json.loads(message["content"]))
+            for call in message.get("tool_calls") or []:
+                arguments = call["function"]["arguments"]
+                assert arguments == compact_json(json.loads(arguments))
+    assert ran.model is model
 
 
 #: (market, what its rules must say, what they must not)

@@ -92,9 +92,18 @@ def test_the_request_carries_the_model_the_key_and_the_extras() -> None:
     assert (sent["temperature"], sent["max_tokens"], sent["top_p"]) == (0.3, 99, 0.9)
     assert sent["enable_thinking"] is False
     assert sent["tools"] == [{"type": "function", "function": {}}]
+    assert request.content == json.dumps(sent, separators=(",", ":")).encode()  # compact
     assert answer.completion.content == "hi"
     assert len(answer.attempts) == 1
     assert slept == []
+
+
+def test_an_extra_field_replaces_a_configured_one_once() -> None:
+    script = Script(httpx.Response(200, json=OK))
+    run(script, temperature=0.3, extra_body={"temperature": 0.7})
+    (request,) = script.requests
+    assert json.loads(request.content)["temperature"] == 0.7
+    assert request.content.count(b'"temperature"') == 1
 
 
 def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> None:

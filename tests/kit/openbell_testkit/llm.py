@@ -89,6 +89,8 @@ class ScriptedModel:
     script: list[Step]
     requests: list[Body] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    #: Each request's body as sent, in bytes (over `client`'s transport).
+    sent: list[bytes] = field(default_factory=list)
 
     def answer(self, body: Body, headers: dict[str, str]) -> httpx.Response:
         self.requests.append(body)
@@ -101,6 +103,7 @@ class ScriptedModel:
         return httpx.Response(200, json=step)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request.content)
         return self.answer(json.loads(request.content), dict(request.headers))
 
     def client(self) -> httpx.AsyncClient:

@@ -1,0 +1,130 @@
+"""Group commit of the LLM agents' journals: one transaction per turn of the event loop.
+
+This module owns `JournalBatch`. The agents of a slot run concurrently on one event loop, and each
+hands its turn's trace entries and usage to the batch of its journal (`batch_for`, one per
+journal) instead of writing them itself, then awaits `stored`. The first hand-off of a loop turn
+schedules one write (`loop.call_soon`) of everything handed in until it runs, as one
+`Journal.append_journals` transaction: the agents whose model answers were handled in the same
+turn of the loop (a hundred of them, when their answers arrive together) write their turns
+together, and each sends its next request only once its turn is stored. `write_now` writes what
+is pending at once (a cycle's last flush: its trace is whole when it returns).
+
+A write that fails is tried again one cycle at a time, so one cycle's bad write fails that cycle
+only; its error is kept on the cycle's `Handed` ticket and raised by the cycle's next flush
+(`Handed.check`). Entries handed in but not yet written when the process dies are lost, as the
+rows of a turn not yet flushed always were: the trace is kept up to about the last model request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Sequence
+from typing import Final
+
+from openbell.agents.protocol import Journal
+from openbell.store.records import CycleUsage, JournalAppend, TraceEntry
+
+
+class Handed:
+    """A cycle's hand-off to a `JournalBatch`: `written` once stored, `error` if it could not be."""
+
+    __slots__ = ("append", "error", "written")
+
+    def __init__(self, append: JournalAppend) -> None:
+        self.append = append
+        self.written = False
+        self.error: Exception | None = None
+
+    def check(self) -> None:
+        """Raise the error of a failed write (the cycle must not go on as if it were stored)."""
+        if self.error is not None:
+            raise self.error
+
+
+class JournalBatch:
+    """Writes the journal appends handed in during one turn of the event loop together."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+        self._pending: list[Handed] = []
+        self._scheduled_on: asyncio.AbstractEventLoop | None = None
+        self._wrote: asyncio.Future[None] | None = None
+        #: Transactions written, and appends in them (for the benchmark and tests).
+        self.transactions = 0
+        self.appends = 0
+
+    def hand(
+        self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None
+    ) -> Handed:
+        """Queue one cycle's entries and usage for the next write; written at once when no event
+        loop runs."""
+        handed = Handed(JournalAppend(cycle_id=cycle_id, entries=tuple(entries), usage=usage))
+        self._pending.append(handed)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.write_now()
+            return handed
+        if self._scheduled_on is not loop:
+            self._scheduled_on = loop
+            self._wrote = loop.create_future()
+            loop.call_soon(self.write_now)
+        return handed
+
+    async def stored(self, handed: Handed) -> None:
+        """Wait until `handed` has been written (or failed: then raise its error)."""
+        while not handed.written and handed.error is None:
+            wrote = self._wrote
+            if wrote is None or wrote.get_loop() is not asyncio.get_running_loop():
+                self.write_now()  # scheduled on no loop, or on another one
+                continue
+            await asyncio.shield(wrote)
+        handed.check()
+
+    def write_now(self) -> None:
+        """Write everything pending, in one transaction (then one cycle at a time if it fails)."""
+        pending, self._pending, self._scheduled_on = self._pending, [], None
+        wrote, self._wrote = self._wrote, None
+        try:
+            self._write(pending)
+        finally:
+            if wrote is not None and not wrote.done():
+                wrote.set_result(None)
+
+    def _write(self, pending: list[Handed]) -> None:
+        if not pending:
+            return
+        self.transactions += 1
+        self.appends += len(pending)
+        try:
+            self._journal.append_journals([handed.append for handed in pending])
+        except Exception:  # noqa: BLE001 (tried again one by one, the error kept per cycle)
+            self._one_by_one(pending)
+            return
+        for handed in pending:
+            handed.written = True
+
+    def _one_by_one(self, pending: list[Handed]) -> None:
+        for handed in pending:
+            try:
+                self._journal.append_journals([handed.append])
+            except Exception as exc:  # noqa: BLE001 (raised by the cycle's next flush)
+                handed.error = exc
+            else:
+                handed.written = True
+
+
+_BATCHES: Final[weakref.WeakKeyDictionary[Journal, JournalBatch]] = weakref.WeakKeyDictionary()
+
+
+def batch_for(journal: Journal) -> JournalBatch:
+    """The one batch of `journal` (shared by every cycle journaling to it), made on first use; a
+    journal that cannot be weakly referenced gets a batch of its own each time."""
+    try:
+        batch = _BATCHES.get(journal)
+    except TypeError:
+        return JournalBatch(journal)
+    if batch is None:
+        batch = _BATCHES[journal] = JournalBatch(journal)
+    return batch

@@ -53,7 +53,7 @@ from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
-from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
+from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
 from openbell.markets.barfile import bundled_names
@@ -418,6 +418,7 @@ def replay_plan(
     market: str | None,
     resume: bool,
     allow_outside_coverage: bool = False,
+    batch_slots: int = DEFAULT_BATCH_SLOTS,
 ) -> tuple[ReplayPlan, tuple[str, ...]]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
     (or just `market`) with their agents, and its warnings (universes used outside their coverage).
@@ -468,6 +469,7 @@ def replay_plan(
         migrate=True,
         mcp_listen=(config.http.host, config.http.port),
         mcp_allow_remote=config.http.allow_remote,
+        batch_slots=batch_slots,
     )
     return plan, tuple(warnings)
 
@@ -481,6 +483,7 @@ def replay_from_config(
     resume: bool,
     show_progress: bool,
     allow_outside_coverage: bool = False,
+    batch_slots: int = DEFAULT_BATCH_SLOTS,
 ) -> ReplayReport:
     """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown.
 
@@ -495,6 +498,7 @@ def replay_from_config(
         market=market,
         resume=resume,
         allow_outside_coverage=allow_outside_coverage,
+        batch_slots=batch_slots,
     )
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)

@@ -115,6 +115,16 @@ def replay(
             "with a warning, instead of refusing.",
         ),
     ] = False,
+    batch_slots: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-slots",
+            min=1,
+            help="Write the ledger in one transaction per this many slots at most (and at least "
+            "once a second); a replay cut off resumes from the last one written. Default: 500.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
@@ -141,6 +151,7 @@ def replay(
         resume=resume,
         show_progress=sys.stderr.isatty() if progress is None else progress,
         allow_outside_coverage=allow_outside_coverage,
+        **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())
 

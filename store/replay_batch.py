@@ -1,0 +1,155 @@
+"""A replay's unit of work: the rows of many slots, written to the ledger in one transaction.
+
+Internal to `openbell.store`, for `ReplayLedger` (`replay_ledger.py`). `ReplayBatch` holds the rows
+a replay has made since its last flush (cycles, orders, fills, NAV snapshots with their marks,
+trace entries) and the accounts whose cash and positions moved, and `flush` writes them all in one
+transaction: each table with one `executemany` of a prebuilt Core insert, in foreign-key order,
+then each moved account's cash and positions from its working copy (`working_copy.py`). The batch
+either commits whole or not at all, so the ledger always ends at an event boundary of the replay:
+its resume point is the ledger itself (the cycles and snapshots it holds), and a replay killed at
+any moment resumes from the last committed batch.
+
+Rows get their ids here, since later rows refer to them (`IdBlocks`): on SQLite the replay owns the
+file (its lock), so ids continue from each table's largest; on Postgres, where other replays of
+other accounts may write at the same time, ids are reserved from the tables' sequences in blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from sqlalchemy import Connection, Table, bindparam, delete, func, select, update
+
+from openbell.store.tables import (
+    ACCOUNT_TABLE,
+    CYCLE_TABLE,
+    FILL_TABLE,
+    NAV_MARK_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
+    POSITION_TABLE,
+    TRACE_TABLE,
+)
+from openbell.store.working_copy import AccountBook
+
+#: How many ids of a table are reserved from its Postgres sequence at a time.
+ID_BLOCK: Final = 1024
+#: The tables whose ids a batch assigns itself.
+ID_TABLES: Final = (CYCLE_TABLE, ORDER_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE)
+
+
+class IdBlocks:
+    """Hands out the ids of new rows of `ID_TABLES`, in increasing order per table."""
+
+    def __init__(self, postgres: bool) -> None:
+        self._postgres = postgres
+        self._free: dict[str, list[int]] = {table.name: [] for table in ID_TABLES}
+        self._next: dict[str, int] = {}
+
+    def take(self, connect: Callable[[], Connection], table: Table) -> int:
+        """The next id of a new row of `table` (`connect` opens a connection, when one is
+        needed to find or reserve more)."""
+        if not self._postgres:
+            # SQLite: the replay is the file's only writer, so the ids after the largest are free.
+            found = self._next.get(table.name)
+            if found is None:
+                with connect() as connection:
+                    largest = connection.execute(select(func.max(table.c.id))).scalar_one()
+                found = (largest or 0) + 1
+            self._next[table.name] = found + 1
+            return found
+        free = self._free[table.name]
+        if not free:
+            with connect() as connection:
+                free.extend(sorted(_reserve(connection, table), reverse=True))
+        return free.pop()
+
+    def reset(self) -> None:
+        """SQLite: read the largest ids again at the next `take` (after a flush, or once the
+        ledger wrote rows of its own); Postgres keeps its reserved ids."""
+        self._next.clear()
+
+
+def _reserve(connection: Connection, table: Table) -> list[int]:
+    """`ID_BLOCK` ids taken from the Postgres sequence of `table`'s id."""
+    sequence = func.pg_get_serial_sequence(
+        connection.dialect.identifier_preparer.quote(table.name), "id"
+    )
+    query = select(func.nextval(sequence)).select_from(func.generate_series(1, ID_BLOCK).alias())
+    reserved = [int(value) for value in connection.execute(query).scalars()]
+    connection.commit()
+    return reserved
+
+
+class ReplayBatch:
+    """The rows made since the last flush, and the accounts they moved."""
+
+    def __init__(self) -> None:
+        self.cycles: dict[int, dict[str, Any]] = {}
+        self.orders: list[dict[str, Any]] = []
+        self.fills: list[dict[str, Any]] = []
+        self.snapshots: list[dict[str, Any]] = []
+        self.marks: list[dict[str, Any]] = []
+        self.traces: list[dict[str, Any]] = []
+        self.moved: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.cycles) + len(self.orders) + len(self.snapshots) + len(self.traces)
+
+    def clear(self) -> None:
+        """Forget every row (once written)."""
+        for rows in (self.orders, self.fills, self.snapshots, self.marks, self.traces):
+            rows.clear()
+        self.cycles.clear()
+        self.moved.clear()
+
+    def write(self, connection: Connection, books: Mapping[int, AccountBook]) -> None:
+        """Insert every row and write the moved accounts' cash and positions, on `connection`
+        (inside the caller's transaction)."""
+        for table, rows in (
+            (CYCLE_TABLE, list(self.cycles.values())),
+            (ORDER_TABLE, self.orders),
+            (FILL_TABLE, self.fills),
+            (NAV_SNAPSHOT_TABLE, self.snapshots),
+            (NAV_MARK_TABLE, self.marks),
+            (TRACE_TABLE, self.traces),
+        ):
+            if rows:
+                connection.execute(table.insert(), rows)
+        moved = [books[account_id] for account_id in sorted(self.moved)]
+        if moved:
+            write_books(connection, moved)
+
+
+def write_books(connection: Connection, books: Iterable[AccountBook]) -> None:
+    """Set each book's account cash and replace its positions with the book's holdings."""
+    books = list(books)
+    connection.execute(
+        _SET_CASH, [{"account": book.account_id, "new_cash": book.cash} for book in books]
+    )
+    connection.execute(
+        delete(POSITION_TABLE).where(
+            POSITION_TABLE.c.account_id.in_([book.account_id for book in books])
+        )
+    )
+    positions = [
+        {
+            "account_id": book.account_id,
+            "symbol": symbol,
+            "quantity": holding.quantity,
+            "cost": holding.cost,
+            "updated_at": holding.updated_at,
+        }
+        for book in books
+        for symbol, holding in sorted(book.holdings.items())
+    ]
+    if positions:
+        connection.execute(POSITION_TABLE.insert(), positions)
+
+
+_SET_CASH: Final = (
+    update(ACCOUNT_TABLE)
+    .where(ACCOUNT_TABLE.c.id == bindparam("account"))
+    .values(cash=bindparam("new_cash"))
+)

@@ -207,7 +207,7 @@ def load_books(
     for row in connection.execute(_BUYS, {"ids": ids, "since": since}):
         buys[row.account_id].append((row.symbol, row.quantity, row.filled_at))
     fills = {row.account_id: row for row in connection.execute(_FILLS, {"ids": ids})}
-    actions = dict(connection.execute(_ACTIONS, {"ids": ids}).tuples().all())
+    actions = {row[0]: row[1] for row in connection.execute(_ACTIONS, {"ids": ids})}
     traded: dict[int, set[str]] = {account_id: set() for account_id in ids}
     for account_id, symbol in connection.execute(_TRADED, {"ids": ids}):
         traded[account_id].add(symbol)

@@ -45,7 +45,7 @@ CRYPTO_END = date(2025, 12, 28)
 
 CRYPTO_CONFIG = """
 [store]
-url = "{url}"
+url = "sqlite:///{db}"
 
 [markets.crypto]
 universe = "crypto10"
@@ -196,7 +196,7 @@ def run_openbell(workdir: Path, run: int, postgres: str | None = None) -> tuple[
         else fresh_postgres_schema(postgres, schema)
     )
     config_path = workdir / f"crypto-{run}.toml"
-    config_path.write_text(CRYPTO_CONFIG.format(url=url))
+    config_path.write_text(CRYPTO_CONFIG.replace("sqlite:///{db}", url))
     config = load_config(config_path)
     started = time.perf_counter()
     report = replay_from_config(

@@ -7,15 +7,20 @@ replay slots (the starts of the dataset's bars of the cadence's interval, inside
 configured slot times) and their session closes into one stream in time order, and walks it with a
 `SimulatedClock`: at a slot, `CycleRunner.run_slot` (which first applies the corporate actions going
 ex, for a market of raw bars that has them); after a session's last slot, the `close` NAV snapshots
-at the session close. A ledger that already has cycles of these accounts in (or after) the window is
-refused unless `resume` is set; with it, finished cycles are not run again and cycles a killed run
-left `claimed` are taken over and completed, so the final ledger is the one an uninterrupted run
-leaves. A replay is its accounts' only writer while it runs (`locks.py`): on SQLite it holds the
-ledger's file lock, which also keeps a daemon off the file; on Postgres an advisory lock per
-account. A second replay of the same accounts is refused before it writes anything, and the window
-check runs under that claim. Replay never touches the network: every price comes from the plan's
-`ReplaySource`s. A plan with outside agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for
-the replay's length; their cycles' deadlines are wall-clock (each cycle's wall budget).
+at the session close. The replay writes through a `ReplayLedger`, which works its accounts in
+memory and collects the rows of many slots: the walk writes them in one transaction every
+`ReplayPlan.batch_slots` slots or `BATCH_S` of wall time, always between two events, and at the
+end checks each account's working copy against the ledger (a plan with outside agents is not
+batched: they reach the ledger through `/mcp`). A ledger that already has cycles of these accounts
+in (or after) the window is refused unless `resume` is set; with it, the cycles the last written
+batch holds are not run again (and cycles an unbatched run left `claimed` are taken over and
+completed), so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
+only writer while it runs (`locks.py`): on SQLite it holds the ledger's file lock, which also
+keeps a daemon off the file; on Postgres an advisory lock per account. A second replay of the same
+accounts is refused before it writes anything, and the window check runs under that claim. Replay
+never touches the network: every price comes from the plan's `ReplaySource`s. A plan with outside
+agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for the replay's length; their cycles'
+deadlines are wall-clock (each cycle's wall budget).
 """
 
 from __future__ import annotations

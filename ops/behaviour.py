@@ -2,8 +2,9 @@
 
 This module owns the metrics that describe how an agent trades rather than what its NAV did:
 turnover, HHI concentration, cash ratio, number of trades, share of cycles without a trade,
-rejection rate, and the calibration (expected calibration error and Brier score) of the
-confidence it attaches to orders. The caller reads the ledger and passes plain typed values
+rejection rate, the calibration (expected calibration error and Brier score) of the
+confidence it attaches to orders, and Herculean's behavioural metrics: hold share, switch rate,
+reactivity and protocol completion. The caller reads the ledger and passes plain typed values
 (Decimal amounts, `CycleActivity`, `Forecast`); nothing here touches the store. Amounts are
 summed exactly in `Decimal` and only the final ratio becomes a float (statistics are floats,
 money is not). A metric that is undefined for its input (no cycles, no orders, no positions,
@@ -13,7 +14,7 @@ no forecasts, a zero denominator) is `None`; nothing here divides by zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -161,3 +162,97 @@ def brier_score(forecasts: Sequence[Forecast]) -> float | None:
         return None
     squares = ((f.confidence - (1.0 if f.outcome else 0.0)) ** 2 for f in forecasts)
     return math.fsum(squares) / len(forecasts)
+
+
+# -- Herculean's behavioural metrics --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PositionChange:
+    """What one decision cycle did to the book: the symbols held before and after it, and the
+    net signed quantity it traded per symbol (buys positive; a symbol bought and sold back in
+    the same cycle nets to zero)."""
+
+    held_before: frozenset[str]
+    held_after: frozenset[str]
+    net_quantities: Mapping[str, Decimal]
+
+
+def hold_share(changes: Sequence[PositionChange]) -> float | None:
+    """The share of cycles that left every position as it was: no symbol's net traded quantity
+    is non-zero (a cycle without a fill, or whose fills net out). `None` without cycles."""
+    if not changes:
+        return None
+    held = sum(1 for change in changes if not any(change.net_quantities.values()))
+    return held / len(changes)
+
+
+def switch_rate(changes: Sequence[PositionChange]) -> float | None:
+    """The share of cycles after which the set of held symbols differs from the set before: a
+    symbol entered or left the book (long-only, so this is also every flip between holding a
+    symbol and not). Resizing a position is not a switch. `None` without cycles."""
+    if not changes:
+        return None
+    switched = sum(1 for change in changes if change.held_before != change.held_after)
+    return switched / len(changes)
+
+
+#: The fewest (cycle, symbol) pairs a reactivity is computed from.
+MIN_REACTIONS = 3
+
+
+def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float]) -> float | None:
+    """The Pearson correlation of weight changes against the previous period's returns, pooled
+    over every (cycle, symbol) pair: `weight_changes[i]` is the weight a cycle traded in a symbol
+    (net signed notional over NAV) and `previous_returns[i]` that symbol's return over the period
+    that ended at the cycle's slot. Above 0 the agent buys what just rose (momentum), below 0
+    what just fell (contrarian). `None` for fewer than `MIN_REACTIONS` pairs or when either side
+    never varies; a value that is not finite raises `ValueError`."""
+    if len(weight_changes) != len(previous_returns):
+        raise ValueError(
+            f"{len(weight_changes)} weight changes but {len(previous_returns)} returns"
+        )
+    if not all(math.isfinite(v) for v in (*weight_changes, *previous_returns)):
+        raise ValueError("weight changes and returns must be finite")
+    if len(weight_changes) < MIN_REACTIONS:
+        return None
+    xs, ys = weight_changes, previous_returns
+    mean_x, mean_y = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
+    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+    sxx = math.fsum((x - mean_x) ** 2 for x in xs)
+    syy = math.fsum((y - mean_y) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return None
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+#: The reasons an LLM agent's loop ends within the protocol: the model called `finish`, or it
+#: answered and its decision mode acted on the answer (the mode then calls `finish`).
+COMPLETE_STOPS: frozenset[str | None] = frozenset({None, "finished", "answered"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolOutcome:
+    """How one cycle of an agent that speaks the tool protocol ended: `done` (its status),
+    `agent_finished` (`finish` was called by the agent, or by its decision mode on its answer,
+    not by the loop in its place) and `stop_reason` (why an LLM agent's loop ended: `finished`,
+    `answered`, or a budget such as `max_turns`; None for an agent without a loop)."""
+
+    done: bool
+    agent_finished: bool
+    stop_reason: str | None = None
+
+
+def protocol_completion(outcomes: Sequence[ProtocolOutcome]) -> float | None:
+    """The share of cycles that ended with the agent's own `finish` within budget: the cycle is
+    `done`, the agent (or its decision mode) called `finish`, and no budget (turns, tool calls,
+    tokens, wall time) or refusal cut its loop first (`stop_reason` in `COMPLETE_STOPS`). A cycle
+    the agent failed, skipped or missed counts as not completed. `None` without cycles."""
+    if not outcomes:
+        return None
+    complete = sum(
+        1
+        for outcome in outcomes
+        if outcome.done and outcome.agent_finished and outcome.stop_reason in COMPLETE_STOPS
+    )
+    return complete / len(outcomes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import MappingProxyType
 
@@ -97,11 +97,14 @@ def bundled_source(market: str) -> ReplaySource:
     return ReplaySource.from_bundled(market)
 
 
-def benchmark_sources(engine: Engine, market: str, until: datetime) -> tuple[ReplaySource, ...]:
+def benchmark_sources(
+    engine: Engine, market: str, until: datetime, symbols: Sequence[str] | None = None
+) -> tuple[ReplaySource, ...]:
     """The bar sources the benchmark of `market` is priced from, up to `until`, in a report on
-    `engine`'s ledger: the bundled bars, and the final bars of the benchmark's components that
-    start before `until` in the ledger's bar cache (written by a live daemon), if it holds any."""
-    symbols = sorted(benchmark_for(market).weights)
+    `engine`'s ledger: the bundled bars, and the final bars of the benchmark's components (or of
+    `symbols`) that start before `until` in the ledger's bar cache (written by a live daemon), if
+    it holds any."""
+    symbols = sorted(benchmark_for(market).weights if symbols is None else set(symbols))
     cache = SqlBarCache(engine)
     cached = {
         interval: [
@@ -116,6 +119,23 @@ def benchmark_sources(engine: Engine, market: str, until: datetime) -> tuple[Rep
         return (bundled_source(market),)
     live = ReplaySource(market=market, bars=kept, name=f"bar-cache:{market}")
     return (bundled_source(market), live)
+
+
+def report_sources(
+    engine: Engine,
+    market: str,
+    stamps: Sequence[datetime],
+    source: ReplaySource | None = None,
+    symbols: Sequence[str] | None = None,
+) -> tuple[ReplaySource, ...]:
+    """The price sources of a report over `stamps` (increasing): `source` when given, else
+    `benchmark_sources` of `symbols` up to just after the last stamp (a bar starting after it is
+    never quoted at one); none without stamps."""
+    if source is not None:
+        return (source,)
+    if not stamps:
+        return ()
+    return benchmark_sources(engine, market, stamps[-1] + timedelta(microseconds=1), symbols)
 
 
 def _point_in_time(sources: Sequence[ReplaySource], symbol: str, at: datetime) -> Quote | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openbell.markets.errors import ExportError
+from openbell.ops.interval_records import bootstrap_record, seed_group_record
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import Panel
 from openbell.store.account_history import AccountOrder
@@ -52,6 +53,10 @@ _BEHAVIOUR_KEYS = (
     "turnover",
     "hhi",
     "cash_ratio",
+    "hold_share",
+    "switch_rate",
+    "reactivity",
+    "protocol_completion",
 )
 #: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).
 LEADERBOARD_KEYS: tuple[str, ...] = (
@@ -142,7 +147,8 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
 
 
 def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
-    """A leaderboard as a record: its market, window, annualisation, benchmark and rows."""
+    """A leaderboard as a record: its market, window, annualisation, benchmark and rows, its
+    groups of repeated runs and its bootstrap (`ops.interval_records`)."""
     return {
         "market": board.market,
         "start": _instant(board.start),
@@ -152,6 +158,8 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "benchmark": board.benchmark,
         "currency": board.currency,
         "rows": [row_record(row) for row in board.rows],
+        "seed_groups": [seed_group_record(group) for group in board.seed_groups],
+        "bootstrap": bootstrap_record(board.bootstrap),
     }
 
 

@@ -24,6 +24,9 @@ PERCENT_KEYS = frozenset(
         "excess_return",
         "no_trade_share",
         "rejection_rate",
+        "hold_share",
+        "switch_rate",
+        "protocol_completion",
         "cash_ratio",
     }
 )
@@ -35,6 +38,7 @@ RATIO_KEYS = frozenset(
 SCORE_KEYS = frozenset(
     {
         "hhi",
+        "reactivity",
         "composite",
         "z_cumulative_return",
         "z_max_drawdown",

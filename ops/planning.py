@@ -79,6 +79,7 @@ from openbell.ops.config import (
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.secrets import redactor_for
+from openbell.ops.seeds import record_group, seeded_config
 from openbell.ops.web.app import web_parts
 
 log = structlog.stdlib.get_logger(__name__)
@@ -419,16 +420,20 @@ def replay_plan(
     resume: bool,
     allow_outside_coverage: bool = False,
     batch_slots: int = DEFAULT_BATCH_SLOTS,
+    seeds: int | None = None,
 ) -> tuple[ReplayPlan, tuple[str, ...]]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
     (or just `market`) with their agents, and its warnings (universes used outside their coverage).
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
     without agents, a universe used outside its coverage without `allow_outside_coverage` (here
-    or in the market's config) or an LLM agent whose key variable is not set.
+    or in the market's config) or an LLM agent whose key variable is not set. With `seeds`, every
+    agent runs once per seed as its own agent (`ops.seeds.seeded_config`).
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
+    if seeds is not None:
+        config = seeded_config(config, seeds)
     chosen = None if market is None else [market]
     enrolled = _enrolled(config, chosen, None, "replay")
     hub = CycleHub()
@@ -484,12 +489,14 @@ def replay_from_config(
     show_progress: bool,
     allow_outside_coverage: bool = False,
     batch_slots: int = DEFAULT_BATCH_SLOTS,
+    seeds: int | None = None,
 ) -> ReplayReport:
     """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown.
 
     Raises `ConfigError` as `replay_plan` does, and `OperatorError` for a ledger that another
     replay (or, on SQLite, a daemon) is writing or that already has cycles in the window without
-    `resume`.
+    `resume`. With `seeds`, the runs are recorded as one group (`ops.seeds`) once the replay
+    has created their agents.
     """
     plan, warnings = replay_plan(
         config,
@@ -499,9 +506,12 @@ def replay_from_config(
         resume=resume,
         allow_outside_coverage=allow_outside_coverage,
         batch_slots=batch_slots,
+        seeds=seeds,
     )
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)
+    if seeds is not None:
+        record_group(config, seeds, start=start, end=end)
     return replace(report, warnings=warnings)
 
 

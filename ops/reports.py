@@ -13,7 +13,8 @@ cash, shown as an unranked row; an account gets excess return and information ra
 benchmark has a value at every one of its timestamps. Behaviour: trades and the rejection rate
 count every cycle in the window; the no-trade share counts `done` cycles only (a failed or
 skipped cycle made no decision); turnover is the window's traded notional over its mean NAV; HHI
-and cash ratio are read at the window's last snapshot. Calibration (ECE, Brier) uses the outcome
+and cash ratio are read at the window's last snapshot; hold share, switch rate, reactivity and
+protocol completion are `ops.behaviour_report`'s. Calibration (ECE, Brier) uses the outcome
 defined in `store.queries.order_confidences`. An LLM agent's row also carries its model usage
 (`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures, invalid tool
 calls, model requests and failed ones), and its report its rejected orders by reason.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -35,12 +36,16 @@ from openbell.markets.errors import ReportError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
-from openbell.ops.benchmark import benchmark_for, benchmark_navs, benchmark_sources
+from openbell.ops.behaviour_report import conduct_of
+from openbell.ops.benchmark import benchmark_for, benchmark_navs, report_sources
+from openbell.ops.bootstrap import BootstrapResult
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops.seed_groups import SeedGroup, groups_for
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus, CycleUsage
+from openbell.store.seed_runs import seed_runs
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
 DAILY_SPACING = timedelta(hours=20)
@@ -59,6 +64,10 @@ class Behaviour:
     turnover: float | None
     hhi: float | None
     cash_ratio: float | None
+    hold_share: float | None = None
+    switch_rate: float | None = None
+    reactivity: float | None = None
+    protocol_completion: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +168,10 @@ class Leaderboard:
     benchmark: str
     currency: str
     rows: tuple[LeaderboardRow, ...]
+    #: The groups of repeated runs among the rows, compared over their seeds (`ops.seed_groups`).
+    seed_groups: tuple[SeedGroup, ...] = ()
+    #: The block bootstrap of the rows, when asked for (`ops.board_intervals`).
+    bootstrap: BootstrapResult | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,11 +355,8 @@ def _build(
     chosen = cadence or infer_cadence(stamps)
     factor = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
     spec = benchmark_for(market)
-    sources: tuple[ReplaySource, ...] = ()
-    if source is not None:
-        sources = (source,)
-    elif stamps:  # a bar starting after the last timestamp is never quoted at one
-        sources = benchmark_sources(engine, market, stamps[-1] + timedelta(microseconds=1))
+    sources = report_sources(engine, market, stamps, source)
+    found = _with_conduct(engine, found, window, source, stamps)
     bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), sources=sources))
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []
@@ -388,8 +398,33 @@ def _build(
         benchmark=spec.name,
         currency=currency,
         rows=tuple(rows),
+        seed_groups=groups_for(
+            seed_runs(engine), {name: panel for name, (entry, panel) in extras.items() if entry}
+        ),
     )
     return board, found, bench
+
+
+def _with_conduct(
+    engine: Engine,
+    found: list[_Account],
+    window: _Window,
+    source: ReplaySource | None,
+    stamps: list[datetime],
+) -> list[_Account]:
+    """The accounts with their behavioural metrics (`ops.behaviour_report`), the traded symbols
+    priced as the benchmark is."""
+    market = found[0].info.market
+    conduct = conduct_of(
+        engine,
+        {account.info.account_id: account.navs for account in found},
+        *window,
+        sources=lambda symbols: report_sources(engine, market, stamps, source, symbols),
+    )
+    return [
+        replace(a, behaviour=replace(a.behaviour, **asdict(conduct[a.info.account_id])))
+        for a in found
+    ]
 
 
 def _bench_nav(bench: Sequence[NavPoint], currency: str) -> Decimal | None:

@@ -374,6 +374,21 @@ class AgentTokenRow(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
+class SeedRunRow(SQLModel, table=True):
+    """An agent that is one seed's run of a group of repeated runs (`openbell replay --seeds N`).
+
+    The agent `base_agent` of the config was run once per seed under its own name (and accounts);
+    rows with the same `group_label` are one group, compared in the leaderboard over their seeds.
+    """
+
+    __tablename__ = "seed_run"
+
+    agent_id: int = Field(foreign_key="agent.id", primary_key=True)
+    group_label: str
+    base_agent: str
+    seed: int
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
@@ -389,3 +404,4 @@ BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr
 NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
 DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-defined]
 AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
+SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]

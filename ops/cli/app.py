@@ -3,9 +3,9 @@
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`;
-`positions`; `tokens`: `agent token`; `outside`: `mcp`), owns the global options (`--config`,
-`--log-format`, `--version`; `-h` is `--help` on every command) and `main`, which runs a command
-line and maps what it raises to an exit code and one line on stderr.
+`positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`), owns the global
+options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
+which runs a command line and maps what it raises to an exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from openbell.ops.cli import (
     history,
     outside,
     positions,
+    probe,
     reports,
     serve,
     tokens,
@@ -69,6 +70,7 @@ app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
+app.add_typer(probe.probe_app, name="probe")
 
 
 def installed_version() -> str:

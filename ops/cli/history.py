@@ -125,6 +125,17 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    seeds: Annotated[
+        int | None,
+        typer.Option(
+            "--seeds",
+            min=1,
+            max=100,
+            help="Run every agent N times (seeds 1..N, each as agent NAME.seedK) as one group; "
+            "the leaderboard then shows each agent's mean and interval over the seeds.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
@@ -138,7 +149,8 @@ def replay(
     cut off, or use a fresh database. A window outside the dates a universe file vouches for
     (crypto10 from 2025-11-01, sse50 from 2025-09-30 until 2025-12-15, ...) is refused unless
     --allow-outside-coverage (or allow_outside_coverage = true in the market's section) accepts
-    it; the replay then warns in the log and under the summary.
+    it; the replay then warns in the log and under the summary. --seeds N repeats the agents N
+    times (the random baseline's seed, an LLM's request seed) as one group of runs.
     """
     from openbell.ops.planning import replay_from_config
 
@@ -151,6 +163,7 @@ def replay(
         resume=resume,
         show_progress=sys.stderr.isatty() if progress is None else progress,
         allow_outside_coverage=allow_outside_coverage,
+        seeds=seeds,
         **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())

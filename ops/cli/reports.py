@@ -82,7 +82,9 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("max DD %", "max_drawdown"), ("Calmar", "calmar_ratio"), ("excess %", "excess_return"),
     ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
     ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
-    ("cash %", "cash_ratio"), ("composite", "composite"), ("cost/dec.", "cost_per_decision"),
+    ("cash %", "cash_ratio"), ("hold %", "hold_share"), ("switch %", "switch_rate"),
+    ("react.", "reactivity"), ("protocol %", "protocol_completion"), ("composite", "composite"),
+    ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).
@@ -153,7 +155,13 @@ def print_leaderboards(
     elif not boards:
         stream.write("no accounts in the ledger yet\n")
     else:
-        print_tables([render_table(board, wide=wide) for board in boards], stream)
+        from openbell.ops.cli.intervals import bootstrap_tables, seed_group_tables
+
+        tables = []
+        for board in boards:
+            tables += [render_table(board, wide=wide), *seed_group_tables(board)]
+            tables += bootstrap_tables(board)
+        print_tables(tables, stream)
 
 
 def leaderboard_command(
@@ -167,19 +175,42 @@ def leaderboard_command(
     wide: Annotated[
         bool, typer.Option("--wide", help="Show the whole metric panel, not the compact table.")
     ] = False,
+    bootstrap: Annotated[
+        int,
+        typer.Option(
+            "--bootstrap",
+            min=0,
+            max=100_000,
+            help="Block-bootstrap the returns DRAWS times: intervals of each metric and rank, "
+            "and P(beat); 0: none.",
+            metavar="DRAWS",
+        ),
+    ] = 0,
+    bootstrap_seed: Annotated[
+        int, typer.Option("--bootstrap-seed", help="The bootstrap's random seed.")
+    ] = 0,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
     """Rank the agents of each market by the StockBench composite, with the benchmark as a row.
 
-    The table is compact (it fits 120 columns); --wide shows every metric of the panel.
+    The table is compact (it fits 120 columns); --wide shows every metric of the panel. Groups of
+    repeated runs (replay --seeds N) are shown under the board, each agent's mean and interval
+    over the seeds with P(beat); --bootstrap DRAWS adds block-bootstrap intervals and P(beat).
     """
+    from openbell.ops.board_intervals import bootstrapped_leaderboards
     from openbell.ops.reports import leaderboards
 
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
+    chosen = [market.value] if market else None
     try:
-        boards = leaderboards(engine, [market.value] if market else None, *window)
+        if bootstrap:
+            boards = bootstrapped_leaderboards(
+                engine, chosen, *window, draws=bootstrap, seed=bootstrap_seed
+            )
+        else:
+            boards = leaderboards(engine, chosen, *window)
     finally:
         engine.dispose()
     print_leaderboards(boards, fmt, sys.stdout, wide=wide)
@@ -192,6 +223,13 @@ def report_command(
     start: DateOption = None,
     end: DateOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the panel as JSON.")] = False,
+    attribution: Annotated[
+        bool,
+        typer.Option(
+            "--attribution",
+            help="Add the factor attribution (market, styles, selection, trading) of the window.",
+        ),
+    ] = False,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -204,14 +242,20 @@ def report_command(
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
-    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration)."""
+    """The full metrics panel of one agent in one market (return, risk, behaviour, calibration).
+
+    --attribution adds the factor attribution: each period's return split into market, style
+    factors, selection and trading, linked over the window (in the JSON under "attribution").
+    """
     from openbell.ops import exporting
+    from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.reports import report
 
     window = _window(start, end)
     engine = open_ledger(load_command_config(ctx, config, db=db))
     try:
         found = report(engine, agent, market.value, *window)
+        attributed = attribution_of(engine, agent, market.value, window) if attribution else None
     finally:
         engine.dispose()
     record = exporting.report_record(found)
@@ -220,10 +264,15 @@ def report_command(
 
         plot_equity(found, plot)
         record["plot"] = str(plot)
+    if attributed is not None:
+        record["attribution"] = attributed
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    print_tables([report_table(record)], sys.stdout)
+    tables = [report_table(record)]
+    if attributed is not None:
+        tables.append(attribution_table(attributed))
+    print_tables(tables, sys.stdout)
 
 
 def report_table(record: dict[str, Any]) -> Table:
@@ -238,6 +287,8 @@ def report_table(record: dict[str, Any]) -> Table:
     table.add_column("value", justify="right", overflow="fold")
     table.add_column("unit")
     for key, value in record.items():
+        if key == "attribution":  # its own table (`ops.cli.attribution`)
+            continue
         if isinstance(value, dict):
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
         else:

@@ -16,6 +16,7 @@ computed again only after the ledger changed. Routes:
     GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/benchmark?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/metrics?window=&start=&end=
+    GET /api/v1/agents/{agent}/{market}/attribution?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/positions
     GET /api/v1/agents/{agent}/{market}/orders?limit=&before=ORDER_ID
     GET /api/v1/agents/{agent}/{market}/fills?limit=&before=FILL_ID
@@ -42,6 +43,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import exporting
+from openbell.ops.attribution.output import attribution_record
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document
@@ -143,7 +145,10 @@ class _Api:
         base = f"{PREFIX}/agents/{quote(agent, safe='')}/{quote(market, safe='')}"
         links = {
             name: f"{base}/{name}"
-            for name in ("nav", "benchmark", "metrics", "positions", "orders", "fills", "cycles")
+            for name in (
+                *("nav", "benchmark", "metrics", "attribution"),
+                *("positions", "orders", "fills", "cycles"),
+            )
         }
         return JSONResponse({"account": payloads.account_document(info), "links": links})
 
@@ -171,6 +176,15 @@ class _Api:
             "metrics",
             lambda agent, market, window: exporting.report_record(
                 read_model.metrics(self._engine, agent, market, window, memo=self._memo)
+            ),
+        )
+
+    async def attribution(self, request: Request) -> Response:
+        return await self._windowed(
+            request,
+            "attribution",
+            lambda agent, market, window: attribution_record(
+                read_model.attribution(self._engine, agent, market, window, memo=self._memo)
             ),
         )
 
@@ -269,6 +283,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         Route(f"{account}/nav", api.nav, methods=["GET"]),
         Route(f"{account}/benchmark", api.benchmark, methods=["GET"]),
         Route(f"{account}/metrics", api.metrics, methods=["GET"]),
+        Route(f"{account}/attribution", api.attribution, methods=["GET"]),
         Route(f"{account}/positions", api.positions, methods=["GET"]),
         Route(f"{account}/orders", api.orders, methods=["GET"]),
         Route(f"{account}/fills", api.fills, methods=["GET"]),

@@ -1,18 +1,18 @@
 """Market views and agent reports remembered until the ledger changes: computed once a slot.
 
 This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window),
-the last `ops.reports.report` of each (agent, market, window) and any other value a caller
-`remember`s (the read model keeps NAV series there), each with the
-`store.queries.ledger_version` it was built at, and gives it again while the version is
-the same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
+the last `ops.reports.report` and factor attribution of each (agent, market, window) and any
+other value a caller `remember`s (the read model keeps NAV series there), each with the
+`store.queries.ledger_version` it was built at, and gives it again while the version is the
+same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
 takes seconds to compute (it reads every NAV snapshot and cycle of the market) but changes only
 when a slot writes to the ledger, so between slots every request after the first is served from
-memory. A market view is built by the memo's `ops.web.view_worker.ViewSource`: in the calling
-thread by default, in a worker process for the servers (`ops.web.app.web_parts`), so the
-recomputation after a slot does not take the GIL from the daemon's cycles. Views of one key are
-built one at a time (a burst of requests after a slot computes it once); the memo holds at most
-`size` values, dropping the least recently used. Thread-safe: the API reads the ledger in
-Starlette's thread pool.
+memory. A market view, and an attribution, is built by the memo's
+`ops.web.view_worker.ViewSource`: in the calling thread by default, in a worker process for the
+servers (`ops.web.app.web_parts`), so the recomputation after a slot does not take the GIL from
+the daemon's cycles. Views of one key are built one at a time (a burst of requests after a slot
+computes it once); the memo holds at most `size` values, dropping the least recently used.
+Thread-safe: the API reads the ledger in Starlette's thread pool.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 
 from openbell.ops import reports
+from openbell.ops.attribution.ledger_inputs import AccountAttribution
 from openbell.ops.reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
 from openbell.store import queries
@@ -53,6 +54,18 @@ class ViewMemo:
         `reports.market_view`, and `ViewWorkerFailed` from a worker that keeps dying)."""
         return self.remember(
             MarketView, ("view", market, start, end), lambda: self._views.view(market, start, end)
+        )
+
+    def attribution(
+        self, agent: str, market: str, start: datetime | None = None, end: datetime | None = None
+    ) -> AccountAttribution:
+        """The account's factor attribution over `[start, end)` at the ledger's current version,
+        computed by the memo's `ViewSource` like a view (errors as
+        `ops.attribution.ledger_inputs.account_attribution`)."""
+        return self.remember(
+            AccountAttribution,
+            ("attribution", agent, market, start, end),
+            lambda: self._views.attribution(agent, market, start, end),
         )
 
     def report(

@@ -67,7 +67,11 @@ _SLOT_CURSOR = _parameter(
 _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
     "/api/v1/markets": ("The markets with accounts.", [], schemas.Markets),
     "/api/v1/leaderboard/{market}": (
-        "A market's leaderboard: the numbers of `openbell leaderboard --format json`.",
+        (
+            "A market's leaderboard: the numbers of `openbell leaderboard --format json`, with "
+            "its groups of repeated runs (`seed_groups`); `bootstrap` is null (the CLI's "
+            "`--bootstrap`)."
+        ),
         [_MARKET, *_WINDOW],
         schemas.Leaderboard,
     ),
@@ -90,6 +94,11 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         "The account's metric panel: the record of `openbell report --json`.",
         [_AGENT, _MARKET, *_WINDOW],
         schemas.Metrics,
+    ),
+    "/api/v1/agents/{agent}/{market}/attribution": (
+        "The account's factor attribution: the record of `openbell report --attribution`.",
+        [_AGENT, _MARKET, *_WINDOW],
+        schemas.Attribution,
     ),
     "/api/v1/agents/{agent}/{market}/positions": (
         "The account's cash and positions: the record of `openbell positions --format json`.",

@@ -11,7 +11,9 @@ kept between slots by a `ViewMemo` and the arena's boards by the ledger's versio
 each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
 lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
 `static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
-come from this package's `static/`. A page whose market views cannot be computed (the view
+come from this package's `static/`. An agent's page also shows its factor attribution over the
+whole ledger (`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two
+slot snapshots. A page whose market views cannot be computed (the view
 worker of `ops.web.view_worker` keeps dying) is a 503 page saying so.
 """
 
@@ -28,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops.web import read_model, views
+from openbell.ops.web.attribution_view import AttributionView, attribution_view
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.view_worker import ViewWorkerFailed
 from openbell.store import queries
@@ -109,12 +112,21 @@ class _Pages:
             orders = read_model.orders(self._engine, agent, market, limit=RECENT)
             fills = read_model.fills(self._engine, agent, market, limit=RECENT)
             cycles = read_model.cycles(self._engine, agent, market, limit=RECENT)
+            attribution = self._attribution(agent, market)
         except ReportError:
             return self._missing(stamp, f"No agent {agent!r} in market {market!r}.")
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
         view = views.agent_view(found, holdings, orders.items, fills.items, cycles.items)
-        return self._render("agent.html", stamp, agent=view)
+        return self._render("agent.html", stamp, agent=view, attribution=attribution)
+
+    def _attribution(self, agent: str, market: str) -> AttributionView | None:
+        """The agent's attribution section, or None while it has fewer than two snapshots."""
+        try:
+            found = read_model.attribution(self._engine, agent, market, memo=self._memo)
+        except ReportError:
+            return None
+        return attribution_view(found)
 
     def cycle(self, request: Request) -> Response:
         cycle_id = int(request.path_params["cycle_id"])

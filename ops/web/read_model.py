@@ -6,8 +6,9 @@ over a window (`ops.reports.leaderboard`, the numbers of `openbell leaderboard`,
 again here); an account's NAV series (slot and session-close snapshots), its benchmark series
 and metric panel (`ops.reports.report`, as `openbell report` computes them), its positions
 (`store.holdings`, as `openbell positions`), its orders, fills and cycles a page at a time
-(`store.account_history`), and one cycle's trace with its orders (`store.traces`,
-`store.cycle_trades`, as `openbell trace`). Values are frozen dataclasses with exact decimals and
+(`store.account_history`), its factor attribution (`ops.attribution`, as `openbell report
+--attribution`), and one cycle's trace with its orders (`store.traces`, `store.cycle_trades`, as
+`openbell trace`). Values are frozen dataclasses with exact decimals and
 aware UTC instants; `ops.exporting` turns them into records. An unknown market, agent or account
 raises `ReportError`, an unknown cycle `TraceNotFound`.
 
@@ -30,6 +31,7 @@ from sqlalchemy import Engine
 
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import reports
+from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
 from openbell.ops.benchmark import benchmark_for
 from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
 from openbell.ops.return_metrics import NavPoint
@@ -239,6 +241,25 @@ def benchmark(
     return BenchmarkSeries(
         account=found.account, benchmark=found.benchmark, points=found.benchmark_navs
     )
+
+
+def attribution(
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: Window = ALL_TIME,
+    *,
+    memo: ViewMemo | None = None,
+) -> AccountAttribution:
+    """The account's factor attribution over `window`, as `openbell report --attribution`
+    computes it (from `memo` while the ledger has not changed, when given, computed by its view
+    source: it reads every snapshot of the account and the universe's bars, about a second an
+    account on the demo's ledger). `ReportError` when the window holds fewer than two of its
+    slot snapshots."""
+    account(engine, agent, market)
+    if memo is not None:
+        return memo.attribution(agent, market, *window)
+    return account_attribution(engine, agent, market, *window)
 
 
 def positions(engine: Engine, agent: str, market: str) -> AccountHoldings:

@@ -146,12 +146,77 @@ class LeaderboardRow(_Document):
     turnover: float | None
     hhi: float | None
     cash_ratio: float | None
+    hold_share: float | None = Field(
+        description="Share of done cycles that left every position as it was."
+    )
+    switch_rate: float | None = Field(
+        description="Share of done cycles that changed the set of held symbols."
+    )
+    reactivity: float | None = Field(
+        description="Correlation of traded weight against the previous period's return."
+    )
+    protocol_completion: float | None = Field(
+        description="Share of cycles done with the agent's own finish within budget."
+    )
     composite: float | None
     z_cumulative_return: float | None
     z_max_drawdown: float | None
     z_sortino_ratio: float | None
     cost_per_decision: DecimalText | None
     return_per_dollar: float | None
+
+
+class SeedStat(_Document):
+    """One metric of one agent over the seeds of its group (`ops.seed_groups`)."""
+
+    mean: float | None
+    std: float | None
+    low: float | None = Field(description="The (1 - confidence) / 2 quantile of the seed values.")
+    high: float | None = Field(description="The (1 + confidence) / 2 quantile of the seed values.")
+    runs: int = Field(description="The seeds that define the metric.")
+
+
+class SeedAgent(_Document):
+    agent: str = Field(description="The configured agent the runs repeat.")
+    runs: list[str] = Field(description="The runs' agent names, by seed.")
+    metrics: dict[str, SeedStat] = Field(
+        description="The panel's return metrics, `composite` and `rank`, each over the seeds."
+    )
+
+
+class SeedGroup(_Document):
+    """A group of repeated runs (`openbell replay --seeds N`) compared over its seeds."""
+
+    group_label: str
+    seeds: list[int]
+    confidence: float
+    agents: list[SeedAgent] = Field(description="By mean composite, best first.")
+    p_beat: dict[str, dict[str, float]] = Field(
+        description="`p_beat[a][b]`: the share of seeds where a's composite is above b's."
+    )
+
+
+class BootstrapInterval(_Document):
+    low: float | None
+    high: float | None
+    defined: int = Field(description="The draws that define the metric.")
+
+
+class BootstrapRow(_Document):
+    name: str
+    intervals: dict[str, BootstrapInterval]
+
+
+class Bootstrap(_Document):
+    """The stationary block bootstrap of the rows (`ops.bootstrap`); the CLI's `--bootstrap`."""
+
+    draws: int
+    seed: int
+    confidence: float
+    periods: int
+    block_length: int
+    rows: list[BootstrapRow]
+    p_beat: dict[str, dict[str, float]]
 
 
 class Leaderboard(_Document):
@@ -165,6 +230,8 @@ class Leaderboard(_Document):
     benchmark: str
     currency: str
     rows: list[LeaderboardRow]
+    seed_groups: list[SeedGroup]
+    bootstrap: Bootstrap | None = Field(description="Null: the API does not bootstrap.")
 
 
 class Account(_Document):
@@ -237,6 +304,18 @@ class Metrics(_Document):
     turnover: float | None
     hhi: float | None
     cash_ratio: float | None
+    hold_share: float | None = Field(
+        description="Share of done cycles that left every position as it was."
+    )
+    switch_rate: float | None = Field(
+        description="Share of done cycles that changed the set of held symbols."
+    )
+    reactivity: float | None = Field(
+        description="Correlation of traded weight against the previous period's return."
+    )
+    protocol_completion: float | None = Field(
+        description="Share of cycles done with the agent's own finish within budget."
+    )
     forecasts: int
     expected_calibration_error: float | None
     brier_score: float | None
@@ -415,3 +494,61 @@ class AccountSummary(_Document):
 
     account: Account
     links: dict[str, str]
+
+
+class AttributionMethod(_Document):
+    """How the attribution was computed (`ops.attribution`)."""
+
+    market: str
+    styles: str
+    standardisation: str
+    linking: str
+    lookback_bars: int
+    reversal_bars: int
+    vif_threshold: float
+    spare_names: int
+
+
+class AttributionParts(_Document):
+    """Parts of a return, fractions of NAV: they sum to the total."""
+
+    market: float
+    styles: dict[str, float] = Field(description="Style name -> contribution.")
+    selection: float
+    trading: float
+
+
+class AttributionPeriod(AttributionParts):
+    """One period (slot snapshot to the next): its parts, total and the book's exposures."""
+
+    start_at: Instant
+    end_at: Instant
+    total: float
+    invested: float
+    exposures: dict[str, float]
+    dropped: dict[str, str] = Field(description="Style -> why it was not estimated.")
+
+
+class Attribution(_Document):
+    """`GET /api/v1/agents/{agent}/{market}/attribution`: the record of `openbell report
+    --attribution` (under `attribution` in its JSON): Carino-linked parts of the window's
+    compounded return, and every period's parts."""
+
+    agent: str
+    market: str
+    currency: str
+    cadence: str
+    interval: str
+    start: Instant | None
+    end: Instant | None
+    periods_count: int
+    universe_size: int
+    sources: list[str]
+    method: AttributionMethod
+    total: float
+    parts: AttributionParts
+    parts_sum: float
+    mean_exposures: dict[str, float]
+    dropped_periods: dict[str, int]
+    skipped: dict[str, str]
+    periods: list[AttributionPeriod]

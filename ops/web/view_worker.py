@@ -5,8 +5,10 @@ This module owns `ViewSource` (what `ops.web.memo.ViewMemo` builds a market view
 `WorkerViews`, which computes it in one worker process instead, so that a page's first request
 after a slot does not hold the GIL of the process running the daemon's cycles: a crypto view of
 the 50-agent, one-year benchmark ledger is 1.1-1.6 s of Python there, and about 50 ms of
-unpickling here, while the caller's thread only waits on a future. An agent's report (a few
-indexed queries on top of the view, 10-20 ms) is still built in the caller's process.
+unpickling here, while the caller's thread only waits on a future. An account's factor
+attribution (`ops.attribution`, about a second an account on the demo's ledger, growing with
+its snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
+view, 10-20 ms) is still built in the caller's process.
 
 The worker is started on the first view, with `spawn` (a fork of a process holding threads and
 an event loop is unsafe), and opens the same ledger read-only (`store.db.ledger_address`: the
@@ -26,19 +28,22 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 
 from sqlalchemy import Engine
 
 from openbell.markets.errors import OpenbellError
 from openbell.ops import reports
+from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
 from openbell.ops.reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
+
+_T = TypeVar("_T")
 
 #: How much lower the worker's scheduling priority is than the server's (`os.nice`).
 WORKER_NICENESS: Final = 10
@@ -49,9 +54,14 @@ class ViewWorkerFailed(OpenbellError):
 
 
 class ViewSource(Protocol):
-    """Computes a market's view over `[start, end)` (errors as `ops.reports.market_view`)."""
+    """Computes a market's view over `[start, end)` (errors as `ops.reports.market_view`), and
+    an account's attribution (errors as `ops.attribution.ledger_inputs.account_attribution`)."""
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView: ...
+
+    def attribution(
+        self, agent: str, market: str, start: datetime | None, end: datetime | None
+    ) -> AccountAttribution: ...
 
 
 class InProcessViews:
@@ -63,6 +73,12 @@ class InProcessViews:
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """`ops.reports.market_view` of the market over the window."""
         return reports.market_view(self._engine, market, start, end)
+
+    def attribution(
+        self, agent: str, market: str, start: datetime | None, end: datetime | None
+    ) -> AccountAttribution:
+        """The account's attribution over the window."""
+        return account_attribution(self._engine, agent, market, start, end)
 
 
 class WorkerViews:
@@ -78,15 +94,26 @@ class WorkerViews:
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """The market's view over the window, computed in the worker (a worker that died is
         replaced and asked once more)."""
+        return self._run(f"the {market} view", _market_view, market, start, end)
+
+    def attribution(
+        self, agent: str, market: str, start: datetime | None, end: datetime | None
+    ) -> AccountAttribution:
+        """The account's attribution over the window, computed in the worker (as `view`)."""
+        return self._run(
+            f"the attribution of {agent} in {market}", _attribution, agent, market, start, end
+        )
+
+    def _run(self, what: str, task: Callable[..., _T], *args: object) -> _T:
         for attempt in (1, 2):
             pool = self._current_pool()
             try:
-                return pool.submit(_market_view, market, start, end).result()
+                return pool.submit(task, *args).result()
             except BrokenProcessPool:
                 self._discard(pool)
                 if attempt == 2:
                     raise ViewWorkerFailed(
-                        f"the view worker process died twice computing the {market} view"
+                        f"the view worker process died twice computing {what}"
                     ) from None
             except RuntimeError:  # submitted after `close()` shut the pool down
                 if self._closed:
@@ -150,3 +177,12 @@ def _market_view(market: str, start: datetime | None, end: datetime | None) -> M
     if _engine is None:
         raise RuntimeError("the view worker's ledger is not open")
     return reports.market_view(_engine, market, start, end)
+
+
+def _attribution(
+    agent: str, market: str, start: datetime | None, end: datetime | None
+) -> AccountAttribution:
+    """In the worker: the account's attribution over the window."""
+    if _engine is None:
+        raise RuntimeError("the view worker's ledger is not open")
+    return account_attribution(_engine, agent, market, start, end)

@@ -25,6 +25,7 @@ from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import equity_chart, sparkline
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
+from openbell.ops.web.seed_views import SeedGroupView, seed_group_view
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.holdings import AccountHoldings
@@ -86,6 +87,7 @@ class ArenaBoard:
     currency: str
     last_at: str | None
     rows: tuple[ArenaRow, ...]
+    seed_groups: tuple[SeedGroupView, ...] = ()
 
 
 def _sign_class(value: float | None) -> str:
@@ -135,6 +137,7 @@ def arena_board(
             arena_row(board.market, row, navs.get(row.agent, ()) if row.agent else ())
             for row in board.rows
         ),
+        seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
     )
 
 

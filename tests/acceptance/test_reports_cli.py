@@ -117,6 +117,28 @@ def test_report_json_and_plot(workdir: Path) -> None:
     assert "expected_calibration_error" in text.stdout
 
 
+def test_report_attribution_table_and_json(workdir: Path) -> None:
+    result = openbell(workdir, "report", "gamma", "-m", "us", "--attribution", "--json")
+    assert result.returncode == 0, result.stderr
+    panel = json.loads(result.stdout)
+    found = panel["attribution"]
+    assert (found["agent"], found["cadence"], found["interval"]) == ("gamma", "daily", "1d")
+    assert found["periods_count"] == len(found["periods"]) == 5
+    parts = found["parts"]
+    summed = parts["market"] + sum(parts["styles"].values()) + parts["selection"]
+    assert summed + parts["trading"] == pytest.approx(found["total"], abs=1e-12)
+    assert found["total"] == pytest.approx(panel["cumulative_return"], abs=1e-12)
+    # gamma holds AAPL over periods 1 and 2 only, marked at the builder's prices, not the
+    # bundled bars': what the bars' returns do not explain is trading's.
+    held = [period for period in found["periods"] if period["invested"] > 0]
+    assert [period["start_at"][:10] for period in held] == ["2025-10-02", "2025-10-03"]
+    table = openbell(workdir, "report", "gamma", "-m", "us", "--attribution")
+    assert table.returncode == 0, table.stderr
+    assert "gamma in us: factor attribution over 5 daily periods" in table.stdout
+    for part in ("market", "selection", "trading", "total", "Carino"):
+        assert part in table.stdout
+
+
 def test_export_csv_to_stdout_and_parquet_to_a_file(workdir: Path) -> None:
     result = openbell(workdir, "export", "nav", "--format", "csv")
     assert result.returncode == 0, result.stderr
@@ -138,6 +160,10 @@ def test_export_csv_to_stdout_and_parquet_to_a_file(workdir: Path) -> None:
         (("leaderboard", "--market", "cn"), ("no accounts", "cn")),
         (("leaderboard", "--market", "mars"), ("mars",)),
         (("export", "fills", "--format", "parquet"), ("--out",)),
+        (
+            ("report", "alpha", "-m", "us", "--attribution", "--start", "2025-10-08"),
+            ("fewer than two", "alpha"),
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -26,6 +26,7 @@ from starlette.testclient import TestClient
 
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
+from openbell.ops.attribution.exposures import NO_FUNDAMENTALS
 from openbell.ops.demo import DEMO_MARKETS, demo_config, run_demo
 from openbell.ops.planning import replay_from_config
 from openbell.ops.return_metrics import NavPoint
@@ -193,6 +194,21 @@ def test_metrics_positions_and_account_equal_the_cli(demo: Demo) -> None:
     for name, url in account["links"].items():
         assert url == f"/api/v1/agents/random/us/{name}"
         demo.client.get(url).raise_for_status()
+
+
+def test_attribution_equals_the_cli_and_its_parts_sum(demo: Demo) -> None:
+    for market, window in (("crypto", ""), ("us", "?start=2025-10-02&end=2025-10-08")):
+        cli = ["--start", "2025-10-02", "--end", "2025-10-08"] if window else []
+        report = _cli_json(demo, "report", "random", "-m", market, "--attribution", "--json", *cli)
+        found = _get(demo, f"/api/v1/agents/random/{market}/attribution{window}")
+        assert found == report["attribution"]
+        parts = found["parts"]
+        summed = parts["market"] + sum(parts["styles"].values())
+        assert summed + parts["selection"] + parts["trading"] == pytest.approx(
+            found["total"], abs=1e-12
+        )
+        assert found["total"] == pytest.approx(report["cumulative_return"], abs=1e-12)
+        assert found["skipped"] == dict.fromkeys(("size", "value"), NO_FUNDAMENTALS)
 
 
 def test_trace_equals_the_cli_trace_json(demo: Demo) -> None:
@@ -394,6 +410,7 @@ _EXAMPLES: dict[str, str] = {
     "/api/v1/agents/{agent}/{market}/nav": "/api/v1/agents/random/us/nav",
     "/api/v1/agents/{agent}/{market}/benchmark": "/api/v1/agents/random/us/benchmark",
     "/api/v1/agents/{agent}/{market}/metrics": "/api/v1/agents/random/us/metrics",
+    "/api/v1/agents/{agent}/{market}/attribution": "/api/v1/agents/random/crypto/attribution",
     "/api/v1/agents/{agent}/{market}/positions": "/api/v1/agents/random/us/positions",
     "/api/v1/agents/{agent}/{market}/orders": "/api/v1/agents/random/us/orders?limit=3",
     "/api/v1/agents/{agent}/{market}/fills": "/api/v1/agents/random/crypto/fills?limit=3",

@@ -1,7 +1,8 @@
 """The web's view worker: market views computed in a spawned process, exactly as in this one.
 
 Over the demo's crypto market replayed for a week (SQLite and Postgres): the worker's views and
-the reports built on them equal the in-process ones (and `openbell leaderboard`'s records), a
+the reports built on them equal the in-process ones (and `openbell leaderboard`'s records), so do
+the accounts' factor attributions, a
 `ReportError` comes back as it is, a killed worker is replaced, one that keeps dying is one
 `ViewWorkerFailed` (a 503 from the API) instead of a hang, and the worker is gone once the server
 that served the pages is closed. The worker opens the ledger from `store.db.ledger_address`,
@@ -86,6 +87,12 @@ def test_the_worker_computes_the_views_this_process_computes(db_url: str, tmp_pa
             )
         with pytest.raises(ReportError, match="no accounts in market 'us'"):
             views.view("us", None, None)
+        for agent in ("random", "equal-weight"):
+            attributed = memo.attribution(agent, "crypto")
+            assert attributed == InProcessViews(engine).attribution(agent, "crypto", None, None)
+            assert attributed.attribution.periods
+        with pytest.raises(ReportError, match="no account"):
+            views.attribution("nobody", "crypto", None, None)
     finally:
         views.close()
         engine.dispose()

@@ -10,12 +10,19 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlmodel import SQLModel
 
 import openbell.store.tables  # noqa: F401  (registers the tables)
 from openbell.markets.errors import SchemaError
 from openbell.store.db import check_schema, make_engine, recorded_revision, shipped_head
-from openbell.store.migrate import current_revision, downgrade, head_revision, upgrade
+from openbell.store.migrate import (
+    alembic_config,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
 from openbell.store.types import ExactDecimal
 
 
@@ -70,7 +77,9 @@ def test_the_schema_check_reads_revisions_as_alembic_does(db_url: str) -> None:
     assert shipped_head() == head_revision()
     engine = make_engine(db_url)
     try:
-        revisions = [None, *(f"{n:04d}" for n in range(1, int(head_revision()) + 1))]
+        script = ScriptDirectory.from_config(alembic_config())
+        chain = [found.revision for found in script.walk_revisions()]  # head first
+        revisions = [None, *reversed(chain)]
         for revision in revisions:
             if revision is not None:
                 assert upgrade(db_url, revision) == revision

@@ -1,11 +1,15 @@
-"""Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration."""
+"""Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration,
+and the behavioural ones (hold share, switch rate, reactivity, protocol completion)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from decimal import Decimal
 
 import pytest
 
+from openbell.ops import behaviour
 from openbell.ops.behaviour import (
     CycleActivity,
     Forecast,
@@ -134,3 +138,70 @@ def test_calibration_edges() -> None:
         f(float("nan"), True)
     with pytest.raises(TypeError, match="bool"):
         Forecast(confidence=0.5, outcome=1)  # type: ignore[arg-type]
+
+
+# -- Herculean's behavioural metrics ----------------------------------------------------------
+
+
+def _change(before: str, after: str, **net: str) -> behaviour.PositionChange:
+    return behaviour.PositionChange(
+        held_before=frozenset(before.split()),
+        held_after=frozenset(after.split()),
+        net_quantities={symbol: Decimal(q) for symbol, q in net.items()},
+    )
+
+
+def test_hold_share_counts_cycles_whose_trades_net_out() -> None:
+    changes = [
+        _change("", "A", A="10"),
+        _change("A", "A"),
+        _change("A", "A", A="0", B="0"),  # a round trip in each symbol
+        _change("A", "A", A="-5"),
+    ]
+    assert behaviour.hold_share(changes) == pytest.approx(2 / 4)
+    assert behaviour.hold_share([]) is None
+
+
+def test_switch_rate_counts_changes_of_the_held_set_not_resizes() -> None:
+    changes = [
+        _change("", "A", A="10"),  # enters
+        _change("A", "A", A="5"),  # resizes
+        _change("A", "B", A="-15", B="3"),  # rotates
+        _change("B", "", B="-3"),  # exits
+        _change("", ""),
+    ]
+    assert behaviour.switch_rate(changes) == pytest.approx(3 / 5)
+    assert behaviour.switch_rate([]) is None
+
+
+def test_reactivity_is_the_pearson_correlation() -> None:
+    weights, returns = [0.1, -0.05, 0.0, 0.2], [0.02, -0.01, 0.005, 0.03]
+    expected = statistics.correlation(weights, returns)
+    assert behaviour.reactivity(weights, returns) == pytest.approx(expected, rel=1e-12)
+    flipped = [-w for w in weights]
+    assert behaviour.reactivity(flipped, returns) == pytest.approx(-expected, rel=1e-12)
+
+
+def test_reactivity_is_undefined_without_spread_or_pairs() -> None:
+    assert behaviour.reactivity([0.0, 0.0, 0.0], [0.01, 0.02, 0.03]) is None
+    assert behaviour.reactivity([0.1, 0.2], [0.1, 0.2]) is None
+    with pytest.raises(ValueError, match="finite"):
+        behaviour.reactivity([math.nan, 0.1, 0.2], [0.0, 0.1, 0.2])
+    with pytest.raises(ValueError, match="3 weight changes but 2 returns"):
+        behaviour.reactivity([0.0, 0.1, 0.2], [0.0, 0.1])
+
+
+def test_protocol_completion_needs_a_done_cycle_the_agent_finished_within_budget() -> None:
+    outcomes = [
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="finished"),
+        behaviour.ProtocolOutcome(done=True, agent_finished=True),  # an outside agent
+        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="max_tool_calls"),
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="max_wall_s"),
+        behaviour.ProtocolOutcome(done=False, agent_finished=True),
+        # a structured mode: the model answered, the mode placed the orders and finished
+        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="answered"),
+        # an open-research model that answered in text: the loop finished in its place
+        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="answered"),
+    ]
+    assert behaviour.protocol_completion(outcomes) == pytest.approx(3 / 7)
+    assert behaviour.protocol_completion([]) is None

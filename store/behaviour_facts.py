@@ -1,0 +1,200 @@
+"""The ledger facts behind the behavioural metrics: each cycle's net trades and its protocol.
+
+This module owns two reads that `ops.behaviour_report` turns into Herculean's behavioural
+metrics, for many accounts in one query each. `cycle_trades_of`: every cycle of the accounts in
+the window with its slot, status and, per symbol, the net signed quantity and net signed notional
+of its fills (buys positive, sells negative), and each account's net quantity per symbol from the
+fills of the cycles before the window (what it held as the window opened). `protocol_facts_of`:
+every cycle in the window with its status, the number of its trace rows, the stop reason an LLM
+agent's loop recorded (a trace row of role `stop`), and whether the agent (or its decision mode)
+called `finish` (a `finish` tool row other than the one the loop makes in its place, whose
+content is `called by openbell`). The window is half-open on the cycle's `slot_at`. Money and
+quantities stay `Decimal`; nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import ColumnElement, Engine, func, or_, select
+from sqlmodel import col
+
+from openbell.markets.domain import check_utc
+from openbell.store.records import CycleStatus
+from openbell.store.tables import CycleRow, FillRow, OrderRow, TraceRow
+
+#: The content of the `finish` row an LLM agent's loop writes when the model never called it.
+AUTO_FINISH_CONTENT = "called by openbell"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleTrades:
+    """One cycle's net trades per symbol: signed quantity and signed notional (buys positive)."""
+
+    cycle_id: int
+    slot_at: datetime
+    status: CycleStatus
+    quantities: Mapping[str, Decimal] = field(default_factory=dict)
+    notionals: Mapping[str, Decimal] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountTrades:
+    """An account's net quantities before the window, and its cycles in the window, in order."""
+
+    opening: Mapping[str, Decimal]
+    cycles: tuple[CycleTrades, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolFacts:
+    """How one cycle ended, as its status and its trace tell it."""
+
+    cycle_id: int
+    status: CycleStatus
+    trace_rows: int
+    stop_reason: str | None
+    agent_finished: bool
+
+
+def _in_window(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    if start is not None:
+        check_utc("start", start)
+        clauses.append(col(CycleRow.slot_at) >= start)
+    if end is not None:
+        check_utc("end", end)
+        clauses.append(col(CycleRow.slot_at) < end)
+    return clauses
+
+
+def cycle_trades_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, AccountTrades]:
+    """Each account's opening quantities and its cycles' net trades (see the module docstring)."""
+    cycles_query = (
+        select(
+            col(CycleRow.account_id),
+            col(CycleRow.id),
+            col(CycleRow.slot_at),
+            col(CycleRow.status),
+        )
+        .where(col(CycleRow.account_id).in_(account_ids), *_in_window(start, end))
+        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
+    )
+    upto: list[ColumnElement[bool]] = [] if end is None else [col(CycleRow.slot_at) < end]
+    fills_query = (
+        select(
+            col(FillRow.account_id),
+            col(OrderRow.cycle_id),
+            col(CycleRow.slot_at),
+            col(FillRow.symbol),
+            col(FillRow.side),
+            col(FillRow.quantity),
+            col(FillRow.notional),
+        )
+        .join(OrderRow, col(OrderRow.id) == FillRow.order_id)
+        .join(CycleRow, col(CycleRow.id) == OrderRow.cycle_id)
+        .where(col(FillRow.account_id).in_(account_ids), *upto)
+        .order_by(col(FillRow.id))
+    )
+    with engine.connect() as connection:
+        cycle_rows = connection.execute(cycles_query).all()
+        fill_rows = connection.execute(fills_query).all()
+    opening: dict[int, dict[str, Decimal]] = {account_id: {} for account_id in account_ids}
+    quantities: dict[int, dict[str, Decimal]] = {}
+    notionals: dict[int, dict[str, Decimal]] = {}
+    for account_id, cycle_id, slot_at, symbol, side, quantity, notional in fill_rows:
+        sign = Decimal(1) if side == "buy" else Decimal(-1)
+        if start is not None and slot_at < start:
+            held = opening[account_id]
+            held[symbol] = held.get(symbol, Decimal(0)) + sign * quantity
+            continue
+        by_symbol = quantities.setdefault(cycle_id, {})
+        by_symbol[symbol] = by_symbol.get(symbol, Decimal(0)) + sign * quantity
+        values = notionals.setdefault(cycle_id, {})
+        values[symbol] = values.get(symbol, Decimal(0)) + sign * notional
+    cycles: dict[int, list[CycleTrades]] = {account_id: [] for account_id in account_ids}
+    for account_id, row_id, slot_at, status in cycle_rows:
+        if row_id is None:  # never: an id is assigned on insert
+            continue
+        cycles[account_id].append(
+            CycleTrades(
+                cycle_id=row_id,
+                slot_at=slot_at,
+                status=CycleStatus(status),
+                quantities=quantities.get(row_id, {}),
+                notionals=notionals.get(row_id, {}),
+            )
+        )
+    return {
+        account_id: AccountTrades(
+            opening={s: q for s, q in opening[account_id].items() if q != 0},
+            cycles=tuple(cycles[account_id]),
+        )
+        for account_id in account_ids
+    }
+
+
+def protocol_facts_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, list[ProtocolFacts]]:
+    """Each account's cycles in the window with how they ended (see the module docstring)."""
+    window = _in_window(start, end)
+    cycles_query = (
+        select(col(CycleRow.account_id), col(CycleRow.id), col(CycleRow.status))
+        .where(col(CycleRow.account_id).in_(account_ids), *window)
+        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
+    )
+    counts_query = (
+        select(col(TraceRow.cycle_id), func.count())
+        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .where(col(CycleRow.account_id).in_(account_ids), *window)
+        .group_by(col(TraceRow.cycle_id))
+    )
+    endings_query = (
+        select(
+            col(TraceRow.cycle_id), col(TraceRow.role), col(TraceRow.tool), col(TraceRow.content)
+        )
+        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            *window,
+            or_(col(TraceRow.role) == "stop", col(TraceRow.tool) == "finish"),
+        )
+        .order_by(col(TraceRow.cycle_id), col(TraceRow.seq))
+    )
+    with engine.connect() as connection:
+        cycle_rows = connection.execute(cycles_query).all()
+        counts = {cycle_id: int(n) for cycle_id, n in connection.execute(counts_query)}
+        ending_rows = connection.execute(endings_query).all()
+    stops: dict[int, str | None] = {}
+    finished: set[int] = set()
+    for cycle_id, role, tool, content in ending_rows:
+        if role == "stop":
+            stops[cycle_id] = content
+        elif tool == "finish" and content != AUTO_FINISH_CONTENT:
+            finished.add(cycle_id)
+    out: dict[int, list[ProtocolFacts]] = {account_id: [] for account_id in account_ids}
+    for account_id, row_id, status in cycle_rows:
+        if row_id is None:  # never: an id is assigned on insert
+            continue
+        out[account_id].append(
+            ProtocolFacts(
+                cycle_id=row_id,
+                status=CycleStatus(status),
+                trace_rows=counts.get(row_id, 0),
+                stop_reason=stops.get(row_id),
+                agent_finished=row_id in finished,
+            )
+        )
+    return out

@@ -1,0 +1,85 @@
+"""An account's slot snapshots over a window, each with the holdings it valued.
+
+This module owns that read, for the factor attribution (`openbell.ops.attribution`): every `slot`
+NAV snapshot of one account with `start <= at < end` (a `None` side is open), oldest first, with
+its marks (symbol, quantity, mark price, value) in symbol order, read in two queries. Money stays
+`Decimal`; nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, select
+from sqlmodel import col
+
+from openbell.markets.domain import check_utc
+from openbell.store.queries import HoldingValue, NavRow
+from openbell.store.records import SnapshotKind
+from openbell.store.tables import NavMarkRow, NavSnapshotRow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotHoldings:
+    """One slot snapshot of an account (NAV, cash, positions' value) and what it held."""
+
+    snapshot: NavRow
+    holdings: tuple[HoldingValue, ...]
+
+
+def snapshot_holdings(
+    engine: Engine,
+    account_id: int,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[SnapshotHoldings]:
+    """The account's slot snapshots in `[start, end)` with their holdings, oldest first."""
+    clauses = [
+        col(NavSnapshotRow.account_id) == account_id,
+        col(NavSnapshotRow.kind) == SnapshotKind.SLOT.value,
+    ]
+    if start is not None:
+        check_utc("start", start)
+        clauses.append(col(NavSnapshotRow.at) >= start)
+    if end is not None:
+        check_utc("end", end)
+        clauses.append(col(NavSnapshotRow.at) < end)
+    snapshots = (
+        select(
+            col(NavSnapshotRow.id),
+            col(NavSnapshotRow.at),
+            col(NavSnapshotRow.nav),
+            col(NavSnapshotRow.cash),
+            col(NavSnapshotRow.positions_value),
+        )
+        .where(*clauses)
+        .order_by(col(NavSnapshotRow.at))
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(snapshots).all()
+        ids = [int(row[0] or 0) for row in rows]
+        marks = connection.execute(
+            select(
+                col(NavMarkRow.snapshot_id),
+                col(NavMarkRow.symbol),
+                col(NavMarkRow.quantity),
+                col(NavMarkRow.price),
+                col(NavMarkRow.value),
+            )
+            .join(NavSnapshotRow, col(NavSnapshotRow.id) == col(NavMarkRow.snapshot_id))
+            .where(*clauses)
+            .order_by(col(NavMarkRow.snapshot_id), col(NavMarkRow.symbol))
+        ).all()
+    held: dict[int, list[HoldingValue]] = {snapshot_id: [] for snapshot_id in ids}
+    for snapshot_id, symbol, quantity, price, value in marks:
+        held[snapshot_id].append(
+            HoldingValue(symbol=symbol, quantity=quantity, price=price, value=value)
+        )
+    return [
+        SnapshotHoldings(
+            snapshot=NavRow(at=at, nav=nav, cash=cash, positions_value=positions_value),
+            holdings=tuple(held[int(snapshot_id or 0)]),
+        )
+        for snapshot_id, at, nav, cash, positions_value in rows
+    ]

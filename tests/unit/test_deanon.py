@@ -1,0 +1,325 @@
+"""The de-anonymisation probe: two fake models behind the real chat client, at the HTTP boundary.
+
+One cheats: it finds the series it is shown in the bundled bars by its prices (and reads whatever
+the level leaves real). The probe must catch it where prices are real and find it at chance where
+they are rebased. The other guesses, and must score chance everywhere. Both answer with
+real-shaped chat-completions JSON through `httpx.MockTransport`; nothing reaches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import math
+import random
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.agents.masking import MaskingLevel
+from openbell.markets.domain import Bar
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.replay_source import ReplaySource
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import load_universe
+from openbell.ops.deanon import (
+    ALPHA,
+    ProbeReport,
+    ProbeSetup,
+    candidate_symbols,
+    draw_trials,
+    names_symbol,
+    probe_record,
+    read_answer,
+    run_probe,
+    shown_series,
+    tail_probability,
+)
+from openbell_testkit.llm import ScriptedModel, completion
+
+UNIVERSES = {"us": "nasdaq100", "cn": "sse50"}
+INTERVALS = {"us": "1h", "cn": "1d"}
+OHLC = ("open", "high", "low", "close")
+Body = dict[str, Any]
+
+
+@functools.cache
+def source(market: str) -> ReplaySource:
+    return ReplaySource.from_bundled(market)
+
+
+def setup_of(market: str = "us", **overrides: Any) -> ProbeSetup:
+    fields: dict[str, Any] = {
+        "market": market,
+        "universe": load_universe(UNIVERSES[market]),
+        "rules": rules_for(market),
+        "source": source(market),
+        "interval": INTERVALS[market],
+        "lookback": 5,
+        "trials": 30,
+        "seed": 7,
+    } | overrides
+    return ProbeSetup(**fields)
+
+
+def shown_of(body: Body) -> dict[str, Any]:
+    """The series the probe showed, parsed from its question."""
+    text = body["messages"][-1]["content"]
+    found, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+    assert isinstance(found, dict)
+    return found
+
+
+def all_bars(setup: ProbeSetup) -> dict[str, tuple[Bar, ...]]:
+    """Every bar of the probe's candidates in its interval."""
+    return setup.source.bars_between(
+        candidate_symbols(setup),
+        setup.interval,
+        datetime(1900, 1, 1, tzinfo=UTC),
+        datetime(2200, 1, 1, tzinfo=UTC),
+    )
+
+
+def data_days(setup: ProbeSetup) -> list[date]:
+    zone = ZoneInfo(setup.rules.timezone)
+    bars = all_bars(setup)
+    return sorted({bar.start_at.astimezone(zone).date() for s in bars.values() for bar in s})
+
+
+def answer(symbol: str, day: date) -> Body:
+    return completion(json.dumps({"symbol": symbol, "date": day.isoformat()}))
+
+
+def guesser(setup: ProbeSetup, seed: int = 11) -> Callable[[Body], Body]:
+    """A model that names a member and a date of the data at random, whatever it is shown."""
+    rng = random.Random(seed)
+    symbols, days = list(candidate_symbols(setup)), data_days(setup)
+    return lambda body: answer(rng.choice(symbols), rng.choice(days))
+
+
+def cheater(setup: ProbeSetup, seed: int = 13) -> Callable[[Body], Body]:
+    """A model that has memorised the bundled bars: it looks the last bar it is shown up by its
+    open, high, low and close, and otherwise reads what is real on the screen (a ticker, an ISO
+    date) or guesses."""
+    zone = ZoneInfo(setup.rules.timezone)
+    index: dict[tuple[Decimal, ...], tuple[str, date]] = {}
+    for symbol, bars in all_bars(setup).items():
+        for bar in bars:
+            key = tuple(getattr(bar, name) for name in OHLC)
+            index.setdefault(key, (symbol, bar.start_at.astimezone(zone).date()))
+    rng = random.Random(seed)
+    symbols, days = list(candidate_symbols(setup)), data_days(setup)
+
+    def reply(body: Body) -> Body:
+        shown = shown_of(body)
+        last = shown["bars"][-1]
+        found = index.get(tuple(Decimal(last[name]) for name in OHLC))
+        if found is not None:
+            return answer(*found)
+        symbol = shown["symbol"]
+        if symbol.startswith("asset_"):
+            symbol = rng.choice(symbols)
+        stamp = last["start_at"]
+        if re.match(r"\d{4}-\d{2}-\d{2}", stamp):
+            day = datetime.fromisoformat(stamp).astimezone(zone).date()
+        else:
+            day = rng.choice(days)
+        return answer(symbol, day)
+
+    return reply
+
+
+def probe(
+    setup: ProbeSetup, model: Callable[[Body], Body], levels: Sequence[MaskingLevel]
+) -> tuple[ProbeReport, ScriptedModel]:
+    """The probe of `setup` run against `model` behind the real chat client."""
+    scripted = ScriptedModel([model] * (setup.trials * len(levels)))
+
+    async def scenario() -> ProbeReport:
+        async with scripted.client() as http:
+            config = ClientConfig(base_url="https://llm.test/v1", model="probe-1")
+            async with ChatClient(config, http=http).connect() as chat:
+
+                async def ask(messages: list[dict[str, Any]]) -> str:
+                    return (await chat.complete(messages)).completion.content
+
+                return await run_probe(setup, levels, ask)
+
+    return asyncio.run(scenario()), scripted
+
+
+def by_level(report: ProbeReport) -> dict[str, Any]:
+    return {result.level.value: result for result in report.levels}
+
+
+def test_a_model_that_matches_prices_is_caught_where_prices_are_real() -> None:
+    setup = setup_of()
+    report, scripted = probe(setup, cheater(setup), list(MaskingLevel))
+    levels = by_level(report)
+    assert len(scripted.requests) == 4 * setup.trials
+    assert report.symbols == 101
+    for name in ("bright", "stock-blind", "date-blind"):
+        result = levels[name]
+        assert not result.rebased
+        # The prices give every series away: the stock and the date, shown or not.
+        assert (result.symbol.hits, result.date.hits) == (setup.trials, setup.trials), name
+        assert result.symbol.above_chance
+        assert result.date.above_chance
+        assert result.symbol.p_value < 1e-20
+        assert result.symbol.lift > 50
+    assert levels["stock-blind"].symbol.shown is False
+    assert levels["date-blind"].date.shown is False
+    blinded = levels["blinded"]
+    assert blinded.rebased  # rebasing is on by default at blinded only
+    assert not blinded.symbol.above_chance
+    assert not blinded.date.above_chance
+    assert blinded.symbol.hits <= 2
+
+
+@pytest.mark.parametrize("market", ["us", "cn"])
+def test_with_rebasing_on_the_cheat_falls_to_chance_where_the_level_hides(
+    market: str,
+) -> None:
+    setup = setup_of(market, rebase=True)
+    masked = [MaskingLevel.STOCK_BLIND, MaskingLevel.DATE_BLIND, MaskingLevel.BLINDED]
+    report, _ = probe(setup, cheater(setup), masked)
+    levels = by_level(report)
+    assert all(result.rebased for result in report.levels)
+    # What the level hides is at chance; what it shows is read off the screen.
+    assert not levels["stock-blind"].symbol.above_chance
+    assert levels["stock-blind"].date.shown
+    assert levels["stock-blind"].date.rate == 1
+    assert not levels["date-blind"].date.above_chance
+    assert levels["date-blind"].symbol.shown
+    assert levels["date-blind"].symbol.rate == 1
+    assert not levels["blinded"].symbol.above_chance
+    assert not levels["blinded"].date.above_chance
+
+
+def test_rebasing_hides_price_levels_but_not_volumes() -> None:
+    # A model that remembers volumes finds a blinded, rebased series all the same: the probe
+    # must say so (rebasing divides money only; volumes, quantities and returns stay real).
+    setup = setup_of(rebase=True)
+    zone = ZoneInfo(setup.rules.timezone)
+    volumes: dict[Decimal, tuple[str, date]] = {}
+    for symbol, bars in all_bars(setup).items():
+        for bar in bars:
+            volumes.setdefault(bar.volume, (symbol, bar.start_at.astimezone(zone).date()))
+
+    def by_volume(body: Body) -> Body:
+        found = volumes.get(Decimal(shown_of(body)["bars"][-1]["volume"]))
+        return answer(*found) if found is not None else completion("no idea")
+
+    report, _ = probe(setup, by_volume, [MaskingLevel.BLINDED])
+    (blinded,) = report.levels
+    assert blinded.rebased
+    assert blinded.symbol.above_chance
+    assert blinded.date.above_chance
+    assert blinded.symbol.hits >= setup.trials - 2  # a volume may repeat across bars
+
+
+def test_a_model_that_guesses_scores_chance_at_every_level() -> None:
+    setup = setup_of(trials=60)
+    report, _ = probe(setup, guesser(setup), list(MaskingLevel))
+    for result in report.levels:
+        assert not result.symbol.above_chance, result.level
+        assert not result.date.above_chance, result.level
+        assert result.errors == result.unanswered == 0
+    # The date's chance: the share of the data's dates within 3 days of the true one.
+    assert 0.1 < report.levels[0].date.chance < 0.3
+
+
+def test_the_blinded_series_shows_no_real_ticker_date_or_price() -> None:
+    setup = setup_of(rebase=True)
+    trials, _, _ = draw_trials(setup)
+    gateway = PointInTimeGateway(setup.source)
+    for trial in trials[:5]:
+        real = asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BRIGHT))
+        blinded = asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED))
+        bars = json.loads(real)["bars"]
+        assert len(bars) == setup.lookback
+        assert bars[-1]["end_at"] == trial.as_of.isoformat().replace("+00:00", "Z")
+        assert trial.symbol in real
+        assert not re.search(rf"\b{trial.symbol}\b", blinded)
+        assert trial.day.isoformat() in real
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", blinded)
+        closes = {bar["close"] for bar in bars}
+        assert closes.isdisjoint(bar["close"] for bar in json.loads(blinded)["bars"])
+
+
+def test_trials_are_drawn_from_the_seed() -> None:
+    first, symbols, days = draw_trials(setup_of(seed=1))
+    assert draw_trials(setup_of(seed=1))[0] == first
+    assert draw_trials(setup_of(seed=2))[0] != first
+    assert (symbols, days) == (101, 29)
+    for trial in first:
+        assert 0 < trial.chance_date <= 7 / 29
+
+
+def test_tail_probability_is_the_binomial_tail_for_equal_chances() -> None:
+    n, p = 30, 0.05
+    for hits in (0, 1, 3, 10, 30):
+        expected = sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(hits, n + 1))
+        assert tail_probability([p] * n, hits) == pytest.approx(expected, rel=1e-12)
+    # unequal chances, by hand: P(both) = 0.5 * 0.2; P(at least one) = 1 - 0.5 * 0.8
+    assert tail_probability([0.5, 0.2], 2) == pytest.approx(0.1)
+    assert tail_probability([0.5, 0.2], 1) == pytest.approx(0.6)
+    assert tail_probability([0.5], 2) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reply", "symbol", "day"),
+    [
+        ('{"symbol": "AAPL", "date": "2025-10-14"}', "AAPL", date(2025, 10, 14)),
+        (
+            'I think:\n```json\n{"symbol":"MSFT","date":"2025/10/02"}\n```',
+            "MSFT",
+            date(2025, 10, 2),
+        ),
+        ('{"symbol": "NVDA", "date": "2025-10-14T15:00"}', "NVDA", date(2025, 10, 14)),
+        ('{"symbol": "NVDA", "date": "sometime in 2025"}', "NVDA", None),
+        ('{"date": "2025-02-30"}', None, None),
+        ("No idea.", None, None),
+    ],
+)
+def test_answers_are_read_from_the_json_in_the_reply(
+    reply: str, symbol: str | None, day: date | None
+) -> None:
+    found = read_answer(reply)
+    assert (found.symbol, found.day) == (symbol, day)
+
+
+@pytest.mark.parametrize(
+    ("said", "symbol", "names"),
+    [
+        ("aapl", "AAPL", True),
+        ("600519", "600519.SH", True),
+        ("600519.SH", "600519.SH", True),
+        ("BTC-USDT", "BTC/USDT", True),
+        ("btc", "BTC/USDT", True),
+        ("ETH", "BTC/USDT", False),
+        ("asset_0042", "AAPL", False),
+    ],
+)
+def test_a_symbol_is_named_by_its_ticker_code_or_base(said: str, symbol: str, names: bool) -> None:
+    assert names_symbol(said, symbol) is names
+
+
+def test_the_record_holds_every_level_with_its_verdicts() -> None:
+    setup = setup_of(trials=10)
+    report, _ = probe(setup, cheater(setup), [MaskingLevel.BRIGHT])
+    record = probe_record(report, agent="a", model="m")
+    assert record["alpha"] == ALPHA
+    (bright,) = record["levels"]
+    assert bright["level"] == "bright"
+    assert bright["symbol"]["hits"] == 10
+    assert bright["symbol"]["above_chance"] is True
+    assert bright["symbol"]["shown"] is True
+    json.dumps(record)  # JSON-ready

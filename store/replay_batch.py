@@ -17,10 +17,13 @@ other accounts may write at the same time, ids are reserved from the tables' seq
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any, Final
 
 from sqlalchemy import Connection, Table, bindparam, delete, func, select, update
 
+from openbell.markets.domain import Fill, Order, Rejection
+from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
     ACCOUNT_TABLE,
     CYCLE_TABLE,
@@ -65,6 +68,14 @@ class IdBlocks:
                 free.extend(sorted(_reserve(connection, table), reverse=True))
         return free.pop()
 
+    def give_back(self, table: Table, taken: int) -> None:
+        """Hand out `taken`, the id of `table` taken last, again (its row was never made)."""
+        if not self._postgres:
+            if self._next.get(table.name) == taken + 1:
+                self._next[table.name] = taken
+            return
+        self._free[table.name].append(taken)
+
     def reset(self) -> None:
         """SQLite: read the largest ids again at the next `take` (after a flush, or once the
         ledger wrote rows of its own); Postgres keeps its reserved ids."""
@@ -103,6 +114,110 @@ class ReplayBatch:
             rows.clear()
         self.cycles.clear()
         self.moved.clear()
+
+    def add_order(
+        self,
+        *,
+        order_id: int,
+        cycle_id: int,
+        account_id: int,
+        seq: int,
+        key: str,
+        order: Order,
+        outcome: Fill | Rejection,
+        target_weight: Decimal | None,
+    ) -> None:
+        """The `order` row of order `seq` of a cycle, with its outcome (as `orders.insert_order`
+        writes it)."""
+        rejection = outcome if isinstance(outcome, Rejection) else None
+        self.orders.append(
+            {
+                "id": order_id,
+                "cycle_id": cycle_id,
+                "account_id": account_id,
+                "seq": seq,
+                "idempotency_key": key,
+                "symbol": order.instrument.symbol,
+                "side": order.side.value,
+                "quantity": order.quantity,
+                "target_weight": target_weight,
+                "reason": order.reason,
+                "confidence": order.confidence,
+                "placed_at": order.placed_at,
+                "status": (OrderStatus.FILLED if rejection is None else OrderStatus.REJECTED).value,
+                "reject_reason": None if rejection is None else rejection.reason.value,
+                "reject_message": None if rejection is None else rejection.message,
+                "rejected_at": None if rejection is None else rejection.at,
+            }
+        )
+
+    def add_fill(
+        self, *, fill_id: int, order_id: int, account_id: int, key: str, fill: Fill
+    ) -> None:
+        """The `fill` row of an order, and its account among those moved."""
+        self.moved.add(account_id)
+        self.fills.append(
+            {
+                "id": fill_id,
+                "order_id": order_id,
+                "account_id": account_id,
+                "idempotency_key": key,
+                "symbol": fill.symbol,
+                "side": fill.side.value,
+                "quantity": fill.quantity,
+                "price": fill.price,
+                "notional": fill.notional,
+                "fees": fill.fees,
+                "currency": fill.currency,
+                "filled_at": fill.filled_at,
+                "price_source": fill.price_source,
+            }
+        )
+
+    def add_snapshot(self, snapshot: NavSnapshot) -> None:
+        """The `nav_snapshot` row of `snapshot` and its `nav_mark` rows."""
+        self.snapshots.append(
+            {
+                "id": snapshot.snapshot_id,
+                "account_id": snapshot.account_id,
+                "at": snapshot.at,
+                "kind": snapshot.kind.value,
+                "cash": snapshot.cash,
+                "positions_value": snapshot.positions_value,
+                "nav": snapshot.nav,
+                "last_fill_id": snapshot.last_fill_id,
+                "last_action_id": snapshot.last_action_id,
+            }
+        )
+        self.marks.extend(
+            {
+                "snapshot_id": snapshot.snapshot_id,
+                "symbol": mark.symbol,
+                "quantity": mark.quantity,
+                "price": mark.price,
+                "value": mark.value,
+            }
+            for mark in snapshot.marks.values()
+        )
+
+    def add_traces(self, entries: Iterable[TraceEntry]) -> None:
+        """The `trace` rows of `entries` (numbered)."""
+        self.traces.extend(
+            {
+                "cycle_id": entry.cycle_id,
+                "seq": entry.seq,
+                "role": entry.role,
+                "content": entry.content,
+                "tool": entry.tool,
+                "arguments": entry.arguments,
+                "result": entry.result,
+                "tokens_in": entry.tokens_in,
+                "tokens_out": entry.tokens_out,
+                "latency_ms": entry.latency_ms,
+                "at": entry.at,
+            }
+            for entry in entries
+        )
 
     def write(self, connection: Connection, books: Mapping[int, AccountBook]) -> None:
         """Insert every row and write the moved accounts' cash and positions, on `connection`

@@ -45,15 +45,12 @@ from openbell.store.records import (
     CycleStatus,
     CycleUsage,
     NavSnapshot,
-    OrderStatus,
     RecordedOrder,
     SnapshotKind,
     TraceEntry,
 )
 from openbell.store.replay_batch import IdBlocks, ReplayBatch
 from openbell.store.tables import (
-    ACCOUNT_TABLE,
-    CORPORATE_ACTION_TABLE,
     CYCLE_TABLE,
     FILL_TABLE,
     NAV_SNAPSHOT_TABLE,
@@ -157,23 +154,9 @@ class ReplayLedger(Ledger):
         with self._engine.connect() as connection:
             for account_id, book in sorted(self._books.items()):
                 stored = super().account_state(account_id, self._start_at)
-                cash, held = _recomputed(connection, account_id)
-                mine = {s: h.quantity for s, h in book.holdings.items() if h.quantity > 0}
-                theirs = {s: p.quantity for s, p in stored.positions.items()}
-                costs = {s: h.cost for s, h in book.holdings.items() if h.quantity > 0}
-                stored_costs = {s: p.cost for s, p in stored.positions.items()}
-                for what, ours, ledger in (
-                    ("stored cash", book.cash, stored.cash.amount),
-                    ("recomputed cash", book.cash, cash),
-                    ("stored positions", mine, theirs),
-                    ("recomputed positions", mine, held),
-                    ("stored costs", costs, stored_costs),
-                ):
-                    if ours != ledger:
-                        raise LedgerBreach(
-                            f"account {account_id}: the replay's working copy has {what} "
-                            f"{ours}, the ledger {ledger}"
-                        )
+                difference = book.difference(connection, stored)
+                if difference is not None:
+                    raise LedgerBreach(f"account {account_id}: {difference}")
 
     def _book(self, account_id: int) -> AccountBook | None:
         return self._books.get(account_id)
@@ -392,52 +375,28 @@ class ReplayLedger(Ledger):
                 return stored
         check_outcome(account_id, book.market, book.currency, order, outcome)
         order_id = self._take_id(ORDER_TABLE)
-        rejected = isinstance(outcome, Rejection)
-        self._batch.orders.append(
-            {
-                "id": order_id,
-                "cycle_id": cycle_id,
-                "account_id": account_id,
-                "seq": seq,
-                "idempotency_key": key,
-                "symbol": order.instrument.symbol,
-                "side": order.side.value,
-                "quantity": order.quantity,
-                "target_weight": target_weight,
-                "reason": order.reason,
-                "confidence": order.confidence,
-                "placed_at": order.placed_at,
-                "status": (OrderStatus.REJECTED if rejected else OrderStatus.FILLED).value,
-                "reject_reason": outcome.reason.value if isinstance(outcome, Rejection) else None,
-                "reject_message": outcome.message if isinstance(outcome, Rejection) else None,
-                "rejected_at": outcome.at if isinstance(outcome, Rejection) else None,
-            }
-        )
         fill_id: int | None = None
         if isinstance(outcome, Fill):
             fill_id = self._take_id(FILL_TABLE)
             try:
                 book.apply(outcome, fill_id, key)
-            except LedgerBreach:
-                self._batch.orders.pop()
+            except LedgerBreach:  # nothing was written: the ids are free again
+                self._ids.give_back(FILL_TABLE, fill_id)
+                self._ids.give_back(ORDER_TABLE, order_id)
                 raise
-            self._batch.moved.add(account_id)
-            self._batch.fills.append(
-                {
-                    "id": fill_id,
-                    "order_id": order_id,
-                    "account_id": account_id,
-                    "idempotency_key": key,
-                    "symbol": outcome.symbol,
-                    "side": outcome.side.value,
-                    "quantity": outcome.quantity,
-                    "price": outcome.price,
-                    "notional": outcome.notional,
-                    "fees": outcome.fees,
-                    "currency": outcome.currency,
-                    "filled_at": outcome.filled_at,
-                    "price_source": outcome.price_source,
-                }
+        self._batch.add_order(
+            order_id=order_id,
+            cycle_id=cycle_id,
+            account_id=account_id,
+            seq=seq,
+            key=key,
+            order=order,
+            outcome=outcome,
+            target_weight=target_weight,
+        )
+        if isinstance(outcome, Fill) and fill_id is not None:
+            self._batch.add_fill(
+                fill_id=fill_id, order_id=order_id, account_id=account_id, key=key, fill=outcome
             )
         recorded = RecordedOrder(
             order_id=order_id,
@@ -495,22 +454,7 @@ class ReplayLedger(Ledger):
         first = len(cycle.traces) + 1
         stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
         cycle.traces.extend(stored)
-        self._batch.traces.extend(
-            {
-                "cycle_id": entry.cycle_id,
-                "seq": entry.seq,
-                "role": entry.role,
-                "content": entry.content,
-                "tool": entry.tool,
-                "arguments": entry.arguments,
-                "result": entry.result,
-                "tokens_in": entry.tokens_in,
-                "tokens_out": entry.tokens_out,
-                "latency_ms": entry.latency_ms,
-                "at": entry.at,
-            }
-            for entry in stored
-        )
+        self._batch.add_traces(stored)
         return stored
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
@@ -562,61 +506,5 @@ class ReplayLedger(Ledger):
             marks=valued,
         )
         self._snapshots[(account_id, at, kind)] = snapshot
-        self._batch.snapshots.append(
-            {
-                "id": snapshot.snapshot_id,
-                "account_id": account_id,
-                "at": at,
-                "kind": kind.value,
-                "cash": snapshot.cash,
-                "positions_value": positions_value,
-                "nav": snapshot.nav,
-                "last_fill_id": snapshot.last_fill_id,
-                "last_action_id": snapshot.last_action_id,
-            }
-        )
-        self._batch.marks.extend(
-            {
-                "snapshot_id": snapshot.snapshot_id,
-                "symbol": mark.symbol,
-                "quantity": mark.quantity,
-                "price": mark.price,
-                "value": mark.value,
-            }
-            for mark in valued.values()
-        )
+        self._batch.add_snapshot(snapshot)
         return snapshot
-
-
-def _recomputed(connection: Any, account_id: int) -> tuple[Decimal, dict[str, Decimal]]:
-    """The account's cash and holdings recomputed from its initial cash, fills and corporate
-    actions, as `openbell ledger verify` does."""
-    cash = connection.execute(
-        select(ACCOUNT_TABLE.c.initial_cash).where(ACCOUNT_TABLE.c.id == account_id)
-    ).scalar_one()
-    held: dict[str, Decimal] = {}
-    for fill in connection.execute(
-        select(
-            FILL_TABLE.c.symbol,
-            FILL_TABLE.c.side,
-            FILL_TABLE.c.quantity,
-            FILL_TABLE.c.notional,
-            FILL_TABLE.c.fees,
-        ).where(FILL_TABLE.c.account_id == account_id)
-    ):
-        if fill.side == Side.BUY.value:
-            cash -= fill.notional + fill.fees
-            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) + fill.quantity
-        else:
-            cash += fill.notional - fill.fees
-            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) - fill.quantity
-    for action in connection.execute(
-        select(
-            CORPORATE_ACTION_TABLE.c.symbol,
-            CORPORATE_ACTION_TABLE.c.cash_delta,
-            CORPORATE_ACTION_TABLE.c.quantity_delta,
-        ).where(CORPORATE_ACTION_TABLE.c.account_id == account_id)
-    ):
-        cash += action.cash_delta
-        held[action.symbol] = held.get(action.symbol, Decimal(0)) + action.quantity_delta
-    return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}

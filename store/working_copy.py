@@ -157,6 +157,26 @@ class AccountBook:
             self.first_fill_at = fill.filled_at
         self._state = None
 
+    def difference(self, connection: Connection, stored: AccountState) -> str | None:
+        """What differs between this book and the ledger (`stored`, the account as the ledger
+        holds it, read on `connection`): its cash and positions as stored, and as `openbell ledger
+        verify` recomputes them from the initial cash, the fills and the corporate actions. None
+        when nothing does."""
+        cash, held = _recomputed(connection, self.account_id)
+        open_ = {s: h for s, h in self.holdings.items() if h.quantity > 0}
+        mine = {symbol: holding.quantity for symbol, holding in open_.items()}
+        costs = {symbol: holding.cost for symbol, holding in open_.items()}
+        for what, ours, ledger in (
+            ("stored cash", self.cash, stored.cash.amount),
+            ("recomputed cash", self.cash, cash),
+            ("stored positions", mine, {s: p.quantity for s, p in stored.positions.items()}),
+            ("recomputed positions", mine, held),
+            ("stored costs", costs, {s: p.cost for s, p in stored.positions.items()}),
+        ):
+            if ours != ledger:
+                return f"the replay's working copy has {what} {ours}, the ledger {ledger}"
+        return None
+
     def value(self, marks: Mapping[str, Decimal], at: datetime) -> dict[str, NavMark]:
         """Each holding valued at its mark by the money rule, in symbol order, as
         `snapshots.insert_snapshot` values them; `ValueError` for a holding without a mark."""
@@ -263,3 +283,37 @@ _TRADED: Final = (
     .where(FILL_TABLE.c.account_id.in_(_IDS))
     .distinct()
 )
+
+
+def _recomputed(connection: Connection, account_id: int) -> tuple[Decimal, dict[str, Decimal]]:
+    """The account's cash and holdings recomputed from its initial cash, fills and corporate
+    actions, as `openbell ledger verify` does."""
+    cash = connection.execute(
+        select(ACCOUNT_TABLE.c.initial_cash).where(ACCOUNT_TABLE.c.id == account_id)
+    ).scalar_one()
+    held: dict[str, Decimal] = {}
+    for fill in connection.execute(
+        select(
+            FILL_TABLE.c.symbol,
+            FILL_TABLE.c.side,
+            FILL_TABLE.c.quantity,
+            FILL_TABLE.c.notional,
+            FILL_TABLE.c.fees,
+        ).where(FILL_TABLE.c.account_id == account_id)
+    ):
+        if fill.side == Side.BUY.value:
+            cash -= fill.notional + fill.fees
+            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) + fill.quantity
+        else:
+            cash += fill.notional - fill.fees
+            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) - fill.quantity
+    for action in connection.execute(
+        select(
+            CORPORATE_ACTION_TABLE.c.symbol,
+            CORPORATE_ACTION_TABLE.c.cash_delta,
+            CORPORATE_ACTION_TABLE.c.quantity_delta,
+        ).where(CORPORATE_ACTION_TABLE.c.account_id == account_id)
+    ):
+        cash += action.cash_delta
+        held[action.symbol] = held.get(action.symbol, Decimal(0)) + action.quantity_delta
+    return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}

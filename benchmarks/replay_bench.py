@@ -16,6 +16,7 @@ Not a test: run it by hand, `.venv/bin/python benchmarks/replay_bench.py [--runs
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sqlite3
 import statistics
@@ -28,12 +29,16 @@ from pathlib import Path
 
 import backtrader as bt
 import pandas as pd
+import psycopg
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from openbell.markets.barfile import read_bundled
 from openbell.ops.config import load_config
 from openbell.ops.demo import BASELINES, RANDOM_SEED
 from openbell.ops.logs import configure_logging
 from openbell.ops.planning import replay_from_config
+from openbell.store.db import make_engine
 
 CRYPTO_START = date(2010, 7, 17)
 CRYPTO_END = date(2025, 12, 28)
@@ -148,10 +153,50 @@ def final_nav(db: Path) -> str:
     return str(row[0]) if row else "none"
 
 
-def run_openbell(workdir: Path, run: int) -> tuple[float, int, str]:
+def final_nav_at(url: str) -> str:
+    """The last slot NAV of the ledger at `url` (any engine)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            row = connection.execute(
+                text("SELECT nav FROM nav_snapshot WHERE kind = 'slot' ORDER BY at DESC LIMIT 1")
+            ).one_or_none()
+    finally:
+        engine.dispose()
+    return str(row[0]) if row else "none"
+
+
+def fresh_postgres_schema(url: str, name: str) -> str:
+    """A URL of `url`'s database whose search path is a new, empty schema `name`."""
+    parsed = make_url(url)
+    conninfo = parsed.set(drivername="postgresql", query={}).render_as_string(False)
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        connection.execute(f'CREATE SCHEMA "{name}"')
+    options = {"options": f"-csearch_path={name}"}
+    return (
+        parsed.set(drivername="postgresql+psycopg")
+        .update_query_dict(options)
+        .render_as_string(hide_password=False)
+    )
+
+
+def drop_postgres_schema(url: str, name: str) -> None:
+    conninfo = make_url(url).set(drivername="postgresql", query={}).render_as_string(False)
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def run_openbell(workdir: Path, run: int, postgres: str | None = None) -> tuple[float, int, str]:
     db = workdir / f"crypto-{run}.db"
+    schema = f"replay_bench_{os.getpid()}_{run}"
+    url = (
+        f"sqlite:///{db.as_posix()}"
+        if postgres is None
+        else fresh_postgres_schema(postgres, schema)
+    )
     config_path = workdir / f"crypto-{run}.toml"
-    config_path.write_text(CRYPTO_CONFIG.format(db=db.as_posix()))
+    config_path.write_text(CRYPTO_CONFIG.replace("sqlite:///{db}", url))
     config = load_config(config_path)
     started = time.perf_counter()
     report = replay_from_config(
@@ -162,7 +207,11 @@ def run_openbell(workdir: Path, run: int) -> tuple[float, int, str]:
         resume=False,
         show_progress=False,
     )
-    return time.perf_counter() - started, report.slots, final_nav(db)
+    seconds = time.perf_counter() - started
+    nav = final_nav_at(url)
+    if postgres is not None:
+        drop_postgres_schema(postgres, schema)
+    return seconds, report.slots, nav
 
 
 def peak_rss_mb(workdir: Path) -> float:
@@ -177,6 +226,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-rss", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="write openbell's ledger to a fresh schema of this Postgres database per run "
+        "(e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test) instead of a SQLite file",
+    )
     args = parser.parse_args()
     configure_logging(level="warning", stream=sys.stderr)
     frames = crypto_frames()
@@ -186,7 +241,7 @@ def main() -> None:
         workdir = Path(tmp)
         slots = 0
         for run in range(0 if args.skip_speed else args.runs):
-            seconds, slots, nav = run_openbell(workdir, run)
+            seconds, slots, nav = run_openbell(workdir, run, args.postgres)
             ours.append(seconds)
             bt_seconds, bt_value = run_backtrader(frames)
             theirs.append(bt_seconds)
@@ -197,7 +252,8 @@ def main() -> None:
         if ours:
             ratio = statistics.median(ours) / statistics.median(theirs)
             print(
-                f"crypto10 daily sma_crossover, {slots} slots: openbell median "
+                f"crypto10 daily sma_crossover, {slots} slots, "
+                f"{'Postgres' if args.postgres else 'SQLite'} ledger: openbell median "
                 f"{statistics.median(ours):.2f} s, backtrader median "
                 f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f} (target <= 1.0)"
             )

@@ -58,6 +58,8 @@ DEFAULT_GRACE: Final = {"hourly": timedelta(minutes=15), "daily": timedelta(hour
 CADENCE_INTERVALS: Final = {"daily": "1d", "hourly": "1h"}
 #: How long a live daemon's claim holds without being renewed, in clock seconds (DESIGN §3).
 LEASE_S: Final = 60.0
+#: The most slots a replay batches into one transaction of ledger writes (`daemon/replay.py`).
+DEFAULT_BATCH_SLOTS: Final = 500
 _CADENCE: Final = {"hourly": timedelta(hours=1), "daily": timedelta(days=1)}
 
 
@@ -204,8 +206,12 @@ class ReplayPlan:
     #: Where `/mcp` is served while the replay runs, when it has outside agents (port 0: any).
     mcp_listen: tuple[str, int] = ("127.0.0.1", 0)
     mcp_allow_remote: bool = False
+    #: The most slots whose ledger writes are batched into one transaction (`daemon/replay.py`).
+    batch_slots: int = DEFAULT_BATCH_SLOTS
 
     def __post_init__(self) -> None:
+        if self.batch_slots < 1:
+            raise ValueError(f"batch_slots must be at least 1, got {self.batch_slots}")
         check_utc("start_at", self.start_at)
         check_utc("end_at", self.end_at)
         if self.end_at <= self.start_at:

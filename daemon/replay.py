@@ -7,15 +7,20 @@ replay slots (the starts of the dataset's bars of the cadence's interval, inside
 configured slot times) and their session closes into one stream in time order, and walks it with a
 `SimulatedClock`: at a slot, `CycleRunner.run_slot` (which first applies the corporate actions going
 ex, for a market of raw bars that has them); after a session's last slot, the `close` NAV snapshots
-at the session close. A ledger that already has cycles of these accounts in (or after) the window is
-refused unless `resume` is set; with it, finished cycles are not run again and cycles a killed run
-left `claimed` are taken over and completed, so the final ledger is the one an uninterrupted run
-leaves. A replay is its accounts' only writer while it runs (`locks.py`): on SQLite it holds the
-ledger's file lock, which also keeps a daemon off the file; on Postgres an advisory lock per
-account. A second replay of the same accounts is refused before it writes anything, and the window
-check runs under that claim. Replay never touches the network: every price comes from the plan's
-`ReplaySource`s. A plan with outside agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for
-the replay's length; their cycles' deadlines are wall-clock (each cycle's wall budget).
+at the session close. The replay writes through a `ReplayLedger`, which works its accounts in
+memory and collects the rows of many slots: the walk writes them in one transaction every
+`ReplayPlan.batch_slots` slots or `BATCH_S` of wall time, always between two events, and at the
+end checks each account's working copy against the ledger (a plan with outside agents is not
+batched: they reach the ledger through `/mcp`). A ledger that already has cycles of these accounts
+in (or after) the window is refused unless `resume` is set; with it, the cycles the last written
+batch holds are not run again (and cycles an unbatched run left `claimed` are taken over and
+completed), so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
+only writer while it runs (`locks.py`): on SQLite it holds the ledger's file lock, which also
+keeps a daemon off the file; on Postgres an advisory lock per account. A second replay of the same
+accounts is refused before it writes anything, and the window check runs under that claim. Replay
+never touches the network: every price comes from the plan's `ReplaySource`s. A plan with outside
+agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for the replay's length; their cycles'
+deadlines are wall-clock (each cycle's wall budget).
 """
 
 from __future__ import annotations
@@ -49,14 +54,16 @@ from openbell.markets.errors import AccountsPaused, OperatorError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots, slots_between
 from openbell.store.db import check_schema, make_engine
-from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
+from openbell.store.replay_ledger import ReplayLedger
 
 log = structlog.stdlib.get_logger(__name__)
 
 #: How long a replay claim holds, in simulated time (a resumed replay takes claims over anyway).
 REPLAY_LEASE: Final = timedelta(minutes=15)
+#: The longest a batch of the replay's ledger writes collects before it is written (wall time).
+BATCH_S: Final = 1.0
 
 Progress = Callable[[int, int], None]
 
@@ -163,7 +170,8 @@ def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayR
         if plan.migrate:
             upgrade(plan.store_url)
         check_schema(engine)
-        counts = asyncio.run(_replay(plan, Ledger(engine), progress))
+        ledger = ReplayLedger(engine, start_at=plan.start_at)
+        counts = asyncio.run(_replay(plan, ledger, progress))
     finally:
         account_locks.release()
         file_lock.release()
@@ -199,7 +207,7 @@ class _Counts:
         self.fills += slot.fills
 
 
-def _check_window(plan: ReplayPlan, ledger: Ledger, account_ids: Sequence[int]) -> None:
+def _check_window(plan: ReplayPlan, ledger: ReplayLedger, account_ids: Sequence[int]) -> None:
     shown = plan.store_url.rpartition("@")[2]  # never show a password
     later = ledger.count_cycles(account_ids, start_at=plan.end_at)
     if later:
@@ -216,11 +224,13 @@ def _check_window(plan: ReplayPlan, ledger: Ledger, account_ids: Sequence[int]) 
         )
 
 
-async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -> _Counts:
+async def _replay(plan: ReplayPlan, ledger: ReplayLedger, progress: Progress | None) -> _Counts:
     desks, accounts = build_desks(plan.markets, ledger, plan.start_at)
-    _check_window(
-        plan, ledger, [account_id for opened in accounts.values() for account_id, _ in opened]
-    )
+    account_ids = [account_id for opened in accounts.values() for account_id, _ in opened]
+    _check_window(plan, ledger, account_ids)
+    hub = outside_hub(plan.markets)
+    if hub is None:  # outside agents work the ledger through `/mcp`: their replay is unbatched
+        ledger.own(account_ids)
     runner = CycleRunner(
         ledger=ledger,
         desks=desks,
@@ -241,7 +251,6 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
     if progress is not None:
         progress(0, total)
     counts = _Counts()
-    hub = outside_hub(plan.markets)
     async with contextlib.AsyncExitStack() as serving:
         if hub is not None:
             host, port = plan.mcp_listen
@@ -249,7 +258,8 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
                 serve_mcp(hub, ledger, host=host, port=port, allow_remote=plan.mcp_allow_remote)
             )
             log.info("mcp_listening", url=url)
-        await _walk(plan, runner, accounts, events, counts, progress)
+        await _walk(plan, runner, ledger, accounts, events, counts, progress)
+    ledger.check()
     log.info("replay_finished", **asdict(counts))
     if runner.paused:  # the other accounts are finished; an operator must fix these
         paused = runner.paused.values()
@@ -265,14 +275,18 @@ async def _replay(plan: ReplayPlan, ledger: Ledger, progress: Progress | None) -
 async def _walk(
     plan: ReplayPlan,
     runner: CycleRunner,
+    ledger: ReplayLedger,
     accounts: Mapping[str, Sequence[tuple[int, Agent]]],
     events: Sequence[_Event],
     counts: _Counts,
     progress: Progress | None,
 ) -> None:
-    """Run the plan's slots and session closes in order, adding them to `counts`."""
+    """Run the plan's slots and session closes in order, adding them to `counts`, and write the
+    ledger's batch after every `plan.batch_slots` slots or `BATCH_S` of wall time, whichever
+    comes first, always between two events (a batch that fails or is cut off is not written)."""
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
     clock = SimulatedClock(plan.start_at)
+    batch_slots, batch_started = 0, time.perf_counter()
     for event in events:
         now = clock.set(event.at)
         market = plan.markets[event.position].market
@@ -280,7 +294,12 @@ async def _walk(
         if event.kind is _Kind.CLOSE:
             ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)
-            continue
-        counts.add(await runner.run_slot(market, event.at, opened, now))
-        if progress is not None:
-            progress(counts.slots, total)
+        else:
+            counts.add(await runner.run_slot(market, event.at, opened, now))
+            batch_slots += 1
+            if progress is not None:
+                progress(counts.slots, total)
+        if batch_slots >= plan.batch_slots or time.perf_counter() - batch_started >= BATCH_S:
+            ledger.flush()
+            batch_slots, batch_started = 0, time.perf_counter()
+    ledger.flush()

@@ -58,7 +58,7 @@ from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
-from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan, ReplayPlan
+from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
 from openbell.markets.barfile import bundled_names
@@ -450,6 +450,7 @@ def replay_plan(
     allow_outside_coverage: bool = False,
     allow_partial_coverage: bool = False,
     from_cache: str | None = None,
+    batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
 ) -> tuple[ReplayPlan, tuple[str, ...]]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
@@ -498,6 +499,7 @@ def replay_plan(
         migrate=True,
         mcp_listen=(config.http.host, config.http.port),
         mcp_allow_remote=config.http.allow_remote,
+        batch_slots=batch_slots,
     )
     return plan, warnings
 
@@ -513,6 +515,7 @@ def replay_from_config(
     allow_outside_coverage: bool = False,
     allow_partial_coverage: bool = False,
     from_cache: str | None = None,
+    batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
 ) -> ReplayReport:
     """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown; its
@@ -532,6 +535,7 @@ def replay_from_config(
         allow_outside_coverage=allow_outside_coverage,
         allow_partial_coverage=allow_partial_coverage,
         from_cache=from_cache,
+        batch_slots=batch_slots,
         seeds=seeds,
     )
     with _progress_bar(show_progress) as progress:

@@ -81,7 +81,7 @@ class Orders(LedgerTables):
                 stored = stored_order(session.connection(), key)
                 if stored is not None:
                     return stored
-                check_outcome(account, order, outcome)
+                check_outcome(row_id(account.id), account.market, account.currency, order, outcome)
                 return insert_order(
                     session, account, cycle_id, seq, key, order, outcome, target_weight
                 )
@@ -111,11 +111,15 @@ class Orders(LedgerTables):
             return read_orders(connection, placed_before, newest_first=True, limit=limit)
 
 
-def check_outcome(account: AccountRow, order: Order, outcome: Fill | Rejection) -> None:
-    if order.instrument.market != account.market:
+def check_outcome(
+    account_id: int, market: str, currency: str, order: Order, outcome: Fill | Rejection
+) -> None:
+    """`ValueError` when `outcome` does not belong to `order`, or `order` to the account (of
+    `market`, holding `currency`)."""
+    if order.instrument.market != market:
         raise ValueError(
             f"order for {order.instrument.symbol} ({order.instrument.market}) "
-            f"on account {account.id} in market {account.market}"
+            f"on account {account_id} in market {market}"
         )
     if not isinstance(outcome, Fill):
         return
@@ -126,8 +130,8 @@ def check_outcome(account: AccountRow, order: Order, outcome: Fill | Rejection) 
         )
     if outcome.quantity > order.quantity:
         raise ValueError(f"fill quantity {outcome.quantity} exceeds order {order.quantity}")
-    if outcome.currency != account.currency:
-        raise ValueError(f"fill in {outcome.currency} on a {account.currency} account")
+    if outcome.currency != currency:
+        raise ValueError(f"fill in {outcome.currency} on a {currency} account")
 
 
 def insert_order(

@@ -140,6 +140,16 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    batch_slots: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-slots",
+            min=1,
+            help="Write the ledger in one transaction per this many slots at most (and at least "
+            "once a second); a replay cut off resumes from the last one written. Default: 500.",
+            show_default=False,
+        ),
+    ] = None,
     seeds: Annotated[
         int | None,
         typer.Option(
@@ -186,6 +196,7 @@ def replay(
         seeds=seeds,
         allow_partial_coverage=allow_partial_coverage,
         from_cache=from_cache,
+        **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())
 

@@ -1,0 +1,270 @@
+"""A replay's unit of work: the rows of many slots, written to the ledger in one transaction.
+
+Internal to `openbell.store`, for `ReplayLedger` (`replay_ledger.py`). `ReplayBatch` holds the rows
+a replay has made since its last flush (cycles, orders, fills, NAV snapshots with their marks,
+trace entries) and the accounts whose cash and positions moved, and `flush` writes them all in one
+transaction: each table with one `executemany` of a prebuilt Core insert, in foreign-key order,
+then each moved account's cash and positions from its working copy (`working_copy.py`). The batch
+either commits whole or not at all, so the ledger always ends at an event boundary of the replay:
+its resume point is the ledger itself (the cycles and snapshots it holds), and a replay killed at
+any moment resumes from the last committed batch.
+
+Rows get their ids here, since later rows refer to them (`IdBlocks`): on SQLite the replay owns the
+file (its lock), so ids continue from each table's largest; on Postgres, where other replays of
+other accounts may write at the same time, ids are reserved from the tables' sequences in blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from typing import Any, Final
+
+from sqlalchemy import Connection, Table, bindparam, delete, func, select, update
+
+from openbell.markets.domain import Fill, Order, Rejection
+from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
+from openbell.store.tables import (
+    ACCOUNT_TABLE,
+    CYCLE_TABLE,
+    FILL_TABLE,
+    NAV_MARK_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
+    POSITION_TABLE,
+    TRACE_TABLE,
+)
+from openbell.store.working_copy import AccountBook
+
+#: How many ids of a table are reserved from its Postgres sequence at a time.
+ID_BLOCK: Final = 1024
+#: The tables whose ids a batch assigns itself.
+ID_TABLES: Final = (CYCLE_TABLE, ORDER_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE)
+
+
+class IdBlocks:
+    """Hands out the ids of new rows of `ID_TABLES`, in increasing order per table."""
+
+    def __init__(self, postgres: bool) -> None:
+        self._postgres = postgres
+        self._free: dict[str, list[int]] = {table.name: [] for table in ID_TABLES}
+        self._next: dict[str, int] = {}
+
+    def take(self, connect: Callable[[], Connection], table: Table) -> int:
+        """The next id of a new row of `table` (`connect` opens a connection, when one is
+        needed to find or reserve more)."""
+        if not self._postgres:
+            # SQLite: the replay is the file's only writer, so the ids after the largest are free.
+            found = self._next.get(table.name)
+            if found is None:
+                with connect() as connection:
+                    largest = connection.execute(select(func.max(table.c.id))).scalar_one()
+                found = (largest or 0) + 1
+            self._next[table.name] = found + 1
+            return found
+        free = self._free[table.name]
+        if not free:
+            with connect() as connection:
+                free.extend(sorted(_reserve(connection, table), reverse=True))
+        return free.pop()
+
+    def give_back(self, table: Table, taken: int) -> None:
+        """Hand out `taken`, the id of `table` taken last, again (its row was never made)."""
+        if not self._postgres:
+            if self._next.get(table.name) == taken + 1:
+                self._next[table.name] = taken
+            return
+        self._free[table.name].append(taken)
+
+    def reset(self) -> None:
+        """SQLite: read the largest ids again at the next `take` (after a flush, or once the
+        ledger wrote rows of its own); Postgres keeps its reserved ids."""
+        self._next.clear()
+
+
+def _reserve(connection: Connection, table: Table) -> list[int]:
+    """`ID_BLOCK` ids taken from the Postgres sequence of `table`'s id."""
+    sequence = func.pg_get_serial_sequence(
+        connection.dialect.identifier_preparer.quote(table.name), "id"
+    )
+    query = select(func.nextval(sequence)).select_from(func.generate_series(1, ID_BLOCK).alias())
+    reserved = [int(value) for value in connection.execute(query).scalars()]
+    connection.commit()
+    return reserved
+
+
+class ReplayBatch:
+    """The rows made since the last flush, and the accounts they moved."""
+
+    def __init__(self) -> None:
+        self.cycles: dict[int, dict[str, Any]] = {}
+        self.orders: list[dict[str, Any]] = []
+        self.fills: list[dict[str, Any]] = []
+        self.snapshots: list[dict[str, Any]] = []
+        self.marks: list[dict[str, Any]] = []
+        self.traces: list[dict[str, Any]] = []
+        self.moved: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.cycles) + len(self.orders) + len(self.snapshots) + len(self.traces)
+
+    def clear(self) -> None:
+        """Forget every row (once written)."""
+        for rows in (self.orders, self.fills, self.snapshots, self.marks, self.traces):
+            rows.clear()
+        self.cycles.clear()
+        self.moved.clear()
+
+    def add_order(
+        self,
+        *,
+        order_id: int,
+        cycle_id: int,
+        account_id: int,
+        seq: int,
+        key: str,
+        order: Order,
+        outcome: Fill | Rejection,
+        target_weight: Decimal | None,
+    ) -> None:
+        """The `order` row of order `seq` of a cycle, with its outcome (as `orders.insert_order`
+        writes it)."""
+        rejection = outcome if isinstance(outcome, Rejection) else None
+        self.orders.append(
+            {
+                "id": order_id,
+                "cycle_id": cycle_id,
+                "account_id": account_id,
+                "seq": seq,
+                "idempotency_key": key,
+                "symbol": order.instrument.symbol,
+                "side": order.side.value,
+                "quantity": order.quantity,
+                "target_weight": target_weight,
+                "reason": order.reason,
+                "confidence": order.confidence,
+                "placed_at": order.placed_at,
+                "status": (OrderStatus.FILLED if rejection is None else OrderStatus.REJECTED).value,
+                "reject_reason": None if rejection is None else rejection.reason.value,
+                "reject_message": None if rejection is None else rejection.message,
+                "rejected_at": None if rejection is None else rejection.at,
+            }
+        )
+
+    def add_fill(
+        self, *, fill_id: int, order_id: int, account_id: int, key: str, fill: Fill
+    ) -> None:
+        """The `fill` row of an order, and its account among those moved."""
+        self.moved.add(account_id)
+        self.fills.append(
+            {
+                "id": fill_id,
+                "order_id": order_id,
+                "account_id": account_id,
+                "idempotency_key": key,
+                "symbol": fill.symbol,
+                "side": fill.side.value,
+                "quantity": fill.quantity,
+                "price": fill.price,
+                "notional": fill.notional,
+                "fees": fill.fees,
+                "currency": fill.currency,
+                "filled_at": fill.filled_at,
+                "price_source": fill.price_source,
+            }
+        )
+
+    def add_snapshot(self, snapshot: NavSnapshot) -> None:
+        """The `nav_snapshot` row of `snapshot` and its `nav_mark` rows."""
+        self.snapshots.append(
+            {
+                "id": snapshot.snapshot_id,
+                "account_id": snapshot.account_id,
+                "at": snapshot.at,
+                "kind": snapshot.kind.value,
+                "cash": snapshot.cash,
+                "positions_value": snapshot.positions_value,
+                "nav": snapshot.nav,
+                "last_fill_id": snapshot.last_fill_id,
+                "last_action_id": snapshot.last_action_id,
+            }
+        )
+        self.marks.extend(
+            {
+                "snapshot_id": snapshot.snapshot_id,
+                "symbol": mark.symbol,
+                "quantity": mark.quantity,
+                "price": mark.price,
+                "value": mark.value,
+            }
+            for mark in snapshot.marks.values()
+        )
+
+    def add_traces(self, entries: Iterable[TraceEntry]) -> None:
+        """The `trace` rows of `entries` (numbered)."""
+        self.traces.extend(
+            {
+                "cycle_id": entry.cycle_id,
+                "seq": entry.seq,
+                "role": entry.role,
+                "content": entry.content,
+                "tool": entry.tool,
+                "arguments": entry.arguments,
+                "result": entry.result,
+                "tokens_in": entry.tokens_in,
+                "tokens_out": entry.tokens_out,
+                "latency_ms": entry.latency_ms,
+                "at": entry.at,
+            }
+            for entry in entries
+        )
+
+    def write(self, connection: Connection, books: Mapping[int, AccountBook]) -> None:
+        """Insert every row and write the moved accounts' cash and positions, on `connection`
+        (inside the caller's transaction)."""
+        for table, rows in (
+            (CYCLE_TABLE, list(self.cycles.values())),
+            (ORDER_TABLE, self.orders),
+            (FILL_TABLE, self.fills),
+            (NAV_SNAPSHOT_TABLE, self.snapshots),
+            (NAV_MARK_TABLE, self.marks),
+            (TRACE_TABLE, self.traces),
+        ):
+            if rows:
+                connection.execute(table.insert(), rows)
+        moved = [books[account_id] for account_id in sorted(self.moved)]
+        if moved:
+            write_books(connection, moved)
+
+
+def write_books(connection: Connection, books: Iterable[AccountBook]) -> None:
+    """Set each book's account cash and replace its positions with the book's holdings."""
+    books = list(books)
+    connection.execute(
+        _SET_CASH, [{"account": book.account_id, "new_cash": book.cash} for book in books]
+    )
+    connection.execute(
+        delete(POSITION_TABLE).where(
+            POSITION_TABLE.c.account_id.in_([book.account_id for book in books])
+        )
+    )
+    positions = [
+        {
+            "account_id": book.account_id,
+            "symbol": symbol,
+            "quantity": holding.quantity,
+            "cost": holding.cost,
+            "updated_at": holding.updated_at,
+        }
+        for book in books
+        for symbol, holding in sorted(book.holdings.items())
+    ]
+    if positions:
+        connection.execute(POSITION_TABLE.insert(), positions)
+
+
+_SET_CASH: Final = (
+    update(ACCOUNT_TABLE)
+    .where(ACCOUNT_TABLE.c.id == bindparam("account"))
+    .values(cash=bindparam("new_cash"))
+)

@@ -1,0 +1,510 @@
+"""The ledger a replay writes through: accounts worked in memory, rows written in batches.
+
+`ReplayLedger` is a `Ledger` for a replay that owns its accounts (the SQLite file's lock, or a
+Postgres advisory lock per account: `daemon/locks.py`). Nobody else writes those accounts while it
+runs, so the claims, leases and per-order transactions that let live daemons share a ledger are
+not needed inside a replay: a cycle is claimed, run and finished in memory, and its row is written
+once, with its final status, in the next batch. What the cycles of a replay read and write goes
+through two parts:
+
+- a working copy of each account (`working_copy.AccountBook`), loaded once: `account_state`,
+  `record_order` and `write_nav_snapshot` read and move it, so the broker and the toolbox see cash
+  and positions without a query;
+- a unit of work (`replay_batch.ReplayBatch`): the rows of the cycles, orders, fills, NAV snapshots
+  with their marks and trace entries made since the last `flush`, which writes them in one
+  transaction with the moved accounts' cash and positions. The replay driver flushes between
+  events (every so many slots, or so much wall time) and at the end, then `check`s every book
+  against the ledger as `openbell ledger verify` recomputes it.
+
+Every answer is the one the `Ledger` would give at that moment: reads of a cycle, an order, a
+snapshot or a trace still in the batch are answered from it, and the rest from the ledger. What
+the working copy does not cover (corporate actions, a cycle a killed unbatched run left `claimed`)
+flushes the batch first and goes to the ledger, then reloads the book it changed. The ledger
+always ends at a flush, on an event boundary: a replay killed at any moment and resumed with
+`--resume` starts from the last committed batch and leaves the ledger an uninterrupted run leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, Final
+
+from sqlalchemy import Engine, select
+
+from openbell.markets.corporate_actions import CorporateAction
+from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
+from openbell.markets.errors import LedgerBreach
+from openbell.store.ledger import Ledger
+from openbell.store.orders import check_outcome, idempotency_key, stored_order
+from openbell.store.records import (
+    AppliedAction,
+    CycleRecord,
+    CycleStatus,
+    CycleUsage,
+    NavSnapshot,
+    RecordedOrder,
+    SnapshotKind,
+    TraceEntry,
+)
+from openbell.store.replay_batch import IdBlocks, ReplayBatch
+from openbell.store.tables import (
+    CYCLE_TABLE,
+    FILL_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
+)
+from openbell.store.working_copy import AccountBook, load_books
+
+_CLAIMED: Final = CycleStatus.CLAIMED.value
+_USAGE_COLUMNS: Final = tuple(CycleUsage.__dataclass_fields__)
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """A cycle in the batch: its row (written at the flush) and what was recorded in it."""
+
+    row: dict[str, Any]
+    orders: list[RecordedOrder] = field(default_factory=list)
+    traces: list[TraceEntry] = field(default_factory=list)
+    usage: CycleUsage | None = None
+
+
+class ReplayLedger(Ledger):
+    """A `Ledger` whose writes to the accounts it `own`s, from `start_at` on, go through a working
+    copy and a unit of work; see the module docstring. Only for a replay holding those accounts."""
+
+    def __init__(self, engine: Engine, *, start_at: datetime) -> None:
+        super().__init__(engine)
+        check_utc("start_at", start_at)
+        self._start_at = start_at
+        self._ids = IdBlocks(postgres=engine.dialect.name == "postgresql")
+        self._batch = ReplayBatch()
+        self._books: dict[int, AccountBook] = {}
+        self._stored_cycles: set[tuple[int, datetime]] = set()
+        self._stored_snapshots: set[tuple[int, datetime, SnapshotKind]] = set()
+        self._cycles: dict[int, _Cycle] = {}
+        self._cycle_keys: dict[tuple[int, datetime], int] = {}
+        self._snapshots: dict[tuple[int, datetime, SnapshotKind], NavSnapshot] = {}
+        self._orders_by_cycle: dict[int, list[RecordedOrder]] = {}
+        self._orders_by_account: dict[int, list[RecordedOrder]] = {}
+        self._order_keys: dict[str, RecordedOrder] = {}
+
+    def own(self, account_ids: Collection[int]) -> None:
+        """Work `account_ids` in memory from now on: load their books, and which of their cycles
+        and snapshots from `start_at` on the ledger already holds (a resumed replay). Until
+        then, and for any other account, this is the plain `Ledger`."""
+        self.flush()
+        ids = sorted(set(account_ids) - set(self._books))
+        if not ids:
+            return
+        with self._engine.connect() as connection:
+            self._books.update(load_books(connection, ids, self._start_at))
+            self._stored_cycles.update(
+                (row.account_id, row.slot_at)
+                for row in connection.execute(
+                    select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at).where(
+                        CYCLE_TABLE.c.account_id.in_(ids), CYCLE_TABLE.c.slot_at >= self._start_at
+                    )
+                )
+            )
+            self._stored_snapshots.update(
+                (row.account_id, row.at, SnapshotKind(row.kind))
+                for row in connection.execute(
+                    select(
+                        NAV_SNAPSHOT_TABLE.c.account_id,
+                        NAV_SNAPSHOT_TABLE.c.at,
+                        NAV_SNAPSHOT_TABLE.c.kind,
+                    ).where(
+                        NAV_SNAPSHOT_TABLE.c.account_id.in_(ids),
+                        NAV_SNAPSHOT_TABLE.c.at >= self._start_at,
+                    )
+                )
+            )
+
+    # -- the unit of work ---------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """How many cycles, orders, snapshots and trace entries wait for the next flush."""
+        return len(self._batch)
+
+    def flush(self) -> None:
+        """Write the batch in one transaction; afterwards the ledger holds every event so far."""
+        if len(self._batch):
+            with self._writer.begin() as connection:
+                self._batch.write(connection, self._books)
+        self._stored_cycles.update(self._cycle_keys)
+        self._stored_snapshots.update(self._snapshots)
+        for rows in (self._cycle_keys, self._snapshots, self._orders_by_cycle):
+            rows.clear()
+        self._cycles.clear()
+        self._orders_by_account.clear()
+        self._order_keys.clear()
+        self._batch.clear()
+        self._ids.reset()
+
+    def check(self) -> None:
+        """Flush, then compare each book with the ledger: its stored cash and positions, and
+        both as `openbell ledger verify` recomputes them (initial cash and the fills and
+        corporate actions in order). `LedgerBreach` naming the first difference."""
+        self.flush()
+        with self._engine.connect() as connection:
+            for account_id, book in sorted(self._books.items()):
+                stored = super().account_state(account_id, self._start_at)
+                difference = book.difference(connection, stored)
+                if difference is not None:
+                    raise LedgerBreach(f"account {account_id}: {difference}")
+
+    def _book(self, account_id: int) -> AccountBook | None:
+        return self._books.get(account_id)
+
+    def _reload(self, account_id: int, at: datetime) -> None:
+        with self._engine.connect() as connection:
+            self._books.update(load_books(connection, [account_id], at))
+
+    def _take_id(self, table: Any) -> int:
+        return self._ids.take(self._engine.connect, table)
+
+    # -- accounts ------------------------------------------------------------------------------
+
+    def account_state(self, account_id: int, now: datetime) -> AccountState:
+        book = self._book(account_id)
+        if book is None:
+            return super().account_state(account_id, now)
+        check_utc("now", now)
+        return book.state(now)
+
+    def symbols_traded(
+        self, account_ids: Collection[int]
+    ) -> tuple[frozenset[str], datetime | None]:
+        books = [self._books.get(account_id) for account_id in account_ids]
+        if any(book is None for book in books):
+            self.flush()
+            return super().symbols_traded(account_ids)
+        known = [book for book in books if book is not None]
+        firsts = [book.first_fill_at for book in known if book.first_fill_at is not None]
+        return frozenset(s for book in known for s in book.traded), min(firsts, default=None)
+
+    def apply_corporate_action(
+        self,
+        account_id: int,
+        action: CorporateAction,
+        *,
+        at: datetime,
+        price: Decimal | None = None,
+        step: Decimal = Decimal(1),
+    ) -> AppliedAction | None:
+        self.flush()
+        applied = super().apply_corporate_action(account_id, action, at=at, price=price, step=step)
+        if applied is not None and applied.created and account_id in self._books:
+            self._reload(account_id, at)
+        return applied
+
+    # -- cycles --------------------------------------------------------------------------------
+
+    def claim_cycle(
+        self,
+        account_id: int,
+        slot_at: datetime,
+        claimed_by: str,
+        lease_until: datetime,
+        now: datetime,
+    ) -> int | None:
+        for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
+            check_utc(name, value)
+        key = (account_id, slot_at)
+        if key in self._cycle_keys:
+            return None  # this run holds it
+        if account_id not in self._books or key in self._stored_cycles:
+            self.flush()
+            return super().claim_cycle(account_id, slot_at, claimed_by, lease_until, now)
+        cycle_id = self._take_id(CYCLE_TABLE)
+        row: dict[str, Any] = {
+            "id": cycle_id,
+            "account_id": account_id,
+            "slot_at": slot_at,
+            "status": _CLAIMED,
+            "claimed_by": claimed_by,
+            "lease_until": lease_until,
+            "started_at": now,
+            "finished_at": None,
+            "error_class": None,
+            "error_message": None,
+            "reason": None,
+            **dict.fromkeys(_USAGE_COLUMNS),
+        }
+        self._cycles[cycle_id] = _Cycle(row=row)
+        self._batch.cycles[cycle_id] = row
+        self._cycle_keys[key] = cycle_id
+        return cycle_id
+
+    def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
+        check_utc("slot_at", slot_at)
+        key = (account_id, slot_at)
+        if (cycle_id := self._cycle_keys.get(key)) is not None:
+            row = self._cycles[cycle_id].row
+            return CycleRecord(
+                cycle_id=cycle_id,
+                account_id=account_id,
+                slot_at=slot_at,
+                status=CycleStatus(row["status"]),
+                claimed_by=row["claimed_by"],
+                lease_until=row["lease_until"],
+            )
+        if key in self._stored_cycles or account_id not in self._books:
+            return super().find_cycle(account_id, slot_at)
+        return None
+
+    def cycle_account_id(self, cycle_id: int) -> int:
+        cycle = self._cycles.get(cycle_id)
+        return super().cycle_account_id(cycle_id) if cycle is None else cycle.row["account_id"]
+
+    def take_over_cycle(self, cycle_id: int, claimed_by: str, lease_until: datetime) -> bool:
+        cycle = self._cycles.get(cycle_id)
+        if cycle is None:
+            self.flush()
+            return super().take_over_cycle(cycle_id, claimed_by, lease_until)
+        check_utc("lease_until", lease_until)
+        if cycle.row["status"] != _CLAIMED:
+            return False
+        cycle.row.update(claimed_by=claimed_by, lease_until=lease_until)
+        return True
+
+    def renew_claims(
+        self, cycle_ids: Collection[int], held_by: str, lease_until: datetime
+    ) -> set[int]:
+        check_utc("lease_until", lease_until)
+        return self._set_leases(cycle_ids, held_by, lease_until)
+
+    def release_claims(self, cycle_ids: Collection[int], held_by: str, now: datetime) -> set[int]:
+        check_utc("now", now)
+        return self._set_leases(cycle_ids, held_by, now - timedelta(microseconds=1))
+
+    def _set_leases(
+        self, cycle_ids: Collection[int], held_by: str, lease_until: datetime
+    ) -> set[int]:
+        mine = {cycle_id for cycle_id in cycle_ids if cycle_id in self._cycles}
+        found: set[int] = set()
+        for cycle_id in mine:
+            row = self._cycles[cycle_id].row
+            if row["status"] == _CLAIMED and row["claimed_by"] == held_by:
+                row["lease_until"] = lease_until
+                found.add(cycle_id)
+        others = set(cycle_ids) - mine
+        if others:
+            self.flush()
+            found |= super().renew_claims(others, held_by, lease_until)
+        return found
+
+    def finish_cycle(
+        self,
+        cycle_id: int,
+        status: CycleStatus,
+        now: datetime,
+        *,
+        error_class: str | None = None,
+        error_message: str | None = None,
+        reason: str | None = None,
+        held_by: str | None = None,
+    ) -> bool:
+        cycle = self._cycles.get(cycle_id)
+        if cycle is None:
+            self.flush()
+            return super().finish_cycle(
+                cycle_id,
+                status,
+                now,
+                error_class=error_class,
+                error_message=error_message,
+                reason=reason,
+                held_by=held_by,
+            )
+        check_utc("now", now)
+        status = CycleStatus(status)
+        if status is CycleStatus.CLAIMED:
+            raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
+        row = cycle.row
+        stored, holder = row["status"], row["claimed_by"]
+        if held_by is not None and (holder != held_by or stored not in (_CLAIMED, status.value)):
+            return False
+        if stored == status.value:
+            return True
+        if stored != _CLAIMED:
+            raise ValueError(f"cycle {cycle_id} is already {stored}, not {status.value}")
+        row.update(
+            status=status.value,
+            finished_at=now,
+            error_class=error_class,
+            error_message=error_message,
+            reason=reason,
+        )
+        return True
+
+    # -- orders --------------------------------------------------------------------------------
+
+    def record_order(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        target_weight: Decimal | None = None,
+    ) -> RecordedOrder:
+        key = idempotency_key(cycle_id, seq)
+        if (found := self._order_keys.get(key)) is not None:
+            return found
+        account_id = self.cycle_account_id(cycle_id)
+        book = self._book(account_id)
+        if book is None:
+            self.flush()
+            return super().record_order(
+                cycle_id=cycle_id,
+                seq=seq,
+                order=order,
+                outcome=outcome,
+                target_weight=target_weight,
+            )
+        if cycle_id not in self._cycles:  # a cycle a killed run left claimed, taken over
+            with self._engine.connect() as connection:
+                stored = stored_order(connection, key)
+            if stored is not None:
+                return stored
+        check_outcome(account_id, book.market, book.currency, order, outcome)
+        order_id = self._take_id(ORDER_TABLE)
+        fill_id: int | None = None
+        if isinstance(outcome, Fill):
+            fill_id = self._take_id(FILL_TABLE)
+            try:
+                book.apply(outcome, fill_id, key)
+            except LedgerBreach:  # nothing was written: the ids are free again
+                self._ids.give_back(FILL_TABLE, fill_id)
+                self._ids.give_back(ORDER_TABLE, order_id)
+                raise
+        self._batch.add_order(
+            order_id=order_id,
+            cycle_id=cycle_id,
+            account_id=account_id,
+            seq=seq,
+            key=key,
+            order=order,
+            outcome=outcome,
+            target_weight=target_weight,
+        )
+        if isinstance(outcome, Fill) and fill_id is not None:
+            self._batch.add_fill(
+                fill_id=fill_id, order_id=order_id, account_id=account_id, key=key, fill=outcome
+            )
+        recorded = RecordedOrder(
+            order_id=order_id,
+            idempotency_key=key,
+            outcome=outcome,
+            created=True,
+            fill_id=fill_id,
+            seq=seq,
+            symbol=order.instrument.symbol,
+            side=Side(order.side),
+            quantity=order.quantity,
+            target_weight=target_weight,
+            placed_at=order.placed_at,
+        )
+        again = replace(recorded, created=False)
+        self._order_keys[key] = again
+        self._orders_by_cycle.setdefault(cycle_id, []).append(again)
+        self._orders_by_account.setdefault(account_id, []).append(again)
+        return recorded
+
+    def cycle_orders(self, cycle_id: int) -> list[RecordedOrder]:
+        stored = [] if cycle_id in self._cycles else super().cycle_orders(cycle_id)
+        return [*stored, *self._orders_by_cycle.get(cycle_id, ())]
+
+    def recent_orders(self, account_id: int, before: datetime, limit: int) -> list[RecordedOrder]:
+        stored = super().recent_orders(account_id, before, limit)
+        pending = [
+            order
+            for order in self._orders_by_account.get(account_id, ())
+            if order.placed_at is not None and order.placed_at < before
+        ]
+        if not pending:
+            return stored
+        merged = sorted(
+            [*stored, *pending],
+            key=lambda order: (order.placed_at, order.order_id),
+            reverse=True,
+        )
+        return merged[:limit]
+
+    # -- traces and LLM usage ------------------------------------------------------------------
+
+    def append_journal(
+        self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None = None
+    ) -> tuple[TraceEntry, ...]:
+        cycle = self._cycles.get(cycle_id)
+        if cycle is None:
+            self.flush()
+            return super().append_journal(cycle_id, entries, usage)
+        if any(entry.cycle_id != cycle_id for entry in entries):
+            raise ValueError(f"every entry must belong to cycle {cycle_id}")
+        if usage is not None:
+            cycle.usage = (cycle.usage or CycleUsage()) + usage
+            cycle.row.update({name: getattr(cycle.usage, name) for name in _USAGE_COLUMNS})
+        first = len(cycle.traces) + 1
+        stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
+        cycle.traces.extend(stored)
+        self._batch.add_traces(stored)
+        return stored
+
+    def traces(self, cycle_id: int) -> list[TraceEntry]:
+        cycle = self._cycles.get(cycle_id)
+        return super().traces(cycle_id) if cycle is None else list(cycle.traces)
+
+    def cycle_usage(self, cycle_id: int) -> CycleUsage:
+        cycle = self._cycles.get(cycle_id)
+        if cycle is None:
+            return super().cycle_usage(cycle_id)
+        return cycle.usage or CycleUsage()
+
+    # -- NAV -----------------------------------------------------------------------------------
+
+    def find_nav_snapshot(
+        self, account_id: int, at: datetime, kind: SnapshotKind
+    ) -> NavSnapshot | None:
+        check_utc("at", at)
+        key = (account_id, at, SnapshotKind(kind))
+        if (found := self._snapshots.get(key)) is not None:
+            return found
+        if key in self._stored_snapshots or account_id not in self._books or at < self._start_at:
+            return super().find_nav_snapshot(account_id, at, kind)
+        return None
+
+    def write_nav_snapshot(
+        self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
+    ) -> NavSnapshot:
+        kind = SnapshotKind(kind)
+        found = self.find_nav_snapshot(account_id, at, kind)
+        if found is not None:
+            return found
+        book = self._book(account_id)
+        if book is None or at < self._start_at:
+            self.flush()
+            return super().write_nav_snapshot(account_id, at, kind, marks)
+        valued = book.value(marks, at)
+        positions_value = sum((mark.value for mark in valued.values()), Decimal(0))
+        snapshot = NavSnapshot(
+            snapshot_id=self._take_id(NAV_SNAPSHOT_TABLE),
+            account_id=account_id,
+            at=at,
+            kind=kind,
+            cash=book.cash,
+            positions_value=positions_value,
+            nav=book.cash + positions_value,
+            last_fill_id=book.last_fill_id,
+            last_action_id=book.last_action_id,
+            marks=valued,
+        )
+        self._snapshots[(account_id, at, kind)] = snapshot
+        self._batch.add_snapshot(snapshot)
+        return snapshot

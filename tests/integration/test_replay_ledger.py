@@ -1,0 +1,132 @@
+"""The replay's ledger on real SQLite and Postgres: the same answers and the same rows as the plain
+ledger, written only at a flush, and a refused fill changes nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from openbell.markets.domain import Fill, Order, Rejection, RejectReason, Side
+from openbell.markets.errors import LedgerBreach
+from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, SnapshotKind
+from openbell.store.replay_ledger import ReplayLedger
+from openbell_testkit.store import (
+    CLAIM_COLUMNS,
+    INSTRUMENTS,
+    NOW,
+    dump_tables,
+    fill_for,
+    make_order,
+)
+
+AAPL, MSFT, _ = INSTRUMENTS["us"]
+#: Columns written from the ids of other rows or counters that differ between two databases.
+_IDS = frozenset({"id", "cycle_id", "order_id", "snapshot_id", "idempotency_key", "last_fill_id"})
+
+
+def _accounts(ledger: Ledger) -> list[int]:
+    ids = []
+    for name in ("alpha", "beta"):
+        agent_id = ledger.ensure_agent(name, "random", NOW)
+        ids.append(ledger.open_account(agent_id, "us", "USD", Decimal(10000), NOW))
+    return ids
+
+
+def _orders(slot: int) -> list[tuple[Order, Fill | Rejection]]:
+    """A day's orders: buy AAPL and MSFT, sell part of AAPL, a rejection, sell the rest."""
+    at = NOW + timedelta(days=slot)
+    buy_aapl = make_order(instrument=AAPL, quantity=Decimal(7), placed_at=at)
+    buy_msft = make_order(instrument=MSFT, quantity=Decimal(3), placed_at=at)
+    sell_some = make_order(instrument=AAPL, side=Side.SELL, quantity=Decimal(4), placed_at=at)
+    rejected = make_order(instrument=MSFT, quantity=Decimal(10**6), placed_at=at)
+    sell_rest = make_order(instrument=AAPL, side=Side.SELL, quantity=Decimal(3), placed_at=at)
+    return [
+        (buy_aapl, fill_for(buy_aapl, Decimal("101.37"), fees=Decimal("0.51"))),
+        (buy_msft, fill_for(buy_msft, Decimal("333.33"), fees=Decimal("0.50"))),
+        (sell_some, fill_for(sell_some, Decimal("102.01"), fees=Decimal("0.21"))),
+        (rejected, Rejection(reason=RejectReason.INSUFFICIENT_CASH, message="no", at=at)),
+        (sell_rest, fill_for(sell_rest, Decimal("99.99"))),
+    ]
+
+
+def _run(ledger: Ledger, account_ids: list[int], slots: int) -> list[object]:
+    """Claim, trade, value and finish `slots` daily cycles of each account; what it was told."""
+    seen: list[object] = []
+    for slot in range(slots):
+        at = NOW + timedelta(days=slot)
+        for account_id in account_ids:
+            cycle_id = ledger.claim_cycle(account_id, at, "run", at + timedelta(minutes=5), at)
+            assert cycle_id is not None
+            for seq, (order, outcome) in enumerate(_orders(slot), start=1):
+                ledger.record_order(cycle_id=cycle_id, seq=seq, order=order, outcome=outcome)
+                seen.append(ledger.account_state(account_id, at))
+            seen.append([o.symbol for o in ledger.recent_orders(account_id, at, 3)])
+            marks = {"AAPL": Decimal(100), "MSFT": Decimal("300.5")}
+            snapshot = ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks)
+            seen.append((snapshot.cash, snapshot.nav, dict(snapshot.marks)))
+            assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, at, held_by="run")
+    return seen
+
+
+def test_the_replay_ledger_answers_and_writes_what_the_ledger_does(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Two ledgers, the plain one on a SQLite file and the replay's on `engine`'s database
+    (SQLite and Postgres): the same calls, the same answers, the same rows after a flush."""
+    plain_url = f"sqlite:///{(tmp_path / 'plain.db').as_posix()}"
+    upgrade(plain_url)
+    plain_engine = make_engine(plain_url)
+    try:
+        plain = Ledger(plain_engine)
+        plain_ids = _accounts(plain)
+        expected = _run(plain, plain_ids, slots=3)
+
+        replay = ReplayLedger(engine, start_at=NOW)
+        ids = _accounts(replay)
+        replay.own(ids)
+        got = _run(replay, ids, slots=3)
+        assert dump_tables(engine)["cycle"] == [], "nothing is written before the flush"
+        assert replay.pending > 0
+        replay.check()
+        assert got == expected
+        leave_out = CLAIM_COLUMNS | _IDS
+        theirs, ours = (
+            dump_tables(plain_engine, leave_out=leave_out),
+            dump_tables(engine, leave_out=leave_out),
+        )
+    finally:
+        plain_engine.dispose()
+    for table in ("account", "cycle", "order", "fill", "position", "nav_snapshot", "nav_mark"):
+        assert ours[table] == theirs[table], table
+    assert ours["fill"]
+
+
+def test_a_refused_fill_changes_nothing_in_the_working_copy(engine: Engine) -> None:
+    replay = ReplayLedger(engine, start_at=NOW)
+    (account_id, _other) = _accounts(replay)
+    replay.own([account_id])
+    cycle_id = replay.claim_cycle(account_id, NOW, "run", NOW + timedelta(minutes=5), NOW)
+    assert cycle_id is not None
+    before = replay.account_state(account_id, NOW)
+    too_big = make_order(instrument=AAPL, quantity=Decimal(1000))
+    with pytest.raises(LedgerBreach):
+        replay.record_order(
+            cycle_id=cycle_id, seq=1, order=too_big, outcome=fill_for(too_big, Decimal(100))
+        )
+    sell = make_order(instrument=AAPL, side=Side.SELL, quantity=Decimal(1))
+    with pytest.raises(LedgerBreach):
+        replay.record_order(
+            cycle_id=cycle_id, seq=1, order=sell, outcome=fill_for(sell, Decimal(1))
+        )
+    assert replay.account_state(account_id, NOW) == before
+    assert replay.cycle_orders(cycle_id) == []
+    replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
+    replay.check()
+    assert [row[0] for row in dump_tables(engine)["order"]] == []

@@ -44,6 +44,7 @@ from openbell.store.records import (
     CycleRecord,
     CycleStatus,
     CycleUsage,
+    JournalAppend,
     NavSnapshot,
     RecordedOrder,
     SnapshotKind,
@@ -456,6 +457,14 @@ class ReplayLedger(Ledger):
         cycle.traces.extend(stored)
         self._batch.add_traces(stored)
         return stored
+
+    def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
+        # The LLM agents' batch of a loop turn: each cycle's part goes where its cycle is (the
+        # batch, or the ledger once written), in order.
+        stored: list[TraceEntry] = []
+        for append in appends:
+            stored.extend(self.append_journal(append.cycle_id, append.entries, append.usage))
+        return tuple(stored)
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
         cycle = self._cycles.get(cycle_id)

@@ -51,6 +51,7 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.replay_batch import IdBlocks, ReplayBatch
+from openbell.store.strategy_runs import StrategyCode, StrategyRun
 from openbell.store.tables import (
     CYCLE_TABLE,
     FILL_TABLE,
@@ -437,6 +438,16 @@ class ReplayLedger(Ledger):
             reverse=True,
         )
         return merged[:limit]
+
+    # -- strategy-code agents: written through, after the batch (their rows refer to its cycles) --
+
+    def save_strategy(self, strategy: StrategyCode) -> StrategyCode:
+        self.flush()
+        return super().save_strategy(strategy)
+
+    def record_strategy_run(self, run: StrategyRun) -> StrategyRun:
+        self.flush()
+        return super().record_strategy_run(run)
 
     # -- traces and LLM usage ------------------------------------------------------------------
 

@@ -157,9 +157,10 @@ class BarWindow(Sequence[Bar]):
             if step != 1:
                 raise ValueError("a bar window is sliced with step 1 only")
             return BarWindow(self._series, self._lo + start, self._lo + max(start, stop))
-        if not -len(self) <= index < len(self):
+        position = self._lo + index if index >= 0 else self._hi + index
+        if not self._lo <= position < self._hi:
             raise IndexError("bar window index out of range")
-        return self._series.bars[self._lo + index % len(self)]
+        return self._series.bars[position]
 
     def __iter__(self) -> Iterator[Bar]:
         return iter(self.bars)

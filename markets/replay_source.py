@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
@@ -148,6 +148,7 @@ class ReplaySource(SourceIdentity):
         self._news = items
         self._news_us = [micros(item.published_at) for item in items]
         self._first_ends: dict[str, datetime | None] = {}
+        self._by_symbol: dict[str, list[BarSeries]] = {}
 
     @classmethod
     def from_bundled(
@@ -253,12 +254,13 @@ class ReplaySource(SourceIdentity):
                 out[symbol] = found
         return out
 
-    def _series_of(self, symbol: str) -> Iterator[BarSeries]:
-        """The series of `symbol` in each interval that has one, finest first."""
-        for data in self._data:
-            series = data.series(symbol)
-            if series is not None:
-                yield series
+    def _series_of(self, symbol: str) -> list[BarSeries]:
+        """The series of `symbol` in each interval that has one, finest first (kept)."""
+        found = self._by_symbol.get(symbol)
+        if found is None:
+            found = [series for data in self._data if (series := data.series(symbol)) is not None]
+            self._by_symbol[symbol] = found
+        return found
 
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else

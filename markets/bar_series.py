@@ -175,6 +175,11 @@ class BarWindow(Sequence[Bar]):
         return self._series.end_at(self._hi - 1) if self._hi > self._lo else None
 
     @property
+    def last_close(self) -> Decimal | None:
+        """The close of the window's last bar, read without building a `Bar` (None: empty)."""
+        return self._series.closes[self._hi - 1] if self._hi > self._lo else None
+
+    @property
     def bars(self) -> tuple[Bar, ...]:
         """The window's bars, oldest first."""
         return self._series.bars[self._lo : self._hi]

@@ -325,7 +325,11 @@ class PointInTimeGateway:
         if interval == "1d" or not knows_history:
             recent = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
         previous = (
-            {symbol: bars[-1].close for symbol, bars in recent.items() if bars}
+            {
+                symbol: close
+                for symbol, bars in recent.items()
+                if (close := _last_close(bars)) is not None
+            }
             if interval == "1d"
             else {}
         )
@@ -394,3 +398,10 @@ def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:
     if isinstance(bars, BarWindow):
         return bars.bars
     return tuple(bars)
+
+
+def _last_close(bars: Sequence[Bar]) -> Decimal | None:
+    """The close of the last of `bars` (None: none), without building a window's `Bar`."""
+    if isinstance(bars, BarWindow):
+        return bars.last_close
+    return bars[-1].close if bars else None

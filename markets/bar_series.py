@@ -2,8 +2,9 @@
 
 This module owns `BarSeries`, one symbol's bars of one interval, oldest first and never
 overlapping, kept as what a read needs: their starts and ends in µs since the epoch (sorted, for
-bisection), their opens and closes, the `Bar`s themselves (built once, on first use) and the exact
-running sums of their closes (built once, on first use). A `BarWindow` is a contiguous run of a
+bisection), their opens and closes, the `Bar`s themselves (built on first use, a block of
+`BLOCK_BARS` at a time, so a replay builds only the bars it shows) and the exact running sums of
+their closes (built once, on first use). A `BarWindow` is a contiguous run of a
 series' bars found by two bisections: the bars that started at or after some instant and had ended
 by the decision time, a `Sequence[Bar]` whose slices are windows again, so the gateway serves a
 lookback from it without filtering or decoding a bar, and the mean of its last closes comes from
@@ -24,6 +25,8 @@ from typing import Final, Protocol, overload, runtime_checkable
 from openbell.markets.barfile import BarPrices
 from openbell.markets.domain import Bar
 
+#: How many `Bar`s a series builds at once, when one of them is first asked for.
+BLOCK_BARS: Final = 256
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 #: Adding and subtracting finite decimals in this context is exact: no sum is ever rounded.
@@ -39,16 +42,16 @@ def mean_of_last(closes: Sequence[Decimal], n: int) -> Decimal:
 class BarSeries:
     """One symbol's bars of one interval, oldest first; see the module docstring.
 
-    `make_bars` builds the `Bar`s when they are first asked for (a quote or a fill price needs
-    none); `bars` gives them at once (in-memory bars).
+    `make_bars(lo, hi)` builds bars `lo .. hi - 1` when they are first asked for (a quote or a
+    fill price needs none); `bars` gives them all at once (in-memory bars).
     """
 
-    __slots__ = ("_bars", "_make_bars", "_sums", "closes", "ends", "opens", "starts")
+    __slots__ = ("_bars", "_blocks", "_make_bars", "_sums", "closes", "ends", "opens", "starts")
 
     def __init__(
         self,
         prices: BarPrices,
-        make_bars: Callable[[], tuple[Bar, ...]],
+        make_bars: Callable[[int, int], tuple[Bar, ...]],
         bars: tuple[Bar, ...] | None = None,
     ) -> None:
         self.starts = prices.starts_us
@@ -57,6 +60,7 @@ class BarSeries:
         self.closes = prices.closes
         self._make_bars = make_bars
         self._bars = bars
+        self._blocks: dict[int, tuple[Bar, ...]] = {}
         self._sums: tuple[list[Decimal], int] | None = None
 
     @classmethod
@@ -68,14 +72,37 @@ class BarSeries:
             opens=[bar.open for bar in bars],
             closes=[bar.close for bar in bars],
         )
-        return cls(prices, lambda: bars, bars)
+        return cls(prices, lambda lo, hi: bars[lo:hi], bars)
 
     @property
     def bars(self) -> tuple[Bar, ...]:
         """Every bar of the series, oldest first (built on first use, then kept)."""
         if self._bars is None:
-            self._bars = self._make_bars()
+            self._bars = self.slice(0, len(self.starts))
+            self._blocks.clear()
         return self._bars
+
+    def slice(self, lo: int, hi: int) -> tuple[Bar, ...]:
+        """Bars `lo .. hi - 1` (`0 <= lo <= hi <= len`), building the blocks they are in."""
+        if self._bars is not None:
+            return self._bars[lo:hi]
+        if hi <= lo:
+            return ()
+        first, last = lo // BLOCK_BARS, (hi - 1) // BLOCK_BARS
+        if first == last:
+            offset = first * BLOCK_BARS
+            return self._block(first)[lo - offset : hi - offset]
+        joined = tuple(itertools.chain.from_iterable(map(self._block, range(first, last + 1))))
+        offset = first * BLOCK_BARS
+        return joined[lo - offset : hi - offset]
+
+    def _block(self, number: int) -> tuple[Bar, ...]:
+        found = self._blocks.get(number)
+        if found is None:
+            lo = number * BLOCK_BARS
+            found = self._make_bars(lo, min(lo + BLOCK_BARS, len(self.starts)))
+            self._blocks[number] = found
+        return found
 
     def start_at(self, index: int) -> datetime:
         """The start of bar `index`: the `Bar`'s own instant once built (in-memory bars keep the
@@ -160,7 +187,7 @@ class BarWindow(Sequence[Bar]):
         position = self._lo + index if index >= 0 else self._hi + index
         if not self._lo <= position < self._hi:
             raise IndexError("bar window index out of range")
-        return self._series.bars[position]
+        return self._series.slice(position, position + 1)[0]
 
     def __iter__(self) -> Iterator[Bar]:
         return iter(self.bars)
@@ -182,7 +209,7 @@ class BarWindow(Sequence[Bar]):
     @property
     def bars(self) -> tuple[Bar, ...]:
         """The window's bars, oldest first."""
-        return self._series.bars[self._lo : self._hi]
+        return self._series.slice(self._lo, self._hi)
 
     def mean_close(self, n: int) -> Decimal:
         """The mean of the closes of the window's last `n` bars (`1 <= n <= len(self)`)."""

@@ -89,7 +89,7 @@ class _Interval:
 
 def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], BarSeries]:
     # A BarSet is sorted and checked on read; its `Bar`s are built only when bars are asked for.
-    return lambda: BarSeries(barset.prices(symbol), lambda: barset.bars(symbol))
+    return lambda: BarSeries(barset.prices(symbol), lambda lo, hi: barset.rows(symbol, lo, hi))
 
 
 def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], BarSeries]:
@@ -226,7 +226,7 @@ class ReplaySource(SourceIdentity):
                 first = bisect.bisect_left(series.starts, lo)
                 last = bisect.bisect_left(series.starts, hi, first)
                 if last > first:
-                    out[symbol] = series.bars[first:last]
+                    out[symbol] = series.slice(first, last)
         return out
 
     def ended_windows(

@@ -18,7 +18,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from openbell.markets.bar_series import BarSeries, BarWindow, PreparedBars, mean_of_last
+from openbell.markets.bar_series import (
+    BLOCK_BARS,
+    BarSeries,
+    BarWindow,
+    PreparedBars,
+    mean_of_last,
+)
+from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import Bar, utc
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
@@ -212,3 +219,43 @@ def test_a_window_is_the_bars_started_since_and_ended_by() -> None:
         window.mean_close(4)
     with pytest.raises(ValueError, match="step 1"):
         _ = window[::2]
+
+
+# -- bars built a block at a time ---------------------------------------------------------------
+
+
+@functools.cache
+def btc_file_bars() -> tuple[Bar, ...]:
+    return read_bundled("crypto-1d").bars("BTC/USDT")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_series_builds_only_the_blocks_asked_for(data: st.DataObject) -> None:
+    every = btc_file_bars()
+    barset = read_bundled("crypto-1d")
+    built: list[tuple[int, int]] = []
+
+    def make(lo: int, hi: int) -> tuple[Bar, ...]:
+        built.append((lo, hi))
+        return barset.rows("BTC/USDT", lo, hi)
+
+    series = BarSeries(barset.prices("BTC/USDT"), make)
+    for _ in range(data.draw(st.integers(1, 3))):
+        hi = data.draw(st.integers(0, len(every)), label="hi")
+        lo = data.draw(st.integers(max(0, hi - 3 * BLOCK_BARS), hi), label="lo")
+        assert series.slice(lo, hi) == every[lo:hi]
+        assert BarWindow(series, lo, hi).bars == every[lo:hi]
+    assert all(hi - lo <= BLOCK_BARS and lo % BLOCK_BARS == 0 for lo, hi in built)
+    assert len(built) == len(set(built))  # a block is built once
+    assert series.bars == every
+    assert series.slice(5, 9) == every[5:9]
+
+
+def test_a_bar_file_gives_a_symbols_rows_by_position() -> None:
+    barset = read_bundled("crypto-1d")
+    every = btc_file_bars()
+    assert barset.rows("BTC/USDT", 0, 3) == every[:3]
+    assert barset.rows("BTC/USDT", len(every) - 2, len(every) + 5) == every[-2:]
+    assert barset.rows("BTC/USDT", 4, 4) == ()
+    assert barset.rows("NOPE/USDT", 0, 3) == ()

@@ -78,6 +78,8 @@ from openbell.store.ledger import Ledger
 from openbell.store.records import RecordedOrder
 
 R = TypeVar("R", bound=ToolResult)
+#: The arguments of `get_portfolio`, which has none.
+_NO_ARGUMENTS = GetPortfolioArgs()
 #: The bar intervals a tool may ask for (`GetBarsArgs.interval`).
 _INTERVALS: tuple[str, ...] = typing.get_args(GetBarsArgs.model_fields["interval"].annotation)
 
@@ -186,11 +188,7 @@ class Toolbox:
                 f"Use one of: {', '.join(self._by_name)}.",
             )
         if self.finished:
-            return self._error(
-                ErrorCode.ALREADY_FINISHED,
-                "This cycle is finished; no more tool calls are served.",
-                "Stop: the next cycle starts at the next slot.",
-            )
+            return self._finished_error()
         raw = dict(arguments) if isinstance(arguments, Mapping) else arguments
         try:
             args = spec.args.model_validate(raw)
@@ -248,8 +246,10 @@ class Toolbox:
         return _typed(await self.call("calculate", {"expression": expression}), CalculationOut)
 
     async def get_portfolio(self) -> PortfolioOut | ToolError:
-        """See the `get_portfolio` tool."""
-        return _typed(await self.call("get_portfolio", {}), PortfolioOut)
+        """See the `get_portfolio` tool (it takes no arguments, so none are validated)."""
+        if self.finished:
+            return self._finished_error()
+        return _typed(await self._portfolio(_NO_ARGUMENTS), PortfolioOut)
 
     async def place_order(
         self,
@@ -279,11 +279,7 @@ class Toolbox:
         of `windows` with that many bars (for Python agents; not a model tool). It reads the bars
         `get_bars(symbol, interval, max(windows))` would show, and refuses what it refuses."""
         if self.finished:
-            return self._error(
-                ErrorCode.ALREADY_FINISHED,
-                "This cycle is finished; no more tool calls are served.",
-                "Stop: the next cycle starts at the next slot.",
-            )
+            return self._finished_error()
         lengths = tuple(windows)
         if (
             interval not in _INTERVALS
@@ -512,6 +508,13 @@ class Toolbox:
 
     def _error(self, code: ErrorCode, message: str, hint: str = "") -> ToolError:
         return ToolError(code=code, message=message, hint=hint, as_of=self._now)
+
+    def _finished_error(self) -> ToolError:
+        return self._error(
+            ErrorCode.ALREADY_FINISHED,
+            "This cycle is finished; no more tool calls are served.",
+            "Stop: the next cycle starts at the next slot.",
+        )
 
     def _diverged_error(self) -> ToolError:
         return self._error(

@@ -161,7 +161,8 @@ class EqualWeight:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SmaCrossover:
-    """Long a symbol while its SMA50 is above its SMA200 (daily closes known at the slot).
+    """Long a symbol while its SMA50 is above its SMA200 (the means of the last 50 and 200 daily
+    closes known at the slot, `Toolbox.moving_averages`).
 
     It trades towards the signal's state, which is the crossover rule without memory: holding
     nothing while SMA50 > SMA200 (a cross up, or already above at the first slot) it buys 1/N of NAV
@@ -201,13 +202,10 @@ class SmaCrossover:
 
     @staticmethod
     async def _signal(ctx: DecisionContext, symbol: str) -> bool | None:
-        bars = await ctx.tools.get_bars(symbol, "1d", SMA_SLOW)
-        if isinstance(bars, ToolError) or len(bars.bars) < SMA_SLOW:
+        found = await ctx.tools.moving_averages(symbol, "1d", (SMA_FAST, SMA_SLOW))
+        if isinstance(found, ToolError) or SMA_SLOW not in found.averages:
             return None
-        closes = [bar.close for bar in bars.bars]
-        fast = sum(closes[-SMA_FAST:], Decimal(0)) / SMA_FAST
-        slow = sum(closes[-SMA_SLOW:], Decimal(0)) / SMA_SLOW
-        return fast > slow
+        return found.averages[SMA_FAST] > found.averages[SMA_SLOW]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,11 +12,14 @@ cycle identically, and every failure is a structured `ToolError` or a rejected `
 exception. `serve` is a call as a model gets it (the LLM loop, MCP): a result with rows (bars,
 news, reports) is kept within `MAX_RESULT_CHARS` of JSON, the newest rows kept and the others
 counted in its `omitted`; `call` and the typed methods, for Python agents, return every row asked
-for. The research tools (news, fundamentals, arithmetic) are served from `research.py`'s handlers.
+for. Python agents also get `moving_averages` (not a model tool): the mean closes the rule baselines
+trade on, read from the gateway under the same universe and point-in-time rules as `get_bars`. The
+research tools (news, fundamentals, arithmetic) are served from `research.py`'s handlers.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -68,13 +71,17 @@ from openbell.markets.domain import (
 )
 from openbell.markets.errors import DataUnavailable, NotServed
 from openbell.markets.fundamentals import FundamentalsSource
-from openbell.markets.gateway import GatewayView, MarketSnapshot
+from openbell.markets.gateway import MAX_LOOKBACK, AveragesResult, GatewayView, MarketSnapshot
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.records import RecordedOrder
 
 R = TypeVar("R", bound=ToolResult)
+#: The arguments of `get_portfolio`, which has none.
+_NO_ARGUMENTS = GetPortfolioArgs()
+#: The bar intervals a tool may ask for (`GetBarsArgs.interval`).
+_INTERVALS: tuple[str, ...] = typing.get_args(GetBarsArgs.model_fields["interval"].annotation)
 
 
 class Toolbox:
@@ -181,11 +188,7 @@ class Toolbox:
                 f"Use one of: {', '.join(self._by_name)}.",
             )
         if self.finished:
-            return self._error(
-                ErrorCode.ALREADY_FINISHED,
-                "This cycle is finished; no more tool calls are served.",
-                "Stop: the next cycle starts at the next slot.",
-            )
+            return self._finished_error()
         raw = dict(arguments) if isinstance(arguments, Mapping) else arguments
         try:
             args = spec.args.model_validate(raw)
@@ -243,8 +246,10 @@ class Toolbox:
         return _typed(await self.call("calculate", {"expression": expression}), CalculationOut)
 
     async def get_portfolio(self) -> PortfolioOut | ToolError:
-        """See the `get_portfolio` tool."""
-        return _typed(await self.call("get_portfolio", {}), PortfolioOut)
+        """See the `get_portfolio` tool (it takes no arguments, so none are validated)."""
+        if self.finished:
+            return self._finished_error()
+        return _typed(await self._portfolio(_NO_ARGUMENTS), PortfolioOut)
 
     async def place_order(
         self,
@@ -267,6 +272,34 @@ class Toolbox:
                 arguments[key] = value
         return _typed(await self.call("place_order", arguments), OrderOut)
 
+    async def moving_averages(
+        self, symbol: str, interval: str = "1d", windows: Sequence[int] = (50, 200)
+    ) -> AveragesResult | ToolError:
+        """The mean close of the last `n` `interval` bars of `symbol` ended by now, for each `n`
+        of `windows` with that many bars (for Python agents; not a model tool). It reads the bars
+        `get_bars(symbol, interval, max(windows))` would show, and refuses what it refuses."""
+        if self.finished:
+            return self._finished_error()
+        lengths = tuple(windows)
+        if (
+            interval not in _INTERVALS
+            or not lengths
+            or not all(isinstance(n, int) and 1 <= n <= MAX_LOOKBACK for n in lengths)
+        ):
+            return self._error(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"Invalid arguments for moving_averages: interval {interval!r} must be one of "
+                f"{', '.join(_INTERVALS)}, and windows {list(lengths)} lengths of 1 to "
+                f"{MAX_LOOKBACK} bars.",
+                "Call moving_averages with a served interval and window lengths in range.",
+            )
+        if self._instrument(symbol) is None:
+            return unknown_symbol(symbol, self._now)
+        try:
+            return await self._gateway.moving_averages(symbol, interval, lengths)
+        except (DataUnavailable, NotServed) as exc:
+            return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
+
     async def recent_orders(self, limit: int) -> list[RecordedOrder]:
         """The account's latest `limit` orders placed before now, newest first, with their
         outcomes (for a decision mode's prompt; not a model tool)."""
@@ -285,14 +318,15 @@ class Toolbox:
             found = await self._gateway.bars(args.symbol, args.interval, args.lookback)
         except (DataUnavailable, NotServed) as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
-        bars = tuple(bar for bar in found.bars if bar.end_at <= self._now)
-        if not bars:
+        if not found.bars:  # the result holds only bars ended by now (`BarsResult` checks it)
             return self._error(
                 ErrorCode.DATA_UNAVAILABLE,
                 f"No {args.interval} bars of {args.symbol} had ended by {self._now.isoformat()}.",
                 "Try another interval or symbol, or a later slot.",
             )
-        return BarsOut.of(as_of=self._now, symbol=args.symbol, interval=args.interval, bars=bars)
+        return BarsOut.of(
+            as_of=self._now, symbol=args.symbol, interval=args.interval, bars=found.bars
+        )
 
     async def _get_quote(self, args: GetQuoteArgs) -> ToolOutcome:
         wanted = list(dict.fromkeys(args.symbols))
@@ -474,6 +508,13 @@ class Toolbox:
 
     def _error(self, code: ErrorCode, message: str, hint: str = "") -> ToolError:
         return ToolError(code=code, message=message, hint=hint, as_of=self._now)
+
+    def _finished_error(self) -> ToolError:
+        return self._error(
+            ErrorCode.ALREADY_FINISHED,
+            "This cycle is finished; no more tool calls are served.",
+            "Stop: the next cycle starts at the next slot.",
+        )
 
     def _diverged_error(self) -> ToolError:
         return self._error(

@@ -295,19 +295,22 @@ class PortfolioOut(ToolResult):
 
     @classmethod
     def of(cls, book: Book, as_of: datetime) -> PortfolioOut:
-        """`book` as the tool shows it, weights rounded to four places."""
+        """`book` as the tool shows it, weights rounded to four places. Built without validating
+        again: a `Book` holds exact Decimals already (one portfolio is read every cycle)."""
         nav = book.nav
-        return cls(
+        return cls.model_construct(
             as_of=as_of,
             currency=book.currency,
             cash=book.cash,
             positions=[
-                PositionOut(
+                PositionOut.model_construct(
                     symbol=holding.symbol,
                     quantity=holding.quantity,
                     mark=holding.mark,
                     value=holding.value,
-                    weight=(holding.value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else 0,
+                    weight=(
+                        (holding.value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
+                    ),
                 )
                 for holding in book.holdings.values()
             ],

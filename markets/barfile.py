@@ -140,6 +140,12 @@ class BarSet:
                 out.extend(_materialise(self._table.slice(lo, hi - lo)))
         return tuple(out)
 
+    def rows(self, symbol: str, lo: int, hi: int) -> tuple[Bar, ...]:
+        """`symbol`'s bars `lo .. hi - 1`, oldest first (positions among its own bars)."""
+        first, last = self._ranges.get(symbol, (0, 0))
+        lo, hi = first + max(lo, 0), min(first + hi, last)
+        return tuple(_materialise(self._table.slice(lo, hi - lo))) if hi > lo else ()
+
     def __iter__(self) -> Iterator[Bar]:
         return iter(_materialise(self._table))
 

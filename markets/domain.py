@@ -74,6 +74,8 @@ class Side(enum.StrEnum):
 
 def check_utc(name: str, value: datetime) -> None:
     """Refuse a naive datetime, or one whose offset is not zero."""
+    if value.tzinfo is UTC:  # the common case, decided without asking for the offset
+        return
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware UTC, got naive {value.isoformat()}")
     if value.utcoffset() != timedelta(0):

@@ -5,8 +5,12 @@ frozen result stamped `as_of=now` that holds only what was knowable then: bars w
 `end_at <= now` (an unfinished bar is never shown), quotes with `at <= now` and news with
 `published_at <= now`. The result types check this again when built, so a result holding the
 future cannot exist. It also owns `MarketSnapshot`, the quotes of one market at one slot, fetched
-once and shared by every agent of that slot. Sources (`sources.py`) answer time ranges; the
-gateway chooses the ranges and filters what comes back, so a source's mistakes cannot leak.
+once and shared by every agent of that slot, and the moving averages of closes the rule baselines
+trade on (`moving_averages`). Sources (`sources.py`) answer time ranges; the gateway chooses the
+ranges and filters what comes back, so a source's mistakes cannot leak. A source whose bars are
+prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ranges as windows of
+bars already known to have ended by `now`, found by bisection, and its means come from running sums;
+what comes out is exactly what the range-and-filter path gives (a property test checks it).
 An interval the source does not serve raises `IntervalUnavailable`; a symbol without data is an
 empty result or a `missing` entry, worded the same whether the symbol is unknown or merely has no
 data yet, so that an error says nothing about the future either.
@@ -19,9 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Final
 
+from openbell.markets.bar_series import BarWindow, PreparedBars, mean_of_last
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
@@ -32,12 +38,15 @@ MAX_NEWS: Final = 50
 
 _FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
+_END_AT: Final = attrgetter("end_at")
+_SYMBOL: Final = attrgetter("symbol")
 
 
 def _check_seen(what: str, stamps: Iterable[datetime], as_of: datetime) -> None:
-    for stamp in stamps:
-        if stamp > as_of:
-            raise ValueError(f"look-ahead: a {what} stamped {stamp} in a result as of {as_of}")
+    # The latest stamp, found at C speed: a 200-bar result is checked on every read.
+    latest = max(stamps, default=None)
+    if latest is not None and latest > as_of:
+        raise ValueError(f"look-ahead: a {what} stamped {latest} in a result as of {as_of}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,8 +60,8 @@ class BarsResult:
 
     def __post_init__(self) -> None:
         check_utc("as_of", self.as_of)
-        _check_seen("bar end", (bar.end_at for bar in self.bars), self.as_of)
-        if any(bar.symbol != self.symbol for bar in self.bars):
+        _check_seen("bar end", map(_END_AT, self.bars), self.as_of)
+        if {*map(_SYMBOL, self.bars)} - {self.symbol}:
             raise ValueError(f"bars of another symbol in a {self.symbol} result")
 
 
@@ -70,6 +79,26 @@ class ClosesResult:
         _check_seen("bar end", self.ended_at, self.as_of)
         if len(self.closes) != len(self.ended_at):
             raise ValueError("closes and ended_at must pair up")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AveragesResult:
+    """Means of the closes of the last bars of `symbol` ended by `as_of`, by window length (in
+    bars): a window longer than the bars found is absent. `ended_at` is the end of the last bar
+    averaged (None: no bar had ended)."""
+
+    symbol: str
+    interval: str
+    as_of: datetime
+    averages: Mapping[int, Decimal]
+    ended_at: datetime | None
+
+    def __post_init__(self) -> None:
+        check_utc("as_of", self.as_of)
+        object.__setattr__(self, "averages", MappingProxyType(dict(self.averages)))
+        _check_seen("bar end", () if self.ended_at is None else (self.ended_at,), self.as_of)
+        if self.ended_at is None and self.averages:
+            raise ValueError("averages without a bar they were computed from")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,7 +162,8 @@ class PointInTimeGateway:
     by `now` comes from the source's `first_bar_ends` when it has one (`sources.FirstBars`: the
     replay source, which knows every symbol's history); else from the bars fetched for the
     snapshot (the daily bars of its previous-close window, or the coarsest interval served),
-    together with the earliest bar end this gateway has seen of each symbol.
+    together with the earliest bar end this gateway has seen of each symbol. Bars come from the
+    source's prepared windows when it has them (`bar_series.PreparedBars`), else from `bars`.
     """
 
     def __init__(
@@ -147,6 +177,9 @@ class PointInTimeGateway:
         self._max_lookback = max_lookback
         self._max_news = max_news
         self._bars_per_day = {"1d": 1, "1h": slots_per_session(source.market, "hourly")}
+        # What the source can do beyond the port, asked once (a protocol check is slow).
+        self._prepared = source if isinstance(source, PreparedBars) else None
+        self._history = source if isinstance(source, FirstBars) else None
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
 
@@ -182,19 +215,25 @@ class PointInTimeGateway:
 
     async def _ended_bars(
         self, symbols: tuple[str, ...], interval: str, days: int, now: datetime
-    ) -> dict[str, tuple[Bar, ...]]:
+    ) -> dict[str, Sequence[Bar]]:
+        """The bars of each symbol that started in the `days` before `now` and had ended by `now`
+        (a prepared source's windows; else read and filtered here)."""
         self._check_interval(interval)
         start_at = max(now, _FLOOR + timedelta(days=days)) - timedelta(days=days)
+        if self._prepared is not None:
+            windows = self._prepared.ended_windows(symbols, interval, start_at, now)
+            return {symbol: windows.get(symbol, ()) for symbol in symbols}
         found = await self._source.bars(symbols, interval, start_at, now)
-        out: dict[str, tuple[Bar, ...]] = {}
+        out: dict[str, Sequence[Bar]] = {}
         for symbol in symbols:
             # A live source returns the bar in progress; a bar not ended by `now` is never shown.
             ended = tuple(bar for bar in found.get(symbol, ()) if bar.end_at <= now)
             out[symbol] = ended
         return out
 
-    async def bars(self, symbol: str, interval: str, lookback: int, now: datetime) -> BarsResult:
-        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer)."""
+    async def _last_bars(
+        self, symbol: str, interval: str, lookback: int, now: datetime
+    ) -> Sequence[Bar]:
         check_utc("now", now)
         if not 1 <= lookback <= self._max_lookback:
             raise ValueError(f"lookback must be between 1 and {self._max_lookback}, got {lookback}")
@@ -203,10 +242,36 @@ class PointInTimeGateway:
         found = (await self._ended_bars((symbol,), interval, days, now))[symbol]
         if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
             found = (await self._ended_bars((symbol,), interval, days * 4, now))[symbol]
-        return BarsResult(symbol=symbol, interval=interval, as_of=now, bars=found[-lookback:])
+        return found.last(lookback) if isinstance(found, BarWindow) else found[-lookback:]
+
+    async def bars(self, symbol: str, interval: str, lookback: int, now: datetime) -> BarsResult:
+        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer)."""
+        found = await self._last_bars(symbol, interval, lookback, now)
+        return BarsResult(symbol=symbol, interval=interval, as_of=now, bars=_as_tuple(found))
+
+    async def moving_averages(
+        self, symbol: str, interval: str, windows: Sequence[int], now: datetime
+    ) -> AveragesResult:
+        """The mean close of the last `n` bars of `symbol` ended by `now`, for each `n` of
+        `windows` that `bars(symbol, interval, max(windows), now)` holds at least `n` bars of:
+        the same bars, and the same number as `sum(closes[-n:], Decimal(0)) / n` over their closes
+        (from a prepared source's running sums, without adding the closes up again)."""
+        if not windows or min(windows) < 1:
+            raise ValueError(f"windows must be one or more positive lengths, got {list(windows)}")
+        found = await self._last_bars(symbol, interval, max(windows), now)
+        if isinstance(found, BarWindow):
+            averages = {n: found.mean_close(n) for n in windows if n <= len(found)}
+            ended_at = found.end_at
+        else:
+            closes = [bar.close for bar in found]
+            averages = {n: mean_of_last(closes, n) for n in windows if n <= len(closes)}
+            ended_at = found[-1].end_at if found else None
+        return AveragesResult(
+            symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
+        )
 
     async def daily_closes(self, symbol: str, n: int, now: datetime) -> ClosesResult:
-        """Closes of the last `n` daily bars of `symbol` ended by `now` (for SMA baselines)."""
+        """Closes of the last `n` daily bars of `symbol` ended by `now`, with their ends."""
         found = await self.bars(symbol, "1d", n, now)
         return ClosesResult(
             symbol=symbol,
@@ -254,13 +319,17 @@ class PointInTimeGateway:
         them had a bar ended by `now`."""
         quotes = await self.quote(symbols, now)
         wanted = tuple(dict.fromkeys(check_symbols(symbols)))
-        knows_history = isinstance(self._source, FirstBars)
+        knows_history = self._history is not None
         interval = "1d" if "1d" in self._source.intervals else self._source.intervals[-1]
-        recent: dict[str, tuple[Bar, ...]] = {}
+        recent: dict[str, Sequence[Bar]] = {}
         if interval == "1d" or not knows_history:
             recent = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
         previous = (
-            {symbol: bars[-1].close for symbol, bars in recent.items() if bars}
+            {
+                symbol: close
+                for symbol, bars in recent.items()
+                if (close := _last_close(bars)) is not None
+            }
             if interval == "1d"
             else {}
         )
@@ -274,11 +343,11 @@ class PointInTimeGateway:
         )
 
     def _with_bars(
-        self, symbols: tuple[str, ...], recent: Mapping[str, tuple[Bar, ...]], now: datetime
+        self, symbols: tuple[str, ...], recent: Mapping[str, Sequence[Bar]], now: datetime
     ) -> frozenset[str]:
         """Which of `symbols` had a bar ended by `now` (`recent`: bars ended by `now`)."""
-        if isinstance(self._source, FirstBars):
-            firsts = self._source.first_bar_ends(symbols)
+        if self._history is not None:
+            firsts = self._history.first_bar_ends(symbols)
             return frozenset(symbol for symbol, end in firsts.items() if end <= now)
         for symbol, bars in recent.items():
             if bars:
@@ -307,6 +376,12 @@ class GatewayView:
         """See `PointInTimeGateway.daily_closes`."""
         return await self.gateway.daily_closes(symbol, n, self.now)
 
+    async def moving_averages(
+        self, symbol: str, interval: str, windows: Sequence[int]
+    ) -> AveragesResult:
+        """See `PointInTimeGateway.moving_averages`."""
+        return await self.gateway.moving_averages(symbol, interval, windows, self.now)
+
     async def quote(self, symbols: Sequence[str]) -> QuotesResult:
         """See `PointInTimeGateway.quote`."""
         return await self.gateway.quote(symbols, self.now)
@@ -316,3 +391,17 @@ class GatewayView:
     ) -> NewsResult:
         """See `PointInTimeGateway.news`."""
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
+
+
+def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:
+    """`bars` as a tuple: a window's own slice of its series, else a copy."""
+    if isinstance(bars, BarWindow):
+        return bars.bars
+    return tuple(bars)
+
+
+def _last_close(bars: Sequence[Bar]) -> Decimal | None:
+    """The close of the last of `bars` (None: none), without building a window's `Bar`."""
+    if isinstance(bars, BarWindow):
+        return bars.last_close
+    return bars[-1].close if bars else None

@@ -7,21 +7,24 @@ bar starting exactly at `t` (finest interval first), else the close of the bar t
 before `t` (ties go to the finer interval). The fill price of an order placed at `t` is the open of
 the first bar starting at or after `t` (earliest start wins, ties go to the finer interval). It
 knows each symbol's whole history, so it tells the gateway when a symbol first had an ended bar
-(`first_bar_ends`). Lookups are bisections over per-symbol sorted lists of microsecond stamps; a
-symbol's stamps, opens and closes are read once, on its first query, and kept; its `Bar`s are built
-only when bars are asked for (`bars`), never for a quote or a fill price.
+(`first_bar_ends`). Its bars are prepared once per source (a replay builds one): each symbol's
+`BarSeries` (`bar_series.py`) is read on its first query and kept, lookups are bisections over its
+sorted microsecond stamps, its `Bar`s are built only when bars are asked for, never for a quote or a
+fill price, and the gateway reads the bars ended by its decision time as `BarWindow`s of it
+(`ended_windows`), with no bar filtered or decoded again.
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from openbell.markets.barfile import BarPrices, BarSet, bundled_names, read_bars, read_bundled
+from openbell.markets.bar_series import BarSeries, BarWindow
+from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols, finest_first
@@ -36,65 +39,14 @@ def micros(at: datetime) -> int:
     return (at - _EPOCH) // _MICROSECOND
 
 
-class _Series:
-    """One symbol's bars of one interval: starts and ends in µs for bisection, opens and closes
-    for quotes and fill prices, and the `Bar`s themselves, built on first use (a quote needs none).
-    """
-
-    __slots__ = ("_bars", "_make_bars", "closes", "ends", "opens", "starts")
-
-    def __init__(
-        self,
-        prices: BarPrices,
-        make_bars: Callable[[], tuple[Bar, ...]],
-        bars: tuple[Bar, ...] | None = None,
-    ) -> None:
-        self.starts = prices.starts_us
-        self.ends = prices.ends_us
-        self.opens = prices.opens
-        self.closes = prices.closes
-        self._make_bars = make_bars
-        self._bars = bars
-
-    @classmethod
-    def of_bars(cls, bars: tuple[Bar, ...]) -> _Series:
-        prices = BarPrices(
-            starts_us=[(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars],
-            ends_us=[(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars],
-            opens=[bar.open for bar in bars],
-            closes=[bar.close for bar in bars],
-        )
-        return cls(prices, lambda: bars, bars)
-
-    @property
-    def bars(self) -> tuple[Bar, ...]:
-        if self._bars is None:
-            self._bars = self._make_bars()
-        return self._bars
-
-    def start_at(self, index: int) -> datetime:
-        """The start of bar `index`: the `Bar`'s own instant once built (in-memory bars keep the
-        UTC tzinfo they were given), else the instant its µs stand for, as a bar file's bars carry.
-        """
-        if self._bars is not None:
-            return self._bars[index].start_at
-        return _EPOCH + self.starts[index] * _MICROSECOND
-
-    def end_at(self, index: int) -> datetime:
-        """The end of bar `index`, as `start_at` gives its start."""
-        if self._bars is not None:
-            return self._bars[index].end_at
-        return _EPOCH + self.ends[index] * _MICROSECOND
-
-
-def _series_of(symbol: str, bars: Iterable[Bar]) -> _Series:
+def _series_of(symbol: str, bars: Iterable[Bar]) -> BarSeries:
     ordered = tuple(sorted(bars, key=lambda bar: bar.start_at))
     for earlier, later in itertools.pairwise(ordered):
         if later.start_at < earlier.end_at:
             raise ValueError(f"{symbol}: bars at {earlier.start_at} and {later.start_at} overlap")
     if any(bar.symbol != symbol for bar in ordered):
         raise ValueError(f"bars filed under {symbol} belong to another symbol")
-    return _Series.of_bars(ordered)
+    return BarSeries.of_bars(ordered)
 
 
 class _Interval:
@@ -102,11 +54,11 @@ class _Interval:
 
     def __init__(self, interval: str) -> None:
         self.interval = interval
-        self._loaders: dict[str, Callable[[], _Series]] = {}
-        self._series: dict[str, _Series] = {}
+        self._loaders: dict[str, Callable[[], BarSeries]] = {}
+        self._series: dict[str, BarSeries] = {}
         self._starts: list[int] | None = None
 
-    def add(self, symbol: str, loader: Callable[[], _Series], origin: str) -> None:
+    def add(self, symbol: str, loader: Callable[[], BarSeries], origin: str) -> None:
         if symbol in self._loaders:
             raise ConfigError(f"{origin}: {symbol} {self.interval} bars are loaded twice")
         self._loaders[symbol] = loader
@@ -115,7 +67,7 @@ class _Interval:
     def symbols(self) -> frozenset[str]:
         return frozenset(self._loaders)
 
-    def series(self, symbol: str) -> _Series | None:
+    def series(self, symbol: str) -> BarSeries | None:
         found = self._series.get(symbol)
         if found is None:
             loader = self._loaders.get(symbol)
@@ -135,12 +87,12 @@ class _Interval:
         return self._starts
 
 
-def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], _Series]:
+def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], BarSeries]:
     # A BarSet is sorted and checked on read; its `Bar`s are built only when bars are asked for.
-    return lambda: _Series(barset.prices(symbol), lambda: barset.bars(symbol))
+    return lambda: BarSeries(barset.prices(symbol), lambda lo, hi: barset.rows(symbol, lo, hi))
 
 
-def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
+def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], BarSeries]:
     series = _series_of(symbol, bars)  # checked now, so a bad fake fails where it is built
     return lambda: series
 
@@ -195,6 +147,8 @@ class ReplaySource(SourceIdentity):
         items = sorted(news, key=lambda item: item.published_at)
         self._news = items
         self._news_us = [micros(item.published_at) for item in items]
+        self._first_ends: dict[str, datetime | None] = {}
+        self._by_symbol: dict[str, list[BarSeries]] = {}
 
     @classmethod
     def from_bundled(
@@ -272,30 +226,49 @@ class ReplaySource(SourceIdentity):
                 first = bisect.bisect_left(series.starts, lo)
                 last = bisect.bisect_left(series.starts, hi, first)
                 if last > first:
-                    out[symbol] = series.bars[first:last]
+                    out[symbol] = series.slice(first, last)
+        return out
+
+    def ended_windows(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
+    ) -> dict[str, BarWindow]:
+        """For each of `symbols` with `interval` bars, the window of them that started at or after
+        `start_at` and had ended by `end_by` (`bar_series.PreparedBars`): the bars `bars` returns
+        for `[start_at, end_by)`, less those not ended by `end_by`."""
+        data = self._interval(interval)
+        lo, end_by_us = micros(start_at), micros(end_by)
+        out: dict[str, BarWindow] = {}
+        for symbol in check_symbols(symbols):
+            series = data.series(symbol)
+            if series is not None:
+                out[symbol] = series.window(lo, end_by_us)
         return out
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
         """The replay quote known at `at` for each symbol that has one (see `quote_at`)."""
+        now_us = micros(at)
         out: dict[str, Quote] = {}
         for symbol in check_symbols(symbols):
-            found = self.quote_at(symbol, at)
+            found = self._quote_at(symbol, now_us)
             if found is not None:
                 out[symbol] = found
         return out
 
-    def _series_of(self, symbol: str) -> Iterator[_Series]:
-        """The series of `symbol` in each interval that has one, finest first."""
-        for data in self._data:
-            series = data.series(symbol)
-            if series is not None:
-                yield series
+    def _series_of(self, symbol: str) -> list[BarSeries]:
+        """The series of `symbol` in each interval that has one, finest first (kept)."""
+        found = self._by_symbol.get(symbol)
+        if found is None:
+            found = [series for data in self._data if (series := data.series(symbol)) is not None]
+            self._by_symbol[symbol] = found
+        return found
 
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
         the close of the bar that ended last at or before `at`, stamped with its end; else None."""
-        now_us = micros(at)
-        latest: tuple[int, _Series, int] | None = None
+        return self._quote_at(symbol, micros(at))
+
+    def _quote_at(self, symbol: str, now_us: int) -> Quote | None:
+        latest: tuple[int, BarSeries, int] | None = None
         for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
@@ -313,9 +286,12 @@ class ReplaySource(SourceIdentity):
         every interval; a symbol without bars is left out (see `sources.FirstBars`)."""
         out: dict[str, datetime] = {}
         for symbol in check_symbols(symbols):
-            ends = [series.ends[0] for series in self._series_of(symbol) if series.ends]
-            if ends:
-                out[symbol] = _EPOCH + min(ends) * _MICROSECOND
+            if symbol not in self._first_ends:
+                ends = [series.ends[0] for series in self._series_of(symbol) if series.ends]
+                self._first_ends[symbol] = _EPOCH + min(ends) * _MICROSECOND if ends else None
+            first = self._first_ends[symbol]
+            if first is not None:
+                out[symbol] = first
         return out
 
     def first_price_at_or_after(self, symbol: str, at: datetime) -> Quote | None:
@@ -325,7 +301,7 @@ class ReplaySource(SourceIdentity):
         price, never shown to an agent before `Quote.at`. How far ahead is acceptable (a weekend,
         a suspension) is the broker's call."""
         now_us = micros(at)
-        first: tuple[int, _Series, int] | None = None
+        first: tuple[int, BarSeries, int] | None = None
         for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and (first is None or series.starts[index] < first[0]):

@@ -154,6 +154,42 @@ def test_get_bars_never_shows_a_bar_ending_after_now(
     assert result.bars[-1].end_at == max(bar.end_at for bar in every if bar.end_at <= now)
 
 
+def test_moving_averages_are_the_means_of_the_closes_get_bars_shows(ledger: Ledger) -> None:
+    # A Python agent's moving averages: the bars `get_bars` shows, their closes averaged as the
+    # windowed sum does; refused as `get_bars` refuses, and not after finish.
+    arena = make_arena(ledger, "crypto")
+    now = CRYPTO_DAY + DAY // 3  # inside a daily bar: it has not ended and is not averaged
+
+    async def scenario() -> tuple[object, ...]:
+        tools = await arena.toolbox(now)
+        found = await tools.moving_averages("BTC/USDT", "1d", (1, 50, 200))
+        bars = await tools.get_bars("BTC/USDT", "1d", 200)
+        refused = (
+            await tools.moving_averages("IBM", "1d", (5,)),
+            await tools.moving_averages("BTC/USDT", "5m", (5,)),
+            await tools.moving_averages("BTC/USDT", "1d", (0, 5)),
+            await tools.moving_averages("BTC/USDT", "1d", (1001,)),
+            await tools.moving_averages("BTC/USDT", "1d", ()),
+        )
+        await tools.finish("done")
+        late = await tools.moving_averages("BTC/USDT", "1d", (5,))
+        return found, bars, refused, late
+
+    found, bars, refused, late = asyncio.run(scenario())
+    assert not isinstance(found, ToolError)
+    assert not isinstance(bars, ToolError)
+    closes = [bar.close for bar in bars.bars]
+    assert len(closes) == 200
+    assert dict(found.averages) == {n: sum(closes[-n:], D(0)) / n for n in (1, 50, 200)}
+    assert found.averages[1] == closes[-1]
+    assert found.ended_at == bars.bars[-1].end_at == CRYPTO_DAY
+    assert found.as_of == now
+    codes = [error.code for error in refused if isinstance(error, ToolError)]
+    assert codes == [ErrorCode.UNKNOWN_SYMBOL, *[ErrorCode.INVALID_ARGUMENTS] * 4]
+    assert isinstance(late, ToolError)
+    assert late.code is ErrorCode.ALREADY_FINISHED
+
+
 def test_quotes_are_the_slots_and_symbols_not_offered_are_unknown(ledger: Ledger) -> None:
     arena = make_arena(ledger, "crypto")
     early = utc(2020, 1, 1)  # SUI has no bars yet: not offered, told apart from no outsider

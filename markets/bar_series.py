@@ -1,0 +1,235 @@
+"""Bars prepared once for point-in-time reads: one symbol's bars of one interval, and runs of them.
+
+This module owns `BarSeries`, one symbol's bars of one interval, oldest first and never
+overlapping, kept as what a read needs: their starts and ends in µs since the epoch (sorted, for
+bisection), their opens and closes, the `Bar`s themselves (built on first use, a block of
+`BLOCK_BARS` at a time, so a replay builds only the bars it shows) and the exact running sums of
+their closes (built once, on first use). A `BarWindow` is a contiguous run of a
+series' bars found by two bisections: the bars that started at or after some instant and had ended
+by the decision time, a `Sequence[Bar]` whose slices are windows again, so the gateway serves a
+lookback from it without filtering or decoding a bar, and the mean of its last closes comes from
+two running sums instead of adding them up again (`BarWindow.mean_close`). It equals the windowed
+computation, `mean_of_last`, to the last digit. `PreparedBars` is the optional member of a source
+that serves such windows (the replay source); the gateway reads through it when it can.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, getcontext
+from typing import Final, Protocol, overload, runtime_checkable
+
+from openbell.markets.barfile import BarPrices
+from openbell.markets.domain import Bar
+
+#: How many `Bar`s a series builds at once, when one of them is first asked for.
+BLOCK_BARS: Final = 256
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+#: Adding and subtracting finite decimals in this context is exact: no sum is ever rounded.
+_EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact])
+
+
+def mean_of_last(closes: Sequence[Decimal], n: int) -> Decimal:
+    """The mean of the last `n` of `closes`, added up in order in the current decimal context:
+    the windowed computation a prepared mean must equal."""
+    return sum(closes[-n:], Decimal(0)) / n
+
+
+class BarSeries:
+    """One symbol's bars of one interval, oldest first; see the module docstring.
+
+    `make_bars(lo, hi)` builds bars `lo .. hi - 1` when they are first asked for (a quote or a
+    fill price needs none); `bars` gives them all at once (in-memory bars).
+    """
+
+    __slots__ = ("_bars", "_blocks", "_make_bars", "_sums", "closes", "ends", "opens", "starts")
+
+    def __init__(
+        self,
+        prices: BarPrices,
+        make_bars: Callable[[int, int], tuple[Bar, ...]],
+        bars: tuple[Bar, ...] | None = None,
+    ) -> None:
+        self.starts = prices.starts_us
+        self.ends = prices.ends_us
+        self.opens = prices.opens
+        self.closes = prices.closes
+        self._make_bars = make_bars
+        self._bars = bars
+        self._blocks: dict[int, tuple[Bar, ...]] = {}
+        self._sums: tuple[list[Decimal], int] | None = None
+
+    @classmethod
+    def of_bars(cls, bars: tuple[Bar, ...]) -> BarSeries:
+        """The series of `bars`, already sorted and checked not to overlap."""
+        prices = BarPrices(
+            starts_us=[(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars],
+            ends_us=[(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars],
+            opens=[bar.open for bar in bars],
+            closes=[bar.close for bar in bars],
+        )
+        return cls(prices, lambda lo, hi: bars[lo:hi], bars)
+
+    @property
+    def bars(self) -> tuple[Bar, ...]:
+        """Every bar of the series, oldest first (built on first use, then kept)."""
+        if self._bars is None:
+            self._bars = self.slice(0, len(self.starts))
+            self._blocks.clear()
+        return self._bars
+
+    def slice(self, lo: int, hi: int) -> tuple[Bar, ...]:
+        """Bars `lo .. hi - 1` (`0 <= lo <= hi <= len`), building the blocks they are in."""
+        if self._bars is not None:
+            return self._bars[lo:hi]
+        if hi <= lo:
+            return ()
+        first, last = lo // BLOCK_BARS, (hi - 1) // BLOCK_BARS
+        if first == last:
+            offset = first * BLOCK_BARS
+            return self._block(first)[lo - offset : hi - offset]
+        joined = tuple(itertools.chain.from_iterable(map(self._block, range(first, last + 1))))
+        offset = first * BLOCK_BARS
+        return joined[lo - offset : hi - offset]
+
+    def _block(self, number: int) -> tuple[Bar, ...]:
+        found = self._blocks.get(number)
+        if found is None:
+            lo = number * BLOCK_BARS
+            found = self._make_bars(lo, min(lo + BLOCK_BARS, len(self.starts)))
+            self._blocks[number] = found
+        return found
+
+    def start_at(self, index: int) -> datetime:
+        """The start of bar `index`: the `Bar`'s own instant once built (in-memory bars keep the
+        UTC tzinfo they were given), else the instant its µs stand for, as a bar file's bars carry.
+        """
+        if self._bars is not None:
+            return self._bars[index].start_at
+        return _EPOCH + self.starts[index] * _MICROSECOND
+
+    def end_at(self, index: int) -> datetime:
+        """The end of bar `index`, as `start_at` gives its start."""
+        if self._bars is not None:
+            return self._bars[index].end_at
+        return _EPOCH + self.ends[index] * _MICROSECOND
+
+    def window(self, start_us: int, end_by_us: int) -> BarWindow:
+        """The bars that started at or after `start_us` and had ended by `end_by_us`. Bars never
+        overlap, so both starts and ends are increasing and the run is two bisections."""
+        lo = bisect.bisect_left(self.starts, start_us)
+        hi = bisect.bisect_right(self.ends, end_by_us)
+        return BarWindow(self, lo, max(lo, hi))
+
+    def mean_close(self, lo: int, hi: int) -> Decimal:
+        """The mean of the closes of bars `lo .. hi - 1` (at least one), equal to
+        `mean_of_last(closes[lo:hi], hi - lo)`.
+
+        The sum is the difference of two exact running sums. Closes are positive, so the running
+        sums of the windowed computation are never larger than the window's sum nor finer than the
+        finest close: when the sum fits the context's precision at that finest exponent, none of
+        them was rounded and both sums are the same number (then divided alike); otherwise the
+        closes are added up in order, as the windowed computation does.
+        """
+        sums, finest = self._running_sums()
+        total = _EXACT.subtract(sums[hi], sums[lo])
+        if total.adjusted() - finest + 1 > getcontext().prec:
+            return mean_of_last(self.closes[lo:hi], hi - lo)
+        return total / (hi - lo)
+
+    def _running_sums(self) -> tuple[list[Decimal], int]:
+        """The sums of the first 0, 1, ..., n closes, exact, and the finest exponent of a close
+        (0 at the coarsest)."""
+        if self._sums is None:
+            closes = list(self.closes[0 : len(self.closes)])
+            sums = list(itertools.accumulate(closes, _EXACT.add, initial=Decimal(0)))
+            # The windowed sum starts from Decimal(0), whose exponent is 0.
+            finest = min([0, *(_exponent(close) for close in closes)])
+            self._sums = (sums, finest)
+        return self._sums
+
+
+def _exponent(value: Decimal) -> int:
+    exponent = value.as_tuple().exponent
+    if not isinstance(exponent, int):
+        raise TypeError(f"a close must be a finite Decimal, got {value}")
+    return exponent
+
+
+class BarWindow(Sequence[Bar]):
+    """Bars `lo .. hi - 1` of a `BarSeries`: a read-only sequence whose slices (step 1) are
+    windows again, so taking the last bars of a window copies nothing until `bars` is read."""
+
+    __slots__ = ("_hi", "_lo", "_series")
+
+    def __init__(self, series: BarSeries, lo: int, hi: int) -> None:
+        self._series = series
+        self._lo = lo
+        self._hi = hi
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @overload
+    def __getitem__(self, index: int) -> Bar: ...
+    @overload
+    def __getitem__(self, index: slice) -> BarWindow: ...
+    def __getitem__(self, index: int | slice) -> Bar | BarWindow:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("a bar window is sliced with step 1 only")
+            return BarWindow(self._series, self._lo + start, self._lo + max(start, stop))
+        position = self._lo + index if index >= 0 else self._hi + index
+        if not self._lo <= position < self._hi:
+            raise IndexError("bar window index out of range")
+        return self._series.slice(position, position + 1)[0]
+
+    def __iter__(self) -> Iterator[Bar]:
+        return iter(self.bars)
+
+    def last(self, n: int) -> BarWindow:
+        """The window of the last `n` bars of this one (all of them when it has fewer)."""
+        return BarWindow(self._series, max(self._lo, self._hi - n), self._hi)
+
+    @property
+    def end_at(self) -> datetime | None:
+        """The end of the window's last bar (None when it is empty)."""
+        return self._series.end_at(self._hi - 1) if self._hi > self._lo else None
+
+    @property
+    def last_close(self) -> Decimal | None:
+        """The close of the window's last bar, read without building a `Bar` (None: empty)."""
+        return self._series.closes[self._hi - 1] if self._hi > self._lo else None
+
+    @property
+    def bars(self) -> tuple[Bar, ...]:
+        """The window's bars, oldest first."""
+        return self._series.slice(self._lo, self._hi)
+
+    def mean_close(self, n: int) -> Decimal:
+        """The mean of the closes of the window's last `n` bars (`1 <= n <= len(self)`)."""
+        if not 1 <= n <= len(self):
+            raise ValueError(f"a mean of {n} closes from a window of {len(self)} bars")
+        return self._series.mean_close(self._hi - n, self._hi)
+
+
+@runtime_checkable
+class PreparedBars(Protocol):
+    """A source whose bars are prepared as `BarSeries` (the replay source does this).
+
+    The gateway reads its windows instead of asking for a time range and filtering what comes back:
+    the same bars, found by bisection.
+    """
+
+    def ended_windows(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
+    ) -> Mapping[str, BarWindow]:
+        """For each of `symbols` with bars of `interval`, the window of those that started at or
+        after `start_at` and had ended by `end_by`; an interval not served raises
+        `IntervalUnavailable`."""
+        ...

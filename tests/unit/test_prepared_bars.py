@@ -1,0 +1,261 @@
+"""Prepared bars: the gateway over a replay source's bar windows reads exactly what it reads by
+asking for time ranges and filtering, and prepared moving averages equal the windowed computation.
+
+The unprepared path is the same replay source behind a `ForwardingSource` that passes on its
+`first_bar_ends` but not its `ended_windows`, so the gateway asks for ranges and filters the bars.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Mapping, Sequence
+from datetime import datetime, timedelta
+from decimal import Context, Decimal, localcontext
+from typing import TypeVar
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from openbell.markets.bar_series import (
+    BLOCK_BARS,
+    BarSeries,
+    BarWindow,
+    PreparedBars,
+    mean_of_last,
+)
+from openbell.markets.barfile import read_bundled
+from openbell.markets.domain import Bar, utc
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.replay_source import ReplaySource
+from openbell.markets.sources import FirstBars, ForwardingSource
+
+T = TypeVar("T")
+US = timedelta(microseconds=1)
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    async def wrapped() -> T:
+        return await awaitable
+
+    return asyncio.run(wrapped())
+
+
+class Unprepared(ForwardingSource):
+    """A replay source read through the port only: its history, not its windows."""
+
+    def __init__(self, source: ReplaySource) -> None:
+        super().__init__(source)
+        self._replay = source
+
+    def first_bar_ends(self, symbols: Sequence[str]) -> Mapping[str, datetime]:
+        return self._replay.first_bar_ends(symbols)
+
+
+@functools.cache
+def bundled(market: str) -> ReplaySource:
+    return ReplaySource.from_bundled(market)
+
+
+@functools.cache
+def stamps(market: str, symbol: str, interval: str) -> list[datetime]:
+    """Every boundary of the symbol's bars of the interval (of the market's first symbol's when it
+    has none), sorted."""
+    source = bundled(market)
+    bars = every_bar(source, symbol, interval) or every_bar(
+        source, min(source.symbols(interval)), interval
+    )
+    return sorted({stamp for bar in bars for stamp in (bar.start_at, bar.end_at)})
+
+
+def every_bar(source: ReplaySource, symbol: str, interval: str) -> tuple[Bar, ...]:
+    return source.bars_between([symbol], interval, utc(2000, 1, 1), utc(2100, 1, 1)).get(symbol, ())
+
+
+@st.composite
+def instants(draw: st.DrawFn, market: str, symbol: str, interval: str) -> datetime:
+    """A boundary of the symbol's bars, exactly or 1 µs either side, anywhere within three days of
+    one, or anywhere in their span."""
+    found = stamps(market, symbol, interval)
+    how = draw(st.sampled_from(("boundary", "near", "anywhere")))
+    if how == "anywhere":
+        span = (found[-1] - found[0]) // US
+        return found[0] + timedelta(microseconds=draw(st.integers(0, span)))
+    stamp = draw(st.sampled_from(found))
+    if how == "boundary":
+        return stamp + draw(st.sampled_from((-US, timedelta(0), US)))
+    span = timedelta(days=3) // US
+    return stamp + timedelta(microseconds=draw(st.integers(-span, span)))
+
+
+def test_the_replay_source_is_prepared_and_the_forwarder_is_not() -> None:
+    source = bundled("crypto")
+    assert isinstance(source, PreparedBars)
+    assert not isinstance(Unprepared(source), PreparedBars)
+    assert isinstance(Unprepared(source), FirstBars)
+
+
+@pytest.mark.parametrize("market", ["us", "cn", "crypto"])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObject) -> None:
+    source = bundled(market)
+    prepared = PointInTimeGateway(source)
+    unprepared = PointInTimeGateway(Unprepared(source))
+    known = sorted(source.symbols())
+    symbol = data.draw(st.sampled_from([*known[:4], *known[-2:], "UNKNOWN"]), label="symbol")
+    interval = data.draw(st.sampled_from(source.intervals), label="interval")
+    now = data.draw(instants(market, symbol, interval), label="now")
+    lookback = data.draw(st.integers(1, 260), label="lookback")
+
+    bars = run(prepared.bars(symbol, interval, lookback, now))
+    assert bars == run(unprepared.bars(symbol, interval, lookback, now))
+    assert all(bar.end_at <= now for bar in bars.bars)
+    event("no bars" if not bars.bars else "all bars" if len(bars.bars) == lookback else "fewer")
+
+    windows = data.draw(st.lists(st.integers(1, lookback), min_size=1, max_size=3), label="n")
+    averages = run(prepared.moving_averages(symbol, interval, windows, now))
+    assert averages == run(unprepared.moving_averages(symbol, interval, windows, now))
+
+    wanted = data.draw(st.lists(st.sampled_from([*known[:6], "UNKNOWN"]), max_size=6))
+    assert run(prepared.snapshot(wanted, now)) == run(unprepared.snapshot(wanted, now))
+    assert run(prepared.daily_closes(symbol, 3, now)) == run(
+        unprepared.daily_closes(symbol, 3, now)
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_prepared_means_are_the_windowed_means_of_bars_ended_by_now(data: st.DataObject) -> None:
+    # The SMA crossover's reads (50 and 200 daily closes) over the bundled coins: each mean is the
+    # windowed computation over the closes `bars` returns, and a source holding only the bars that
+    # had ended by `now` gives the same means (nothing later is in them).
+    source = bundled("crypto")
+    symbol = data.draw(st.sampled_from(sorted(source.symbols("1d"))), label="symbol")
+    now = data.draw(instants("crypto", symbol, "1d"), label="now")
+    windows = data.draw(
+        st.lists(st.sampled_from((1, 2, 20, 50, 199, 200, 201)), min_size=1, max_size=3)
+    )
+    gateway = PointInTimeGateway(source)
+    found = run(gateway.moving_averages(symbol, "1d", windows, now))
+    closes = [bar.close for bar in run(gateway.bars(symbol, "1d", max(windows), now)).bars]
+    assert dict(found.averages) == {n: mean_of_last(closes, n) for n in windows if n <= len(closes)}
+    assert found.ended_at is None or found.ended_at <= now
+    past = [bar for bar in every_bar(source, symbol, "1d") if bar.end_at <= now]
+    if past:
+        truncated = ReplaySource(market="crypto", bars={"1d": past})
+        alone = run(PointInTimeGateway(truncated).moving_averages(symbol, "1d", windows, now))
+        assert dict(alone.averages) == dict(found.averages)
+        assert alone.ended_at == found.ended_at
+    event("some means" if found.averages else "no mean")
+
+
+# -- the running sums against the windowed sum --------------------------------------------------
+
+closes_st = st.lists(
+    st.decimals(min_value=Decimal("0.00000001"), max_value=Decimal(99999999), places=8).map(
+        lambda value: value.normalize()
+    )
+    | st.integers(1, 10**12).map(lambda n: Decimal(n).scaleb(3)),
+    min_size=1,
+    max_size=40,
+)
+
+
+def series_of(closes: list[Decimal]) -> BarSeries:
+    start = utc(2024, 1, 1)
+    bars = tuple(
+        Bar(
+            symbol="X",
+            start_at=start + timedelta(days=day),
+            end_at=start + timedelta(days=day + 1),
+            open=close,
+            high=close,
+            low=close,
+            close=close,
+            volume=Decimal(0),
+        )
+        for day, close in enumerate(closes)
+    )
+    return BarSeries.of_bars(bars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(closes=closes_st, data=st.data(), precision=st.integers(3, 40))
+def test_a_prepared_mean_is_the_windowed_mean_in_any_context(
+    closes: list[Decimal], data: st.DataObject, precision: int
+) -> None:
+    # Closes of mixed exponents, a context too narrow for some sums: the running sums either give
+    # the windowed mean or hand over to it, never a different number.
+    series = series_of(closes)
+    hi = data.draw(st.integers(1, len(closes)), label="hi")
+    lo = data.draw(st.integers(0, hi - 1), label="lo")
+    with localcontext(Context(prec=500)):
+        exact = sum(closes[lo:hi], Decimal(0))
+    with localcontext() as context:
+        context.prec = precision
+        expected = mean_of_last(closes[lo:hi], hi - lo)
+        assert series.mean_close(lo, hi) == expected
+        window = BarWindow(series, 0, hi)
+        assert window.mean_close(hi - lo) == expected
+        event("a sum too long for the context" if context.plus(exact) != exact else "sums fit")
+
+
+def test_a_window_is_the_bars_started_since_and_ended_by() -> None:
+    series = series_of([Decimal(n) for n in range(1, 11)])  # ten daily bars from 2024-01-01
+    day = timedelta(days=1)
+    us = (utc(2024, 1, 3) - utc(1970, 1, 1)) // US
+    window = series.window(us, us + 3 * (day // US))  # started on the 3rd, ended by the 6th
+    assert [bar.close for bar in window] == [Decimal(3), Decimal(4), Decimal(5)]
+    assert [bar.close for bar in window[-2:]] == [Decimal(4), Decimal(5)]
+    assert isinstance(window[-2:], BarWindow)
+    assert window.last(10).bars == window.bars
+    assert window.end_at == utc(2024, 1, 6)
+    assert window.mean_close(2) == Decimal("4.5")
+    assert len(series.window(us, us)) == 0
+    assert series.window(us, us).end_at is None
+    with pytest.raises(ValueError, match="3 bars"):
+        window.mean_close(4)
+    with pytest.raises(ValueError, match="step 1"):
+        _ = window[::2]
+
+
+# -- bars built a block at a time ---------------------------------------------------------------
+
+
+@functools.cache
+def btc_file_bars() -> tuple[Bar, ...]:
+    return read_bundled("crypto-1d").bars("BTC/USDT")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_series_builds_only_the_blocks_asked_for(data: st.DataObject) -> None:
+    every = btc_file_bars()
+    barset = read_bundled("crypto-1d")
+    built: list[tuple[int, int]] = []
+
+    def make(lo: int, hi: int) -> tuple[Bar, ...]:
+        built.append((lo, hi))
+        return barset.rows("BTC/USDT", lo, hi)
+
+    series = BarSeries(barset.prices("BTC/USDT"), make)
+    for _ in range(data.draw(st.integers(1, 3))):
+        hi = data.draw(st.integers(0, len(every)), label="hi")
+        lo = data.draw(st.integers(max(0, hi - 3 * BLOCK_BARS), hi), label="lo")
+        assert series.slice(lo, hi) == every[lo:hi]
+        assert BarWindow(series, lo, hi).bars == every[lo:hi]
+    assert all(hi - lo <= BLOCK_BARS and lo % BLOCK_BARS == 0 for lo, hi in built)
+    assert len(built) == len(set(built))  # a block is built once
+    assert series.bars == every
+    assert series.slice(5, 9) == every[5:9]
+
+
+def test_a_bar_file_gives_a_symbols_rows_by_position() -> None:
+    barset = read_bundled("crypto-1d")
+    every = btc_file_bars()
+    assert barset.rows("BTC/USDT", 0, 3) == every[:3]
+    assert barset.rows("BTC/USDT", len(every) - 2, len(every) + 5) == every[-2:]
+    assert barset.rows("BTC/USDT", 4, 4) == ()
+    assert barset.rows("NOPE/USDT", 0, 3) == ()

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 from rich.console import Console
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.client import ChatClient, ClientConfig
@@ -31,6 +33,7 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.ops.cli.trace import print_ratings
 from openbell.ops.rating_report import calibration_record
 from openbell.ops.reports import leaderboard
+from openbell.ops.web.pages import page_routes
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -148,6 +151,16 @@ def test_a_rating_agent_trades_a_replay_and_its_calls_are_scored(sqlite_url: str
     assert "ratings" in shown
     assert "strong buy" in shown
     assert "planted" in shown
+    # So does the cycle's web page.
+    page = TestClient(Starlette(routes=page_routes(engine))).get(f"/cycles/{cycles[0]}")
+    assert page.status_code == 200
+    assert page.text.count('<tr class="rating">') == 10
+    assert "strong buy" in page.text
+    (baseline,) = [a for a in queries.accounts(engine, "crypto") if a.agent_name == "equal-weight"]
+    first = queries.cycle_activity(engine, baseline.account_id)[0].cycle_id
+    other = TestClient(Starlette(routes=page_routes(engine))).get(f"/cycles/{first}")
+    assert other.status_code == 200
+    assert 'class="rating"' not in other.text  # the baseline's cycle has no report
     # The calibration: the planted model knew the next slot's price, so every call is right.
     record = calibration_record(engine, account, "crypto")
     assert record["rating_pairs"] == 10 * (DAYS - 1)  # the last report has no next slot yet

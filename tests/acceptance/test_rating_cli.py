@@ -71,7 +71,8 @@ def test_replay_leaderboard_report_and_trace_of_a_rating_agent(tmp_path: Path) -
     assert record["rating_rank_correlation"] is not None
     table = openbell(tmp_path, "report", "analyst", "--market", "crypto", env=env)
     assert table.returncode == 0, table.stderr
-    assert "rating_buy_hit_rate" in table.stdout
+    (line,) = [row for row in table.stdout.splitlines() if "rating_buy_hit_rate" in row]
+    assert line.rstrip(" │").endswith("%")  # a share, shown as a percentage
 
     traced = openbell(tmp_path, "trace", "2", env=env)
     assert traced.returncode == 0, traced.stderr

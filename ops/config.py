@@ -708,6 +708,79 @@ class StrategyCodeAgentConfig(_AgentConfig):
         return self
 
 
+class RatingAgentConfig(_AgentConfig):
+    """A rating agent (`kind = "rating"`, `agents/rating/`): at each cycle the model on an
+    OpenAI-compatible endpoint rates every offered symbol (strong sell .. strong buy) with a
+    confidence and a rationale, and the ratings are traded as target weights (strong buy 2 points,
+    buy 1, the others 0, times the confidence, each symbol's share of the total capped at
+    `max_weight`). The endpoint keys are an LLM agent's (`base_url`, `model`, `api_key_env`,
+    `temperature`, `max_tokens`, prices). `interval` and `lookback` say which closes the prompt
+    shows; `max_retries` how many invalid reports go back to the model per cycle;
+    `rebalance_band` is the smallest change of a weight that is traded (`max_weight` and
+    `rebalance_band` are fractions of NAV, as quoted decimal strings).
+    """
+
+    kind: Literal["rating"]
+    base_url: str
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
+    price_in_per_mtok: Decimal | None = None
+    price_out_per_mtok: Decimal | None = None
+    price_cached_per_mtok: Decimal | None = None
+    interval: Literal["1d", "1h"] = "1d"
+    lookback: Annotated[StrictInt, Field(gt=0, le=250)] = 20
+    max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
+    max_weight: Decimal = Decimal("0.25")
+    rebalance_band: Decimal = Decimal("0.01")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, base_url: str) -> str:
+        return _check_http_url(base_url)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        return _check_key_env(name)
+
+    @field_validator(
+        "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
+    )
+    @classmethod
+    def _price(cls, value: object) -> Decimal | None:
+        return None if value is None else _exact_price(value)
+
+    @field_validator("max_weight", mode="before")
+    @classmethod
+    def _max_weight(cls, value: object) -> Decimal:
+        weight = _exact_decimal(
+            value, "a fraction", "0.25", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not weight.is_finite() or not 0 < weight <= 1:
+            raise ValueError("should be a fraction of NAV in (0, 1]")
+        return weight
+
+    @field_validator("rebalance_band", mode="before")
+    @classmethod
+    def _band(cls, value: object) -> Decimal:
+        band = _exact_decimal(
+            value, "a fraction", "0.01", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not band.is_finite() or not 0 <= band < 1:
+            raise ValueError("should be a fraction of NAV in [0, 1)")
+        return band
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> RatingAgentConfig:
+        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
+            raise PathError(
+                ("price_in_per_mtok",), "give both price_in_per_mtok and price_out_per_mtok"
+            )
+        return self
+
+
 AnyAgentConfig = (
     BaselineAgentConfig
     | RandomAgentConfig
@@ -716,6 +789,7 @@ AnyAgentConfig = (
     | CommandAgentConfig
     | PythonAgentConfig
     | StrategyCodeAgentConfig
+    | RatingAgentConfig
 )
 AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
@@ -726,6 +800,7 @@ _AGENT_MODELS: dict[str, type[BaseModel]] = {
     "python": PythonAgentConfig,
     "command": CommandAgentConfig,
     "strategy_code": StrategyCodeAgentConfig,
+    "rating": RatingAgentConfig,
 }
 
 
@@ -787,7 +862,7 @@ class OpenbellConfig(_Section):
 
     def _priced(self, agent: AnyAgentConfig) -> AnyAgentConfig:
         if (
-            not isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig)
+            not isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig | RatingAgentConfig)
             or agent.price_in_per_mtok is not None
         ):
             return agent

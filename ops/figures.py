@@ -28,6 +28,13 @@ PERCENT_KEYS = frozenset(
         "switch_rate",
         "protocol_completion",
         "cash_ratio",
+        # A rating agent's calibration (`ops.rating_report`).
+        *(
+            f"rating_{step}_mean_return"
+            for step in ("strong_sell", "sell", "hold", "buy", "strong_buy")
+        ),
+        "rating_buy_hit_rate",
+        "rating_sell_hit_rate",
     }
 )
 #: Record keys of ratios shown with 2 places.
@@ -46,6 +53,7 @@ SCORE_KEYS = frozenset(
         "expected_calibration_error",
         "brier_score",
         "return_per_dollar",
+        "rating_rank_correlation",
     }
 )
 #: Record keys of amounts of money in the account's currency.

@@ -80,10 +80,12 @@ from openbell.ops.config import (
     OpenbellConfig,
     PythonAgentConfig,
     RandomAgentConfig,
+    RatingAgentConfig,
     StrategyCodeAgentConfig,
 )
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
+from openbell.ops.rating_agents import build_rating_agent
 from openbell.ops.replay_checks import check_replay, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.seeds import record_group, seeded_config
@@ -144,6 +146,8 @@ def agent_for(
         return build_llm_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, StrategyCodeAgentConfig):
         return build_strategy_code_agent(agent, os.environ if environ is None else environ)
+    if isinstance(agent, RatingAgentConfig):
+        return build_rating_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
         return load_plugin(agent.name, agent.entry, agent.options)
     if isinstance(agent, CommandAgentConfig):

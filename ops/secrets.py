@@ -49,13 +49,13 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
     """The secret values `config` brings in: agents' keys (when their variable is set), the
     store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token (each when
     its variable is set)."""
-    from openbell.ops.config import LlmAgentConfig, StrategyCodeAgentConfig
+    from openbell.ops.config import LlmAgentConfig, RatingAgentConfig, StrategyCodeAgentConfig
     from openbell.store.db import parse_url
 
     found: list[NamedSecret] = []
     for agent in config.agents:
         if (
-            isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig)
+            isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig | RatingAgentConfig)
             and agent.api_key_env is not None
         ):
             value = environ.get(agent.api_key_env, "")

@@ -243,12 +243,13 @@ def report_command(
     db: DbOption = None,
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration;
-    for a strategy-code agent, each strategy's claimed edge against its realised outcome).
+    for a strategy-code agent, each strategy's claimed edge against its realised outcome; for a
+    rating agent, the calibration of its ratings against the next period's returns).
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
     """
-    from openbell.ops import exporting, strategy_report
+    from openbell.ops import exporting, rating_report, strategy_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
@@ -262,6 +263,10 @@ def report_command(
         record = exporting.report_record(found)
         if found.account.agent_kind == strategy_report.STRATEGY_CODE_KIND:
             record.update(strategy_report.concordance_record(engine, found.account.account_id))
+        if found.account.agent_kind == rating_report.RATING_KIND:
+            record.update(
+                rating_report.calibration_record(engine, found.account.account_id, market.value)
+            )
     finally:
         engine.dispose()
     if warnings:

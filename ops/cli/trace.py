@@ -4,7 +4,8 @@ This module owns the command and its output: a header with the cycle's agent, ma
 status (with the error of a failed cycle) and LLM usage (tokens, cost, latency, model requests and
 how many failed, parse failures and invalid tool calls), then one table row per trace entry: its
 role (an `attempt` row is a failed model request, with its error), the tool, the arguments, a
-summary of the content or result, tokens and latency; then the cycle's orders, each with its fill
+summary of the content or result, tokens and latency; a rating agent's report as a table (symbol,
+rating, confidence, target weight, rationale); then the cycle's orders, each with its fill
 (price, notional, fees) or its rejection, and the reason and confidence given (a baseline writes no
 trace rows: its orders are what it did). Long texts are cut unless `--full`; `--json` prints the
 whole trace and the orders as one JSON document. `--unmask` turns a masked cycle's aliases and day
@@ -171,6 +172,38 @@ def _note(order: CycleOrder, step: Decimal) -> str:
     return "; ".join(parts)
 
 
+def print_ratings(found: CycleTrace, console: Console) -> None:
+    """A rating agent's report (its last `ratings` trace row), one row per symbol; nothing for
+    a cycle without one."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from openbell.agents.rating.agent import RATINGS_TOOL
+    from openbell.agents.rating.report import stored_report
+
+    rows = [e for e in found.entries if e.role == "tool" and e.tool == RATINGS_TOOL and e.result]
+    if not rows or rows[-1].result is None:
+        return
+    table = Table(title="ratings", title_justify="left")
+    for header in ("symbol", "rating", "confidence", "target weight", "rationale"):
+        table.add_column(header, justify="right" if header[0] in "ct" else "left")
+    table.columns[-1].overflow = "fold"
+    for rating, weight in stored_report(rows[-1].result):
+        table.add_row(
+            *(
+                Text(cell)
+                for cell in (
+                    rating.symbol,
+                    rating.rating.value.replace("_", " "),
+                    str(rating.confidence),
+                    f"{figures.percent(float(weight))}%",
+                    rating.rationale,
+                )
+            )
+        )
+    console.print(table)
+
+
 def print_orders(orders: list[CycleOrder], market: str, console: Console) -> None:
     """The cycle's orders, each with its fill (price, notional, fees) or its rejection."""
     from rich.table import Table
@@ -253,4 +286,5 @@ def trace_command(
     wide = None if sys.stdout.isatty() else 200
     console = Console(file=sys.stdout, width=wide, highlight=False)
     print_trace(found, console, full=full, note=unmask_note(unit) if unmask else None)
+    print_ratings(found, console)
     print_orders(orders, found.market, console)

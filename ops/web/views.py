@@ -24,6 +24,7 @@ from openbell.ops.exporting import decimal_text
 from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import equity_chart, sparkline
+from openbell.ops.web.rating_view import RatingLine, rating_lines
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
 from openbell.ops.web.seed_views import SeedGroupView, seed_group_view
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
@@ -424,6 +425,7 @@ class CycleView:
     usage: tuple[tuple[str, str], ...]
     orders: tuple[OrderLine, ...]
     entries: tuple[EntryView, ...]
+    ratings: tuple[RatingLine, ...] = ()
 
 
 def _entry(entry: TraceEntry) -> EntryView:
@@ -477,4 +479,5 @@ def cycle_view(found: CycleDetail) -> CycleView:
         usage=_usage(trace.usage),
         orders=tuple(order_line(order, trace.cycle_id, step) for order in found.orders),
         entries=tuple(_entry(entry) for entry in trace.entries),
+        ratings=rating_lines(trace.entries),
     )

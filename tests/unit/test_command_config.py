@@ -140,7 +140,7 @@ def test_a_baseline_is_told_which_kinds_take_a_key(tmp_path: Path) -> None:
         (
             COMMAND + 'model = "x"\n',
             "model",
-            'only agents of kind = "llm" or "strategy_code" take it',
+            'only agents of kind = "llm" or "rating" or "strategy_code" take it',
         ),
         (COMMAND + "rebase_prices = true\n", "rebase_prices", "needs masking"),
         (COMMAND + 'masking = "hidden"\n', "masking", "blinded"),

@@ -1,0 +1,184 @@
+"""A rating report: its five-step scale, how a model's answer is parsed into it, and the rule that
+turns it into target weights.
+
+This module owns the report's shape and `target_weights`. The model answers one JSON object
+`{"ratings": [{"symbol": ..., "rating": ..., "confidence": ..., "rationale": ...}, ...]}` with
+exactly one entry per offered symbol; `rating` is one of `strong_sell`, `sell`, `hold`, `buy`,
+`strong_buy` (spaces and hyphens are read as underscores), `confidence` a number in [0, 1] and
+`rationale` a short non-empty text (cut to 300 characters). `parse_report` raises `BadReport`
+saying what is wrong (the agent sends that back to the model).
+
+The rule (long-only markets), `target_weights`: each rating scores points, strong buy 2, buy 1,
+hold, sell and strong sell 0; a symbol's score is its points times its confidence. Each symbol's
+weight is its share of the total score, capped at `max_weight`, rounded down to 4 decimals; the
+weights therefore sum to at most 1 and the rest stays cash. With no positive score the report is
+all cash. A held symbol with no weight (any hold, sell or strong sell) is sold to 0 by the agent.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from typing import Any, Final
+
+_FENCE: Final = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_MAX_RATIONALE_CHARS: Final = 300
+_WEIGHT_STEP: Final = Decimal("0.0001")
+
+
+class Rating(enum.StrEnum):
+    """The five steps of the scale, weakest first."""
+
+    STRONG_SELL = "strong_sell"
+    SELL = "sell"
+    HOLD = "hold"
+    BUY = "buy"
+    STRONG_BUY = "strong_buy"
+
+    @property
+    def step(self) -> int:
+        """The step on the scale: -2 (strong sell) .. 2 (strong buy)."""
+        return list(Rating).index(self) - 2
+
+    @property
+    def points(self) -> int:
+        """The rule's points (long-only): strong buy 2, buy 1, the others 0."""
+        return max(self.step, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SymbolRating:
+    """One symbol's rating, the model's confidence in it (in [0, 1]) and why."""
+
+    symbol: str
+    rating: Rating
+    confidence: Decimal
+    rationale: str
+
+    def __post_init__(self) -> None:
+        if not Decimal(0) <= self.confidence <= Decimal(1):
+            raise ValueError(f"confidence is in [0, 1], got {self.confidence}")
+
+
+class BadReport(ValueError):
+    """The answer is not a valid rating report; the message says why (shown to the model)."""
+
+
+def parse_report(text: str, offered: Collection[str]) -> tuple[SymbolRating, ...]:
+    """The ratings in the model's answer `text`, one per symbol of `offered`, in symbol order;
+    `BadReport` saying what is wrong."""
+    fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text.strip()
+    start, end = body.find("{"), body.rfind("}")
+    try:
+        found = json.loads(body[start : end + 1]) if 0 <= start < end else None
+    except ValueError as exc:
+        raise BadReport(f"the answer is not one JSON object: {exc}") from None
+    if not isinstance(found, dict) or not isinstance(found.get("ratings"), list):
+        raise BadReport('answer with one JSON object {"ratings": [...]}')
+    ratings: dict[str, SymbolRating] = {}
+    for index, entry in enumerate(found["ratings"]):
+        rating = _entry(entry, index)
+        if rating.symbol not in offered:
+            raise BadReport(f"ratings[{index}]: {rating.symbol!r} is not an offered symbol")
+        if rating.symbol in ratings:
+            raise BadReport(f"ratings[{index}]: {rating.symbol!r} is rated twice")
+        ratings[rating.symbol] = rating
+    missing = sorted(set(offered) - set(ratings))
+    if missing:
+        raise BadReport(f"rate every offered symbol; missing: {', '.join(missing)}")
+    return tuple(ratings[symbol] for symbol in sorted(ratings))
+
+
+def _entry(entry: object, index: int) -> SymbolRating:
+    where = f"ratings[{index}]"
+    if not isinstance(entry, dict):
+        raise BadReport(f"{where} must be an object with symbol, rating, confidence, rationale")
+    symbol = entry.get("symbol")
+    if not isinstance(symbol, str) or not symbol:
+        raise BadReport(f"{where}.symbol must be the symbol, as a string")
+    rating = _rating(entry.get("rating"), where)
+    confidence = _confidence(entry.get("confidence"), where)
+    rationale = entry.get("rationale")
+    if not isinstance(rationale, str) or not rationale.strip():
+        raise BadReport(f"{where}.rationale must say briefly why")
+    return SymbolRating(
+        symbol=symbol,
+        rating=rating,
+        confidence=confidence,
+        rationale=rationale.strip()[:_MAX_RATIONALE_CHARS],
+    )
+
+
+def _rating(value: object, where: str) -> Rating:
+    text = re.sub(r"[\s-]+", "_", value.strip().lower()) if isinstance(value, str) else ""
+    try:
+        return Rating(text)
+    except ValueError:
+        steps = ", ".join(rating.value for rating in Rating)
+        raise BadReport(f"{where}.rating must be one of {steps}, got {value!r}") from None
+
+
+def _confidence(value: object, where: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise BadReport(f"{where}.confidence must be a number in [0, 1]")
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        raise BadReport(f"{where}.confidence must be a number in [0, 1]") from None
+    if not number.is_finite() or not 0 <= number <= 1:
+        raise BadReport(f"{where}.confidence must be in [0, 1], got {value}")
+    return number
+
+
+def target_weights(ratings: Sequence[SymbolRating], *, max_weight: Decimal) -> dict[str, Decimal]:
+    """Each rated symbol's target weight under the rule of the module docstring."""
+    if not Decimal(0) < max_weight <= Decimal(1):
+        raise ValueError(f"max_weight is in (0, 1], got {max_weight}")
+    scores = {rating.symbol: rating.rating.points * rating.confidence for rating in ratings}
+    total = sum(scores.values(), Decimal(0))
+    if total <= 0:
+        return dict.fromkeys(sorted(scores), Decimal(0))
+    return {
+        symbol: min(max_weight, score / total).quantize(_WEIGHT_STEP, rounding=ROUND_DOWN)
+        for symbol, score in sorted(scores.items())
+    }
+
+
+def report_json(ratings: Sequence[SymbolRating], weights: Mapping[str, Decimal]) -> str:
+    """The report as stored in the cycle's trace (`ratings` row): each rating with its weight."""
+    return json.dumps(
+        {
+            "ratings": [
+                {
+                    "symbol": rating.symbol,
+                    "rating": rating.rating.value,
+                    "confidence": str(rating.confidence),
+                    "weight": str(weights.get(rating.symbol, Decimal(0))),
+                    "rationale": rating.rationale,
+                }
+                for rating in ratings
+            ]
+        }
+    )
+
+
+def stored_report(text: str) -> tuple[tuple[SymbolRating, Decimal], ...]:
+    """The ratings and weights of a stored `ratings` row (`report_json`'s text)."""
+    found: dict[str, Any] = json.loads(text)
+    return tuple(
+        (
+            SymbolRating(
+                symbol=entry["symbol"],
+                rating=Rating(entry["rating"]),
+                confidence=Decimal(entry["confidence"]),
+                rationale=entry["rationale"],
+            ),
+            Decimal(entry["weight"]),
+        )
+        for entry in found["ratings"]
+    )

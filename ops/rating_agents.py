@@ -1,0 +1,50 @@
+"""Building a `RatingAgent` from its `[[agents]]` entry: the key from the environment, the
+client, the rule's parameters and the prices.
+
+This module owns the translation of a `RatingAgentConfig` into a wired agent
+(`build_rating_agent`), used by `openbell replay` and the live daemon, as `strategy_agents.py` is
+for strategy-code agents. The API key is read from the variable named by `api_key_env` (a missing
+or empty variable is a one-line `ConfigError`; no `api_key_env` means no key, for a local server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.agents.llm.recorder import Prices
+from openbell.agents.rating.agent import RatingAgent, RatingSettings
+from openbell.ops.config import RatingAgentConfig, resolve_secret
+
+
+def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) -> RatingAgent:
+    """The rating agent of `config`, its key resolved from `environ`."""
+    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+    client = ChatClient(
+        ClientConfig(
+            base_url=config.base_url,
+            model=config.model,
+            api_key=api_key,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+        )
+    )
+    prices = None
+    if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
+        prices = Prices(
+            in_per_mtok=config.price_in_per_mtok,
+            out_per_mtok=config.price_out_per_mtok,
+            cached_per_mtok=config.price_cached_per_mtok,
+        )
+    return RatingAgent(
+        name=config.name,
+        client=client,
+        settings=RatingSettings(
+            interval=config.interval,
+            lookback=config.lookback,
+            max_retries=config.max_retries,
+            max_weight=config.max_weight,
+            rebalance_band=config.rebalance_band,
+        ),
+        prices=prices,
+    )

@@ -1,0 +1,59 @@
+"""The stored rating reports of an account: the `ratings` trace rows of its cycles.
+
+This module owns `rating_reports`, the read `openbell report` measures a rating agent's
+calibration from. A rating agent stores each cycle's report as a trace row (role `tool`, tool
+`ratings`: `agents.rating.agent`), so it needs no table of its own and is written through the same
+journal (and, in a replay, the same batch) as the rest of the cycle's trace. A cycle with more
+than one such row (run again after an interruption) counts with its last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from openbell.store.tables import CycleRow, TraceRow
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredReport:
+    """One cycle's stored report: its slot and the row's text (`rating.report.report_json`)."""
+
+    cycle_id: int
+    slot_at: datetime
+    text: str
+
+
+def rating_reports(engine: Engine, account_id: int, tool: str) -> tuple[StoredReport, ...]:
+    """The account's reports stored as trace rows of `tool`, one per cycle, by slot."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(col(CycleRow.id), col(CycleRow.slot_at), col(TraceRow.result))
+            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+            .where(
+                CycleRow.account_id == account_id,
+                TraceRow.role == "tool",
+                TraceRow.tool == tool,
+            )
+            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+        ).all()
+    found: dict[int, StoredReport] = {}
+    for cycle_id, slot_at, text in rows:
+        if text is not None and cycle_id is not None:
+            found[cycle_id] = StoredReport(cycle_id=cycle_id, slot_at=slot_at, text=text)
+    return tuple(sorted(found.values(), key=lambda report: report.slot_at))
+
+
+def slot_times(engine: Engine, account_id: int) -> tuple[datetime, ...]:
+    """The slots of every cycle of the account, in order."""
+    with Session(engine) as session:
+        return tuple(
+            session.exec(
+                select(col(CycleRow.slot_at))
+                .where(CycleRow.account_id == account_id)
+                .order_by(col(CycleRow.slot_at))
+            ).all()
+        )

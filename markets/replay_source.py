@@ -9,7 +9,9 @@ the first bar starting at or after `t` (earliest start wins, ties go to the fine
 knows each symbol's whole history, so it tells the gateway when a symbol first had an ended bar
 (`first_bar_ends`). Lookups are bisections over per-symbol sorted lists of microsecond stamps; a
 symbol's stamps, opens and closes are read once, on its first query, and kept; its `Bar`s are built
-only when bars are asked for (`bars`), never for a quote or a fill price.
+only when bars are asked for (`bars`), never for a quote or a fill price, and from a bar file only
+in blocks around the bars asked for, of which each symbol keeps the few used last: memory follows
+the lookback windows, not the length of the files.
 """
 
 from __future__ import annotations
@@ -36,25 +38,35 @@ def micros(at: datetime) -> int:
     return (at - _EPOCH) // _MICROSECOND
 
 
+#: A bar file's `Bar`s are built in blocks of this many bars of one series, and each series keeps
+#: its `_BLOCKS_KEPT` blocks used last: a 200-bar lookback spans at most three, and the windows of a
+#: replay slide forward, so the blocks it left behind are dropped instead of the whole history of
+#: every symbol read being kept (a year of 100 symbols' hourly bars is about 140 MB of `Bar`s).
+_BLOCK: Final = 128
+_BLOCKS_KEPT: Final = 4
+
+
 class _Series:
     """One symbol's bars of one interval: starts and ends in µs for bisection, opens and closes
-    for quotes and fill prices, and the `Bar`s themselves, built on first use (a quote needs none).
+    for quotes and fill prices, and the `Bar`s themselves, built when asked for (a quote needs
+    none): in-memory bars are kept whole, a bar file's are built by blocks (`bars_slice`).
     """
 
-    __slots__ = ("_bars", "_make_bars", "closes", "ends", "opens", "starts")
+    __slots__ = ("_bars", "_blocks", "_make_rows", "closes", "ends", "opens", "starts")
 
     def __init__(
         self,
         prices: BarPrices,
-        make_bars: Callable[[], tuple[Bar, ...]],
+        make_rows: Callable[[int, int], tuple[Bar, ...]],
         bars: tuple[Bar, ...] | None = None,
     ) -> None:
         self.starts = prices.starts_us
         self.ends = prices.ends_us
         self.opens = prices.opens
         self.closes = prices.closes
-        self._make_bars = make_bars
+        self._make_rows = make_rows
         self._bars = bars
+        self._blocks: dict[int, tuple[Bar, ...]] = {}  # least recently used first
 
     @classmethod
     def of_bars(cls, bars: tuple[Bar, ...]) -> _Series:
@@ -64,13 +76,29 @@ class _Series:
             opens=[bar.open for bar in bars],
             closes=[bar.close for bar in bars],
         )
-        return cls(prices, lambda: bars, bars)
+        return cls(prices, lambda first, last: bars[first:last], bars)
 
-    @property
-    def bars(self) -> tuple[Bar, ...]:
-        if self._bars is None:
-            self._bars = self._make_bars()
-        return self._bars
+    def bars_slice(self, first: int, last: int) -> tuple[Bar, ...]:
+        """The bars `first` to `last` (exclusive, `0 <= first < last <= len`)."""
+        if self._bars is not None:
+            return self._bars[first:last]
+        blocks = [
+            self._block(number) for number in range(first // _BLOCK, (last - 1) // _BLOCK + 1)
+        ]
+        offset = first // _BLOCK * _BLOCK
+        if len(blocks) == 1:
+            return blocks[0][first - offset : last - offset]
+        return tuple(itertools.chain.from_iterable(blocks))[first - offset : last - offset]
+
+    def _block(self, number: int) -> tuple[Bar, ...]:
+        found = self._blocks.pop(number, None)
+        if found is None:
+            first = number * _BLOCK
+            found = self._make_rows(first, min(first + _BLOCK, len(self.starts)))
+            while len(self._blocks) >= _BLOCKS_KEPT:
+                del self._blocks[next(iter(self._blocks))]
+        self._blocks[number] = found
+        return found
 
     def start_at(self, index: int) -> datetime:
         """The start of bar `index`: the `Bar`'s own instant once built (in-memory bars keep the
@@ -137,7 +165,18 @@ class _Interval:
 
 def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], _Series]:
     # A BarSet is sorted and checked on read; its `Bar`s are built only when bars are asked for.
-    return lambda: _Series(barset.prices(symbol), lambda: barset.bars(symbol))
+    def load() -> _Series:
+        prices = barset.prices(symbol)
+
+        def rows(first: int, last: int) -> tuple[Bar, ...]:
+            # Bars never overlap, so ends rise with starts: these two bounds pick rows first..last.
+            start_from = _EPOCH + prices.starts_us[first] * _MICROSECOND
+            end_by = _EPOCH + prices.ends_us[last - 1] * _MICROSECOND
+            return barset.bars(symbol, start_from=start_from, end_by=end_by)
+
+        return _Series(prices, rows)
+
+    return load
 
 
 def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], _Series]:
@@ -272,7 +311,7 @@ class ReplaySource(SourceIdentity):
                 first = bisect.bisect_left(series.starts, lo)
                 last = bisect.bisect_left(series.starts, hi, first)
                 if last > first:
-                    out[symbol] = series.bars[first:last]
+                    out[symbol] = series.bars_slice(first, last)
         return out
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:

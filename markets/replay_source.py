@@ -39,11 +39,12 @@ def micros(at: datetime) -> int:
 
 
 #: A bar file's `Bar`s are built in blocks of this many bars of one series, and each series keeps
-#: its `_BLOCKS_KEPT` blocks used last: a 200-bar lookback spans at most three, and the windows of a
-#: replay slide forward, so the blocks it left behind are dropped instead of the whole history of
-#: every symbol read being kept (a year of 100 symbols' hourly bars is about 140 MB of `Bar`s).
-_BLOCK: Final = 128
-_BLOCKS_KEPT: Final = 4
+#: the blocks of its last request and, of those before, the ones used last, up to `_BLOCKS_KEPT` in
+#: all: a 200-bar lookback spans at most five, and the windows of a replay slide forward, so the
+#: blocks it left behind are dropped instead of the whole history of every symbol read being kept
+#: (a year of 100 symbols' hourly bars is about 140 MB of `Bar`s).
+_BLOCK: Final = 64
+_BLOCKS_KEPT: Final = 5
 
 
 class _Series:
@@ -82,9 +83,10 @@ class _Series:
         """The bars `first` to `last` (exclusive, `0 <= first < last <= len`)."""
         if self._bars is not None:
             return self._bars[first:last]
-        blocks = [
-            self._block(number) for number in range(first // _BLOCK, (last - 1) // _BLOCK + 1)
-        ]
+        numbers = range(first // _BLOCK, (last - 1) // _BLOCK + 1)
+        blocks = [self._block(number) for number in numbers]
+        while len(self._blocks) > max(_BLOCKS_KEPT, len(numbers)):  # the least recently used
+            del self._blocks[next(iter(self._blocks))]
         offset = first // _BLOCK * _BLOCK
         if len(blocks) == 1:
             return blocks[0][first - offset : last - offset]
@@ -95,8 +97,6 @@ class _Series:
         if found is None:
             first = number * _BLOCK
             found = self._make_rows(first, min(first + _BLOCK, len(self.starts)))
-            while len(self._blocks) >= _BLOCKS_KEPT:
-                del self._blocks[next(iter(self._blocks))]
         self._blocks[number] = found
         return found
 

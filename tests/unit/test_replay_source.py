@@ -14,7 +14,7 @@ import pytest
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
-from openbell.markets.replay_source import ReplaySource
+from openbell.markets.replay_source import _BLOCK, _BLOCKS_KEPT, ReplaySource
 from openbell.markets.sources import MarketDataSource
 
 T = TypeVar("T")
@@ -211,7 +211,7 @@ def test_from_bundled_loads_every_file_of_the_market() -> None:
 
 
 def test_bars_of_a_file_are_those_written_however_the_window_moves(tmp_path: Path) -> None:
-    # 700 hourly bars with a gap every tenth hour: windows cross the file source's blocks of bars.
+    # 693 hourly bars with a gap every tenth hour: windows cross the file source's blocks of bars.
     bars = [
         Bar(
             symbol="BTC/USDT",
@@ -239,4 +239,4 @@ def test_bars_of_a_file_are_those_written_however_the_window_moves(tmp_path: Pat
     # Only the blocks around the windows used last are kept, not every bar read.
     series = from_file._interval("1h").series("BTC/USDT")
     assert series is not None
-    assert sum(len(block) for block in series._blocks.values()) <= 4 * 128
+    assert sum(len(block) for block in series._blocks.values()) <= _BLOCKS_KEPT * _BLOCK

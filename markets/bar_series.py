@@ -3,7 +3,8 @@
 This module owns `BarSeries`, one symbol's bars of one interval, oldest first and never
 overlapping, kept as what a read needs: their starts and ends in µs since the epoch (sorted, for
 bisection), their opens and closes, the `Bar`s themselves (built on first use, a block of
-`BLOCK_BARS` at a time, so a replay builds only the bars it shows) and the exact running sums of
+`BLOCK_BARS` at a time, so a replay builds only the bars it shows, and only the `BLOCKS_KEPT`
+blocks used last are kept) and the exact running sums of
 their closes (built once, on first use). A `BarWindow` is a contiguous run of a
 series' bars found by two bisections: the bars that started at or after some instant and had ended
 by the decision time, a `Sequence[Bar]` whose slices are windows again, so the gateway serves a
@@ -27,6 +28,9 @@ from openbell.markets.domain import Bar
 
 #: How many `Bar`s a series builds at once, when one of them is first asked for.
 BLOCK_BARS: Final = 256
+#: How many blocks of `Bar`s a series keeps, those used last (a request spanning more builds
+#: them all and keeps the last ones).
+BLOCKS_KEPT: Final = 3
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 #: Adding and subtracting finite decimals in this context is exact: no sum is ever rounded.
@@ -97,11 +101,15 @@ class BarSeries:
         return joined[lo - offset : hi - offset]
 
     def _block(self, number: int) -> tuple[Bar, ...]:
-        found = self._blocks.get(number)
+        # The blocks are kept least recently used first; past `BLOCKS_KEPT` the oldest is dropped
+        # (a replay's windows slide forward, so memory follows the lookbacks, not the files).
+        found = self._blocks.pop(number, None)
         if found is None:
             lo = number * BLOCK_BARS
             found = self._make_bars(lo, min(lo + BLOCK_BARS, len(self.starts)))
-            self._blocks[number] = found
+        self._blocks[number] = found
+        if len(self._blocks) > BLOCKS_KEPT:
+            del self._blocks[next(iter(self._blocks))]
         return found
 
     def start_at(self, index: int) -> datetime:

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import pytest
 
+from openbell.markets.bar_series import BLOCK_BARS, BLOCKS_KEPT
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
@@ -208,3 +209,35 @@ def test_from_bundled_loads_every_file_of_the_market() -> None:
     assert source.intervals == ("1h", "1d")
     assert "000016.SH" in source.symbols("1d")  # the index file joins the stocks' daily bars
     assert "600519.SH" in source.symbols("1h")
+
+
+def test_bars_of_a_file_are_those_written_however_the_window_moves(tmp_path: Path) -> None:
+    # 693 hourly bars with a gap every tenth hour: windows cross the file source's blocks of bars.
+    bars = [
+        Bar(
+            symbol="BTC/USDT",
+            start_at=utc(2025, 1, 1) + hour * HOUR,
+            end_at=utc(2025, 1, 1) + (hour + 1) * HOUR,
+            open=Decimal(100 + hour % 37),
+            high=Decimal(140),
+            low=Decimal(90),
+            close=Decimal(101 + hour % 31),
+            volume=Decimal(hour),
+        )
+        for hour in range(770)
+        if hour % 10 != 9
+    ]
+    write_bars(tmp_path / "h.parquet", bars, meta("crypto", "1h"))
+    from_file = ReplaySource.from_paths("crypto", [tmp_path / "h.parquet"])
+    in_memory = ReplaySource(market="crypto", bars={"1h": bars})
+    first = bars[0].start_at
+    windows = [(first + n * 7 * HOUR, first + (n * 7 + 200) * HOUR) for n in range(90)]
+    windows += [(first + 500 * HOUR, first + 501 * HOUR), (first, first + 770 * HOUR)]
+    windows += [(first + 3 * HOUR, first + 130 * HOUR), (first - HOUR, first + HOUR)]
+    for start_at, end_at in windows:
+        expected = in_memory.bars_between(["BTC/USDT"], "1h", start_at, end_at)
+        assert from_file.bars_between(["BTC/USDT"], "1h", start_at, end_at) == expected
+    # Only the blocks around the windows used last are kept, not every bar read.
+    series = from_file._interval("1h").series("BTC/USDT")
+    assert series is not None
+    assert sum(len(block) for block in series._blocks.values()) <= BLOCKS_KEPT * BLOCK_BARS

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -119,7 +119,7 @@ class Toolbox:
         self._snapshot = snapshot
         self._roster = universe
         day = now.astimezone(ZoneInfo(rules.timezone)).date()
-        self.universe = universe.offered_on(day, with_bars=snapshot.with_bars)
+        self.universe = _offered_on(universe, day, snapshot.with_bars)
         self._rules = rules
         self._now = now
         self._benchmark = benchmark_instrument(self.universe, rules)
@@ -529,3 +529,19 @@ def _typed(found: ToolOutcome, kind: type[R]) -> R | ToolError:
     if isinstance(found, ToolError | kind):
         return found
     raise TypeError(f"expected {kind.__name__}, got {type(found).__name__}")
+
+
+#: The last universe offered (the roster, the day, the symbols with bars, what was offered):
+#: every toolbox of a slot asks for the same one.
+_last_offered: list[tuple[Universe, date, frozenset[str], Universe]] = []
+
+
+def _offered_on(universe: Universe, day: date, with_bars: frozenset[str]) -> Universe:
+    """`universe.offered_on(day, with_bars=with_bars)`, kept for the next toolbox of the slot."""
+    if _last_offered:
+        roster, last_day, last_with, offered = _last_offered[0]
+        if roster is universe and last_day == day and last_with == with_bars:
+            return offered
+    offered = universe.offered_on(day, with_bars=with_bars)
+    _last_offered[:] = [(universe, day, with_bars, offered)]
+    return offered

@@ -182,6 +182,8 @@ class PointInTimeGateway:
         self._history = source if isinstance(source, FirstBars) else None
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
+        # `_window_days` by (interval, lookback), worked out once.
+        self._days: dict[tuple[str, int], int] = {}
 
     @property
     def source(self) -> MarketDataSource:
@@ -208,6 +210,13 @@ class PointInTimeGateway:
 
     def _window_days(self, interval: str, lookback: int) -> int:
         """Calendar days that hold `lookback` bars, with room for weekends and holidays."""
+        key = (interval, lookback)
+        found = self._days.get(key)
+        if found is None:
+            found = self._days[key] = self._count_days(interval, lookback)
+        return found
+
+    def _count_days(self, interval: str, lookback: int) -> int:
         sessions = lookback / self._bars_per_day[interval]
         if self._source.market == "crypto":
             return math.ceil(sessions) + 2
@@ -269,6 +278,26 @@ class PointInTimeGateway:
         return AveragesResult(
             symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
         )
+
+    async def last_closes(
+        self, symbols: Sequence[str], interval: str, now: datetime
+    ) -> dict[str, Quote]:
+        """The close of each symbol's last `interval` bar ended by `now`, as a quote stamped with
+        that bar's end: the bar `bars(symbol, interval, 1, now)` shows, read from a prepared
+        source's close column without building a `Bar`. Symbols without one are absent."""
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        found = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
+        out: dict[str, Quote] = {}
+        for symbol, bars in found.items():
+            close = _last_close(bars)
+            ended_at = (
+                bars.end_at if isinstance(bars, BarWindow) else bars[-1].end_at if bars else None
+            )
+            if close is not None and ended_at is not None:
+                out[symbol] = Quote(symbol=symbol, price=close, at=ended_at)
+        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        return out
 
     async def daily_closes(self, symbol: str, n: int, now: datetime) -> ClosesResult:
         """Closes of the last `n` daily bars of `symbol` ended by `now`, with their ends."""

@@ -25,7 +25,7 @@ from openbell.markets.bar_series import (
     PreparedBars,
     mean_of_last,
 )
-from openbell.markets.barfile import read_bundled
+from openbell.markets.barfile import COLUMN_BLOCK, read_bundled
 from openbell.markets.domain import Bar, utc
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
@@ -122,6 +122,20 @@ def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObjec
     assert run(prepared.snapshot(wanted, now)) == run(unprepared.snapshot(wanted, now))
     assert run(prepared.daily_closes(symbol, 3, now)) == run(
         unprepared.daily_closes(symbol, 3, now)
+    )
+
+    # A last close is the close of the one bar `bars(symbol, interval, 1, now)` shows.
+    closes = run(prepared.last_closes(wanted, interval, now))
+    assert closes == run(unprepared.last_closes(wanted, interval, now))
+    for each in dict.fromkeys(wanted):
+        last = run(unprepared.bars(each, interval, 1, now)).bars
+        expected = [(last[-1].close, last[-1].end_at)] if last else []
+        assert [(q.price, q.at) for q in closes.values() if q.symbol == each] == expected
+
+    # Which symbols have a bar starting in a range, without building the bars.
+    until = now + timedelta(days=data.draw(st.integers(0, 40), label="days"))
+    assert source.symbols_between(wanted, interval, now, until) == set(
+        source.bars_between(wanted, interval, now, until)
     )
 
 
@@ -259,3 +273,17 @@ def test_a_bar_file_gives_a_symbols_rows_by_position() -> None:
     assert barset.rows("BTC/USDT", len(every) - 2, len(every) + 5) == every[-2:]
     assert barset.rows("BTC/USDT", 4, 4) == ()
     assert barset.rows("NOPE/USDT", 0, 3) == ()
+
+
+def test_a_decimal_column_reads_what_its_bars_carry_by_position() -> None:
+    barset = read_bundled("crypto-1d")
+    every = btc_file_bars()
+    closes = barset.prices("BTC/USDT").closes
+    for index in (0, 1, COLUMN_BLOCK - 1, COLUMN_BLOCK, len(every) - 1, -1, -len(every)):
+        assert closes[index] == every[index].close
+        assert str(closes[index]) == str(every[index].close)  # the same digits, not just equal
+    assert list(closes[0 : len(closes)]) == [bar.close for bar in every]
+    with pytest.raises(IndexError):
+        closes[len(every)]
+    with pytest.raises(IndexError):
+        closes[-len(every) - 1]

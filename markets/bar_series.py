@@ -233,3 +233,8 @@ class PreparedBars(Protocol):
         after `start_at` and had ended by `end_by`; an interval not served raises
         `IntervalUnavailable`."""
         ...
+
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        """The series of `symbol`'s `interval` bars (None: it has none), for a read of one symbol
+        to take its window from directly; an interval not served raises `IntervalUnavailable`."""
+        ...

@@ -38,6 +38,7 @@ MAX_NEWS: Final = 50
 
 _FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
+_DAY_US: Final = 86_400_000_000
 _END_AT: Final = attrgetter("end_at")
 _SYMBOL: Final = attrgetter("symbol")
 
@@ -248,6 +249,8 @@ class PointInTimeGateway:
             raise ValueError(f"lookback must be between 1 and {self._max_lookback}, got {lookback}")
         self._check_interval(interval)
         days = self._window_days(interval, lookback)
+        if self._prepared is not None:
+            return _prepared_last(self._prepared, symbol, interval, lookback, days, now)
         found = (await self._ended_bars((symbol,), interval, days, now))[symbol]
         if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
             found = (await self._ended_bars((symbol,), interval, days * 4, now))[symbol]
@@ -420,6 +423,22 @@ class GatewayView:
     ) -> NewsResult:
         """See `PointInTimeGateway.news`."""
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
+
+
+def _prepared_last(
+    prepared: PreparedBars, symbol: str, interval: str, lookback: int, days: int, now: datetime
+) -> Sequence[Bar]:
+    """`_last_bars` from a prepared source's series, its windows found without the mappings
+    `_ended_bars` builds for many symbols: the same bisections over the same instants."""
+    series = prepared.prepared_series(symbol, interval)
+    if series is None:
+        return ()
+    now_us = (now - _FLOOR) // _MICROSECOND
+    # In µs, the `max(now, _FLOOR + days) - days` that `_ended_bars` starts from.
+    found = series.window(max(now_us - days * _DAY_US, 0), now_us)
+    if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
+        found = series.window(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    return found.last(lookback)
 
 
 def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:

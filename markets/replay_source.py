@@ -245,6 +245,11 @@ class ReplaySource(SourceIdentity):
                     found.add(symbol)
         return frozenset(found)
 
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        """The series of `symbol`'s `interval` bars, None when it has none
+        (`bar_series.PreparedBars`)."""
+        return self._interval(interval).series(symbol)
+
     def ended_windows(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
     ) -> dict[str, BarWindow]:

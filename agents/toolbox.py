@@ -23,7 +23,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -531,17 +531,23 @@ def _typed(found: ToolOutcome, kind: type[R]) -> R | ToolError:
     raise TypeError(f"expected {kind.__name__}, got {type(found).__name__}")
 
 
-#: The last universe offered (the roster, the day, the symbols with bars, what was offered):
-#: every toolbox of a slot asks for the same one.
-_last_offered: list[tuple[Universe, date, frozenset[str], Universe]] = []
+#: The universes offered, by roster: by the members and whether the benchmark is offered. They
+#: change rarely from slot to slot, and building one again checks it again.
+_offered: dict[int, tuple[Universe, dict[tuple[tuple[str, ...], bool], Universe]]] = {}
 
 
 def _offered_on(universe: Universe, day: date, with_bars: frozenset[str]) -> Universe:
-    """`universe.offered_on(day, with_bars=with_bars)`, kept for the next toolbox of the slot."""
-    if _last_offered:
-        roster, last_day, last_with, offered = _last_offered[0]
-        if roster is universe and last_day == day and last_with == with_bars:
-            return offered
-    offered = universe.offered_on(day, with_bars=with_bars)
-    _last_offered[:] = [(universe, day, with_bars, offered)]
-    return offered
+    """`universe.offered_on(day, with_bars=with_bars)`, kept for the slots that offer the same."""
+    key = (universe.offered_symbols(day, with_bars=with_bars), universe.benchmark in with_bars)
+    kept = _offered.get(id(universe))
+    if kept is None or kept[0] is not universe:
+        if len(_offered) >= _ROSTERS_KEPT:
+            _offered.clear()
+        kept = _offered[id(universe)] = (universe, {})
+    found = kept[1].get(key)
+    if found is None:
+        found = kept[1][key] = universe.offered_on(day, with_bars=with_bars)
+    return found
+
+
+_ROSTERS_KEPT: Final = 16

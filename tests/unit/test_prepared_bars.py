@@ -233,6 +233,16 @@ def test_a_window_is_the_bars_started_since_and_ended_by() -> None:
         window.mean_close(4)
     with pytest.raises(ValueError, match="step 1"):
         _ = window[::2]
+    # The last bar of a window, found with one bisection: none when the window is empty.
+    day_us = day // US
+    for start in range(us - 2 * day_us, us + 12 * day_us, day_us // 2):
+        for end_by in range(start - day_us, us + 12 * day_us, day_us // 2):
+            found = series.window(start, end_by)
+            last = series.last_ended(start, end_by)
+            assert (last is None) == (len(found) == 0)
+            if last is not None:
+                assert series.closes[last] == found.last_close
+                assert series.end_at(last) == found.end_at
 
 
 # -- bars built a block at a time ---------------------------------------------------------------

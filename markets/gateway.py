@@ -19,7 +19,7 @@ data yet, so that an error says nothing about the future either.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -27,7 +27,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Final
 
-from openbell.markets.bar_series import BarWindow, PreparedBars, mean_of_last
+from openbell.markets.bar_series import BarSeries, BarWindow, PreparedBars, mean_of_last
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
@@ -360,7 +360,16 @@ class PointInTimeGateway:
         recent: dict[str, Sequence[Bar]] = {}
         previous: dict[str, Decimal] = {}
         if knows_history:  # the previous closes only: which symbols had bars comes from history
-            if interval == "1d":
+            if interval == "1d" and self._prepared is not None:
+                self._check_interval(interval)
+                days = self._window_days(interval, 1)
+                previous = {
+                    symbol: series.closes[index]
+                    for symbol, (series, index) in _prepared_ended(
+                        self._prepared, wanted, interval, days, now
+                    )
+                }
+            elif interval == "1d":
                 closes = await self.last_closes(wanted, interval, now)
                 previous = {symbol: quote.price for symbol, quote in closes.items()}
         else:
@@ -450,18 +459,28 @@ def _prepared_last(
 def _prepared_closes(
     prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
 ) -> dict[str, Quote]:
-    """`last_closes` from a prepared source's series: the last bar of each window `_ended_bars`
-    would give, found with one bisection, its close read without building a `Bar`."""
+    """`last_closes` from a prepared source's series (see `_prepared_ended`)."""
+    out = {
+        symbol: Quote(symbol=symbol, price=series.closes[index], at=series.end_at(index))
+        for symbol, (series, index) in _prepared_ended(prepared, symbols, interval, days, now)
+    }
+    _check_seen("bar end", (quote.at for quote in out.values()), now)
+    return out
+
+
+def _prepared_ended(
+    prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
+) -> Iterator[tuple[str, tuple[BarSeries, int]]]:
+    """For each of `symbols` with one, its series and the index of the last bar of the window
+    `_ended_bars` would give (bars started in the `days` before `now` and ended by `now`), found
+    with one bisection."""
     now_us = (now - _FLOOR) // _MICROSECOND
     start_us = max(now_us - days * _DAY_US, 0)
-    out: dict[str, Quote] = {}
     for symbol in symbols:
         series = prepared.prepared_series(symbol, interval)
         index = None if series is None else series.last_ended(start_us, now_us)
         if series is not None and index is not None:
-            out[symbol] = Quote(symbol=symbol, price=series.closes[index], at=series.end_at(index))
-    _check_seen("bar end", (quote.at for quote in out.values()), now)
-    return out
+            yield symbol, (series, index)
 
 
 def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -119,7 +119,7 @@ class Toolbox:
         self._snapshot = snapshot
         self._roster = universe
         day = now.astimezone(ZoneInfo(rules.timezone)).date()
-        self.universe = universe.offered_on(day, with_bars=snapshot.with_bars)
+        self.universe = _offered_on(universe, day, snapshot.with_bars)
         self._rules = rules
         self._now = now
         self._benchmark = benchmark_instrument(self.universe, rules)
@@ -529,3 +529,25 @@ def _typed(found: ToolOutcome, kind: type[R]) -> R | ToolError:
     if isinstance(found, ToolError | kind):
         return found
     raise TypeError(f"expected {kind.__name__}, got {type(found).__name__}")
+
+
+#: The universes offered, by roster: by the members and whether the benchmark is offered. They
+#: change rarely from slot to slot, and building one again checks it again.
+_offered: dict[int, tuple[Universe, dict[tuple[tuple[str, ...], bool], Universe]]] = {}
+
+
+def _offered_on(universe: Universe, day: date, with_bars: frozenset[str]) -> Universe:
+    """`universe.offered_on(day, with_bars=with_bars)`, kept for the slots that offer the same."""
+    key = (universe.offered_symbols(day, with_bars=with_bars), universe.benchmark in with_bars)
+    kept = _offered.get(id(universe))
+    if kept is None or kept[0] is not universe:
+        if len(_offered) >= _ROSTERS_KEPT:
+            _offered.clear()
+        kept = _offered[id(universe)] = (universe, {})
+    found = kept[1].get(key)
+    if found is None:
+        found = kept[1][key] = universe.offered_on(day, with_bars=with_bars)
+    return found
+
+
+_ROSTERS_KEPT: Final = 16

@@ -31,13 +31,16 @@ async def last_close_quotes(
     """Each symbol's last bar ended by `at`, as a quote of its close stamped with the bar's end,
     over every interval the source serves (the latest end wins; a tie goes to the finer interval).
     Symbols with no such bar are absent."""
+    wanted = tuple(symbols)
     out: dict[str, Quote] = {}
-    for symbol in symbols:
-        for interval in gateway.source.intervals:  # finest first
-            found = (await gateway.bars(symbol, interval, 1, at)).bars
-            if found and (symbol not in out or found[-1].end_at > out[symbol].at):
-                out[symbol] = Quote(symbol=symbol, price=found[-1].close, at=found[-1].end_at)
-    return out
+    if not wanted:
+        return out
+    for interval in gateway.source.intervals:  # finest first
+        found = await gateway.last_closes(wanted, interval, at)
+        for symbol, quote in found.items():
+            if symbol not in out or quote.at > out[symbol].at:
+                out[symbol] = quote
+    return {symbol: out[symbol] for symbol in wanted if symbol in out}
 
 
 async def last_closes(

@@ -133,6 +133,13 @@ class BarSeries:
         hi = bisect.bisect_right(self.ends, end_by_us)
         return BarWindow(self, lo, max(lo, hi))
 
+    def last_ended(self, start_us: int, end_by_us: int) -> int | None:
+        """The index of the last bar of `window(start_us, end_by_us)` (None: it is empty), found
+        with one bisection: the last bar ended by `end_by_us`, if it started at or after
+        `start_us`."""
+        hi = bisect.bisect_right(self.ends, end_by_us)
+        return hi - 1 if hi > 0 and self.starts[hi - 1] >= start_us else None
+
     def mean_close(self, lo: int, hi: int) -> Decimal:
         """The mean of the closes of bars `lo .. hi - 1` (at least one), equal to
         `mean_of_last(closes[lo:hi], hi - lo)`.
@@ -240,4 +247,9 @@ class PreparedBars(Protocol):
         """For each of `symbols` with bars of `interval`, the window of those that started at or
         after `start_at` and had ended by `end_by`; an interval not served raises
         `IntervalUnavailable`."""
+        ...
+
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        """The series of `symbol`'s `interval` bars (None: it has none), for a read of one symbol
+        to take its window from directly; an interval not served raises `IntervalUnavailable`."""
         ...

@@ -162,6 +162,10 @@ class BarSet:
         )
 
 
+#: How many values of a `DecimalColumn` are made `Decimal`s at once, when one of them is read.
+COLUMN_BLOCK: Final = 64
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BarPrices:
     """One symbol's bars of a `BarSet` as columns, oldest first: start and end in µs since the
@@ -174,13 +178,15 @@ class BarPrices:
 
 
 class DecimalColumn(Sequence[Decimal]):
-    """A decimal column of a bar file, each value made a `Decimal` when it is read: a quote reads
-    one price of a symbol's thousands, and making them all costs more than the whole quote."""
+    """A decimal column of a bar file, its values made `Decimal`s when first read, a block of
+    `COLUMN_BLOCK` at a time and then kept: a quote reads one price of a symbol's thousands, and
+    making them all costs more than the whole quote, while a replay reads its way along them."""
 
-    __slots__ = ("_column",)
+    __slots__ = ("_blocks", "_column")
 
     def __init__(self, column: Any) -> None:
         self._column = column.combine_chunks()
+        self._blocks: dict[int, list[Decimal]] = {}
 
     def __len__(self) -> int:
         return len(self._column)
@@ -192,8 +198,16 @@ class DecimalColumn(Sequence[Decimal]):
     def __getitem__(self, index: int | slice) -> Decimal | Sequence[Decimal]:
         if isinstance(index, slice):
             return list(self._column[index].to_pylist())
-        value: Decimal = self._column[index].as_py()
-        return value
+        if index < 0:
+            index += len(self._column)
+        if not 0 <= index < len(self._column):
+            raise IndexError("decimal column index out of range")
+        number, offset = divmod(index, COLUMN_BLOCK)
+        block = self._blocks.get(number)
+        if block is None:
+            lo = number * COLUMN_BLOCK
+            block = self._blocks[number] = self._column[lo : lo + COLUMN_BLOCK].to_pylist()
+        return block[offset]
 
 
 def _to_us(value: datetime) -> int:

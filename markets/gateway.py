@@ -19,7 +19,7 @@ data yet, so that an error says nothing about the future either.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -27,7 +27,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Final
 
-from openbell.markets.bar_series import BarWindow, PreparedBars, mean_of_last
+from openbell.markets.bar_series import BarSeries, BarWindow, PreparedBars, mean_of_last
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
@@ -38,6 +38,7 @@ MAX_NEWS: Final = 50
 
 _FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
+_DAY_US: Final = 86_400_000_000
 _END_AT: Final = attrgetter("end_at")
 _SYMBOL: Final = attrgetter("symbol")
 
@@ -182,6 +183,8 @@ class PointInTimeGateway:
         self._history = source if isinstance(source, FirstBars) else None
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
+        # `_window_days` by (interval, lookback), worked out once.
+        self._days: dict[tuple[str, int], int] = {}
 
     @property
     def source(self) -> MarketDataSource:
@@ -208,6 +211,13 @@ class PointInTimeGateway:
 
     def _window_days(self, interval: str, lookback: int) -> int:
         """Calendar days that hold `lookback` bars, with room for weekends and holidays."""
+        key = (interval, lookback)
+        found = self._days.get(key)
+        if found is None:
+            found = self._days[key] = self._count_days(interval, lookback)
+        return found
+
+    def _count_days(self, interval: str, lookback: int) -> int:
         sessions = lookback / self._bars_per_day[interval]
         if self._source.market == "crypto":
             return math.ceil(sessions) + 2
@@ -239,6 +249,8 @@ class PointInTimeGateway:
             raise ValueError(f"lookback must be between 1 and {self._max_lookback}, got {lookback}")
         self._check_interval(interval)
         days = self._window_days(interval, lookback)
+        if self._prepared is not None:
+            return _prepared_last(self._prepared, symbol, interval, lookback, days, now)
         found = (await self._ended_bars((symbol,), interval, days, now))[symbol]
         if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
             found = (await self._ended_bars((symbol,), interval, days * 4, now))[symbol]
@@ -269,6 +281,30 @@ class PointInTimeGateway:
         return AveragesResult(
             symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
         )
+
+    async def last_closes(
+        self, symbols: Sequence[str], interval: str, now: datetime
+    ) -> dict[str, Quote]:
+        """The close of each symbol's last `interval` bar ended by `now`, as a quote stamped with
+        that bar's end: the bar `bars(symbol, interval, 1, now)` shows, read from a prepared
+        source's close column without building a `Bar`. Symbols without one are absent."""
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        days = self._window_days(interval, 1)
+        if self._prepared is not None:
+            self._check_interval(interval)
+            return _prepared_closes(self._prepared, wanted, interval, days, now)
+        found = await self._ended_bars(wanted, interval, days, now)
+        out: dict[str, Quote] = {}
+        for symbol, bars in found.items():
+            close = _last_close(bars)
+            ended_at = (
+                bars.end_at if isinstance(bars, BarWindow) else bars[-1].end_at if bars else None
+            )
+            if close is not None and ended_at is not None:
+                out[symbol] = Quote(symbol=symbol, price=close, at=ended_at)
+        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        return out
 
     async def daily_closes(self, symbol: str, n: int, now: datetime) -> ClosesResult:
         """Closes of the last `n` daily bars of `symbol` ended by `now`, with their ends."""
@@ -322,17 +358,28 @@ class PointInTimeGateway:
         knows_history = self._history is not None
         interval = "1d" if "1d" in self._source.intervals else self._source.intervals[-1]
         recent: dict[str, Sequence[Bar]] = {}
-        if interval == "1d" or not knows_history:
+        previous: dict[str, Decimal] = {}
+        if knows_history:  # the previous closes only: which symbols had bars comes from history
+            if interval == "1d" and self._prepared is not None:
+                self._check_interval(interval)
+                days = self._window_days(interval, 1)
+                previous = {
+                    symbol: series.closes[index]
+                    for symbol, (series, index) in _prepared_ended(
+                        self._prepared, wanted, interval, days, now
+                    )
+                }
+            elif interval == "1d":
+                closes = await self.last_closes(wanted, interval, now)
+                previous = {symbol: quote.price for symbol, quote in closes.items()}
+        else:
             recent = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
-        previous = (
-            {
-                symbol: close
-                for symbol, bars in recent.items()
-                if (close := _last_close(bars)) is not None
-            }
-            if interval == "1d"
-            else {}
-        )
+            if interval == "1d":
+                previous = {
+                    symbol: close
+                    for symbol, bars in recent.items()
+                    if (close := _last_close(bars)) is not None
+                }
         return MarketSnapshot(
             market=self._source.market,
             at=now,
@@ -391,6 +438,49 @@ class GatewayView:
     ) -> NewsResult:
         """See `PointInTimeGateway.news`."""
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
+
+
+def _prepared_last(
+    prepared: PreparedBars, symbol: str, interval: str, lookback: int, days: int, now: datetime
+) -> Sequence[Bar]:
+    """`_last_bars` from a prepared source's series, its windows found without the mappings
+    `_ended_bars` builds for many symbols: the same bisections over the same instants."""
+    series = prepared.prepared_series(symbol, interval)
+    if series is None:
+        return ()
+    now_us = (now - _FLOOR) // _MICROSECOND
+    # In µs, the `max(now, _FLOOR + days) - days` that `_ended_bars` starts from.
+    found = series.window(max(now_us - days * _DAY_US, 0), now_us)
+    if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
+        found = series.window(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    return found.last(lookback)
+
+
+def _prepared_closes(
+    prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
+) -> dict[str, Quote]:
+    """`last_closes` from a prepared source's series (see `_prepared_ended`)."""
+    out = {
+        symbol: Quote(symbol=symbol, price=series.closes[index], at=series.end_at(index))
+        for symbol, (series, index) in _prepared_ended(prepared, symbols, interval, days, now)
+    }
+    _check_seen("bar end", (quote.at for quote in out.values()), now)
+    return out
+
+
+def _prepared_ended(
+    prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
+) -> Iterator[tuple[str, tuple[BarSeries, int]]]:
+    """For each of `symbols` with one, its series and the index of the last bar of the window
+    `_ended_bars` would give (bars started in the `days` before `now` and ended by `now`), found
+    with one bisection."""
+    now_us = (now - _FLOOR) // _MICROSECOND
+    start_us = max(now_us - days * _DAY_US, 0)
+    for symbol in symbols:
+        series = prepared.prepared_series(symbol, interval)
+        index = None if series is None else series.last_ended(start_us, now_us)
+        if series is not None and index is not None:
+            yield symbol, (series, index)
 
 
 def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:

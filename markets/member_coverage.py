@@ -68,7 +68,7 @@ def member_coverage(
     found: set[str] = set()
     if interval in source.intervals:
         present = [symbol for symbol in ordered if symbol in held]
-        found = set(source.bars_between(present, interval, start_at, end_at))
+        found = set(source.symbols_between(present, interval, start_at, end_at))
     return MemberCoverage(
         market=source.market,
         universe=universe,

@@ -229,6 +229,27 @@ class ReplaySource(SourceIdentity):
                     out[symbol] = series.slice(first, last)
         return out
 
+    def symbols_between(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> frozenset[str]:
+        """Which of `symbols` have an `interval` bar starting in `[start_at, end_at)`: the keys of
+        `bars_between`, found from the series' starts without building a bar."""
+        data = self._interval(interval)
+        lo, hi = micros(start_at), micros(end_at)
+        found: set[str] = set()
+        for symbol in check_symbols(symbols):
+            series = data.series(symbol)
+            if series is not None:
+                first = bisect.bisect_left(series.starts, lo)
+                if first < len(series.starts) and series.starts[first] < hi:
+                    found.add(symbol)
+        return frozenset(found)
+
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        """The series of `symbol`'s `interval` bars, None when it has none
+        (`bar_series.PreparedBars`)."""
+        return self._interval(interval).series(symbol)
+
     def ended_windows(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
     ) -> dict[str, BarWindow]:

@@ -155,16 +155,20 @@ class Universe:
         """The symbols of the members on `day`, in the file's order."""
         return tuple(symbol for symbol in self.symbols if self._dated_member(symbol, day))
 
+    def offered_symbols(self, day: date, *, with_bars: Collection[str]) -> tuple[str, ...]:
+        """The symbols of the members `offered_on(day, with_bars=with_bars)` keeps, in order."""
+        return tuple(
+            symbol
+            for symbol in self.symbols
+            if symbol in with_bars and self._dated_member(symbol, day)
+        )
+
     def offered_on(self, day: date, *, with_bars: Collection[str]) -> Universe:
         """The universe an agent is offered on `day` (market-local): its members on `day` that
         are in `with_bars` (the symbols with a bar ended by the decision time), and its benchmark
         only if that is in `with_bars` too. Name, dates, source and coverage stay the same."""
-        kept = tuple(
-            instrument
-            for instrument in self.instruments
-            if instrument.symbol in with_bars and self._dated_member(instrument.symbol, day)
-        )
-        symbols = {instrument.symbol for instrument in kept}
+        symbols = set(self.offered_symbols(day, with_bars=with_bars))
+        kept = tuple(instrument for instrument in self.instruments if instrument.symbol in symbols)
         return replace(
             self,
             instruments=kept,

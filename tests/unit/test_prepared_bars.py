@@ -26,7 +26,7 @@ from openbell.markets.bar_series import (
     PreparedBars,
     mean_of_last,
 )
-from openbell.markets.barfile import read_bundled
+from openbell.markets.barfile import COLUMN_BLOCK, read_bundled
 from openbell.markets.domain import Bar, utc
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
@@ -125,6 +125,20 @@ def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObjec
         unprepared.daily_closes(symbol, 3, now)
     )
 
+    # A last close is the close of the one bar `bars(symbol, interval, 1, now)` shows.
+    closes = run(prepared.last_closes(wanted, interval, now))
+    assert closes == run(unprepared.last_closes(wanted, interval, now))
+    for each in dict.fromkeys(wanted):
+        last = run(unprepared.bars(each, interval, 1, now)).bars
+        expected = [(last[-1].close, last[-1].end_at)] if last else []
+        assert [(q.price, q.at) for q in closes.values() if q.symbol == each] == expected
+
+    # Which symbols have a bar starting in a range, without building the bars.
+    until = now + timedelta(days=data.draw(st.integers(0, 40), label="days"))
+    assert source.symbols_between(wanted, interval, now, until) == set(
+        source.bars_between(wanted, interval, now, until)
+    )
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -220,6 +234,16 @@ def test_a_window_is_the_bars_started_since_and_ended_by() -> None:
         window.mean_close(4)
     with pytest.raises(ValueError, match="step 1"):
         _ = window[::2]
+    # The last bar of a window, found with one bisection: none when the window is empty.
+    day_us = day // US
+    for start in range(us - 2 * day_us, us + 12 * day_us, day_us // 2):
+        for end_by in range(start - day_us, us + 12 * day_us, day_us // 2):
+            found = series.window(start, end_by)
+            last = series.last_ended(start, end_by)
+            assert (last is None) == (len(found) == 0)
+            if last is not None:
+                assert series.closes[last] == found.last_close
+                assert series.end_at(last) == found.end_at
 
 
 # -- bars built a block at a time ---------------------------------------------------------------
@@ -264,3 +288,17 @@ def test_a_bar_file_gives_a_symbols_rows_by_position() -> None:
     assert barset.rows("BTC/USDT", len(every) - 2, len(every) + 5) == every[-2:]
     assert barset.rows("BTC/USDT", 4, 4) == ()
     assert barset.rows("NOPE/USDT", 0, 3) == ()
+
+
+def test_a_decimal_column_reads_what_its_bars_carry_by_position() -> None:
+    barset = read_bundled("crypto-1d")
+    every = btc_file_bars()
+    closes = barset.prices("BTC/USDT").closes
+    for index in (0, 1, COLUMN_BLOCK - 1, COLUMN_BLOCK, len(every) - 1, -1, -len(every)):
+        assert closes[index] == every[index].close
+        assert str(closes[index]) == str(every[index].close)  # the same digits, not just equal
+    assert list(closes[0 : len(closes)]) == [bar.close for bar in every]
+    with pytest.raises(IndexError):
+        closes[len(every)]
+    with pytest.raises(IndexError):
+        closes[-len(every) - 1]

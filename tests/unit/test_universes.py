@@ -186,6 +186,13 @@ def test_the_universe_offered_on_a_day_needs_membership_and_bars() -> None:
     assert with_benchmark.symbols == ("600519.SH",)
     assert with_benchmark.benchmark == "000016.SH"
     assert universe.offered_on(date(2025, 10, 1), with_bars=set()).symbols == ()
+    for day, with_bars in (
+        (date(2025, 12, 15), {"601127.SH", "600104.SH"}),
+        (date(2025, 10, 1), {"600519.SH", "000016.SH", "600104.SH"}),
+    ):
+        assert universe.offered_symbols(day, with_bars=with_bars) == (
+            universe.offered_on(day, with_bars=with_bars).symbols
+        )
 
 
 @pytest.mark.parametrize(

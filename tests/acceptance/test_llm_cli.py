@@ -34,8 +34,10 @@ def test_replay_report_and_trace_of_an_llm_agent(tmp_path: Path) -> None:
         (tmp_path / "openbell.toml").write_text(
             f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
             '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-            # September 2025 is before the dates sse50.toml vouches for (2025-09-30 on)
-            'initial_cash = "100000"\nallow_outside_coverage = true\n\n'
+            # September 2025 is before the dates sse50.toml vouches for (2025-09-30 on), and
+            # 688981.SH has no bundled bars that week
+            'initial_cash = "100000"\nallow_outside_coverage = true\n'
+            "allow_partial_coverage = true\n\n"
             '[[agents]]\nname = "local-llm"\nkind = "llm"\nmarkets = ["cn"]\n'
             f'base_url = "{base_url}"\nmodel = "scripted-1"\n'
             'api_key_env = "OPENBELL_TEST_LLM_KEY"\n'

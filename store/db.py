@@ -156,8 +156,26 @@ class _ParameterMasker:
         executemany: bool,
     ) -> tuple[str, Any]:
         if executemany and isinstance(parameters, Sequence):
+            if not self._may_mask(parameters):
+                return statement, parameters
             return statement, [self._row(row) for row in parameters]
         return statement, self._row(parameters)
+
+    def _may_mask(self, rows: Sequence[Any]) -> bool:
+        """Whether any text parameter of `rows` could be masked: one scan of them all, joined
+        (each text is in the joined one, so whatever would be masked in it is found there; a
+        match across two texts only costs the row by row pass), for a batch of many rows that
+        (nearly always) holds nothing to mask."""
+        texts: list[str] = []
+        for row in rows:
+            if isinstance(row, Mapping):
+                values: Any = row.values()
+            elif isinstance(row, list | tuple):
+                values = row
+            else:
+                continue
+            texts.extend([value for value in values if isinstance(value, str)])
+        return self._redactor.may_mask("\x00".join(texts))
 
     def _row(self, row: Any) -> Any:
         if isinstance(row, Mapping):

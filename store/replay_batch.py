@@ -16,7 +16,7 @@ other accounts may write at the same time, ids are reserved from the tables' seq
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
@@ -231,10 +231,38 @@ class ReplayBatch:
             (TRACE_TABLE, self.traces),
         ):
             if rows:
-                connection.execute(table.insert(), rows)
+                insert_rows(connection, table, rows)
         moved = [books[account_id] for account_id in sorted(self.moved)]
         if moved:
             write_books(connection, moved)
+
+
+def insert_rows(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert `rows` (each with the same columns) into `table` with one `executemany` of the
+    driver: the statement compiled once, each value through its column type's bind processor
+    (what Core's insert does row by row, at a cost per row); the engine's hooks (the masking of
+    `db.py`) still see every parameter. A statement that would need more than the rows' values
+    (a column default) goes through Core's insert."""
+    dialect = connection.dialect
+    names = list(rows[0])
+    compiled = table.insert().compile(dialect=dialect, column_keys=names)
+    if set(compiled.binds) != set(names) or compiled.escaped_bind_names:
+        connection.execute(table.insert(), rows)
+        return
+    order = list(compiled.positiontup or ()) if dialect.positional else names
+    processors = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in order
+    ]
+    values = [
+        [row[name] for row in rows] if process is None else [process(row[name]) for row in rows]
+        for name, process in zip(order, processors, strict=True)
+    ]
+    parameters: list[Any] = (
+        list(zip(*values, strict=True))
+        if dialect.positional
+        else [dict(zip(order, row, strict=True)) for row in zip(*values, strict=True)]
+    )
+    connection.exec_driver_sql(compiled.string, parameters)
 
 
 def write_books(connection: Connection, books: Iterable[AccountBook]) -> None:

@@ -199,3 +199,20 @@ def test_a_batch_with_nothing_to_mask_is_stored_as_it_is(guarded: Engine) -> Non
         )
         stored = connection.execute(text("SELECT note FROM plain_notes ORDER BY n")).scalars()
         assert list(stored) == notes
+
+
+@pytest.mark.postgres
+def test_a_secret_in_an_array_parameter_is_masked(pg_url: str) -> None:
+    # A replay batch inserts each column as one array on Postgres (`replay_batch.insert_rows`).
+    engine = make_engine(pg_url, redactor=Redactor([KEY]))
+    notes = ["ordinary", f"paid with {KEY}", "2025-09-01 00:00:00"]
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE array_notes (note text)")
+            connection.exec_driver_sql(
+                "INSERT INTO array_notes (note) SELECT * FROM unnest(%s::text[])", (notes,)
+            )
+            stored = connection.exec_driver_sql("SELECT note FROM array_notes").scalars().all()
+    finally:
+        engine.dispose()
+    assert sorted(stored) == sorted(["ordinary", f"paid with {REDACTED_MARK}", notes[2]])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,6 +51,8 @@ from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind
 
 log = structlog.stdlib.get_logger(__name__)
+#: The standard logger behind `log`, whose level decides which of its lines are written.
+_STDLIB_LOG: Final = logging.getLogger(__name__)
 
 #: The reason stored on a cycle skipped because its market's data could not be had for the slot.
 DATA_UNAVAILABLE: Final = "data_unavailable"
@@ -381,9 +384,14 @@ class CycleRunner:
             return None
         return snapshot
 
-    def _bound(self, market: str, claim: _Claim, slot_at: datetime) -> structlog.stdlib.BoundLogger:
-        return log.bind(
-            agent=claim.agent.name, market=market, cycle_id=claim.cycle_id, slot_at=slot_at
+    def _bound(self, market: str, claim: _Claim, slot_at: datetime) -> _CycleLog:
+        return _CycleLog(
+            context={
+                "agent": claim.agent.name,
+                "market": market,
+                "cycle_id": claim.cycle_id,
+                "slot_at": slot_at,
+            }
         )
 
     async def _run_cycle(
@@ -542,6 +550,22 @@ class CycleRunner:
         if desk.actions is not None:
             await desk.actions.at_close(desk.gateway, close_at, list(account_ids))
         return await write_close_snapshots(self._ledger, desk.gateway, close_at, account_ids)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CycleLog:
+    """A cycle's log lines, each with the cycle's `context` first (what `log.bind` gives, without
+    a bound logger made per cycle): an `info` line the level filters out is not even assembled
+    (structlog's `filter_by_level` asks the same standard logger)."""
+
+    context: Mapping[str, object]
+
+    def info(self, event: str, **fields: object) -> None:
+        if _STDLIB_LOG.isEnabledFor(logging.INFO):
+            log.info(event, **{**self.context, **fields})
+
+    def warning(self, event: str, **fields: object) -> None:
+        log.warning(event, **{**self.context, **fields})
 
 
 def _not_run(claim: _Claim) -> CycleOutcome:

@@ -5,10 +5,11 @@ SQLite and Postgres with a one-line `ConfigError`. SQLite gets its parent direct
 foreign keys enforced, WAL journaling, a busy timeout and an explicit `BEGIN` (a write transaction
 may ask for `BEGIN IMMEDIATE` with the `SQLITE_IMMEDIATE` execution option); `postgresql://` URLs
 use psycopg 3. The engine is the store's write boundary for secrets: every text parameter of every
-statement it runs passes through `Redactor.mask_values` with the configured secrets and the URL's
-own password (`redact.py`), and openbell's own tokens, so no table, present or future, can store
-one. Numbers and instants
-sent as text (exact decimals, SQLite timestamps) are left as they are.
+statement it runs (also each text in an array parameter) passes through `Redactor.mask_values`
+with the configured secrets and the URL's own password (`redact.py`), and openbell's own tokens,
+so no table, present or future, can store one. Numbers and instants sent as text (exact decimals,
+SQLite timestamps) are left as they are. The parameters of a statement or batch are first scanned
+together (`Redactor.may_mask`), and masked one by one only when something may be there.
 Postgres connections are made within a connect timeout (the URL's libpq `connect_timeout`, else
 `DEFAULT_CONNECT_TIMEOUT_S`) so that a server that accepts connections but never answers ends in a
 one-line error instead of a hang, optionally with a statement timeout (what the one-shot commands
@@ -156,8 +157,30 @@ class _ParameterMasker:
         executemany: bool,
     ) -> tuple[str, Any]:
         if executemany and isinstance(parameters, Sequence):
+            if not self._may_mask(parameters):
+                return statement, parameters
             return statement, [self._row(row) for row in parameters]
+        if not self._may_mask([parameters]):
+            return statement, parameters
         return statement, self._row(parameters)
+
+    def _may_mask(self, rows: Sequence[Any]) -> bool:
+        """Whether any text parameter of `rows` could be masked: one scan of them all, joined
+        (each text is in the joined one, so whatever would be masked in it is found there; a
+        match across two texts only costs the row by row pass), for a batch of many rows that
+        (nearly always) holds nothing to mask."""
+        texts: list[str] = []
+        for row in rows:
+            if isinstance(row, Mapping):
+                values: Any = row.values()
+            elif isinstance(row, list | tuple):
+                values = row
+            else:
+                continue
+            texts.extend([value for value in values if isinstance(value, str)])
+            for array in [value for value in values if isinstance(value, list | tuple)]:
+                texts.extend([value for value in array if isinstance(value, str)])
+        return self._redactor.may_mask("\x00".join(texts))
 
     def _row(self, row: Any) -> Any:
         if isinstance(row, Mapping):
@@ -167,6 +190,8 @@ class _ParameterMasker:
         return row
 
     def _value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):  # an array parameter (a replay batch's column)
+            return type(value)(self._value(item) for item in value)
         if (
             not isinstance(value, str)
             or len(value) < MIN_SECRET_CHARS

@@ -185,6 +185,17 @@ class Redactor:
             return self._raw.sub(REDACTED, text)
         return text
 
+    def may_mask(self, text: str) -> bool:
+        """Whether `mask_values` could change `text` (no: it surely returns `text` as it is).
+
+        It is True for any text holding a text it would change: `text` may be many texts joined,
+        to decide for all of them in one scan (what the store's batches do, `db.py`)."""
+        if _TOKEN_START.search(text) is not None:
+            return True
+        if not self._secrets:
+            return False
+        return self._markers.search(text) is not None or any(h in text for h in self._heads)
+
     def mask(self, text: str) -> str:
         """`text` with the configured secrets and credential-looking text masked."""
         text = self.mask_values(text)

@@ -36,6 +36,8 @@ class ExactDecimal(TypeDecorator[Decimal]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
+        if type(value) is Decimal and value.is_finite():  # nearly every value: no conversion
+            return value if dialect.name == "postgresql" else str(value)
         if isinstance(value, bool) or not isinstance(value, Decimal | int):
             raise TypeError(
                 f"ExactDecimal takes a Decimal (or int), got {type(value).__name__} {value!r}; "

@@ -85,13 +85,16 @@ class AccountBook:
         self.last_action_id = last_action_id
         self.traded = set(traded)
         self.first_fill_at = first_fill_at
-        self._state: tuple[datetime, AccountState] | None = None
+        self._state: tuple[datetime, datetime, AccountState] | None = None
 
     def state(self, now: datetime) -> AccountState:
         """The account as `Accounts.account_state(account, now)` reads it from the ledger."""
+        if self._state is not None and self._state[0] == now:  # asked again in the same slot
+            return _copy(self._state[2])
         since = recent_buys_since(now)
-        if self._state is not None and self._state[0] == since:
-            return _copy(self._state[1])
+        if self._state is not None and self._state[1] == since:
+            self._state = (now, since, self._state[2])
+            return _copy(self._state[2])
         # Buys older than a day before the window can no longer be listed (time only advances).
         self._buys = [buy for buy in self._buys if buy.filled_at >= since - _KEEP_BUYS]
         lots: dict[str, list[Lot]] = {}
@@ -114,7 +117,7 @@ class AccountBook:
                 if holding.quantity > 0
             },
         )
-        self._state = (since, state)
+        self._state = (now, since, state)
         return _copy(state)
 
     def apply(self, fill: Fill, fill_id: int, key: str) -> None:

@@ -25,6 +25,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
+from openbell.store.redact import REDACTED as REDACTED_MARK
 from openbell.store.redact import Redactor
 from openbell.store.verify import verify_ledger
 from openbell_testkit.agents import US_OPEN, make_arena
@@ -158,3 +159,60 @@ def test_the_store_urls_own_password_is_masked_without_being_configured(pg_url: 
         assert leaks(stored, [password]) == []
     finally:
         engine.dispose()
+
+
+def test_a_secret_or_token_in_one_row_of_a_large_batch_is_masked(guarded: Engine) -> None:
+    # A batch is checked in one scan of all its texts; the rows that hold something are masked
+    # row by row, the others are stored as they are.
+    token = "obt_Zq3_x-9AbCdEfGhIjKlMnOpQrStUvWxYz0123456789a"  # noqa: S105  (a test value)
+    notes = [f"ordinary note {n}, price 187.30" for n in range(500)]
+    notes[17] = f"paid with {KEY.replace('-', '%2D')}"
+    notes[250] = f"token {token} here"
+    notes[499] = f"ends with {KEY.removeprefix('sk-')}"
+    with guarded.begin() as connection:
+        connection.execute(text("CREATE TABLE many_notes (n integer, note text, amount text)"))
+        connection.execute(
+            text("INSERT INTO many_notes (n, note, amount) VALUES (:n, :note, :amount)"),
+            [{"n": n, "note": note, "amount": PIN} for n, note in enumerate(notes)],
+        )
+        stored = connection.execute(text("SELECT n, note, amount FROM many_notes ORDER BY n"))
+        rows = list(stored)
+    assert [row.note for row in rows if REDACTED_MARK in row.note] == [
+        f"paid with {REDACTED_MARK}",
+        f"token {REDACTED_MARK} here",
+        f"ends with {REDACTED_MARK}",
+    ]
+    assert leaks("\n".join(row.note for row in rows), [KEY, token]) == []
+    assert {row.amount for row in rows} == {PIN}  # an exact number is never masked
+    assert [row.note for row in rows if REDACTED_MARK not in row.note] == [
+        note for n, note in enumerate(notes) if n not in (17, 250, 499)
+    ]
+
+
+def test_a_batch_with_nothing_to_mask_is_stored_as_it_is(guarded: Engine) -> None:
+    notes = [f"note {n}: {KEY[:5]} and 5% of NAV" for n in range(300)]
+    with guarded.begin() as connection:
+        connection.execute(text("CREATE TABLE plain_notes (n integer, note text)"))
+        connection.execute(
+            text("INSERT INTO plain_notes (n, note) VALUES (:n, :note)"),
+            [{"n": n, "note": note} for n, note in enumerate(notes)],
+        )
+        stored = connection.execute(text("SELECT note FROM plain_notes ORDER BY n")).scalars()
+        assert list(stored) == notes
+
+
+@pytest.mark.postgres
+def test_a_secret_in_an_array_parameter_is_masked(pg_url: str) -> None:
+    # A replay batch inserts each column as one array on Postgres (`replay_batch.insert_rows`).
+    engine = make_engine(pg_url, redactor=Redactor([KEY]))
+    notes = ["ordinary", f"paid with {KEY}", "2025-09-01 00:00:00"]
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE array_notes (note text)")
+            connection.exec_driver_sql(
+                "INSERT INTO array_notes (note) SELECT * FROM unnest(%s::text[])", (notes,)
+            )
+            stored = connection.exec_driver_sql("SELECT note FROM array_notes").scalars().all()
+    finally:
+        engine.dispose()
+    assert sorted(stored) == sorted(["ordinary", f"paid with {REDACTED_MARK}", notes[2]])

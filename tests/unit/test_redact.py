@@ -145,3 +145,19 @@ def test_long_text_is_masked_quickly() -> None:
     elapsed_s = time.perf_counter() - started
     assert masked.endswith(REDACTED)
     assert elapsed_s < 0.5, elapsed_s
+
+
+@pytest.mark.parametrize("form", list(FORMS.values()), ids=list(FORMS))
+def test_may_mask_is_true_for_every_form_even_among_other_texts(form: str) -> None:
+    redactor = Redactor([KEY])
+    assert redactor.may_mask(form)
+    assert redactor.may_mask("\x00".join(["price 187.30", f"paid with {form}", "2025-09-01"]))
+
+
+def test_may_mask_is_false_only_where_mask_values_changes_nothing() -> None:
+    texts = ["ordinary text", "5% of NAV", "obtain_this_result", "2025-09-01T00:00:00", KEY[:7]]
+    for redactor in (Redactor(), Redactor([KEY, PASSWORD])):
+        assert not redactor.may_mask("\x00".join(texts))
+        assert [redactor.mask_values(text) for text in texts] == texts
+        assert redactor.may_mask("x obt_Zq3_x-9AbCdEfGhIjKlMn y")
+    assert not Redactor().may_mask(KEY)  # no secrets: only openbell's tokens are masked by value

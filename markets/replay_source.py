@@ -266,11 +266,11 @@ class ReplaySource(SourceIdentity):
         return out
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
-        """The replay quote known at `at` for each symbol that has one (see `quote_at`)."""
-        now_us = micros(at)
+        """The replay quote known at `at` for each symbol that has one (see `quote_at`, which a
+        subclass may answer otherwise: the cache replay's recorded quotes)."""
         out: dict[str, Quote] = {}
         for symbol in check_symbols(symbols):
-            found = self._quote_at(symbol, now_us)
+            found = self.quote_at(symbol, at)
             if found is not None:
                 out[symbol] = found
         return out

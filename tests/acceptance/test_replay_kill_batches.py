@@ -128,7 +128,8 @@ def _url(kind: str, tmp_path: Path, name: str, request: pytest.FixtureRequest) -
 def _by_natural_keys(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """The ledger's rows with every id replaced by the natural key of its row (a cycle by its
     account and slot, an order by its cycle and seq, a fill by its order, a snapshot by its
-    account, instant and kind), sorted; the claim columns left out."""
+    account, instant and kind, a corporate action by its account, symbol, kind and ex-date),
+    sorted; the claim columns left out."""
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
@@ -147,11 +148,18 @@ def _by_natural_keys(url: str) -> dict[str, list[tuple[Any, ...]]]:
     snapshots = {
         row["id"]: (row["account_id"], row["at"], row["kind"]) for row in rows["nav_snapshot"]
     }
+    actions = {
+        row["id"]: (row["account_id"], row["symbol"], row["kind"], row["ex_date"])
+        for row in rows["corporate_action"]
+    }
     swaps: dict[str, dict[str, Callable[[Any], Any]]] = {
         "cycle": {},
         "order": {"cycle_id": cycles.__getitem__, "idempotency_key": lambda _key: None},
         "fill": {"order_id": fills.__getitem__, "idempotency_key": lambda _key: None},
-        "nav_snapshot": {"last_fill_id": lambda found: fills.get(found)},
+        "nav_snapshot": {
+            "last_fill_id": lambda found: fills.get(found),
+            "last_action_id": lambda found: actions.get(found),
+        },
         "nav_mark": {"snapshot_id": snapshots.__getitem__},
         "corporate_action": {"after_fill_id": lambda found: fills.get(found)},
         "trace": {"cycle_id": cycles.__getitem__},

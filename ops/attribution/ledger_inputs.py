@@ -19,7 +19,7 @@ symbol's period return is priced at the same instants as the NAV.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -180,9 +180,11 @@ def account_attribution(
 ) -> AccountAttribution:
     """The attribution of `agent`'s account in `market` over `[start, end)` (module docstring).
 
-    `fundamentals` are reports of a point-in-time source, for the size and value styles (without
-    them those two are skipped). Raises `ReportError` when the agent has no account in the
-    market, fewer than two snapshots in the window, or no bars of the cadence's interval.
+    `fundamentals` are reports of a point-in-time source, for the size and value styles; without
+    them, the reports the ledger's cache holds (`known_reports`: recorded by a live daemon or
+    imported); with none, those two styles are skipped. Raises `ReportError` when the agent has
+    no account in the market, fewer than two snapshots in the window, or no bars of the cadence's
+    interval.
     """
     account = _account(engine, agent, market)
     snapshots = [
@@ -203,6 +205,8 @@ def account_attribution(
         (source,) if source is not None else bar_sources(engine, market, interval, until, held)
     )
     members = _members(sources, market, interval)
+    if fundamentals is None:
+        fundamentals = known_reports(engine, sorted(members | held))
     chosen_windows = windows or StyleWindows()
     panel = PricePanel.of_bars(_bars(sources, sorted(members | held), interval, stamps[-1]))
     periods = _periods(
@@ -228,3 +232,16 @@ def account_attribution(
         vif_threshold=vif_threshold,
         attribution=link(periods),
     )
+
+
+def known_reports(engine: Engine, symbols: Sequence[str]) -> list[FundamentalsReport] | None:
+    """The fundamentals reports of `symbols` the ledger's cache holds, each as of when it was
+    known (its publication, or the first decision time a live read served it, whichever is later:
+    a report backfilled by the vendor counts from when openbell first saw it); None when there
+    are none."""
+    known = SqlBarCache(engine).recorded_reports(symbols) if symbols else ()
+    reports = [
+        replace(entry.report, published_at=max(entry.report.published_at, entry.known_at))
+        for entry in known
+    ]
+    return reports or None

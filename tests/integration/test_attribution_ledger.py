@@ -8,7 +8,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, delete
 
 from openbell.agents.baselines import build_agent
 from openbell.daemon.plan import ReplayPlan
@@ -16,12 +16,15 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
 from openbell.markets.fundamentals import FundamentalsReport
+from openbell.markets.recorded import KnownReport
 from openbell.ops.attribution.ledger_inputs import account_attribution
 from openbell.ops.attribution.output import attribution_record, part_rows
 from openbell.store import queries
+from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.snapshot_holdings import snapshot_holdings
+from openbell.store.tables import FUNDAMENTALS_REPORT_TABLE
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.replay import crypto_daily
 
@@ -152,6 +155,48 @@ def test_fundamentals_published_mid_window_give_size_and_value_from_then_on(
     assert any("size" in p.styles for p in after)
     assert any("value" in p.styles for p in after)
     assert abs(window.parts_sum - window.total) <= 1e-12
+
+
+def test_reports_in_the_ledgers_cache_give_size_and_value_from_when_they_were_known(
+    replayed: Engine,
+) -> None:
+    # As a live daemon records them (or `openbell data import-fundamentals`): the report of each
+    # coin is published on 03-01 but first served on 03-15, and counts from then on.
+    published, known = utc(2025, 3, 1, 12), utc(2025, 3, 15, 12)
+    coins = ("ADA", "AVAX", "BTC", "DOT", "ETH", "LINK", "LTC", "SOL", "SUI", "XRP")
+    reports = [
+        KnownReport(
+            report=FundamentalsReport(
+                symbol=f"{coin}/USDT",
+                period_end=date(2024, 12, 31),
+                published_at=published,
+                currency="USDT",
+                values={"market_cap": Decimal(10**9 * (i + 1) ** 2), "book_to_price": Decimal(i)},
+            ),
+            known_at=known,
+        )
+        for i, coin in enumerate(coins)
+    ]
+    SqlBarCache(replayed).put_reports(source="test", reports=reports, fetched_at=known)
+    try:
+        window = account_attribution(replayed, "random", "crypto").attribution
+    finally:
+        with replayed.begin() as connection:
+            connection.execute(delete(FUNDAMENTALS_REPORT_TABLE))
+    before = [p for p in window.periods if p.start_at < known]
+    assert before
+    assert all("size" not in p.styles and "value" not in p.styles for p in before)
+    after = [p for p in window.periods if p.start_at >= known]
+    assert any("size" in p.styles for p in after)
+    assert any("value" in p.styles for p in after)
+    assert abs(window.parts_sum - window.total) <= 1e-12
+    # Nothing recorded: the two styles are skipped again.
+    assert set(
+        attribution_record(account_attribution(replayed, "random", "crypto"))["skipped"]
+    ) == {
+        "size",
+        "value",
+    }
 
 
 def test_unknown_agents_and_short_windows_are_report_errors(replayed: Engine) -> None:

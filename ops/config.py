@@ -20,7 +20,7 @@ from datetime import time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from os import PathLike
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -461,38 +461,19 @@ def _check_key_env(name: str | None) -> str | None:
     )
 
 
-class LlmAgentConfig(_AgentConfig):
-    """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`.
+class _ModelEndpointConfig(_Section):
+    """The keys of an agent whose model sits on an OpenAI-compatible endpoint (`llm`,
+    `strategy_code`, `rating`): where it is, which model, the environment variable holding its
+    key, the sampling temperature, and its prices per million tokens (quoted decimal strings,
+    `price_in_per_mtok` and `price_out_per_mtok` together, `price_cached_per_mtok` optionally)."""
 
-    Prices are per million tokens in the account's terms (usually USD), as quoted decimal
-    strings: `price_in_per_mtok` and `price_out_per_mtok` together, `price_cached_per_mtok`
-    optionally (default: the input price). Without them the model's `[prices."MODEL"]` table
-    applies, if there is one; with neither, cost is not computed. Budgets are per
-    cycle. `extra_headers` and `extra_body` are sent with every request (no credentials in them:
-    those come from `api_key_env`).
-    """
-
-    kind: Literal["llm"]
     base_url: str
     model: str = Field(min_length=1)
     api_key_env: str | None = None
     temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
-    max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
-    mode: DecisionMode = "open-research"
-    masking: Masking = "bright"
-    #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
-    masking_seed: StrictInt = 0
-    #: Shows a masked agent its money in a secret per-account unit (default: only when blinded).
-    rebase_prices: StrictBool | None = None
     price_in_per_mtok: Decimal | None = None
     price_out_per_mtok: Decimal | None = None
     price_cached_per_mtok: Decimal | None = None
-    max_turns: Annotated[StrictInt, Field(gt=0, le=1000)] = 25
-    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
-    max_tokens_per_cycle: Annotated[StrictInt, Field(gt=0)] = 120_000
-    max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
-    extra_headers: dict[str, str] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod
@@ -510,6 +491,62 @@ class LlmAgentConfig(_AgentConfig):
     @classmethod
     def _price(cls, value: object) -> Decimal | None:
         return None if value is None else _exact_price(value)
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> Self:
+        priced = (self.price_in_per_mtok is None, self.price_out_per_mtok is None)
+        if priced[0] != priced[1]:
+            missing = "price_out_per_mtok" if priced[1] else "price_in_per_mtok"
+            raise PathError((missing,), "give both price_in_per_mtok and price_out_per_mtok")
+        if self.price_cached_per_mtok is not None and priced[0]:
+            raise PathError(
+                ("price_cached_per_mtok",), "give price_in_per_mtok and price_out_per_mtok too"
+            )
+        return self
+
+
+class _TargetWeightsConfig(_Section):
+    """`rebalance_band`: the smallest change of a target weight that is traded, a fraction of NAV
+    in [0, 1) as a quoted decimal string (the agents that trade target weights they compute)."""
+
+    rebalance_band: Decimal = Decimal("0.01")
+
+    @field_validator("rebalance_band", mode="before")
+    @classmethod
+    def _band(cls, value: object) -> Decimal:
+        band = _exact_decimal(
+            value, "a fraction", "0.01", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not band.is_finite() or not 0 <= band < 1:
+            raise ValueError("should be a fraction of NAV in [0, 1)")
+        return band
+
+
+class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
+    """An LLM agent on an OpenAI-compatible endpoint. The API key comes from `api_key_env`.
+
+    Prices are per million tokens in the account's terms (usually USD), as quoted decimal
+    strings: `price_in_per_mtok` and `price_out_per_mtok` together, `price_cached_per_mtok`
+    optionally (default: the input price). Without them the model's `[prices."MODEL"]` table
+    applies, if there is one; with neither, cost is not computed. Budgets are per
+    cycle. `extra_headers` and `extra_body` are sent with every request (no credentials in them:
+    those come from `api_key_env`).
+    """
+
+    kind: Literal["llm"]
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
+    mode: DecisionMode = "open-research"
+    masking: Masking = "bright"
+    #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
+    masking_seed: StrictInt = 0
+    #: Shows a masked agent its money in a secret per-account unit (default: only when blinded).
+    rebase_prices: StrictBool | None = None
+    max_turns: Annotated[StrictInt, Field(gt=0, le=1000)] = 25
+    max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
+    max_tokens_per_cycle: Annotated[StrictInt, Field(gt=0)] = 120_000
+    max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("extra_headers")
     @classmethod
@@ -537,18 +574,6 @@ class LlmAgentConfig(_AgentConfig):
             raise PathError(
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _prices_together(self) -> LlmAgentConfig:
-        priced = (self.price_in_per_mtok is None, self.price_out_per_mtok is None)
-        if priced[0] != priced[1]:
-            missing = "price_out_per_mtok" if priced[1] else "price_in_per_mtok"
-            raise PathError((missing,), "give both price_in_per_mtok and price_out_per_mtok")
-        if self.price_cached_per_mtok is not None and priced[0]:
-            raise PathError(
-                ("price_cached_per_mtok",), "give price_in_per_mtok and price_out_per_mtok too"
             )
         return self
 
@@ -643,7 +668,7 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
         return self
 
 
-class StrategyCodeAgentConfig(_AgentConfig):
+class StrategyCodeAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig):
     """A strategy-code agent (`kind = "strategy_code"`, `agents/strategy_code/`): the model on an
     OpenAI-compatible endpoint writes `strategy(bars) -> weights` and a claimed edge at the first
     cycle, and again once the strategy has had `rewrite_every` runs (0: never); the code runs in
@@ -655,14 +680,7 @@ class StrategyCodeAgentConfig(_AgentConfig):
     """
 
     kind: Literal["strategy_code"]
-    base_url: str
-    model: str = Field(min_length=1)
-    api_key_env: str | None = None
-    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 8192
-    price_in_per_mtok: Decimal | None = None
-    price_out_per_mtok: Decimal | None = None
-    price_cached_per_mtok: Decimal | None = None
     interval: Literal["1d", "1h"] = "1d"
     lookback: Annotated[StrictInt, Field(gt=0, le=1000)] = 250
     rewrite_every: Annotated[StrictInt, Field(ge=0)] = 0
@@ -670,45 +688,9 @@ class StrategyCodeAgentConfig(_AgentConfig):
     cpu_s: Annotated[StrictInt, Field(gt=0, le=300)] = 10
     memory_mb: Annotated[StrictInt, Field(ge=256, le=65_536)] = 2048
     wall_s: Annotated[float, Field(gt=0, le=300)] = 20.0
-    rebalance_band: Decimal = Decimal("0.01")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, base_url: str) -> str:
-        return _check_http_url(base_url)
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, name: str | None) -> str | None:
-        return _check_key_env(name)
-
-    @field_validator(
-        "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
-    )
-    @classmethod
-    def _price(cls, value: object) -> Decimal | None:
-        return None if value is None else _exact_price(value)
-
-    @field_validator("rebalance_band", mode="before")
-    @classmethod
-    def _band(cls, value: object) -> Decimal:
-        band = _exact_decimal(
-            value, "a fraction", "0.01", float_hint=f'write it as a quoted string, "{value!r}"'
-        )
-        if not band.is_finite() or not 0 <= band < 1:
-            raise ValueError("should be a fraction of NAV in [0, 1)")
-        return band
-
-    @model_validator(mode="after")
-    def _prices_together(self) -> StrategyCodeAgentConfig:
-        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
-            raise PathError(
-                ("price_in_per_mtok",), "give both price_in_per_mtok and price_out_per_mtok"
-            )
-        return self
 
 
-class RatingAgentConfig(_AgentConfig):
+class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig):
     """A rating agent (`kind = "rating"`, `agents/rating/`): at each cycle the model on an
     OpenAI-compatible endpoint rates every offered symbol (strong sell .. strong buy) with a
     confidence and a rationale, and the ratings are traded as target weights (strong buy 2 points,
@@ -721,36 +703,11 @@ class RatingAgentConfig(_AgentConfig):
     """
 
     kind: Literal["rating"]
-    base_url: str
-    model: str = Field(min_length=1)
-    api_key_env: str | None = None
-    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] = 0.0
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
-    price_in_per_mtok: Decimal | None = None
-    price_out_per_mtok: Decimal | None = None
-    price_cached_per_mtok: Decimal | None = None
     interval: Literal["1d", "1h"] = "1d"
     lookback: Annotated[StrictInt, Field(gt=0, le=250)] = 20
     max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
     max_weight: Decimal = Decimal("0.25")
-    rebalance_band: Decimal = Decimal("0.01")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, base_url: str) -> str:
-        return _check_http_url(base_url)
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, name: str | None) -> str | None:
-        return _check_key_env(name)
-
-    @field_validator(
-        "price_in_per_mtok", "price_out_per_mtok", "price_cached_per_mtok", mode="before"
-    )
-    @classmethod
-    def _price(cls, value: object) -> Decimal | None:
-        return None if value is None else _exact_price(value)
 
     @field_validator("max_weight", mode="before")
     @classmethod
@@ -761,24 +718,6 @@ class RatingAgentConfig(_AgentConfig):
         if not weight.is_finite() or not 0 < weight <= 1:
             raise ValueError("should be a fraction of NAV in (0, 1]")
         return weight
-
-    @field_validator("rebalance_band", mode="before")
-    @classmethod
-    def _band(cls, value: object) -> Decimal:
-        band = _exact_decimal(
-            value, "a fraction", "0.01", float_hint=f'write it as a quoted string, "{value!r}"'
-        )
-        if not band.is_finite() or not 0 <= band < 1:
-            raise ValueError("should be a fraction of NAV in [0, 1)")
-        return band
-
-    @model_validator(mode="after")
-    def _prices_together(self) -> RatingAgentConfig:
-        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
-            raise PathError(
-                ("price_in_per_mtok",), "give both price_in_per_mtok and price_out_per_mtok"
-            )
-        return self
 
 
 AnyAgentConfig = (

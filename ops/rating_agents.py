@@ -11,31 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.agents.llm.recorder import Prices
 from openbell.agents.rating.agent import RatingAgent, RatingSettings
-from openbell.ops.config import RatingAgentConfig, resolve_secret
+from openbell.ops.config import RatingAgentConfig
+from openbell.ops.model_endpoints import endpoint_of
 
 
 def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) -> RatingAgent:
     """The rating agent of `config`, its key resolved from `environ`."""
-    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
-    client = ChatClient(
-        ClientConfig(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=api_key,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-        )
-    )
-    prices = None
-    if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
-        prices = Prices(
-            in_per_mtok=config.price_in_per_mtok,
-            out_per_mtok=config.price_out_per_mtok,
-            cached_per_mtok=config.price_cached_per_mtok,
-        )
+    client, prices = endpoint_of(config, environ)
     return RatingAgent(
         name=config.name,
         client=client,

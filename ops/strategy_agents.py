@@ -11,34 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.agents.llm.recorder import Prices
 from openbell.agents.strategy_code.agent import StrategyCodeAgent, StrategySettings
 from openbell.agents.strategy_code.sandbox import SandboxLimits
-from openbell.ops.config import StrategyCodeAgentConfig, resolve_secret
+from openbell.ops.config import StrategyCodeAgentConfig
+from openbell.ops.model_endpoints import endpoint_of
 
 
 def build_strategy_code_agent(
     config: StrategyCodeAgentConfig, environ: Mapping[str, str]
 ) -> StrategyCodeAgent:
     """The strategy-code agent of `config`, its key resolved from `environ`."""
-    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
-    client = ChatClient(
-        ClientConfig(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=api_key,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-        )
-    )
-    prices = None
-    if config.price_in_per_mtok is not None and config.price_out_per_mtok is not None:
-        prices = Prices(
-            in_per_mtok=config.price_in_per_mtok,
-            out_per_mtok=config.price_out_per_mtok,
-            cached_per_mtok=config.price_cached_per_mtok,
-        )
+    client, prices = endpoint_of(config, environ)
     return StrategyCodeAgent(
         name=config.name,
         client=client,

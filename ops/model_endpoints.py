@@ -1,0 +1,39 @@
+"""The model client and prices of an agent that asks a model on an OpenAI-compatible endpoint
+once or a few times a cycle (`strategy_code`, `rating`).
+
+This module owns turning such an agent's endpoint keys into its `ChatClient` and its `Prices`
+(`endpoint_of`). The API key is read from the variable named by `api_key_env` (a missing or empty
+variable is a one-line `ConfigError`; no `api_key_env` means no key, for a local server); without
+both per-million-token prices the cost is not computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from openbell.agents.llm.client import ChatClient, ClientConfig
+from openbell.agents.llm.recorder import Prices
+from openbell.ops.config import RatingAgentConfig, StrategyCodeAgentConfig, resolve_secret
+
+
+def endpoint_of(
+    config: StrategyCodeAgentConfig | RatingAgentConfig, environ: Mapping[str, str]
+) -> tuple[ChatClient, Prices | None]:
+    """The client of `config`'s model, its key resolved from `environ`, and its prices."""
+    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+    client = ChatClient(
+        ClientConfig(
+            base_url=config.base_url,
+            model=config.model,
+            api_key=api_key,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+        )
+    )
+    if config.price_in_per_mtok is None or config.price_out_per_mtok is None:
+        return client, None
+    return client, Prices(
+        in_per_mtok=config.price_in_per_mtok,
+        out_per_mtok=config.price_out_per_mtok,
+        cached_per_mtok=config.price_cached_per_mtok,
+    )

@@ -159,7 +159,9 @@ def run_slots(
 ) -> tuple[list[float], list[float], FakeModel]:
     """Wall time and this process's CPU time of each of `slots` consecutive US hourly slots with
     `agents` LLM agents."""
-    url = f"sqlite:///{(workdir / f'bench-{agents}.db').as_posix()}"
+    # A fresh ledger per run (`--agents 1` runs one agent twice).
+    runs = len(list(workdir.glob("*.db")))
+    url = f"sqlite:///{(workdir / f'bench-{agents}-{runs}.db').as_posix()}"
     upgrade(url)
     model = FakeModel(latency_s)
     source = ReplaySource.from_bundled("us")

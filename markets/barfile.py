@@ -164,6 +164,9 @@ class BarSet:
 
 #: How many values of a `DecimalColumn` are made `Decimal`s at once, when one of them is read.
 COLUMN_BLOCK: Final = 64
+#: How many blocks of values a `DecimalColumn` keeps (a replay reads its way along a column: the
+#: blocks it left behind are made again only if read again).
+COLUMN_BLOCKS_KEPT: Final = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,8 +182,10 @@ class BarPrices:
 
 class DecimalColumn(Sequence[Decimal]):
     """A decimal column of a bar file, its values made `Decimal`s when first read, a block of
-    `COLUMN_BLOCK` at a time and then kept: a quote reads one price of a symbol's thousands, and
-    making them all costs more than the whole quote, while a replay reads its way along them."""
+    `COLUMN_BLOCK` at a time, of which the `COLUMN_BLOCKS_KEPT` made last are kept: a quote reads
+    one price of a symbol's thousands, and making them all costs more than the whole quote, while
+    a replay reads its way along them (keeping every block it passed grew a year-long replay's
+    memory by the size of its files)."""
 
     __slots__ = ("_blocks", "_column")
 
@@ -207,6 +212,8 @@ class DecimalColumn(Sequence[Decimal]):
         if block is None:
             lo = number * COLUMN_BLOCK
             block = self._blocks[number] = self._column[lo : lo + COLUMN_BLOCK].to_pylist()
+            if len(self._blocks) > COLUMN_BLOCKS_KEPT:  # the block made first goes
+                del self._blocks[next(iter(self._blocks))]
         return block[offset]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from sqlalchemy import Connection, Engine, text
 
 from openbell.markets.errors import OperatorError
 from openbell.store.db import parse_url
+
+#: How long a refused process waits for the lock's holder to name itself.
+HOLDER_WAIT_S = 1.0
 
 
 class DaemonLock:
@@ -47,7 +51,7 @@ class DaemonLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            pid, _, role = os.read(fd, 200).decode(errors="replace").strip().partition(" ")
+            pid, _, role = _holder(fd).partition(" ")
             os.close(fd)
             raise OperatorError(
                 f"another openbell {role or 'process'} (pid {pid or 'unknown'}) already writes "
@@ -61,6 +65,8 @@ class DaemonLock:
     def release(self) -> None:
         """Drop the lock (the lock file stays)."""
         if self._fd is not None:
+            # Emptied first, so the next holder's lock file never names this process.
+            os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -69,6 +75,17 @@ class DaemonLock:
     def held(self) -> bool:
         """Whether this process holds the lock (always False for Postgres)."""
         return self._fd is not None
+
+
+def _holder(fd: int) -> str:
+    """The "pid role" a lock file names; its holder writes it just after taking the lock, so an
+    empty file is read again for up to `HOLDER_WAIT_S`."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        named = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        if named or time.monotonic() >= deadline:
+            return named
+        time.sleep(0.01)
 
 
 class AccountLocks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,32 @@ def test_second_daemon_on_one_sqlite_file_is_refused(tmp_path: Path) -> None:
     second.acquire()
     second.release()
     assert not DaemonLock("postgresql+psycopg://u@h/db").held
+
+
+def test_a_refused_process_waits_for_the_holder_to_name_itself(tmp_path: Path) -> None:
+    """Two replays start together: the one refused may read the lock file in the instant between
+    the holder's `flock` and its write; it must still name the holder, not "pid unknown"."""
+    import fcntl
+    import threading
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = tmp_path / "ledger.db.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held, and not yet named
+    named = threading.Timer(0.2, lambda: os.write(fd, b"4242 replay"))
+    named.start()
+    try:
+        with pytest.raises(OperatorError, match=r"another openbell replay \(pid 4242\)"):
+            DaemonLock(url, role="replay").acquire()
+    finally:
+        named.join()
+        os.close(fd)
+
+
+def test_a_released_lock_file_names_nobody(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    lock = DaemonLock(url, role="replay")
+    lock.acquire()
+    assert (tmp_path / "ledger.db.lock").read_text() == f"{os.getpid()} replay"
+    lock.release()
+    assert (tmp_path / "ledger.db.lock").read_text() == ""

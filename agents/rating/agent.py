@@ -3,9 +3,9 @@ and the report is traded through the rule of `rating.report`.
 
 This module owns the agent the arena enrolls as `kind = "rating"` and its cycle:
 
-1. The bars: the latest `lookback` bars of `interval` of every offered symbol, through the
-   toolbox (`get_bars`), so the point-in-time rule is the toolbox's. The prompt lists each
-   symbol's closes, oldest first.
+1. The bars: the latest `lookback` bars of `interval` of every offered symbol
+   (`weights_trading.bars`, through the toolbox, so the point-in-time rule is the toolbox's). The
+   prompt lists each symbol's closes, oldest first.
 2. The report: one chat-completions call asks for a rating, a confidence and a short rationale
    per symbol (`report.parse_report`). An answer that does not parse goes back to the model with
    the reason, up to `max_retries` more times; after that the cycle fails with `RatingRefused`
@@ -16,10 +16,9 @@ This module owns the agent the arena enrolls as `kind = "rating"` and its cycle:
    with each symbol's target weight (`report.report_json`); `openbell trace` shows it as a table
    and `openbell report` measures the ratings' calibration from these rows. A cycle run again
    after an interruption asks again and stores a second row (the last one counts).
-4. The trades: the weights of `report.target_weights` through the toolbox's `place_order` with
-   a target weight (the rule baselines' sizing: `book.shares_for_target`), sells before buys; a
-   holding rated with no weight, or not offered any more, is sold to 0; a change smaller than
-   `rebalance_band` is left alone. The cycle ends with `finish`.
+4. The trades: the weights of `report.target_weights`, traded by `weights_trading.rebalance`
+   (sells before buys; a holding rated with no weight, or not offered any more, is sold to 0; a
+   change smaller than `rebalance_band` is left alone). The cycle ends with `finish`.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
+from openbell.agents import weights_trading
 from openbell.agents.llm.client import Chat, ChatClient
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.protocol import DecisionContext
@@ -41,7 +41,7 @@ from openbell.agents.rating.report import (
     report_json,
     target_weights,
 )
-from openbell.agents.tools import ToolError
+from openbell.agents.weights_trading import WeightsAgent
 from openbell.markets.domain import Bar
 from openbell.markets.errors import AgentError, OpenbellError
 
@@ -87,7 +87,7 @@ class RatingSettings:
             raise ValueError(f"rebalance_band is in [0, 1), got {self.rebalance_band}")
 
 
-class RatingAgent:
+class RatingAgent(WeightsAgent):
     """A rating agent; see the module docstring."""
 
     def __init__(
@@ -99,18 +99,8 @@ class RatingAgent:
         prices: Prices | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not name:
-            raise ValueError("an agent needs a name")
-        self._name = name
-        self._client = client
+        super().__init__(name=name, client=client, prices=prices, monotonic=monotonic)
         self._settings = settings if settings is not None else RatingSettings()
-        self._prices = prices
-        self._monotonic = monotonic
-
-    @property
-    def name(self) -> str:
-        """The agent's configured name."""
-        return self._name
 
     @property
     def kind(self) -> str:
@@ -119,11 +109,9 @@ class RatingAgent:
 
     async def decide(self, ctx: DecisionContext) -> None:
         """One cycle: the bars, the report (stored in the trace) and the trades."""
-        recorder = Recorder(
-            ctx, redact=self._client.redact, prices=self._prices, monotonic=self._monotonic
-        )
+        recorder = self.recorder(ctx)
         try:
-            bars = await self._bars(ctx)
+            bars = await weights_trading.bars(ctx, self._settings.interval, self._settings.lookback)
             offered = sorted(bars)
             if not offered:
                 await ctx.tools.finish("No symbol has bars; holding.")
@@ -138,7 +126,13 @@ class RatingAgent:
                 result=report_json(ratings, weights),
             )
             recorder.flush()
-            await self._trade(ctx, weights)
+            await weights_trading.rebalance(
+                ctx,
+                weights,
+                band=self._settings.rebalance_band,
+                reason="rating target weight",
+                whose="the ratings'",
+            )
         except OpenbellError as exc:
             recorder.trace("error", content=f"{type(exc).__name__}: {exc}")
             raise
@@ -188,45 +182,6 @@ class RatingAgent:
             )
         raise RatingRefused(
             f"no valid rating report after {self._settings.max_retries + 1} answers; last: {reason}"
-        )
-
-    async def _bars(self, ctx: DecisionContext) -> dict[str, Sequence[Bar]]:
-        found: dict[str, Sequence[Bar]] = {}
-        for symbol in ctx.universe.symbols:
-            bars = await ctx.tools.get_bars(
-                symbol, self._settings.interval, self._settings.lookback
-            )
-            if not isinstance(bars, ToolError) and bars.bars:
-                found[symbol] = bars.bars
-        return found
-
-    async def _trade(self, ctx: DecisionContext, weights: Mapping[str, Decimal]) -> None:
-        tools = ctx.tools
-        portfolio = await tools.get_portfolio()
-        if isinstance(portfolio, ToolError):
-            await tools.finish("Portfolio unavailable; holding.")
-            return
-        held = {position.symbol: position.weight for position in portfolio.positions}
-        targets = dict.fromkeys(held, Decimal(0))
-        targets.update(weights)
-        band = self._settings.rebalance_band
-        now_held = {symbol: held.get(symbol, Decimal(0)) for symbol in targets}
-        sells = sorted(
-            symbol
-            for symbol, weight in targets.items()
-            if weight < now_held[symbol] - band or (weight == 0 and symbol in held)
-        )
-        buys = sorted(s for s, w in targets.items() if w > now_held[s] + band)
-        for symbol in sells:
-            await tools.place_order(
-                symbol, "sell", target_weight=targets[symbol], reason="rating target weight"
-            )
-        for symbol in buys:
-            await tools.place_order(
-                symbol, "buy", target_weight=targets[symbol], reason="rating target weight"
-            )
-        await tools.finish(
-            f"Rebalanced to the ratings' weights: {len(sells)} sells, {len(buys)} buys."
         )
 
 

@@ -5,8 +5,8 @@ This module owns the agent the arena enrolls as `kind = "strategy_code"` and its
 
 1. A cycle that already has a stored run (run again after an interruption) trades that run's
    weights again; nothing is asked or run twice.
-2. The bars: the latest `lookback` bars of `interval` of every offered symbol, through the
-   toolbox (`get_bars`), so the point-in-time rule is the toolbox's.
+2. The bars: the latest `lookback` bars of `interval` of every offered symbol
+   (`weights_trading.bars`, through the toolbox, so the point-in-time rule is the toolbox's).
 3. The strategy: the account's newest stored one, unless there is none or it has had
    `rewrite_every` runs (0: never rewritten), in which case the model writes one
    (`writer.write_strategy`: checked, then given a trial run on these bars) and it is stored with
@@ -16,11 +16,10 @@ This module owns the agent the arena enrolls as `kind = "strategy_code"` and its
    `LlmRefused`). A rewrite that did not happen is due again at the next cycle.
 4. The run: the sandbox runs the code on the bars (`sandbox.run_strategy`) and the run is stored,
    whatever its outcome.
-5. The trades: a run with valid weights rebalances the account towards them through the
-   toolbox's `place_order` with a target weight (the same sizing and market rules as the rule
-   baselines: `book.shares_for_target`), sells before buys; a holding the weights leave out is
-   sold; a change smaller than `rebalance_band` is left alone. A run without valid weights holds
-   the account as it is. The cycle ends with `finish`.
+5. The trades: a run with valid weights rebalances the account towards them
+   (`weights_trading.rebalance`: sells before buys; a holding the weights leave out is sold; a
+   change smaller than `rebalance_band` is left alone). A run without valid weights holds the
+   account as it is. The cycle ends with `finish`.
 
 The ledger (the cycle's `journal`) must also be a `StrategyStore`; the daemon's `Ledger` is.
 """
@@ -29,11 +28,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Final, Protocol, runtime_checkable
 
+from openbell.agents import weights_trading
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.protocol import DecisionContext
@@ -50,8 +50,7 @@ from openbell.agents.strategy_code.writer import (
     user_prompt,
     write_strategy,
 )
-from openbell.agents.tools import ToolError
-from openbell.markets.domain import Bar
+from openbell.agents.weights_trading import WeightsAgent
 from openbell.markets.errors import ConfigError, LlmRefused, LlmUnavailable, OpenbellError
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 
@@ -92,7 +91,7 @@ class StrategySettings:
             raise ValueError(f"rebalance_band is in [0, 1), got {self.rebalance_band}")
 
 
-class StrategyCodeAgent:
+class StrategyCodeAgent(WeightsAgent):
     """A strategy-code agent; see the module docstring."""
 
     def __init__(
@@ -104,18 +103,8 @@ class StrategyCodeAgent:
         prices: Prices | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not name:
-            raise ValueError("an agent needs a name")
-        self._name = name
-        self._client = client
+        super().__init__(name=name, client=client, prices=prices, monotonic=monotonic)
         self._settings = settings if settings is not None else StrategySettings()
-        self._prices = prices
-        self._monotonic = monotonic
-
-    @property
-    def name(self) -> str:
-        """The agent's configured name."""
-        return self._name
 
     @property
     def kind(self) -> str:
@@ -127,14 +116,23 @@ class StrategyCodeAgent:
         store: object = ctx.journal
         if not isinstance(store, StrategyStore):
             raise ConfigError("a strategy_code agent needs a ledger that stores strategies")
-        recorder = Recorder(
-            ctx, redact=self._client.redact, prices=self._prices, monotonic=self._monotonic
-        )
+        recorder = self.recorder(ctx)
         try:
             run = store.strategy_run(ctx.cycle_id)
             if run is None:
                 run = await self._run(ctx, store, recorder)
-            await self._trade(ctx, run)
+            if run.outcome != RunOutcome.OK:
+                await ctx.tools.finish(
+                    f"The strategy's run gave no weights ({run.outcome}); holding."
+                )
+            else:
+                await weights_trading.rebalance(
+                    ctx,
+                    run.weights,
+                    band=self._settings.rebalance_band,
+                    reason="strategy code target weight",
+                    whose="the strategy's",
+                )
         except OpenbellError as exc:
             recorder.trace("error", content=f"{type(exc).__name__}: {exc}")
             raise
@@ -144,7 +142,7 @@ class StrategyCodeAgent:
     async def _run(
         self, ctx: DecisionContext, store: StrategyStore, recorder: Recorder
     ) -> StrategyRun:
-        bars = await self._bars(ctx)
+        bars = await weights_trading.bars(ctx, self._settings.interval, self._settings.lookback)
         offered = sorted(bars)
         limits = self._settings.limits
 
@@ -238,54 +236,6 @@ class StrategyCodeAgent:
             )
         )
         return strategy, written.trial
-
-    async def _bars(self, ctx: DecisionContext) -> dict[str, Sequence[Bar]]:
-        found: dict[str, Sequence[Bar]] = {}
-        for symbol in ctx.universe.symbols:
-            bars = await ctx.tools.get_bars(
-                symbol, self._settings.interval, self._settings.lookback
-            )
-            if not isinstance(bars, ToolError) and bars.bars:
-                found[symbol] = bars.bars
-        return found
-
-    async def _trade(self, ctx: DecisionContext, run: StrategyRun) -> None:
-        tools = ctx.tools
-        if run.outcome != RunOutcome.OK:
-            await tools.finish(f"The strategy's run gave no weights ({run.outcome}); holding.")
-            return
-        portfolio = await tools.get_portfolio()
-        if isinstance(portfolio, ToolError):
-            await tools.finish("Portfolio unavailable; holding.")
-            return
-        held = {position.symbol: position.weight for position in portfolio.positions}
-        targets = _targets(held, run.weights)
-        band = self._settings.rebalance_band
-        now_held = {symbol: held.get(symbol, Decimal(0)) for symbol in targets}
-        sells = [
-            (symbol, weight)
-            for symbol, weight in targets.items()
-            if weight < now_held[symbol] - band or (weight == 0 and symbol in held)
-        ]
-        buys = [(s, w) for s, w in targets.items() if w > now_held[s] + band]
-        for symbol, weight in sells:
-            await tools.place_order(
-                symbol, "sell", target_weight=weight, reason="strategy code target weight"
-            )
-        for symbol, weight in buys:
-            await tools.place_order(
-                symbol, "buy", target_weight=weight, reason="strategy code target weight"
-            )
-        await tools.finish(
-            f"Rebalanced to the strategy's weights: {len(sells)} sells, {len(buys)} buys."
-        )
-
-
-def _targets(held: Mapping[str, Decimal], weights: Mapping[str, Decimal]) -> dict[str, Decimal]:
-    """Every symbol's target: its weight, and zero for a holding the weights leave out."""
-    targets = {symbol: Decimal(0) for symbol in held}
-    targets.update(weights)
-    return dict(sorted(targets.items()))
 
 
 def _run_text(run: StrategyRun) -> str:

@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import BindParameter, Connection, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
 from openbell.markets.domain import Side, check_decimal, check_utc
@@ -354,7 +354,7 @@ def _stored_call(connection: Connection, order_id: int) -> MarginCall | None:
     return None if row is None else _call(row._mapping)
 
 
-_ACCOUNT: Final = bindparam("account")
+_ACCOUNT: Final[BindParameter[int]] = bindparam("account")
 _LAST_CHARGED: Final = select(func.max(BORROW_FEE_TABLE.c.day)).where(
     BORROW_FEE_TABLE.c.account_id == _ACCOUNT
 )

@@ -59,7 +59,9 @@ def upgrade() -> None:
             ["account_id"], ["account.id"], name=op.f("fk_borrow_fee_account_id_account")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_borrow_fee")),
-        sa.UniqueConstraint("account_id", "symbol", "day", name=op.f("uq_borrow_fee_account_id_symbol_day")),
+        sa.UniqueConstraint(
+            "account_id", "symbol", "day", name=op.f("uq_borrow_fee_account_id_symbol_day")
+        ),
     )
     op.create_table(
         "margin_call",
@@ -83,9 +85,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_margin_call")),
         sa.UniqueConstraint("order_id", name=op.f("uq_margin_call_order_id")),
     )
-    op.create_index(
-        op.f("ix_margin_call_account_id"), "margin_call", ["account_id"], unique=False
-    )
+    op.create_index(op.f("ix_margin_call_account_id"), "margin_call", ["account_id"], unique=False)
 
 
 def downgrade() -> None:

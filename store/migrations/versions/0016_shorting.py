@@ -1,17 +1,20 @@
-"""shorting: borrow fees, margin calls, short and cover sides
+"""shorting: short and cover sides, allow_short, borrow fees, margin calls
 
 Revision ID: 0016
 Revises: 0015
 Create Date: 2026-12-01
 
-Shorting (issue 16, SHORTING.md): the `borrow_fee` table (one row per account, short position
-and calendar day held at that day's end: the negative quantity, the mark, the rate, the amount
-charged from cash and when; `after_fill_id` places it among the account's fills, as for
-corporate actions), the `margin_call` table (one row per forced cover: account, cycle, the
-cover's order, when, the equity and the maintenance requirement that called it, and the reason),
-and the sides `short` and `cover` allowed on `order` and `fill` (their CHECK constraints are
-widened; a downgrade narrows them again, refused by the database while a short or cover row
-exists).
+Negative positions (issue 16, SHORTING.md): orders and fills may be `short` or `cover` as well as
+`buy` and `sell` (the side check constraints widen; a downgrade narrows them again, refused by the
+database while a short or cover row exists), and an account records whether it may short
+(`account.allow_short`, false for every existing account). Positions need no change: a short is a
+`position` row with a negative quantity and a non-negative cost (the proceeds still open).
+
+Margin and borrow: the `borrow_fee` table (one row per account, short position and calendar day
+held at that day's end: the negative quantity, the mark, the rate, the amount charged from cash
+and when; `after_fill_id` places it among the account's fills, as for corporate actions) and the
+`margin_call` table (one row per forced cover: account, cycle, the cover's order, when, the equity
+and the maintenance requirement that called it, and the reason).
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ def _sides(check: str) -> None:
 
 
 def upgrade() -> None:
+    # Plain ALTER TABLE (no batch copy): SQLite cannot recreate `account` under the leaderboard
+    # views that read it.
+    op.add_column(
+        "account",
+        sa.Column("allow_short", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
     _sides(_SIDES)
     op.create_table(
         "borrow_fee",
@@ -93,3 +102,4 @@ def downgrade() -> None:
     op.drop_table("margin_call")
     op.drop_table("borrow_fee")
     _sides(_LONG_SIDES)
+    op.execute("ALTER TABLE account DROP COLUMN allow_short")

@@ -11,8 +11,10 @@ This module owns the `borrow_fee` and `margin_call` tables (migration 0016) on b
 - `charge_borrow_fees` writes a set of fees in one transaction, taking their sum from cash; a fee
   of a (symbol, day) already charged is skipped (the unique key of `borrow_fee`), so charging
   twice changes nothing. Cash is never taken below zero (`LedgerBreach`, nothing written).
-- `record_margin_call` stores the row of a cover the daemon made for a margin call (once per
-  order); `margin_calls` and `borrow_fees` read them back.
+- `record_margin_cover` records a cover the daemon places for a margin call as order `seq` (a
+  negative number: the system's orders of a cycle, apart from the agent's 1, 2, ...) of the cycle,
+  with its fill and, when it filled, its `margin_call` row, in one transaction (at most once per
+  idempotency key, as any order); `margin_calls` and `borrow_fees` read them back.
 - `latest_nav_snapshot` is the account's newest NAV snapshot before an instant: the one a margin
   call is decided on.
 
@@ -31,9 +33,10 @@ from typing import Any, Final
 from sqlalchemy import BindParameter, Connection, bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 
-from openbell.markets.domain import Side, check_decimal, check_utc
+from openbell.markets.domain import Fill, Order, Rejection, Side, check_decimal, check_utc
 from openbell.markets.errors import LedgerBreach
-from openbell.store.records import NavSnapshot, SnapshotKind
+from openbell.store.orders import check_outcome, idempotency_key, insert_order, stored_order
+from openbell.store.records import NavSnapshot, RecordedOrder, SnapshotKind
 from openbell.store.rows import LedgerTables, get_account, row_id
 from openbell.store.snapshots import stored_snapshot
 from openbell.store.tables import (
@@ -42,6 +45,7 @@ from openbell.store.tables import (
     FILL_TABLE,
     MARGIN_CALL_TABLE,
     NAV_SNAPSHOT_TABLE,
+    CycleRow,
 )
 
 #: The prefix of the reason of every order a margin call places (and of its `margin_call` row).
@@ -161,31 +165,53 @@ class MarginLedger(LedgerTables):
             )
             return [_fee(row) for row in rows]
 
-    def record_margin_call(self, call: MarginCall) -> MarginCall:
-        """Store `call`; the stored one when its order already has its row."""
+    def record_margin_cover(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        equity: Decimal,
+        requirement: Decimal,
+    ) -> RecordedOrder:
+        """Record the margin call's cover `order` as order `seq` (< 0) of `cycle_id` with its
+        outcome and, for a fill, its `margin_call` row (`equity` below `requirement`, the order's
+        reason), in one transaction. Idempotent like `record_order`: a key already recorded
+        returns its stored outcome (`created=False`) and writes nothing."""
+        if seq >= 0:
+            raise ValueError(f"a margin call's order has a negative seq, got {seq}")
+        if order.side is not Side.COVER or not order.reason.startswith(MARGIN_CALL_REASON):
+            raise ValueError("a margin call places covers whose reason is the margin call's")
+        key = idempotency_key(cycle_id, seq)
         try:
-            with self._writer.begin() as connection:
-                stored = _stored_call(connection, call.order_id)
+            with self._write() as session:
+                cycle = session.get(CycleRow, cycle_id)
+                if cycle is None:
+                    raise ValueError(f"no cycle {cycle_id}")
+                account = get_account(session, cycle.account_id, lock=True)
+                connection = session.connection()
+                stored = stored_order(connection, key)
                 if stored is not None:
                     return stored
-                order = connection.execute(
-                    select(FILL_TABLE.c.account_id, FILL_TABLE.c.side).where(
-                        FILL_TABLE.c.order_id == call.order_id
+                account_id = row_id(account.id)
+                check_outcome(account_id, account.market, account.currency, order, outcome)
+                recorded = insert_order(session, account, cycle_id, seq, key, order, outcome, None)
+                if isinstance(outcome, Fill):
+                    call = MarginCall(
+                        account_id=account_id,
+                        cycle_id=cycle_id,
+                        order_id=recorded.order_id,
+                        at=order.placed_at,
+                        equity=equity,
+                        requirement=requirement,
+                        reason=order.reason,
                     )
-                ).one_or_none()
-                if order is None or order.account_id != call.account_id:
-                    raise ValueError(
-                        f"order {call.order_id} has no fill of account {call.account_id}"
-                    )
-                if order.side != Side.COVER.value:
-                    raise ValueError(f"order {call.order_id} is a {order.side}, not a cover")
-                values = _call_values(call)
-                result = connection.execute(MARGIN_CALL_TABLE.insert(), values)
-                inserted = result.inserted_primary_key
-                return _call({**values, "id": row_id(None if inserted is None else inserted[0])})
+                    connection.execute(MARGIN_CALL_TABLE.insert(), _call_values(call))
+                return recorded
         except IntegrityError:
             with self._engine.connect() as connection:
-                stored = _stored_call(connection, call.order_id)
+                stored = stored_order(connection, key)
             if stored is None:
                 raise
             return stored
@@ -345,13 +371,6 @@ def _charged(connection: Connection, account_id: int) -> set[tuple[str, date]]:
             )
         )
     }
-
-
-def _stored_call(connection: Connection, order_id: int) -> MarginCall | None:
-    row = connection.execute(
-        select(MARGIN_CALL_TABLE).where(MARGIN_CALL_TABLE.c.order_id == order_id)
-    ).one_or_none()
-    return None if row is None else _call(row._mapping)
 
 
 _ACCOUNT: Final[BindParameter[int]] = bindparam("account")

@@ -38,7 +38,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
 from openbell.markets.errors import LedgerBreach
 from openbell.store.ledger import Ledger
-from openbell.store.margin_ledger import BorrowFee, MarginCall, ShortDay, last_ended_day
+from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
 from openbell.store.orders import check_outcome, idempotency_key, stored_order
 from openbell.store.records import (
     AppliedAction,
@@ -112,9 +112,7 @@ class ReplayLedger(Ledger):
             self._shorters.update(
                 connection.execute(
                     select(FILL_TABLE.c.account_id)
-                    .where(
-                        FILL_TABLE.c.account_id.in_(ids), FILL_TABLE.c.side == Side.SHORT.value
-                    )
+                    .where(FILL_TABLE.c.account_id.in_(ids), FILL_TABLE.c.side == Side.SHORT.value)
                     .distinct()
                 ).scalars()
             )
@@ -477,9 +475,29 @@ class ReplayLedger(Ledger):
             self._reload(account_id, max(fee.charged_at for fee in written))
         return written
 
-    def record_margin_call(self, call: MarginCall) -> MarginCall:
+    def record_margin_cover(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        equity: Decimal,
+        requirement: Decimal,
+    ) -> RecordedOrder:
         self.flush()
-        return super().record_margin_call(call)
+        recorded = super().record_margin_cover(
+            cycle_id=cycle_id,
+            seq=seq,
+            order=order,
+            outcome=outcome,
+            equity=equity,
+            requirement=requirement,
+        )
+        account_id = self.cycle_account_id(cycle_id)
+        if recorded.created and recorded.fill_id is not None and account_id in self._books:
+            self._reload(account_id, order.placed_at)
+        return recorded
 
     def latest_nav_snapshot(self, account_id: int, before: datetime) -> NavSnapshot | None:
         check_utc("before", before)

@@ -4,7 +4,8 @@ Internal to `openbell.store`: `Ledger` is made of `Accounts` (with `Cycles` and 
 agent is created once by name and an account once per (agent, market), idempotently, so a
 restarted daemon or a resumed replay opens the same ones. `account_state` is the account as the
 execution rules see it: the stored cash, the open positions (a short has a negative quantity),
-whether it may short, and each position's buys since `recent_buys_since` (for T+1). A paused account (its ledger failed verification) runs no cycles.
+whether it may short, and each position's buys since `recent_buys_since` (for T+1). A paused
+account (its ledger failed verification) runs no cycles.
 """
 
 from __future__ import annotations

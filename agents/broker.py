@@ -55,8 +55,8 @@ from openbell.markets.gateway import MarketSnapshot
 from openbell.markets.margin import (
     account_exposure,
     exposure,
+    initial_margin_check,
     margin_call_reason,
-    margin_rejection,
     next_margin_cover,
 )
 from openbell.markets.rules import MarketRules, ShortRules
@@ -129,24 +129,22 @@ class PaperBroker:
         if quote is not None and quote.at - order.placed_at > self._max_fill_delay:
             quote = None
         fill_at = order.placed_at if quote is None else max(order.placed_at, quote.at)
-        account = self._ledger.account_state(account_id, fill_at)
-        outcome = execute(
+        shorting = self._rules.shorting
+        margin = None
+        if shorting is not None:  # positions marked at the slot's quotes
+            marks = {symbol: quote.price for symbol, quote in snapshot.quotes.items()}
+            margin = initial_margin_check(marks, shorting)
+        return execute(
             order=order,
-            account=account,
+            account=self._ledger.account_state(account_id, fill_at),
             price=None if quote is None else quote.price,
             now=fill_at,
             rules=self._rules,
             calendar=self._calendar,
             prev_close=snapshot.previous_closes.get(order.instrument.symbol),
             price_source=self._price_source,
+            margin=margin,
         )
-        shorting = self._rules.shorting
-        if isinstance(outcome, Fill) and shorting is not None:
-            marks = {symbol: quote.price for symbol, quote in snapshot.quotes.items()}
-            refused = margin_rejection(account, outcome, marks, shorting)
-            if refused is not None:
-                return refused
-        return outcome
 
     def cover(
         self,

@@ -19,7 +19,7 @@ A margin figure is never stored by itself: the daemon computes it at a NAV snaps
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
@@ -133,8 +133,9 @@ def margin_rejection(
     """The `INSUFFICIENT_MARGIN` rejection of `fill` on `account`, or None when it may fill.
 
     Only a `short`, or a `buy` while a short is open (before or after the fill), is checked: the
-    account after the fill must have `equity >= initial requirement`. The filled symbol is marked
-    at the fill price, the others at `marks` (a held symbol without one at its average price).
+    account after the fill must have `equity >= initial requirement`. Positions are valued at
+    `marks` (the filled symbol without one at the fill price, another held symbol without one at
+    its average price).
     """
     quantities = {symbol: p.quantity for symbol, p in account.positions.items()}
     after = dict(quantities)
@@ -142,7 +143,7 @@ def margin_rejection(
     shorts_open = any(q < 0 for q in quantities.values()) or any(q < 0 for q in after.values())
     if fill.side is Side.SHORT or (fill.side is Side.BUY and shorts_open):
         at = {symbol: _mark_of(position, marks) for symbol, position in account.positions.items()}
-        at[fill.symbol] = fill.price
+        at[fill.symbol] = marks.get(fill.symbol, fill.price)
         cash = account.cash.amount + fill.cash_delta
         valued = exposure(cash, after, at, fill.currency)
         required = valued.initial_requirement(rules)
@@ -158,6 +159,19 @@ def margin_rejection(
                 at=fill.filled_at,
             )
     return None
+
+
+def initial_margin_check(
+    marks: Mapping[str, Decimal], rules: ShortRules
+) -> Callable[[AccountState, Fill], str | None]:
+    """`margin_rejection` at `marks` as the `margin` hook of `markets.execution.execute`: the
+    sentence refusing the fill, or None."""
+
+    def check(account: AccountState, fill: Fill) -> str | None:
+        refused = margin_rejection(account, fill, marks, rules)
+        return None if refused is None else refused.message
+
+    return check
 
 
 def next_margin_cover(

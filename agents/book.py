@@ -67,13 +67,12 @@ def unwind(state: AccountState, fills: Iterable[Fill]) -> AccountState:
     held = {symbol: position.quantity for symbol, position in state.positions.items()}
     for fill in fills:
         cash -= fill.cash_delta
-        change = fill.quantity if fill.side is Side.SELL else -fill.quantity
-        held[fill.symbol] = held.get(fill.symbol, Decimal(0)) + change
-    if cash < 0 or any(quantity < 0 for quantity in held.values()):
+        held[fill.symbol] = held.get(fill.symbol, Decimal(0)) - fill.signed_quantity
+    if cash < 0 or (not state.allow_short and any(quantity < 0 for quantity in held.values())):
         raise ValueError(f"unwinding fills leaves cash {cash} and holdings {held}")
     positions: dict[str, Position] = {}
     for symbol, quantity in sorted(held.items()):
-        if quantity > 0:
+        if quantity != 0:
             before = state.positions.get(symbol)
             positions[symbol] = Position(
                 symbol=symbol,
@@ -85,6 +84,7 @@ def unwind(state: AccountState, fills: Iterable[Fill]) -> AccountState:
         market=state.market,
         cash=Money(amount=cash, currency=state.cash.currency),
         positions=positions,
+        allow_short=state.allow_short,
     )
 
 
@@ -101,7 +101,8 @@ class Holding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Book:
-    """An account marked at the slot: cash, holdings and `nav = cash + positions_value`."""
+    """An account marked at the slot: cash, holdings (a short with negative quantity and value)
+    and `nav = cash + positions_value`."""
 
     currency: str
     cash: Decimal
@@ -109,12 +110,14 @@ class Book:
 
     @classmethod
     def mark(cls, state: AccountState, marks: Mapping[str, Decimal], currency: str) -> Book:
-        """`state` valued at `marks`; a holding without a mark is valued at its average cost."""
+        """`state` valued at `marks`; a holding without a mark is valued at its average cost (a
+        short at its average proceeds). A short's value is negative: `nav = cash + signed q x
+        mark`."""
         holdings: dict[str, Holding] = {}
         for symbol, position in state.positions.items():
             price = marks.get(symbol)
             if price is None:
-                price = position.cost / position.quantity
+                price = position.cost / abs(position.quantity)
             value = round_money(position.quantity * price, currency)
             holdings[symbol] = Holding(
                 symbol=symbol, quantity=position.quantity, mark=price, value=value
@@ -137,7 +140,8 @@ class Book:
         return holding.quantity if holding is not None else Decimal(0)
 
     def weight(self, symbol: str) -> Decimal:
-        """The fraction of NAV held in `symbol` (zero when none, or when NAV is zero)."""
+        """The signed fraction of NAV held in `symbol` (negative for a short; zero when none, or
+        when NAV is zero)."""
         holding = self.holdings.get(symbol)
         nav = self.nav
         if holding is None or nav <= 0:

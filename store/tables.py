@@ -16,7 +16,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -31,6 +31,10 @@ NAMING_CONVENTION: dict[str, str] = {
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 
 _CYCLE_STATUSES = "'claimed', 'done', 'failed', 'skipped', 'interrupted', 'missed'"
+
+
+#: The sides of an order or fill (`openbell.markets.domain.Side`).
+_SIDES = "'buy', 'sell', 'short', 'cover'"
 
 
 def _in(column: str, values: str, name: str) -> CheckConstraint:
@@ -65,6 +69,8 @@ class AccountRow(SQLModel, table=True):
     cash: Decimal = Field(sa_type=ExactDecimal)
     paused: bool = False
     created_at: datetime = Field(sa_type=UtcDateTime)
+    #: The account may short (`short`/`cover` orders) where its market allows it.
+    allow_short: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
 class CycleRow(SQLModel, table=True):
@@ -106,7 +112,7 @@ class OrderRow(SQLModel, table=True):
     __tablename__ = "order"
     __table_args__ = (
         UniqueConstraint("cycle_id", "seq"),
-        _in("side", "'buy', 'sell'", "side"),
+        _in("side", _SIDES, "side"),
         _in("status", "'filled', 'rejected'", "status"),
         CheckConstraint(
             "(status = 'rejected') = (reject_reason IS NOT NULL)", name="reject_reason"
@@ -137,7 +143,7 @@ class FillRow(SQLModel, table=True):
     __tablename__ = "fill"
     __table_args__ = (
         Index("ix_fill_account_id_filled_at", "account_id", "filled_at"),
-        _in("side", "'buy', 'sell'", "side"),
+        _in("side", _SIDES, "side"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -188,6 +194,49 @@ class CorporateActionRow(SQLModel, table=True):
     cost_delta: Decimal = Field(sa_type=ExactDecimal)
     after_fill_id: int | None = None
     applied_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class BorrowFeeRow(SQLModel, table=True):
+    """The borrow fee of one short position for one calendar day (UTC), charged from cash
+    (append-only; migration 0016).
+
+    `quantity` is the (negative) holding at the day's end, `price` the mark used (the close of the
+    last bar ended by the day's end), `amount = |quantity| x price x rate_bps / 10000 / day_count`
+    by the money rule. `after_fill_id` is the account's newest fill when it was charged, which
+    places it among the fills when the verifier replays them.
+    """
+
+    __tablename__ = "borrow_fee"
+    __table_args__ = (UniqueConstraint("account_id", "symbol", "day"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    symbol: str
+    day: date = Field(sa_type=Date)
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    price: Decimal = Field(sa_type=ExactDecimal)
+    rate_bps: Decimal = Field(sa_type=ExactDecimal)
+    day_count: int
+    amount: Decimal = Field(sa_type=ExactDecimal)
+    currency: str
+    after_fill_id: int | None = None
+    charged_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class MarginCallRow(SQLModel, table=True):
+    """A short covered by a margin call: the cover's order, in the cycle it was made at, with the
+    account's equity and maintenance requirement that called it (append-only; migration 0016)."""
+
+    __tablename__ = "margin_call"
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id", index=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    order_id: int = Field(foreign_key="order.id", unique=True)
+    at: datetime = Field(sa_type=UtcDateTime)
+    equity: Decimal = Field(sa_type=ExactDecimal)
+    requirement: Decimal = Field(sa_type=ExactDecimal)
+    reason: str = Field(sa_type=Text)
 
 
 class PositionRow(SQLModel, table=True):
@@ -454,6 +503,8 @@ ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
 ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
 FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
+BORROW_FEE_TABLE: Final[Table] = BorrowFeeRow.__table__  # type: ignore[attr-defined]
+MARGIN_CALL_TABLE: Final[Table] = MarginCallRow.__table__  # type: ignore[attr-defined]
 POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
 CORPORATE_ACTION_TABLE: Final[Table] = CorporateActionRow.__table__  # type: ignore[attr-defined]
 NAV_SNAPSHOT_TABLE: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]

@@ -66,10 +66,32 @@ MARKETS: frozenset[str] = frozenset({"us", "cn", "crypto"})
 
 
 class Side(enum.StrEnum):
-    """Direction of an order or fill. openbell is long-only: a sell only reduces a holding."""
+    """Direction of an order or fill. Nothing crosses zero implicitly:
+
+    - `buy` opens or increases a long (only while the position is >= 0: a short is covered first);
+    - `sell` reduces a long, never below zero;
+    - `short` opens or increases a short (only while the position is <= 0, and only where the
+      market and the account allow shorting); the position goes more negative;
+    - `cover` reduces a short, never above zero.
+    """
 
     BUY = "buy"
     SELL = "sell"
+    SHORT = "short"
+    COVER = "cover"
+
+    @property
+    def pays(self) -> bool:
+        """True for the sides that pay cash (`buy`, `cover`); False for those that receive it."""
+        return self in _PAYING_SIDES
+
+    @property
+    def sign(self) -> int:
+        """How this side moves the position: +1 for `buy` and `cover`, -1 for `sell` and `short`."""
+        return 1 if self in _PAYING_SIDES else -1
+
+
+_PAYING_SIDES: Final = frozenset({Side.BUY, Side.COVER})
 
 
 def check_utc(name: str, value: datetime) -> None:
@@ -275,8 +297,9 @@ class Order:
 class Fill:
     """An executed order: quantity at price, with the cash it moved and the fees it paid.
 
-    `notional` is `quantity * price` by the money rule (`round_money`); a buy costs
-    `notional + fees` and a sell raises `notional - fees`.
+    `notional` is `quantity * price` by the money rule (`round_money`); a buy or a cover costs
+    `notional + fees`, a sell or a short raises `notional - fees` (a short's proceeds are kept in
+    cash). `quantity` is always positive; `signed_quantity` is how the fill moves the position.
     """
 
     symbol: str
@@ -300,9 +323,14 @@ class Fill:
     @property
     def cash_delta(self) -> Decimal:
         """The change this fill makes to the account's cash."""
-        if self.side is Side.BUY:
+        if self.side.pays:
             return -(self.notional + self.fees)
         return self.notional - self.fees
+
+    @property
+    def signed_quantity(self) -> Decimal:
+        """The change this fill makes to the position: + for buy and cover, - for sell and short."""
+        return self.quantity * self.side.sign
 
 
 class RejectReason(enum.StrEnum):
@@ -319,6 +347,8 @@ class RejectReason(enum.StrEnum):
     MARKET_CLOSED = "market_closed"
     NO_PRICE = "no_price"
     WRONG_MARKET = "wrong_market"
+    SHORTING_NOT_ALLOWED = "shorting_not_allowed"
+    INSUFFICIENT_MARGIN = "insufficient_margin"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -347,10 +377,12 @@ class Lot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Position:
-    """A holding in one symbol. `cost` is the cash spent on what is still held (average cost).
+    """A holding in one symbol, long (`quantity` > 0) or short (`quantity` < 0).
 
-    `recent_buys` lists the buy fills that may still be locked by settlement; the execution rules
-    decide which of them are sellable at a given `now`.
+    For a long, `cost` is the cash spent on what is still held (average cost). For a short, `cost`
+    is the proceeds still open (average proceeds x |quantity|), also >= 0; its unrealised P&L is
+    `cost - |quantity| x mark`. `recent_buys` lists the buy fills that may still be locked by
+    settlement (longs only); the execution rules decide which of them are sellable at `now`.
     """
 
     symbol: str
@@ -359,23 +391,34 @@ class Position:
     recent_buys: tuple[Lot, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        check_decimal("quantity", self.quantity)
+        if not isinstance(self.quantity, Decimal) or not self.quantity.is_finite():
+            raise ValueError(f"quantity must be a finite Decimal, got {self.quantity!r}")
         check_decimal("cost", self.cost)
+        if self.quantity < 0 and self.recent_buys:
+            raise ValueError(f"short position {self.symbol} cannot have unsettled buys")
+
+    @property
+    def is_short(self) -> bool:
+        """True when the position is a short (negative quantity)."""
+        return self.quantity < 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AccountState:
-    """What the execution rules need to know about an account: its cash and its positions."""
+    """What the execution rules need to know about an account: its cash, its positions (a short
+    has a negative quantity) and whether it may short (`allow_short`, off by default; the market's
+    rules must allow shorting too)."""
 
     market: str
     cash: Money
     positions: dict[str, Position] = field(default_factory=dict)
+    allow_short: bool = False
 
     def __post_init__(self) -> None:
         check_market(self.market)
 
     def quantity(self, symbol: str) -> Decimal:
-        """Shares or units held of `symbol` (zero when none)."""
+        """Shares or units held of `symbol`, negative for a short (zero when none)."""
         position = self.positions.get(symbol)
         return position.quantity if position is not None else Decimal(0)
 

@@ -203,7 +203,7 @@ def slipped_price(
     """`price` moved against the trader by the market's slippage and rounded to the tick against
     the trader (before price limits): what an order at quote `price` is expected to pay or get."""
     tick = price_tick_for(instrument, rules)
-    if side is Side.BUY:
+    if side.pays:
         return round_to_tick(price * (1 + rules.slippage_bps * BPS), tick, ROUND_CEILING)
     return round_to_tick(price * (1 - rules.slippage_bps * BPS), tick, ROUND_FLOOR)
 
@@ -342,13 +342,14 @@ def sellable_quantity(
 
 def fees_for(rules: MarketRules, side: Side, notional: Decimal, currency: str) -> Decimal:
     """The fees of a fill worth `notional`: commission (at least its minimum), stamp duty on
-    sells, transfer fee; each rounded by the money rule (`round_money`), as brokers bill them."""
+    sells and shorts (a short sale is a sale), transfer fee; each rounded by the money rule
+    (`round_money`), as brokers bill them."""
     schedule = rules.fees
     commission = round_money(
         max(notional * schedule.commission_bps * BPS, schedule.commission_min), currency
     )
     stamp = Decimal(0)
-    if side is Side.SELL:
+    if not side.pays:
         stamp = round_money(notional * schedule.stamp_duty_sell_bps * BPS, currency)
     transfer = round_money(notional * schedule.transfer_fee_bps * BPS, currency)
     return commission + stamp + transfer

@@ -1,9 +1,10 @@
 """Market rules as data: one frozen `MarketRules` value per market (US, CN, crypto).
 
 This module owns the numbers that make a market what it is (calendar, currency, lots and steps,
-settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe),
-`with_costs`, which puts configured fees, slippage and minimum order value in place of those
-defaults, and the small pure functions that read them: the effective step, lot, minimum notional
+settlement, price limits by A-share board, fees, slippage, tick, benchmark, default universe,
+shorting: borrow fee and margins), `with_costs`, which puts configured fees, slippage and minimum
+order value in place of those defaults, `with_shorting`, which does the same for the shorting
+numbers, and the small pure functions that read them: the effective step, lot, minimum notional
 and tick of an instrument, the A-share board of a symbol, its daily price-limit percentage and
 limit prices.
 Execution (`execution.py`) applies these values; it holds no market numbers of its own.
@@ -122,6 +123,35 @@ class PriceLimits:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShortRules:
+    """How a market lets a retail account short, as plain values.
+
+    `borrow_fee_bps_per_year` is the yearly borrow fee on a short's market value, accrued per
+    calendar day (`fee = |q| x close x bps / 10000 / day_count`); `initial_margin` is the fraction
+    of the short market value the account's equity must cover when a short is opened or
+    increased; `maintenance_margin` the fraction below which the account is in a margin call.
+    Valid when `0 < maintenance_margin <= initial_margin <= 1` and the fee is not negative.
+    """
+
+    borrow_fee_bps_per_year: Decimal
+    initial_margin: Decimal
+    maintenance_margin: Decimal
+    day_count: int = 365
+
+    def __post_init__(self) -> None:
+        check_decimal("borrow_fee_bps_per_year", self.borrow_fee_bps_per_year)
+        check_decimal("initial_margin", self.initial_margin, positive=True)
+        check_decimal("maintenance_margin", self.maintenance_margin, positive=True)
+        if not self.maintenance_margin <= self.initial_margin <= 1:
+            raise ValueError(
+                f"shorting margins must satisfy 0 < maintenance ({self.maintenance_margin}) "
+                f"<= initial ({self.initial_margin}) <= 1"
+            )
+        if isinstance(self.day_count, bool) or self.day_count not in (360, 365, 366):
+            raise ValueError(f"day_count must be 360, 365 or 366, got {self.day_count}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MarketRules:
     """Everything that differs between markets, as plain values.
 
@@ -129,6 +159,7 @@ class MarketRules:
     quantity step); with `odd_lot_sell_whole` an odd remainder of a holding may be sold in one
     order. `quantity_step`, `min_notional` and `price_tick` are defaults an `Instrument` may
     override. `settlement_days` is how many sessions after a buy its shares become sellable.
+    `shorting` is None where retail accounts cannot short (A-shares, always).
     """
 
     market: str
@@ -147,6 +178,7 @@ class MarketRules:
     price_tick: Decimal
     benchmark: str
     universe: str
+    shorting: ShortRules | None = None
 
     def __post_init__(self) -> None:
         check_market(self.market)
@@ -161,6 +193,30 @@ class MarketRules:
         check_decimal("price_tick", self.price_tick, positive=True)
         if self.settlement_days not in (0, 1):
             raise ValueError(f"settlement_days must be 0 or 1, got {self.settlement_days}")
+        if self.market == "cn" and self.shorting is not None:
+            raise ValueError(A_SHARES_NO_SHORTING)
+
+
+#: Why a cn account or rule can never short.
+A_SHARES_NO_SHORTING = "A-shares cannot be shorted by retail accounts"
+
+#: US equities: general-collateral borrow (easy to borrow) costs about 0.25-0.30 %/yr at US
+#: brokers; Reg T (12 CFR 220.12) asks 50 % initial margin on a short sale and FINRA Rule 4210(c)
+#: 30 % maintenance on a short stock position (priced at $5 or more).
+US_SHORTING = ShortRules(
+    borrow_fee_bps_per_year=Decimal(30),
+    initial_margin=Decimal("0.5"),
+    maintenance_margin=Decimal("0.3"),
+)
+
+#: Crypto: a margin account borrowing the base coin pays a floating rate near 10 %/yr on the
+#: majors (Binance/OKX cross-margin borrow rates), with 2x leverage (50 % initial) and a 25 %
+#: maintenance ratio; day count 365 (markets never close).
+CRYPTO_SHORTING = ShortRules(
+    borrow_fee_bps_per_year=Decimal(1000),
+    initial_margin=Decimal("0.5"),
+    maintenance_margin=Decimal("0.25"),
+)
 
 
 US = MarketRules(
@@ -180,6 +236,7 @@ US = MarketRules(
     price_tick=Decimal("0.01"),
     benchmark="QQQ",
     universe="nasdaq100",
+    shorting=US_SHORTING,
 )
 
 #: A-shares. Slippage is 5 bps, the same as the other markets: SSE-50 names are the most liquid
@@ -233,6 +290,7 @@ CRYPTO = MarketRules(
     price_tick=Decimal("0.00000001"),
     benchmark="CD5",
     universe="crypto10",
+    shorting=CRYPTO_SHORTING,
 )
 
 _BY_MARKET: dict[str, MarketRules] = {rules.market: rules for rules in (US, CN, CRYPTO)}
@@ -276,17 +334,51 @@ def with_costs(
     )
 
 
+def with_shorting(
+    rules: MarketRules,
+    *,
+    borrow_fee_bps_per_year: Decimal | None = None,
+    initial_margin: Decimal | None = None,
+    maintenance_margin: Decimal | None = None,
+) -> MarketRules:
+    """`rules` with the given shorting numbers in place of its own; a number left None keeps the
+    rule's value. Refuses (ValueError) to set a number on a market without shorting (A-shares),
+    and validates the result like any `ShortRules`."""
+    given = (borrow_fee_bps_per_year, initial_margin, maintenance_margin)
+    if all(value is None for value in given):
+        return rules
+    if rules.shorting is None:
+        reason = A_SHARES_NO_SHORTING if rules.market == "cn" else "it has no shorting"
+        raise ValueError(f"the {rules.market} market cannot be shorted: {reason}")
+    kept = rules.shorting
+    return replace(
+        rules,
+        shorting=replace(
+            kept,
+            borrow_fee_bps_per_year=(
+                kept.borrow_fee_bps_per_year
+                if borrow_fee_bps_per_year is None
+                else borrow_fee_bps_per_year
+            ),
+            initial_margin=kept.initial_margin if initial_margin is None else initial_margin,
+            maintenance_margin=(
+                kept.maintenance_margin if maintenance_margin is None else maintenance_margin
+            ),
+        ),
+    )
+
+
 def quantity_step_for(instrument: Instrument, rules: MarketRules) -> Decimal:
     """The smallest quantity increment of `instrument`: its own step, else the market's."""
     return instrument.quantity_step if instrument.quantity_step is not None else rules.quantity_step
 
 
 def lot_size_for(instrument: Instrument, rules: MarketRules, side: Side) -> Decimal | None:
-    """The lot `side` orders of `instrument` come in: its own lot, else the market's buy or sell
-    lot (None: only the quantity step applies)."""
+    """The lot `side` orders of `instrument` come in: its own lot, else the market's buy lot (for
+    buys and covers) or sell lot (for sells and shorts) (None: only the quantity step applies)."""
     if instrument.lot_size is not None:
         return instrument.lot_size
-    return rules.lot_size if side is Side.BUY else rules.sell_lot_size
+    return rules.lot_size if side.pays else rules.sell_lot_size
 
 
 def min_notional_for(instrument: Instrument, rules: MarketRules) -> Decimal:

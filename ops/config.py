@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from openbell.markets.errors import ConfigError, InvalidConfig
+from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
 from openbell.store.redact import TOKEN_PATTERN
@@ -195,6 +196,42 @@ class CostsConfig(_Section):
         return amount + 0  # "-0" becomes 0
 
 
+class ShortingConfig(_Section):
+    """`[markets.<us|crypto>.shorting]`: the market's shorting numbers (`ShortRules`); each key is
+    optional and a key left out keeps the market's default (`openbell.markets.rules`), all as
+    quoted decimals. `borrow_fee_bps_per_year` is the yearly borrow fee on a short's market value
+    (accrued per calendar day); `initial_margin` and `maintenance_margin` are fractions of the
+    short market value, with `0 < maintenance_margin <= initial_margin <= 1`. An agent shorts
+    only with `allow_short = true`; A-shares (`cn`) cannot be shorted at all.
+    """
+
+    borrow_fee_bps_per_year: Decimal | None = None
+    initial_margin: Decimal | None = None
+    maintenance_margin: Decimal | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _exact(cls, value: object, info: ValidationInfo) -> Decimal | None:
+        name = info.field_name or "value"
+        if value is None:
+            return None
+        amount = _exact_decimal(
+            value,
+            "a number",
+            "0.5" if name.endswith("margin") else "30",
+            float_hint=f'write it as a quoted string: {name} = "{value!r}"',
+            key=name,
+        )
+        if not amount.is_finite():
+            raise ValueError("should be a finite number")
+        if name.endswith("_margin"):
+            if not 0 < amount <= 1:
+                raise ValueError("should be a fraction above 0 and at most 1")
+        elif amount < 0:
+            raise ValueError("should not be negative")
+        return amount + 0  # "-0" becomes 0
+
+
 class MarketConfig(_Section):
     """`[markets.<name>]`: what a market trades, when its bell rings, where its data comes from.
 
@@ -211,6 +248,7 @@ class MarketConfig(_Section):
     benchmark: str | None = Field(default=None, min_length=1)
     corporate_actions: str | None = Field(default=None, min_length=1)
     costs: CostsConfig = CostsConfig()
+    shorting: ShortingConfig | None = None
     allow_outside_coverage: bool = False
     allow_partial_coverage: bool = False
 
@@ -310,6 +348,7 @@ class MarketsConfig(_Section):
                 PathError(("crypto", "corporate_actions"), "crypto has no corporate actions")
             )
         for name, market in self.configured().items():
+            problems.extend(_shorting_problems(name, market))
             if not isinstance(market.universe, str):
                 continue
             try:
@@ -333,9 +372,31 @@ class MarketsConfig(_Section):
         return {name: market for name, market in found.items() if market is not None}
 
 
+def _shorting_problems(name: str, market: MarketConfig) -> list[PathError]:
+    """What is wrong with `[markets.<name>.shorting]`: present for cn, or numbers that do not hold
+    together with the market's defaults (maintenance above initial)."""
+    shorting = market.shorting
+    if shorting is None:
+        return []
+    if name == "cn":
+        return [PathError(("cn", "shorting"), A_SHARES_NO_SHORTING)]
+    try:
+        with_shorting(
+            rules_for(name),
+            borrow_fee_bps_per_year=shorting.borrow_fee_bps_per_year,
+            initial_margin=shorting.initial_margin,
+            maintenance_margin=shorting.maintenance_margin,
+        )
+    except ValueError as exc:
+        return [PathError((name, "shorting"), str(exc))]
+    return []
+
+
 class _AgentConfig(_Section):
     name: str
     markets: tuple[MarketName, ...] = Field(min_length=1)
+    #: The agent may short (`short` and `cover` orders) where its market allows it; never cn.
+    allow_short: StrictBool = False
 
     @field_validator("name")
     @classmethod
@@ -791,6 +852,14 @@ class OpenbellConfig(_Section):
                 for position, market in enumerate(agent.markets)
                 if market not in configured
             )
+            if agent.allow_short and "cn" in agent.markets:
+                problems.append(
+                    PathError(
+                        ("agents", index, "allow_short"),
+                        f"agent {agent.name!r} trades cn: {A_SHARES_NO_SHORTING}; "
+                        "drop allow_short or the cn market",
+                    )
+                )
         raise_all(problems)
         return self
 

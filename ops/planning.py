@@ -68,7 +68,7 @@ from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.rules import MarketRules, rules_for, with_costs
+from openbell.markets.rules import MarketRules, rules_for, with_costs, with_shorting
 from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFilter
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
@@ -120,9 +120,10 @@ def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
 
 
 def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
-    """The rules of market `name`: its defaults with the costs its config sets in their place."""
+    """The rules of market `name`: its defaults with the costs and shorting numbers its config
+    sets in their place."""
     costs = market.costs
-    return with_costs(
+    rules = with_costs(
         rules_for(name),
         commission_bps=costs.commission_bps,
         commission_min=costs.commission_min,
@@ -130,6 +131,15 @@ def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
         transfer_fee_bps=costs.transfer_fee_bps,
         slippage_bps=costs.slippage_bps,
         min_notional=costs.min_notional,
+    )
+    shorting = market.shorting
+    if shorting is None:
+        return rules
+    return with_shorting(
+        rules,
+        borrow_fee_bps_per_year=shorting.borrow_fee_bps_per_year,
+        initial_margin=shorting.initial_margin,
+        maintenance_margin=shorting.maintenance_margin,
     )
 
 

@@ -280,8 +280,7 @@ def _short_target(
     if side is Side.SHORT:
         if delta <= 0:
             return Decimal(0), (
-                f"{symbol} is already short at or above {target_weight} of NAV; cover to "
-                "reduce it."
+                f"{symbol} is already short at or above {target_weight} of NAV; cover to reduce it."
             )
         if rules.shorting is None:
             return Decimal(0), f"The {rules.market} market cannot be shorted."
@@ -298,8 +297,7 @@ def _short_target(
         return quantity, ""
     if delta >= 0:
         return Decimal(0), (
-            f"{symbol} is already short at or below {target_weight} of NAV; short to increase "
-            "it."
+            f"{symbol} is already short at or below {target_weight} of NAV; short to increase it."
         )
     wanted = short_held if target_weight == 0 else min(-delta / price, short_held)
     quantity = tradable_quantity(

@@ -345,9 +345,7 @@ class PortfolioOut(ToolResult):
         return found
 
     @classmethod
-    def of(
-        cls, book: Book, as_of: datetime, shorting: ShortingView | None = None
-    ) -> PortfolioOut:
+    def of(cls, book: Book, as_of: datetime, shorting: ShortingView | None = None) -> PortfolioOut:
         """`book` as the tool shows it, weights rounded to four places; with `shorting` (an
         account allowed to short) its exposures, margin and borrow fees too. Built without
         validating again: a `Book` holds exact Decimals already (one portfolio is read every

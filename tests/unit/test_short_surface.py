@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from openbell.agents.book import Book, Holding, shares_for_target, shortable_value, unwind
+from openbell.agents.rebasing import MoneyUnit, rebase
 from openbell.agents.tools import (
     ARGUMENTS,
     DESCRIPTIONS,
@@ -25,7 +26,6 @@ from openbell.agents.tools import (
     ShortingView,
     _parameters_text,
 )
-from openbell.agents.rebasing import MoneyUnit, rebase
 from openbell.markets.domain import AccountState, Fill, Instrument, Money, Position, Side
 from openbell.markets.rules import CRYPTO, US
 
@@ -99,7 +99,7 @@ def test_shorting_portfolio_shows_exposures_margin_and_fees() -> None:
     assert out.maintenance_requirement == Decimal(7000)  # 4,000 + 0.3 x 10,000
     assert out.borrow_fees_paid == Decimal("1.25")
     weights = {p.symbol: p.weight for p in out.positions}
-    assert weights == {"AAPL": Decimal("0.4"), "MSFT": Decimal("-1")}
+    assert weights == {"AAPL": Decimal("0.4"), "MSFT": Decimal(-1)}
     again = PortfolioOut.model_validate_json(out.model_dump_json())
     assert again == out
     rebased = rebase(out, MoneyUnit(factor=Decimal(2)))
@@ -168,7 +168,8 @@ def test_short_target_weight_sizes_against_nav_and_margin() -> None:
         price=Decimal(100),
         rules=US,
     )
-    assert buy == 0 and "cover it" in why
+    assert buy == 0
+    assert "cover it" in why
 
 
 def test_short_target_is_capped_by_the_initial_margin() -> None:

@@ -308,6 +308,31 @@ class Toolbox:
         outcomes (for a decision mode's prompt; not a model tool)."""
         return self._ledger.recent_orders(self._account_id, self._now, limit)
 
+    def positions(self) -> dict[str, Decimal]:
+        """The account's signed quantities now (a short is negative), with this cycle's fills;
+        served after `finish` too (for the rules enforced at a cycle's end)."""
+        return {
+            symbol: position.quantity
+            for symbol, position in self._orders.state().positions.items()
+            if position.quantity != 0
+        }
+
+    async def close_position(self, symbol: str, reason: str) -> OrderOut | ToolError:
+        """Close the whole position in `symbol` (sell a long, cover a short), also once the cycle
+        is finished: for what openbell enforces at a cycle's end (the pair rule). Nothing to do
+        when nothing is held."""
+        held = self.positions().get(symbol, Decimal(0))
+        if held == 0:
+            return self._outcome_of(symbol, "sell", "Nothing held to close.")
+        side = "sell" if held > 0 else "cover"
+        model = SHORTING_ARGUMENTS["place_order"]
+        args = model.model_validate(
+            {"symbol": symbol, "side": side, "target_weight": Decimal(0), "reason": reason}
+        )
+        if not isinstance(args, PlaceOrderArgs):
+            raise TypeError(f"place_order's model gave {type(args).__name__}")
+        return _typed(await self._place_order(args), OrderOut)
+
     async def finish(self, summary: str) -> FinishOut | ToolError:
         """See the `finish` tool."""
         return _typed(await self.call("finish", {"summary": summary}), FinishOut)
@@ -451,6 +476,15 @@ class Toolbox:
             as_of=self._now,
             cash_after=state.cash.amount,
             held_after=state.quantity(args.symbol),
+        )
+
+    def _outcome_of(self, symbol: str, side: str, message: str) -> OrderOut:
+        return OrderOut(
+            as_of=self._now,
+            status=OrderStatusOut.NOTHING_TO_DO,
+            symbol=symbol,
+            side=side,
+            message=message,
         )
 
     def _outcome(

@@ -19,7 +19,7 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -43,7 +43,7 @@ from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.recorded import RecordingFundamentals
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.rules import MarketRules, rules_for
+from openbell.markets.rules import A_SHARES_NO_SHORTING, MarketRules, rules_for
 from openbell.markets.slots import slots_between
 from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.markets.universes import Universe
@@ -72,7 +72,8 @@ class MarketPlan:
     latest price fetched. `fundamentals` None: the `get_fundamentals` tool refuses. `actions` are
     the splits and dividends applied on their ex-dates (None: none are applied); a replay source
     may have them only over bars that are all raw (adjusted prices already account for them).
-    `grace` None: the cadence's default.
+    `grace` None: the cadence's default. `shorting_agents` names the agents whose accounts may
+    short (config `allow_short`; never in cn).
     """
 
     market: str
@@ -88,6 +89,7 @@ class MarketPlan:
     grace: timedelta | None = None
     fundamentals: FundamentalsSource | None = None
     actions: CorporateActionSource | None = None
+    shorting_agents: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.cadence not in DEFAULT_GRACE:
@@ -98,6 +100,10 @@ class MarketPlan:
         names = [agent.name for agent in self.agents]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.market}: an agent name appears twice in {names}")
+        if unknown := self.shorting_agents - set(names):
+            raise ValueError(f"{self.market}: shorting agents {sorted(unknown)} are not agents")
+        if self.shorting_agents and self.market == "cn":
+            raise ValueError(f"{self.market}: {A_SHARES_NO_SHORTING}")
         if self.grace is not None and self.grace <= timedelta(0):
             raise ValueError(f"{self.market}: grace must be positive, got {self.grace}")
         if self.actions is not None:
@@ -270,7 +276,13 @@ def build_desks(
             actions=market.actions,
         )
         accounts[market.market] = open_accounts(
-            ledger, market.market, rules, market.initial_cash, market.agents, now
+            ledger,
+            market.market,
+            rules,
+            market.initial_cash,
+            market.agents,
+            now,
+            shorting_agents=market.shorting_agents,
         )
     return desks, accounts
 
@@ -318,12 +330,22 @@ def open_accounts(
     initial_cash: Decimal,
     agents: Sequence[Agent],
     now: datetime,
+    *,
+    shorting_agents: Collection[str] = (),
 ) -> list[tuple[int, Agent]]:
-    """(account id, agent) of each agent in `market`, opening the accounts that do not exist."""
+    """(account id, agent) of each agent in `market`, opening the accounts that do not exist;
+    the accounts of `shorting_agents` may short (where `rules` have shorting)."""
     opened = []
     for agent in agents:
         agent_id = ledger.ensure_agent(agent.name, agent.kind, now)
-        account_id = ledger.open_account(agent_id, market, rules.currency, initial_cash, now)
+        account_id = ledger.open_account(
+            agent_id,
+            market,
+            rules.currency,
+            initial_cash,
+            now,
+            allow_short=agent.name in shorting_agents and rules.shorting is not None,
+        )
         opened.append((account_id, agent))
     return opened
 

@@ -132,13 +132,16 @@ def action_effect(
     price: Decimal | None = None,
     step: Decimal = Decimal(1),
 ) -> ActionEffect:
-    """The effect of `action` on `held` shares (held before its `ex_at`).
+    """The effect of `action` on `held` shares (held before its `ex_at`; negative for a short).
 
     A split keeps whole multiples of `step` and pays the fraction cut off at `price` (the
     ex-date's price; a split leaving a fraction without a price raises `ValueError`). A dividend
-    pays `held * cash`, rounded half-up to the currency's places.
+    pays `held * cash`, rounded half-up to the currency's places. A short is the mirror image: a
+    split scales its negative quantity (the whole part towards zero), the short pays the dividend
+    and pays for the fraction of a share it is cut off (negative `cash_delta`s).
     """
-    check_decimal("held", held)
+    if not isinstance(held, Decimal) or not held.is_finite():
+        raise ValueError(f"held must be a finite Decimal, got {held!r}")
     check_decimal("step", step, positive=True)
     if action.kind is ActionKind.CASH_DIVIDEND:
         return ActionEffect(

@@ -394,13 +394,44 @@ class Position:
         if not isinstance(self.quantity, Decimal) or not self.quantity.is_finite():
             raise ValueError(f"quantity must be a finite Decimal, got {self.quantity!r}")
         check_decimal("cost", self.cost)
-        if self.quantity < 0 and self.recent_buys:
-            raise ValueError(f"short position {self.symbol} cannot have unsettled buys")
 
     @property
     def is_short(self) -> bool:
         """True when the position is a short (negative quantity)."""
         return self.quantity < 0
+
+
+def moved_position(quantity: Decimal, cost: Decimal, fill: Fill) -> tuple[Decimal, Decimal]:
+    """The (quantity, cost) of a position of `quantity` and `cost` after `fill`: the one rule the
+    ledger, the replay's working copy and the verifier move positions by.
+
+    A buy adds its quantity and `notional + fees` to the cost of a long; a short adds its
+    quantity (negative) and its `notional - fees` proceeds to the cost of a short. A sell or a
+    cover takes its share of the cost by the money rule, all of it when it closes the position.
+    Raises `ValueError` for a fill that would cross zero: a buy on a short, a short on a long, a
+    sell of more than the long or a cover of more than the short.
+    """
+    side = fill.side
+    if side is Side.BUY or side is Side.SHORT:
+        if quantity * side.sign < 0:
+            held = "short" if quantity < 0 else "long"
+            first = "cover" if quantity < 0 else "sell"
+            raise ValueError(
+                f"{side.value} {fill.quantity} {fill.symbol} on a {held} position of {quantity}: "
+                f"{first} it first"
+            )
+        added = fill.notional + fill.fees if side is Side.BUY else fill.notional - fill.fees
+        return quantity + fill.signed_quantity, cost + added
+    open_ = quantity if side is Side.SELL else -quantity
+    if fill.quantity > open_:
+        what = "holding" if side is Side.SELL else "short"
+        raise ValueError(
+            f"{side.value} {fill.quantity} {fill.symbol} but the {what} is {max(open_, Decimal(0))}"
+        )
+    if fill.quantity == open_:
+        return Decimal(0), Decimal(0)
+    closed = round_money(cost * fill.quantity / open_, fill.currency)
+    return quantity + fill.signed_quantity, cost - closed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

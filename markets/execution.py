@@ -4,13 +4,17 @@ This module owns how the market rules (`rules.py`) are applied to one order, and
 fee arithmetic other layers reuse (rounding to lots and steps, sellable quantity under T+1, fees,
 the largest affordable buy). Nothing here reads the clock, touches storage or raises for a rule
 violation: a refused order is a `Rejection` with a reason and one sentence the agent can act on.
-The checks run in this order, the first failing one wins: market and currency, market open, price,
-price limits (against the quote, before slippage), holdings (sells), lot and step rounding,
-T+1 sellable quantity, minimum notional, cash for notional plus fees.
+The checks run in this order, the first failing one wins: market and currency, shorting allowed
+(shorts and covers), market open, price, price limits (against the quote, before slippage),
+holdings (nothing crosses zero: a sell within the long, a cover within the short, no buy on a
+short, no short on a long), lot and step rounding, T+1 sellable quantity, minimum notional, cash
+for notional plus fees (buys and covers), margin (shorts, and buys while a short is open: the
+`margin` hook, see `MarginCheck`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -26,11 +30,13 @@ from openbell.markets.domain import (
     RejectReason,
     Side,
     check_utc,
+    moved_position,
     round_money,
     round_quantity,
     round_to_tick,
 )
 from openbell.markets.rules import (
+    A_SHARES_NO_SHORTING,
     BPS,
     MarketRules,
     limit_prices,
@@ -51,6 +57,14 @@ class _Refused(Exception):
         self.message = message
 
 
+#: The margin rule applied to an order that opens or increases risk (a short, or a buy while a
+#: short is open): given the account before the order and the fill it would make, None when the
+#: account still meets its margin requirement after it, else the sentence saying why not (the
+#: order is refused as `INSUFFICIENT_MARGIN`). The caller binds the marks at the decision time;
+#: `initial_margin_check` is the rule of SHORTING.md.
+MarginCheck = Callable[[AccountState, Fill], str | None]
+
+
 @dataclass(frozen=True, slots=True)
 class _Priced:
     fill_price: Decimal
@@ -69,10 +83,14 @@ def execute(
     calendar: TradingCalendar,
     prev_close: Decimal | None = None,
     price_source: str = "quote",
+    margin: MarginCheck | None = None,
 ) -> Fill | Rejection:
     """Fill `order` at `price` (the first trade price at or after its placement) or reject it.
 
     `prev_close` is the previous session's close, needed where the market has price limits.
+    `margin` checks a short (and a buy while a short is open) against the account's margin
+    requirement; None: `initial_margin_check` with `price` as the order symbol's mark and each
+    other position marked at its average cost (callers that know the marks pass their own).
     Wiring mistakes (a naive `now`, an order placed after `now`, a calendar that is not the
     market's, a non-Decimal price) raise; everything an agent can cause returns a `Rejection`.
     """
@@ -91,7 +109,7 @@ def execute(
         priced = _price_order(order, account, price, now, rules, calendar, prev_close)
     except _Refused as refused:
         return Rejection(reason=refused.reason, message=refused.message, at=now)
-    return Fill(
+    fill = Fill(
         symbol=order.instrument.symbol,
         side=order.side,
         quantity=priced.quantity,
@@ -102,6 +120,67 @@ def execute(
         filled_at=now,
         price_source=price_source,
     )
+    if _needs_margin(order.side, account) and rules.shorting is not None:
+        if margin is None:
+            # `price` is usable here: a fill was priced from it.
+            margin = initial_margin_check(
+                marks={order.instrument.symbol: price or priced.fill_price},
+                initial_margin=rules.shorting.initial_margin,
+            )
+        refusal = margin(account, fill)
+        if refusal is not None:
+            return Rejection(reason=RejectReason.INSUFFICIENT_MARGIN, message=refusal, at=now)
+    return fill
+
+
+def _needs_margin(side: Side, account: AccountState) -> bool:
+    """A short always, a buy while the account has a short open: the orders that add risk the
+    margin must cover (sells and covers only reduce it)."""
+    if side is Side.SHORT:
+        return True
+    return side is Side.BUY and any(p.quantity < 0 for p in account.positions.values())
+
+
+def initial_margin_check(*, marks: Mapping[str, Decimal], initial_margin: Decimal) -> MarginCheck:
+    """The initial margin rule (SHORTING.md): after the fill, the account's equity
+    `cash + long_value - short_value` must be at least `long_value + initial_margin x short_value`
+    (longs paid in full, shorts margined). Positions are valued at `marks`, a position without a
+    mark at its average cost (or proceeds)."""
+
+    def check(account: AccountState, fill: Fill) -> str | None:
+        cash = account.cash.amount + fill.cash_delta
+        quantities = {symbol: p.quantity for symbol, p in account.positions.items()}
+        costs = {symbol: p.cost for symbol, p in account.positions.items()}
+        held = quantities.get(fill.symbol, Decimal(0))
+        quantities[fill.symbol], costs[fill.symbol] = moved_position(
+            held, costs.get(fill.symbol, Decimal(0)), fill
+        )
+        long_value = short_value = Decimal(0)
+        for symbol, quantity in quantities.items():
+            if quantity == 0:
+                continue
+            mark = marks.get(symbol)
+            if mark is None:
+                mark = fill.price if symbol == fill.symbol else costs[symbol] / abs(quantity)
+            value = abs(quantity) * mark
+            if quantity > 0:
+                long_value += value
+            else:
+                short_value += value
+        equity = cash + long_value - short_value
+        required = long_value + initial_margin * short_value
+        if equity >= required:
+            return None
+        currency = account.cash.currency
+        return (
+            f"After this {fill.side.value} of {fill.quantity} {fill.symbol} the account's equity "
+            f"would be {round_money(equity, currency)} {currency}, below its initial margin "
+            f"requirement of {round_money(required, currency)} {currency} (longs in full plus "
+            f"{initial_margin:%} of the {round_money(short_value, currency)} {currency} of "
+            f"shorts); order less, or cover or sell first."
+        )
+
+    return check
 
 
 def _price_order(
@@ -115,6 +194,7 @@ def _price_order(
 ) -> _Priced:
     instrument = order.instrument
     _check_market(instrument, account, rules)
+    _check_shorting(order, account, rules)
     if not calendar.is_open(now):
         raise _Refused(
             RejectReason.MARKET_CLOSED,
@@ -139,17 +219,41 @@ def _price_order(
             f"below the minimum order value of {minimum} {currency}; order a larger quantity.",
         )
     fees = fees_for(rules, order.side, notional, currency)
-    if order.side is Side.BUY and account.cash.amount < notional + fees:
+    if order.side.pays and account.cash.amount < notional + fees:
         affordable = affordable_quantity(
             instrument=instrument, price=fill_price, cash=account.cash.amount, rules=rules
         )
+        doing = "Buying" if order.side is Side.BUY else "Covering"
         raise _Refused(
             RejectReason.INSUFFICIENT_CASH,
-            f"Buying {quantity} {instrument.symbol} at {fill_price} costs {notional + fees} "
+            f"{doing} {quantity} {instrument.symbol} at {fill_price} costs {notional + fees} "
             f"{currency} including {fees} fees, but the account has {account.cash.amount} "
             f"{currency}; at most {affordable} is affordable now.",
         )
+    if order.side is Side.SHORT and fees >= notional:
+        raise _Refused(
+            RejectReason.MIN_NOTIONAL,
+            f"Shorting {quantity} {instrument.symbol} at {fill_price} raises {notional} "
+            f"{currency}, no more than its {fees} {currency} fees; short a larger quantity.",
+        )
     return _Priced(fill_price=fill_price, quantity=quantity, notional=notional, fees=fees)
+
+
+def _check_shorting(order: Order, account: AccountState, rules: MarketRules) -> None:
+    """Refuse a short where the market (A-shares: never) or the account does not allow shorting,
+    and a cover where the market has no shorting. A cover of an open short is always allowed,
+    even after the account stopped allowing new shorts."""
+    if order.side in (Side.SHORT, Side.COVER) and rules.shorting is None:
+        why = A_SHARES_NO_SHORTING if rules.market == "cn" else "it has no shorting rules"
+        raise _Refused(
+            RejectReason.SHORTING_NOT_ALLOWED,
+            f"The {rules.market} market cannot be shorted: {why}; buy and sell only.",
+        )
+    if order.side is Side.SHORT and not account.allow_short:
+        raise _Refused(
+            RejectReason.SHORTING_NOT_ALLOWED,
+            "This account may not short (its agent has no allow_short); buy and sell only.",
+        )
 
 
 def _check_market(instrument: Instrument, account: AccountState, rules: MarketRules) -> None:
@@ -217,7 +321,7 @@ def _limit_band(
     tick: Decimal,
 ) -> tuple[Decimal, Decimal] | None:
     """The (limit-down, limit-up) prices when the market has limits; refuses an order the limit
-    blocks (a buy at limit-up, a sell at limit-down)."""
+    blocks (a buy or cover at limit-up, a sell or short at limit-down)."""
     pct = price_limit_pct(instrument, rules)
     if pct is None:
         return None
@@ -228,13 +332,13 @@ def _limit_band(
             f"cannot be checked; try again at a later slot.",
         )
     down, up = limit_prices(prev_close, pct, tick)
-    if side is Side.BUY and price >= up:
+    if side.pays and price >= up:
         raise _Refused(
             RejectReason.LIMIT_UP,
             f"{instrument.symbol} is at its limit-up price {up} (+{pct:.0%} of the previous "
             f"close {prev_close}), so buy orders cannot fill; buy another symbol or wait.",
         )
-    if side is Side.SELL and price <= down:
+    if not side.pays and price <= down:
         raise _Refused(
             RejectReason.LIMIT_DOWN,
             f"{instrument.symbol} is at its limit-down price {down} (-{pct:.0%} of the previous "
@@ -253,12 +357,7 @@ def _quantity(
     """The quantity that fills, after holdings, lots and steps, and T+1."""
     instrument = order.instrument
     held = account.quantity(instrument.symbol)
-    if order.side is Side.SELL and order.quantity > held:
-        raise _Refused(
-            RejectReason.INSUFFICIENT_POSITION,
-            f"Cannot sell {order.quantity} {instrument.symbol}: the account holds {held}; "
-            f"sell at most {held}.",
-        )
+    _check_holding(order, held)
     quantity = tradable_quantity(
         instrument=instrument, side=order.side, quantity=order.quantity, held=held, rules=rules
     )
@@ -276,6 +375,41 @@ def _quantity(
                 f"{sellable}.",
             )
     return quantity
+
+
+def _check_holding(order: Order, held: Decimal) -> None:
+    """Refuse an order that would cross zero: nothing moves a position from long to short or back
+    in one order (sell or cover first)."""
+    symbol = order.instrument.symbol
+    side = order.side
+    if side is Side.BUY and held < 0:
+        raise _Refused(
+            RejectReason.INSUFFICIENT_POSITION,
+            f"Cannot buy {symbol}: the account is short {-held}; cover the short first.",
+        )
+    if side is Side.SHORT and held > 0:
+        raise _Refused(
+            RejectReason.INSUFFICIENT_POSITION,
+            f"Cannot short {symbol}: the account holds {held}; sell the holding first.",
+        )
+    if side is Side.SELL and order.quantity > held:
+        if held < 0:
+            message = f"the account is short {-held}; cover to reduce a short"
+        else:
+            message = f"the account holds {held}; sell at most {held}"
+        raise _Refused(
+            RejectReason.INSUFFICIENT_POSITION,
+            f"Cannot sell {order.quantity} {symbol}: {message}.",
+        )
+    if side is Side.COVER and order.quantity > -held:
+        if held > 0:
+            message = f"the account holds {held} and is not short; sell to reduce a holding"
+        else:
+            message = f"the account is short {max(-held, Decimal(0))}; cover at most that"
+        raise _Refused(
+            RejectReason.INSUFFICIENT_POSITION,
+            f"Cannot cover {order.quantity} {symbol}: {message}.",
+        )
 
 
 def _lot_message(order: Order, held: Decimal, rules: MarketRules) -> str:
@@ -301,12 +435,15 @@ def tradable_quantity(
 ) -> Decimal:
     """The largest quantity not above `quantity` the lot and step rules allow (possibly 0).
 
-    Sells are capped at `held`. Where `rules.odd_lot_sell_whole` (A-shares), a sell may include
-    the holding's odd remainder (`held % lot`) in one order: holding 150, selling 150 or 50 is
-    allowed, 120 rounds down to 100. Settlement (T+1) is not considered here.
+    Sells are capped at `held`, covers at the short `-held`. Where `rules.odd_lot_sell_whole`
+    (A-shares), a sell may include the holding's odd remainder (`held % lot`) in one order:
+    holding 150, selling 150 or 50 is allowed, 120 rounds down to 100. Settlement (T+1) is not
+    considered here.
     """
     if side is Side.SELL:
         quantity = min(quantity, held)
+    elif side is Side.COVER:
+        quantity = min(quantity, -held)
     quantity = round_quantity(quantity, quantity_step_for(instrument, rules))
     lot = lot_size_for(instrument, rules, side)
     if lot is None or quantity <= 0:

@@ -354,6 +354,7 @@ def market_plan(
         cadence=market.cadence,
         initial_cash=market.initial_cash,
         agents=tuple(agent_for(agent, name, hub=hub) for agent in agents),
+        shorting_agents=frozenset(agent.name for agent in agents if agent.allow_short),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
         rules=rules_for_market(name, market),

@@ -3,8 +3,9 @@
 Internal to `openbell.store`: `Ledger` is made of `Accounts` (with `Cycles` and `Orders`). An
 agent is created once by name and an account once per (agent, market), idempotently, so a
 restarted daemon or a resumed replay opens the same ones. `account_state` is the account as the
-execution rules see it: the stored cash, the open positions, and each position's buys since
-`recent_buys_since` (for T+1). A paused account (its ledger failed verification) runs no cycles.
+execution rules see it: the stored cash, the open positions (a short has a negative quantity),
+whether it may short, and each position's buys since `recent_buys_since` (for T+1). A paused
+account (its ledger failed verification) runs no cycles.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from openbell.markets.domain import (
     check_market,
     check_utc,
 )
+from openbell.markets.rules import A_SHARES_NO_SHORTING
 from openbell.store.rows import LedgerTables, row_id
 from openbell.store.snapshots import POSITIONS
 from openbell.store.tables import ACCOUNT_TABLE, FILL_TABLE, AccountRow, AgentRow
@@ -76,18 +78,30 @@ class Accounts(LedgerTables):
             return session.exec(select(AgentRow.id).where(AgentRow.name == name)).first()
 
     def open_account(
-        self, agent_id: int, market: str, currency: str, initial_cash: Decimal, now: datetime
+        self,
+        agent_id: int,
+        market: str,
+        currency: str,
+        initial_cash: Decimal,
+        now: datetime,
+        *,
+        allow_short: bool = False,
     ) -> int:
         """The id of `agent_id`'s account in `market`, opened with `initial_cash` if new.
 
-        Idempotent on (agent, market): an existing account is returned unchanged.
+        Idempotent on (agent, market): an existing account keeps its cash and history; only its
+        `allow_short` follows the config (an agent may opt in to shorting, or out: its open
+        shorts can still be covered). A cn account never allows shorting (`ValueError`).
         """
         check_market(market)
         check_currency(currency)
         check_decimal("initial_cash", initial_cash)
         check_utc("now", now)
+        if allow_short and market == "cn":
+            raise ValueError(f"agent {agent_id}: {A_SHARES_NO_SHORTING}")
         found = self._accountrow_id(agent_id, market)
         if found is not None:
+            self._set_allow_short(found, allow_short)
             return found
         try:
             with self._write() as session:
@@ -99,6 +113,7 @@ class Accounts(LedgerTables):
                     cash=initial_cash,
                     paused=False,
                     created_at=now,
+                    allow_short=allow_short,
                 )
                 session.add(row)
                 session.flush()
@@ -107,7 +122,14 @@ class Accounts(LedgerTables):
             found = self._accountrow_id(agent_id, market)
             if found is None:
                 raise
+            self._set_allow_short(found, allow_short)
             return found
+
+    def _set_allow_short(self, account_id: int, allow_short: bool) -> None:
+        with self._write() as session:
+            row = session.get(AccountRow, account_id, with_for_update=True)
+            if row is not None and row.allow_short != allow_short:
+                row.allow_short = allow_short
 
     def _accountrow_id(self, agent_id: int, market: str) -> int | None:
         with self._read() as session:
@@ -150,12 +172,13 @@ class Accounts(LedgerTables):
                 recent_buys=tuple(lots.get(row.symbol, ())),
             )
             for row in rows
-            if row.quantity > 0
+            if row.quantity != 0
         }
         return AccountState(
             market=account.market,
             cash=Money(amount=account.cash, currency=account.currency),
             positions=positions,
+            allow_short=account.allow_short,
         )
 
     def set_paused(self, account_id: int, paused: bool) -> None:
@@ -178,7 +201,10 @@ class Accounts(LedgerTables):
 
 
 _ACCOUNT: Final = select(
-    ACCOUNT_TABLE.c.market, ACCOUNT_TABLE.c.cash, ACCOUNT_TABLE.c.currency
+    ACCOUNT_TABLE.c.market,
+    ACCOUNT_TABLE.c.cash,
+    ACCOUNT_TABLE.c.currency,
+    ACCOUNT_TABLE.c.allow_short,
 ).where(ACCOUNT_TABLE.c.id == bindparam("account"))
 _RECENT_BUYS: Final = (
     select(FILL_TABLE.c.symbol, FILL_TABLE.c.quantity, FILL_TABLE.c.filled_at)

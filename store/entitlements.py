@@ -2,10 +2,11 @@
 
 Internal to `openbell.store`, like `orders.py` for orders: these functions run inside the
 `Ledger`'s write transaction, with the account row locked. The holding an action applies to is
-the one before its ex-date's open (`entitled_quantity`): every fill before `ex_at`, plus what the
-account's earlier actions of that symbol added. That makes an action applied late (after fills on
-or after its ex-date) still right: shares bought ex get nothing, shares sold ex were entitled. An
-action is applied at most once per account (the unique key of `corporate_action`), and never
+the one before its ex-date's open (`entitled_quantity`, negative for a short, which pays the
+dividend and has its quantity scaled by a split): every fill before `ex_at` (signed), plus what
+the account's earlier actions of that symbol added. That makes an action applied late (after fills
+on or after its ex-date) still right: shares bought ex get nothing, shares sold ex were entitled.
+An action is applied at most once per account (the unique key of `corporate_action`), and never
 before an action of the same symbol with an earlier ex-date that is applied after it.
 """
 
@@ -57,7 +58,7 @@ def entitled_quantity(
     for fill in connection.execute(
         _FILLS_BEFORE, {"account": account_id, "symbol": symbol, "ex_at": ex_at}
     ):
-        held += fill.quantity if fill.side == Side.BUY.value else -fill.quantity
+        held += fill.quantity * Side(fill.side).sign
     for entry in connection.execute(
         _ACTIONS_BEFORE, {"account": account_id, "symbol": symbol, "ex_at": ex_at}
     ):
@@ -99,12 +100,15 @@ def insert_action(
     quantity = position.quantity if position is not None else Decimal(0)
     cost = position.cost if position is not None else Decimal(0)
     after = quantity + effect.quantity_delta
-    if after < 0:
+    # Nothing crosses zero: a long stays long and a short short (a position already closed takes
+    # the sign of the holding the action applies to).
+    if after * quantity < 0 or (quantity == 0 and after * held < 0):
         raise LedgerBreach(
-            f"account {account_id}: {action.describe()} would leave {after} {action.symbol}"
+            f"account {account_id}: {action.describe()} would turn {quantity} {action.symbol} "
+            f"into {after}"
         )
     cost_delta = Decimal(0)
-    if effect.fraction and after + effect.fraction > 0:
+    if effect.fraction and after + effect.fraction != 0:
         share = effect.fraction / (after + effect.fraction)
         cost_delta = -round_money(cost * share, account.currency)
     account.cash += effect.cash_delta

@@ -30,7 +30,7 @@ from openbell.markets.domain import (
     RejectReason,
     Side,
     check_utc,
-    round_money,
+    moved_position,
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import OrderStatus, RecordedOrder
@@ -225,32 +225,31 @@ def _order_facts(row: Any) -> _OrderFacts:
 
 
 def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
+    """Move the account's `position` row by `fill` (`moved_position`): long or short, deleted when
+    it reaches zero; `LedgerBreach` for a fill that would cross zero."""
     position = session.get(PositionRow, (account_id, fill.symbol), with_for_update=True)
     held = position.quantity if position is not None else Decimal(0)
-    if fill.side is Side.BUY:
-        if position is None:
-            position = PositionRow(
-                account_id=account_id,
-                symbol=fill.symbol,
-                quantity=Decimal(0),
-                cost=Decimal(0),
-                updated_at=fill.filled_at,
-            )
-            session.add(position)
-        position.quantity = held + fill.quantity
-        position.cost += fill.notional + fill.fees
-        position.updated_at = fill.filled_at
+    cost = position.cost if position is not None else Decimal(0)
+    try:
+        quantity, cost = moved_position(held, cost, fill)
+    except ValueError as exc:
+        raise LedgerBreach(f"account {account_id}: {exc}") from None
+    if quantity == 0:
+        if position is not None:
+            session.delete(position)
         return
-    if position is None or fill.quantity > held:
-        raise LedgerBreach(
-            f"account {account_id}: selling {fill.quantity} {fill.symbol} but holding {held}"
+    if position is None:
+        position = PositionRow(
+            account_id=account_id,
+            symbol=fill.symbol,
+            quantity=quantity,
+            cost=cost,
+            updated_at=fill.filled_at,
         )
-    if fill.quantity == held:
-        session.delete(position)
+        session.add(position)
         return
-    sold_cost = round_money(position.cost * fill.quantity / held, fill.currency)
-    position.quantity = held - fill.quantity
-    position.cost -= sold_cost
+    position.quantity = quantity
+    position.cost = cost
     position.updated_at = fill.filled_at
 
 

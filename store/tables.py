@@ -16,7 +16,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -31,6 +31,10 @@ NAMING_CONVENTION: dict[str, str] = {
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 
 _CYCLE_STATUSES = "'claimed', 'done', 'failed', 'skipped', 'interrupted', 'missed'"
+
+
+#: The sides of an order or fill (`openbell.markets.domain.Side`).
+_SIDES = "'buy', 'sell', 'short', 'cover'"
 
 
 def _in(column: str, values: str, name: str) -> CheckConstraint:
@@ -65,6 +69,8 @@ class AccountRow(SQLModel, table=True):
     cash: Decimal = Field(sa_type=ExactDecimal)
     paused: bool = False
     created_at: datetime = Field(sa_type=UtcDateTime)
+    #: The account may short (`short`/`cover` orders) where its market allows it.
+    allow_short: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
 class CycleRow(SQLModel, table=True):
@@ -106,7 +112,7 @@ class OrderRow(SQLModel, table=True):
     __tablename__ = "order"
     __table_args__ = (
         UniqueConstraint("cycle_id", "seq"),
-        _in("side", "'buy', 'sell'", "side"),
+        _in("side", _SIDES, "side"),
         _in("status", "'filled', 'rejected'", "status"),
         CheckConstraint(
             "(status = 'rejected') = (reject_reason IS NOT NULL)", name="reject_reason"
@@ -137,7 +143,7 @@ class FillRow(SQLModel, table=True):
     __tablename__ = "fill"
     __table_args__ = (
         Index("ix_fill_account_id_filled_at", "account_id", "filled_at"),
-        _in("side", "'buy', 'sell'", "side"),
+        _in("side", _SIDES, "side"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -2,15 +2,17 @@
 
 `verify_ledger` recomputes every account from its append-only fills and corporate-action entries
 and compares, exactly (as `Decimal`), with what the ledger stores: the running cash balance
-(initial + sells - buys - fees + dividends and cash in lieu), the position rows (fills plus the
-shares splits added, both ways), the fills' links to their orders and cycles, one fill per order
-matching it, each fill's notional, each corporate action's entitlement (the holding before its
-ex-date, recomputed from the fills) and amounts (the dividend, the split's shares and cash), and
-every NAV snapshot at its marks. Amounts are recomputed by the money rule of `markets.domain`
-(`round_money`). Entries are replayed among the fills after the fill they name (`after_fill_id`).
-It reads the whole ledger into memory, which is fine for paper-trading volumes (millions of fills
-would want a per-account pass). A breach names the account, the invariant and the expected and
-actual amounts.
+(initial + sells + shorts - buys - covers - fees + dividends and cash in lieu, which a short
+pays), the position rows (the signed sum of the fills, buy and cover +, sell and short -, plus
+the shares splits added, both ways), that no fill or action crosses zero (a long stays long, a
+short short), that shorts exist only in accounts allowed to short in a market that has shorting,
+the fills' links to their orders and cycles, one fill per order matching it, each fill's
+notional, each corporate action's entitlement (the holding before its ex-date, recomputed from
+the fills) and amounts (the dividend; the split's shares and cash), and every NAV snapshot at its
+marks. Amounts are recomputed by the money rule of `markets.domain` (`round_money`). Entries are
+replayed among the fills after the fill they name (`after_fill_id`). It reads the whole ledger
+into memory, which is fine for paper-trading volumes (millions of fills would want a per-account
+pass). A breach names the account, the invariant and the expected and actual amounts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sqlmodel import Session, col, select
 
 from openbell.markets.corporate_actions import ActionKind, split_quantity
 from openbell.markets.domain import Side, round_money
+from openbell.markets.rules import rules_for
 from openbell.store.records import OrderStatus
 from openbell.store.tables import (
     AccountRow,
@@ -43,6 +46,8 @@ CASH_BALANCE = "cash_balance"
 NEGATIVE_CASH = "negative_cash"
 POSITION_QUANTITY = "position_quantity"
 NEGATIVE_QUANTITY = "negative_quantity"
+CROSSES_ZERO = "crosses_zero"
+SHORT_NOT_ALLOWED = "short_not_allowed"
 FILL_ORDER_LINK = "fill_order_link"
 ORDER_CYCLE_LINK = "order_cycle_link"
 ONE_FILL_PER_ORDER = "one_fill_per_order"
@@ -211,20 +216,27 @@ def _load(engine: Engine) -> _Ledger:
 
 
 def _cash_delta(fill: FillRow) -> Decimal:
-    if fill.side == Side.BUY.value:
+    if Side(fill.side).pays:
         return -(fill.notional + fill.fees)
     return fill.notional - fill.fees
 
 
 def _quantity_delta(fill: FillRow) -> Decimal:
-    return fill.quantity if fill.side == Side.BUY.value else -fill.quantity
+    return fill.quantity * Side(fill.side).sign
+
+
+def _may_short(account: AccountRow) -> bool:
+    """Whether `account` may hold shorts: it allows them, in a market whose rules have shorting
+    (A-shares never)."""
+    return account.allow_short and rules_for(account.market).shorting is not None
 
 
 def _entries(
     fills: Sequence[FillRow], actions: Sequence[CorporateActionRow]
-) -> Iterator[tuple[str, Decimal, Decimal, str]]:
-    """(symbol, cash delta, quantity delta, what) of each fill and action, in the order they
-    were made: an action right after the fill it names, actions of one fill in id order."""
+) -> Iterator[tuple[str, Decimal, Decimal, str, Side | None]]:
+    """(symbol, cash delta, quantity delta, what, side: None for an action) of each fill and
+    action, in the order they were made: an action right after the fill it names, actions of one
+    fill in id order."""
     keyed: list[tuple[tuple[int, int, int], FillRow | CorporateActionRow]] = [
         ((_id(fill.id), 0, 0), fill) for fill in fills
     ]
@@ -232,9 +244,11 @@ def _entries(
     keyed.sort(key=lambda pair: pair[0])
     for _, row in keyed:
         if isinstance(row, FillRow):
-            yield row.symbol, _cash_delta(row), _quantity_delta(row), f"fill {row.id}"
+            side = Side(row.side)
+            yield row.symbol, _cash_delta(row), _quantity_delta(row), f"fill {row.id}", side
         else:
-            yield row.symbol, row.cash_delta, row.quantity_delta, f"corporate action {row.id}"
+            what = f"corporate action {row.id}"
+            yield row.symbol, row.cash_delta, row.quantity_delta, what, None
 
 
 def _replay(
@@ -243,7 +257,7 @@ def _replay(
     """Cash and non-zero holdings after `fills` and `actions`, recomputed from nothing else."""
     cash = initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
-    for symbol, cash_delta, quantity_delta, _ in _entries(fills, actions):
+    for symbol, cash_delta, quantity_delta, _, _ in _entries(fills, actions):
         cash += cash_delta
         held[symbol] += quantity_delta
     return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}
@@ -283,7 +297,7 @@ def _check_balances(
                 actual,
                 f"{symbol}: sum of fills and splits is {expected}, position row holds {actual}",
             )
-        if actual < 0:
+        if actual < 0 and not _may_short(account):
             out.add(account_id, NEGATIVE_QUANTITY, Decimal(0), actual, f"{symbol} position row")
 
 
@@ -293,24 +307,57 @@ def _check_never_negative(
     actions: Sequence[CorporateActionRow],
     out: _Collector,
 ) -> None:
-    """Cash and every holding stay non-negative after each fill and action, in the order they
-    were made."""
+    """Cash stays non-negative after each fill and action, in the order they were made; no
+    holding crosses zero (a buy or short only on its own side of zero, a sell within the long, a
+    cover within the short, an action keeps the sign); a holding goes negative only in an account
+    that may short, and only by a short fill."""
     account_id = _id(account.id)
+    may_short = _may_short(account)
     cash = account.initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
     cash_reported = False
     reported: set[str] = set()
-    for symbol, cash_delta, quantity_delta, what in _entries(fills, actions):
+    for symbol, cash_delta, quantity_delta, what, side in _entries(fills, actions):
         cash += cash_delta
-        held[symbol] += quantity_delta
+        before = held[symbol]
+        after = held[symbol] = before + quantity_delta
         if cash < 0 and not cash_reported:
             cash_reported = True
             out.add(account_id, NEGATIVE_CASH, Decimal(0), cash, f"cash after {what}")
-        if held[symbol] < 0 and symbol not in reported:
+        if symbol in reported:
+            continue
+        if _crosses(side, before, after):
             reported.add(symbol)
             out.add(
-                account_id, NEGATIVE_QUANTITY, Decimal(0), held[symbol], f"{symbol} after {what}"
+                account_id,
+                CROSSES_ZERO,
+                before,
+                after,
+                f"{symbol} goes from {before} to {after} at {what}",
             )
+        elif after < 0 and not may_short:
+            reported.add(symbol)
+            out.add(
+                account_id,
+                SHORT_NOT_ALLOWED,
+                Decimal(0),
+                after,
+                f"{symbol} is short {after} after {what}, but the account may not short",
+            )
+
+
+def _crosses(side: Side | None, before: Decimal, after: Decimal) -> bool:
+    """Whether an entry moving a holding from `before` to `after` crosses zero: a buy on a short,
+    a sell below zero, a short on a long, a cover above zero, an action changing the sign."""
+    if side is Side.BUY:
+        return before < 0
+    if side is Side.SELL:
+        return after < 0
+    if side is Side.SHORT:
+        return before > 0
+    if side is Side.COVER:
+        return after > 0
+    return before * after < 0
 
 
 def _check_fills(

@@ -3,12 +3,13 @@
 In a replay the ledger is the record, not the working copy: the replay's unit of work
 (`replay_ledger.py`) reads each of its accounts once (`load_books`), then moves `AccountBook`s in
 memory exactly as `orders.insert_order` moves the `account` and `position` rows (cash by the
-fill's cash delta; a buy adds quantity and cost, a sell takes its share of the cost by the money
-rule, a position sold out is gone), values them for NAV snapshots exactly as
-`snapshots.insert_snapshot` does, and writes the books' cash and positions back with each batch.
-`AccountBook.state` is the `AccountState` that `Accounts.account_state` would read at that
-moment, recent buys (T+1) included. A fill the ledger would refuse (cash or a holding going
-negative) raises `LedgerBreach` and changes nothing.
+fill's cash delta; the position by `moved_position`: a buy or short adds quantity and cost, a
+sell or cover takes its share of the cost by the money rule, a position closed out is gone),
+values them for NAV snapshots exactly as `snapshots.insert_snapshot` does, and writes the books'
+cash and positions back with each batch. `AccountBook.state` is the `AccountState` that
+`Accounts.account_state` would read at that moment, recent buys (T+1) and `allow_short`
+included. A fill the ledger would refuse (cash going negative, a position crossing zero) raises
+`LedgerBreach` and changes nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from openbell.markets.domain import (
     Position,
     Side,
     check_decimal,
+    moved_position,
     round_money,
 )
 from openbell.markets.errors import LedgerBreach
@@ -74,6 +76,7 @@ class AccountBook:
         last_action_id: int | None,
         traded: Collection[str],
         first_fill_at: datetime | None,
+        allow_short: bool = False,
     ) -> None:
         self.account_id = account_id
         self.market = market
@@ -85,6 +88,7 @@ class AccountBook:
         self.last_action_id = last_action_id
         self.traded = set(traded)
         self.first_fill_at = first_fill_at
+        self.allow_short = allow_short
         self._state: tuple[datetime, datetime, AccountState] | None = None
 
     def state(self, now: datetime) -> AccountState:
@@ -114,8 +118,9 @@ class AccountBook:
                     recent_buys=tuple(lots.get(symbol, ())),
                 )
                 for symbol, holding in sorted(self.holdings.items())
-                if holding.quantity > 0
+                if holding.quantity != 0
             },
+            allow_short=self.allow_short,
         )
         self._state = (now, since, state)
         return _copy(state)
@@ -131,28 +136,22 @@ class AccountBook:
             )
         holding = self.holdings.get(fill.symbol)
         held = holding.quantity if holding is not None else Decimal(0)
-        if fill.side is Side.BUY:
-            if holding is None:
-                holding = self.holdings[fill.symbol] = Holding(
-                    quantity=Decimal(0), cost=Decimal(0), updated_at=fill.filled_at
-                )
-            holding.quantity = held + fill.quantity
-            holding.cost += fill.notional + fill.fees
-            holding.updated_at = fill.filled_at
-            self._buys.append(_Buy(fill.symbol, fill.quantity, fill.filled_at))
+        try:
+            quantity, cost = moved_position(
+                held, holding.cost if holding is not None else Decimal(0), fill
+            )
+        except ValueError as exc:
+            raise LedgerBreach(f"account {self.account_id}: {exc}") from None
+        if quantity == 0:
+            self.holdings.pop(fill.symbol, None)
+        elif holding is None:
+            self.holdings[fill.symbol] = Holding(
+                quantity=quantity, cost=cost, updated_at=fill.filled_at
+            )
         else:
-            if holding is None or fill.quantity > held:
-                raise LedgerBreach(
-                    f"account {self.account_id}: selling {fill.quantity} {fill.symbol} "
-                    f"but holding {held}"
-                )
-            if fill.quantity == held:
-                del self.holdings[fill.symbol]
-            else:
-                sold_cost = round_money(holding.cost * fill.quantity / held, fill.currency)
-                holding.quantity = held - fill.quantity
-                holding.cost -= sold_cost
-                holding.updated_at = fill.filled_at
+            holding.quantity, holding.cost, holding.updated_at = quantity, cost, fill.filled_at
+        if fill.side is Side.BUY:
+            self._buys.append(_Buy(fill.symbol, fill.quantity, fill.filled_at))
         self.cash = cash
         self.last_fill_id = fill_id
         self.traded.add(fill.symbol)
@@ -166,7 +165,7 @@ class AccountBook:
         verify` recomputes them from the initial cash, the fills and the corporate actions. None
         when nothing does."""
         cash, held = _recomputed(connection, self.account_id)
-        open_ = {s: h for s, h in self.holdings.items() if h.quantity > 0}
+        open_ = {s: h for s, h in self.holdings.items() if h.quantity != 0}
         mine = {symbol: holding.quantity for symbol, holding in open_.items()}
         costs = {symbol: holding.cost for symbol, holding in open_.items()}
         for what, ours, ledger in (
@@ -206,7 +205,12 @@ _KEEP_BUYS: Final = timedelta(days=1)
 
 def _copy(state: AccountState) -> AccountState:
     """`state` with its own positions dict (callers may hold it while the book moves on)."""
-    return AccountState(market=state.market, cash=state.cash, positions=dict(state.positions))
+    return AccountState(
+        market=state.market,
+        cash=state.cash,
+        positions=dict(state.positions),
+        allow_short=state.allow_short,
+    )
 
 
 def load_books(
@@ -246,6 +250,7 @@ def load_books(
             last_action_id=actions.get(row.id),
             traded=traded[row.id],
             first_fill_at=fills[row.id].first_at if row.id in fills else None,
+            allow_short=row.allow_short,
         )
         for row in accounts
     }
@@ -253,7 +258,11 @@ def load_books(
 
 _IDS: Final[BindParameter[list[int]]] = bindparam("ids", expanding=True)
 _ACCOUNTS: Final = select(
-    ACCOUNT_TABLE.c.id, ACCOUNT_TABLE.c.market, ACCOUNT_TABLE.c.currency, ACCOUNT_TABLE.c.cash
+    ACCOUNT_TABLE.c.id,
+    ACCOUNT_TABLE.c.market,
+    ACCOUNT_TABLE.c.currency,
+    ACCOUNT_TABLE.c.cash,
+    ACCOUNT_TABLE.c.allow_short,
 ).where(ACCOUNT_TABLE.c.id.in_(_IDS))
 _POSITIONS: Final = select(POSITION_TABLE).where(POSITION_TABLE.c.account_id.in_(_IDS))
 _BUYS: Final = (
@@ -304,12 +313,12 @@ def _recomputed(connection: Connection, account_id: int) -> tuple[Decimal, dict[
             FILL_TABLE.c.fees,
         ).where(FILL_TABLE.c.account_id == account_id)
     ):
-        if fill.side == Side.BUY.value:
+        side = Side(fill.side)
+        if side.pays:
             cash -= fill.notional + fill.fees
-            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) + fill.quantity
         else:
             cash += fill.notional - fill.fees
-            held[fill.symbol] = held.get(fill.symbol, Decimal(0)) - fill.quantity
+        held[fill.symbol] = held.get(fill.symbol, Decimal(0)) + fill.quantity * side.sign
     for action in connection.execute(
         select(
             CORPORATE_ACTION_TABLE.c.symbol,

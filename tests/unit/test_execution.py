@@ -741,7 +741,12 @@ def test_wiring_mistakes_raise(
             id="naive-lot",
         ),
         pytest.param(
-            lambda: Position(symbol="AAPL", quantity=D(-1)), "must not be negative", id="short"
+            lambda: Position(symbol="AAPL", quantity=D("NaN")), "finite", id="nan-quantity"
+        ),
+        pytest.param(
+            lambda: Position(symbol="AAPL", quantity=D(-1), cost=D(-1)),
+            "must not be negative",
+            id="short-negative-cost",
         ),
     ],
 )

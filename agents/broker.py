@@ -19,11 +19,20 @@ orders re-placed so far (the ledger's state with the fills of the stored orders 
 taken back out), so a deterministic agent sizes every order as it did the first time. A re-placed
 order whose symbol or side differs from the stored one marks the replay as diverged: no further
 order is accepted.
+
+Shorting (SHORTING.md): where the market's rules allow shorting, a `short` (or a `buy` while a
+short is open) that fills is refused with `INSUFFICIENT_MARGIN` when the account after it would
+have equity below its initial requirement (`markets.margin.margin_rejection`, at the slot's
+quotes). `MarginCall` covers an account in a margin call before its agent's turn: the largest short
+first, whole position, until the maintenance requirement holds at the slot's marks, each cover
+recorded with its `margin_call` row as order -1, -2, ... of the cycle (the system's orders;
+`CycleOrders` numbers only the agent's, from 1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -34,16 +43,25 @@ from openbell.markets.calendars import TradingCalendar
 from openbell.markets.domain import (
     AccountState,
     Fill,
+    Instrument,
     Order,
     Quote,
     Rejection,
     RejectReason,
+    Side,
 )
 from openbell.markets.execution import execute
 from openbell.markets.gateway import MarketSnapshot
-from openbell.markets.rules import MarketRules
+from openbell.markets.margin import (
+    account_exposure,
+    exposure,
+    initial_margin_check,
+    margin_call_reason,
+    next_margin_cover,
+)
+from openbell.markets.rules import MarketRules, ShortRules
 from openbell.store.ledger import Ledger
-from openbell.store.records import RecordedOrder
+from openbell.store.records import NavSnapshot, RecordedOrder, TraceEntry
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -101,11 +119,22 @@ class PaperBroker:
         cycle's account when the caller knows it."""
         if account_id is None:
             account_id = self._ledger.cycle_account_id(cycle_id)
+        outcome = self._execute(order, account_id, snapshot)
+        return self._record(cycle_id, seq, order, outcome, target_weight)
+
+    def _execute(self, order: Order, account_id: int, snapshot: MarketSnapshot) -> Fill | Rejection:
+        """`order` executed against the account as the ledger holds it at its fill time, then
+        checked against the initial margin where the market allows shorting."""
         quote = self._fill_price(order.instrument.symbol, order.placed_at)
         if quote is not None and quote.at - order.placed_at > self._max_fill_delay:
             quote = None
         fill_at = order.placed_at if quote is None else max(order.placed_at, quote.at)
-        outcome = execute(
+        shorting = self._rules.shorting
+        margin = None
+        if shorting is not None:  # positions marked at the slot's quotes
+            marks = {symbol: quote.price for symbol, quote in snapshot.quotes.items()}
+            margin = initial_margin_check(marks, shorting)
+        return execute(
             order=order,
             account=self._ledger.account_state(account_id, fill_at),
             price=None if quote is None else quote.price,
@@ -114,8 +143,39 @@ class PaperBroker:
             calendar=self._calendar,
             prev_close=snapshot.previous_closes.get(order.instrument.symbol),
             price_source=self._price_source,
+            margin=margin,
         )
-        return self._record(cycle_id, seq, order, outcome, target_weight)
+
+    def cover(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        snapshot: MarketSnapshot,
+        account_id: int,
+        equity: Decimal,
+        requirement: Decimal,
+    ) -> RecordedOrder:
+        """Execute a margin call's cover `order` and record it as order `seq` (< 0) of `cycle_id`
+        with its `margin_call` row (`Ledger.record_margin_cover`)."""
+        outcome = self._execute(order, account_id, snapshot)
+        recorded = self._ledger.record_margin_cover(
+            cycle_id=cycle_id,
+            seq=seq,
+            order=order,
+            outcome=outcome,
+            equity=equity,
+            requirement=requirement,
+        )
+        fields = {"cycle_id": cycle_id, "seq": seq, "symbol": order.instrument.symbol}
+        if isinstance(recorded.outcome, Rejection):
+            log.warning(
+                "margin_call_cover_rejected", reason=recorded.outcome.reason.value, **fields
+            )
+        else:
+            log.warning("margin_call_covered", quantity=str(recorded.outcome.quantity), **fields)
+        return recorded
 
     def reject(
         self,
@@ -174,7 +234,8 @@ class CycleOrders:
         for stored in ledger.cycle_orders(cycle_id):
             if stored.seq is None:
                 raise ValueError(f"order {stored.order_id} of cycle {cycle_id} has no seq")
-            self._stored[stored.seq] = stored
+            if stored.seq > 0:  # negative: the system's orders (a margin call's covers)
+                self._stored[stored.seq] = stored
         self.seq = 0
         self.diverged = False
         self.placed: list[RecordedOrder] = []
@@ -282,3 +343,109 @@ class CycleOrders:
             log.warning(
                 "cycle_replay_incomplete", cycle_id=self._cycle_id, placed=self.seq, stored=last
             )
+
+
+def in_margin_call(snapshot: NavSnapshot, rules: ShortRules, currency: str) -> bool:
+    """Whether the account was in a margin call at NAV `snapshot` (its cash and marks): shorts
+    open and equity below the maintenance requirement."""
+    valued = exposure(
+        snapshot.cash,
+        {symbol: mark.quantity for symbol, mark in snapshot.marks.items()},
+        {symbol: mark.price for symbol, mark in snapshot.marks.items()},
+        currency,
+    )
+    return valued.in_margin_call(rules)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarginCall:
+    """Covers the shorts of an account in a margin call at its next slot, before its agent's turn
+    (SHORTING.md): the call is decided on the account's newest NAV snapshot at or before the slot;
+    then, while equity is below the maintenance requirement at the slot's `marks`, the largest
+    short is covered whole at the slot's execution price, as order -1, -2, ... of the cycle with
+    reason `margin call: equity E below maintenance M` and its `margin_call` row. A cover refused
+    (no price, say) ends the call for this slot; the next snapshot decides again. Run again on a
+    cycle, it numbers new covers after those recorded, and places none once the call is met."""
+
+    ledger: Ledger
+    broker: PaperBroker
+    rules: ShortRules
+    account_id: int
+    cycle_id: int
+    now: datetime
+
+    def due(self, currency: str) -> bool:
+        """Whether the account's newest snapshot at or before `now` puts it in a margin call."""
+        snapshot = self.ledger.latest_nav_snapshot(self.account_id, self.now)
+        return snapshot is not None and in_margin_call(snapshot, self.rules, currency)
+
+    def cover(
+        self,
+        snapshot: MarketSnapshot,
+        marks: Mapping[str, Decimal],
+        instrument: Callable[[str], Instrument],
+    ) -> list[RecordedOrder]:
+        """Cover shorts until the maintenance requirement holds at `marks` (every held symbol
+        priced); the covers recorded."""
+        stored = [
+            order.seq
+            for order in self.ledger.cycle_orders(self.cycle_id)
+            if order.seq is not None and order.seq < 0
+        ]
+        seq = min(stored, default=0)
+        placed: list[RecordedOrder] = []
+        first_reason = ""
+        while True:
+            state = self.ledger.account_state(self.account_id, self.now)
+            symbol = next_margin_cover(state, marks, self.rules)
+            if symbol is None:
+                break
+            valued = account_exposure(state, marks)
+            requirement = valued.maintenance_requirement(self.rules)
+            reason = margin_call_reason(valued.equity, requirement, state.cash.currency)
+            first_reason = first_reason or reason
+            seq -= 1
+            order = Order(
+                instrument=instrument(symbol),
+                side=Side.COVER,
+                quantity=-state.quantity(symbol),
+                placed_at=self.now,
+                reason=reason,
+            )
+            recorded = self.broker.cover(
+                cycle_id=self.cycle_id,
+                seq=seq,
+                order=order,
+                snapshot=snapshot,
+                account_id=self.account_id,
+                equity=valued.equity,
+                requirement=requirement,
+            )
+            placed.append(recorded)
+            if isinstance(recorded.outcome, Rejection):
+                break
+        if placed:
+            self.ledger.append_journal(
+                self.cycle_id,
+                [
+                    TraceEntry(
+                        cycle_id=self.cycle_id,
+                        role="system",
+                        at=self.now,
+                        content=_told(first_reason, placed),
+                    )
+                ],
+            )
+        return placed
+
+
+def _told(reason: str, placed: list[RecordedOrder]) -> str:
+    """What the agent's trace says of a margin call's covers (`reason`: the first cover's)."""
+    lines = []
+    for recorded in placed:
+        outcome = recorded.outcome
+        if isinstance(outcome, Fill):
+            lines.append(f"covered {outcome.quantity} {outcome.symbol} at {outcome.price}")
+        else:
+            lines.append(f"cover of {recorded.symbol} rejected: {outcome.message}")
+    return f"{reason}: " + "; ".join(lines)

@@ -5,7 +5,9 @@ simulated clock, and the live daemon calls it at each bell. For a slot it claims
 cycle (the unique insert wins; a cycle already finished is left alone; with `take_over_claimed` a
 cycle still `claimed` by a dead run is taken over and completed), fetches the market snapshot once
 for all the slot's agents, applies the corporate actions that went ex (`corporate_actions.py`),
-runs each agent on a `Toolbox` bound to its account and cycle, writes
+covers the shorts of an account in a margin call before its agent's turn (`broker.MarginCall`,
+where the market allows shorting), runs each agent on a `Toolbox` bound to its account and cycle,
+writes
 the account's NAV snapshot for the slot (`valuation.py`) and finishes the cycle: `done`, `failed`,
 or `skipped` with its reason when the agent did not take it (`CycleSkipped`, such as an outside
 agent no client came to: the account exists at the slot, so its NAV snapshot is written all the
@@ -35,13 +37,18 @@ from typing import Final
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from openbell.agents.broker import PaperBroker
+from openbell.agents.broker import MarginCall, PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
-from openbell.daemon.valuation import write_close_snapshots, write_slot_snapshot
-from openbell.markets.domain import Rejection
+from openbell.daemon.valuation import (
+    check_marks,
+    last_closes,
+    write_close_snapshots,
+    write_slot_snapshot,
+)
+from openbell.markets.domain import Fill, Instrument, Rejection
 from openbell.markets.errors import CycleSkipped, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
@@ -404,6 +411,13 @@ class CycleRunner:
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
+        failure: Exception | None = None
+        skipped: str | None = None
+        covered = 0
+        try:
+            covered = await self._margin_call(desk, snapshot, claim, slot_at)
+        except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
+            failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         toolbox = Toolbox(
             ledger=self._ledger,
             broker=desk.broker,
@@ -429,20 +443,21 @@ class CycleRunner:
             masking_keys=self._ledger,
             roster=desk.universe,
         )
-        failure: Exception | None = None
-        skipped: str | None = None
         try:
-            async with asyncio.timeout(self._decide_timeout_s):
-                await claim.agent.decide(context)
+            if failure is None:
+                async with asyncio.timeout(self._decide_timeout_s):
+                    await claim.agent.decide(context)
         except CycleSkipped as exc:
             skipped = exc.reason
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
-        fills = sum(1 for placed in toolbox.placed if placed.created and placed.fill_id is not None)
+        fills = covered + sum(
+            1 for placed in toolbox.placed if placed.created and placed.fill_id is not None
+        )
         rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
         try:
             valued = await write_slot_snapshot(
-                self._ledger, desk.gateway, snapshot, claim.account_id
+                self._ledger, desk.gateway, snapshot, claim.account_id, desk.rules.shorting
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
@@ -481,6 +496,47 @@ class CycleRunner:
             rejections=rejections,
             taken_over=claim.taken_over,
         )
+
+    async def _margin_call(
+        self, desk: MarketDesk, snapshot: MarketSnapshot, claim: _Claim, slot_at: datetime
+    ) -> int:
+        """Cover the shorts of the claim's account if its newest NAV snapshot put it in a margin
+        call (SHORTING.md), at the slot's marks, before its agent's turn; how many covers filled
+        in this run."""
+        shorting = desk.rules.shorting
+        if shorting is None:
+            return 0
+        state = self._ledger.account_state(claim.account_id, slot_at)
+        if not any(position.quantity < 0 for position in state.positions.values()):
+            return 0
+        call = MarginCall(
+            ledger=self._ledger,
+            broker=desk.broker,
+            rules=shorting,
+            account_id=claim.account_id,
+            cycle_id=claim.cycle_id,
+            now=slot_at,
+        )
+        if not call.due(state.cash.currency):
+            return 0
+        held = tuple(state.positions)
+        marks = {s: snapshot.quotes[s].price for s in held if s in snapshot.quotes}
+        unpriced = [symbol for symbol in held if symbol not in marks]
+        if unpriced:
+            marks.update(await last_closes(desk.gateway, unpriced, slot_at))
+        check_marks(claim.account_id, held, marks, slot_at)
+
+        def instrument(symbol: str) -> Instrument:
+            try:
+                return desk.universe.instrument(symbol)
+            except KeyError:  # left the universe since it was shorted
+                return Instrument(symbol=symbol, market=desk.market, currency=desk.rules.currency)
+
+        placed = call.cover(snapshot, marks, instrument)
+        self._bound(desk.market, claim, slot_at).warning(
+            "margin_call", covers=len(placed), account_id=claim.account_id
+        )
+        return sum(1 for r in placed if r.created and isinstance(r.outcome, Fill))
 
     def _failed(
         self,
@@ -549,7 +605,9 @@ class CycleRunner:
         desk = self._desk(market)
         if desk.actions is not None:
             await desk.actions.at_close(desk.gateway, close_at, list(account_ids))
-        return await write_close_snapshots(self._ledger, desk.gateway, close_at, account_ids)
+        return await write_close_snapshots(
+            self._ledger, desk.gateway, close_at, account_ids, desk.rules.shorting
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,6 +5,12 @@ quote, else the close of the last bar ended by the slot; at a session close, the
 bar ended by the close (over every interval the source serves; the latest end wins and a tie goes to
 the finer interval). Every price comes through the point-in-time gateway at the snapshot's instant.
 Snapshots are written through the ledger, which makes writing one twice a no-op.
+
+Borrow fees (SHORTING.md) are charged here too, just before an account's first snapshot after a
+calendar day (UTC) ended with shorts open (`charge_borrow_fees`): one fee per short and day,
+`|q| x close x bps / 10000 / day_count`, the close being that of the last bar ended by the day's
+end (point-in-time: never a mark the day had not seen). So every snapshot's cash includes the fees
+charged at or before its instant, which is how `ledger verify` recomputes it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.markets.domain import Quote
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
+from openbell.markets.margin import borrow_fee
+from openbell.markets.rules import ShortRules
 from openbell.store.ledger import Ledger
+from openbell.store.margin_ledger import BorrowFee, day_end
 from openbell.store.records import NavSnapshot, SnapshotKind
 
 log = structlog.stdlib.get_logger(__name__)
@@ -60,17 +69,69 @@ def check_marks(
         raise DataUnavailable(f"account {account_id}: no price for held {unpriced} at {at}")
 
 
+async def charge_borrow_fees(
+    ledger: Ledger,
+    gateway: PointInTimeGateway,
+    account_id: int,
+    at: datetime,
+    shorting: ShortRules | None,
+) -> list[BorrowFee]:
+    """Charge the account's borrow fees of every day ended by `at` it ended short and was not
+    charged for, before its snapshots at `at` are written (none once one exists: its cash is
+    final, and the fees wait for the next snapshot); the fees charged. `DataUnavailable` when a
+    short has no close by its day's end."""
+    if shorting is None:
+        return []
+    due = ledger.short_days_due(account_id, at)
+    if not due or any(ledger.find_nav_snapshot(account_id, at, kind) for kind in SnapshotKind):
+        return []
+    currency = ledger.account_state(account_id, at).cash.currency
+    fees: list[BorrowFee] = []
+    for short_day in due:
+        end = day_end(short_day.day)
+        marks = await last_closes(gateway, short_day.shorts, end)
+        check_marks(account_id, short_day.shorts, marks, end)
+        fees.extend(
+            BorrowFee(
+                account_id=account_id,
+                symbol=symbol,
+                day=short_day.day,
+                quantity=quantity,
+                price=marks[symbol],
+                rate_bps=shorting.borrow_fee_bps_per_year,
+                day_count=shorting.day_count,
+                amount=borrow_fee(quantity, marks[symbol], shorting, currency),
+                currency=currency,
+                charged_at=at,
+            )
+            for symbol, quantity in short_day.shorts.items()
+        )
+    charged = ledger.charge_borrow_fees(account_id, fees)
+    if charged:
+        log.info(
+            "borrow_fees_charged",
+            account_id=account_id,
+            at=at,
+            fees=len(charged),
+            amount=str(sum(fee.amount for fee in charged)),
+        )
+    return charged
+
+
 async def write_slot_snapshot(
     ledger: Ledger,
     gateway: PointInTimeGateway,
     snapshot: MarketSnapshot,
     account_id: int,
+    shorting: ShortRules | None = None,
 ) -> NavSnapshot:
-    """Write the account's `slot` NAV snapshot at `snapshot.at` (the stored one if it exists).
+    """Write the account's `slot` NAV snapshot at `snapshot.at` (the stored one if it exists),
+    after charging the borrow fees due by then (with `shorting`, the market's rules for it).
 
     Raises `DataUnavailable` when a holding has no price at all.
     """
     at = snapshot.at
+    await charge_borrow_fees(ledger, gateway, account_id, at, shorting)
     held = ledger.account_state(account_id, at).positions
     marks = {symbol: snapshot.quotes[symbol].price for symbol in held if symbol in snapshot.quotes}
     unpriced = [symbol for symbol in held if symbol not in marks]
@@ -85,10 +146,12 @@ async def write_close_snapshots(
     gateway: PointInTimeGateway,
     close_at: datetime,
     account_ids: Collection[int],
+    shorting: ShortRules | None = None,
 ) -> int:
     """Write each account's `close` NAV snapshot at a session's `close_at`; how many were new.
 
-    A snapshot already written is left as it is. An account that cannot be valued is logged
+    A snapshot already written is left as it is. With `shorting`, the borrow fees due by
+    `close_at` are charged first. An account that cannot be valued is logged
     (`nav_snapshot_failed`) and skipped; operator and database errors raise (`action_for`).
     """
     pending = [
@@ -108,6 +171,7 @@ async def write_close_snapshots(
     for account_id in pending:
         bound = log.bind(market=gateway.market, account_id=account_id, at=close_at)
         try:
+            await charge_borrow_fees(ledger, gateway, account_id, close_at, shorting)
             check_marks(account_id, held[account_id], closes, close_at)
             snapshot = ledger.write_nav_snapshot(account_id, close_at, SnapshotKind.CLOSE, closes)
         except Exception as exc:

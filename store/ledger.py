@@ -40,6 +40,7 @@ from openbell.store.entitlements import (
     insert_action,
     stored_action,
 )
+from openbell.store.margin_ledger import MarginLedger
 from openbell.store.masking_keys import MaskingKey, read_masking_key, save_masking_key
 from openbell.store.orders import Orders
 from openbell.store.records import (
@@ -57,12 +58,13 @@ from openbell.store.tables import FILL_TABLE, CycleRow
 from openbell.store.traces import append_journal, append_journals, cycle_traces, usage_of
 
 
-class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns):
+class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
     """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head.
 
     Its agents and accounts (`Accounts`), its cycles (`Cycles`), its orders (`Orders`) and its
-    agents' bearer tokens (`AgentTokens`) each come from their own module; corporate actions,
-    traces, masking keys and NAV snapshots are written here, on the modules that hold their rows.
+    agents' bearer tokens (`AgentTokens`) each come from their own module, as do shorting
+    accounts' borrow fees and margin calls (`MarginLedger`); corporate actions, traces, masking
+    keys and NAV snapshots are written here, on the modules that hold their rows.
     """
 
     # -- corporate actions (store/entitlements.py) -------------------------------------------

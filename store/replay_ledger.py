@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final
 
@@ -38,6 +38,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
 from openbell.markets.errors import LedgerBreach
 from openbell.store.ledger import Ledger
+from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
 from openbell.store.orders import check_outcome, idempotency_key, stored_order
 from openbell.store.records import (
     AppliedAction,
@@ -93,6 +94,10 @@ class ReplayLedger(Ledger):
         self._orders_by_cycle: dict[int, list[RecordedOrder]] = {}
         self._orders_by_account: dict[int, list[RecordedOrder]] = {}
         self._order_keys: dict[str, RecordedOrder] = {}
+        # Accounts that ever shorted (only they can owe borrow fees), and the last day each was
+        # found to owe nothing more (so a day's fees are looked up once, not at every snapshot).
+        self._shorters: set[int] = set()
+        self._fees_settled: dict[int, date] = {}
 
     def own(self, account_ids: Collection[int]) -> None:
         """Work `account_ids` in memory from now on: load their books, and which of their cycles
@@ -104,6 +109,13 @@ class ReplayLedger(Ledger):
             return
         with self._engine.connect() as connection:
             self._books.update(load_books(connection, ids, self._start_at))
+            self._shorters.update(
+                connection.execute(
+                    select(FILL_TABLE.c.account_id)
+                    .where(FILL_TABLE.c.account_id.in_(ids), FILL_TABLE.c.side == Side.SHORT.value)
+                    .distinct()
+                ).scalars()
+            )
             self._stored_cycles.update(
                 (row.account_id, row.slot_at)
                 for row in connection.execute(
@@ -396,6 +408,8 @@ class ReplayLedger(Ledger):
             outcome=outcome,
             target_weight=target_weight,
         )
+        if isinstance(outcome, Fill) and outcome.side is Side.SHORT:
+            self._shorters.add(account_id)
         if isinstance(outcome, Fill) and fill_id is not None:
             self._batch.add_fill(
                 fill_id=fill_id, order_id=order_id, account_id=account_id, key=key, fill=outcome
@@ -438,6 +452,63 @@ class ReplayLedger(Ledger):
             reverse=True,
         )
         return merged[:limit]
+
+    # -- borrow fees and margin calls: rare, written through after the batch ------------------
+
+    def short_days_due(self, account_id: int, until: datetime) -> list[ShortDay]:
+        if account_id not in self._books:
+            self.flush()
+            return super().short_days_due(account_id, until)
+        last_day = last_ended_day(until)
+        if account_id not in self._shorters or self._fees_settled.get(account_id) == last_day:
+            return []
+        self.flush()
+        due = super().short_days_due(account_id, until)
+        if not due:
+            self._fees_settled[account_id] = last_day
+        return due
+
+    def charge_borrow_fees(self, account_id: int, fees: Sequence[BorrowFee]) -> list[BorrowFee]:
+        self.flush()
+        written = super().charge_borrow_fees(account_id, fees)
+        if written and account_id in self._books:
+            self._reload(account_id, max(fee.charged_at for fee in written))
+        return written
+
+    def record_margin_cover(
+        self,
+        *,
+        cycle_id: int,
+        seq: int,
+        order: Order,
+        outcome: Fill | Rejection,
+        equity: Decimal,
+        requirement: Decimal,
+    ) -> RecordedOrder:
+        self.flush()
+        recorded = super().record_margin_cover(
+            cycle_id=cycle_id,
+            seq=seq,
+            order=order,
+            outcome=outcome,
+            equity=equity,
+            requirement=requirement,
+        )
+        account_id = self.cycle_account_id(cycle_id)
+        if recorded.created and recorded.fill_id is not None and account_id in self._books:
+            self._reload(account_id, order.placed_at)
+        return recorded
+
+    def latest_nav_snapshot(self, account_id: int, before: datetime) -> NavSnapshot | None:
+        check_utc("before", before)
+        pending = [
+            snapshot
+            for (account, at, _kind), snapshot in self._snapshots.items()
+            if account == account_id and at <= before
+        ]
+        if pending:  # the batch holds the newest ones
+            return max(pending, key=lambda snapshot: (snapshot.at, snapshot.snapshot_id))
+        return super().latest_nav_snapshot(account_id, before)
 
     # -- strategy-code agents: written through, after the batch (their rows refer to its cycles) --
 

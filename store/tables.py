@@ -196,6 +196,49 @@ class CorporateActionRow(SQLModel, table=True):
     applied_at: datetime = Field(sa_type=UtcDateTime)
 
 
+class BorrowFeeRow(SQLModel, table=True):
+    """The borrow fee of one short position for one calendar day (UTC), charged from cash
+    (append-only; migration 0016).
+
+    `quantity` is the (negative) holding at the day's end, `price` the mark used (the close of the
+    last bar ended by the day's end), `amount = |quantity| x price x rate_bps / 10000 / day_count`
+    by the money rule. `after_fill_id` is the account's newest fill when it was charged, which
+    places it among the fills when the verifier replays them.
+    """
+
+    __tablename__ = "borrow_fee"
+    __table_args__ = (UniqueConstraint("account_id", "symbol", "day"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    symbol: str
+    day: date = Field(sa_type=Date)
+    quantity: Decimal = Field(sa_type=ExactDecimal)
+    price: Decimal = Field(sa_type=ExactDecimal)
+    rate_bps: Decimal = Field(sa_type=ExactDecimal)
+    day_count: int
+    amount: Decimal = Field(sa_type=ExactDecimal)
+    currency: str
+    after_fill_id: int | None = None
+    charged_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class MarginCallRow(SQLModel, table=True):
+    """A short covered by a margin call: the cover's order, in the cycle it was made at, with the
+    account's equity and maintenance requirement that called it (append-only; migration 0016)."""
+
+    __tablename__ = "margin_call"
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id", index=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    order_id: int = Field(foreign_key="order.id", unique=True)
+    at: datetime = Field(sa_type=UtcDateTime)
+    equity: Decimal = Field(sa_type=ExactDecimal)
+    requirement: Decimal = Field(sa_type=ExactDecimal)
+    reason: str = Field(sa_type=Text)
+
+
 class PositionRow(SQLModel, table=True):
     """The running holding of one symbol in one account; deleted when it reaches zero."""
 
@@ -460,6 +503,8 @@ ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
 ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
 FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
+BORROW_FEE_TABLE: Final[Table] = BorrowFeeRow.__table__  # type: ignore[attr-defined]
+MARGIN_CALL_TABLE: Final[Table] = MarginCallRow.__table__  # type: ignore[attr-defined]
 POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
 CORPORATE_ACTION_TABLE: Final[Table] = CorporateActionRow.__table__  # type: ignore[attr-defined]
 NAV_SNAPSHOT_TABLE: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import TypeVar
 
@@ -28,14 +29,18 @@ from sqlmodel import Session, col, select
 
 from openbell.markets.corporate_actions import ActionKind, split_quantity
 from openbell.markets.domain import Side, round_money
+from openbell.markets.margin import MARGIN_CALL, borrow_fee_at
 from openbell.markets.rules import rules_for
+from openbell.store.margin_ledger import day_end
 from openbell.store.records import OrderStatus
 from openbell.store.tables import (
     AccountRow,
     AgentRow,
+    BorrowFeeRow,
     CorporateActionRow,
     CycleRow,
     FillRow,
+    MarginCallRow,
     NavMarkRow,
     NavSnapshotRow,
     OrderRow,
@@ -58,6 +63,8 @@ NAV_SNAPSHOT = "nav_snapshot"
 ACTION_ENTITLEMENT = "action_entitlement"
 ACTION_AMOUNT = "action_amount"
 ACTION_CURRENCY = "action_currency"
+BORROW_FEE = "borrow_fee"
+MARGIN_CALL_COVER = "margin_call_cover"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +96,8 @@ class VerifyReport:
     snapshots: int
     breaches: list[Breach] = field(default_factory=list)
     actions: int = 0
+    borrow_fees: int = 0
+    margin_calls: int = 0
 
     @property
     def ok(self) -> bool:
@@ -101,6 +110,10 @@ class VerifyReport:
         counts = f"{self.accounts} accounts, {self.fills} fills, {self.snapshots} snapshots"
         if self.actions:
             counts += f", {self.actions} corporate actions"
+        if self.borrow_fees:
+            counts += f", {self.borrow_fees} borrow fees"
+        if self.margin_calls:
+            counts += f", {self.margin_calls} margin calls"
         if self.ok:
             return f"ledger ok: {counts}"
         broken = len({breach.account_id for breach in self.breaches})
@@ -124,6 +137,8 @@ class _Ledger:
     positions: dict[int, list[PositionRow]]
     snapshots: dict[int, list[NavSnapshotRow]]
     marks: dict[int, list[NavMarkRow]]
+    fees: dict[int, list[BorrowFeeRow]] = field(default_factory=dict)
+    margin_calls: dict[int, list[MarginCallRow]] = field(default_factory=dict)
 
 
 class _Collector:
@@ -162,12 +177,16 @@ def verify_ledger(engine: Engine) -> VerifyReport:
     for account_id, account in sorted(ledger.accounts.items()):
         fills = ledger.fills.get(account_id, [])
         actions = ledger.actions.get(account_id, [])
-        _check_balances(account, fills, actions, ledger.positions.get(account_id, []), out)
+        fees = ledger.fees.get(account_id, [])
+        positions = ledger.positions.get(account_id, [])
+        _check_balances(account, fills, actions, positions, out, fees)
         _check_fills(account, fills, ledger, out)
         _check_actions(account, fills, actions, out)
+        _check_fees(account, fills, actions, fees, out)
+        _check_margin_calls(account, ledger.margin_calls.get(account_id, []), ledger, out)
         for snapshot in ledger.snapshots.get(account_id, []):
             marks = ledger.marks.get(_id(snapshot.id), [])
-            _check_snapshot(account, snapshot, fills, actions, marks, out)
+            _check_snapshot(account, snapshot, fills, actions, marks, out, fees)
     _check_orders(ledger, out)
     return VerifyReport(
         accounts=len(ledger.accounts),
@@ -175,6 +194,8 @@ def verify_ledger(engine: Engine) -> VerifyReport:
         snapshots=sum(len(snapshots) for snapshots in ledger.snapshots.values()),
         breaches=out.breaches,
         actions=sum(len(actions) for actions in ledger.actions.values()),
+        borrow_fees=sum(len(fees) for fees in ledger.fees.values()),
+        margin_calls=sum(len(calls) for calls in ledger.margin_calls.values()),
     )
 
 
@@ -212,11 +233,21 @@ def _load(engine: Engine) -> _Ledger:
             lambda row: row.account_id,
         )
         marks = _grouped(session.exec(select(NavMarkRow)), lambda row: row.snapshot_id)
-    return _Ledger(accounts, agents, cycles, orders, fills, actions, positions, snapshots, marks)
+        fees = _grouped(
+            session.exec(select(BorrowFeeRow).order_by(col(BorrowFeeRow.id))),
+            lambda row: row.account_id,
+        )
+        calls = _grouped(
+            session.exec(select(MarginCallRow).order_by(col(MarginCallRow.id))),
+            lambda row: row.account_id,
+        )
+    return _Ledger(
+        accounts, agents, cycles, orders, fills, actions, positions, snapshots, marks, fees, calls
+    )
 
 
 def _cash_delta(fill: FillRow) -> Decimal:
-    if Side(fill.side).pays:
+    if Side(fill.side).pays:  # buy and cover pay, sell and short receive
         return -(fill.notional + fill.fees)
     return fill.notional - fill.fees
 
@@ -232,32 +263,41 @@ def _may_short(account: AccountRow) -> bool:
 
 
 def _entries(
-    fills: Sequence[FillRow], actions: Sequence[CorporateActionRow]
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    fees: Sequence[BorrowFeeRow] = (),
 ) -> Iterator[tuple[str, Decimal, Decimal, str, Side | None]]:
-    """(symbol, cash delta, quantity delta, what, side: None for an action) of each fill and
-    action, in the order they were made: an action right after the fill it names, actions of one
-    fill in id order."""
-    keyed: list[tuple[tuple[int, int, int], FillRow | CorporateActionRow]] = [
+    """(symbol, cash delta, quantity delta, what, side: None for an action or a fee) of each fill,
+    action and borrow fee, in the order they were made: an action or fee right after the fill it
+    names (actions first, then fees; each in id order)."""
+    keyed: list[tuple[tuple[int, int, int], FillRow | CorporateActionRow | BorrowFeeRow]] = [
         ((_id(fill.id), 0, 0), fill) for fill in fills
     ]
     keyed.extend(((entry.after_fill_id or 0, 1, _id(entry.id)), entry) for entry in actions)
+    keyed.extend(((fee.after_fill_id or 0, 2, _id(fee.id)), fee) for fee in fees)
     keyed.sort(key=lambda pair: pair[0])
     for _, row in keyed:
         if isinstance(row, FillRow):
             side = Side(row.side)
             yield row.symbol, _cash_delta(row), _quantity_delta(row), f"fill {row.id}", side
+        elif isinstance(row, BorrowFeeRow):
+            yield row.symbol, -row.amount, Decimal(0), f"borrow fee {row.id}", None
         else:
             what = f"corporate action {row.id}"
             yield row.symbol, row.cash_delta, row.quantity_delta, what, None
 
 
 def _replay(
-    fills: Sequence[FillRow], actions: Sequence[CorporateActionRow], initial_cash: Decimal
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    initial_cash: Decimal,
+    fees: Sequence[BorrowFeeRow] = (),
 ) -> tuple[Decimal, dict[str, Decimal]]:
-    """Cash and non-zero holdings after `fills` and `actions`, recomputed from nothing else."""
+    """Cash and non-zero holdings after `fills`, `actions` and borrow `fees`, recomputed from
+    nothing else."""
     cash = initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
-    for symbol, cash_delta, quantity_delta, _, _ in _entries(fills, actions):
+    for symbol, cash_delta, quantity_delta, _, _ in _entries(fills, actions, fees):
         cash += cash_delta
         held[symbol] += quantity_delta
     return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}
@@ -269,12 +309,15 @@ def _check_balances(
     actions: Sequence[CorporateActionRow],
     positions: Sequence[PositionRow],
     out: _Collector,
+    fees: Sequence[BorrowFeeRow] = (),
 ) -> None:
     account_id = _id(account.id)
-    _check_never_negative(account, fills, actions, out)
-    expected_cash, expected_held = _replay(fills, actions, account.initial_cash)
+    _check_never_negative(account, fills, actions, out, fees)
+    expected_cash, expected_held = _replay(fills, actions, account.initial_cash, fees)
     if account.cash != expected_cash:
         paid = f" + dividends over {len(actions)} corporate actions" if actions else ""
+        if fees:
+            paid += f" - {len(fees)} borrow fees"
         out.add(
             account_id,
             CASH_BALANCE,
@@ -306,18 +349,19 @@ def _check_never_negative(
     fills: Sequence[FillRow],
     actions: Sequence[CorporateActionRow],
     out: _Collector,
+    fees: Sequence[BorrowFeeRow] = (),
 ) -> None:
-    """Cash stays non-negative after each fill and action, in the order they were made; no
-    holding crosses zero (a buy or short only on its own side of zero, a sell within the long, a
-    cover within the short, an action keeps the sign); a holding goes negative only in an account
-    that may short, and only by a short fill."""
+    """Cash stays non-negative after each fill, action and borrow fee, in the order they were
+    made; no holding crosses zero (a buy or short only on its own side of zero, a sell within the
+    long, a cover within the short, an action keeps the sign); a holding goes negative only in an
+    account that may short, and only by a short fill."""
     account_id = _id(account.id)
     may_short = _may_short(account)
     cash = account.initial_cash
     held: dict[str, Decimal] = defaultdict(Decimal)
     cash_reported = False
     reported: set[str] = set()
-    for symbol, cash_delta, quantity_delta, what, side in _entries(fills, actions):
+    for symbol, cash_delta, quantity_delta, what, side in _entries(fills, actions, fees):
         cash += cash_delta
         before = held[symbol]
         after = held[symbol] = before + quantity_delta
@@ -478,13 +522,16 @@ def _check_snapshot(
     actions: Sequence[CorporateActionRow],
     marks: Sequence[NavMarkRow],
     out: _Collector,
+    fees: Sequence[BorrowFeeRow] = (),
 ) -> None:
     account_id = _id(account.id)
     last = snapshot.last_fill_id
     included = [fill for fill in fills if last is not None and _id(fill.id) <= last]
     last_action = snapshot.last_action_id
     applied = [a for a in actions if last_action is not None and _id(a.id) <= last_action]
-    cash, held = _replay(included, applied, account.initial_cash)
+    # A fee is charged before the snapshots at its `charged_at` are written (daemon/valuation.py).
+    charged = [fee for fee in fees if fee.charged_at <= snapshot.at]
+    cash, held = _replay(included, applied, account.initial_cash, charged)
     where = f"snapshot {snapshot.id} ({snapshot.kind} at {snapshot.at.isoformat()})"
     if snapshot.cash != cash:
         out.add(
@@ -492,7 +539,8 @@ def _check_snapshot(
             NAV_SNAPSHOT,
             cash,
             snapshot.cash,
-            f"{where}: cash from fills up to {last} and corporate actions up to {last_action}",
+            f"{where}: cash from fills up to {last}, corporate actions up to {last_action} "
+            f"and {len(charged)} borrow fees charged by then",
         )
     by_symbol = {mark.symbol: mark for mark in marks}
     for symbol in sorted(set(held) | set(by_symbol)):
@@ -607,3 +655,97 @@ def _action_amounts(
         (after, held + entry.quantity_delta + entry.fraction, f"{held} x ratio {entry.ratio}"),
         (cash, entry.cash_delta, f"cash in lieu of {entry.fraction} at {entry.price}"),
     ]
+
+
+def _held_before(
+    fills: Sequence[FillRow], actions: Sequence[CorporateActionRow], symbol: str, at: datetime
+) -> Decimal:
+    """What the account held of `symbol` just before `at` (negative: a short), from its fills
+    and corporate actions."""
+    held = sum(
+        (_quantity_delta(fill) for fill in fills if fill.symbol == symbol and fill.filled_at < at),
+        Decimal(0),
+    )
+    return held + sum(
+        (a.quantity_delta for a in actions if a.symbol == symbol and a.ex_at < at), Decimal(0)
+    )
+
+
+def _check_fees(
+    account: AccountRow,
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    fees: Sequence[BorrowFeeRow],
+    out: _Collector,
+) -> None:
+    """Each borrow fee is on a short held at its day's end (the quantity it names, from the
+    fills), charged after the day ended, in the account's currency, and its amount is
+    `|quantity| x price x rate / 10000 / day_count` by the money rule."""
+    account_id = _id(account.id)
+    for fee in fees:
+        where = f"borrow fee {fee.id} ({fee.symbol} on {fee.day})"
+        end = day_end(fee.day)
+        held = _held_before(fills, actions, fee.symbol, end)
+        if held >= 0 or fee.quantity != held:
+            out.add(
+                account_id,
+                BORROW_FEE,
+                held,
+                fee.quantity,
+                f"{where}: a fee is charged only on a short held at the day's end; the fills "
+                f"leave {held}",
+            )
+            continue
+        if fee.charged_at < end:
+            out.add(account_id, BORROW_FEE, None, None, f"{where}: charged before the day ended")
+        if fee.currency != account.currency:
+            out.add(
+                account_id,
+                BORROW_FEE,
+                None,
+                None,
+                f"{where} is in {fee.currency} on a {account.currency} account",
+            )
+            continue
+        try:
+            expected = borrow_fee_at(
+                fee.quantity, fee.price, fee.rate_bps, fee.day_count, account.currency
+            )
+        except ValueError as exc:
+            out.add(account_id, BORROW_FEE, None, fee.amount, f"{where}: {exc}")
+            continue
+        if fee.amount != expected:
+            out.add(
+                account_id,
+                BORROW_FEE,
+                expected,
+                fee.amount,
+                f"{where}: {-fee.quantity} x {fee.price} x {fee.rate_bps} bps / "
+                f"{fee.day_count} days",
+            )
+
+
+def _check_margin_calls(
+    account: AccountRow, calls: Sequence[MarginCallRow], ledger: _Ledger, out: _Collector
+) -> None:
+    """Each margin call has its cover: a filled `cover` order of the account, in the cycle the
+    row names, whose reason is the margin call's."""
+    account_id = _id(account.id)
+    filled = {fill.order_id: fill for fill in ledger.fills.get(account_id, [])}
+    for call in calls:
+        where = f"margin call {call.id} (order {call.order_id})"
+        order = ledger.orders.get(call.order_id)
+        fill = filled.get(call.order_id)
+        problem = None
+        if order is None or order.account_id != account_id:
+            problem = "its order is missing or of another account"
+        elif order.cycle_id != call.cycle_id:
+            problem = f"its order is of cycle {order.cycle_id}, the row names {call.cycle_id}"
+        elif order.side != Side.COVER.value:
+            problem = f"its order is a {order.side}, not a cover"
+        elif fill is None:
+            problem = "its cover has no fill"
+        elif not call.reason.startswith(MARGIN_CALL) or order.reason != call.reason:
+            problem = f"the order's reason {order.reason!r} is not the call's {call.reason!r}"
+        if problem is not None:
+            out.add(account_id, MARGIN_CALL_COVER, None, None, f"{where}: {problem}")

@@ -38,6 +38,7 @@ from openbell.store.accounts import recent_buys_since
 from openbell.store.records import NavMark
 from openbell.store.tables import (
     ACCOUNT_TABLE,
+    BORROW_FEE_TABLE,
     CORPORATE_ACTION_TABLE,
     FILL_TABLE,
     POSITION_TABLE,
@@ -298,8 +299,8 @@ _TRADED: Final = (
 
 
 def _recomputed(connection: Connection, account_id: int) -> tuple[Decimal, dict[str, Decimal]]:
-    """The account's cash and holdings recomputed from its initial cash, fills and corporate
-    actions, as `openbell ledger verify` does."""
+    """The account's cash and holdings recomputed from its initial cash, fills, corporate
+    actions and borrow fees, as `openbell ledger verify` does."""
     cash = connection.execute(
         select(ACCOUNT_TABLE.c.initial_cash).where(ACCOUNT_TABLE.c.id == account_id)
     ).scalar_one()
@@ -328,4 +329,8 @@ def _recomputed(connection: Connection, account_id: int) -> tuple[Decimal, dict[
     ):
         cash += action.cash_delta
         held[action.symbol] = held.get(action.symbol, Decimal(0)) + action.quantity_delta
+    for amount in connection.execute(
+        select(BORROW_FEE_TABLE.c.amount).where(BORROW_FEE_TABLE.c.account_id == account_id)
+    ).scalars():
+        cash -= amount
     return cash, {symbol: quantity for symbol, quantity in held.items() if quantity != 0}

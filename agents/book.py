@@ -26,7 +26,8 @@ from openbell.markets.domain import (
     round_money,
 )
 from openbell.markets.execution import affordable_quantity, slipped_price, tradable_quantity
-from openbell.markets.rules import MarketRules
+from openbell.markets.margin import Exposure
+from openbell.markets.rules import MarketRules, ShortRules
 from openbell.markets.universes import MARKET_CURRENCY, Universe
 
 #: Units of a synthetic index fund: fine enough that 100,000 CNY tracks an index near 3,000.
@@ -102,30 +103,6 @@ class Holding:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Exposure:
-    """An account's long and short market values (both >= 0), and what follows from them:
-    `gross = long + short`, `net = long - short`, and the margin `requirement` at a margin
-    fraction (longs paid in full, shorts margined: `long + margin x short`)."""
-
-    long_value: Decimal
-    short_value: Decimal
-
-    @property
-    def gross(self) -> Decimal:
-        """Long plus short market value."""
-        return self.long_value + self.short_value
-
-    @property
-    def net(self) -> Decimal:
-        """Long minus short market value."""
-        return self.long_value - self.short_value
-
-    def requirement(self, margin: Decimal) -> Decimal:
-        """The equity the positions require at `margin` (a fraction of the short value)."""
-        return self.long_value + margin * self.short_value
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Book:
     """An account marked at the slot: cash, holdings and `nav = cash + positions_value`."""
 
@@ -158,8 +135,9 @@ class Book:
         return self.cash + self.positions_value
 
     def exposure(self) -> Exposure:
-        """The long and short market values of the holdings."""
+        """The cash and the long and short market values of the holdings (`markets/margin.py`)."""
         return Exposure(
+            cash=self.cash,
             long_value=sum((h.value for h in self.holdings.values() if h.value > 0), Decimal(0)),
             short_value=-sum((h.value for h in self.holdings.values() if h.value < 0), Decimal(0)),
         )
@@ -253,11 +231,12 @@ def shares_for_target(
 SHORT_ROOM_USED: Final = Decimal("0.98")
 
 
-def shortable_value(book: Book, initial_margin: Decimal) -> Decimal:
+def shortable_value(book: Book, shorting: ShortRules) -> Decimal:
     """The most short market value an account may add and still have its equity (NAV) cover
-    `long + initial_margin x short` (`SHORT_ROOM_USED` of the room; zero when there is none)."""
+    its initial requirement, `long + initial_margin x short` (`SHORT_ROOM_USED` of the room; zero
+    when there is none)."""
     exposure = book.exposure()
-    room = (book.nav - exposure.requirement(initial_margin)) / initial_margin
+    room = (exposure.equity - exposure.initial_requirement(shorting)) / shorting.initial_margin
     return max(room * SHORT_ROOM_USED, Decimal(0))
 
 
@@ -284,7 +263,7 @@ def _short_target(
             )
         if rules.shorting is None:
             return Decimal(0), f"The {rules.market} market cannot be shorted."
-        room = shortable_value(book, rules.shorting.initial_margin)
+        room = shortable_value(book, rules.shorting)
         wanted = min(delta, room) / price
         quantity = tradable_quantity(
             instrument=instrument, side=side, quantity=wanted, held=held, rules=rules

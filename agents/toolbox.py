@@ -374,16 +374,19 @@ class Toolbox:
         shorting = self._rules.shorting
         if not self.shorting or shorting is None:
             return PortfolioOut.of(await self._book(), self._now)
-        view = ShortingView(
-            initial_margin=shorting.initial_margin,
-            maintenance_margin=shorting.maintenance_margin,
-            borrow_fees_paid=self._borrow_fees_paid(),
-        )
+        view = ShortingView(rules=shorting, borrow_fees_paid=self._borrow_fees_paid())
         return PortfolioOut.of(await self._book(), self._now, view)
 
     def _borrow_fees_paid(self) -> Decimal:
-        """The borrow fees the account has paid by now (none before borrow fees are charged)."""
-        return Decimal(0)
+        """The borrow fees the account was charged by now."""
+        return sum(
+            (
+                fee.amount
+                for fee in self._ledger.borrow_fees(self._account_id)
+                if fee.charged_at <= self._now
+            ),
+            Decimal(0),
+        )
 
     async def _place_order(self, args: PlaceOrderArgs) -> ToolOutcome:
         if self._orders.diverged:

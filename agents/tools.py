@@ -39,6 +39,7 @@ from openbell.agents.book import Book
 from openbell.agents.calculator import MAX_EXPRESSION_CHARS
 from openbell.markets.domain import Bar, Fill, round_money
 from openbell.markets.gateway import MAX_LOOKBACK, MAX_NEWS
+from openbell.markets.rules import ShortRules
 from openbell.store.records import RecordedOrder
 
 #: A market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
@@ -360,10 +361,10 @@ class PortfolioOut(ToolResult):
                 "gross_exposure": _fraction(exposure.gross, nav),
                 "net_exposure": _fraction(exposure.net, nav),
                 "margin_requirement": round_money(
-                    exposure.requirement(shorting.initial_margin), book.currency
+                    exposure.initial_requirement(shorting.rules), book.currency
                 ),
                 "maintenance_requirement": round_money(
-                    exposure.requirement(shorting.maintenance_margin), book.currency
+                    exposure.maintenance_requirement(shorting.rules), book.currency
                 ),
                 "borrow_fees_paid": shorting.borrow_fees_paid,
             }
@@ -389,11 +390,10 @@ class PortfolioOut(ToolResult):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShortingView:
-    """What a shorting account's portfolio shows beside its book: the market's initial and
-    maintenance margins and the borrow fees the account has paid."""
+    """What a shorting account's portfolio shows beside its book: the market's shorting rules
+    (its margins) and the borrow fees the account has paid."""
 
-    initial_margin: Decimal
-    maintenance_margin: Decimal
+    rules: ShortRules
     borrow_fees_paid: Decimal
 
 

@@ -27,7 +27,7 @@ from openbell.agents.tools import (
     _parameters_text,
 )
 from openbell.markets.domain import AccountState, Fill, Instrument, Money, Position, Side
-from openbell.markets.rules import CRYPTO, US
+from openbell.markets.rules import CRYPTO, US, US_SHORTING
 
 NOW = datetime(2026, 3, 2, 15, 0, tzinfo=UTC)
 AAPL = Instrument(symbol="AAPL", market="us", currency="USD")
@@ -85,11 +85,7 @@ def test_shorting_portfolio_shows_exposures_margin_and_fees() -> None:
     # 20,000 cash after shorting 50 MSFT at 200 (10,000 proceeds) with 10,000 of own cash, then
     # buying 40 AAPL at 100 (4,000): cash 16,000; long 4,000, short 10,000; NAV 10,000.
     book = _book("16000", AAPL=("40", "100"), MSFT=("-50", "200"))
-    view = ShortingView(
-        initial_margin=Decimal("0.5"),
-        maintenance_margin=Decimal("0.3"),
-        borrow_fees_paid=Decimal("1.25"),
-    )
+    view = ShortingView(rules=US_SHORTING, borrow_fees_paid=Decimal("1.25"))
     out = PortfolioOut.of(book, NOW, view)
     assert out.nav == Decimal(10000)
     assert (out.long_value, out.short_value) == (Decimal(4000), Decimal(10000))
@@ -122,7 +118,7 @@ def test_short_target_weight_sizes_against_nav_and_margin() -> None:
     )
     assert (quantity, why) == (Decimal(50), "")
     # Full room: NAV 10,000 at 0.5 initial margin allows 20,000 short, 98 % of it used.
-    assert shortable_value(book, Decimal("0.5")) == Decimal(19600)
+    assert shortable_value(book, US_SHORTING) == Decimal(19600)
     capped, _ = shares_for_target(
         book=book,
         instrument=AAPL,

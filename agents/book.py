@@ -104,7 +104,8 @@ class Holding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Book:
-    """An account marked at the slot: cash, holdings and `nav = cash + positions_value`."""
+    """An account marked at the slot: cash, holdings (a short with negative quantity and value)
+    and `nav = cash + positions_value`."""
 
     currency: str
     cash: Decimal
@@ -112,7 +113,9 @@ class Book:
 
     @classmethod
     def mark(cls, state: AccountState, marks: Mapping[str, Decimal], currency: str) -> Book:
-        """`state` valued at `marks`; a holding without a mark is valued at its average cost."""
+        """`state` valued at `marks`; a holding without a mark is valued at its average cost (a
+        short at its average proceeds). A short's value is negative: `nav = cash + signed q x
+        mark`."""
         holdings: dict[str, Holding] = {}
         for symbol, position in state.positions.items():
             price = marks.get(symbol)
@@ -148,7 +151,8 @@ class Book:
         return holding.quantity if holding is not None else Decimal(0)
 
     def weight(self, symbol: str) -> Decimal:
-        """The fraction of NAV held in `symbol` (zero when none, or when NAV is zero)."""
+        """The signed fraction of NAV held in `symbol` (negative for a short; zero when none, or
+        when NAV is zero)."""
         holding = self.holdings.get(symbol)
         nav = self.nav
         if holding is None or nav <= 0:

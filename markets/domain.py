@@ -424,9 +424,10 @@ def moved_position(quantity: Decimal, cost: Decimal, fill: Fill) -> tuple[Decima
         return quantity + fill.signed_quantity, cost + added
     open_ = quantity if side is Side.SELL else -quantity
     if fill.quantity > open_:
-        what = "holding" if side is Side.SELL else "short"
+        if side is Side.SELL:
+            raise ValueError(f"selling {fill.quantity} {fill.symbol} but holding {quantity}")
         raise ValueError(
-            f"{side.value} {fill.quantity} {fill.symbol} but the {what} is {max(open_, Decimal(0))}"
+            f"covering {fill.quantity} {fill.symbol} but short {max(open_, Decimal(0))}"
         )
     if fill.quantity == open_:
         return Decimal(0), Decimal(0)

@@ -64,10 +64,10 @@ def position_changes(trades: AccountTrades) -> list[behaviour.PositionChange]:
     book = dict(trades.opening)
     out: list[behaviour.PositionChange] = []
     for cycle in trades.cycles:
-        before = frozenset(symbol for symbol, quantity in book.items() if quantity > 0)
+        before = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
         for symbol, quantity in cycle.quantities.items():
             book[symbol] = book.get(symbol, Decimal(0)) + quantity
-        after = frozenset(symbol for symbol, quantity in book.items() if quantity > 0)
+        after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
         if cycle.status is CycleStatus.DONE:
             out.append(
                 behaviour.PositionChange(

@@ -22,7 +22,7 @@ from decimal import Decimal
 from sqlalchemy import ColumnElement, Engine, func, or_, select
 from sqlmodel import col
 
-from openbell.markets.domain import check_utc
+from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus
 from openbell.store.tables import CycleRow, FillRow, OrderRow, TraceRow
 
@@ -111,7 +111,7 @@ def cycle_trades_of(
     quantities: dict[int, dict[str, Decimal]] = {}
     notionals: dict[int, dict[str, Decimal]] = {}
     for account_id, cycle_id, slot_at, symbol, side, quantity, notional in fill_rows:
-        sign = Decimal(1) if side == "buy" else Decimal(-1)
+        sign = Decimal(Side(side).sign)
         if start is not None and slot_at < start:
             held = opening[account_id]
             held[symbol] = held.get(symbol, Decimal(0)) + sign * quantity

@@ -1,12 +1,13 @@
 """What each account holds now: its cash and open positions, each with the price it was last marked.
 
 This module owns that read, for `openbell positions`: an account's cash is the ledger's running
-balance, a position's quantity and cost basis (the cash spent on what is still held, fees
-included) come from the `position` table, and its last mark is the price in the latest NAV
-snapshot of the account that values the symbol. A holding's value is its quantity at that mark, by
-the money rule (`round_money`) as the snapshot values it, and its weight is that value over the
-account's NAV at the last marks (cash plus every value); a holding never marked yet has neither,
-and then the account has no NAV. Reads only; money stays `Decimal`.
+balance, a position's quantity (negative for a short) and cost basis (the cash spent on what is
+still held, fees included; for a short, the proceeds still open) come from the `position` table,
+and its last mark is the price in the latest NAV snapshot of the account that values the symbol.
+A holding's value is its quantity at that mark, by the money rule (`round_money`) as the snapshot
+values it (negative for a short), and its weight is that value over the account's NAV at the last
+marks (cash plus every value); a holding never marked yet has neither, and then the account has
+no NAV. Reads only; money stays `Decimal`.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def account_holdings(
     currencies = {row_id(row[0]): row[3] for row in found}
     held: dict[int, list[Holding]] = {}
     for account_id, symbol, quantity, cost in positions:
-        if quantity <= 0:  # compared in Python: the column is text on SQLite
+        if quantity == 0:  # compared in Python: the column is text on SQLite
             continue
         mark = marks.get((account_id, symbol))
         held.setdefault(account_id, []).append(

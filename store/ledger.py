@@ -84,7 +84,8 @@ class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
         of `step`), and one `corporate_action` entry stamped `at` records it.
 
         Idempotent: an action applied before returns its entry (`created=False`) and changes
-        nothing. None, and nothing written, when nothing was held before the ex-date. Raises
+        nothing. None, and nothing written, when nothing was held before the ex-date. A short
+        (negative holding) pays the dividend and has its quantity scaled by a split. Raises
         `ValueError` for an action in another currency, one applied after a later action of its
         symbol, or a split leaving a fraction without a `price`.
         """
@@ -98,7 +99,7 @@ class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
                     return stored
                 check_order(connection, account_id, action)
                 held = entitled_quantity(connection, account_id, action.symbol, action.ex_at)
-                if held <= 0:
+                if held == 0:
                     return None
                 return insert_action(session, account, action, held, at=at, price=price, step=step)
         except IntegrityError:

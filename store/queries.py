@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Engine, case, func, select, tuple_
 from sqlmodel import Session, col
 
-from openbell.markets.domain import check_utc
+from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.tables import (
     AccountRow,
@@ -464,7 +464,8 @@ def order_confidences(
         mark_at, mark = series[position] if position < len(series) else (None, None)
         outcome: bool | None = None
         if mark is not None:
-            outcome = mark > fill.price if fill.side == "buy" else mark < fill.price
+            # A buy or cover was right when the price then rose; a sell or short when it fell.
+            outcome = mark > fill.price if Side(fill.side).pays else mark < fill.price
         out.append(
             OrderConfidence(
                 order_id=int(order.id or 0),

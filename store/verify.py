@@ -341,7 +341,13 @@ def _check_balances(
                 f"{symbol}: sum of fills and splits is {expected}, position row holds {actual}",
             )
         if actual < 0 and not _may_short(account):
-            out.add(account_id, NEGATIVE_QUANTITY, Decimal(0), actual, f"{symbol} position row")
+            out.add(
+                account_id,
+                SHORT_NOT_ALLOWED,
+                Decimal(0),
+                actual,
+                f"{symbol} position row is short, but the account may not short",
+            )
 
 
 def _check_never_negative(

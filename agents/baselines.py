@@ -31,8 +31,10 @@ BASELINE_KINDS: tuple[str, ...] = (
     "sma_crossover",
     "cash",
     "random",
-    "pair_neutral",
 )
+#: The pair-neutral baseline's kind: built like the others, but it needs pairs (and an account
+#: allowed to short), so it is not among the `BASELINE_KINDS` every market can run as they are.
+PAIR_NEUTRAL: str = "pair_neutral"
 
 #: AI-Trader's CD5 crypto index weights (its crypto benchmark), as fractions of NAV.
 CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
@@ -269,14 +271,15 @@ def build_agent(
 ) -> Agent:
     """The baseline agent of `kind` (one of `BASELINE_KINDS`) called `name`, trading `market`.
 
-    `seed` seeds `random` (default 0; the other kinds ignore it); `weights` (symbol -> fraction of
-    NAV) replace the benchmark of `buy_and_hold`, and are refused for any other kind; `pairs`
-    (and `sessions`, its momentum window) are what `pair_neutral` trades, needed by it and
-    refused for any other kind.
+    `kind` may also be `PAIR_NEUTRAL`. `seed` seeds `random` (default 0; the other kinds ignore
+    it); `weights` (symbol -> fraction of NAV) replace the benchmark of `buy_and_hold`, and are
+    refused for any other kind; `pairs` (and `sessions`, its momentum window) are what
+    `pair_neutral` trades, needed by it and refused for any other kind.
     """
     check_market(market)
-    if kind not in BASELINE_KINDS:
-        raise ValueError(f"unknown baseline kind {kind!r}; known: {', '.join(BASELINE_KINDS)}")
+    if kind not in (*BASELINE_KINDS, PAIR_NEUTRAL):
+        known = ", ".join((*BASELINE_KINDS, PAIR_NEUTRAL))
+        raise ValueError(f"unknown baseline kind {kind!r}; known: {known}")
     if weights is not None and kind != "buy_and_hold":
         raise ValueError(f"weights are for buy_and_hold, not {kind}")
     if (pairs is not None) != (kind == "pair_neutral"):

@@ -356,8 +356,8 @@ class PortfolioOut(ToolResult):
         if shorting is not None:
             exposure = book.exposure()
             extra = {
-                "long_value": exposure.long_value,
-                "short_value": exposure.short_value,
+                "long_value": round_money(exposure.long_value, book.currency),
+                "short_value": round_money(exposure.short_value, book.currency),
                 "gross_exposure": _fraction(exposure.gross, nav),
                 "net_exposure": _fraction(exposure.net, nav),
                 "margin_requirement": round_money(

@@ -11,7 +11,12 @@ import pytest
 from openbell.agents.modes import MODES, prompt_for_mode
 from openbell.agents.pairs import PairEnforced, PairNeutral, PairPrompt, check_pairs, pair_state
 from openbell.markets.errors import InvalidConfig
-from openbell.ops.config import LlmAgentConfig, PairNeutralAgentConfig, load_config
+from openbell.ops.config import (
+    LlmAgentConfig,
+    PairNeutralAgentConfig,
+    default_config_text,
+    load_config,
+)
 from openbell.ops.planning import agent_for
 
 MARKETS = """\
@@ -108,3 +113,14 @@ def test_pair_states() -> None:
     assert pair_state({"B": Decimal(-1), "C": Decimal(5)}, pair) == "broken"
     with pytest.raises(ValueError, match="at least one pair"):
         check_pairs([])
+
+
+def test_the_default_configs_commented_pair_agent_is_valid(tmp_path: Path) -> None:
+    text = default_config_text()
+    block = text[text.index('# [[agents]]\n# name = "pair-neutral"') :]
+    entry = "\n".join(line.removeprefix("# ") for line in block.splitlines())
+    path = tmp_path / "openbell.toml"
+    path.write_text(f"{text}\n{entry}\n")
+    found = load_config(path).agents[-1]
+    assert isinstance(found, PairNeutralAgentConfig)
+    assert found.allow_short

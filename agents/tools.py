@@ -356,14 +356,14 @@ class PortfolioOut(ToolResult):
         if shorting is not None:
             exposure = book.exposure()
             extra = {
-                "long_value": round_money(exposure.long_value, book.currency),
-                "short_value": round_money(exposure.short_value, book.currency),
+                "long_value": _money(exposure.long_value, book.currency),
+                "short_value": _money(exposure.short_value, book.currency),
                 "gross_exposure": _fraction(exposure.gross, nav),
                 "net_exposure": _fraction(exposure.net, nav),
-                "margin_requirement": round_money(
+                "margin_requirement": _money(
                     exposure.initial_requirement(shorting.rules), book.currency
                 ),
-                "maintenance_requirement": round_money(
+                "maintenance_requirement": _money(
                     exposure.maintenance_requirement(shorting.rules), book.currency
                 ),
                 "borrow_fees_paid": shorting.borrow_fees_paid,
@@ -395,6 +395,12 @@ class ShortingView:
 
     rules: ShortRules
     borrow_fees_paid: Decimal
+
+
+def _money(amount: Decimal, currency: str) -> Decimal:
+    """`amount` by the money rule, a zero as plain 0 (not `0E-8`, which a model reads badly)."""
+    rounded = round_money(amount, currency)
+    return rounded if rounded else Decimal(0)
 
 
 def _fraction(amount: Decimal, nav: Decimal) -> Decimal:

@@ -286,7 +286,13 @@ def _portfolio_text(portfolio: PortfolioOut) -> str:
         {"symbol": p.symbol, "quantity": str(p.quantity), "weight": str(p.weight)}
         for p in portfolio.positions
     ]
+    exposure = (
+        ""
+        if portfolio.gross_exposure is None
+        else f", gross exposure {portfolio.gross_exposure}, net {portfolio.net_exposure}, "
+        f"margin requirement {portfolio.margin_requirement}"
+    )
     return (
-        f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}, positions "
+        f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}{exposure}, positions "
         f"{wire_json(positions) if positions else 'none'}"
     )

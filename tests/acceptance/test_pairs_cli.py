@@ -114,6 +114,10 @@ def test_replay_of_long_short_agents_verifies_and_is_ranked(tmp_path: Path) -> N
     shown = json.dumps(model.requests[0])
     assert '"short", "cover"' in shown  # the pair agent is offered short and cover
     assert "Pair mode: you trade the pairs BTC/USDT/ETH/USDT" in shown
+    assert "Long and short" in shown
+    assert "gross exposure 0.0000, net 0.0000, margin requirement 0," in shown, [
+        m["content"] for m in model.requests[0]["messages"]
+    ]
     assert_shorts_traded(tmp_path)
     fees = borrow_fees(tmp_path)
     assert fees["pair-neutral"] > 0

@@ -48,7 +48,7 @@ def test_a_shorting_outside_agent_is_offered_and_fills_a_short(
 
     offered, (waited, shorted, portfolio, _finished) = run(scenario)
     assert offered == ["buy", "sell", "short", "cover"]
-    assert waited[0]["account"]["short_value"] == "0.00"
+    assert waited[0]["account"]["short_value"] == "0"
     assert "Long and short" in waited[0]["rules"]
     assert shorted[0]["status"] == "filled", shorted
     assert Decimal(shorted[0]["held_after"]) < 0

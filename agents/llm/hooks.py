@@ -290,7 +290,8 @@ def _portfolio_text(portfolio: PortfolioOut) -> str:
         ""
         if portfolio.gross_exposure is None
         else f", gross exposure {portfolio.gross_exposure}, net {portfolio.net_exposure}, "
-        f"margin requirement {portfolio.margin_requirement}"
+        f"margin requirement {portfolio.margin_requirement}, borrow fees paid "
+        f"{portfolio.borrow_fees_paid}"
     )
     return (
         f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}{exposure}, positions "

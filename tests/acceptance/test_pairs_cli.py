@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import signal
 from decimal import Decimal
 from pathlib import Path
@@ -122,6 +123,10 @@ def test_replay_of_long_short_agents_verifies_and_is_ranked(tmp_path: Path) -> N
     fees = borrow_fees(tmp_path)
     assert fees["pair-neutral"] > 0
     assert fees["hedger"] > 0
+    # The hedger's last cycle is told the fees charged before it (never the last day's own).
+    last = model.requests[-2]["messages"][1]["content"]
+    (paid,) = re.findall(r"borrow fees paid ([0-9.]+)", last)
+    assert 0 < Decimal(paid) <= fees["hedger"]
     assert "equal-weight" not in fees
     assert_ledger_verifies(tmp_path)
 

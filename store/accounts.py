@@ -90,8 +90,8 @@ class Accounts(LedgerTables):
         """The id of `agent_id`'s account in `market`, opened with `initial_cash` if new.
 
         Idempotent on (agent, market): an existing account keeps its cash and history; only its
-        `allow_short` follows the config (an agent may opt in to shorting, or out: its open
-        shorts can still be covered). A cn account never allows shorting (`ValueError`).
+        `allow_short` follows the config (an agent may opt in to shorting, or out while it has
+        never shorted; `ValueError` after). A cn account never allows shorting (`ValueError`).
         """
         check_market(market)
         check_currency(currency)
@@ -126,10 +126,21 @@ class Accounts(LedgerTables):
             return found
 
     def _set_allow_short(self, account_id: int, allow_short: bool) -> None:
+        """Record the config's `allow_short` on an existing account. An account that has shorted
+        keeps it (`ValueError`): `ledger verify` holds every short to its account's permission."""
         with self._write() as session:
             row = session.get(AccountRow, account_id, with_for_update=True)
-            if row is not None and row.allow_short != allow_short:
-                row.allow_short = allow_short
+            if row is None or row.allow_short == allow_short:
+                return
+            if not allow_short:
+                shorted = session.connection().execute(_SHORTED, {"account": account_id}).first()
+                if shorted is not None:
+                    raise ValueError(
+                        f"account {account_id} has shorted, so it keeps allow_short (ledger "
+                        "verify holds its shorts to it); to stop an agent shorting, give it a "
+                        "new name"
+                    )
+            row.allow_short = allow_short
 
     def _accountrow_id(self, agent_id: int, market: str) -> int | None:
         with self._read() as session:
@@ -206,6 +217,9 @@ _ACCOUNT: Final = select(
     ACCOUNT_TABLE.c.currency,
     ACCOUNT_TABLE.c.allow_short,
 ).where(ACCOUNT_TABLE.c.id == bindparam("account"))
+_SHORTED: Final = select(FILL_TABLE.c.id).where(
+    FILL_TABLE.c.account_id == bindparam("account"), FILL_TABLE.c.side == Side.SHORT.value
+)
 _RECENT_BUYS: Final = (
     select(FILL_TABLE.c.symbol, FILL_TABLE.c.quantity, FILL_TABLE.c.filled_at)
     .where(

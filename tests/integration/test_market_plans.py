@@ -9,13 +9,20 @@ from decimal import Decimal
 import pytest
 
 from openbell.daemon.clock import SimulatedClock
-from openbell.daemon.plan import MarketPlan, ReplayPlan
+from openbell.daemon.plan import MarketPlan, ReplayPlan, open_accounts
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
-from openbell.ops.config import MarketConfig
-from openbell.ops.planning import OFFLINE_ENV, UnavailableSource, make_source, market_plan
+from openbell.ops.config import BaselineAgentConfig, MarketConfig
+from openbell.ops.planning import (
+    OFFLINE_ENV,
+    UnavailableSource,
+    agent_for,
+    make_source,
+    market_plan,
+)
+from openbell.store.ledger import Ledger
 
 CLOCK = SimulatedClock(utc(2025, 10, 13))
 
@@ -70,4 +77,55 @@ def test_a_replay_plan_refuses_a_live_source() -> None:
             start_at=start_at,
             end_at=start_at + timedelta(days=1),
             markets=(market,),
+        )
+
+
+def test_the_config_s_allow_short_reaches_the_plan_and_the_accounts(ledger: Ledger) -> None:
+    """An agent with `allow_short = true` is a shorting agent of its market's plan; its account
+    is opened allowing shorts (and the config's shorting numbers are the plan's rules)."""
+    us = MarketConfig.model_validate(
+        {
+            "universe": "nasdaq100",
+            "cadence": "daily",
+            "source": "bundled",
+            "initial_cash": "10000",
+            "shorting": {"initial_margin": "0.6"},
+        }
+    )
+    agents = (
+        BaselineAgentConfig(name="bear", kind="cash", markets=("us",), allow_short=True),
+        BaselineAgentConfig(name="bull", kind="cash", markets=("us",)),
+    )
+    plan = market_plan("us", us, agents, clock=None, as_of=CLOCK.now().date())
+    assert plan.shorting_agents == frozenset({"bear"})
+    assert plan.rules is not None
+    assert plan.rules.shorting is not None
+    assert plan.rules.shorting.initial_margin == Decimal("0.6")
+    opened = open_accounts(
+        ledger,
+        "us",
+        plan.rules,
+        plan.initial_cash,
+        plan.agents,
+        CLOCK.now(),
+        shorting_agents=plan.shorting_agents,
+    )
+    allowed = {
+        agent.name: ledger.account_state(account_id, CLOCK.now()).allow_short
+        for account_id, agent in opened
+    }
+    assert allowed == {"bear": True, "bull": False}
+
+
+def test_a_cn_plan_refuses_shorting_agents() -> None:
+    bear = agent_for(BaselineAgentConfig(name="bear", kind="cash", markets=("cn",)), "cn")
+    with pytest.raises(ValueError, match="A-shares cannot be shorted"):
+        MarketPlan(
+            market="cn",
+            source=UnavailableSource("akshare", "cn", "offline"),
+            universe=load_universe("sse50"),
+            cadence="daily",
+            initial_cash=Decimal(100000),
+            agents=(bear,),
+            shorting_agents=frozenset({"bear"}),
         )

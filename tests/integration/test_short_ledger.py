@@ -215,6 +215,21 @@ def test_opening_an_account_again_follows_the_config_s_allow_short(ledger: Ledge
     assert not ledger.account_state(account_id, DAYS[0]).allow_short
     assert _account(ledger, allow_short=True) == account_id
     assert ledger.account_state(account_id, DAYS[0]).allow_short
+    assert _account(ledger, allow_short=False) == account_id  # never shorted: may opt out
+    assert not ledger.account_state(account_id, DAYS[0]).allow_short
+
+
+def test_an_account_that_has_shorted_keeps_allow_short(ledger: Ledger, engine: Engine) -> None:
+    account_id = _account(ledger)
+    at = DAYS[0]
+    cycle_id = ledger.claim_cycle(account_id, at, "run", at + timedelta(minutes=5), at)
+    assert cycle_id is not None
+    _place(ledger, account_id, cycle_id, 1, Side.SHORT, "3", "100")
+    _place(ledger, account_id, cycle_id, 2, Side.COVER, "3", "100")
+    with pytest.raises(ValueError, match="has shorted, so it keeps allow_short"):
+        _account(ledger, allow_short=False)
+    assert ledger.account_state(account_id, at).allow_short
+    assert verify_ledger(engine).ok
 
 
 def test_the_replay_ledger_writes_the_shorts_the_ledger_does(

@@ -37,7 +37,7 @@ from typing import Final
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from openbell.agents.broker import MarginCall, PaperBroker
+from openbell.agents.broker import MarginCall, PaperBroker, in_margin_call
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
@@ -460,6 +460,9 @@ class CycleRunner:
                 self._ledger, desk.gateway, snapshot, claim.account_id, desk.rules.shorting
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
+            shorting = desk.rules.shorting
+            if shorting is not None and in_margin_call(valued, shorting, desk.rules.currency):
+                bound.warning("margin_call_due", account_id=claim.account_id, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             unvalued = self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
             failure = failure or unvalued

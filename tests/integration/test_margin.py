@@ -338,3 +338,45 @@ def test_us_fees_accrue_over_the_weekend_at_fridays_close(ledger: Ledger) -> Non
     assert charge(monday) == []  # charged once
     assert ledger.account_state(account_id, monday).cash.amount == Decimal(12050) - 3 * one_day
     assert verify_ledger(ledger._engine).ok
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: not an `Exception`, so nothing in the runner catches it."""
+
+
+@dataclass
+class DiesAtCall:
+    """Dies at its turn in the margin call's slot (after the covers were made), else watches."""
+
+    slot: datetime
+    name: str = "shorter"
+    kind: str = "test"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        if ctx.now == self.slot:
+            raise Killed
+
+
+def test_a_margin_call_cycle_run_again_covers_nothing_twice(ledger: Ledger, engine: Engine) -> None:
+    account_id = _open(ledger)
+    _run(ledger, account_id, slots=3)  # short, then the breach at the third slot's snapshot
+    call_slot = FIRST + 3 * DAY
+    desk = _desk(ledger, _bars(OPENS, FIRST, "5000"))
+    dead = CycleRunner(ledger=ledger, desks={"crypto": desk}, run_id="dead", lease=LEASE)
+    with pytest.raises(Killed):
+        asyncio.run(
+            dead.run_slot("crypto", call_slot, [(account_id, DiesAtCall(call_slot))], call_slot)
+        )
+    assert len(ledger.margin_calls(account_id)) == 1  # covered before the agent's turn
+    resumed = CycleRunner(
+        ledger=ledger, desks={"crypto": desk}, run_id="resumed", lease=LEASE, take_over_claimed=True
+    )
+    report = asyncio.run(
+        resumed.run_slot("crypto", call_slot, [(account_id, DiesAtCall(FIRST))], call_slot)
+    )
+    assert report.fills == 0
+    assert len(ledger.margin_calls(account_id)) == 1
+    with engine.connect() as connection:
+        sides = connection.execute(select(FILL_TABLE.c.side)).scalars().all()
+    assert sorted(sides) == ["cover", "short"]
+    assert verify_ledger(engine).ok

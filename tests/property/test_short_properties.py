@@ -4,7 +4,9 @@ replay's batched `ReplayLedger`, on real SQLite and Postgres. After every step: 
 initial cash plus the fills' cash deltas, each position is the signed sum of its fills (buy and
 cover +, sell and short -), no fill crosses zero, an account that may not short never holds a
 short, the initial margin requirement holds after every accepted short (and buy while short),
-and `ledger verify` passes."""
+and `ledger verify` passes. Borrow fees: before each order, the account is charged the fee of
+every calendar day ended since that it ended short (at the last price seen by then), and cash
+counts them (initial + fills - fees); a day's fee is charged once."""
 
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from sqlalchemy import Engine
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import AccountState, Fill, Order, Side, utc
 from openbell.markets.execution import execute, initial_margin_check
+from openbell.markets.margin import borrow_fee
 from openbell.markets.rules import rules_for
 from openbell.store.ledger import Ledger
+from openbell.store.margin_ledger import BorrowFee
 from openbell.store.records import SnapshotKind
 from openbell.store.replay_ledger import ReplayLedger
 from openbell.store.verify import verify_ledger
@@ -110,6 +114,38 @@ def _crosses(side: Side, before: Decimal, after: Decimal) -> bool:
     return after > 0 or after < before
 
 
+def _charge_fees(
+    ledger: Ledger, account: _Account, at: datetime, marks: dict[str, Decimal]
+) -> Decimal:
+    """Charge the account's borrow fees due by `at`, each short marked at the last price seen
+    (every price seen was before the day's end: fees are charged at the first step after it);
+    the total charged."""
+    rules = rules_for(account.market).shorting
+    assert rules is not None
+    fees = [
+        BorrowFee(
+            account_id=account.account_id,
+            symbol=symbol,
+            day=short_day.day,
+            quantity=quantity,
+            price=marks[symbol],
+            rate_bps=rules.borrow_fee_bps_per_year,
+            day_count=rules.day_count,
+            amount=borrow_fee(quantity, marks[symbol], rules, CURRENCY[account.market]),
+            currency=CURRENCY[account.market],
+            charged_at=at,
+        )
+        for short_day in ledger.short_days_due(account.account_id, at)
+        for symbol, quantity in short_day.shorts.items()
+    ]
+    charged = ledger.charge_borrow_fees(account.account_id, fees)
+    assert len(charged) == len(fees)
+    assert ledger.charge_borrow_fees(account.account_id, fees) == []  # once per day
+    if charged:
+        event("borrow fees charged")
+    return sum((fee.amount for fee in charged), Decimal(0))
+
+
 def _run(ledger: Ledger, engine: Engine, plan: list[Step], *, verify_each: bool) -> list[Fill]:
     accounts: dict[tuple[str, int], _Account] = {}
     marks: dict[str, dict[str, Decimal]] = defaultdict(dict)
@@ -136,6 +172,7 @@ def _run(ledger: Ledger, engine: Engine, plan: list[Step], *, verify_each: bool)
             )
         account = accounts[key]
         assert account.held is not None
+        account.cash -= _charge_fees(ledger, account, step.now, marks[step.market])
         instrument = INSTRUMENTS[step.market][step.symbol]
         symbol = instrument.symbol
         rules = rules_for(step.market)
@@ -189,7 +226,9 @@ def _run(ledger: Ledger, engine: Engine, plan: list[Step], *, verify_each: bool)
             assert report.ok, "\n".join(report.lines())
     at = max(step.now for step in plan) + timedelta(minutes=1)
     for (market, _), account in accounts.items():
+        account.cash -= _charge_fees(ledger, account, at, marks[market])
         state = ledger.account_state(account.account_id, at)
+        assert state.cash.amount == account.cash
         snapshot = ledger.write_nav_snapshot(
             account.account_id, at, SnapshotKind.CLOSE, dict(marks[market])
         )

@@ -18,7 +18,9 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.pairs import PAIR_RULE, PairEnforced, enforce_pairs, momentum, pair_state
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import OrderOut, OrderStatusOut, PortfolioOut, openai_tools
+from openbell.daemon.valuation import write_slot_snapshot
 from openbell.markets.domain import Fill, Side, utc
+from openbell.ops.reports import leaderboard
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
 from openbell_testkit.agents import (
@@ -230,3 +232,44 @@ def test_build_agent_refuses_pairs_for_other_kinds() -> None:
         build_agent("pair_neutral", "p", market="us")
     with pytest.raises(ValueError, match="two pairs"):
         build_agent("pair_neutral", "p", market="us", pairs=(("A", "B"), ("B", "C")))
+
+
+def test_reports_give_a_shorting_account_its_long_short_metrics(
+    ledger: Ledger, engine: Engine
+) -> None:
+    shorting = make_arena(ledger, "us", allow_short=True)
+    plain = make_arena(ledger, "us", agent="plain")
+
+    async def scenario() -> None:
+        tools = await shorting.toolbox(US_OPEN)
+        filled(await tools.place_order("MSFT", "short", target_weight=D("0.4")))
+        filled(await tools.place_order("AAPL", "buy", target_weight=D("0.4")))
+        await tools.finish("hedged")
+        long_only = await plain.toolbox(US_OPEN)
+        filled(await long_only.place_order("AAPL", "buy", target_weight=D("0.5")))
+        await long_only.finish("long")
+        symbols = ["AAPL", "MSFT"]
+        for day in range(6):  # the open of 2025-10-01 and the five days after
+            now = US_OPEN + day * DAY
+            snapshot = await shorting.gateway.snapshot(symbols, now)
+            for arena in (shorting, plain):
+                await write_slot_snapshot(
+                    ledger, arena.gateway, snapshot, arena.account_id, arena.rules.shorting
+                )
+
+    asyncio.run(scenario())
+    fees = ledger.borrow_fees(shorting.account_id)
+    assert fees  # a day's fee for each calendar day the short was held at its end
+    assert ledger.borrow_fees(plain.account_id) == []
+    board = leaderboard(engine, "us")
+    rows = {row.agent: row for row in board.rows}
+    found = rows["agent"].long_short
+    assert found is not None
+    assert found.borrow_fees == sum((fee.amount for fee in fees), D(0))
+    assert found.borrow_cost == pytest.approx(float(found.borrow_fees / D(10000)))
+    assert found.mean_gross_exposure is not None
+    assert found.mean_net_exposure is not None
+    assert 0.7 < found.mean_gross_exposure < 0.9
+    assert abs(found.mean_net_exposure) < 0.1
+    assert rows["plain"].long_short is None
+    assert verify_ledger(engine).ok

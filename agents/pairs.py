@@ -55,6 +55,11 @@ def check_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Pair, ...]:
     return tuple(found)
 
 
+def named(pair: Pair) -> str:
+    """`pair` as its reasons and prompts write it: "AAPL vs MSFT" (a crypto symbol has a slash)."""
+    return f"{pair[0]} vs {pair[1]}"
+
+
 def pair_state(held: dict[str, Decimal], pair: Pair) -> str:
     """`hedged` (one leg long, the other short), `flat` (neither held) or `broken`."""
     first, second = (held.get(symbol, Decimal(0)) for symbol in pair)
@@ -75,7 +80,7 @@ async def enforce_pairs(tools: Toolbox, pairs: Sequence[Pair]) -> list[str]:
             continue
         legs = {symbol: held[symbol] for symbol in pair if held.get(symbol, Decimal(0)) != 0}
         why = (
-            f"{PAIR_RULE}: {pair[0]}/{pair[1]} ended the cycle with "
+            f"{PAIR_RULE}: {named(pair)} ended the cycle with "
             + (
                 "one leg alone"
                 if len(legs) == 1
@@ -116,9 +121,9 @@ class PairEnforced:
 
 def pair_rule_text(pairs: Sequence[Pair]) -> str:
     """The pair rule as a model is told it."""
-    named = ", ".join(f"{first}/{second}" for first, second in pairs)
+    listed = "; ".join(named(pair) for pair in pairs)
     return (
-        f"Pair mode: you trade the pairs {named}. End every cycle with each pair hedged (one leg "
+        f"Pair mode: you trade the pairs {listed}. End every cycle with each pair hedged (one leg "
         "long, the other short: buy one, short the other) or flat; a pair left with one leg "
         "alone, or both legs on one side, has its legs closed by openbell after you finish."
     )
@@ -167,14 +172,14 @@ class PairNeutral:
         for pair in self.pairs:
             ranked = await self._ranked(tools, pair)
             if ranked is None:
-                done.append(f"{pair[0]}/{pair[1]}: no signal")
+                done.append(f"{named(pair)}: no signal")
                 continue
             strong, weak = ranked
             held = tools.positions()
             if held.get(strong, Decimal(0)) > 0 and held.get(weak, Decimal(0)) < 0:
-                done.append(f"{pair[0]}/{pair[1]}: holding long {strong}, short {weak}")
+                done.append(f"{named(pair)}: holding long {strong}, short {weak}")
                 continue
-            why = f"pair {pair[0]}/{pair[1]}: {self.sessions}-session momentum"
+            why = f"pair {named(pair)}: {self.sessions}-session momentum"
             # Close the flipped legs first, so the cash and the margin are there for the new ones.
             if held.get(strong, Decimal(0)) < 0:
                 await tools.close_position(strong, f"{why}: {strong} is now the stronger")
@@ -186,7 +191,7 @@ class PairNeutral:
             await tools.place_order(
                 strong, "buy", target_weight=weight, reason=f"{why}: long the stronger"
             )
-            done.append(f"{pair[0]}/{pair[1]}: long {strong}, short {weak}")
+            done.append(f"{named(pair)}: long {strong}, short {weak}")
         repaired = await enforce_pairs(tools, self.pairs)
         await tools.finish("; ".join(done + repaired) or "No pairs.")
 

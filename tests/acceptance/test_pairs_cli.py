@@ -114,7 +114,7 @@ def test_replay_of_long_short_agents_verifies_and_is_ranked(tmp_path: Path) -> N
     assert "60 cycles done, 0 failed" in replayed.stdout + replayed.stderr
     shown = json.dumps(model.requests[0])
     assert '"short", "cover"' in shown  # the pair agent is offered short and cover
-    assert "Pair mode: you trade the pairs BTC/USDT/ETH/USDT" in shown
+    assert "Pair mode: you trade the pairs BTC/USDT vs ETH/USDT; SOL/USDT vs XRP/USDT" in shown
     assert "Long and short" in shown
     assert "gross exposure 0.0000, net 0.0000, margin requirement 0," in shown, [
         m["content"] for m in model.requests[0]["messages"]

@@ -124,7 +124,7 @@ def test_a_pair_left_one_legged_is_closed_by_the_pair_rule(ledger: Ledger, engin
         ).all()
     closing = [row for row in rows if row.reason.startswith(PAIR_RULE)]
     assert [(row.symbol, row.side, row.status) for row in closing] == [("AAPL", "sell", "filled")]
-    assert "AAPL/MSFT ended the cycle with one leg alone" in closing[0].reason
+    assert "AAPL vs MSFT ended the cycle with one leg alone" in closing[0].reason
     assert closing[0].seq == max(row.seq for row in rows)  # after the agent's own orders
     last = tools.placed[-1]
     assert isinstance(last.outcome, Fill)

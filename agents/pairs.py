@@ -8,13 +8,14 @@ openbell after the agent's turn (a long sold, a short covered, whole), each as a
 cycle whose reason starts "pair rule:", so the ledger and the trace say why. Closing is the
 repair chosen over refusing orders because a pair is always built one leg at a time: a refusal
 would have to guess which order of the cycle is the last. `PairEnforced` wraps an agent (the LLM
-agent in `mode = "pair"`) so the rule runs after its turn, and `PairPrompt` tells the model the
-pairs and the rule. `PairNeutral` is the baseline (`kind = "pair_neutral"`): for each pair, by
-momentum over `sessions` daily closes (the return from the close `sessions` sessions ago to the
-last close ended by the slot), long the stronger and short the weaker, equal notional per leg
-(`1 / (2 x pairs)` of NAV each: gross exposure 1, net about 0), trading only when it does not
-already hold that orientation (it rebalances when the ranking flips, and opens a pair the first
-time both legs have a signal). A pair without a signal (too few bars, a tie) is left as it is.
+agent in `mode = "pair"`) so the rule runs after its turn (and is told in its trace), and
+`PairPrompt` tells the model the pairs and the rule. `PairNeutral` is the baseline
+(`kind = "pair_neutral"`): for each pair, by momentum over `sessions` daily closes (the return
+from the close `sessions` sessions ago to the last close ended by the slot), long the stronger
+and short the weaker, equal notional per leg (`1 / (2 x pairs)` of NAV each: gross exposure 1,
+net about 0), trading only when it does not already hold that orientation (it rebalances when
+the ranking flips, and opens a pair the first time both legs have a signal). A pair without a
+signal (too few bars, a tie) is left as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from openbell.agents.llm.hooks import OpenResearchPrompt
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import ToolError
+from openbell.store.records import TraceEntry
 
 #: A pair of symbols of one market, as configured: `("AAPL", "MSFT")`.
 Pair = tuple[str, str]
@@ -114,9 +116,18 @@ class PairEnforced:
         return self.agent.kind
 
     async def decide(self, ctx: DecisionContext) -> None:
-        """The agent's turn, then the pair rule."""
+        """The agent's turn, then the pair rule; what the rule closed is told in the cycle's trace
+        as a `system` entry after the agent's own (its journal is whole once its turn returns)."""
         await self.agent.decide(ctx)
-        await enforce_pairs(ctx.tools, self.pairs)
+        done = await enforce_pairs(ctx.tools, self.pairs)
+        if done and ctx.journal is not None:
+            entry = TraceEntry(
+                cycle_id=ctx.cycle_id,
+                role="system",
+                at=ctx.now,
+                content=f"{PAIR_RULE}: " + "; ".join(done),
+            )
+            ctx.journal.append_journal(ctx.cycle_id, [entry])
 
 
 def pair_rule_text(pairs: Sequence[Pair]) -> str:

@@ -129,6 +129,9 @@ def test_replay_of_long_short_agents_verifies_and_is_ranked(tmp_path: Path) -> N
     assert 0 < Decimal(paid) <= fees["hedger"]
     assert "equal-weight" not in fees
     assert_ledger_verifies(tmp_path)
+    traced = openbell(tmp_path, "trace", "2", env=env)  # the hedger's first cycle
+    assert traced.returncode == 0, traced.stderr
+    assert "pair rule: closed SOL/USDT (filled)" in traced.stdout
 
     board = openbell(tmp_path, "leaderboard", "--market", "crypto", "--format", "json", env=env)
     assert board.returncode == 0, board.stderr

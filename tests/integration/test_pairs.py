@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -17,6 +18,7 @@ from sqlalchemy import Engine, text
 from openbell.agents.baselines import build_agent
 from openbell.agents.pairs import PAIR_RULE, PairEnforced, enforce_pairs, momentum, pair_state
 from openbell.agents.protocol import DecisionContext
+from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import OrderOut, OrderStatusOut, PortfolioOut, openai_tools
 from openbell.daemon.valuation import write_slot_snapshot
 from openbell.markets.domain import Fill, Side, utc
@@ -111,7 +113,16 @@ def test_a_pair_left_one_legged_is_closed_by_the_pair_rule(ledger: Ledger, engin
             await tools.finish("done")
 
     agent = PairEnforced(agent=OneLeg(), pairs=PAIRS)
-    tools = asyncio.run(arena.run(agent, US_OPEN))
+
+    async def cycle() -> Toolbox:
+        tools = await arena.toolbox(US_OPEN)
+        await agent.decide(replace(arena.context(agent, tools), journal=ledger))
+        return tools
+
+    tools = asyncio.run(cycle())
+    (told,) = ledger.traces(arena.claim(US_OPEN))
+    assert told.role == "system"
+    assert told.content == "pair rule: closed AAPL (filled)"
     held = arena.holdings(US_OPEN + DAY)
     assert "AAPL" not in held
     assert held["NVDA"] > 0

@@ -1,4 +1,5 @@
-"""The baseline agents: buy-and-hold, equal weight, SMA(50, 200) crossover, cash and seeded random.
+"""The baseline agents: buy-and-hold, equal weight, SMA(50, 200) crossover, cash, seeded random
+and pair-neutral (long-short pairs, in `pairs.py`).
 
 This module owns the passive and rule-based agents the arena compares LLM agents against (DESIGN
 §6). They act only through the toolbox, so the market rules and the point-in-time rule bind them as
@@ -14,11 +15,12 @@ configured kind.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal
 from types import MappingProxyType
 
+from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, PairNeutral, check_pairs
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.tools import PortfolioOut, ToolError
 from openbell.markets.domain import check_market
@@ -30,6 +32,9 @@ BASELINE_KINDS: tuple[str, ...] = (
     "cash",
     "random",
 )
+#: The pair-neutral baseline's kind: built like the others, but it needs pairs (and an account
+#: allowed to short), so it is not among the `BASELINE_KINDS` every market can run as they are.
+PAIR_NEUTRAL: str = "pair_neutral"
 
 #: AI-Trader's CD5 crypto index weights (its crypto benchmark), as fractions of NAV.
 CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
@@ -261,17 +266,26 @@ def build_agent(
     market: str,
     seed: int | None = None,
     weights: Mapping[str, Decimal] | None = None,
+    pairs: Sequence[Sequence[str]] | None = None,
+    sessions: int = DEFAULT_MOMENTUM_SESSIONS,
 ) -> Agent:
     """The baseline agent of `kind` (one of `BASELINE_KINDS`) called `name`, trading `market`.
 
-    `seed` seeds `random` (default 0; the other kinds ignore it); `weights` (symbol -> fraction of
-    NAV) replace the benchmark of `buy_and_hold`, and are refused for any other kind.
+    `kind` may also be `PAIR_NEUTRAL`. `seed` seeds `random` (default 0; the other kinds ignore
+    it); `weights` (symbol -> fraction of NAV) replace the benchmark of `buy_and_hold`, and are
+    refused for any other kind; `pairs` (and `sessions`, its momentum window) are what
+    `pair_neutral` trades, needed by it and refused for any other kind.
     """
     check_market(market)
-    if kind not in BASELINE_KINDS:
-        raise ValueError(f"unknown baseline kind {kind!r}; known: {', '.join(BASELINE_KINDS)}")
+    if kind not in (*BASELINE_KINDS, PAIR_NEUTRAL):
+        known = ", ".join((*BASELINE_KINDS, PAIR_NEUTRAL))
+        raise ValueError(f"unknown baseline kind {kind!r}; known: {known}")
     if weights is not None and kind != "buy_and_hold":
         raise ValueError(f"weights are for buy_and_hold, not {kind}")
+    if (pairs is not None) != (kind == "pair_neutral"):
+        raise ValueError(f"pairs are for pair_neutral and needed by it, not given for {kind}")
+    if pairs is not None:
+        return PairNeutral(name=name, pairs=check_pairs(pairs), sessions=sessions)
     if kind == "buy_and_hold":
         if weights is not None:
             _basket(weights)  # refuse bad weights now, not at the first cycle

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Final
 
 from openbell.markets.domain import (
     AccountState,
@@ -25,7 +26,8 @@ from openbell.markets.domain import (
     round_money,
 )
 from openbell.markets.execution import affordable_quantity, slipped_price, tradable_quantity
-from openbell.markets.rules import MarketRules
+from openbell.markets.margin import Exposure
+from openbell.markets.rules import MarketRules, ShortRules
 from openbell.markets.universes import MARKET_CURRENCY, Universe
 
 #: Units of a synthetic index fund: fine enough that 100,000 CNY tracks an index near 3,000.
@@ -61,8 +63,8 @@ def benchmark_instrument(universe: Universe, rules: MarketRules) -> Instrument |
 
 def unwind(state: AccountState, fills: Iterable[Fill]) -> AccountState:
     """`state` with `fills` taken back out: their cash returned or repaid, their quantities
-    removed or restored. Average costs and settlement lots are left as they are (the agent's view
-    shows neither)."""
+    removed or restored (a short's as well as a long's). Average costs and settlement lots are
+    left as they are (the agent's view shows neither)."""
     cash = state.cash.amount
     held = {symbol: position.quantity for symbol, position in state.positions.items()}
     for fill in fills:
@@ -74,11 +76,12 @@ def unwind(state: AccountState, fills: Iterable[Fill]) -> AccountState:
     for symbol, quantity in sorted(held.items()):
         if quantity != 0:
             before = state.positions.get(symbol)
+            keeps = before is not None and (before.quantity > 0) == (quantity > 0)
             positions[symbol] = Position(
                 symbol=symbol,
                 quantity=quantity,
-                cost=before.cost if before is not None else Decimal(0),
-                recent_buys=before.recent_buys if before is not None else (),
+                cost=before.cost if before is not None and keeps else Decimal(0),
+                recent_buys=before.recent_buys if before is not None and quantity > 0 else (),
             )
     return AccountState(
         market=state.market,
@@ -116,7 +119,7 @@ class Book:
         holdings: dict[str, Holding] = {}
         for symbol, position in state.positions.items():
             price = marks.get(symbol)
-            if price is None:
+            if price is None:  # a short's cost is its open proceeds, also >= 0
                 price = position.cost / abs(position.quantity)
             value = round_money(position.quantity * price, currency)
             holdings[symbol] = Holding(
@@ -133,6 +136,14 @@ class Book:
     def nav(self) -> Decimal:
         """Cash plus the value of the holdings."""
         return self.cash + self.positions_value
+
+    def exposure(self) -> Exposure:
+        """The cash and the long and short market values of the holdings (`markets/margin.py`)."""
+        return Exposure(
+            cash=self.cash,
+            long_value=sum((h.value for h in self.holdings.values() if h.value > 0), Decimal(0)),
+            short_value=-sum((h.value for h in self.holdings.values() if h.value < 0), Decimal(0)),
+        )
 
     def quantity(self, symbol: str) -> Decimal:
         """The quantity held of `symbol` (zero when none)."""
@@ -161,13 +172,27 @@ def shares_for_target(
     """The quantity that moves `instrument` towards `target_weight` of NAV at `price`, and why
     when it is zero.
 
-    Target value = weight * NAV; the difference from the value held, divided by `price` and
-    rounded down to the market's lots and steps (`tradable_quantity`), is the quantity. A buy is
-    capped by `affordable_quantity` at the price after slippage, so that notional and fees fit in
-    the cash; a sell never exceeds the holding, and a target of zero sells all of it.
+    For `buy` and `sell` the target is a long holding, for `short` and `cover` a short one (the
+    fraction of NAV to hold short). Target value = weight * NAV; the difference from the value
+    held on that side, divided by `price` and rounded down to the market's lots and steps
+    (`tradable_quantity`), is the quantity. A buy is capped by `affordable_quantity` at the price
+    after slippage, so that notional and fees fit in the cash; a short is capped by
+    `shortable_value`, so that the account's equity still covers the initial margin; a sell or a
+    cover never exceeds the holding, and a target of zero closes all of it.
     """
+    if side in (Side.SHORT, Side.COVER):
+        return _short_target(
+            book=book,
+            instrument=instrument,
+            side=side,
+            target_weight=target_weight,
+            price=price,
+            rules=rules,
+        )
     symbol = instrument.symbol
     held = book.quantity(symbol)
+    if held < 0:
+        return Decimal(0), f"{symbol} is held short; cover it before buying or selling."
     delta = target_weight * book.nav - held * price
     if side is Side.BUY:
         if delta <= 0:
@@ -201,5 +226,68 @@ def shares_for_target(
     if quantity <= 0:
         return Decimal(0), (
             f"Selling {wanted:.6f} {symbol} to reach {target_weight} of NAV rounds down to zero."
+        )
+    return quantity, ""
+
+
+#: The share of the margin room a target-weight short may use: the rest is left for its fees,
+#: its slippage and the marks moving between sizing and the margin check.
+SHORT_ROOM_USED: Final = Decimal("0.98")
+
+
+def shortable_value(book: Book, shorting: ShortRules) -> Decimal:
+    """The most short market value an account may add and still have its equity (NAV) cover
+    its initial requirement, `long + initial_margin x short` (`SHORT_ROOM_USED` of the room; zero
+    when there is none)."""
+    exposure = book.exposure()
+    room = (exposure.equity - exposure.initial_requirement(shorting)) / shorting.initial_margin
+    return max(room * SHORT_ROOM_USED, Decimal(0))
+
+
+def _short_target(
+    *,
+    book: Book,
+    instrument: Instrument,
+    side: Side,
+    target_weight: Decimal,
+    price: Decimal,
+    rules: MarketRules,
+) -> tuple[Decimal, str]:
+    """`shares_for_target` for `short` and `cover`: the target is the fraction of NAV held short."""
+    symbol = instrument.symbol
+    held = book.quantity(symbol)
+    if held > 0:
+        return Decimal(0), f"{symbol} is held long; sell it before shorting or covering."
+    short_held = -held
+    delta = target_weight * book.nav - short_held * price
+    if side is Side.SHORT:
+        if delta <= 0:
+            return Decimal(0), (
+                f"{symbol} is already short at or above {target_weight} of NAV; cover to reduce it."
+            )
+        if rules.shorting is None:
+            return Decimal(0), f"The {rules.market} market cannot be shorted."
+        room = shortable_value(book, rules.shorting)
+        wanted = min(delta, room) / price
+        quantity = tradable_quantity(
+            instrument=instrument, side=side, quantity=wanted, held=held, rules=rules
+        )
+        if quantity <= 0:
+            why = "the margin allows none" if room < delta else "it rounds down to zero lots"
+            return Decimal(0), (
+                f"Shorting {delta / price:.6f} {symbol} to reach {target_weight} of NAV: {why}."
+            )
+        return quantity, ""
+    if delta >= 0:
+        return Decimal(0), (
+            f"{symbol} is already short at or below {target_weight} of NAV; short to increase it."
+        )
+    wanted = short_held if target_weight == 0 else min(-delta / price, short_held)
+    quantity = tradable_quantity(
+        instrument=instrument, side=side, quantity=wanted, held=held, rules=rules
+    )
+    if quantity <= 0:
+        return Decimal(0), (
+            f"Covering {wanted:.6f} {symbol} to reach {target_weight} of NAV rounds down to zero."
         )
     return quantity, ""

@@ -98,6 +98,17 @@ class MoneyUnit:
         return shown.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_EVEN)
 
 
+#: The amounts of money a shorting account's portfolio shows beside its cash and NAV (its
+#: exposures are fractions of NAV, the same in any unit).
+_SHORTING_MONEY: Final = (
+    "long_value",
+    "short_value",
+    "margin_requirement",
+    "maintenance_requirement",
+    "borrow_fees_paid",
+)
+
+
 def rebase(result: ToolResult, unit: MoneyUnit) -> ToolResult:
     """`result` with every amount of money in `unit` (results that hold none are unchanged)."""
     if isinstance(result, BarsOut):
@@ -116,6 +127,11 @@ def rebase(result: ToolResult, unit: MoneyUnit) -> ToolResult:
                 "positions": positions,
                 "positions_value": unit.show(result.positions_value),
                 "nav": unit.show(result.nav),
+                **{
+                    name: unit.show(amount)
+                    for name in _SHORTING_MONEY
+                    if (amount := getattr(result, name)) is not None
+                },
             }
         )
     if isinstance(result, OrderOut):

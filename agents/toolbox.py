@@ -32,18 +32,18 @@ from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import CycleOrders, PaperBroker
 from openbell.agents.research_tools import ResearchTools
 from openbell.agents.tools import (
+    ARGUMENTS,
     DESCRIPTIONS,
     MAX_RESULT_CHARS,
+    SHORTING_ARGUMENTS,
+    SHORTING_DESCRIPTIONS,
     BarsOut,
-    CalculateArgs,
     CalculationOut,
     ErrorCode,
     FinishArgs,
     FinishOut,
     FundamentalsOut,
     GetBarsArgs,
-    GetFundamentalsArgs,
-    GetNewsArgs,
     GetPortfolioArgs,
     GetQuoteArgs,
     NewsOut,
@@ -54,6 +54,7 @@ from openbell.agents.tools import (
     QuoteOut,
     QuotesOut,
     RowsResult,
+    ShortingView,
     ToolError,
     ToolOutcome,
     ToolResult,
@@ -135,28 +136,30 @@ class Toolbox:
         )
         self.finished = False
         self.summary: str | None = None
+        #: Whether this account may short here: the market allows it and the account opted in
+        #: (`allow_short`); only then is `place_order` offered `short` and `cover`.
+        self.shorting = rules.shorting is not None and self._orders.state().allow_short
+        described = SHORTING_DESCRIPTIONS if self.shorting else DESCRIPTIONS
+        arguments = SHORTING_ARGUMENTS if self.shorting else ARGUMENTS
         research = ResearchTools(
             gateway=gateway,
             fundamentals=fundamentals,
             serves=lambda symbol: self._instrument(symbol) is not None,
             now=now,
         )
-        self.specs: tuple[ToolSpec[Any], ...] = (
-            ToolSpec("get_bars", DESCRIPTIONS["get_bars"], GetBarsArgs, self._get_bars),
-            ToolSpec("get_quote", DESCRIPTIONS["get_quote"], GetQuoteArgs, self._get_quote),
-            ToolSpec("get_news", DESCRIPTIONS["get_news"], GetNewsArgs, research.get_news),
-            ToolSpec(
-                "get_fundamentals",
-                DESCRIPTIONS["get_fundamentals"],
-                GetFundamentalsArgs,
-                research.get_fundamentals,
-            ),
-            ToolSpec("calculate", DESCRIPTIONS["calculate"], CalculateArgs, research.calculate),
-            ToolSpec(
-                "get_portfolio", DESCRIPTIONS["get_portfolio"], GetPortfolioArgs, self._portfolio
-            ),
-            ToolSpec("place_order", DESCRIPTIONS["place_order"], PlaceOrderArgs, self._place_order),
-            ToolSpec("finish", DESCRIPTIONS["finish"], FinishArgs, self._finish),
+        handlers: dict[str, Any] = {
+            "get_bars": self._get_bars,
+            "get_quote": self._get_quote,
+            "get_news": research.get_news,
+            "get_fundamentals": research.get_fundamentals,
+            "calculate": research.calculate,
+            "get_portfolio": self._portfolio,
+            "place_order": self._place_order,
+            "finish": self._finish,
+        }
+        self.specs: tuple[ToolSpec[Any], ...] = tuple(
+            ToolSpec(name, described[name], model, handlers[name])
+            for name, model in arguments.items()
         )
         self._by_name = {spec.name: spec for spec in self.specs}
 
@@ -305,6 +308,31 @@ class Toolbox:
         outcomes (for a decision mode's prompt; not a model tool)."""
         return self._ledger.recent_orders(self._account_id, self._now, limit)
 
+    def positions(self) -> dict[str, Decimal]:
+        """The account's signed quantities now (a short is negative), with this cycle's fills;
+        served after `finish` too (for the rules enforced at a cycle's end)."""
+        return {
+            symbol: position.quantity
+            for symbol, position in self._orders.state().positions.items()
+            if position.quantity != 0
+        }
+
+    async def close_position(self, symbol: str, reason: str) -> OrderOut | ToolError:
+        """Close the whole position in `symbol` (sell a long, cover a short), also once the cycle
+        is finished: for what openbell enforces at a cycle's end (the pair rule). Nothing to do
+        when nothing is held."""
+        held = self.positions().get(symbol, Decimal(0))
+        if held == 0:
+            return self._outcome_of(symbol, "sell", "Nothing held to close.")
+        side = "sell" if held > 0 else "cover"
+        model = SHORTING_ARGUMENTS["place_order"]
+        args = model.model_validate(
+            {"symbol": symbol, "side": side, "target_weight": Decimal(0), "reason": reason}
+        )
+        if not isinstance(args, PlaceOrderArgs):
+            raise TypeError(f"place_order's model gave {type(args).__name__}")
+        return _typed(await self._place_order(args), OrderOut)
+
     async def finish(self, summary: str) -> FinishOut | ToolError:
         """See the `finish` tool."""
         return _typed(await self.call("finish", {"summary": summary}), FinishOut)
@@ -343,13 +371,28 @@ class Toolbox:
         )
 
     async def _portfolio(self, args: GetPortfolioArgs) -> ToolOutcome:
-        return PortfolioOut.of(await self._book(), self._now)
+        shorting = self._rules.shorting
+        if not self.shorting or shorting is None:
+            return PortfolioOut.of(await self._book(), self._now)
+        view = ShortingView(rules=shorting, borrow_fees_paid=self._borrow_fees_paid())
+        return PortfolioOut.of(await self._book(), self._now, view)
+
+    def _borrow_fees_paid(self) -> Decimal:
+        """The borrow fees the account was charged by now."""
+        return sum(
+            (
+                fee.amount
+                for fee in self._ledger.borrow_fees(self._account_id)
+                if fee.charged_at <= self._now
+            ),
+            Decimal(0),
+        )
 
     async def _place_order(self, args: PlaceOrderArgs) -> ToolOutcome:
         if self._orders.diverged:
             return self._diverged_error()
         side = Side(args.side)
-        if side is Side.BUY:
+        if side in (Side.BUY, Side.SHORT):  # opening: only what is offered now
             instrument = self._instruments.get(args.symbol)
         else:
             instrument = self._instrument(args.symbol)
@@ -436,6 +479,15 @@ class Toolbox:
             as_of=self._now,
             cash_after=state.cash.amount,
             held_after=state.quantity(args.symbol),
+        )
+
+    def _outcome_of(self, symbol: str, side: str, message: str) -> OrderOut:
+        return OrderOut(
+            as_of=self._now,
+            status=OrderStatusOut.NOTHING_TO_DO,
+            symbol=symbol,
+            side=side,
+            message=message,
         )
 
     def _outcome(

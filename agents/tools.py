@@ -28,15 +28,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 
 from openbell.agents.book import Book
 from openbell.agents.calculator import MAX_EXPRESSION_CHARS
-from openbell.markets.domain import Bar, Fill
+from openbell.markets.domain import Bar, Fill, round_money
 from openbell.markets.gateway import MAX_LOOKBACK, MAX_NEWS
+from openbell.markets.rules import ShortRules
 from openbell.store.records import RecordedOrder
 
 #: A market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
@@ -128,6 +131,18 @@ class PlaceOrderArgs(_Args):
         if (self.shares is None) == (self.target_weight is None):
             raise ValueError("give exactly one of shares and target_weight")
         return self
+
+
+class ShortablePlaceOrderArgs(PlaceOrderArgs):
+    """Arguments of `place_order` for an account allowed to short: `short` opens or adds to a
+    short, `cover` reduces one; with them `target_weight` is the fraction of NAV to hold short."""
+
+    side: Literal["buy", "sell", "short", "cover"]  # type: ignore[assignment]
+    target_weight: Fraction | None = Field(
+        None,
+        description="Fraction of NAV to hold in the symbol, long for buy/sell, short for "
+        "short/cover (0 closes it); side must move to it.",
+    )
 
 
 class FinishArgs(_Args):
@@ -273,7 +288,8 @@ class CalculationOut(ToolResult):
 
 
 class PositionOut(BaseModel):
-    """A holding marked at its quote: `value = quantity * mark`, `weight = value / nav`."""
+    """A holding marked at its quote: `value = quantity * mark`, `weight = value / nav`; a short
+    has a negative quantity, value and weight."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -284,20 +300,74 @@ class PositionOut(BaseModel):
     weight: Decimal
 
 
+#: The fields of `PortfolioOut` only an account allowed to short is shown (None, and left out of
+#: the JSON, for the others: a long-only account's portfolio reads as it always did).
+SHORTING_FIELDS: Final = (
+    "long_value",
+    "short_value",
+    "gross_exposure",
+    "net_exposure",
+    "margin_requirement",
+    "maintenance_requirement",
+    "borrow_fees_paid",
+)
+
+
 class PortfolioOut(ToolResult):
-    """The account: cash, positions and NAV (`cash + positions_value`) in `currency`."""
+    """The account: cash, positions and NAV (`cash + positions_value`) in `currency`.
+
+    For an account allowed to short, also: `long_value` and `short_value` (both >= 0),
+    `gross_exposure = (long + short) / nav` and `net_exposure = (long - short) / nav`, the margin
+    the positions require now (`margin_requirement`: longs in full plus the initial margin of the
+    shorts; `maintenance_requirement`: the level below which the account is in a margin call),
+    and the borrow fees paid so far. A short's proceeds sit in `cash`, and its value counts
+    negatively in `positions_value`.
+    """
 
     currency: str
     cash: Decimal
     positions: list[PositionOut]
     positions_value: Decimal
     nav: Decimal
+    long_value: Decimal | None = None
+    short_value: Decimal | None = None
+    gross_exposure: Decimal | None = None
+    net_exposure: Decimal | None = None
+    margin_requirement: Decimal | None = None
+    maintenance_requirement: Decimal | None = None
+    borrow_fees_paid: Decimal | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_shorting(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        found: dict[str, Any] = handler(self)
+        for name in SHORTING_FIELDS:
+            if found.get(name, 0) is None:
+                del found[name]
+        return found
 
     @classmethod
-    def of(cls, book: Book, as_of: datetime) -> PortfolioOut:
-        """`book` as the tool shows it, weights rounded to four places. Built without validating
-        again: a `Book` holds exact Decimals already (one portfolio is read every cycle)."""
+    def of(cls, book: Book, as_of: datetime, shorting: ShortingView | None = None) -> PortfolioOut:
+        """`book` as the tool shows it, weights rounded to four places; with `shorting` (an
+        account allowed to short) its exposures, margin and borrow fees too. Built without
+        validating again: a `Book` holds exact Decimals already (one portfolio is read every
+        cycle)."""
         nav = book.nav
+        extra: dict[str, Any] = {}
+        if shorting is not None:
+            exposure = book.exposure()
+            extra = {
+                "long_value": _money(exposure.long_value, book.currency),
+                "short_value": _money(exposure.short_value, book.currency),
+                "gross_exposure": _fraction(exposure.gross, nav),
+                "net_exposure": _fraction(exposure.net, nav),
+                "margin_requirement": _money(
+                    exposure.initial_requirement(shorting.rules), book.currency
+                ),
+                "maintenance_requirement": _money(
+                    exposure.maintenance_requirement(shorting.rules), book.currency
+                ),
+                "borrow_fees_paid": shorting.borrow_fees_paid,
+            }
         return cls.model_construct(
             as_of=as_of,
             currency=book.currency,
@@ -308,15 +378,34 @@ class PortfolioOut(ToolResult):
                     quantity=holding.quantity,
                     mark=holding.mark,
                     value=holding.value,
-                    weight=(
-                        (holding.value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
-                    ),
+                    weight=_fraction(holding.value, nav),
                 )
                 for holding in book.holdings.values()
             ],
             positions_value=book.positions_value,
             nav=nav,
+            **extra,
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShortingView:
+    """What a shorting account's portfolio shows beside its book: the market's shorting rules
+    (its margins) and the borrow fees the account has paid."""
+
+    rules: ShortRules
+    borrow_fees_paid: Decimal
+
+
+def _money(amount: Decimal, currency: str) -> Decimal:
+    """`amount` by the money rule, a zero as plain 0 (not `0E-8`, which a model reads badly)."""
+    rounded = round_money(amount, currency)
+    return rounded if rounded else Decimal(0)
+
+
+def _fraction(amount: Decimal, nav: Decimal) -> Decimal:
+    """`amount / nav` to four places (zero when NAV is not positive)."""
+    return (amount / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
 
 
 class OrderStatusOut(enum.StrEnum):
@@ -456,6 +545,15 @@ DESCRIPTIONS: dict[str, str] = {
     "finish": "End the cycle. Call once, last.",
 }
 
+#: The descriptions an account allowed to short is shown in their place.
+SHORTING_DESCRIPTIONS: dict[str, str] = {
+    **DESCRIPTIONS,
+    "get_portfolio": "Your cash, positions (marked, signed, with weights), NAV, exposures, margin "
+    "and borrow fees.",
+    "place_order": "Buy, sell, short or cover a symbol now, by shares or target_weight (give "
+    "exactly one). Sell a long before shorting it, cover a short before buying it.",
+}
+
 
 #: Each tool's argument model, by name, in the order the toolbox declares them (`Toolbox.specs`).
 ARGUMENTS: dict[str, type[BaseModel]] = {
@@ -467,6 +565,12 @@ ARGUMENTS: dict[str, type[BaseModel]] = {
     "get_portfolio": GetPortfolioArgs,
     "place_order": PlaceOrderArgs,
     "finish": FinishArgs,
+}
+
+#: The argument models an account allowed to short is offered (`place_order` with short/cover).
+SHORTING_ARGUMENTS: dict[str, type[BaseModel]] = {
+    **ARGUMENTS,
+    "place_order": ShortablePlaceOrderArgs,
 }
 
 

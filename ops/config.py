@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
 from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
@@ -44,7 +45,7 @@ MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Cadence = Literal["daily", "hourly"]
-DecisionMode = Literal["open-research", "fixed-candidate", "memory-only", "stockbench"]
+DecisionMode = Literal["open-research", "fixed-candidate", "memory-only", "stockbench", "pair"]
 Masking = Literal["bright", "stock-blind", "date-blind", "blinded"]
 BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
 
@@ -424,6 +425,38 @@ class BaselineAgentConfig(_AgentConfig):
     kind: BaselineKind
 
 
+def _pairs_problem(agent: _AgentConfig, pairs: tuple[tuple[str, str], ...]) -> str | None:
+    """Why `pairs` cannot be traded by `agent` (a pair agent: pair mode or pair_neutral), or None.
+    A pair needs shorting (`allow_short`), one market (a pair is two symbols of one market) and
+    pairs that are two different symbols, none in two pairs."""
+    if not agent.allow_short:
+        return "a pair agent holds a short leg: set allow_short = true"
+    if len(agent.markets) != 1:
+        return "a pair agent trades one market (its pairs are that market's symbols)"
+    try:
+        check_pairs(pairs)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+class PairNeutralAgentConfig(_AgentConfig):
+    """The pair-neutral baseline (`kind = "pair_neutral"`, `agents/pairs.py`): for each of
+    `pairs`, long the stronger and short the weaker leg by momentum over `momentum_sessions`
+    daily sessions, equal notional per leg. Needs `allow_short = true` and one market."""
+
+    kind: Literal["pair_neutral"]
+    pairs: tuple[tuple[str, str], ...] = Field(min_length=1)
+    momentum_sessions: Annotated[StrictInt, Field(ge=1, le=250)] = DEFAULT_MOMENTUM_SESSIONS
+
+    @model_validator(mode="after")
+    def _tradable_pairs(self) -> Self:
+        problem = _pairs_problem(self, self.pairs)
+        if problem is not None:
+            raise PathError(("pairs",), problem)
+        return self
+
+
 class RandomAgentConfig(_AgentConfig):
     """The seeded random trader."""
 
@@ -597,6 +630,8 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     kind: Literal["llm"]
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 4096
     mode: DecisionMode = "open-research"
+    #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
+    pairs: tuple[tuple[str, str], ...] = ()
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
     masking_seed: StrictInt = 0
@@ -636,6 +671,21 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
             )
+        return self
+
+    @model_validator(mode="after")
+    def _pair_mode(self) -> LlmAgentConfig:
+        if self.mode != "pair":
+            if self.pairs:
+                raise PathError(("pairs",), 'pairs are for mode = "pair"')
+            return self
+        if not self.pairs:
+            raise PathError(("pairs",), 'mode = "pair" needs pairs = [["A", "B"], ...]')
+        if self.masking != "bright":
+            raise PathError(("masking",), 'mode = "pair" names its pairs: masking "bright" only')
+        problem = _pairs_problem(self, self.pairs)
+        if problem is not None:
+            raise PathError(("pairs",), problem)
         return self
 
 
@@ -784,6 +834,7 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
 AnyAgentConfig = (
     BaselineAgentConfig
     | RandomAgentConfig
+    | PairNeutralAgentConfig
     | LlmAgentConfig
     | McpAgentConfig
     | CommandAgentConfig
@@ -795,6 +846,7 @@ AgentConfig = Annotated[AnyAgentConfig, Field(discriminator="kind")]
 _AGENT_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
     "random": RandomAgentConfig,
+    "pair_neutral": PairNeutralAgentConfig,
     "llm": LlmAgentConfig,
     "mcp": McpAgentConfig,
     "python": PythonAgentConfig,

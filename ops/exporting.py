@@ -2,7 +2,8 @@
 
 This module owns the text and file shapes that outside tools read, so their keys and column orders
 are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records with
-the keys of `LEADERBOARD_KEYS`, in that order; a report is a record of its panel, behaviour and
+the keys of `LEADERBOARD_KEYS`, in that order (a shorting account's then `LONG_SHORT_KEYS`); a
+report is a record of its panel, behaviour and
 calibration; a cycle's trace and its orders (with their fills) are records as `openbell trace
 --json` prints them; an account's positions are a record of its cash and holdings, or CSV rows with
 the columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
@@ -24,7 +25,7 @@ from typing import Any, TextIO
 from openbell.markets.errors import ExportError
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
-from openbell.ops.return_metrics import Panel
+from openbell.ops.return_metrics import LongShort, Panel
 from openbell.store.account_history import AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.exports import Cell
@@ -79,6 +80,12 @@ LEADERBOARD_KEYS: tuple[str, ...] = (
 )
 
 
+#: The keys a shorting account's leaderboard record has after `LEADERBOARD_KEYS` (a long-only
+#: account's record has none of them; CSV has the columns, empty for it, only when a board has a
+#: shorting account).
+LONG_SHORT_KEYS: tuple[str, ...] = ("mean_gross_exposure", "mean_net_exposure", "borrow_cost")
+
+
 def decimal_text(value: Decimal) -> str:
     """A decimal as plain text: `1E+1` is written `10`, `0E-8` is `0.00000000`."""
     return format(value, "f")
@@ -120,7 +127,29 @@ def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
         "cost_per_decision": _decimal(row.llm.cost_per_decision) if row.llm else None,
         "return_per_dollar": row.llm.return_per_dollar if row.llm else None,
     }
-    return {key: values[key] for key in LEADERBOARD_KEYS}
+    record = {key: values[key] for key in LEADERBOARD_KEYS}
+    if row.long_short is not None:
+        record.update({key: getattr(row.long_short, key) for key in LONG_SHORT_KEYS})
+    return record
+
+
+def long_short_record(found: LongShort | None) -> dict[str, JsonValue]:
+    """A shorting account's long-short metrics as a report's keys (none for a long-only one)."""
+    if found is None:
+        return {}
+    return {
+        "mean_gross_exposure": found.mean_gross_exposure,
+        "mean_net_exposure": found.mean_net_exposure,
+        "max_gross_exposure": found.max_gross_exposure,
+        "borrow_fees": decimal_text(found.borrow_fees),
+        "borrow_cost": found.borrow_cost,
+    }
+
+
+def has_long_short(boards: Iterable[Leaderboard]) -> bool:
+    """Whether any row of `boards` is a shorting account's (then tables and CSV show the
+    long-short columns)."""
+    return any(row.long_short is not None for board in boards for row in board.rows)
 
 
 def _decimal(value: Decimal | None) -> str | None:
@@ -164,13 +193,15 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
 
 
 def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
-    """Every row of `boards` as CSV: a header of `market` and `LEADERBOARD_KEYS`, then rows."""
+    """Every row of `boards` as CSV: a header of `market` and `LEADERBOARD_KEYS` (and
+    `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(("market", *LEADERBOARD_KEYS))
+    keys = (*LEADERBOARD_KEYS, *(LONG_SHORT_KEYS if has_long_short(boards) else ()))
+    writer.writerow(("market", *keys))
     for board in boards:
         for row in board.rows:
             record = row_record(row)
-            writer.writerow((board.market, *(_csv_cell(record[key]) for key in LEADERBOARD_KEYS)))
+            writer.writerow((board.market, *(_csv_cell(record.get(key)) for key in keys)))
 
 
 def report_record(found: AgentReport) -> dict[str, Any]:
@@ -194,6 +225,7 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "brier_score": found.brier_score,
         "tokens_per_decision": found.tokens_per_decision,
         **llm_record(found.llm),
+        **long_short_record(found.row.long_short),
         "rejections_by_reason": dict(found.rejections_by_reason),
     }
 

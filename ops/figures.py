@@ -28,6 +28,11 @@ PERCENT_KEYS = frozenset(
         "switch_rate",
         "protocol_completion",
         "cash_ratio",
+        # A shorting account's long-short metrics (`ops.return_metrics.LongShort`).
+        "mean_gross_exposure",
+        "mean_net_exposure",
+        "max_gross_exposure",
+        "borrow_cost",
         # A rating agent's calibration (`ops.rating_report`).
         *(
             f"rating_{step}_mean_return"
@@ -57,7 +62,7 @@ SCORE_KEYS = frozenset(
     }
 )
 #: Record keys of amounts of money in the account's currency.
-MONEY_KEYS = frozenset({"final_nav", "initial_cash"})
+MONEY_KEYS = frozenset({"final_nav", "initial_cash", "borrow_fees"})
 #: Record keys of model costs (in the currency of the model's price table).
 COST_KEYS = frozenset({"cost", "cost_per_decision"})
 

@@ -74,6 +74,7 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             masking=config.masking,
             masking_seed=config.masking_seed,
             rebase=config.rebase_prices,
+            pairs=config.pairs,
         )
 
     return build

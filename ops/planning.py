@@ -55,6 +55,7 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
+from openbell.agents.pairs import PairEnforced
 from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
@@ -78,6 +79,7 @@ from openbell.ops.config import (
     MarketConfig,
     McpAgentConfig,
     OpenbellConfig,
+    PairNeutralAgentConfig,
     PythonAgentConfig,
     RandomAgentConfig,
     RatingAgentConfig,
@@ -153,7 +155,16 @@ def agent_for(
     """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
     opened on `hub` (the run's one MCP server's; a new one when None)."""
     if isinstance(agent, LlmAgentConfig):
-        return build_llm_agent(agent, os.environ if environ is None else environ)
+        built = build_llm_agent(agent, os.environ if environ is None else environ)
+        return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
+    if isinstance(agent, PairNeutralAgentConfig):
+        return build_agent(
+            agent.kind,
+            agent.name,
+            market=market,
+            pairs=agent.pairs,
+            sessions=agent.momentum_sessions,
+        )
     if isinstance(agent, StrategyCodeAgentConfig):
         return build_strategy_code_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, RatingAgentConfig):

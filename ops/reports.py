@@ -17,7 +17,10 @@ and cash ratio are read at the window's last snapshot; hold share, switch rate, 
 protocol completion are `ops.behaviour_report`'s. Calibration (ECE, Brier) uses the outcome
 defined in `store.queries.order_confidences`. An LLM agent's row also carries its model usage
 (`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures, invalid tool
-calls, model requests and failed ones), and its report its rejected orders by reason.
+calls, model requests and failed ones), and its report its rejected orders by reason. An account
+allowed to short (`allow_short`) also gets the long-short metrics (`LongShort`: mean gross and net
+exposure from its snapshots' marks, borrow fees charged in the window over its initial cash);
+long-only accounts do not, so their rows and reports read as before.
 """
 
 from __future__ import annotations
@@ -40,7 +43,15 @@ from openbell.ops.behaviour_report import conduct_of
 from openbell.ops.benchmark import benchmark_for, benchmark_navs, report_sources
 from openbell.ops.bootstrap import BootstrapResult
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
-from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops.return_metrics import (
+    ExposurePoint,
+    LongShort,
+    NavPoint,
+    Panel,
+    compute_panel,
+    long_short,
+    periods_per_year,
+)
 from openbell.ops.seed_groups import SeedGroup, groups_for
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
@@ -142,6 +153,8 @@ class LeaderboardRow:
     behaviour: Behaviour | None
     final_nav: Decimal | None
     llm: LlmUsage | None = None
+    #: The long-short metrics, for an account allowed to short only (None for the others).
+    long_short: LongShort | None = None
 
     @property
     def name(self) -> str:
@@ -204,6 +217,7 @@ class _Account:
     behaviour: Behaviour
     final_nav: Decimal | None
     usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage_of`
+    long_short: LongShort | None = None
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:
@@ -264,6 +278,9 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
     last = queries.last_snapshots(engine, ids, start=start, end=end)
     notionals = queries.traded_notionals_of(engine, ids, start, end)
     usage = queries.llm_usage_of(engine, ids, start, end)
+    shorting = [info.account_id for info in infos if info.allow_short]
+    exposures = queries.exposures_of(engine, shorting, start, end)
+    fees = queries.borrow_fees_of(engine, shorting, start, end)
     out: list[_Account] = []
     for info in infos:
         rows = series[info.account_id]
@@ -279,6 +296,23 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
                 ),
                 final_nav=rows[-1].nav if rows else None,
                 usage=usage[info.account_id],
+                long_short=(
+                    long_short(
+                        [
+                            ExposurePoint(
+                                at=row.at,
+                                nav=row.nav,
+                                long_value=row.long_value,
+                                short_value=row.short_value,
+                            )
+                            for row in exposures[info.account_id]
+                        ],
+                        fees[info.account_id],
+                        info.initial_cash,
+                    )
+                    if info.allow_short
+                    else None
+                ),
             )
         )
     return out
@@ -387,6 +421,7 @@ def _build(
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
                 llm=_llm_usage(*entry.usage, panel.cumulative_return) if entry else None,
+                long_short=entry.long_short if entry else None,
             )
         )
     board = Leaderboard(

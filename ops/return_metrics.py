@@ -2,7 +2,9 @@
 
 This module owns the conversion of a NAV series into simple returns and every statistic computed
 from them: cumulative and annualised return, volatility, Sharpe, Sortino, max drawdown, Calmar,
-and excess return and information ratio against a benchmark, gathered in a frozen `Panel`. The
+and excess return and information ratio against a benchmark, gathered in a frozen `Panel`, and the
+long-short metrics of an account allowed to short (mean gross and net exposure, borrow cost:
+`LongShort`). The
 definitions are empyrical's (risk-free rate 0, sample standard deviation with ddof=1, downside
 deviation over all periods with a required return of 0, annualisation by the factor the caller
 passes, see `periods_per_year`). Money stays `Decimal` in the ledger; statistics are floats: each
@@ -334,4 +336,52 @@ def compute_panel(
         calmar_ratio=calmar_ratio(returns, factor),
         excess_return=excess,
         information_ratio=information,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExposurePoint:
+    """One NAV snapshot's long and short market values (both >= 0) and its NAV."""
+
+    at: datetime
+    nav: Decimal
+    long_value: Decimal
+    short_value: Decimal
+
+    def __post_init__(self) -> None:
+        check_utc("at", self.at)
+        check_decimal("long_value", self.long_value)
+        check_decimal("short_value", self.short_value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LongShort:
+    """The long-short metrics of one account over one window (issue 16): the mean over its
+    snapshots with a positive NAV of the gross exposure `(long + short) / nav` and the net
+    exposure `(long - short) / nav` (signed quantity x price / NAV, summed), the largest gross
+    exposure, and the borrow cost: the borrow fees charged in the window over the initial cash.
+    The return panel of such an account is computed on its long-short NAV (cash + longs - shorts)
+    like any other's. An exposure is `None` without a snapshot with a positive NAV."""
+
+    mean_gross_exposure: float | None
+    mean_net_exposure: float | None
+    max_gross_exposure: float | None
+    borrow_fees: Decimal
+    borrow_cost: float | None
+
+
+def long_short(
+    points: Sequence[ExposurePoint], borrow_fees: Decimal, initial_cash: Decimal
+) -> LongShort:
+    """The `LongShort` metrics of `points` (one account's snapshots), its `borrow_fees` and its
+    `initial_cash`."""
+    check_decimal("borrow_fees", borrow_fees)
+    gross = [float((p.long_value + p.short_value) / p.nav) for p in points if p.nav > 0]
+    net = [float((p.long_value - p.short_value) / p.nav) for p in points if p.nav > 0]
+    return LongShort(
+        mean_gross_exposure=math.fsum(gross) / len(gross) if gross else None,
+        mean_net_exposure=math.fsum(net) / len(net) if net else None,
+        max_gross_exposure=max(gross) if gross else None,
+        borrow_fees=borrow_fees,
+        borrow_cost=float(borrow_fees / initial_cash) if initial_cash > 0 else None,
     )

@@ -25,6 +25,7 @@ from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, Snapsho
 from openbell.store.tables import (
     AccountRow,
     AgentRow,
+    BorrowFeeRow,
     CycleRow,
     FillRow,
     NavMarkRow,
@@ -45,6 +46,18 @@ class AccountInfo:
     market: str
     currency: str
     initial_cash: Decimal
+    allow_short: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExposureRow:
+    """One NAV snapshot's long and short market values (`sum(q x price)` of its marks with
+    `q > 0`, and `sum(|q| x price)` with `q < 0`), beside its NAV."""
+
+    at: datetime
+    nav: Decimal
+    long_value: Decimal
+    short_value: Decimal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +137,7 @@ def accounts(engine: Engine, market: str | None = None) -> list[AccountInfo]:
             market=account.market,
             currency=account.currency,
             initial_cash=account.initial_cash,
+            allow_short=bool(account.allow_short),
         )
         for account, agent in rows
     ]
@@ -263,6 +277,76 @@ def traded_notionals_of(
         for account_id, notional in connection.execute(query):
             out[account_id].append(notional)
     return out
+
+
+def exposures_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+    kind: SnapshotKind | str = SnapshotKind.SLOT,
+) -> dict[int, list[ExposureRow]]:
+    """The long and short values of every snapshot of `kind` in the window of each of
+    `account_ids` (an empty list for one without), oldest first, from the snapshots' marks:
+    signed quantity x price, exact."""
+    kind = SnapshotKind(kind)
+    found: dict[int, dict[int, list[Any]]] = {account_id: {} for account_id in account_ids}
+    if not account_ids:
+        return {}
+    query = (
+        select(
+            col(NavSnapshotRow.account_id),
+            col(NavSnapshotRow.id),
+            col(NavSnapshotRow.at),
+            col(NavSnapshotRow.nav),
+            col(NavMarkRow.quantity),
+            col(NavMarkRow.price),
+        )
+        .outerjoin(NavMarkRow, col(NavMarkRow.snapshot_id) == col(NavSnapshotRow.id))
+        .where(
+            col(NavSnapshotRow.account_id).in_(account_ids),
+            col(NavSnapshotRow.kind) == kind.value,
+            *_window(col(NavSnapshotRow.at), start, end),
+        )
+        .order_by(col(NavSnapshotRow.at), col(NavSnapshotRow.id))
+    )
+    with engine.connect() as connection:
+        rows: Sequence[Any] = connection.execute(query).all()
+        for account_id, snapshot_id, at, nav, quantity, price in rows:
+            point = found[account_id].setdefault(snapshot_id, [at, nav, Decimal(0), Decimal(0)])
+            if quantity is None or price is None:  # a snapshot without holdings
+                continue
+            if quantity > 0:
+                point[2] += quantity * price
+            elif quantity < 0:
+                point[3] += -quantity * price
+    return {
+        account_id: [
+            ExposureRow(at=at, nav=nav, long_value=long_value, short_value=short_value)
+            for at, nav, long_value, short_value in points.values()
+        ]
+        for account_id, points in found.items()
+    }
+
+
+def borrow_fees_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, Decimal]:
+    """The borrow fees charged in the window (by `charged_at`) to each of `account_ids`."""
+    found = dict.fromkeys(account_ids, Decimal(0))
+    if not account_ids:
+        return found
+    query = select(col(BorrowFeeRow.account_id), col(BorrowFeeRow.amount)).where(
+        col(BorrowFeeRow.account_id).in_(account_ids),
+        *_window(col(BorrowFeeRow.charged_at), start, end),
+    )
+    with engine.connect() as connection:
+        for account_id, amount in connection.execute(query):
+            found[account_id] += amount
+    return found
 
 
 def last_snapshots(

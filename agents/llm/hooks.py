@@ -36,7 +36,7 @@ from typing import Protocol
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import PortfolioOut, ToolError, ToolOutcome
-from openbell.markets.rules import MarketRules
+from openbell.markets.rules import MarketRules, ShortRules
 
 
 class Masker(Protocol):
@@ -152,12 +152,16 @@ def describe_rules(
     universe = (
         "" if masked else f", universe {ctx.universe.name} ({len(ctx.universe.symbols)} symbols)"
     )
+    shorting = rules.shorting if ctx.tools.shorting else None
+    sides = "Long only, no leverage" if shorting is None else "Long and short, no long leverage"
     market = (
-        f"Market {ctx.market} ({rules.currency}){universe}. Long only, no leverage. Orders fill at "
+        f"Market {ctx.market} ({rules.currency}){universe}. {sides}. Orders fill at "
         "the next trade price after now."
     )
     lines = [market]
     lines.extend(f"- {line}" for line in rule_lines(rules, money))
+    if shorting is not None:
+        lines.extend(f"- {line}" for line in short_lines(shorting))
     if money is not None:
         lines.append(REBASED_MONEY)
     return "\n".join(lines)
@@ -183,6 +187,21 @@ def rule_lines(rules: MarketRules, money: Callable[[Decimal], Decimal] | None = 
         lines.append(f"Minimum order value {shown(rules.min_notional)} {rules.currency}.")
     lines.append(f"{_fees_text(rules, shown)}; slippage {rules.slippage_bps} bps.")
     return lines
+
+
+def short_lines(shorting: ShortRules) -> list[str]:
+    """The shorting rules as short sentences, for an account allowed to short."""
+    sides = (
+        "Sides: buy/sell a long; short opens or adds to a short (its proceeds stay in cash), "
+        "cover buys it back. Sell a long before shorting it, cover a short before buying it."
+    )
+    margin = (
+        f"Margin: equity must cover longs in full plus {shorting.initial_margin} of the short "
+        f"value to short more; below longs plus {shorting.maintenance_margin} of it, shorts are "
+        "covered at the next open, largest first."
+    )
+    fee = f"Borrow fee {shorting.borrow_fee_bps_per_year} bps a year on the short value, daily."
+    return [sides, margin, fee]
 
 
 def _same(amount: Decimal) -> Decimal:
@@ -267,7 +286,14 @@ def _portfolio_text(portfolio: PortfolioOut) -> str:
         {"symbol": p.symbol, "quantity": str(p.quantity), "weight": str(p.weight)}
         for p in portfolio.positions
     ]
+    exposure = (
+        ""
+        if portfolio.gross_exposure is None
+        else f", gross exposure {portfolio.gross_exposure}, net {portfolio.net_exposure}, "
+        f"margin requirement {portfolio.margin_requirement}, borrow fees paid "
+        f"{portfolio.borrow_fees_paid}"
+    )
     return (
-        f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}, positions "
+        f"cash {portfolio.cash} {portfolio.currency}, NAV {portfolio.nav}{exposure}, positions "
         f"{wire_json(positions) if positions else 'none'}"
     )

@@ -5,6 +5,7 @@ action of the no-tool modes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
@@ -19,8 +20,9 @@ from openbell.agents.modes.final_action import (
 )
 from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
+from openbell.agents.pairs import Pair, PairPrompt
 
-MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench")
+MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench", "pair")
 
 __all__ = [
     "MAX_RETRIES",
@@ -40,12 +42,14 @@ def prompt_for_mode(
     masking_seed: str | int = 0,
     rebase: bool | None = None,
     top_k: int = DEFAULT_TOP_K,
+    pairs: Sequence[Pair] = (),
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
     `masking`, `masking_seed` and `rebase` (price rebasing; None: on at `blinded` only) must be
     those of the agent's masker: the builders show and read back through the same account key.
-    `top_k` sizes the fixed-candidate table.
+    `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
+    is bright only: its pairs name real tickers).
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
@@ -59,6 +63,10 @@ def prompt_for_mode(
         )
     if mode == "memory-only":
         return MemoryOnlyPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
+    if mode == "pair":
+        if level is not MaskingLevel.BRIGHT or not pairs:
+            raise ValueError("the pair mode needs pairs and masking 'bright'")
+        return PairPrompt(pairs)
     if mode == "stockbench":
         return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

@@ -147,10 +147,32 @@ class McpService:
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        """`wait_for_cycle`, then the registry's tools as the toolbox declares them."""
+        """`wait_for_cycle`, then the registry's tools as the toolbox declares them: as the
+        caller's cycle's toolbox offers them when it has one (an account allowed to short is
+        offered `short` and `cover`), else the long-only declarations."""
         tools = [_tool(WAIT_FOR_CYCLE, WAIT_DESCRIPTION, WaitForCycleArgs)]
-        tools.extend(_tool(name, DESCRIPTIONS[name], args) for name, args in ARGUMENTS.items())
+        principal, session = _caller(ctx)
+        cycle = self._cycle_seen(principal, session)
+        if cycle is None:
+            tools.extend(_tool(name, DESCRIPTIONS[name], args) for name, args in ARGUMENTS.items())
+        else:
+            tools.extend(
+                _tool(spec.name, spec.description, spec.args) for spec in cycle.ctx.tools.specs
+            )
         return types.ListToolsResult(tools=tools)
+
+    def _cycle_seen(self, principal: str, session: str) -> OpenCycle | None:
+        """The open cycle a call of the caller would act on, if there is exactly one (nothing is
+        bound: listing tools is not a call)."""
+        if principal.startswith(_CYCLE):
+            cycle_id = int(principal.removeprefix(_CYCLE))
+            found = [c for c in self._hub.waiting_any() if c.ctx.cycle_id == cycle_id]
+        else:
+            bound = self._bound.get((principal, session))
+            if bound is not None and bound.is_open:
+                return bound
+            found = self._hub.waiting(principal.removeprefix(_AGENT))
+        return found[0] if len(found) == 1 else None
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

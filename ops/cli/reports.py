@@ -87,6 +87,12 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip
+#: The columns a board with a shorting account adds (compact and wide): mean gross and net
+#: exposure and the borrow cost (`exporting.LONG_SHORT_KEYS`); other boards do not show them.
+LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gross %", "mean_gross_exposure"), ("net %", "mean_net_exposure"),
+    ("borrow %", "borrow_cost"),
+)  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).
 COMPACT_KEYS = frozenset(
     {"rank", "name", "final_nav", "cumulative_return", "annual_return", "max_drawdown"}
@@ -104,7 +110,8 @@ def _rank(row: LeaderboardRow) -> str:
 
 def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
-    Sortino, composite) or `wide` (the whole panel); figures as `ops.figures` rounds them, the
+    Sortino, composite) or `wide` (the whole panel), with the long-short columns before the
+    composite when the board has a shorting account; figures as `ops.figures` rounds them, the
     benchmark row in italics."""
     from rich.table import Table
 
@@ -122,6 +129,9 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
         caption_justify="left",
     )
     columns = [(h, k) for h, k in WIDE_COLUMNS if wide or k in COMPACT_KEYS]
+    if exporting.has_long_short([board]):
+        at = next(i for i, (_, key) in enumerate(columns) if key == "composite")
+        columns[at:at] = LONG_SHORT_COLUMNS
     for header, key in columns:
         if key == "name":
             width = None if wide else COMPACT_NAME_WIDTH
@@ -132,7 +142,7 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
         record = exporting.row_record(row)
         table.add_row(
             *(
-                _rank(row) if key == "rank" else figures.figure(key, record[key])
+                _rank(row) if key == "rank" else figures.figure(key, record.get(key))
                 for _, key in columns
             ),
             style="italic" if row.is_benchmark else None,

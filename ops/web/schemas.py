@@ -120,7 +120,8 @@ class Markets(_Document):
 
 
 class LeaderboardRow(_Document):
-    """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`."""
+    """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`, and for an
+    account allowed to short `exporting.LONG_SHORT_KEYS`."""
 
     rank: int | None
     name: str
@@ -164,6 +165,17 @@ class LeaderboardRow(_Document):
     z_sortino_ratio: float | None
     cost_per_decision: DecimalText | None
     return_per_dollar: float | None
+    mean_gross_exposure: float | None = Field(
+        None,
+        description="Shorting accounts only: mean of (longs + shorts) / NAV over the snapshots.",
+    )
+    mean_net_exposure: float | None = Field(
+        None,
+        description="Shorting accounts only: mean of (longs - shorts) / NAV over the snapshots.",
+    )
+    borrow_cost: float | None = Field(
+        None, description="Shorting accounts only: borrow fees charged over initial cash."
+    )
 
 
 class SeedStat(_Document):

@@ -99,7 +99,8 @@ def test_no_json_and_too_many_orders_get_feedback() -> None:
 
 def test_unknown_modes_are_refused() -> None:
     for mode in MODES:
-        assert prompt_for_mode(mode) is not prompt_for_mode(mode)  # fresh per cycle
+        pairs = (("AAA", "BBB"),) if mode == "pair" else ()  # the pair mode needs its pairs
+        assert prompt_for_mode(mode, pairs=pairs) is not prompt_for_mode(mode, pairs=pairs)
     with pytest.raises(ValueError, match="known: open-research"):
         prompt_for_mode("yolo")
 

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from openbell.ops import return_metrics as metrics
-from openbell.ops.return_metrics import NavPoint, Panel, compute_panel, periods_per_year
+from openbell.ops.return_metrics import (
+    ExposurePoint,
+    NavPoint,
+    Panel,
+    compute_panel,
+    long_short,
+    periods_per_year,
+)
 
 START = datetime(2025, 1, 6, 14, 30, tzinfo=UTC)
 REL = 1e-12
@@ -310,3 +317,31 @@ def test_identical_returns_have_exactly_zero_dispersion() -> None:
     assert metrics.sharpe_ratio(same, 252) is None
     assert metrics.annual_volatility(same, 252) == 0.0
     assert metrics.information_ratio(same, np.zeros(3), 252) is None
+
+
+# -- long-short metrics ---------------------------------------------------------------------------
+
+
+def _exposure(day: int, nav: int, long: int, short: int) -> ExposurePoint:
+    at = datetime(2025, 1, 1, tzinfo=UTC) + timedelta(days=day)
+    return ExposurePoint(
+        at=at, nav=Decimal(nav), long_value=Decimal(long), short_value=Decimal(short)
+    )
+
+
+def test_long_short_means_exposures_over_the_snapshots_and_prices_borrow() -> None:
+    points = [
+        _exposure(0, 10000, 5000, 5000),  # gross 1.0, net 0.0
+        _exposure(1, 8000, 6000, 2000),  # gross 1.0, net 0.5
+        _exposure(2, 0, 1, 0),  # a zero NAV says nothing about exposure: left out
+    ]
+    found = long_short(points, Decimal("12.5"), Decimal(10000))
+    assert found.mean_gross_exposure == pytest.approx(1.0)
+    assert found.mean_net_exposure == pytest.approx(0.25)
+    assert found.max_gross_exposure == pytest.approx(1.0)
+    assert found.borrow_fees == Decimal("12.5")
+    assert found.borrow_cost == pytest.approx(0.00125)
+    empty = long_short([], Decimal(0), Decimal(10000))
+    assert empty.mean_gross_exposure is None
+    assert empty.mean_net_exposure is None
+    assert empty.borrow_cost == 0.0

@@ -157,14 +157,21 @@ def make_arena(
     bars: Mapping[str, Sequence[Bar]] | None = None,
     cash: Decimal | None = None,
     agent: str = "agent",
+    allow_short: bool = False,
 ) -> Arena:
-    """An arena over the bundled data of `market` (or over `bars`), with the market's universe."""
+    """An arena over the bundled data of `market` (or over `bars`), with the market's universe;
+    its account may short with `allow_short`."""
     rules = rules_for(market)
     source = bundled(market) if bars is None else ReplaySource(market=market, bars=bars)
     opened_at = utc(2000, 1, 1)
     agent_id = ledger.ensure_agent(agent, "test", opened_at)
     account_id = ledger.open_account(
-        agent_id, market, rules.currency, cash or INITIAL_CASH[market], opened_at
+        agent_id,
+        market,
+        rules.currency,
+        cash or INITIAL_CASH[market],
+        opened_at,
+        allow_short=allow_short,
     )
     return Arena(
         ledger=ledger,

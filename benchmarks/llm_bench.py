@@ -182,6 +182,8 @@ class Slots:
     overheads: list[list[float]]
     model: FakeModel
     calls: int
+    #: `perf_counter` at each slot's start (and at the last one's end)
+    marks: list[float]
 
 
 def run_slots(workdir: Path, agents: int, latency_s: float, slots: int) -> Slots:
@@ -238,7 +240,7 @@ def run_slots(workdir: Path, agents: int, latency_s: float, slots: int) -> Slots
             served = model.served_s[agent.name][slot * calls : (slot + 1) * calls]
             shares.append((cycle - sum(served)) / cycle)
         overheads.append(shares)
-    return Slots(walls, cpus, overheads, model, calls)
+    return Slots(walls, cpus, overheads, model, calls, [marks[slot] for slot in range(slots + 1)])
 
 
 def _p90(values: list[float]) -> float:

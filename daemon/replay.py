@@ -21,6 +21,11 @@ accounts is refused before it writes anything, and the window check runs under t
 never touches the network: every price comes from the plan's `ReplaySource`s. A plan with outside
 agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for the replay's length; their cycles'
 deadlines are wall-clock (each cycle's wall budget).
+
+After the first slot (which loads the data the replay reads) the walk freezes the heap
+(`gc.freeze`) until it ends, when nothing else had: the cyclic garbage collector's full
+collections then leave out that data, which they would otherwise go through (about 0.13 s each,
+on the US hourly data with 100 LLM agents, stalling every agent of the slot).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -258,7 +264,12 @@ async def _replay(plan: ReplayPlan, ledger: ReplayLedger, progress: Progress | N
                 serve_mcp(hub, ledger, host=host, port=port, allow_remote=plan.mcp_allow_remote)
             )
             log.info("mcp_listening", url=url)
-        await _walk(plan, runner, ledger, accounts, events, counts, progress)
+        freeze = gc.get_freeze_count() == 0  # nothing frozen yet: the heap is the replay's
+        try:
+            await _walk(plan, runner, ledger, accounts, events, counts, progress, freeze=freeze)
+        finally:
+            if freeze:
+                gc.unfreeze()
     ledger.check()
     log.info("replay_finished", **asdict(counts))
     if runner.paused:  # the other accounts are finished; an operator must fix these
@@ -280,10 +291,13 @@ async def _walk(
     events: Sequence[_Event],
     counts: _Counts,
     progress: Progress | None,
+    *,
+    freeze: bool = False,
 ) -> None:
     """Run the plan's slots and session closes in order, adding them to `counts`, and write the
     ledger's batch after every `plan.batch_slots` slots or `BATCH_S` of wall time, whichever
-    comes first, always between two events (a batch that fails or is cut off is not written)."""
+    comes first, always between two events (a batch that fails or is cut off is not written).
+    With `freeze`, freeze the heap after the first slot (see the module docstring)."""
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
     clock = SimulatedClock(plan.start_at)
     batch_slots, batch_started = 0, time.perf_counter()
@@ -297,6 +311,8 @@ async def _walk(
         else:
             counts.add(await runner.run_slot(market, event.at, opened, now))
             batch_slots += 1
+            if freeze and counts.slots == 1:
+                gc.freeze()
             if progress is not None:
                 progress(counts.slots, total)
         if batch_slots >= plan.batch_slots or time.perf_counter() - batch_started >= BATCH_S:

@@ -540,6 +540,11 @@ class ReplayLedger(Ledger):
         self._batch.add_traces(stored)
         return stored
 
+    def journal_buffered(self, cycle_id: int) -> bool:
+        """Whether `append_journal` of `cycle_id` only adds to the batch (its cycle is in it): no
+        transaction, so the LLM agents' journal batch appends it at once (`agents/llm/batching`)."""
+        return cycle_id in self._cycles
+
     def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
         # The LLM agents' batch of a loop turn: each cycle's part goes where its cycle is (the
         # batch, or the ledger once written), in order.

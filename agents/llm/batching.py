@@ -13,17 +13,34 @@ A write that fails is tried again one cycle at a time, so one cycle's bad write 
 only; its error is kept on the cycle's `Handed` ticket and raised by the cycle's next flush
 (`Handed.check`). Entries handed in but not yet written when the process dies are lost, as the
 rows of a turn not yet flushed always were: the trace is kept up to about the last model request.
+
+A journal that holds a cycle's appends in memory until it writes them itself (a replay's unit of
+work, `ReplayLedger`, says so through `BufferedJournal.journal_buffered`) has no transaction to
+share: such a cycle's hand-off is appended at once, and its agent sends its next request without
+waiting for the loop turn's other agents. (Held for one write, a hundred agents' answers handled
+in one loop turn all waited for the last of them to be handled before any request left, and
+stayed bunched turn after turn: with the replay's in-memory journal that wait bought nothing.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol, runtime_checkable
 
 from openbell.agents.protocol import Journal
 from openbell.store.records import CycleUsage, JournalAppend, TraceEntry
+
+
+@runtime_checkable
+class BufferedJournal(Protocol):
+    """A journal that may hold a cycle's appends in memory until it writes them (a replay's unit
+    of work)."""
+
+    def journal_buffered(self, cycle_id: int) -> bool:
+        """Whether appending to `cycle_id`'s journal now only adds to memory (no transaction)."""
+        ...
 
 
 class Handed:
@@ -47,10 +64,14 @@ class JournalBatch:
 
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
+        self._buffered: Callable[[int], bool] | None = (
+            journal.journal_buffered if isinstance(journal, BufferedJournal) else None
+        )
         self._pending: list[Handed] = []
         self._scheduled_on: asyncio.AbstractEventLoop | None = None
         self._wrote: asyncio.Future[None] | None = None
-        #: Transactions written, and appends in them (for the benchmark and tests).
+        #: Writes made (transactions, but for a buffered journal's appends), and the appends in
+        #: them (for the benchmark and tests).
         self.transactions = 0
         self.appends = 0
 
@@ -58,8 +79,16 @@ class JournalBatch:
         self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None
     ) -> Handed:
         """Queue one cycle's entries and usage for the next write; written at once when no event
-        loop runs."""
+        loop runs, or when the journal buffers the cycle's appends in memory (and none of the
+        cycle's is still queued, so its entries stay in order)."""
         handed = Handed(JournalAppend(cycle_id=cycle_id, entries=tuple(entries), usage=usage))
+        if (
+            self._buffered is not None
+            and self._buffered(cycle_id)
+            and all(queued.append.cycle_id != cycle_id for queued in self._pending)
+        ):
+            self._write([handed])
+            return handed
         self._pending.append(handed)
         try:
             loop = asyncio.get_running_loop()

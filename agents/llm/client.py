@@ -166,6 +166,9 @@ class ChatClient:
         # The body's fields other than messages and tools, as wire JSON without its braces.
         fixed = {key: value for key, value in self._body((), None).items() if key != "messages"}
         self._fixed_json = wire_json(fixed)[1:-1]
+        # The request's URL, headers and timeout as httpx's objects, made at the first request
+        # (which raises, as every request would, if they are invalid) and reused.
+        self._parts: tuple[httpx.URL, httpx.Headers, httpx.Timeout] | None = None
         self.redact = Redactor([config.api_key])
 
     @asynccontextmanager
@@ -176,6 +179,16 @@ class ChatClient:
             return
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as http:
             yield Chat(self, http)
+
+    def _request_parts(self) -> tuple[httpx.URL, httpx.Headers, httpx.Timeout]:
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = (
+                httpx.URL(self.config.url),
+                httpx.Headers(self._headers()),
+                httpx.Timeout(self.config.timeout_s),
+            )
+        return parts
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **self.config.extra_headers}
@@ -288,11 +301,9 @@ class ChatClient:
     ) -> Completion | _Failure:
         """One request: the completion, or the failure when it is worth retrying."""
         try:
+            url, headers, timeout = self._request_parts()
             response = await http.post(
-                self.config.url,
-                content=body.encode("utf-8"),
-                headers=self._headers(),
-                timeout=self.config.timeout_s,
+                url, content=body.encode("utf-8"), headers=headers, timeout=timeout
             )
         except httpx.TimeoutException as exc:
             return _Failure(AttemptError.TIMEOUT, f"timed out ({type(exc).__name__})")

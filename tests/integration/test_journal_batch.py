@@ -1,18 +1,21 @@
 """The LLM agents' journal batch: the turns handed in during one turn of the event loop are one
-transaction, a bad cycle's write fails that cycle only, and nothing is written twice (SQLite,
-Postgres)."""
+transaction, a bad cycle's write fails that cycle only, nothing is written twice, and a replay's
+in-memory journal is appended at once (SQLite, Postgres)."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from sqlalchemy import Engine
 
-from openbell.agents.llm.batching import JournalBatch, batch_for
+from openbell.agents.llm.batching import BufferedJournal, JournalBatch, batch_for
 from openbell.store.ledger import Ledger
-from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.records import CycleUsage, JournalAppend, TraceEntry
+from openbell.store.replay_ledger import ReplayLedger
 from openbell_testkit.store import NOW
 
 
@@ -103,3 +106,80 @@ def test_write_now_writes_what_is_pending_once(ledger: Ledger) -> None:
     assert [e.content for e in ledger.traces(cycle_id)] == ["once"]
     with pytest.raises(ValueError, match="no cycle 999"):
         batch.hand(999, [_entry(999, "x")], None).check()
+
+
+def test_a_replays_buffered_cycles_are_appended_at_once_in_order(engine: Engine) -> None:
+    replay = ReplayLedger(engine, start_at=NOW)
+    owned, plain = _cycles(replay, 2)
+    replay.own([replay.cycle_account_id(owned)])
+    (buffered,) = _cycles_of(replay, [replay.cycle_account_id(owned)], NOW + timedelta(hours=1))
+    assert isinstance(replay, BufferedJournal)
+    assert not isinstance(Ledger(engine), BufferedJournal)
+    assert replay.journal_buffered(buffered)
+    assert not replay.journal_buffered(plain)  # claimed before `own`: in the ledger
+    batch = JournalBatch(replay)
+
+    async def slot() -> None:
+        first = batch.hand(buffered, [_entry(buffered, "at once")], CycleUsage(tokens_in=2))
+        assert first.written  # no loop turn waited for: the append is in memory
+        queued = batch.hand(plain, [_entry(plain, "grouped")], None)
+        assert not queued.written
+        await batch.stored(queued)
+        assert queued.written
+
+    asyncio.run(slot())
+    assert (batch.transactions, batch.appends) == (2, 2)
+    assert [e.content for e in replay.traces(buffered)] == ["at once"]
+    assert replay.cycle_usage(buffered).tokens_in == 2
+    assert [e.content for e in replay.traces(plain)] == ["grouped"]
+    replay.flush()
+    assert [e.content for e in Ledger(engine).traces(buffered)] == ["at once"]
+
+
+def test_a_buffered_cycle_waits_behind_its_own_queued_hand_off(engine: Engine) -> None:
+    replay = ReplayLedger(engine, start_at=NOW)
+    (cycle_id,) = _cycles(replay, 1)
+    account_id = replay.cycle_account_id(cycle_id)
+    replay.own([account_id])
+    (buffered,) = _cycles_of(replay, [account_id], NOW + timedelta(hours=1))
+    batch = JournalBatch(_BufferedFromSecondAsk(replay))
+
+    async def cycle() -> None:
+        queued = batch.hand(buffered, [_entry(buffered, "first")], None)
+        later = batch.hand(buffered, [_entry(buffered, "second")], None)
+        assert not later.written  # behind the cycle's own queued entries, not before them
+        await batch.stored(later)
+        assert queued.written
+
+    asyncio.run(cycle())
+    assert [e.content for e in replay.traces(buffered)] == ["first", "second"]
+
+
+class _BufferedFromSecondAsk:
+    """A replay's journal whose cycle turns buffered after the first hand-off (as a cycle would if
+    its account were owned mid-cycle)."""
+
+    def __init__(self, replay: ReplayLedger) -> None:
+        self._replay = replay
+        self._asked = 0
+
+    def journal_buffered(self, cycle_id: int) -> bool:
+        self._asked += 1
+        return self._asked > 1 and self._replay.journal_buffered(cycle_id)
+
+    def append_journal(
+        self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None = None
+    ) -> tuple[TraceEntry, ...]:
+        return self._replay.append_journal(cycle_id, entries, usage)
+
+    def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
+        return self._replay.append_journals(appends)
+
+
+def _cycles_of(ledger: Ledger, account_ids: list[int], slot_at: datetime) -> list[int]:
+    cycles = []
+    for account_id in account_ids:
+        cycle_id = ledger.claim_cycle(account_id, slot_at, "run", slot_at + timedelta(hours=1), NOW)
+        assert cycle_id is not None
+        cycles.append(cycle_id)
+    return cycles

@@ -2,11 +2,13 @@
 
 A short A-share replay trades and leaves a ledger that verifies, with a slot snapshot per cycle and
 a close snapshot per session; the same replay into two fresh databases leaves identical ledgers;
-a second replay of the window is refused without `resume` and changes nothing with it.
+a second replay of the window is refused without `resume` and changes nothing with it; the heap is
+frozen from the end of the first slot on and thawed at the end, unless something else froze it.
 """
 
 from __future__ import annotations
 
+import gc
 from datetime import timedelta
 from pathlib import Path
 
@@ -77,6 +79,35 @@ def test_the_same_replay_leaves_the_same_ledger(tmp_path: Path) -> None:
             engine.dispose()
     assert dumps[0] == dumps[1]
     assert dumps[0]["fill"]
+
+
+def test_the_heap_is_frozen_after_the_first_slot_and_thawed_at_the_end(sqlite_url: str) -> None:
+    assert gc.get_freeze_count() == 0
+    frozen: list[int] = []
+    run_replay(
+        _cn_plan(_migrated(sqlite_url)),
+        progress=lambda done, _total: frozen.append(gc.get_freeze_count()),
+    )
+    assert frozen[0] == 0  # the start; then each slot's end, the first one's already frozen
+    assert all(count > 0 for count in frozen[1:]), frozen
+    assert len(frozen) == SESSIONS + 1
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_replay_leaves_a_heap_frozen_before_it_alone(tmp_path: Path) -> None:
+    sentinel: list[object] = [[]]  # a container: tracked by the collector
+
+    def frozen() -> bool:  # the collector's generations do not list the frozen objects
+        return not any(found is sentinel for found in gc.get_objects())
+
+    gc.freeze()
+    try:
+        assert frozen()
+        run_replay(_cn_plan(_migrated(f"sqlite:///{tmp_path / 'frozen.db'}")))
+        assert frozen()
+    finally:
+        gc.unfreeze()
+    assert not frozen()
 
 
 def test_a_replayed_window_is_refused_without_resume(sqlite_url: str) -> None:

@@ -11,7 +11,13 @@ from urllib.parse import quote
 
 import pytest
 
-from openbell.store.redact import MIN_SECRET_CHARS, REDACTED, Redactor
+from openbell.store.redact import (
+    CREDENTIAL_PATTERNS,
+    MIN_SECRET_CHARS,
+    REDACTED,
+    Redactor,
+    mask_credentials,
+)
 from openbell_testkit.secrets import leaks
 
 KEY = "sk-proj-Abc123def456GHI789xyz"
@@ -102,6 +108,29 @@ def test_credential_looking_text_is_masked_whatever_its_value() -> None:
     assert masked == f"{REDACTED} Bearer {REDACTED} postgresql://u:{REDACTED}@h/d"
     # ...but only `mask`: stored identifiers go through `mask_values`, which leaves them alone.
     assert redactor.mask_values("sk-other0123456789") == "sk-other0123456789"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bearer abcdefgh1234",
+        "BASIC dXNlcjpwYXNz and more",
+        "authorization: bearer\tabc.def.ghi",
+        "Ba\u017fic abcdefgh1234",  # a long s matches `s` case-insensitively
+        "bearer \u0131s not \u0130t, baS\u0130c abcdefgh1234",  # dotless and dotted i match `i`
+        "\u017fk-abcdefgh1234 sk-abcdefgh1234 pk-zzzzzzzz rk-12345678",
+        "wss://u:pw1234@h/x, https://h/x and ://:@",
+        '{"bars":[{"open":"187.5"}],"reason":"basics"}',  # `basic` without a token: kept
+        "sk-abc ftp://a@b bearer",
+        "",
+    ],
+)
+def test_masking_credentials_skips_only_scans_that_cannot_match(text: str) -> None:
+    expected = text
+    for pattern, replacement in CREDENTIAL_PATTERNS:
+        expected = pattern.sub(replacement, expected)
+    assert mask_credentials(text) == expected
+    assert Redactor().mask(text) == expected
 
 
 @pytest.mark.parametrize("prefix", ["obt_", "obc_"])

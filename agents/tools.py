@@ -284,6 +284,12 @@ class PositionOut(BaseModel):
     weight: Decimal
 
 
+def weight_of(value: Decimal, nav: Decimal) -> Decimal:
+    """A holding's weight as `get_portfolio` shows it: `value / nav` to four places (0 when NAV is
+    not positive)."""
+    return (value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
+
+
 class PortfolioOut(ToolResult):
     """The account: cash, positions and NAV (`cash + positions_value`) in `currency`."""
 
@@ -308,9 +314,7 @@ class PortfolioOut(ToolResult):
                     quantity=holding.quantity,
                     mark=holding.mark,
                     value=holding.value,
-                    weight=(
-                        (holding.value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
-                    ),
+                    weight=weight_of(holding.value, nav),
                 )
                 for holding in book.holdings.values()
             ],

@@ -237,6 +237,7 @@ async def _replay(plan: ReplayPlan, ledger: ReplayLedger, progress: Progress | N
         run_id=plan.run_id,
         lease=REPLAY_LEASE,
         take_over_claimed=plan.resume,
+        inline_cycles=True,  # a replay's claims are never renewed nor lost
     )
     events = plan_events(plan)
     total = sum(1 for event in events if event.kind is _Kind.SLOT)

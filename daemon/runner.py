@@ -35,6 +35,7 @@ from typing import Final
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
+from openbell.agents.baselines import BASELINE_KINDS
 from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
@@ -174,6 +175,12 @@ class CycleRunner:
     a caller that knows no other run is alive (a resumed replay); a live daemon leaves it off and
     takes over a cycle only once its lease has ended. A slot's accounts are claimed in the order
     given; live daemons sharing a ledger give them in `claim_order`.
+
+    `inline_cycles` is for a runner whose claims are never renewed nor lost (a replay, which owns
+    its ledger's accounts): a slot's cycles then run in the slot's own task, one after the other,
+    when there is one of them or every agent is a rule baseline (`BASELINE_KINDS`), which runs on
+    the replay's local data without waiting on anything, and a baseline's decision goes without
+    the timeout, which could never fire; else each cycle is a task of its own, run concurrently.
     """
 
     def __init__(
@@ -185,6 +192,7 @@ class CycleRunner:
         lease: timedelta,
         take_over_claimed: bool = False,
         decide_timeout_s: float = DECIDE_TIMEOUT_S,
+        inline_cycles: bool = False,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -199,6 +207,7 @@ class CycleRunner:
         self._lease = lease
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
+        self._inline_cycles = inline_cycles
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
@@ -291,7 +300,20 @@ class CycleRunner:
         outcomes: dict[int, CycleOutcome],
     ) -> None:
         """Run the claims' cycles concurrently (an LLM agent mostly waits on its model); a STOP
-        raised by one cancels the others, and is raised here."""
+        raised by one cancels the others, and is raised here. With `inline_cycles`, one cycle or
+        baselines' cycles are run in order in this task instead (see the class docstring)."""
+        if self._inline_cycles and (
+            len(claims) == 1 or all(claim.agent.kind in BASELINE_KINDS for claim in claims)
+        ):
+            for claim in claims:
+                if claim.cycle_id not in self._held:  # lost while observing
+                    outcomes[claim.account_id] = _not_run(claim)
+                    continue
+                timed = claim.agent.kind not in BASELINE_KINDS
+                outcomes[claim.account_id] = await self._run_cycle(
+                    desk, snapshot, claim, slot_at, now, timed=timed
+                )
+            return
         tasks: dict[int, asyncio.Task[CycleOutcome]] = {}
         try:
             async with asyncio.TaskGroup() as group:
@@ -401,6 +423,8 @@ class CycleRunner:
         claim: _Claim,
         slot_at: datetime,
         now: datetime,
+        *,
+        timed: bool = True,
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
@@ -432,7 +456,10 @@ class CycleRunner:
         failure: Exception | None = None
         skipped: str | None = None
         try:
-            async with asyncio.timeout(self._decide_timeout_s):
+            if timed:
+                async with asyncio.timeout(self._decide_timeout_s):
+                    await claim.agent.decide(context)
+            else:
                 await claim.agent.decide(context)
         except CycleSkipped as exc:
             skipped = exc.reason

@@ -9,9 +9,11 @@ Snapshots are written through the ledger, which makes writing one twice a no-op.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
+from typing import Final
 
 import structlog
 
@@ -23,6 +25,8 @@ from openbell.store.ledger import Ledger
 from openbell.store.records import NavSnapshot, SnapshotKind
 
 log = structlog.stdlib.get_logger(__name__)
+#: The standard logger behind `log`, whose level decides which of its lines are written.
+_STDLIB_LOG: Final = logging.getLogger(__name__)
 
 
 async def last_close_quotes(
@@ -105,21 +109,32 @@ async def write_close_snapshots(
     wanted = sorted({symbol for symbols in held.values() for symbol in symbols})
     closes = await last_closes(gateway, wanted, close_at)
     written = 0
+    market = gateway.market
     for account_id in pending:
-        bound = log.bind(market=gateway.market, account_id=account_id, at=close_at)
         try:
             check_marks(account_id, held[account_id], closes, close_at)
             snapshot = ledger.write_nav_snapshot(account_id, close_at, SnapshotKind.CLOSE, closes)
         except Exception as exc:
             if action_for(Stage.SNAPSHOT, exc) is Action.STOP:
                 raise
-            bound.warning(
+            log.warning(
                 "nav_snapshot_failed",
+                market=market,
+                account_id=account_id,
+                at=close_at,
                 kind=SnapshotKind.CLOSE.value,
                 error_class=type(exc).__name__,
                 error_message=str(exc),
             )
             continue
         written += 1
-        bound.info("nav_snapshot_written", kind=SnapshotKind.CLOSE.value, nav=snapshot.nav)
+        if _STDLIB_LOG.isEnabledFor(logging.INFO):  # not assembled when the level filters it out
+            log.info(
+                "nav_snapshot_written",
+                market=market,
+                account_id=account_id,
+                at=close_at,
+                kind=SnapshotKind.CLOSE.value,
+                nav=snapshot.nav,
+            )
     return written

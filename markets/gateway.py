@@ -27,7 +27,13 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Final
 
-from openbell.markets.bar_series import BarSeries, BarWindow, PreparedBars, mean_of_last
+from openbell.markets.bar_series import (
+    BarSeries,
+    BarWindow,
+    PreparedBars,
+    bar_quote,
+    mean_of_last,
+)
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
@@ -270,6 +276,21 @@ class PointInTimeGateway:
         (from a prepared source's running sums, without adding the closes up again)."""
         if not windows or min(windows) < 1:
             raise ValueError(f"windows must be one or more positive lengths, got {list(windows)}")
+        if self._prepared is not None:  # the same window, found without building one
+            lookback = max(windows)
+            check_utc("now", now)
+            if not 1 <= lookback <= self._max_lookback:
+                raise ValueError(
+                    f"lookback must be between 1 and {self._max_lookback}, got {lookback}"
+                )
+            self._check_interval(interval)
+            days = self._window_days(interval, lookback)
+            averages, ended_at = _prepared_means(
+                self._prepared, symbol, interval, windows, days, now
+            )
+            return AveragesResult(
+                symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
+            )
         found = await self._last_bars(symbol, interval, max(windows), now)
         if isinstance(found, BarWindow):
             averages = {n: found.mean_close(n) for n in windows if n <= len(found)}
@@ -456,12 +477,37 @@ def _prepared_last(
     return found.last(lookback)
 
 
+def _prepared_means(
+    prepared: PreparedBars,
+    symbol: str,
+    interval: str,
+    windows: Sequence[int],
+    days: int,
+    now: datetime,
+) -> tuple[dict[int, Decimal], datetime | None]:
+    """The means and last bar end `moving_averages` gives over `_prepared_last`'s window of
+    `max(windows)` bars, from the series' indices: the same bisections, no window object."""
+    series = prepared.prepared_series(symbol, interval)
+    if series is None:
+        return {}, None
+    lookback = max(windows)
+    now_us = (now - _FLOOR) // _MICROSECOND
+    lo, hi = series.span(max(now_us - days * _DAY_US, 0), now_us)
+    if 0 < hi - lo < lookback:  # a suspension or a long holiday: widen the window once
+        lo, hi = series.span(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    lo = max(lo, hi - lookback)
+    if hi <= lo:
+        return {}, None
+    found = hi - lo
+    return {n: series.mean_close(hi - n, hi) for n in windows if n <= found}, series.end_at(hi - 1)
+
+
 def _prepared_closes(
     prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
 ) -> dict[str, Quote]:
     """`last_closes` from a prepared source's series (see `_prepared_ended`)."""
     out = {
-        symbol: Quote(symbol=symbol, price=series.closes[index], at=series.end_at(index))
+        symbol: bar_quote(symbol, series.closes[index], series.end_at(index))
         for symbol, (series, index) in _prepared_ended(prepared, symbols, interval, days, now)
     }
     _check_seen("bar end", (quote.at for quote in out.values()), now)

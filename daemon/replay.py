@@ -20,7 +20,11 @@ keeps a daemon off the file; on Postgres an advisory lock per account. A second 
 accounts is refused before it writes anything, and the window check runs under that claim. Replay
 never touches the network: every price comes from the plan's `ReplaySource`s. A plan with outside
 agents serves `/mcp` on loopback (`ReplayPlan.mcp_listen`) for the replay's length; their cycles'
-deadlines are wall-clock (each cycle's wall budget).
+deadlines are wall-clock (each cycle's wall budget). While it runs, Python's cyclic garbage
+collector leaves alone the objects that were alive when it started (imports, the plan, the
+prepared bars: `gc.freeze`) and collects the young generation every `GC_YOUNG_THRESHOLD`
+allocations instead of 700 (`_collector_for_replay`): scanning those objects again and again was
+a fifth of a daily replay's time; both are restored when it ends.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -65,7 +70,29 @@ REPLAY_LEASE: Final = timedelta(minutes=15)
 #: The longest a batch of the replay's ledger writes collects before it is written (wall time).
 BATCH_S: Final = 1.0
 
+#: How many allocations (net of frees) the young generation collects after during a replay
+#: (Python's default is 700): the cycles it reclaims wait a little longer, a few MB at most.
+GC_YOUNG_THRESHOLD: Final = 50_000
+
 Progress = Callable[[int, int], None]
+
+
+@contextlib.contextmanager
+def _collector_for_replay() -> Iterator[None]:
+    """The garbage collector tuned for a replay (see the module docstring), restored after. The
+    objects frozen are unfrozen at the end (so those that became garbage are collected then); a
+    process that froze objects itself keeps its own freeze."""
+    thresholds = gc.get_threshold()
+    freezing = gc.get_freeze_count() == 0
+    if freezing:
+        gc.freeze()
+    gc.set_threshold(max(GC_YOUNG_THRESHOLD, thresholds[0]), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if freezing:
+            gc.unfreeze()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,23 +186,25 @@ def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayR
     SQLite ledger or another replay runs on one of these Postgres accounts, for a ledger that is
     not at the schema head, and for one that already has cycles in the window without `resume`."""
     started = time.perf_counter()
-    engine = make_engine(plan.store_url, redactor=plan.redactor)
-    file_lock = DaemonLock(plan.store_url, role="replay")
-    account_locks = AccountLocks(
-        engine, [(market.market, agent.name) for market in plan.markets for agent in market.agents]
-    )
-    try:
-        file_lock.acquire()
-        account_locks.acquire()
-        if plan.migrate:
-            upgrade(plan.store_url)
-        check_schema(engine)
-        ledger = ReplayLedger(engine, start_at=plan.start_at)
-        counts = asyncio.run(_replay(plan, ledger, progress))
-    finally:
-        account_locks.release()
-        file_lock.release()
-        engine.dispose()
+    with _collector_for_replay():
+        engine = make_engine(plan.store_url, redactor=plan.redactor)
+        file_lock = DaemonLock(plan.store_url, role="replay")
+        account_locks = AccountLocks(
+            engine,
+            [(market.market, agent.name) for market in plan.markets for agent in market.agents],
+        )
+        try:
+            file_lock.acquire()
+            account_locks.acquire()
+            if plan.migrate:
+                upgrade(plan.store_url)
+            check_schema(engine)
+            ledger = ReplayLedger(engine, start_at=plan.start_at)
+            counts = asyncio.run(_replay(plan, ledger, progress))
+        finally:
+            account_locks.release()
+            file_lock.release()
+            engine.dispose()
     return ReplayReport(
         slots=counts.slots,
         cycles_done=counts.done,

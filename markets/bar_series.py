@@ -170,7 +170,7 @@ class BarSeries:
         them was rounded and both sums are the same number (then divided alike); otherwise the
         closes are added up in order, as the windowed computation does.
         """
-        sums, finest = self._running_sums()
+        sums, finest = self._sums or self._running_sums()
         total = _EXACT.subtract(sums[hi], sums[lo])
         if total.adjusted() - finest + 1 > getcontext().prec:
             return mean_of_last(self.closes[lo:hi], hi - lo)

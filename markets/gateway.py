@@ -185,7 +185,7 @@ class PointInTimeGateway:
         self._max_news = max_news
         self._bars_per_day = {"1d": 1, "1h": slots_per_session(source.market, "hourly")}
         # What the source can do beyond the port, asked once (a protocol check is slow).
-        self._prepared = source if isinstance(source, PreparedBars) else None
+        self._prepared = _KeptSeries(source) if isinstance(source, PreparedBars) else None
         self._history = source if isinstance(source, FirstBars) else None
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
@@ -459,6 +459,30 @@ class GatewayView:
     ) -> NewsResult:
         """See `PointInTimeGateway.news`."""
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
+
+
+class _KeptSeries:
+    """A prepared source whose series are each asked for once: a replay source loads a series on
+    its first query and keeps it, so the same one is found again here without the lookups."""
+
+    __slots__ = ("_series", "_source")
+
+    def __init__(self, source: PreparedBars) -> None:
+        self._source = source
+        self._series: dict[tuple[str, str], BarSeries | None] = {}
+
+    def ended_windows(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
+    ) -> Mapping[str, BarWindow]:
+        return self._source.ended_windows(symbols, interval, start_at, end_by)
+
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        key = (symbol, interval)
+        try:
+            return self._series[key]
+        except KeyError:
+            found = self._series[key] = self._source.prepared_series(symbol, interval)
+            return found
 
 
 def _prepared_last(

@@ -36,15 +36,9 @@ async def last_close_quotes(
     over every interval the source serves (the latest end wins; a tie goes to the finer interval).
     Symbols with no such bar are absent."""
     wanted = tuple(symbols)
-    out: dict[str, Quote] = {}
     if not wanted:
-        return out
-    for interval in gateway.source.intervals:  # finest first
-        found = await gateway.last_closes(wanted, interval, at)
-        for symbol, quote in found.items():
-            if symbol not in out or quote.at > out[symbol].at:
-                out[symbol] = quote
-    return {symbol: out[symbol] for symbol in wanted if symbol in out}
+        return {}
+    return await gateway.latest_closes(wanted, at)
 
 
 async def last_closes(

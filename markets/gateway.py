@@ -9,8 +9,10 @@ once and shared by every agent of that slot, and the moving averages of closes t
 trade on (`moving_averages`). Sources (`sources.py`) answer time ranges; the gateway chooses the
 ranges and filters what comes back, so a source's mistakes cannot leak. A source whose bars are
 prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ranges as windows of
-bars already known to have ended by `now`, found by bisection, and its means come from running sums;
-what comes out is exactly what the range-and-filter path gives (a property test checks it).
+bars already known to have ended by `now`, found by bisection, its means come from running sums
+and the latest close over every interval (`latest_closes`: the session-close marks) from one pass
+per symbol; what comes out is exactly what the range-and-filter path gives (a property test checks
+it).
 An interval the source does not serve raises `IntervalUnavailable`; a symbol without data is an
 empty result or a `missing` entry, worded the same whether the symbol is unknown or merely has no
 data yet, so that an error says nothing about the future either.
@@ -324,6 +326,44 @@ class PointInTimeGateway:
             )
             if close is not None and ended_at is not None:
                 out[symbol] = Quote(symbol=symbol, price=close, at=ended_at)
+        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        return out
+
+    async def latest_closes(self, symbols: Sequence[str], now: datetime) -> dict[str, Quote]:
+        """The close of each symbol's last bar ended by `now` over every interval the source
+        serves, as a quote stamped with that bar's end (the latest end wins; a tie goes to the
+        finer interval): what `last_closes` gives per interval, merged. A prepared source's
+        series answer it in one pass per symbol, without a quote built per interval. Symbols
+        without such a bar are absent; the others come in the order asked."""
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        intervals = self._source.intervals  # finest first
+        if self._prepared is None:
+            merged: dict[str, Quote] = {}
+            for interval in intervals:
+                for symbol, quote in (await self.last_closes(wanted, interval, now)).items():
+                    if symbol not in merged or quote.at > merged[symbol].at:
+                        merged[symbol] = quote
+            return {symbol: merged[symbol] for symbol in wanted if symbol in merged}
+        now_us = (now - _FLOOR) // _MICROSECOND
+        starts = [
+            max(now_us - self._window_days(interval, 1) * _DAY_US, 0) for interval in intervals
+        ]
+        out: dict[str, Quote] = {}
+        for symbol in wanted:
+            best: tuple[int, BarSeries, int] | None = None
+            for interval, start_us in zip(intervals, starts, strict=True):
+                series = self._prepared.prepared_series(symbol, interval)
+                index = None if series is None else series.last_ended(start_us, now_us)
+                if (
+                    series is not None
+                    and index is not None
+                    and (best is None or series.ends[index] > best[0])
+                ):
+                    best = (series.ends[index], series, index)
+            if best is not None:
+                _, series, index = best
+                out[symbol] = bar_quote(symbol, series.closes[index], series.end_at(index))
         _check_seen("bar end", (quote.at for quote in out.values()), now)
         return out
 

@@ -24,7 +24,7 @@ deadlines are wall-clock (each cycle's wall budget). While it runs, Python's cyc
 collector leaves alone the objects that were alive when it started (imports, the plan, the
 prepared bars: `gc.freeze`) and collects the young generation every `GC_YOUNG_THRESHOLD`
 allocations instead of 700 (`_collector_for_replay`): scanning those objects again and again was
-a fifth of a daily replay's time; both are restored when it ends.
+up to a fifth of a daily replay's CPU time; both are restored when it ends.
 """
 
 from __future__ import annotations

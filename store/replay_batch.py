@@ -16,12 +16,14 @@ other accounts may write at the same time, ids are reserved from the tables' seq
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, bindparam, delete, func, select, update
+from sqlalchemy import Connection, Dialect, Table, bindparam, delete, func, select, update
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
@@ -258,7 +260,7 @@ def insert_rows(
     instant), across the tables of one batch."""
     dialect = connection.dialect
     names = list(rows[0])
-    compiled = table.insert().compile(dialect=dialect, column_keys=names)
+    compiled = _compiled_insert(table, dialect, tuple(names))
     if set(compiled.binds) != set(names) or compiled.escaped_bind_names:
         connection.execute(table.insert(), rows)
         return
@@ -297,6 +299,13 @@ def insert_rows(
         else [dict(zip(order, row, strict=True)) for row in zip(*values, strict=True)]
     )
     connection.exec_driver_sql(compiled.string, parameters)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_insert(table: Table, dialect: Dialect, names: tuple[str, ...]) -> SQLCompiler:
+    """`table`'s insert of `names` compiled for `dialect`, once (every batch inserts the same
+    columns of the same tables)."""
+    return table.insert().compile(dialect=dialect, column_keys=list(names))
 
 
 def _kept(process: Callable[[Any], Any], kept: dict[Any, Any]) -> Callable[[Any], Any]:

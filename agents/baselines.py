@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, PairNeutral, check_pairs
 from openbell.agents.protocol import Agent, DecisionContext
-from openbell.agents.tools import PortfolioOut, ToolError
+from openbell.agents.tools import ToolError
 from openbell.markets.domain import check_market
 
 BASELINE_KINDS: tuple[str, ...] = (
@@ -70,15 +70,10 @@ def _basket(weights: Mapping[str, Decimal]) -> dict[str, Decimal]:
 
 
 async def _holdings(ctx: DecisionContext) -> dict[str, Decimal] | None:
-    """Symbol -> weight of what the account holds, or None when the portfolio is unavailable."""
-    portfolio = await ctx.tools.get_portfolio()
-    if isinstance(portfolio, ToolError):
-        return None
-    return _weights_of(portfolio)
-
-
-def _weights_of(portfolio: PortfolioOut) -> dict[str, Decimal]:
-    return {position.symbol: position.weight for position in portfolio.positions}
+    """Symbol -> weight of what the account holds (the weights `get_portfolio` shows), or None
+    when the portfolio is unavailable."""
+    held = await ctx.tools.holdings()
+    return None if isinstance(held, ToolError) else held
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,12 +180,13 @@ class SmaCrossover:
         if held is None:
             await tools.finish("Portfolio unavailable; no trades.")
             return
-        if not ctx.universe.symbols:
+        offered = ctx.universe.symbols
+        if not offered:
             await tools.finish("Nothing is offered at this slot; no trades.")
             return
         longs: list[str] = []
         exits: list[str] = []
-        for symbol in ctx.universe.symbols:
+        for symbol in offered:
             signal = await self._signal(ctx, symbol)
             if signal is True and symbol not in held:
                 longs.append(symbol)
@@ -200,7 +196,7 @@ class SmaCrossover:
             await tools.place_order(
                 symbol, "sell", target_weight=Decimal(0), reason="SMA50 <= SMA200"
             )
-        weight = _weight(1, len(ctx.universe.symbols))
+        weight = _weight(1, len(offered))
         for symbol in longs:
             await tools.place_order(symbol, "buy", target_weight=weight, reason="SMA50 > SMA200")
         await tools.finish(f"Entered {longs or 'none'}; exited {exits or 'none'}.")

@@ -19,14 +19,15 @@ research tools (news, fundamentals, arithmetic) are served from `research.py`'s 
 
 from __future__ import annotations
 
+import functools
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Final, TypeVar
 from zoneinfo import ZoneInfo
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import CycleOrders, PaperBroker
@@ -61,6 +62,7 @@ from openbell.agents.tools import (
     ToolSpec,
     describe_validation_error,
     unknown_symbol,
+    weight_of,
 )
 from openbell.markets.domain import (
     Instrument,
@@ -81,6 +83,15 @@ from openbell.store.records import RecordedOrder
 R = TypeVar("R", bound=ToolResult)
 #: The arguments of `get_portfolio`, which has none.
 _NO_ARGUMENTS = GetPortfolioArgs()
+#: The tools the toolbox handles itself: name -> (argument model, handler method), as `specs`
+#: declares them (a unit test holds the two together).
+_OWN_HANDLERS: Final[dict[str, tuple[type[BaseModel], str]]] = {
+    "get_bars": (GetBarsArgs, "_get_bars"),
+    "get_quote": (GetQuoteArgs, "_get_quote"),
+    "get_portfolio": (GetPortfolioArgs, "_portfolio"),
+    "place_order": (PlaceOrderArgs, "_place_order"),
+    "finish": (FinishArgs, "_finish"),
+}
 #: The bar intervals a tool may ask for (`GetBarsArgs.interval`).
 _INTERVALS: tuple[str, ...] = typing.get_args(GetBarsArgs.model_fields["interval"].annotation)
 
@@ -136,16 +147,25 @@ class Toolbox:
         )
         self.finished = False
         self.summary: str | None = None
-        #: Whether this account may short here: the market allows it and the account opted in
-        #: (`allow_short`); only then is `place_order` offered `short` and `cover`.
-        self.shorting = rules.shorting is not None and self._orders.state().allow_short
+        self._fundamentals = fundamentals
+
+    @functools.cached_property
+    def shorting(self) -> bool:
+        """Whether this account may short here: the market allows it and the account opted in
+        (`allow_short`); only then is `place_order` offered `short` and `cover`."""
+        return self._rules.shorting is not None and self._orders.state().allow_short
+
+    @functools.cached_property
+    def specs(self) -> tuple[ToolSpec[Any], ...]:
+        """The tools, in the order a model is shown them (built when first asked for: a Python
+        agent's calls go to the toolbox's own handlers without them)."""
         described = SHORTING_DESCRIPTIONS if self.shorting else DESCRIPTIONS
         arguments = SHORTING_ARGUMENTS if self.shorting else ARGUMENTS
         research = ResearchTools(
-            gateway=gateway,
-            fundamentals=fundamentals,
+            gateway=self._gateway,
+            fundamentals=self._fundamentals,
             serves=lambda symbol: self._instrument(symbol) is not None,
-            now=now,
+            now=self._now,
         )
         handlers: dict[str, Any] = {
             "get_bars": self._get_bars,
@@ -157,11 +177,14 @@ class Toolbox:
             "place_order": self._place_order,
             "finish": self._finish,
         }
-        self.specs: tuple[ToolSpec[Any], ...] = tuple(
+        return tuple(
             ToolSpec(name, described[name], model, handlers[name])
             for name, model in arguments.items()
         )
-        self._by_name = {spec.name: spec for spec in self.specs}
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, ToolSpec[Any]]:
+        return {spec.name: spec for spec in self.specs}
 
     @property
     def now(self) -> datetime:
@@ -183,25 +206,34 @@ class Toolbox:
     async def call(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
         """Validate `arguments` with the tool's model and run its handler; never raises for
         anything the caller can get wrong (unknown tool, bad arguments, a call after finish)."""
-        spec = self._by_name.get(name)
-        if spec is None:
-            return self._error(
-                ErrorCode.UNKNOWN_TOOL,
-                f"There is no tool named {name!r}.",
-                f"Use one of: {', '.join(self._by_name)}.",
-            )
+        model: type[BaseModel]
+        handler: Callable[[Any], Awaitable[ToolOutcome]]
+        own = _OWN_HANDLERS.get(name)
+        if own is not None:  # the same spec `specs` holds, found without building them all
+            model, handler = own[0], getattr(self, own[1])
+            if name == "place_order" and self.shorting:
+                model = SHORTING_ARGUMENTS[name]
+        else:
+            spec = self._by_name.get(name)
+            if spec is None:
+                return self._error(
+                    ErrorCode.UNKNOWN_TOOL,
+                    f"There is no tool named {name!r}.",
+                    f"Use one of: {', '.join(self._by_name)}.",
+                )
+            model, handler = spec.args, spec.handler
         if self.finished:
             return self._finished_error()
         raw = dict(arguments) if isinstance(arguments, Mapping) else arguments
         try:
-            args = spec.args.model_validate(raw)
+            args = model.model_validate(raw)
         except ValidationError as exc:
             return self._error(
                 ErrorCode.INVALID_ARGUMENTS,
                 f"Invalid arguments for {name}: {describe_validation_error(exc)}.",
                 f"Call {name} with arguments matching its schema.",
             )
-        return await spec.handler(args)
+        return await handler(args)
 
     async def serve(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
         """`call`, as a model gets it (the LLM loop, MCP): a result with rows is kept within
@@ -253,6 +285,15 @@ class Toolbox:
         if self.finished:
             return self._finished_error()
         return _typed(await self._portfolio(_NO_ARGUMENTS), PortfolioOut)
+
+    async def holdings(self) -> dict[str, Decimal] | ToolError:
+        """Symbol -> weight of each holding, as `get_portfolio` shows them (for Python agents; not
+        a model tool): the same book and weights, without the tool's result built."""
+        if self.finished:
+            return self._finished_error()
+        book = await self._book()
+        nav = book.nav
+        return {symbol: weight_of(held.value, nav) for symbol, held in book.holdings.items()}
 
     async def place_order(
         self,

@@ -313,6 +313,12 @@ SHORTING_FIELDS: Final = (
 )
 
 
+def weight_of(value: Decimal, nav: Decimal) -> Decimal:
+    """A holding's weight as `get_portfolio` shows it: `value / nav` to four places (0 when NAV is
+    not positive)."""
+    return (value / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
+
+
 class PortfolioOut(ToolResult):
     """The account: cash, positions and NAV (`cash + positions_value`) in `currency`.
 
@@ -358,8 +364,8 @@ class PortfolioOut(ToolResult):
             extra = {
                 "long_value": _money(exposure.long_value, book.currency),
                 "short_value": _money(exposure.short_value, book.currency),
-                "gross_exposure": _fraction(exposure.gross, nav),
-                "net_exposure": _fraction(exposure.net, nav),
+                "gross_exposure": weight_of(exposure.gross, nav),
+                "net_exposure": weight_of(exposure.net, nav),
                 "margin_requirement": _money(
                     exposure.initial_requirement(shorting.rules), book.currency
                 ),
@@ -378,7 +384,7 @@ class PortfolioOut(ToolResult):
                     quantity=holding.quantity,
                     mark=holding.mark,
                     value=holding.value,
-                    weight=_fraction(holding.value, nav),
+                    weight=weight_of(holding.value, nav),
                 )
                 for holding in book.holdings.values()
             ],
@@ -401,11 +407,6 @@ def _money(amount: Decimal, currency: str) -> Decimal:
     """`amount` by the money rule, a zero as plain 0 (not `0E-8`, which a model reads badly)."""
     rounded = round_money(amount, currency)
     return rounded if rounded else Decimal(0)
-
-
-def _fraction(amount: Decimal, nav: Decimal) -> Decimal:
-    """`amount / nav` to four places (zero when NAV is not positive)."""
-    return (amount / nav).quantize(_WEIGHT_PLACES) if nav > 0 else Decimal(0)
 
 
 class OrderStatusOut(enum.StrEnum):

@@ -132,9 +132,10 @@ def crypto_frames() -> dict[str, pd.DataFrame]:
     return frames
 
 
-def run_backtrader(frames: dict[str, pd.DataFrame]) -> tuple[float, float]:
-    """Wall time and final portfolio value of the rule in backtrader (taker fee 10 bps)."""
-    started = time.perf_counter()
+def run_backtrader(frames: dict[str, pd.DataFrame]) -> tuple[float, float, float]:
+    """Wall time, CPU time and final portfolio value of the rule in backtrader (taker fee
+    10 bps)."""
+    started, cpu = time.perf_counter(), time.process_time()
     cerebro = bt.Cerebro(stdstats=False)
     for symbol, frame in frames.items():
         cerebro.adddata(bt.feeds.PandasData(dataname=frame), name=symbol)
@@ -142,7 +143,8 @@ def run_backtrader(frames: dict[str, pd.DataFrame]) -> tuple[float, float]:
     cerebro.broker.setcash(10_000)
     cerebro.broker.setcommission(commission=0.001)
     cerebro.run()
-    return time.perf_counter() - started, float(cerebro.broker.getvalue())
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return seconds, cpu, float(cerebro.broker.getvalue())
 
 
 def final_nav(db: Path) -> str:
@@ -187,7 +189,9 @@ def drop_postgres_schema(url: str, name: str) -> None:
         connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
-def run_openbell(workdir: Path, run: int, postgres: str | None = None) -> tuple[float, int, str]:
+def run_openbell(
+    workdir: Path, run: int, postgres: str | None = None
+) -> tuple[float, float, int, str]:
     db = workdir / f"crypto-{run}.db"
     schema = f"replay_bench_{os.getpid()}_{run}"
     url = (
@@ -198,7 +202,7 @@ def run_openbell(workdir: Path, run: int, postgres: str | None = None) -> tuple[
     config_path = workdir / f"crypto-{run}.toml"
     config_path.write_text(CRYPTO_CONFIG.replace("sqlite:///{db}", url))
     config = load_config(config_path)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     report = replay_from_config(
         config,
         start=CRYPTO_START,
@@ -207,11 +211,11 @@ def run_openbell(workdir: Path, run: int, postgres: str | None = None) -> tuple[
         resume=False,
         show_progress=False,
     )
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     nav = final_nav_at(url)
     if postgres is not None:
         drop_postgres_schema(postgres, schema)
-    return seconds, report.slots, nav
+    return seconds, cpu, report.slots, nav
 
 
 def peak_rss_mb(workdir: Path) -> float:
@@ -237,17 +241,21 @@ def main() -> None:
     frames = crypto_frames()
     ours: list[float] = []
     theirs: list[float] = []
+    our_cpu: list[float] = []
+    their_cpu: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         slots = 0
         for run in range(0 if args.skip_speed else args.runs):
-            seconds, slots, nav = run_openbell(workdir, run, args.postgres)
+            seconds, cpu, slots, nav = run_openbell(workdir, run, args.postgres)
             ours.append(seconds)
-            bt_seconds, bt_value = run_backtrader(frames)
+            our_cpu.append(cpu)
+            bt_seconds, bt_cpu, bt_value = run_backtrader(frames)
             theirs.append(bt_seconds)
+            their_cpu.append(bt_cpu)
             print(
-                f"run {run + 1}: openbell {seconds:.2f} s (final NAV {nav}), "
-                f"backtrader {bt_seconds:.2f} s (final value {bt_value:.2f})"
+                f"run {run + 1}: openbell {seconds:.2f} s, CPU {cpu:.2f} s (final NAV {nav}), "
+                f"backtrader {bt_seconds:.2f} s, CPU {bt_cpu:.2f} s (final value {bt_value:.2f})"
             )
         if ours:
             ratio = statistics.median(ours) / statistics.median(theirs)
@@ -256,6 +264,13 @@ def main() -> None:
                 f"{'Postgres' if args.postgres else 'SQLite'} ledger: openbell median "
                 f"{statistics.median(ours):.2f} s, backtrader median "
                 f"{statistics.median(theirs):.2f} s, ratio {ratio:.2f} (target <= 1.0)"
+            )
+            # This process's CPU time (the Postgres server's is not in it): on a shared machine
+            # it moves less with the other work than the wall time does.
+            print(
+                f"CPU time of this process: openbell median {statistics.median(our_cpu):.2f} s, "
+                f"backtrader median {statistics.median(their_cpu):.2f} s, ratio "
+                f"{statistics.median(our_cpu) / statistics.median(their_cpu):.2f}"
             )
         if not args.skip_rss:
             rss_mb = peak_rss_mb(workdir)

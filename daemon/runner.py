@@ -37,6 +37,7 @@ from typing import Final
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
+from openbell.agents.baselines import BASELINE_KINDS
 from openbell.agents.broker import MarginCall, PaperBroker, in_margin_call
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
@@ -181,6 +182,12 @@ class CycleRunner:
     a caller that knows no other run is alive (a resumed replay); a live daemon leaves it off and
     takes over a cycle only once its lease has ended. A slot's accounts are claimed in the order
     given; live daemons sharing a ledger give them in `claim_order`.
+
+    `inline_cycles` is for a runner whose claims are never renewed nor lost (a replay, which owns
+    its ledger's accounts): a slot's cycles then run in the slot's own task, one after the other,
+    when there is one of them or every agent is a rule baseline (`BASELINE_KINDS`), which runs on
+    the replay's local data without waiting on anything, and a baseline's decision goes without
+    the timeout, which could never fire; else each cycle is a task of its own, run concurrently.
     """
 
     def __init__(
@@ -192,6 +199,7 @@ class CycleRunner:
         lease: timedelta,
         take_over_claimed: bool = False,
         decide_timeout_s: float = DECIDE_TIMEOUT_S,
+        inline_cycles: bool = False,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -206,6 +214,7 @@ class CycleRunner:
         self._lease = lease
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
+        self._inline_cycles = inline_cycles
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
@@ -298,7 +307,20 @@ class CycleRunner:
         outcomes: dict[int, CycleOutcome],
     ) -> None:
         """Run the claims' cycles concurrently (an LLM agent mostly waits on its model); a STOP
-        raised by one cancels the others, and is raised here."""
+        raised by one cancels the others, and is raised here. With `inline_cycles`, one cycle or
+        baselines' cycles are run in order in this task instead (see the class docstring)."""
+        if self._inline_cycles and (
+            len(claims) == 1 or all(claim.agent.kind in BASELINE_KINDS for claim in claims)
+        ):
+            for claim in claims:
+                if claim.cycle_id not in self._held:  # lost while observing
+                    outcomes[claim.account_id] = _not_run(claim)
+                    continue
+                timed = claim.agent.kind not in BASELINE_KINDS
+                outcomes[claim.account_id] = await self._run_cycle(
+                    desk, snapshot, claim, slot_at, now, timed=timed
+                )
+            return
         tasks: dict[int, asyncio.Task[CycleOutcome]] = {}
         try:
             async with asyncio.TaskGroup() as group:
@@ -401,6 +423,14 @@ class CycleRunner:
             }
         )
 
+    async def _decide(self, agent: Agent, context: DecisionContext, *, timed: bool) -> None:
+        """The agent's turn, within the cycle's wall-time budget when `timed`."""
+        if not timed:
+            await agent.decide(context)
+            return
+        async with asyncio.timeout(self._decide_timeout_s):
+            await agent.decide(context)
+
     async def _run_cycle(
         self,
         desk: MarketDesk,
@@ -408,6 +438,8 @@ class CycleRunner:
         claim: _Claim,
         slot_at: datetime,
         now: datetime,
+        *,
+        timed: bool = True,
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
@@ -445,8 +477,7 @@ class CycleRunner:
         )
         try:
             if failure is None:
-                async with asyncio.timeout(self._decide_timeout_s):
-                    await claim.agent.decide(context)
+                await self._decide(claim.agent, context, timed=timed)
         except CycleSkipped as exc:
             skipped = exc.reason
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)

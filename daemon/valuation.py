@@ -15,9 +15,11 @@ charged at or before its instant, which is how `ledger verify` recomputes it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
+from typing import Final
 
 import structlog
 
@@ -32,6 +34,8 @@ from openbell.store.margin_ledger import BorrowFee, day_end
 from openbell.store.records import NavSnapshot, SnapshotKind
 
 log = structlog.stdlib.get_logger(__name__)
+#: The standard logger behind `log`, whose level decides which of its lines are written.
+_STDLIB_LOG: Final = logging.getLogger(__name__)
 
 
 async def last_close_quotes(
@@ -41,15 +45,9 @@ async def last_close_quotes(
     over every interval the source serves (the latest end wins; a tie goes to the finer interval).
     Symbols with no such bar are absent."""
     wanted = tuple(symbols)
-    out: dict[str, Quote] = {}
     if not wanted:
-        return out
-    for interval in gateway.source.intervals:  # finest first
-        found = await gateway.last_closes(wanted, interval, at)
-        for symbol, quote in found.items():
-            if symbol not in out or quote.at > out[symbol].at:
-                out[symbol] = quote
-    return {symbol: out[symbol] for symbol in wanted if symbol in out}
+        return {}
+    return await gateway.latest_closes(wanted, at)
 
 
 async def last_closes(
@@ -168,8 +166,8 @@ async def write_close_snapshots(
     wanted = sorted({symbol for symbols in held.values() for symbol in symbols})
     closes = await last_closes(gateway, wanted, close_at)
     written = 0
+    market = gateway.market
     for account_id in pending:
-        bound = log.bind(market=gateway.market, account_id=account_id, at=close_at)
         try:
             await charge_borrow_fees(ledger, gateway, account_id, close_at, shorting)
             check_marks(account_id, held[account_id], closes, close_at)
@@ -177,13 +175,24 @@ async def write_close_snapshots(
         except Exception as exc:
             if action_for(Stage.SNAPSHOT, exc) is Action.STOP:
                 raise
-            bound.warning(
+            log.warning(
                 "nav_snapshot_failed",
+                market=market,
+                account_id=account_id,
+                at=close_at,
                 kind=SnapshotKind.CLOSE.value,
                 error_class=type(exc).__name__,
                 error_message=str(exc),
             )
             continue
         written += 1
-        bound.info("nav_snapshot_written", kind=SnapshotKind.CLOSE.value, nav=snapshot.nav)
+        if _STDLIB_LOG.isEnabledFor(logging.INFO):  # not assembled when the level filters it out
+            log.info(
+                "nav_snapshot_written",
+                market=market,
+                account_id=account_id,
+                at=close_at,
+                kind=SnapshotKind.CLOSE.value,
+                nav=snapshot.nav,
+            )
     return written

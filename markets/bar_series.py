@@ -24,7 +24,7 @@ from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, get
 from typing import Final, Protocol, overload, runtime_checkable
 
 from openbell.markets.barfile import BarPrices
-from openbell.markets.domain import Bar
+from openbell.markets.domain import Bar, Quote
 
 #: How many `Bar`s a series builds at once, when one of them is first asked for.
 BLOCK_BARS: Final = 256
@@ -35,6 +35,21 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 #: Adding and subtracting finite decimals in this context is exact: no sum is ever rounded.
 _EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact])
+
+
+def bar_quote(symbol: str, price: Decimal, at: datetime) -> Quote:
+    """`Quote(symbol=symbol, price=price, at=at)` of a price read from a series (a bar's open or
+    close, which its bar file or its `Bar` refused unless positive) at one of its bar's instants
+    (UTC): built without checking them again, as a replay builds one per symbol and slot."""
+    quote = _new(Quote)
+    _set(quote, "symbol", symbol)
+    _set(quote, "price", price)
+    _set(quote, "at", at)
+    return quote
+
+
+_new: Final = object.__new__
+_set: Final = object.__setattr__
 
 
 def mean_of_last(closes: Sequence[Decimal], n: int) -> Decimal:
@@ -129,9 +144,14 @@ class BarSeries:
     def window(self, start_us: int, end_by_us: int) -> BarWindow:
         """The bars that started at or after `start_us` and had ended by `end_by_us`. Bars never
         overlap, so both starts and ends are increasing and the run is two bisections."""
+        return BarWindow(self, *self.span(start_us, end_by_us))
+
+    def span(self, start_us: int, end_by_us: int) -> tuple[int, int]:
+        """The indices `lo, hi` (`lo <= hi`) of `window(start_us, end_by_us)`: its bars are
+        `lo .. hi - 1`."""
         lo = bisect.bisect_left(self.starts, start_us)
         hi = bisect.bisect_right(self.ends, end_by_us)
-        return BarWindow(self, lo, max(lo, hi))
+        return lo, max(lo, hi)
 
     def last_ended(self, start_us: int, end_by_us: int) -> int | None:
         """The index of the last bar of `window(start_us, end_by_us)` (None: it is empty), found
@@ -150,7 +170,7 @@ class BarSeries:
         them was rounded and both sums are the same number (then divided alike); otherwise the
         closes are added up in order, as the windowed computation does.
         """
-        sums, finest = self._running_sums()
+        sums, finest = self._sums or self._running_sums()
         total = _EXACT.subtract(sums[hi], sums[lo])
         if total.adjusted() - finest + 1 > getcontext().prec:
             return mean_of_last(self.closes[lo:hi], hi - lo)

@@ -187,25 +187,30 @@ class DecimalColumn(Sequence[Decimal]):
     a replay reads its way along them (keeping every block it passed grew a year-long replay's
     memory by the size of its files)."""
 
-    __slots__ = ("_blocks", "_column")
+    __slots__ = ("_blocks", "_column", "_len")
 
     def __init__(self, column: Any) -> None:
         self._column = column.combine_chunks()
+        self._len = len(self._column)
         self._blocks: dict[int, list[Decimal]] = {}
 
     def __len__(self) -> int:
-        return len(self._column)
+        return self._len
 
     @overload
     def __getitem__(self, index: int) -> Decimal: ...
     @overload
     def __getitem__(self, index: slice) -> Sequence[Decimal]: ...
     def __getitem__(self, index: int | slice) -> Decimal | Sequence[Decimal]:
+        try:  # the common read: a value of a block kept (a negative index or a slice goes on)
+            return self._blocks[index // COLUMN_BLOCK][index % COLUMN_BLOCK]  # type: ignore[operator]
+        except (KeyError, TypeError, IndexError):
+            pass
         if isinstance(index, slice):
             return list(self._column[index].to_pylist())
         if index < 0:
-            index += len(self._column)
-        if not 0 <= index < len(self._column):
+            index += self._len
+        if not 0 <= index < self._len:
             raise IndexError("decimal column index out of range")
         number, offset = divmod(index, COLUMN_BLOCK)
         block = self._blocks.get(number)

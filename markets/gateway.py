@@ -9,8 +9,10 @@ once and shared by every agent of that slot, and the moving averages of closes t
 trade on (`moving_averages`). Sources (`sources.py`) answer time ranges; the gateway chooses the
 ranges and filters what comes back, so a source's mistakes cannot leak. A source whose bars are
 prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ranges as windows of
-bars already known to have ended by `now`, found by bisection, and its means come from running sums;
-what comes out is exactly what the range-and-filter path gives (a property test checks it).
+bars already known to have ended by `now`, found by bisection, its means come from running sums
+and the latest close over every interval (`latest_closes`: the session-close marks) from one pass
+per symbol; what comes out is exactly what the range-and-filter path gives (a property test checks
+it).
 An interval the source does not serve raises `IntervalUnavailable`; a symbol without data is an
 empty result or a `missing` entry, worded the same whether the symbol is unknown or merely has no
 data yet, so that an error says nothing about the future either.
@@ -27,7 +29,13 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Final
 
-from openbell.markets.bar_series import BarSeries, BarWindow, PreparedBars, mean_of_last
+from openbell.markets.bar_series import (
+    BarSeries,
+    BarWindow,
+    PreparedBars,
+    bar_quote,
+    mean_of_last,
+)
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import IntervalUnavailable
 from openbell.markets.slots import slots_per_session
@@ -179,7 +187,7 @@ class PointInTimeGateway:
         self._max_news = max_news
         self._bars_per_day = {"1d": 1, "1h": slots_per_session(source.market, "hourly")}
         # What the source can do beyond the port, asked once (a protocol check is slow).
-        self._prepared = source if isinstance(source, PreparedBars) else None
+        self._prepared = _KeptSeries(source) if isinstance(source, PreparedBars) else None
         self._history = source if isinstance(source, FirstBars) else None
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
@@ -270,6 +278,21 @@ class PointInTimeGateway:
         (from a prepared source's running sums, without adding the closes up again)."""
         if not windows or min(windows) < 1:
             raise ValueError(f"windows must be one or more positive lengths, got {list(windows)}")
+        if self._prepared is not None:  # the same window, found without building one
+            lookback = max(windows)
+            check_utc("now", now)
+            if not 1 <= lookback <= self._max_lookback:
+                raise ValueError(
+                    f"lookback must be between 1 and {self._max_lookback}, got {lookback}"
+                )
+            self._check_interval(interval)
+            days = self._window_days(interval, lookback)
+            averages, ended_at = _prepared_means(
+                self._prepared, symbol, interval, windows, days, now
+            )
+            return AveragesResult(
+                symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
+            )
         found = await self._last_bars(symbol, interval, max(windows), now)
         if isinstance(found, BarWindow):
             averages = {n: found.mean_close(n) for n in windows if n <= len(found)}
@@ -303,6 +326,44 @@ class PointInTimeGateway:
             )
             if close is not None and ended_at is not None:
                 out[symbol] = Quote(symbol=symbol, price=close, at=ended_at)
+        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        return out
+
+    async def latest_closes(self, symbols: Sequence[str], now: datetime) -> dict[str, Quote]:
+        """The close of each symbol's last bar ended by `now` over every interval the source
+        serves, as a quote stamped with that bar's end (the latest end wins; a tie goes to the
+        finer interval): what `last_closes` gives per interval, merged. A prepared source's
+        series answer it in one pass per symbol, without a quote built per interval. Symbols
+        without such a bar are absent; the others come in the order asked."""
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        intervals = self._source.intervals  # finest first
+        if self._prepared is None:
+            merged: dict[str, Quote] = {}
+            for interval in intervals:
+                for symbol, quote in (await self.last_closes(wanted, interval, now)).items():
+                    if symbol not in merged or quote.at > merged[symbol].at:
+                        merged[symbol] = quote
+            return {symbol: merged[symbol] for symbol in wanted if symbol in merged}
+        now_us = (now - _FLOOR) // _MICROSECOND
+        starts = [
+            max(now_us - self._window_days(interval, 1) * _DAY_US, 0) for interval in intervals
+        ]
+        out: dict[str, Quote] = {}
+        for symbol in wanted:
+            best: tuple[int, BarSeries, int] | None = None
+            for interval, start_us in zip(intervals, starts, strict=True):
+                series = self._prepared.prepared_series(symbol, interval)
+                index = None if series is None else series.last_ended(start_us, now_us)
+                if (
+                    series is not None
+                    and index is not None
+                    and (best is None or series.ends[index] > best[0])
+                ):
+                    best = (series.ends[index], series, index)
+            if best is not None:
+                _, series, index = best
+                out[symbol] = bar_quote(symbol, series.closes[index], series.end_at(index))
         _check_seen("bar end", (quote.at for quote in out.values()), now)
         return out
 
@@ -440,6 +501,30 @@ class GatewayView:
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
 
 
+class _KeptSeries:
+    """A prepared source whose series are each asked for once: a replay source loads a series on
+    its first query and keeps it, so the same one is found again here without the lookups."""
+
+    __slots__ = ("_series", "_source")
+
+    def __init__(self, source: PreparedBars) -> None:
+        self._source = source
+        self._series: dict[tuple[str, str], BarSeries | None] = {}
+
+    def ended_windows(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
+    ) -> Mapping[str, BarWindow]:
+        return self._source.ended_windows(symbols, interval, start_at, end_by)
+
+    def prepared_series(self, symbol: str, interval: str) -> BarSeries | None:
+        key = (symbol, interval)
+        try:
+            return self._series[key]
+        except KeyError:
+            found = self._series[key] = self._source.prepared_series(symbol, interval)
+            return found
+
+
 def _prepared_last(
     prepared: PreparedBars, symbol: str, interval: str, lookback: int, days: int, now: datetime
 ) -> Sequence[Bar]:
@@ -456,12 +541,37 @@ def _prepared_last(
     return found.last(lookback)
 
 
+def _prepared_means(
+    prepared: PreparedBars,
+    symbol: str,
+    interval: str,
+    windows: Sequence[int],
+    days: int,
+    now: datetime,
+) -> tuple[dict[int, Decimal], datetime | None]:
+    """The means and last bar end `moving_averages` gives over `_prepared_last`'s window of
+    `max(windows)` bars, from the series' indices: the same bisections, no window object."""
+    series = prepared.prepared_series(symbol, interval)
+    if series is None:
+        return {}, None
+    lookback = max(windows)
+    now_us = (now - _FLOOR) // _MICROSECOND
+    lo, hi = series.span(max(now_us - days * _DAY_US, 0), now_us)
+    if 0 < hi - lo < lookback:  # a suspension or a long holiday: widen the window once
+        lo, hi = series.span(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    lo = max(lo, hi - lookback)
+    if hi <= lo:
+        return {}, None
+    found = hi - lo
+    return {n: series.mean_close(hi - n, hi) for n in windows if n <= found}, series.end_at(hi - 1)
+
+
 def _prepared_closes(
     prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
 ) -> dict[str, Quote]:
     """`last_closes` from a prepared source's series (see `_prepared_ended`)."""
     out = {
-        symbol: Quote(symbol=symbol, price=series.closes[index], at=series.end_at(index))
+        symbol: bar_quote(symbol, series.closes[index], series.end_at(index))
         for symbol, (series, index) in _prepared_ended(prepared, symbols, interval, days, now)
     }
     _check_seen("bar end", (quote.at for quote in out.values()), now)

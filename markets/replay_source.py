@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from openbell.markets.bar_series import BarSeries, BarWindow
+from openbell.markets.bar_series import BarSeries, BarWindow, bar_quote
 from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
@@ -269,6 +269,13 @@ class ReplaySource(SourceIdentity):
         """The replay quote known at `at` for each symbol that has one (see `quote_at`, which a
         subclass may answer otherwise: the cache replay's recorded quotes)."""
         out: dict[str, Quote] = {}
+        if type(self).quote_at is ReplaySource.quote_at:  # answered here: `at` converted once
+            now_us = micros(at)
+            for symbol in check_symbols(symbols):
+                found = self._quote_at(symbol, now_us)
+                if found is not None:
+                    out[symbol] = found
+            return out
         for symbol in check_symbols(symbols):
             found = self.quote_at(symbol, at)
             if found is not None:
@@ -293,14 +300,14 @@ class ReplaySource(SourceIdentity):
         for series in self._series_of(symbol):
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
-                return Quote(symbol=symbol, price=series.opens[index], at=series.start_at(index))
+                return bar_quote(symbol, series.opens[index], series.start_at(index))
             ended = bisect.bisect_right(series.ends, now_us) - 1
             if ended >= 0 and (latest is None or series.ends[ended] > latest[0]):
                 latest = (series.ends[ended], series, ended)
         if latest is None:
             return None
         _, found, index = latest
-        return Quote(symbol=symbol, price=found.closes[index], at=found.end_at(index))
+        return bar_quote(symbol, found.closes[index], found.end_at(index))
 
     def first_bar_ends(self, symbols: Sequence[str]) -> dict[str, datetime]:
         """When each of `symbols` first had an ended bar: the earliest end of its first bars of

@@ -95,10 +95,13 @@ class Universe:
     weights_pct: Mapping[str, Decimal] = field(default_factory=dict)
     coverage: Period | None = None
     memberships: Mapping[str, Period] = field(default_factory=dict)
+    # The members' symbols, worked out once (a cycle asks for them many times).
+    _symbols: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_market(self.market)
         symbols = [instrument.symbol for instrument in self.instruments]
+        object.__setattr__(self, "_symbols", tuple(symbols))
         if len(set(symbols)) != len(symbols):
             repeated = sorted({s for s in symbols if symbols.count(s) > 1})
             raise ValueError(f"universe {self.name} lists {repeated} more than once")
@@ -130,7 +133,7 @@ class Universe:
     @property
     def symbols(self) -> tuple[str, ...]:
         """The members' symbols, in the file's order."""
-        return tuple(instrument.symbol for instrument in self.instruments)
+        return self._symbols
 
     def instrument(self, symbol: str) -> Instrument:
         """The member with this symbol; `KeyError` when it is not in the universe."""
@@ -140,7 +143,7 @@ class Universe:
         raise KeyError(f"{symbol} is not in universe {self.name}")
 
     def __contains__(self, symbol: object) -> bool:
-        return any(instrument.symbol == symbol for instrument in self.instruments)
+        return symbol in self._symbols
 
     def is_member_on(self, symbol: str, day: date) -> bool:
         """Whether `symbol` is a member on `day` (an undated member always is)."""

@@ -16,12 +16,14 @@ other accounts may write at the same time, ids are reserved from the tables' seq
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, bindparam, delete, func, select, update
+from sqlalchemy import Connection, Dialect, Table, bindparam, delete, func, select, update
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
@@ -35,6 +37,7 @@ from openbell.store.tables import (
     POSITION_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.types import UtcDateTime
 from openbell.store.working_copy import AccountBook
 
 #: How many ids of a table are reserved from its Postgres sequence at a time.
@@ -223,6 +226,7 @@ class ReplayBatch:
     def write(self, connection: Connection, books: Mapping[int, AccountBook]) -> None:
         """Insert every row and write the moved accounts' cash and positions, on `connection`
         (inside the caller's transaction)."""
+        instants: dict[Any, Any] = {}  # a batch's instants repeat: each is bound once
         for table, rows in (
             (CYCLE_TABLE, list(self.cycles.values())),
             (ORDER_TABLE, self.orders),
@@ -232,23 +236,31 @@ class ReplayBatch:
             (TRACE_TABLE, self.traces),
         ):
             if rows:
-                insert_rows(connection, table, rows)
+                insert_rows(connection, table, rows, instants=instants)
         moved = [books[account_id] for account_id in sorted(self.moved)]
         if moved:
             write_books(connection, moved)
 
 
-def insert_rows(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+def insert_rows(
+    connection: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    instants: dict[Any, Any] | None = None,
+) -> None:
     """Insert `rows` (each with the same columns) into `table` through the driver: the statement
     compiled once, each column's values through its type's bind processor (what Core's insert does
     row by row, at a cost per row). SQLite runs it with one `executemany`; Postgres, where each
     row of an `executemany` is a message of its own, as one `INSERT ... SELECT * FROM unnest(...)`
     of an array per column. The engine's hooks (the masking of `db.py`) still see every
     parameter. A statement that would need more than the rows' values (a column default) goes
-    through Core's insert."""
+    through Core's insert. `instants` keeps what the `UtcDateTime` columns' processor gave for
+    each instant, to give it again (a pure function of the instant: an equal datetime is the same
+    instant), across the tables of one batch."""
     dialect = connection.dialect
     names = list(rows[0])
-    compiled = table.insert().compile(dialect=dialect, column_keys=names)
+    compiled = _compiled_insert(table, dialect, tuple(names))
     if set(compiled.binds) != set(names) or compiled.escaped_bind_names:
         connection.execute(table.insert(), rows)
         return
@@ -258,7 +270,15 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[Mapping[str
         connection.execute(table.insert(), rows)
         return
     processors = [
-        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in order
+        _kept(process, instants)
+        if instants is not None
+        and process is not None
+        and isinstance(table.c[name].type, UtcDateTime)
+        else process
+        for name, process in (
+            (name, table.c[name].type.dialect_impl(dialect).bind_processor(dialect))
+            for name in order
+        )
     ]
     values = [
         [row[name] for row in rows] if process is None else [process(row[name]) for row in rows]
@@ -279,6 +299,28 @@ def insert_rows(connection: Connection, table: Table, rows: Sequence[Mapping[str
         else [dict(zip(order, row, strict=True)) for row in zip(*values, strict=True)]
     )
     connection.exec_driver_sql(compiled.string, parameters)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_insert(table: Table, dialect: Dialect, names: tuple[str, ...]) -> SQLCompiler:
+    """`table`'s insert of `names` compiled for `dialect`, once (every batch inserts the same
+    columns of the same tables)."""
+    return table.insert().compile(dialect=dialect, column_keys=list(names))
+
+
+def _kept(process: Callable[[Any], Any], kept: dict[Any, Any]) -> Callable[[Any], Any]:
+    """`process`, giving again what it gave for a value equal to one it had (`kept`)."""
+
+    def processed(value: Any) -> Any:
+        try:
+            return kept[value]
+        except KeyError:
+            found = kept[value] = process(value)
+            return found
+        except TypeError:  # not hashable: not an instant, which `process` says
+            return process(value)
+
+    return processed
 
 
 #: A named parameter of a compiled Postgres (psycopg, `pyformat`) statement.

@@ -19,7 +19,7 @@ import pytest
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
-from openbell.agents.toolbox import Toolbox
+from openbell.agents.toolbox import _OWN_HANDLERS, Toolbox
 from openbell.agents.tools import (
     ErrorCode,
     OrderOut,
@@ -521,3 +521,36 @@ def test_openai_tools_match_the_argument_models(ledger: Ledger) -> None:
     assert set(PlaceOrderArgs.model_fields) == {
         "symbol", "side", "shares", "target_weight", "reason", "confidence"
     }  # fmt: skip
+
+
+def test_a_python_agents_calls_reach_the_handlers_the_specs_name(ledger: Ledger) -> None:
+    # `call` finds the toolbox's own tools without building `specs`: the same model and handler.
+    arena = make_arena(ledger, "us")
+    tools = asyncio.run(arena.toolbox(US_OPEN))
+    specs = {spec.name: spec for spec in tools.specs}
+    assert set(_OWN_HANDLERS) < set(specs)
+    for name, (model, method) in _OWN_HANDLERS.items():
+        assert specs[name].args is model
+        assert specs[name].handler == getattr(tools, method)
+
+
+def test_holdings_are_the_weights_get_portfolio_shows(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "crypto")
+
+    async def scenario() -> list[object]:
+        tools = await arena.toolbox(CRYPTO_DAY)
+        empty = await tools.holdings()
+        await tools.place_order("BTC/USDT", "buy", target_weight=D("0.3"))
+        await tools.place_order("ETH/USDT", "buy", target_weight=D("0.2"))
+        held, portfolio = await tools.holdings(), await tools.get_portfolio()
+        await tools.finish("done")
+        return [empty, held, portfolio, await tools.holdings()]
+
+    empty, held, portfolio, late = asyncio.run(scenario())
+    assert empty == {}
+    assert not isinstance(portfolio, ToolError)
+    assert held == {position.symbol: position.weight for position in portfolio.positions}
+    assert set(held) == {"BTC/USDT", "ETH/USDT"}
+    assert D("0.29") < held["BTC/USDT"] < D("0.31")  # filled at the next open, marked now
+    assert isinstance(late, ToolError)
+    assert late.code is ErrorCode.ALREADY_FINISHED

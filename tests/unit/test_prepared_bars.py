@@ -133,6 +133,21 @@ def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObjec
         expected = [(last[-1].close, last[-1].end_at)] if last else []
         assert [(q.price, q.at) for q in closes.values() if q.symbol == each] == expected
 
+    # Over every interval: the latest of each interval's last close (a tie to the finer one),
+    # in the order asked, as one pass over the series gives it.
+    latest = run(prepared.latest_closes(wanted, now))
+    assert latest == run(unprepared.latest_closes(wanted, now))
+    assert list(latest) == [each for each in dict.fromkeys(wanted) if each in latest]
+    for each in dict.fromkeys(wanted):
+        found = [
+            quote
+            for interval_ in source.intervals  # finest first
+            if (quote := run(unprepared.last_closes([each], interval_, now)).get(each))
+        ]
+        newest = max((quote.at for quote in found), default=None)
+        expected = next((quote for quote in found if quote.at == newest), None)
+        assert latest.get(each) == expected
+
     # Which symbols have a bar starting in a range, without building the bars.
     until = now + timedelta(days=data.draw(st.integers(0, 40), label="days"))
     assert source.symbols_between(wanted, interval, now, until) == set(

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -174,6 +174,12 @@ class CycleRunner:
     a caller that knows no other run is alive (a resumed replay); a live daemon leaves it off and
     takes over a cycle only once its lease has ended. A slot's accounts are claimed in the order
     given; live daemons sharing a ledger give them in `claim_order`.
+
+    With a `clock` (live daemons sharing a ledger), a cycle runs only once its account has no
+    earlier cycle still `claimed`: it waits for one whose lease runs (polling every `wait_s` real
+    seconds, its own claim renewed meanwhile) and marks `interrupted` one whose lease has ended,
+    so that an account's cycles never overlap. Without one (a replay, which runs its slots in
+    order and owns its accounts) nothing is awaited.
     """
 
     def __init__(
@@ -185,6 +191,8 @@ class CycleRunner:
         lease: timedelta,
         take_over_claimed: bool = False,
         decide_timeout_s: float = DECIDE_TIMEOUT_S,
+        clock: Callable[[], datetime] | None = None,
+        wait_s: float = 1.0,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -199,6 +207,8 @@ class CycleRunner:
         self._lease = lease
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
+        self._clock = clock
+        self._wait_s = wait_s
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
@@ -404,6 +414,7 @@ class CycleRunner:
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
+        await self._after_earlier(claim, slot_at, bound)
         toolbox = Toolbox(
             ledger=self._ledger,
             broker=desk.broker,
@@ -442,7 +453,7 @@ class CycleRunner:
         rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
         try:
             valued = await write_slot_snapshot(
-                self._ledger, desk.gateway, snapshot, claim.account_id
+                self._ledger, desk.gateway, snapshot, claim.account_id, cycle_id=claim.cycle_id
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
@@ -481,6 +492,32 @@ class CycleRunner:
             rejections=rejections,
             taken_over=claim.taken_over,
         )
+
+    async def _after_earlier(self, claim: _Claim, slot_at: datetime, bound: _CycleLog) -> None:
+        """Wait until the claim's account has no earlier cycle still `claimed` (with a clock):
+        one whose lease has ended is marked `interrupted`, one whose lease runs is waited for."""
+        if self._clock is None:
+            return
+        waited = False
+        while earlier := self._ledger.claims_before(claim.account_id, slot_at):
+            now = self._clock()
+            running = False
+            for cycle in earlier:
+                if cycle.lease_until >= now:
+                    running = True
+                elif self._ledger.interrupt_cycle(cycle.cycle_id, now, expired_at=now):
+                    bound.warning(
+                        "cycle_interrupted",
+                        interrupted_cycle_id=cycle.cycle_id,
+                        interrupted_slot_at=cycle.slot_at,
+                        claimed_by=cycle.claimed_by,
+                        reason="superseded",
+                    )
+            if running:
+                if not waited:
+                    bound.warning("cycle_waits_for_earlier", earlier=[c.cycle_id for c in earlier])
+                    waited = True
+                await asyncio.sleep(self._wait_s)
 
     def _failed(
         self,

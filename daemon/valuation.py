@@ -65,8 +65,11 @@ async def write_slot_snapshot(
     gateway: PointInTimeGateway,
     snapshot: MarketSnapshot,
     account_id: int,
+    *,
+    cycle_id: int | None = None,
 ) -> NavSnapshot:
-    """Write the account's `slot` NAV snapshot at `snapshot.at` (the stored one if it exists).
+    """Write the account's `slot` NAV snapshot at `snapshot.at` (the stored one if it exists), by
+    the cycle `cycle_id` when given (fenced: `ClaimLost` once its claim is lost).
 
     Raises `DataUnavailable` when a holding has no price at all.
     """
@@ -77,7 +80,7 @@ async def write_slot_snapshot(
     if unpriced:
         marks.update(await last_closes(gateway, unpriced, at))
     check_marks(account_id, held, marks, at)
-    return ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks)
+    return ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks, cycle_id=cycle_id)
 
 
 async def write_close_snapshots(

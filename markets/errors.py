@@ -166,6 +166,16 @@ class CycleSkipped(OpenbellError):
         self.reason = reason
 
 
+class ClaimLost(OpenbellError):
+    """A write for a cycle whose claim this run no longer holds (its lease ended and a peer took
+    the cycle over, or it was finished or interrupted meanwhile): refused, nothing written."""
+
+    def __init__(self, cycle_id: int, held_by: str) -> None:
+        super().__init__(f"cycle {cycle_id} is no longer claimed by {held_by}")
+        self.cycle_id = cycle_id
+        self.held_by = held_by
+
+
 class OperatorError(OpenbellError):
     """A problem only an operator can fix."""
 

@@ -17,9 +17,13 @@ live alike.
 
 Claims are leased: the runner knows the claims it is running (`held`), and the live daemon renews
 their lease while they run (`renew_leases`). A claim another run has taken meanwhile (its lease
-had run out) is lost: its cycle is cancelled here and never finished by this run. A slot that
-stops (`Action.STOP`, such as a dropped database connection) ends the lease of the claims it had
-not finished, so that any run may complete them while the slot's grace lasts.
+had run out) is lost: its cycle is cancelled here and never finished by this run, and the
+ledger's fences refuse its writes (`ClaimLost`) from the moment the claim passed, before the
+renewal notices. A runner with a clock (live) runs a cycle only once its account has no earlier
+cycle still claimed (it waits, or marks it `interrupted` once its lease has ended), so an
+account's cycles never overlap. A slot that stops (`Action.STOP`, such as a dropped database
+connection) ends the lease of the claims it had not finished, so that any run may complete them
+while the slot's grace lasts.
 """
 
 from __future__ import annotations

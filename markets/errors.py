@@ -14,6 +14,7 @@ OpenbellError                  root; the docstring is the default message
 │   └── AgentError             an agent's tool call or output could not be used
 │       └── LlmRefused         the model endpoint refused the request (another 4xx); `status`
 ├── CycleSkipped               an agent did not take its cycle (an outside agent absent); `reason`
+├── ClaimLost                  a write for a cycle whose claim this run lost; `cycle_id`, `held_by`
 └── OperatorError              an operator must fix something
     ├── ConfigError            the configuration is missing or invalid
     │   └── InvalidConfig      a config file that does not validate; `problems`

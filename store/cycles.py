@@ -10,7 +10,12 @@ same id, so the orders it recorded stay single under their idempotency keys. A h
 claims by renewing their lease while it runs them, and ends it at once when it gives them up;
 finishing a cycle on behalf of a holder (`held_by`) does nothing once the claim has passed to
 another run, and an interrupt is guarded the same way (an ended lease, or the caller's own claim),
-so two daemons never both act on one cycle. The hot-path statements (every slot of every account
+so two daemons never both act on one cycle. A claim made here also fences the cycle's other writes
+made through the same ledger (`LedgerTables._check_fences`): once the claim is lost they raise
+`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row;
+a new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not
+taken over once a later slot of its account has a cycle, and `claims_before` tells a claim's
+runner which earlier cycle to wait for. The hot-path statements (every slot of every account
 claims and finishes a cycle) are prebuilt Core statements.
 """
 

@@ -33,7 +33,7 @@ from openbell.markets.universes import Universe
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
-from openbell.store.records import CycleStatus
+from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
 from openbell.store.tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, TRACE_TABLE
 from openbell.store.verify import verify_ledger
 
@@ -127,8 +127,9 @@ def daemons(pg_url: str) -> Iterator[tuple[Daemon, Daemon, SimulatedClock]]:
 
 @dataclass
 class Trader:
-    """Waits for `go` (when given), then buys `shares` of `symbol` and finishes. `events` (shared
-    by the agents of a test) records when each one started and ended its decision."""
+    """Waits for `go` (when given), then journals a turn (as an LLM agent does) and buys `shares`
+    of `symbol`. `events` (shared by the agents of a test) records when each one started and ended
+    its decision; `refused` the writes the ledger refused."""
 
     name: str
     symbol: str
@@ -144,6 +145,12 @@ class Trader:
         self.entered.set()
         if self.go is not None:
             await self.go.wait()
+        assert ctx.journal is not None
+        entry = TraceEntry(cycle_id=ctx.cycle_id, role="assistant", at=ctx.now, content="buy")
+        try:
+            ctx.journal.append_journal(ctx.cycle_id, [entry], CycleUsage(tokens_in=7))
+        except ClaimLost as exc:
+            self.refused.append(exc)
         try:
             await ctx.tools.place_order(self.symbol, "buy", shares=self.shares, reason="test")
         except ClaimLost as exc:
@@ -222,8 +229,8 @@ def test_a_daemon_that_lost_its_claim_writes_nothing_more_for_the_cycle(
         assert after.status is CycleStatus.DONE
         (lost,) = report.outcomes
         assert lost.status is None  # not run to its end here: the claim was the peer's
-        assert len(stale.refused) == 1
-        assert isinstance(stale.refused[0], ClaimLost)
+        # Its journal turn and its order were both refused.
+        assert [exc.held_by for exc in stale.refused] == ["slow", "slow"]
 
     asyncio.run(scenario())
     first = slow.ledger.find_cycle(account_id, FIRST)
@@ -233,7 +240,9 @@ def test_a_daemon_that_lost_its_claim_writes_nothing_more_for_the_cycle(
     orders = peer.ledger.cycle_orders(first.cycle_id)
     assert [order.symbol for order in orders] == ["BTC/USDT"]
     assert _rows(peer.engine, "fill", first.cycle_id) == 1
-    assert all(entry.cycle_id == first.cycle_id for entry in peer.ledger.traces(first.cycle_id))
+    # One journal turn, the peer's, with the peer's usage only.
+    assert [entry.content for entry in peer.ledger.traces(first.cycle_id)] == ["buy"]
+    assert peer.ledger.cycle_usage(first.cycle_id).tokens_in == 7
     state = peer.ledger.account_state(account_id, SECOND + DAY)
     assert set(state.positions) == {"BTC/USDT"}
     assert _cycles(peer.engine) == [(FIRST, "done", "peer"), (SECOND, "done", "peer")]
@@ -305,7 +314,7 @@ def test_the_next_slot_interrupts_an_earlier_cycle_whose_lease_ended(
         go_slow.set()
         (lost,) = (await running).outcomes
         assert lost.status is None
-        assert len(stale.refused) == 1
+        assert [exc.held_by for exc in stale.refused] == ["slow", "slow"]
 
     asyncio.run(scenario())
     first = peer.ledger.find_cycle(account_id, FIRST)
@@ -313,6 +322,7 @@ def test_the_next_slot_interrupts_an_earlier_cycle_whose_lease_ended(
     assert (first.status, first.claimed_by) == (CycleStatus.INTERRUPTED, "slow")
     assert _rows(peer.engine, "order", first.cycle_id) == 0
     assert _rows(peer.engine, "trace", first.cycle_id) == 0
+    assert peer.ledger.cycle_usage(first.cycle_id).tokens_in == 0
     state = peer.ledger.account_state(account_id, SECOND + DAY)
     assert set(state.positions) == {"BTC/USDT"}
     assert _cycles(peer.engine) == [(FIRST, "interrupted", "slow"), (SECOND, "done", "peer")]

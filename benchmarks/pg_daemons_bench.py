@@ -150,7 +150,11 @@ def daemon(
         [plan], ledger, clock.now(), clock=clock, cache=SqlBarCache(engine)
     )
     runner = CycleRunner(
-        ledger=ledger, desks=desks, run_id=run_id, lease=timedelta(seconds=LEASE_S)
+        ledger=ledger,
+        desks=desks,
+        run_id=run_id,
+        lease=timedelta(seconds=LEASE_S),
+        clock=clock.now,
     )
     calendar = calendar_for(rules_for(MARKET).calendar_id)
     opened = accounts[MARKET]

@@ -152,6 +152,8 @@ class _Daemon:
             run_id=self.run_id,
             lease=timedelta(seconds=self.plan.lease_s),
             decide_timeout_s=self.plan.decide_timeout_s,
+            clock=self.clock.now,
+            wait_s=max(self.plan.lease_s / 6 / self.speed, MIN_SWEEP_S / 5),
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
             ended = self.ledger.expire_claims(now, except_holder=self.run_id)

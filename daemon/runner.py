@@ -19,9 +19,13 @@ live alike.
 
 Claims are leased: the runner knows the claims it is running (`held`), and the live daemon renews
 their lease while they run (`renew_leases`). A claim another run has taken meanwhile (its lease
-had run out) is lost: its cycle is cancelled here and never finished by this run. A slot that
-stops (`Action.STOP`, such as a dropped database connection) ends the lease of the claims it had
-not finished, so that any run may complete them while the slot's grace lasts.
+had run out) is lost: its cycle is cancelled here and never finished by this run, and the
+ledger's fences refuse its writes (`ClaimLost`) from the moment the claim passed, before the
+renewal notices. A runner with a clock (live) runs a cycle only once its account has no earlier
+cycle still claimed (it waits, or marks it `interrupted` once its lease has ended), so an
+account's cycles never overlap. A slot that stops (`Action.STOP`, such as a dropped database
+connection) ends the lease of the claims it had not finished, so that any run may complete them
+while the slot's grace lasts.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -188,6 +192,12 @@ class CycleRunner:
     when there is one of them or every agent is a rule baseline (`BASELINE_KINDS`), which runs on
     the replay's local data without waiting on anything, and a baseline's decision goes without
     the timeout, which could never fire; else each cycle is a task of its own, run concurrently.
+
+    With a `clock` (live daemons sharing a ledger), a cycle runs only once its account has no
+    earlier cycle still `claimed`: it waits for one whose lease runs (polling every `wait_s` real
+    seconds, its own claim renewed meanwhile) and marks `interrupted` one whose lease has ended,
+    so that an account's cycles never overlap. Without one (a replay, which runs its slots in
+    order and owns its accounts) nothing is awaited.
     """
 
     def __init__(
@@ -200,6 +210,8 @@ class CycleRunner:
         take_over_claimed: bool = False,
         decide_timeout_s: float = DECIDE_TIMEOUT_S,
         inline_cycles: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        wait_s: float = 1.0,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -215,6 +227,8 @@ class CycleRunner:
         self._take_over_claimed = take_over_claimed
         self._decide_timeout_s = decide_timeout_s
         self._inline_cycles = inline_cycles
+        self._clock = clock
+        self._wait_s = wait_s
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
@@ -443,6 +457,7 @@ class CycleRunner:
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
+        await self._after_earlier(claim, slot_at, bound)
         failure: Exception | None = None
         skipped: str | None = None
         covered = 0
@@ -488,7 +503,12 @@ class CycleRunner:
         rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
         try:
             valued = await write_slot_snapshot(
-                self._ledger, desk.gateway, snapshot, claim.account_id, desk.rules.shorting
+                self._ledger,
+                desk.gateway,
+                snapshot,
+                claim.account_id,
+                desk.rules.shorting,
+                cycle_id=claim.cycle_id,
             )
             bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
             shorting = desk.rules.shorting
@@ -571,6 +591,32 @@ class CycleRunner:
             "margin_call", covers=len(placed), account_id=claim.account_id
         )
         return sum(1 for r in placed if r.created and isinstance(r.outcome, Fill))
+
+    async def _after_earlier(self, claim: _Claim, slot_at: datetime, bound: _CycleLog) -> None:
+        """Wait until the claim's account has no earlier cycle still `claimed` (with a clock):
+        one whose lease has ended is marked `interrupted`, one whose lease runs is waited for."""
+        if self._clock is None:
+            return
+        waited = False
+        while earlier := self._ledger.claims_before(claim.account_id, slot_at):
+            now = self._clock()
+            running = False
+            for cycle in earlier:
+                if cycle.lease_until >= now:
+                    running = True
+                elif self._ledger.interrupt_cycle(cycle.cycle_id, now, expired_at=now):
+                    bound.warning(
+                        "cycle_interrupted",
+                        interrupted_cycle_id=cycle.cycle_id,
+                        interrupted_slot_at=cycle.slot_at,
+                        claimed_by=cycle.claimed_by,
+                        reason="superseded",
+                    )
+            if running:
+                if not waited:
+                    bound.warning("cycle_waits_for_earlier", earlier=[c.cycle_id for c in earlier])
+                    waited = True
+                await asyncio.sleep(self._wait_s)
 
     def _failed(
         self,

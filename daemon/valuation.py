@@ -122,9 +122,12 @@ async def write_slot_snapshot(
     snapshot: MarketSnapshot,
     account_id: int,
     shorting: ShortRules | None = None,
+    *,
+    cycle_id: int | None = None,
 ) -> NavSnapshot:
     """Write the account's `slot` NAV snapshot at `snapshot.at` (the stored one if it exists),
-    after charging the borrow fees due by then (with `shorting`, the market's rules for it).
+    after charging the borrow fees due by then (with `shorting`, the market's rules for it), by the
+    cycle `cycle_id` when given (fenced: `ClaimLost` once its claim is lost).
 
     Raises `DataUnavailable` when a holding has no price at all.
     """
@@ -136,7 +139,7 @@ async def write_slot_snapshot(
     if unpriced:
         marks.update(await last_closes(gateway, unpriced, at))
     check_marks(account_id, held, marks, at)
-    return ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks)
+    return ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks, cycle_id=cycle_id)
 
 
 async def write_close_snapshots(

@@ -14,6 +14,7 @@ OpenbellError                  root; the docstring is the default message
 │   └── AgentError             an agent's tool call or output could not be used
 │       └── LlmRefused         the model endpoint refused the request (another 4xx); `status`
 ├── CycleSkipped               an agent did not take its cycle (an outside agent absent); `reason`
+├── ClaimLost                  a write for a cycle whose claim this run lost; `cycle_id`, `held_by`
 └── OperatorError              an operator must fix something
     ├── ConfigError            the configuration is missing or invalid
     │   └── InvalidConfig      a config file that does not validate; `problems`
@@ -164,6 +165,16 @@ class CycleSkipped(OpenbellError):
     def __init__(self, reason: str, message: str | None = None) -> None:
         super().__init__(message or f"cycle skipped: {reason}")
         self.reason = reason
+
+
+class ClaimLost(OpenbellError):
+    """A write for a cycle whose claim this run no longer holds (its lease ended and a peer took
+    the cycle over, or it was finished or interrupted meanwhile): refused, nothing written."""
+
+    def __init__(self, cycle_id: int, held_by: str) -> None:
+        super().__init__(f"cycle {cycle_id} is no longer claimed by {held_by}")
+        self.cycle_id = cycle_id
+        self.held_by = held_by
 
 
 class OperatorError(OpenbellError):

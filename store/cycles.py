@@ -10,7 +10,12 @@ same id, so the orders it recorded stay single under their idempotency keys. A h
 claims by renewing their lease while it runs them, and ends it at once when it gives them up;
 finishing a cycle on behalf of a holder (`held_by`) does nothing once the claim has passed to
 another run, and an interrupt is guarded the same way (an ended lease, or the caller's own claim),
-so two daemons never both act on one cycle. The hot-path statements (every slot of every account
+so two daemons never both act on one cycle. A claim made here also fences the cycle's other writes
+made through the same ledger (`LedgerTables._check_fences`): once the claim is lost they raise
+`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row;
+a new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not
+taken over once a later slot of its account has a cycle, and `claims_before` tells a claim's
+runner which earlier cycle to wait for. The hot-path statements (every slot of every account
 claims and finishes a cycle) are prebuilt Core statements.
 """
 
@@ -20,14 +25,14 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Connection, Row, bindparam, func, select, update
+from sqlalchemy import Connection, Row, bindparam, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
 from openbell.store.records import CycleRecord, CycleStatus
 from openbell.store.rows import LedgerTables, inserted_id, row_id
-from openbell.store.tables import CYCLE_TABLE, CycleRow
+from openbell.store.tables import ACCOUNT_TABLE, CYCLE_TABLE, CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
 INTERRUPTED_REASON = "interrupted"
@@ -51,20 +56,17 @@ class Cycles(LedgerTables):
         lease, same id) so the caller can complete it; idempotency keys keep its orders single.
         `ValueError` when the insert failed and the slot has no cycle at all: there is no such
         account.
+
+        An account's cycles never overlap: both ways lock the account row first, so the claims of
+        one account are made one at a time. A new claim marks `interrupted` the account's earlier
+        cycles still `claimed` with an ended lease (their slot is no longer current), and an
+        abandoned cycle is not taken over once a later slot of its account has a cycle that is
+        not `missed`. An earlier cycle whose lease still runs is left to its holder: the caller
+        waits for it before running this one (`claims_before`). A claim made here fences the
+        cycle's writes made through this ledger (`LedgerTables._check_fences`).
         """
         for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
             check_utc(name, value)
-        try:
-            return self._insert(
-                account_id,
-                slot_at,
-                CycleStatus.CLAIMED,
-                claimed_by=claimed_by,
-                lease_until=lease_until,
-                started_at=now,
-            )
-        except IntegrityError:
-            pass
         values = {
             "account": account_id,
             "slot": slot_at,
@@ -72,10 +74,39 @@ class Cycles(LedgerTables):
             "claimed_by": claimed_by,
             "lease_until": lease_until,
         }
+        row = {
+            "account_id": account_id,
+            "slot_at": slot_at,
+            "status": _CLAIMED,
+            "claimed_by": claimed_by,
+            "lease_until": lease_until,
+            "started_at": now,
+        }
+        try:
+            with self._writer.begin() as connection:
+                connection.execute(_LOCK_ACCOUNT, {"account": account_id})
+                connection.execute(
+                    _SUPERSEDE,
+                    {
+                        "account": account_id,
+                        "slot": slot_at,
+                        "now": now,
+                        "reason": INTERRUPTED_REASON,
+                    },
+                )
+                cycle_id = inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
+        except IntegrityError:
+            pass
+        else:
+            self._fences[cycle_id] = claimed_by
+            return cycle_id
         with self._writer.begin() as connection:
+            connection.execute(_LOCK_ACCOUNT, {"account": account_id})
             taken: int | None = connection.execute(_TAKE_EXPIRED, values).scalar_one_or_none()
             if taken is None and _find_cycle(connection, account_id, slot_at) is None:
                 raise ValueError(f"cannot claim a cycle: no account {account_id}")
+        if taken is not None:
+            self._fences[taken] = claimed_by
         return taken
 
     def _insert(
@@ -115,7 +146,20 @@ class Cycles(LedgerTables):
                 _TAKE_OVER,
                 {"cycle": cycle_id, "claimed_by": claimed_by, "lease_until": lease_until},
             ).scalar_one_or_none()
+        if taken is not None:
+            self._fences[cycle_id] = claimed_by
         return taken is not None
+
+    def claims_before(self, account_id: int, slot_at: datetime) -> list[CycleRecord]:
+        """The cycles of `account_id` still `claimed` at slots before `slot_at`, oldest first:
+        what a claim at `slot_at` waits for before it runs (or marks `interrupted` once their
+        lease has ended), so that an account's cycles never overlap."""
+        check_utc("slot_at", slot_at)
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                _CLAIMS_BEFORE, {"account": account_id, "slot": slot_at}
+            ).all()
+        return [_cycle_record(row) for row in rows]
 
     def renew_claims(
         self, cycle_ids: Collection[int], held_by: str, lease_until: datetime
@@ -124,14 +168,23 @@ class Cycles(LedgerTables):
         `held_by`; their ids (a missing id is a claim lost to another run, or finished)."""
         check_utc("lease_until", lease_until)
         with self._writer.begin() as connection:
-            return _set_lease(connection, cycle_ids, held_by, lease_until)
+            renewed = _set_lease(connection, cycle_ids, held_by, lease_until)
+        self._unfence(set(cycle_ids) - renewed)
+        return renewed
 
     def release_claims(self, cycle_ids: Collection[int], held_by: str, now: datetime) -> set[int]:
         """End at `now` the lease of the cycles in `cycle_ids` still `claimed` by `held_by`, so
         that any run may take them over; their ids."""
         check_utc("now", now)
         with self._writer.begin() as connection:
-            return _set_lease(connection, cycle_ids, held_by, now - timedelta(microseconds=1))
+            released = _set_lease(connection, cycle_ids, held_by, now - timedelta(microseconds=1))
+        self._unfence(cycle_ids)
+        return released
+
+    def _unfence(self, cycle_ids: Collection[int]) -> None:
+        """Forget the fences of `cycle_ids`: this ledger writes nothing more for them."""
+        for cycle_id in cycle_ids:
+            self._fences.pop(cycle_id, None)
 
     def expire_claims(self, now: datetime, *, except_holder: str) -> int:
         """End the lease (at `now`) of every `claimed` cycle not held by `except_holder`; how many.
@@ -213,6 +266,7 @@ class Cycles(LedgerTables):
         status = CycleStatus(status)
         if status is CycleStatus.CLAIMED:
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
+        self._unfence([cycle_id])
         with self._writer.begin() as connection:
             row = connection.execute(_STATUS, {"cycle": cycle_id}).one_or_none()
             if row is None:
@@ -271,6 +325,8 @@ class Cycles(LedgerTables):
                     reason=INTERRUPTED_REASON,
                 ).returning(col(CycleRow.id))
             ).scalar_one_or_none()
+        if done is not None:
+            self._unfence([cycle_id])
         return done is not None
 
     def count_cycles(
@@ -359,6 +415,7 @@ def _set_lease(
 
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
+_LATER: Final = CYCLE_TABLE.alias("later")
 _TAKE_EXPIRED: Final = (
     update(CYCLE_TABLE)
     .where(
@@ -366,8 +423,39 @@ _TAKE_EXPIRED: Final = (
         CYCLE_TABLE.c.slot_at == bindparam("slot"),
         CYCLE_TABLE.c.status == _CLAIMED,
         CYCLE_TABLE.c.lease_until < bindparam("now"),
+        ~exists().where(
+            _LATER.c.account_id == bindparam("account"),
+            _LATER.c.slot_at > bindparam("slot"),
+            _LATER.c.status != CycleStatus.MISSED.value,
+        ),
     )
     .returning(CYCLE_TABLE.c.id)
+)
+_LOCK_ACCOUNT: Final = (
+    select(ACCOUNT_TABLE.c.id).where(ACCOUNT_TABLE.c.id == bindparam("account")).with_for_update()
+)
+_SUPERSEDE: Final = (
+    update(CYCLE_TABLE)
+    .where(
+        CYCLE_TABLE.c.account_id == bindparam("account"),
+        CYCLE_TABLE.c.slot_at < bindparam("slot"),
+        CYCLE_TABLE.c.status == _CLAIMED,
+        CYCLE_TABLE.c.lease_until < bindparam("now"),
+    )
+    .values(
+        status=CycleStatus.INTERRUPTED.value,
+        finished_at=bindparam("now"),
+        reason=bindparam("reason"),
+    )
+)
+_CLAIMS_BEFORE: Final = (
+    select(CYCLE_TABLE)
+    .where(
+        CYCLE_TABLE.c.account_id == bindparam("account"),
+        CYCLE_TABLE.c.slot_at < bindparam("slot"),
+        CYCLE_TABLE.c.status == _CLAIMED,
+    )
+    .order_by(CYCLE_TABLE.c.slot_at)
 )
 _TAKE_OVER: Final = (
     update(CYCLE_TABLE)

@@ -130,15 +130,19 @@ class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
         self, cycle_id: int, entries: Sequence[TraceEntry], usage: CycleUsage | None = None
     ) -> tuple[TraceEntry, ...]:
         """Append `entries` to the cycle's trace and add `usage` to its LLM usage, in one
-        transaction; the stored entries, with their `seq`s."""
+        transaction; the stored entries, with their `seq`s. `ClaimLost` (nothing written) when
+        this ledger claimed the cycle for a run that no longer holds it."""
         with self._writer.begin() as connection:
-            return append_journal(connection, cycle_id, entries, usage)
+            fences = self._fences_of([cycle_id])
+            return append_journal(connection, cycle_id, entries, usage, fences=fences)
 
     def append_journals(self, appends: Sequence[JournalAppend]) -> tuple[TraceEntry, ...]:
         """Several cycles' `append_journal`s, in order, in one transaction (the LLM agents of a
-        slot batch their turns' traces and usage this way); the stored entries."""
+        slot batch their turns' traces and usage this way); the stored entries. `ClaimLost`
+        (nothing written) when one of the cycles' claims is lost, as in `append_journal`."""
         with self._writer.begin() as connection:
-            return append_journals(connection, appends)
+            fences = self._fences_of([append.cycle_id for append in appends])
+            return append_journals(connection, appends, fences=fences)
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
         """The trace of cycle `cycle_id`, in order."""
@@ -175,19 +179,29 @@ class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
             return stored_snapshot(connection, account_id, at, SnapshotKind(kind))
 
     def write_nav_snapshot(
-        self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
+        self,
+        account_id: int,
+        at: datetime,
+        kind: SnapshotKind,
+        marks: Mapping[str, Decimal],
+        *,
+        cycle_id: int | None = None,
     ) -> NavSnapshot:
         """Write the account's NAV at `at`: cash plus every holding valued at its mark.
 
         `marks` must price every symbol held (others are ignored). Idempotent: a snapshot already
         written for (account, at, kind), the unique key of `nav_snapshot`, is returned unchanged
-        (and `marks` are not looked at), so a resumed cycle never writes a second one.
+        (and `marks` are not looked at), so a resumed cycle never writes a second one. With
+        `cycle_id` (a slot snapshot written by its cycle), `ClaimLost` (nothing written) when
+        this ledger claimed that cycle for a run that no longer holds it.
         """
         check_utc("at", at)
         kind = SnapshotKind(kind)
         try:
             with self._writer.begin() as connection:
                 cash = locked_cash(connection, account_id)
+                if cycle_id is not None:
+                    self._check_fences(connection, [cycle_id])
                 stored = stored_snapshot(connection, account_id, at, kind)
                 if stored is not None:
                     return stored

@@ -178,7 +178,8 @@ class MarginLedger(LedgerTables):
         """Record the margin call's cover `order` as order `seq` (< 0) of `cycle_id` with its
         outcome and, for a fill, its `margin_call` row (`equity` below `requirement`, the order's
         reason), in one transaction. Idempotent like `record_order`: a key already recorded
-        returns its stored outcome (`created=False`) and writes nothing."""
+        returns its stored outcome (`created=False`) and writes nothing; fenced like it too
+        (`ClaimLost`, nothing written, once this ledger's claim of the cycle is lost)."""
         if seq >= 0:
             raise ValueError(f"a margin call's order has a negative seq, got {seq}")
         if order.side is not Side.COVER or not order.reason.startswith(MARGIN_CALL_REASON):
@@ -191,6 +192,7 @@ class MarginLedger(LedgerTables):
                     raise ValueError(f"no cycle {cycle_id}")
                 account = get_account(session, cycle.account_id, lock=True)
                 connection = session.connection()
+                self._check_fences(connection, [cycle_id])  # as every order of a claimed cycle
                 stored = stored_order(connection, key)
                 if stored is not None:
                     return stored

@@ -68,8 +68,9 @@ class Orders(LedgerTables):
         A fill also moves the account's cash by `fill.cash_delta` and updates the position
         (quantity, average cost). If the idempotency key `"{cycle_id}:{seq}"` exists, the stored
         outcome is returned (`created=False`) and nothing changes. Raises `ValueError` when the
-        outcome does not belong to the order or account, and `LedgerBreach` when a fill would
-        make cash or a holding negative.
+        outcome does not belong to the order or account, `LedgerBreach` when a fill would
+        make cash or a holding negative, and `ClaimLost` when this ledger claimed the cycle for a
+        run that no longer holds it (`LedgerTables._check_fences`).
         """
         key = idempotency_key(cycle_id, seq)
         try:
@@ -78,6 +79,7 @@ class Orders(LedgerTables):
                 if cycle is None:
                     raise ValueError(f"no cycle {cycle_id}")
                 account = get_account(session, cycle.account_id, lock=True)
+                self._check_fences(session.connection(), [cycle_id])
                 stored = stored_order(session.connection(), key)
                 if stored is not None:
                     return stored

@@ -577,7 +577,13 @@ class ReplayLedger(Ledger):
         return None
 
     def write_nav_snapshot(
-        self, account_id: int, at: datetime, kind: SnapshotKind, marks: Mapping[str, Decimal]
+        self,
+        account_id: int,
+        at: datetime,
+        kind: SnapshotKind,
+        marks: Mapping[str, Decimal],
+        *,
+        cycle_id: int | None = None,
     ) -> NavSnapshot:
         kind = SnapshotKind(kind)
         found = self.find_nav_snapshot(account_id, at, kind)
@@ -586,7 +592,7 @@ class ReplayLedger(Ledger):
         book = self._book(account_id)
         if book is None or at < self._start_at:
             self.flush()
-            return super().write_nav_snapshot(account_id, at, kind, marks)
+            return super().write_nav_snapshot(account_id, at, kind, marks, cycle_id=cycle_id)
         valued = book.value(marks, at)
         positions_value = sum((mark.value for mark in valued.values()), Decimal(0))
         snapshot = NavSnapshot(

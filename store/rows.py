@@ -4,20 +4,25 @@ Internal to `openbell.store`. `row_id` and `inserted_id` read the id the databas
 `get_account` loads (and locks, for a write) an account row. `LedgerTables` holds the engine and
 its `BEGIN IMMEDIATE` writer with their transactions: the base of the parts `Ledger` is made of
 (`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions the same
-way.
+way. It also holds the ledger's fences: the cycles it claimed, each with the run it claimed it for
+(`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows, the slot
+snapshot) checks in its transaction that the cycle is still `claimed` by that run
+(`_check_fences`, `check_fenced`), or raises `ClaimLost` and writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import CursorResult, Engine
+from sqlalchemy import Connection, CursorResult, Engine, bindparam, select
 from sqlmodel import Session
 
+from openbell.markets.errors import ClaimLost
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import AccountRow
+from openbell.store.records import CycleStatus
+from openbell.store.tables import CYCLE_TABLE, AccountRow
 
 
 def row_id(value: int | None) -> int:
@@ -47,6 +52,27 @@ class LedgerTables:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{SQLITE_IMMEDIATE: True})
+        # The fences: cycle id -> the run that claimed it through this ledger (`Cycles`).
+        self._fences: dict[int, str] = {}
+
+    def _check_fences(self, connection: Connection, cycle_ids: Collection[int]) -> None:
+        """Raise `ClaimLost` unless each of `cycle_ids` that this ledger claimed for a run is
+        still `claimed` by that run, reading (and locking for update, on Postgres) the cycle rows
+        inside the caller's write transaction: a peer's take-over waits for the write, or the
+        write sees it. Cycles this ledger did not claim (a caller that owns its ledger) are not
+        checked."""
+        fences = self._fences_of(cycle_ids)
+        if fences:
+            rows = connection.execute(_FENCE, {"cycles": sorted(fences)}).all()
+            check_fenced(fences, {row.id: row for row in rows})
+
+    def _fences_of(self, cycle_ids: Collection[int]) -> dict[int, str]:
+        """The fenced cycles among `cycle_ids`, with the run each was claimed for."""
+        return {
+            cycle_id: holder
+            for cycle_id in cycle_ids
+            if (holder := self._fences.get(cycle_id)) is not None
+        }
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
@@ -57,3 +83,21 @@ class LedgerTables:
     def _write(self) -> Iterator[Session]:
         with Session(self._writer, expire_on_commit=False) as session, session.begin():
             yield session
+
+
+def check_fenced(fences: Mapping[int, str], rows: Mapping[int, Any]) -> None:
+    """`ClaimLost` unless each cycle of `fences` has a row in `rows` (read, with its `status` and
+    `claimed_by`, in the write's transaction) still `claimed` by the run its fence names."""
+    for cycle_id, holder in sorted(fences.items()):
+        row = rows.get(cycle_id)
+        if row is None or row.status != _CLAIMED or row.claimed_by != holder:
+            raise ClaimLost(cycle_id, holder)
+
+
+_CLAIMED: Final = CycleStatus.CLAIMED.value
+_FENCE: Final = (
+    select(CYCLE_TABLE.c.id, CYCLE_TABLE.c.status, CYCLE_TABLE.c.claimed_by)
+    .where(CYCLE_TABLE.c.id.in_(bindparam("cycles", expanding=True)))
+    .order_by(CYCLE_TABLE.c.id)
+    .with_for_update()
+)

@@ -12,7 +12,7 @@ executemany update and one executemany insert.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, Row, bindparam, func, update
 from sqlmodel import Session, col, select
 
 from openbell.store.records import CycleStatus, CycleUsage, JournalAppend, TraceEntry
+from openbell.store.rows import check_fenced
 from openbell.store.tables import CYCLE_TABLE, TRACE_TABLE, AccountRow, AgentRow, CycleRow, TraceRow
 
 
@@ -72,6 +73,8 @@ def append_journal(
     cycle_id: int,
     entries: Sequence[TraceEntry],
     usage: CycleUsage | None,
+    *,
+    fences: Mapping[int, str] | None = None,
 ) -> tuple[TraceEntry, ...]:
     """Append `entries` to cycle `cycle_id`'s trace and add `usage` to its usage columns; the
     stored entries, numbered with the cycle's next `seq`s.
@@ -82,15 +85,22 @@ def append_journal(
     racing duplicate.
     """
     return append_journals(
-        connection, [JournalAppend(cycle_id=cycle_id, entries=tuple(entries), usage=usage)]
+        connection,
+        [JournalAppend(cycle_id=cycle_id, entries=tuple(entries), usage=usage)],
+        fences=fences,
     )
 
 
 def append_journals(
-    connection: Connection, appends: Sequence[JournalAppend]
+    connection: Connection,
+    appends: Sequence[JournalAppend],
+    *,
+    fences: Mapping[int, str] | None = None,
 ) -> tuple[TraceEntry, ...]:
     """`append_journal` for each of `appends` in order (a cycle may come more than once), in three
-    statements: the stored entries, with their `seq`s.
+    statements: the stored entries, with their `seq`s. `fences` (cycle id -> the run its writer
+    claimed it for) are checked on the rows read (`rows.check_fenced`): `ClaimLost` when one of
+    those cycles is no longer `claimed` by that run, and nothing is written.
 
     The cycles' rows are read (locked on Postgres, in id order) with their next `seq`s in one
     query; usage is added per cycle in Python, exactly, and written by one executemany update; the
@@ -103,6 +113,8 @@ def append_journals(
     for cycle_id in cycles:
         if cycle_id not in rows:
             raise ValueError(f"no cycle {cycle_id}")
+    if fences:
+        check_fenced(fences, rows)
     added: dict[int, CycleUsage] = {}
     for append in appends:
         if append.usage is not None:
@@ -170,6 +182,8 @@ _READ_CYCLES: Final = (
     select(
         *[
             CYCLE_TABLE.c.id,
+            CYCLE_TABLE.c.status,
+            CYCLE_TABLE.c.claimed_by,
             *(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS),
             _NEXT_SEQ.label("next_seq"),
         ]

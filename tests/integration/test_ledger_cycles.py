@@ -96,7 +96,8 @@ def test_a_holder_renews_and_releases_only_the_claims_it_still_holds(ledger: Led
     lease = NOW + timedelta(minutes=1)
     mine = ledger.claim_cycle(account_id, NOW, "run-a", lease, NOW)
     later = NOW + timedelta(hours=1)
-    taken = ledger.claim_cycle(account_id, later, "run-a", later + timedelta(minutes=1), later)
+    other = _account(ledger, "crypto")  # another account: a later claim of one supersedes
+    taken = ledger.claim_cycle(other, later, "run-a", later + timedelta(minutes=1), later)
     assert mine is not None
     assert taken is not None
     assert ledger.take_over_cycle(taken, "run-b", later + timedelta(minutes=2))
@@ -176,10 +177,12 @@ def test_pause_and_slots(ledger: Ledger) -> None:
 
 def test_expire_claims_of_other_holders(ledger: Ledger) -> None:
     account_id = _cash_account(ledger)
-    dead = ledger.claim_cycle(account_id, T0, "dead", T0 + timedelta(hours=1), T0)
-    mine = ledger.claim_cycle(
-        account_id, T0 + timedelta(hours=1), "me", T0 + timedelta(hours=2), T0
+    # Another account holds "me"'s claim: a later claim of one account would supersede.
+    other = ledger.open_account(
+        ledger.ensure_agent("other", "cash", T0), "crypto", "USDT", Decimal(1), T0
     )
+    dead = ledger.claim_cycle(account_id, T0, "dead", T0 + timedelta(hours=1), T0)
+    mine = ledger.claim_cycle(other, T0 + timedelta(hours=1), "me", T0 + timedelta(hours=2), T0)
     assert dead is not None
     assert mine is not None
     assert ledger.expire_claims(T0, except_holder="me") == 1

@@ -24,6 +24,7 @@ from openbell.daemon.runner import CycleRunner, MarketDesk
 from openbell.daemon.valuation import charge_borrow_fees
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Fill, Instrument, Order, Side, utc
+from openbell.markets.errors import ClaimLost
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.margin import MARGIN_CALL, borrow_fee
 from openbell.markets.replay_source import ReplaySource
@@ -380,3 +381,45 @@ def test_a_margin_call_cycle_run_again_covers_nothing_twice(ledger: Ledger, engi
         sides = connection.execute(select(FILL_TABLE.c.side)).scalars().all()
     assert sorted(sides) == ["cover", "short"]
     assert verify_ledger(engine).ok
+
+
+def test_a_daemon_that_lost_its_claim_covers_nothing(engine: Engine) -> None:
+    # A margin call's cover is an order of the cycle: fenced like the agent's own orders.
+    stale, peer = Ledger(engine), Ledger(engine)
+    account_id = _open(stale)
+    slot = FIRST + DAY
+    cycle_id = stale.claim_cycle(account_id, slot, "stale", slot + timedelta(seconds=60), slot)
+    assert cycle_id is not None
+    later = slot + timedelta(minutes=5)  # the lease ended: the peer takes the cycle over
+    assert peer.claim_cycle(account_id, slot, "peer", later + timedelta(seconds=60), later)
+    instrument = Instrument(symbol=SYMBOL, market="crypto", currency="USDT")
+    order = Order(
+        instrument=instrument,
+        side=Side.COVER,
+        quantity=Decimal(10),
+        placed_at=slot,
+        reason=f"{MARGIN_CALL}: equity 10 below maintenance 20",
+    )
+    fill = Fill(
+        symbol=SYMBOL,
+        side=Side.COVER,
+        quantity=Decimal(10),
+        price=Decimal(100),
+        notional=Decimal(1000),
+        fees=Decimal(0),
+        currency="USDT",
+        filled_at=slot,
+        price_source="quote",
+    )
+    with pytest.raises(ClaimLost):
+        stale.record_margin_cover(
+            cycle_id=cycle_id,
+            seq=-1,
+            order=order,
+            outcome=fill,
+            equity=Decimal(10),
+            requirement=Decimal(20),
+        )
+    with engine.connect() as connection:
+        assert connection.execute(select(ORDER_TABLE)).all() == []
+        assert connection.execute(select(MARGIN_CALL_TABLE)).all() == []

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, bindparam, text
 
 from openbell.markets.domain import Fill, Order, Side
 from openbell.store.ledger import Ledger
-from openbell.store.records import SnapshotKind
+from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.types import ExactDecimal
 from openbell.store.verify import (
     CASH_BALANCE,
@@ -192,7 +192,9 @@ def _random_fills(ledger: Ledger, rng: random.Random, count: int) -> list[_Place
         money["cash"] += fill.cash_delta
         held[instrument.symbol] = holding + (-quantity if sell else quantity)
         cycle_id, seq = cycles.get(account_id, (0, 99))
-        if seq >= 20:  # a new cycle every 20 orders
+        if seq >= 20:  # a new cycle every 20 orders, once the account's last one is done
+            if cycle_id:
+                assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, at, held_by="bulk")
             cycle_id = ledger.claim_cycle(account_id, at, "bulk", at + timedelta(minutes=5), at)
             assert cycle_id is not None
             seq = 0

@@ -8,7 +8,9 @@ positions, marks and the market's `ShortRules`.
   `initial = long + initial_margin x short`, `maintenance = long + maintenance_margin x short`.
 - `margin_rejection`: the check an order must pass: a `short`, or a `buy` while a short is open,
   is refused (`INSUFFICIENT_MARGIN`) when the account after its fill would have equity below its
-  initial requirement.
+  initial requirement. It is the one initial margin rule: `initial_margin_check` binds it as
+  `markets.execution.execute`'s `margin` hook (the broker at the slot's quotes, `execute` itself
+  at the order's price when no hook is given).
 - `next_margin_cover`: during a margin call (equity below maintenance), the short to cover next:
   the largest short market value first, whole position, until the requirement holds.
 - `borrow_fee`: the fee of one short position for one calendar day,

@@ -1,6 +1,7 @@
 """Negative positions in the ledger, on real SQLite and Postgres: shorts and covers executed by the
-real market rules, recorded by the `Ledger` and by the replay's batched `ReplayLedger`, verify
-(cash, signed positions, costs as open proceeds, NAV = cash + signed q x mark); a fill that would
+real market rules, recorded by the `Ledger` and by the replay's batched `ReplayLedger`, with each
+day's borrow fees charged before its snapshot as the daemon charges them, verify (cash less the
+fees, signed positions, costs as open proceeds, NAV = cash + signed q x mark); a fill that would
 cross zero is refused and writes nothing; corporate actions on a short (it pays the dividend, a
 split scales it); and `ledger verify` names a short where it is not allowed."""
 

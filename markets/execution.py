@@ -14,7 +14,7 @@ for notional plus fees (buys and covers), margin (shorts, and buys while a short
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -30,11 +30,11 @@ from openbell.markets.domain import (
     RejectReason,
     Side,
     check_utc,
-    moved_position,
     round_money,
     round_quantity,
     round_to_tick,
 )
+from openbell.markets.margin import initial_margin_check
 from openbell.markets.rules import (
     A_SHARES_NO_SHORTING,
     BPS,
@@ -61,7 +61,7 @@ class _Refused(Exception):
 #: short is open): given the account before the order and the fill it would make, None when the
 #: account still meets its margin requirement after it, else the sentence saying why not (the
 #: order is refused as `INSUFFICIENT_MARGIN`). The caller binds the marks at the decision time;
-#: `initial_margin_check` is the rule of SHORTING.md.
+#: `markets.margin.initial_margin_check` is the rule of SHORTING.md.
 MarginCheck = Callable[[AccountState, Fill], str | None]
 
 
@@ -89,8 +89,9 @@ def execute(
 
     `prev_close` is the previous session's close, needed where the market has price limits.
     `margin` checks a short (and a buy while a short is open) against the account's margin
-    requirement; None: `initial_margin_check` with `price` as the order symbol's mark and each
-    other position marked at its average cost (callers that know the marks pass their own).
+    requirement; None: `markets.margin.initial_margin_check` (the one rule) with `price` as the
+    order symbol's mark and each other position marked at its average price (callers that know
+    the marks, as the broker does, bind their own).
     Wiring mistakes (a naive `now`, an order placed after `now`, a calendar that is not the
     market's, a non-Decimal price) raise; everything an agent can cause returns a `Rejection`.
     """
@@ -123,10 +124,8 @@ def execute(
     if _needs_margin(order.side, account) and rules.shorting is not None:
         if margin is None:
             # `price` is usable here: a fill was priced from it.
-            margin = initial_margin_check(
-                marks={order.instrument.symbol: price or priced.fill_price},
-                initial_margin=rules.shorting.initial_margin,
-            )
+            marks = {order.instrument.symbol: price or priced.fill_price}
+            margin = initial_margin_check(marks, rules.shorting)
         refusal = margin(account, fill)
         if refusal is not None:
             return Rejection(reason=RejectReason.INSUFFICIENT_MARGIN, message=refusal, at=now)
@@ -139,48 +138,6 @@ def _needs_margin(side: Side, account: AccountState) -> bool:
     if side is Side.SHORT:
         return True
     return side is Side.BUY and any(p.quantity < 0 for p in account.positions.values())
-
-
-def initial_margin_check(*, marks: Mapping[str, Decimal], initial_margin: Decimal) -> MarginCheck:
-    """The initial margin rule (SHORTING.md): after the fill, the account's equity
-    `cash + long_value - short_value` must be at least `long_value + initial_margin x short_value`
-    (longs paid in full, shorts margined). Positions are valued at `marks`, a position without a
-    mark at its average cost (or proceeds)."""
-
-    def check(account: AccountState, fill: Fill) -> str | None:
-        cash = account.cash.amount + fill.cash_delta
-        quantities = {symbol: p.quantity for symbol, p in account.positions.items()}
-        costs = {symbol: p.cost for symbol, p in account.positions.items()}
-        held = quantities.get(fill.symbol, Decimal(0))
-        quantities[fill.symbol], costs[fill.symbol] = moved_position(
-            held, costs.get(fill.symbol, Decimal(0)), fill
-        )
-        long_value = short_value = Decimal(0)
-        for symbol, quantity in quantities.items():
-            if quantity == 0:
-                continue
-            mark = marks.get(symbol)
-            if mark is None:
-                mark = fill.price if symbol == fill.symbol else costs[symbol] / abs(quantity)
-            value = abs(quantity) * mark
-            if quantity > 0:
-                long_value += value
-            else:
-                short_value += value
-        equity = cash + long_value - short_value
-        required = long_value + initial_margin * short_value
-        if equity >= required:
-            return None
-        currency = account.cash.currency
-        return (
-            f"After this {fill.side.value} of {fill.quantity} {fill.symbol} the account's equity "
-            f"would be {round_money(equity, currency)} {currency}, below its initial margin "
-            f"requirement of {round_money(required, currency)} {currency} (longs in full plus "
-            f"{initial_margin:%} of the {round_money(short_value, currency)} {currency} of "
-            f"shorts); order less, or cover or sell first."
-        )
-
-    return check
 
 
 def _price_order(

@@ -8,7 +8,9 @@ positions, marks and the market's `ShortRules`.
   `initial = long + initial_margin x short`, `maintenance = long + maintenance_margin x short`.
 - `margin_rejection`: the check an order must pass: a `short`, or a `buy` while a short is open,
   is refused (`INSUFFICIENT_MARGIN`) when the account after its fill would have equity below its
-  initial requirement.
+  initial requirement. It is the one initial margin rule: `initial_margin_check` binds it as
+  `markets.execution.execute`'s `margin` hook (the broker at the slot's quotes, `execute` itself
+  at the order's price when no hook is given).
 - `next_margin_cover`: during a margin call (equity below maintenance), the short to cover next:
   the largest short market value first, whole position, until the requirement holds.
 - `borrow_fee`: the fee of one short position for one calendar day,
@@ -115,12 +117,14 @@ def account_exposure(account: AccountState, marks: Mapping[str, Decimal]) -> Exp
 
 
 def _mark_of(position: Position, marks: Mapping[str, Decimal]) -> Decimal:
-    """A position's mark: the given one, else its average price (cost / |quantity|)."""
+    """A position's mark: the given one, else its average price (cost / |quantity|: a long's
+    average cost, a short's average proceeds), so that an order is always decided, never
+    raised on."""
     mark = marks.get(position.symbol)
     if mark is not None:
         return mark
-    if position.quantity == 0 or position.cost <= 0:
-        raise KeyError(f"no mark for held {position.symbol}")
+    if position.quantity == 0:
+        return Decimal(0)
     return position.cost / abs(position.quantity)
 
 
@@ -148,13 +152,15 @@ def margin_rejection(
         valued = exposure(cash, after, at, fill.currency)
         required = valued.initial_requirement(rules)
         if valued.equity < required:
+            currency = fill.currency
             return Rejection(
                 reason=RejectReason.INSUFFICIENT_MARGIN,
                 message=(
-                    f"after this {fill.side.value} of {fill.quantity} {fill.symbol} the account's "
-                    f"equity would be {valued.equity} {fill.currency}, below its initial margin "
-                    f"requirement of {round_money(required, fill.currency)} (longs in full plus "
-                    f"{rules.initial_margin} of shorts {valued.short_value}); cover or sell first"
+                    f"After this {fill.side.value} of {fill.quantity} {fill.symbol} the account's "
+                    f"equity would be {valued.equity} {currency}, below its initial margin "
+                    f"requirement of {round_money(required, currency)} {currency} (longs in full "
+                    f"plus {rules.initial_margin} x the {valued.short_value} {currency} of "
+                    f"shorts); order less, or cover or sell first."
                 ),
                 at=fill.filled_at,
             )
@@ -165,7 +171,9 @@ def initial_margin_check(
     marks: Mapping[str, Decimal], rules: ShortRules
 ) -> Callable[[AccountState, Fill], str | None]:
     """`margin_rejection` at `marks` as the `margin` hook of `markets.execution.execute`: the
-    sentence refusing the fill, or None."""
+    sentence refusing the fill, or None. The one initial margin rule: the broker binds the slot's
+    quotes, and `execute` without a hook binds the order's own price (every other holding at its
+    average price)."""
 
     def check(account: AccountState, fill: Fill) -> str | None:
         refused = margin_rejection(account, fill, marks, rules)

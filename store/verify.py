@@ -8,11 +8,14 @@ the shares splits added, both ways), that no fill or action crosses zero (a long
 short short), that shorts exist only in accounts allowed to short in a market that has shorting,
 the fills' links to their orders and cycles, one fill per order matching it, each fill's
 notional, each corporate action's entitlement (the holding before its ex-date, recomputed from
-the fills) and amounts (the dividend; the split's shares and cash), and every NAV snapshot at its
-marks. Amounts are recomputed by the money rule of `markets.domain` (`round_money`). Entries are
-replayed among the fills after the fill they name (`after_fill_id`). It reads the whole ledger
-into memory, which is fine for paper-trading volumes (millions of fills would want a per-account
-pass). A breach names the account, the invariant and the expected and actual amounts.
+the fills) and amounts (the dividend; the split's shares and cash), every NAV snapshot at its
+marks, each borrow fee (on the short the fills leave at its day's end, its amount), that no fee is
+missing (every calendar day an account ended short, ended by its latest NAV snapshot, has one per
+short symbol), and each margin call's cover fill. Amounts are recomputed by the money rule of
+`markets.domain` (`round_money`). Entries are replayed among the fills after the fill they name
+(`after_fill_id`). It reads the whole ledger into memory, which is fine for paper-trading volumes
+(millions of fills would want a per-account pass). A breach names the account, the invariant
+and the expected and actual amounts.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TypeVar
 
@@ -31,7 +34,7 @@ from openbell.markets.corporate_actions import ActionKind, split_quantity
 from openbell.markets.domain import Side, round_money
 from openbell.markets.margin import MARGIN_CALL, borrow_fee_at
 from openbell.markets.rules import rules_for
-from openbell.store.margin_ledger import day_end
+from openbell.store.margin_ledger import day_end, last_ended_day
 from openbell.store.records import OrderStatus
 from openbell.store.tables import (
     AccountRow,
@@ -64,6 +67,7 @@ ACTION_ENTITLEMENT = "action_entitlement"
 ACTION_AMOUNT = "action_amount"
 ACTION_CURRENCY = "action_currency"
 BORROW_FEE = "borrow_fee"
+MISSING_BORROW_FEE = "missing_borrow_fee"
 MARGIN_CALL_COVER = "margin_call_cover"
 
 
@@ -183,8 +187,10 @@ def verify_ledger(engine: Engine) -> VerifyReport:
         _check_fills(account, fills, ledger, out)
         _check_actions(account, fills, actions, out)
         _check_fees(account, fills, actions, fees, out)
+        snapshots = ledger.snapshots.get(account_id, [])
+        _check_missing_fees(account, fills, actions, fees, snapshots, out)
         _check_margin_calls(account, ledger.margin_calls.get(account_id, []), ledger, out)
-        for snapshot in ledger.snapshots.get(account_id, []):
+        for snapshot in snapshots:
             marks = ledger.marks.get(_id(snapshot.id), [])
             _check_snapshot(account, snapshot, fills, actions, marks, out, fees)
     _check_orders(ledger, out)
@@ -729,6 +735,58 @@ def _check_fees(
                 f"{where}: {-fee.quantity} x {fee.price} x {fee.rate_bps} bps / "
                 f"{fee.day_count} days",
             )
+
+
+def _check_missing_fees(
+    account: AccountRow,
+    fills: Sequence[FillRow],
+    actions: Sequence[CorporateActionRow],
+    fees: Sequence[BorrowFeeRow],
+    snapshots: Sequence[NavSnapshotRow],
+    out: _Collector,
+) -> None:
+    """Each calendar day (UTC) the account ended short a symbol (its fills and corporate actions
+    before the day's end leave it negative), if the day ended by the account's latest NAV
+    snapshot, has its `borrow_fee` row: fees are charged before the first snapshot after the day
+    ended (`daemon/valuation.py`), so by the latest one every such day is charged."""
+    if not snapshots:
+        return
+    latest = max(snapshot.at for snapshot in snapshots)
+    last_day = last_ended_day(latest)
+    events = sorted(
+        [(fill.filled_at, fill.symbol, _quantity_delta(fill)) for fill in fills]
+        + [(entry.ex_at, entry.symbol, entry.quantity_delta) for entry in actions],
+        key=lambda event: event[0],
+    )
+    charged = {(fee.symbol, fee.day) for fee in fees}
+    account_id = _id(account.id)
+    held: dict[str, Decimal] = defaultdict(Decimal)
+    index = 0
+    while index < len(events):
+        day = events[index][0].astimezone(UTC).date()  # the next day a holding moved
+        while day <= last_day:
+            end = day_end(day)
+            while index < len(events) and events[index][0] < end:
+                _, symbol, delta = events[index]
+                held[symbol] += delta
+                index += 1
+            shorts = sorted(symbol for symbol, quantity in held.items() if quantity < 0)
+            if not shorts:
+                break  # nothing is due until the next fill or action
+            for symbol in shorts:
+                if (symbol, day) not in charged:
+                    out.add(
+                        account_id,
+                        MISSING_BORROW_FEE,
+                        held[symbol],
+                        None,
+                        f"no borrow fee charged for {symbol} on {day}: the account ended that "
+                        f"day (UTC) short {-held[symbol]} {symbol}, before its latest NAV "
+                        f"snapshot at {latest.isoformat()}",
+                    )
+            day += timedelta(days=1)
+        else:
+            return
 
 
 def _check_margin_calls(

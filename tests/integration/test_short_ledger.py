@@ -1,11 +1,13 @@
 """Negative positions in the ledger, on real SQLite and Postgres: shorts and covers executed by the
-real market rules, recorded by the `Ledger` and by the replay's batched `ReplayLedger`, verify
-(cash, signed positions, costs as open proceeds, NAV = cash + signed q x mark); a fill that would
+real market rules, recorded by the `Ledger` and by the replay's batched `ReplayLedger`, with each
+day's borrow fees charged before its snapshot as the daemon charges them, verify (cash less the
+fees, signed positions, costs as open proceeds, NAV = cash + signed q x mark); a fill that would
 cross zero is refused and writes nothing; corporate actions on a short (it pays the dividend, a
 split scales it); and `ledger verify` names a short where it is not allowed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -25,7 +27,14 @@ from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
 from openbell.store.replay_ledger import ReplayLedger
 from openbell.store.verify import CROSSES_ZERO, SHORT_NOT_ALLOWED, verify_ledger
-from openbell_testkit.store import CLAIM_COLUMNS, INSTRUMENTS, dump_tables, fill_for, make_order
+from openbell_testkit.store import (
+    CLAIM_COLUMNS,
+    INSTRUMENTS,
+    charge_fees_due,
+    dump_tables,
+    fill_for,
+    make_order,
+)
 
 AAPL, MSFT, _ = INSTRUMENTS["us"]
 #: Mid-session minutes of three October 2025 US sessions.
@@ -66,10 +75,14 @@ def _place(
     return outcome
 
 
-def _trade_days(ledger: Ledger, account_id: int) -> list[object]:
+def _trade_days(
+    ledger: Ledger, account_id: int, before_fees: Callable[[], None] = lambda: None
+) -> list[object]:
     """Three days of shorting, adding, covering part, a long beside it and a cover of the rest,
-    each day valued; what the ledger answered along the way."""
+    each day valued after the borrow fees of the days before are charged (at the day before's
+    marks, as the daemon does); what the ledger answered along the way."""
     seen: list[object] = []
+    closes: dict[str, Decimal] = {}
     script = (
         ((Side.SHORT, "10", "200", AAPL), (Side.BUY, "5", "300", MSFT)),
         (
@@ -89,7 +102,11 @@ def _trade_days(ledger: Ledger, account_id: int) -> list[object]:
             )
             seen.append((day, seq, outcome))
             seen.append(ledger.account_state(account_id, at))
+        before_fees()
+        fees = charge_fees_due(ledger, account_id, at, closes)
+        seen.append([(fee.symbol, fee.day, fee.quantity, fee.amount) for fee in fees])
         prices = {symbol: Decimal(price) for symbol, price in mark.items()}
+        closes = prices
         snapshot = ledger.write_nav_snapshot(account_id, at, SnapshotKind.CLOSE, prices)
         seen.append((snapshot.cash, snapshot.positions_value, snapshot.nav, dict(snapshot.marks)))
         assert ledger.finish_cycle(cycle_id, CycleStatus.DONE, at, held_by="run")
@@ -117,7 +134,16 @@ def test_shorts_and_covers_move_cash_and_signed_positions_and_verify(
     state = ledger.account_state(account_id, DAYS[2])
     assert state.allow_short
     assert state.positions == {}
-    expected_cash = Decimal(10000) + sum((f.cash_delta for f in fills), Decimal(0))
+    charged = [item for item in seen if isinstance(item, list)]
+    # The short of 10 AAPL held over October 1 (marked 205) and the 9 left over October 2 (195),
+    # each |q| x close x 30 bps / 10000 / 365, charged at the next day's snapshot.
+    assert charged == [
+        [],
+        [("AAPL", DAYS[0].date(), Decimal(-10), Decimal("0.02"))],
+        [("AAPL", DAYS[1].date(), Decimal(-9), Decimal("0.01"))],
+    ]
+    borrowed = sum((fee[3] for fees in charged for fee in fees), Decimal(0))
+    expected_cash = Decimal(10000) + sum((f.cash_delta for f in fills), Decimal(0)) - borrowed
     assert state.cash.amount == expected_cash
     snapshots = [item for item in seen if isinstance(item, tuple) and len(item) == 4]
     cash, positions_value, nav, marks = snapshots[0]
@@ -129,7 +155,7 @@ def test_shorts_and_covers_move_cash_and_signed_positions_and_verify(
     assert cash == Decimal(10000) + Decimal("1999.00") - Decimal("1500.75")
     report = verify_ledger(engine)
     assert report.ok, report.lines()
-    assert report.fills == 6
+    assert (report.fills, report.borrow_fees) == (6, 2)
 
 
 def test_a_short_keeps_its_open_proceeds_as_its_cost(ledger: Ledger) -> None:
@@ -244,8 +270,13 @@ def test_the_replay_ledger_writes_the_shorts_the_ledger_does(
         replay = ReplayLedger(engine, start_at=DAYS[0])
         account_id = _account(replay)
         replay.own([account_id])
-        got = _trade_days(replay, account_id)
-        assert dump_tables(engine)["fill"] == [], "nothing is written before the flush"
+        written: list[int] = []
+        got = _trade_days(
+            replay, account_id, lambda: written.append(len(dump_tables(engine)["fill"]))
+        )
+        # A day's fills wait in the batch until its borrow fees are looked up (after the day's
+        # orders, before its snapshot, as the daemon does), which flushes first.
+        assert written == [0, 2, 4]
         replay.check()
         assert got == expected
         leave_out = CLAIM_COLUMNS | _IDS
@@ -253,11 +284,11 @@ def test_the_replay_ledger_writes_the_shorts_the_ledger_does(
         ours = dump_tables(engine, leave_out=leave_out)
     finally:
         plain_engine.dispose()
-    for table in ("account", "order", "fill", "position", "nav_snapshot", "nav_mark"):
+    for table in ("account", "order", "fill", "position", "nav_snapshot", "nav_mark", "borrow_fee"):
         assert ours[table] == theirs[table], table
     report = verify_ledger(engine)
     assert report.ok, report.lines()
-    assert report.fills == 6
+    assert (report.fills, report.borrow_fees) == (6, 2)
 
 
 def test_the_replay_ledger_refuses_a_crossing_fill_and_changes_nothing(engine: Engine) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
@@ -21,8 +21,8 @@ from sqlalchemy import Engine
 
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import AccountState, Fill, Order, Side, utc
-from openbell.markets.execution import execute, initial_margin_check
-from openbell.markets.margin import borrow_fee
+from openbell.markets.execution import execute
+from openbell.markets.margin import borrow_fee, initial_margin_check
 from openbell.markets.rules import rules_for
 from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee
@@ -94,8 +94,17 @@ class _Account:
 
 
 def _margin_holds(state: AccountState, marks: dict[str, Decimal], initial: Decimal) -> bool:
-    long_value = sum((q * marks[s] for s, q in _quantities(state).items() if q > 0), Decimal(0))
-    short_value = sum((-q * marks[s] for s, q in _quantities(state).items() if q < 0), Decimal(0))
+    """Equity >= longs + `initial` x shorts at `marks`, each holding valued `|q| x mark` to the
+    currency's minor unit, half up (as a NAV snapshot values it: SHORTING.md's equity is the
+    NAV)."""
+    places = Decimal(1).scaleb(-2 if state.cash.currency == "USD" else -8)
+
+    def value(quantity: Decimal, symbol: str) -> Decimal:
+        return (abs(quantity) * marks[symbol]).quantize(places, rounding=ROUND_HALF_UP)
+
+    held = _quantities(state).items()
+    long_value = sum((value(q, s) for s, q in held if q > 0), Decimal(0))
+    short_value = sum((value(q, s) for s, q in held if q < 0), Decimal(0))
     equity = state.cash.amount + long_value - short_value
     return equity >= long_value + initial * short_value
 
@@ -196,7 +205,7 @@ def _run(ledger: Ledger, engine: Engine, plan: list[Step], *, verify_each: bool)
             now=step.now,
             rules=rules,
             calendar=calendar_for(rules.calendar_id),
-            margin=initial_margin_check(marks=known, initial_margin=rules.shorting.initial_margin),
+            margin=initial_margin_check(known, rules.shorting),
         )
         account.seq += 1
         ledger.record_order(

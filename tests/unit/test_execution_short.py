@@ -24,10 +24,12 @@ from openbell.markets.domain import (
     utc,
 )
 from openbell.markets.execution import MarginCheck, execute, fees_for, tradable_quantity
+from openbell.markets.margin import margin_rejection
 from openbell.markets.rules import CRYPTO, US, MarketRules, rules_for, with_costs
 
 D = Decimal
 BUY, SELL, SHORT, COVER = Side.BUY, Side.SELL, Side.SHORT, Side.COVER
+INSUFFICIENT_MARGIN = RejectReason.INSUFFICIENT_MARGIN
 CURRENCY = {"us": "USD", "cn": "CNY", "crypto": "USDT"}
 SYMBOL = {"us": "AAPL", "cn": "600519.SH", "crypto": "BTC/USDT"}
 OPEN_AT = {"cn": utc(2025, 9, 30, 2, 30), "us": utc(2025, 6, 2, 15), "crypto": utc(2025, 6, 7, 3)}
@@ -238,6 +240,34 @@ def test_a_buy_while_a_short_is_open_is_margin_checked() -> None:
         RejectReason.INSUFFICIENT_MARGIN,
     )
     assert filled(run(BUY, "9", cash="3000", price=D(100))).quantity == D(9)
+
+
+@pytest.mark.parametrize(
+    ("side", "quantity", "cash", "others"),
+    [
+        (SHORT, "21", "1000", {}),
+        (SHORT, "5", "1000", {"MSFT": "-12"}),
+        (BUY, "9", "3000", {"MSFT": "-20"}),
+    ],
+)
+def test_the_default_margin_check_is_the_margin_module_s_rule(
+    side: Side, quantity: str, cash: str, others: dict[str, str]
+) -> None:
+    # Without a hook, execute refuses with `markets.margin.margin_rejection` at the order's price
+    # (another holding at its average price): one rule, one sentence.
+    seen: list[tuple[AccountState, Fill]] = []
+
+    def spy(account: AccountState, fill: Fill) -> str | None:
+        seen.append((account, fill))
+        return None
+
+    filled(run(side, quantity, cash=cash, others=others, margin=spy))
+    account, fill = seen[0]
+    assert US.shorting is not None
+    expected = margin_rejection(account, fill, {"AAPL": HUNDRED}, US.shorting)
+    assert expected is not None
+    message = rejected(run(side, quantity, cash=cash, others=others), INSUFFICIENT_MARGIN)
+    assert message == expected.message
 
 
 def test_the_margin_hook_decides_and_sees_the_fill() -> None:

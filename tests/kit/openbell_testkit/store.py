@@ -1,8 +1,9 @@
-"""Builders with defaults for the store tests: instruments, orders, fills, and table dumps."""
+"""Builders with defaults for the store tests: instruments, orders, fills, borrow fees charged as
+the daemon charges them, and table dumps."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -12,8 +13,12 @@ from sqlalchemy import Engine, delete, select
 from sqlmodel import SQLModel
 
 from openbell.markets.domain import CURRENCY_PLACES, Fill, Instrument, Order, Side, utc
+from openbell.markets.margin import borrow_fee
+from openbell.markets.rules import rules_for
 from openbell.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from openbell.store.db import make_engine
+from openbell.store.ledger import Ledger
+from openbell.store.margin_ledger import BorrowFee
 
 NOW = utc(2025, 10, 1, 14, 30)
 
@@ -69,6 +74,38 @@ def fill_for(
         filled_at=at or order.placed_at,
         price_source="quote",
     )
+
+
+def charge_fees_due(
+    ledger: Ledger, account_id: int, at: datetime, closes: Mapping[str, Decimal]
+) -> list[BorrowFee]:
+    """Charge the account's borrow fees due by `at`, as the daemon does before a NAV snapshot
+    (`daemon/valuation.py`: `short_days_due`, then `charge_borrow_fees`, one fee per short and
+    day by `markets.margin.borrow_fee` at the market's rules); each short is marked at `closes`,
+    which stand for the last closes ended by the days charged. The fees written."""
+    state = ledger.account_state(account_id, at)
+    shorting = rules_for(state.market).shorting
+    due = ledger.short_days_due(account_id, at)
+    if shorting is None or not due:
+        return []
+    currency = state.cash.currency
+    fees = [
+        BorrowFee(
+            account_id=account_id,
+            symbol=symbol,
+            day=short_day.day,
+            quantity=quantity,
+            price=closes[symbol],
+            rate_bps=shorting.borrow_fee_bps_per_year,
+            day_count=shorting.day_count,
+            amount=borrow_fee(quantity, closes[symbol], shorting, currency),
+            currency=currency,
+            charged_at=at,
+        )
+        for short_day in due
+        for symbol, quantity in short_day.shorts.items()
+    ]
+    return ledger.charge_borrow_fees(account_id, fees)
 
 
 #: The cycle columns that say which run claimed a cycle and when: they differ between two runs

@@ -27,7 +27,6 @@ from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.markets.domain import Quote
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
-from openbell.markets.margin import borrow_fee
 from openbell.markets.rules import ShortRules
 from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee, day_end
@@ -90,15 +89,13 @@ async def charge_borrow_fees(
         marks = await last_closes(gateway, short_day.shorts, end)
         check_marks(account_id, short_day.shorts, marks, end)
         fees.extend(
-            BorrowFee(
+            BorrowFee.of_short(
                 account_id=account_id,
-                symbol=symbol,
                 day=short_day.day,
+                symbol=symbol,
                 quantity=quantity,
                 price=marks[symbol],
-                rate_bps=shorting.borrow_fee_bps_per_year,
-                day_count=shorting.day_count,
-                amount=borrow_fee(quantity, marks[symbol], shorting, currency),
+                shorting=shorting,
                 currency=currency,
                 charged_at=at,
             )

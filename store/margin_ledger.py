@@ -35,6 +35,8 @@ from sqlalchemy.exc import IntegrityError
 
 from openbell.markets.domain import Fill, Order, Rejection, Side, check_decimal, check_utc
 from openbell.markets.errors import LedgerBreach
+from openbell.markets.margin import borrow_fee
+from openbell.markets.rules import ShortRules
 from openbell.store.orders import check_outcome, idempotency_key, insert_order, stored_order
 from openbell.store.records import NavSnapshot, RecordedOrder, SnapshotKind
 from openbell.store.rows import LedgerTables, get_account, row_id
@@ -104,6 +106,34 @@ class BorrowFee:
             raise ValueError(
                 f"the fee of {self.day} is charged at {self.charged_at}, before the day ended"
             )
+
+    @classmethod
+    def of_short(
+        cls,
+        *,
+        account_id: int,
+        day: date,
+        symbol: str,
+        quantity: Decimal,
+        price: Decimal,
+        shorting: ShortRules,
+        currency: str,
+        charged_at: datetime,
+    ) -> BorrowFee:
+        """The fee of a short of `quantity` `symbol` held at the end of `day`, marked at `price`,
+        under the market's `shorting` rules (`markets.margin.borrow_fee`)."""
+        return cls(
+            account_id=account_id,
+            symbol=symbol,
+            day=day,
+            quantity=quantity,
+            price=price,
+            rate_bps=shorting.borrow_fee_bps_per_year,
+            day_count=shorting.day_count,
+            amount=borrow_fee(quantity, price, shorting, currency),
+            currency=currency,
+            charged_at=charged_at,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

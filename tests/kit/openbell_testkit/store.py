@@ -13,7 +13,6 @@ from sqlalchemy import Engine, delete, select
 from sqlmodel import SQLModel
 
 from openbell.markets.domain import CURRENCY_PLACES, Fill, Instrument, Order, Side, utc
-from openbell.markets.margin import borrow_fee
 from openbell.markets.rules import rules_for
 from openbell.store import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from openbell.store.db import make_engine
@@ -90,15 +89,13 @@ def charge_fees_due(
         return []
     currency = state.cash.currency
     fees = [
-        BorrowFee(
+        BorrowFee.of_short(
             account_id=account_id,
-            symbol=symbol,
             day=short_day.day,
+            symbol=symbol,
             quantity=quantity,
             price=closes[symbol],
-            rate_bps=shorting.borrow_fee_bps_per_year,
-            day_count=shorting.day_count,
-            amount=borrow_fee(quantity, closes[symbol], shorting, currency),
+            shorting=shorting,
             currency=currency,
             charged_at=at,
         )

@@ -286,6 +286,10 @@ def test_a_structured_mode_translates_with_the_agents_alias_map(ledger: Ledger) 
     assert "SUI/USDT" not in ctx.universe
 
 
+#: The pair mode's pairs (it needs some): two coins offered on 2021-01-01.
+PAIRS = (("BTC/USDT", "ETH/USDT"),)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_no_decision_mode_tells_of_a_coin_before_its_first_bar(ledger: Ledger, mode: str) -> None:
     # Every mode's prompts (the open-research list, the fixed-candidate table, the memory-only ids,
@@ -295,7 +299,7 @@ def test_no_decision_mode_tells_of_a_coin_before_its_first_bar(ledger: Ledger, m
         arena,
         [completion('{"decisions": []}')] * 3,
         utc(2021, 1, 1),
-        prompt=lambda ctx: prompt_for_mode(mode),
+        prompt=lambda ctx: prompt_for_mode(mode, pairs=PAIRS if mode == "pair" else ()),
     )
     sent = " ".join(
         str(message.get("content") or "")

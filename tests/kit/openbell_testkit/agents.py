@@ -28,6 +28,8 @@ US_OPEN = utc(2025, 10, 1, 13, 30)
 CN_OPEN = utc(2025, 10, 10, 1, 30)
 CRYPTO_DAY = utc(2025, 11, 1)
 INITIAL_CASH = {"us": D(10000), "cn": D(100000), "crypto": D(10000)}
+#: The lease of an arena's claims (`Arena.claim`).
+ARENA_LEASE = timedelta(days=3650)
 
 
 @functools.cache
@@ -84,9 +86,12 @@ class Arena:
     account_id: int
 
     def claim(self, slot_at: datetime) -> int:
-        """The cycle of the account at `slot_at`, claimed (or found, when it already is)."""
+        """The cycle of the account at `slot_at`, claimed (or found, when it already is). Its
+        lease outlasts any test's clock: a claim of a later slot interrupts an earlier cycle only
+        once that one's lease has ended, and a test may come back to an earlier slot's cycle
+        (hypothesis draws the slots in any order)."""
         claimed = self.ledger.claim_cycle(
-            self.account_id, slot_at, "test", slot_at + timedelta(minutes=15), slot_at
+            self.account_id, slot_at, "test", slot_at + ARENA_LEASE, slot_at
         )
         if claimed is not None:
             return claimed

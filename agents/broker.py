@@ -20,7 +20,7 @@ taken back out), so a deterministic agent sizes every order as it did the first 
 order whose symbol or side differs from the stored one marks the replay as diverged: no further
 order is accepted.
 
-Shorting (SHORTING.md): where the market's rules allow shorting, a `short` (or a `buy` while a
+Shorting (design §4): where the market's rules allow shorting, a `short` (or a `buy` while a
 short is open) that fills is refused with `INSUFFICIENT_MARGIN` when the account after it would
 have equity below its initial requirement (`markets.margin.margin_rejection`, at the slot's
 quotes). `MarginCall` covers an account in a margin call before its agent's turn: the largest short
@@ -360,7 +360,7 @@ def in_margin_call(snapshot: NavSnapshot, rules: ShortRules, currency: str) -> b
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MarginCall:
     """Covers the shorts of an account in a margin call at its next slot, before its agent's turn
-    (SHORTING.md): the call is decided on the account's newest NAV snapshot at or before the slot;
+    (design §4): the call is decided on the account's newest NAV snapshot at or before the slot;
     then, while equity is below the maintenance requirement at the slot's `marks`, the largest
     short is covered whole at the slot's execution price, as order -1, -2, ... of the cycle with
     reason `margin call: equity E below maintenance M` and its `margin_call` row. A cover refused

@@ -555,7 +555,7 @@ class CycleRunner:
         self, desk: MarketDesk, snapshot: MarketSnapshot, claim: _Claim, slot_at: datetime
     ) -> int:
         """Cover the shorts of the claim's account if its newest NAV snapshot put it in a margin
-        call (SHORTING.md), at the slot's marks, before its agent's turn; how many covers filled
+        call (design §4), at the slot's marks, before its agent's turn; how many covers filled
         in this run."""
         shorting = desk.rules.shorting
         if shorting is None:

@@ -6,7 +6,7 @@ bar ended by the close (over every interval the source serves; the latest end wi
 the finer interval). Every price comes through the point-in-time gateway at the snapshot's instant.
 Snapshots are written through the ledger, which makes writing one twice a no-op.
 
-Borrow fees (SHORTING.md) are charged here too, just before an account's first snapshot after a
+Borrow fees (design §4) are charged here too, just before an account's first snapshot after a
 calendar day (UTC) ended with shorts open (`charge_borrow_fees`): one fee per short and day,
 `|q| x close x bps / 10000 / day_count`, the close being that of the last bar ended by the day's
 end (point-in-time: never a mark the day had not seen). So every snapshot's cash includes the fees

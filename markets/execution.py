@@ -61,7 +61,7 @@ class _Refused(Exception):
 #: short is open): given the account before the order and the fill it would make, None when the
 #: account still meets its margin requirement after it, else the sentence saying why not (the
 #: order is refused as `INSUFFICIENT_MARGIN`). The caller binds the marks at the decision time;
-#: `markets.margin.initial_margin_check` is the rule of SHORTING.md.
+#: `markets.margin.initial_margin_check` is the rule of design §4.
 MarginCheck = Callable[[AccountState, Fill], str | None]
 
 

@@ -1,4 +1,4 @@
-"""Margin and borrow for shorting accounts (SHORTING.md), as pure functions of an account's
+"""Margin and borrow for shorting accounts (design §4), as pure functions of an account's
 positions, marks and the market's `ShortRules`.
 
 - `exposure`: long value, short value, equity (= NAV = cash + long - short), gross and net, each

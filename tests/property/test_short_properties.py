@@ -95,7 +95,7 @@ class _Account:
 
 def _margin_holds(state: AccountState, marks: dict[str, Decimal], initial: Decimal) -> bool:
     """Equity >= longs + `initial` x shorts at `marks`, each holding valued `|q| x mark` to the
-    currency's minor unit, half up (as a NAV snapshot values it: SHORTING.md's equity is the
+    currency's minor unit, half up (as a NAV snapshot values it: design §4's equity is the
     NAV)."""
     places = Decimal(1).scaleb(-2 if state.cash.currency == "USD" else -8)
 

@@ -4,7 +4,7 @@ Revision ID: 0016
 Revises: 0015
 Create Date: 2026-12-01
 
-Negative positions (issue 16, SHORTING.md): orders and fills may be `short` or `cover` as well as
+Negative positions (issue 16, design §4): orders and fills may be `short` or `cover` as well as
 `buy` and `sell` (the side check constraints widen; a downgrade narrows them again, refused by the
 database while a short or cover row exists), and an account records whether it may short
 (`account.allow_short`, false for every existing account). Positions need no change: a short is a

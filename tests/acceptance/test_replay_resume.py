@@ -2,11 +2,12 @@
 
 The real console script replays six weeks of A-share sessions with every baseline into a fresh
 SQLite file, writing its ledger in batches of two slots (`--batch-slots 2`); the test polls the
-file until a third of the cycles are committed (a batch writes its cycles finished: none is ever
-left claimed), kills the process, resumes it with `--resume`, and compares every table with a
-second, uninterrupted run: cycles, orders, fills, positions, cash and NAV snapshots alike. Only
-the claim bookkeeping (holder, lease, start and finish stamps) may differ. `openbell ledger
-verify` then exits 0.
+file until a third of the cycles are committed, kills the process, resumes it with `--resume`,
+and compares every table with a second, uninterrupted run: cycles, orders, fills, positions, cash
+and NAV snapshots alike. Only the claim bookkeeping (holder, lease, start and finish stamps) may
+differ. `openbell ledger verify` then exits 0. A batch writes its cycles finished; only a slot
+whose ex-date entries go through the ledger (which writes the batch first) can be left with its
+cycles claimed, and the resumed run takes them over.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def test_a_killed_replay_resumes_to_the_uninterrupted_ledger(tmp_path: Path) -> 
     cut_config, cut_db = _config(tmp_path, "cut")
     total, claimed = _kill_mid_way(tmp_path, cut_config, cut_db)
     assert KILL_AFTER_CYCLES <= total < CYCLES
-    assert claimed == 0
+    assert claimed in (0, len(AGENTS))  # none, or the slot in progress at an ex-date write
 
     refused = openbell(tmp_path, *_replay_args(cut_config))
     assert refused.returncode == 2

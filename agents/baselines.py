@@ -177,10 +177,7 @@ class SmaCrossover:
 
     async def decide(self, ctx: DecisionContext) -> None:
         tools = ctx.tools
-        held = await _holdings(ctx)
-        if held is None:
-            await tools.finish("Portfolio unavailable; no trades.")
-            return
+        held = tools.positions()
         offered = ctx.universe.symbols
         if not offered:
             await tools.finish("Nothing is offered at this slot; no trades.")

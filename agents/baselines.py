@@ -24,6 +24,7 @@ from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, PairNeutral, check_
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.tools import ToolError
 from openbell.markets.domain import check_market
+from openbell.markets.gateway import AveragesResult
 
 BASELINE_KINDS: tuple[str, ...] = (
     "buy_and_hold",
@@ -176,18 +177,17 @@ class SmaCrossover:
 
     async def decide(self, ctx: DecisionContext) -> None:
         tools = ctx.tools
-        held = await _holdings(ctx)
-        if held is None:
-            await tools.finish("Portfolio unavailable; no trades.")
-            return
+        held = tools.positions()
         offered = ctx.universe.symbols
         if not offered:
             await tools.finish("Nothing is offered at this slot; no trades.")
             return
+        found = await tools.moving_averages_of(offered, "1d", (SMA_FAST, SMA_SLOW))
+        signals = {} if isinstance(found, ToolError) else found
         longs: list[str] = []
         exits: list[str] = []
         for symbol in offered:
-            signal = await self._signal(ctx, symbol)
+            signal = _crossed(signals.get(symbol))
             if signal is True and symbol not in held:
                 longs.append(symbol)
             elif signal is False and symbol in held:
@@ -201,12 +201,12 @@ class SmaCrossover:
             await tools.place_order(symbol, "buy", target_weight=weight, reason="SMA50 > SMA200")
         await tools.finish(f"Entered {longs or 'none'}; exited {exits or 'none'}.")
 
-    @staticmethod
-    async def _signal(ctx: DecisionContext, symbol: str) -> bool | None:
-        found = await ctx.tools.moving_averages(symbol, "1d", (SMA_FAST, SMA_SLOW))
-        if isinstance(found, ToolError) or SMA_SLOW not in found.averages:
-            return None
-        return found.averages[SMA_FAST] > found.averages[SMA_SLOW]
+
+def _crossed(found: AveragesResult | None) -> bool | None:
+    """Whether SMA50 is above SMA200 (None: fewer than 200 bars, or no averages)."""
+    if found is None or SMA_SLOW not in found.averages:
+        return None
+    return found.averages[SMA_FAST] > found.averages[SMA_SLOW]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -322,6 +322,15 @@ class Toolbox:
         """The mean close of the last `n` `interval` bars of `symbol` ended by now, for each `n`
         of `windows` with that many bars (for Python agents; not a model tool). It reads the bars
         `get_bars(symbol, interval, max(windows))` would show, and refuses what it refuses."""
+        found = await self.moving_averages_of((symbol,), interval, windows)
+        return found if isinstance(found, ToolError) else found[symbol]
+
+    async def moving_averages_of(
+        self, symbols: Sequence[str], interval: str = "1d", windows: Sequence[int] = (50, 200)
+    ) -> dict[str, AveragesResult] | ToolError:
+        """`moving_averages` of each of `symbols`, by symbol in the order asked, in one call (for
+        Python agents; not a model tool): a symbol not served refuses them all, as it refuses
+        `moving_averages` of it alone."""
         if self.finished:
             return self._finished_error()
         lengths = tuple(windows)
@@ -337,10 +346,11 @@ class Toolbox:
                 f"{MAX_LOOKBACK} bars.",
                 "Call moving_averages with a served interval and window lengths in range.",
             )
-        if self._instrument(symbol) is None:
-            return unknown_symbol(symbol, self._now)
+        for symbol in symbols:
+            if self._instrument(symbol) is None:
+                return unknown_symbol(symbol, self._now)
         try:
-            return await self._gateway.moving_averages(symbol, interval, lengths)
+            return await self._gateway.moving_averages_of(symbols, interval, lengths)
         except (DataUnavailable, NotServed) as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
 

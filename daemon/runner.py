@@ -560,9 +560,10 @@ class CycleRunner:
         shorting = desk.rules.shorting
         if shorting is None:
             return 0
-        state = self._ledger.account_state(claim.account_id, slot_at)
-        if not any(position.quantity < 0 for position in state.positions.values()):
+        quantities = self._ledger.open_positions(claim.account_id)
+        if not any(quantity < 0 for quantity in quantities.values()):
             return 0
+        state = self._ledger.account_state(claim.account_id, slot_at)
         call = MarginCall(
             ledger=self._ledger,
             broker=desk.broker,

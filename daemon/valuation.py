@@ -130,7 +130,7 @@ async def write_slot_snapshot(
     """
     at = snapshot.at
     await charge_borrow_fees(ledger, gateway, account_id, at, shorting)
-    held = ledger.account_state(account_id, at).positions
+    held = ledger.open_positions(account_id)
     marks = {symbol: snapshot.quotes[symbol].price for symbol in held if symbol in snapshot.quotes}
     unpriced = [symbol for symbol in held if symbol not in marks]
     if unpriced:
@@ -159,10 +159,7 @@ async def write_close_snapshots(
     ]
     if not pending:
         return 0
-    held = {
-        account_id: tuple(ledger.account_state(account_id, close_at).positions)
-        for account_id in pending
-    }
+    held = {account_id: tuple(ledger.open_positions(account_id)) for account_id in pending}
     wanted = sorted({symbol for symbols in held.values() for symbol in symbols})
     closes = await last_closes(gateway, wanted, close_at)
     written = 0

@@ -37,11 +37,11 @@ class Currency:
 
     code: str
     places: int
+    #: The smallest amount of the currency an account holds (0.01 for USD).
+    minor_unit: Decimal = field(init=False, repr=False, compare=False)
 
-    @property
-    def minor_unit(self) -> Decimal:
-        """The smallest amount of the currency an account holds (0.01 for USD)."""
-        return Decimal(1).scaleb(-self.places)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "minor_unit", Decimal(1).scaleb(-self.places))
 
     def round(self, amount: Decimal) -> Decimal:
         """`amount` rounded to the minor unit by `MONEY_ROUNDING`."""
@@ -123,16 +123,22 @@ def check_decimal(name: str, value: Decimal, *, positive: bool = False) -> None:
         raise ValueError(f"{name} must not be negative, got {value}")
 
 
+def currency_of(code: str) -> Currency:
+    """The currency `code` names; `ValueError` for one the ledger does not know."""
+    found = CURRENCIES.get(code)
+    if found is None:
+        raise ValueError(f"unknown currency {code!r}; known: {sorted(CURRENCY_PLACES)}")
+    return found
+
+
 def check_currency(currency: str) -> None:
     """Refuse a currency the ledger does not know."""
-    if currency not in CURRENCY_PLACES:
-        raise ValueError(f"unknown currency {currency!r}; known: {sorted(CURRENCY_PLACES)}")
+    currency_of(currency)
 
 
 def round_money(amount: Decimal, currency: str) -> Decimal:
     """`amount` rounded to the minor unit of `currency`, ties half-up: the money rule."""
-    check_currency(currency)
-    return CURRENCIES[currency].round(amount)
+    return amount.quantize(currency_of(currency).minor_unit, rounding=MONEY_ROUNDING)
 
 
 def round_quantity(quantity: Decimal, step: Decimal) -> Decimal:

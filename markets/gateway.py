@@ -276,9 +276,18 @@ class PointInTimeGateway:
         `windows` that `bars(symbol, interval, max(windows), now)` holds at least `n` bars of:
         the same bars, and the same number as `sum(closes[-n:], Decimal(0)) / n` over their closes
         (from a prepared source's running sums, without adding the closes up again)."""
+        return (await self.moving_averages_of((symbol,), interval, windows, now))[symbol]
+
+    async def moving_averages_of(
+        self, symbols: Sequence[str], interval: str, windows: Sequence[int], now: datetime
+    ) -> dict[str, AveragesResult]:
+        """`moving_averages` of each of `symbols`, in the order asked (each once): the same
+        reads, their arguments checked once (a rule baseline reads every symbol's at a slot)."""
         if not windows or min(windows) < 1:
             raise ValueError(f"windows must be one or more positive lengths, got {list(windows)}")
-        if self._prepared is not None:  # the same window, found without building one
+        wanted = tuple(dict.fromkeys(symbols))
+        out: dict[str, AveragesResult] = {}
+        if self._prepared is not None:  # the same windows, found without building them
             lookback = max(windows)
             check_utc("now", now)
             if not 1 <= lookback <= self._max_lookback:
@@ -287,23 +296,25 @@ class PointInTimeGateway:
                 )
             self._check_interval(interval)
             days = self._window_days(interval, lookback)
-            averages, ended_at = _prepared_means(
-                self._prepared, symbol, interval, windows, days, now
-            )
-            return AveragesResult(
+            for symbol in wanted:
+                averages, ended_at = _prepared_means(
+                    self._prepared, symbol, interval, windows, days, now
+                )
+                out[symbol] = _averages_result(symbol, interval, now, averages, ended_at)
+            return out
+        for symbol in wanted:
+            found = await self._last_bars(symbol, interval, max(windows), now)
+            if isinstance(found, BarWindow):
+                averages = {n: found.mean_close(n) for n in windows if n <= len(found)}
+                ended_at = found.end_at
+            else:
+                closes = [bar.close for bar in found]
+                averages = {n: mean_of_last(closes, n) for n in windows if n <= len(closes)}
+                ended_at = found[-1].end_at if found else None
+            out[symbol] = AveragesResult(
                 symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
             )
-        found = await self._last_bars(symbol, interval, max(windows), now)
-        if isinstance(found, BarWindow):
-            averages = {n: found.mean_close(n) for n in windows if n <= len(found)}
-            ended_at = found.end_at
-        else:
-            closes = [bar.close for bar in found]
-            averages = {n: mean_of_last(closes, n) for n in windows if n <= len(closes)}
-            ended_at = found[-1].end_at if found else None
-        return AveragesResult(
-            symbol=symbol, interval=interval, as_of=now, averages=averages, ended_at=ended_at
-        )
+        return out
 
     async def last_closes(
         self, symbols: Sequence[str], interval: str, now: datetime
@@ -490,6 +501,12 @@ class GatewayView:
         """See `PointInTimeGateway.moving_averages`."""
         return await self.gateway.moving_averages(symbol, interval, windows, self.now)
 
+    async def moving_averages_of(
+        self, symbols: Sequence[str], interval: str, windows: Sequence[int]
+    ) -> dict[str, AveragesResult]:
+        """See `PointInTimeGateway.moving_averages_of`."""
+        return await self.gateway.moving_averages_of(symbols, interval, windows, self.now)
+
     async def quote(self, symbols: Sequence[str]) -> QuotesResult:
         """See `PointInTimeGateway.quote`."""
         return await self.gateway.quote(symbols, self.now)
@@ -564,6 +581,29 @@ def _prepared_means(
         return {}, None
     found = hi - lo
     return {n: series.mean_close(hi - n, hi) for n in windows if n <= found}, series.end_at(hi - 1)
+
+
+def _averages_result(
+    symbol: str,
+    interval: str,
+    now: datetime,
+    averages: dict[int, Decimal],
+    ended_at: datetime | None,
+) -> AveragesResult:
+    """`AveragesResult(...)` of `_prepared_means`' answer at `now` (checked UTC), built without
+    checking again what its bisections ensure: the last bar averaged ended by `now`, and a fresh
+    dict of averages only with a bar (a replay reads one per symbol and slot)."""
+    found = _new(AveragesResult)
+    _set(found, "symbol", symbol)
+    _set(found, "interval", interval)
+    _set(found, "as_of", now)
+    _set(found, "averages", MappingProxyType(averages))
+    _set(found, "ended_at", ended_at)
+    return found
+
+
+_new: Final = object.__new__
+_set: Final = object.__setattr__
 
 
 def _prepared_closes(

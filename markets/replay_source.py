@@ -298,6 +298,8 @@ class ReplaySource(SourceIdentity):
     def _quote_at(self, symbol: str, now_us: int) -> Quote | None:
         latest: tuple[int, BarSeries, int] | None = None
         for series in self._series_of(symbol):
+            if not series.starts or now_us < series.starts[0]:  # nothing of it by then
+                continue
             index = bisect.bisect_left(series.starts, now_us)
             if index < len(series.starts) and series.starts[index] == now_us:
                 return bar_quote(symbol, series.opens[index], series.start_at(index))

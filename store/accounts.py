@@ -192,6 +192,13 @@ class Accounts(LedgerTables):
             allow_short=account.allow_short,
         )
 
+    def open_positions(self, account_id: int) -> dict[str, Decimal]:
+        """Symbol -> signed quantity of each of the account's open positions, in symbol order:
+        the positions `account_state` lists, without its cash and recent buys (one read)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(POSITIONS, {"account": account_id}).all()
+        return {row.symbol: row.quantity for row in rows if row.quantity != 0}
+
     def set_paused(self, account_id: int, paused: bool) -> None:
         """Pause (no more cycles) or resume the account."""
         with self._write() as session:

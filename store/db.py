@@ -48,6 +48,12 @@ SQLITE_BUSY_TIMEOUT_MS = 5000
 DEFAULT_CONNECT_TIMEOUT_S = 10
 #: Execution option: on SQLite, begin the transaction with the write lock (`BEGIN IMMEDIATE`).
 SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
+#: Execution option of a statement run through the driver (`replay_batch.insert_rows`): the
+#: positions (or names) of its parameters that may hold text, each row's or each array's; the
+#: others are bound from typed columns (exact decimals, instants, integers, booleans), which hold
+#: no secret, so the scan for anything to mask leaves them out. Without it every parameter is
+#: scanned.
+TEXT_PARAMETERS = "openbell_text_parameters"
 _POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
 #: Text that is an exact decimal or a SQLite timestamp: a stored value, never masked.
 _EXACT_VALUE: Final = re.compile(
@@ -153,22 +159,26 @@ class _ParameterMasker:
         _cursor: Any,
         statement: str,
         parameters: Any,
-        _context: Any,
+        context: Any,
         executemany: bool,
     ) -> tuple[str, Any]:
+        keys = None if context is None else context.execution_options.get(TEXT_PARAMETERS)
         if executemany and isinstance(parameters, Sequence):
-            if not self._may_mask(parameters):
+            if not self._may_mask(parameters, keys):
                 return statement, parameters
             return statement, [self._row(row) for row in parameters]
-        if not self._may_mask([parameters]):
+        if not self._may_mask([parameters], keys):
             return statement, parameters
         return statement, self._row(parameters)
 
-    def _may_mask(self, rows: Sequence[Any]) -> bool:
+    def _may_mask(self, rows: Sequence[Any], keys: Sequence[Any] | None = None) -> bool:
         """Whether any text parameter of `rows` could be masked: one scan of them all, joined
         (each text is in the joined one, so whatever would be masked in it is found there; a
         match across two texts only costs the row by row pass), for a batch of many rows that
-        (nearly always) holds nothing to mask."""
+        (nearly always) holds nothing to mask. With `keys` (`TEXT_PARAMETERS`), only those
+        parameters of each row are scanned."""
+        if keys is not None:  # one row of every row's text parameters
+            rows = [[row[key] for key in keys for row in rows]]
         texts: list[str] = []
         for row in rows:
             if isinstance(row, Mapping):

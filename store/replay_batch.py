@@ -22,10 +22,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Dialect, Table, bindparam, delete, func, select, update
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Dialect,
+    Integer,
+    Table,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
+from openbell.store.db import TEXT_PARAMETERS
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
     ACCOUNT_TABLE,
@@ -37,7 +49,7 @@ from openbell.store.tables import (
     POSITION_TABLE,
     TRACE_TABLE,
 )
-from openbell.store.types import UtcDateTime
+from openbell.store.types import ExactDecimal, UtcDateTime
 from openbell.store.working_copy import AccountBook
 
 #: How many ids of a table are reserved from its Postgres sequence at a time.
@@ -284,21 +296,39 @@ def insert_rows(
         [row[name] for row in rows] if process is None else [process(row[name]) for row in rows]
         for name, process in zip(order, processors, strict=True)
     ]
-    if dialect.name == "postgresql":
+    unnest = dialect.name == "postgresql"  # a tuple of one array per column, by position
+    texts = {TEXT_PARAMETERS: _text_parameters(table, order, dialect.positional or unnest)}
+    if unnest:
         types = dialect.type_compiler_instance
         arrays = ", ".join(
             f"%s::{types.process(table.c[name].type.dialect_impl(dialect))}[]" for name in order
         )
         columns = ", ".join(dialect.identifier_preparer.quote(name) for name in order)
         statement = f"{head.partition(' (')[0]} ({columns}) SELECT * FROM unnest({arrays})"  # noqa: S608  (quoted names; values bound)
-        connection.exec_driver_sql(statement, tuple(values))
+        connection.exec_driver_sql(statement, tuple(values), execution_options=texts)
         return
     parameters: list[Any] = (
         list(zip(*values, strict=True))
         if dialect.positional
         else [dict(zip(order, row, strict=True)) for row in zip(*values, strict=True)]
     )
-    connection.exec_driver_sql(compiled.string, parameters)
+    connection.exec_driver_sql(compiled.string, parameters, execution_options=texts)
+
+
+def _text_parameters(table: Table, order: Sequence[str], positional: bool) -> tuple[Any, ...]:
+    """The parameters of `table`'s insert of the columns `order` that may hold text (by position
+    when `positional`, else by name): all but those of typed columns, which bind numbers and
+    instants (`db.TEXT_PARAMETERS`)."""
+    return tuple(
+        index if positional else name
+        for index, name in enumerate(order)
+        if not isinstance(table.c[name].type, _TYPED)
+    )
+
+
+#: Column types whose bound values hold no text to mask: exact decimals, instants, integers and
+#: booleans (what SQLite gets as text is the number or the instant written out).
+_TYPED: Final = (ExactDecimal, UtcDateTime, Integer, Boolean)
 
 
 @functools.lru_cache(maxsize=64)

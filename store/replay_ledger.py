@@ -191,6 +191,12 @@ class ReplayLedger(Ledger):
         check_utc("now", now)
         return book.state(now)
 
+    def open_positions(self, account_id: int) -> dict[str, Decimal]:
+        book = self._book(account_id)
+        if book is None:
+            return super().open_positions(account_id)
+        return book.open_positions()
+
     def symbols_traded(
         self, account_ids: Collection[int]
     ) -> tuple[frozenset[str], datetime | None]:

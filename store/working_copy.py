@@ -91,6 +91,8 @@ class AccountBook:
         self.first_fill_at = first_fill_at
         self.allow_short = allow_short
         self._state: tuple[datetime, datetime, AccountState] | None = None
+        #: The buys `_state` lists as recent (its positions' lots).
+        self._recent: list[_Buy] = []
 
     def state(self, now: datetime) -> AccountState:
         """The account as `Accounts.account_state(account, now)` reads it from the ledger."""
@@ -102,12 +104,16 @@ class AccountBook:
             return _copy(self._state[2])
         # Buys older than a day before the window can no longer be listed (time only advances).
         self._buys = [buy for buy in self._buys if buy.filled_at >= since - _KEEP_BUYS]
+        recent = [buy for buy in self._buys if buy.filled_at >= since]
+        if self._state is not None and self._recent == recent:  # the same state, a later window
+            self._state = (now, since, self._state[2])
+            return _copy(self._state[2])
+        self._recent = recent
         lots: dict[str, list[Lot]] = {}
-        for buy in self._buys:
-            if buy.filled_at >= since:
-                lots.setdefault(buy.symbol, []).append(
-                    Lot(quantity=buy.quantity, acquired_at=buy.filled_at)
-                )
+        for buy in recent:
+            lots.setdefault(buy.symbol, []).append(
+                Lot(quantity=buy.quantity, acquired_at=buy.filled_at)
+            )
         state = AccountState(
             market=self.market,
             cash=Money(amount=self.cash, currency=self.currency),
@@ -125,6 +131,15 @@ class AccountBook:
         )
         self._state = (now, since, state)
         return _copy(state)
+
+    def open_positions(self) -> dict[str, Decimal]:
+        """Symbol -> signed quantity of each open position, in symbol order (as
+        `Accounts.open_positions` reads them from the ledger)."""
+        return {
+            symbol: holding.quantity
+            for symbol, holding in sorted(self.holdings.items())
+            if holding.quantity != 0
+        }
 
     def apply(self, fill: Fill, fill_id: int, key: str) -> None:
         """Move cash and the position by `fill` (stored as fill `fill_id` under `key`), as

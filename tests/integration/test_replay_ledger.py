@@ -66,7 +66,10 @@ def _run(ledger: Ledger, account_ids: list[int], slots: int) -> list[object]:
             assert cycle_id is not None
             for seq, (order, outcome) in enumerate(_orders(slot), start=1):
                 ledger.record_order(cycle_id=cycle_id, seq=seq, order=order, outcome=outcome)
-                seen.append(ledger.account_state(account_id, at))
+                state = ledger.account_state(account_id, at)
+                held = ledger.open_positions(account_id)
+                assert held == {symbol: p.quantity for symbol, p in state.positions.items()}
+                seen.extend([state, held])
             seen.append([o.symbol for o in ledger.recent_orders(account_id, at, 3)])
             marks = {"AAPL": Decimal(100), "MSFT": Decimal("300.5")}
             snapshot = ledger.write_nav_snapshot(account_id, at, SnapshotKind.SLOT, marks)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from sqlalchemy import Engine, String, Text, select, text
+from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, Text, select, text
 from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
 
@@ -27,6 +27,8 @@ from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
 from openbell.store.redact import REDACTED as REDACTED_MARK
 from openbell.store.redact import Redactor
+from openbell.store.replay_batch import insert_rows
+from openbell.store.types import ExactDecimal, UtcDateTime
 from openbell.store.verify import verify_ledger
 from openbell_testkit.agents import US_OPEN, make_arena
 from openbell_testkit.llm import ScriptedModel, call, completion, finish, tool_turn
@@ -216,3 +218,35 @@ def test_a_secret_in_an_array_parameter_is_masked(pg_url: str) -> None:
     finally:
         engine.dispose()
     assert sorted(stored) == sorted(["ordinary", f"paid with {REDACTED_MARK}", notes[2]])
+
+
+def test_a_replay_batch_masks_its_texts_and_keeps_its_numbers_and_instants(guarded: Engine) -> None:
+    # A replay batch (`replay_batch.insert_rows`) names the parameters that may hold text, so the
+    # engine's scan leaves its typed columns out: what is in a text column is still masked, and a
+    # number or an instant is stored as it is, also one whose digits are a secret.
+    table = Table(
+        "batch_notes",
+        MetaData(),
+        Column("n", Integer, primary_key=True),
+        Column("note", Text),
+        Column("amount", ExactDecimal),
+        Column("at", UtcDateTime),
+    )
+    table.create(guarded)
+    notes = [f"note {n}, 5% of NAV" for n in range(300)]
+    notes[123] = f"paid with {KEY}"
+    notes[299] = f"pin {PIN}"
+    rows = [
+        {"n": n, "note": note, "amount": Decimal(PIN), "at": US_OPEN}
+        for n, note in enumerate(notes)
+    ]
+    with guarded.begin() as connection:
+        insert_rows(connection, table, rows)
+        stored = list(connection.execute(select(table).order_by(table.c.n)))
+    assert [row.n for row in stored if REDACTED_MARK in row.note] == [123, 299]
+    assert leaks("\n".join(row.note for row in stored), [KEY, PIN]) == []
+    assert [row.note for row in stored if REDACTED_MARK not in row.note] == [
+        note for n, note in enumerate(notes) if n not in (123, 299)
+    ]
+    assert {row.amount for row in stored} == {Decimal(PIN)}
+    assert {row.at for row in stored} == {US_OPEN}

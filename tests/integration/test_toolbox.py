@@ -554,3 +554,24 @@ def test_holdings_are_the_weights_get_portfolio_shows(ledger: Ledger) -> None:
     assert D("0.29") < held["BTC/USDT"] < D("0.31")  # filled at the next open, marked now
     assert isinstance(late, ToolError)
     assert late.code is ErrorCode.ALREADY_FINISHED
+
+
+def test_positions_are_the_quantities_get_portfolio_shows(ledger: Ledger) -> None:
+    arena = make_arena(ledger, "crypto")
+
+    async def scenario() -> list[object]:
+        tools = await arena.toolbox(CRYPTO_DAY)
+        empty = tools.positions()
+        await tools.place_order("BTC/USDT", "buy", target_weight=D("0.3"))
+        await tools.place_order("ETH/USDT", "buy", target_weight=D("0.2"))
+        await tools.place_order("ETH/USDT", "sell", target_weight=D("0"))
+        held, portfolio = tools.positions(), await tools.get_portfolio()
+        await tools.finish("done")
+        return [empty, held, portfolio, tools.positions()]
+
+    empty, held, portfolio, late = asyncio.run(scenario())
+    assert empty == {}
+    assert not isinstance(portfolio, ToolError)
+    assert held == {position.symbol: position.quantity for position in portfolio.positions}
+    assert list(held) == ["BTC/USDT"]  # the ETH bought and sold again is no holding
+    assert late == held  # served after `finish` too (the rules of a cycle's end)

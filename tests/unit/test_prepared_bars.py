@@ -121,6 +121,13 @@ def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObjec
 
     wanted = data.draw(st.lists(st.sampled_from([*known[:6], "UNKNOWN"]), max_size=6))
     assert run(prepared.snapshot(wanted, now)) == run(unprepared.snapshot(wanted, now))
+    # Many symbols' averages in one read are each symbol's own, in the order asked.
+    many = run(prepared.moving_averages_of(wanted, interval, windows, now))
+    assert list(many) == list(dict.fromkeys(wanted))
+    assert many == {
+        each: run(unprepared.moving_averages(each, interval, windows, now)) for each in wanted
+    }
+    assert many == run(unprepared.moving_averages_of(wanted, interval, windows, now))
     assert run(prepared.daily_closes(symbol, 3, now)) == run(
         unprepared.daily_closes(symbol, 3, now)
     )

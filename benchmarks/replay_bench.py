@@ -77,6 +77,8 @@ initial_cash = "10000"
 
 RSS_CHILD = """
 import sys
+from openbell.ops.entry import limit_malloc_arenas
+limit_malloc_arenas()  # as the openbell command does, before anything starts a thread
 from datetime import date
 from openbell.ops.config import load_config
 from openbell.ops.demo import BASELINES, RANDOM_SEED

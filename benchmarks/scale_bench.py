@@ -7,7 +7,8 @@ with 20 agents, four of each rule baseline (`buy_and_hold`, `equal_weight`, `sma
 are a seeded random walk (`synthetic_bars.py`), generated into a temporary folder before the first
 run (hourly bars for 2024, daily bars from 2023 so that SMA(200) has its history) and read by a
 `replay:PATH` source, as `openbell replay` reads any bar files. Each run is a child process (a
-fresh interpreter: what one `openbell replay` costs), which prints:
+fresh interpreter, set up as the `openbell` command sets up its own: what one `openbell replay`
+costs), which prints:
 
 - the wall time of the replay and its cycles per second;
 - its peak RSS (the kernel's high-water mark, `VmHWM` of /proc/self/status), target <= 400 MB;
@@ -38,8 +39,6 @@ import tracemalloc
 from datetime import date
 from pathlib import Path
 from typing import Any
-
-from synthetic_bars import write_walk
 
 SYMBOLS = tuple(f"S{n:03d}" for n in range(100))
 BENCHMARK = "QQQ"
@@ -140,7 +139,11 @@ class Sampler:
 
 
 def child(config_path: str, start: str, end: str, warmup_cycles: int, trace: bool) -> None:
-    """One replay in this process; its figures as one JSON line on stdout."""
+    """One replay in this process, set up as the `openbell` command sets up its process (the
+    malloc arena cap, before anything starts a thread); its figures as one JSON line on stdout."""
+    from openbell.ops.entry import limit_malloc_arenas
+
+    limit_malloc_arenas()
     from openbell.daemon.replay import run_replay
     from openbell.ops.config import load_config
     from openbell.ops.logs import configure_logging
@@ -229,6 +232,8 @@ def main() -> None:
     if args.child:
         child(args.child, args.start, args.end, args.warmup_cycles, args.tracemalloc)
         return
+    from synthetic_bars import write_walk  # numpy and pyarrow: not before the child's set-up
+
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         bars = workdir / "bars"

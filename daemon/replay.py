@@ -48,7 +48,6 @@ import structlog
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import SimulatedClock
 from openbell.daemon.locks import AccountLocks, DaemonLock
-from openbell.daemon.mcp_http import serve_mcp
 from openbell.daemon.plan import (
     CADENCE_INTERVALS,
     MarketPlan,
@@ -288,7 +287,9 @@ async def _replay(
         progress(0, total)
     counts = _Counts()
     async with contextlib.AsyncExitStack() as serving:
-        if hub is not None:
+        if hub is not None:  # the MCP SDK is imported only by a replay that serves it
+            from openbell.daemon.mcp_http import serve_mcp
+
             host, port = plan.mcp_listen
             url = await serving.enter_async_context(
                 serve_mcp(hub, ledger, host=host, port=port, allow_remote=plan.mcp_allow_remote)

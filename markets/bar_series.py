@@ -1,17 +1,19 @@
 """Bars prepared once for point-in-time reads: one symbol's bars of one interval, and runs of them.
 
-This module owns `BarSeries`, one symbol's bars of one interval, oldest first and never
-overlapping, kept as what a read needs: their starts and ends in µs since the epoch (sorted, for
-bisection), their opens and closes, the `Bar`s themselves (built on first use, a block of
-`BLOCK_BARS` at a time, so a replay builds only the bars it shows, and only the `BLOCKS_KEPT`
-blocks used last are kept) and the exact running sums of
-their closes (built once, on first use). A `BarWindow` is a contiguous run of a
-series' bars found by two bisections: the bars that started at or after some instant and had ended
-by the decision time, a `Sequence[Bar]` whose slices are windows again, so the gateway serves a
-lookback from it without filtering or decoding a bar, and the mean of its last closes comes from
-two running sums instead of adding them up again (`BarWindow.mean_close`). It equals the windowed
-computation, `mean_of_last`, to the last digit. `PreparedBars` is the optional member of a source
-that serves such windows (the replay source); the gateway reads through it when it can.
+This module owns `BarSeries`, one symbol's bars of one interval, oldest first and never overlapping,
+kept as what a read needs: their starts and ends in µs since the epoch (sorted, for bisection), when
+each is first shown (`shown`: its end, or later for a cache replay's bars, which are shown from when
+the live daemon had them; never decreasing, so "shown by `t`" is a bisection too), their opens and
+closes, the `Bar`s themselves (built on first use, a block of `BLOCK_BARS` at a time, so a replay
+builds only the bars it shows, and only the `BLOCKS_KEPT` blocks used last are kept) and the exact
+running sums of their closes (built once, on first use). A `BarWindow` is a contiguous run of a
+series' bars found by two bisections: the bars that started at or after some instant and were shown
+by the decision time (had ended by then, and for a cache replay had been fetched), a `Sequence[Bar]`
+whose slices are windows again, so the gateway serves a lookback from it without filtering or
+decoding a bar, and the mean of its last closes comes from two running sums instead of adding them
+up again (`BarWindow.mean_close`). It equals the windowed computation, `mean_of_last`, to the last
+digit. `PreparedBars` is the optional member of a source that serves such windows (the replay
+source); the gateway reads through it when it can.
 """
 
 from __future__ import annotations
@@ -62,19 +64,32 @@ class BarSeries:
     """One symbol's bars of one interval, oldest first; see the module docstring.
 
     `make_bars(lo, hi)` builds bars `lo .. hi - 1` when they are first asked for (a quote or a
-    fill price needs none); `bars` gives them all at once (in-memory bars).
+    fill price needs none); `bars` gives them all at once (in-memory bars). `shown_us` says when
+    each bar is first shown, in µs (never decreasing, never before its end; None: at its end).
     """
 
-    __slots__ = ("_bars", "_blocks", "_make_bars", "_sums", "closes", "ends", "opens", "starts")
+    __slots__ = (
+        "_bars",
+        "_blocks",
+        "_make_bars",
+        "_sums",
+        "closes",
+        "ends",
+        "opens",
+        "shown",
+        "starts",
+    )
 
     def __init__(
         self,
         prices: BarPrices,
         make_bars: Callable[[int, int], tuple[Bar, ...]],
         bars: tuple[Bar, ...] | None = None,
+        shown_us: Sequence[int] | None = None,
     ) -> None:
         self.starts = prices.starts_us
         self.ends = prices.ends_us
+        self.shown = prices.ends_us if shown_us is None else shown_us
         self.opens = prices.opens
         self.closes = prices.closes
         self._make_bars = make_bars
@@ -83,15 +98,16 @@ class BarSeries:
         self._sums: tuple[list[Decimal], int] | None = None
 
     @classmethod
-    def of_bars(cls, bars: tuple[Bar, ...]) -> BarSeries:
-        """The series of `bars`, already sorted and checked not to overlap."""
+    def of_bars(cls, bars: tuple[Bar, ...], shown_us: Sequence[int] | None = None) -> BarSeries:
+        """The series of `bars`, already sorted and checked not to overlap, each shown from
+        `shown_us` (None: its end)."""
         prices = BarPrices(
             starts_us=[(bar.start_at - _EPOCH) // _MICROSECOND for bar in bars],
             ends_us=[(bar.end_at - _EPOCH) // _MICROSECOND for bar in bars],
             opens=[bar.open for bar in bars],
             closes=[bar.close for bar in bars],
         )
-        return cls(prices, lambda lo, hi: bars[lo:hi], bars)
+        return cls(prices, lambda lo, hi: bars[lo:hi], bars, shown_us)
 
     @property
     def bars(self) -> tuple[Bar, ...]:
@@ -142,22 +158,23 @@ class BarSeries:
         return _EPOCH + self.ends[index] * _MICROSECOND
 
     def window(self, start_us: int, end_by_us: int) -> BarWindow:
-        """The bars that started at or after `start_us` and had ended by `end_by_us`. Bars never
-        overlap, so both starts and ends are increasing and the run is two bisections."""
+        """The bars that started at or after `start_us` and were shown by `end_by_us` (had ended,
+        for a cache replay also been fetched). Bars never overlap and `shown` never decreases, so
+        both starts and shown times are increasing and the run is two bisections."""
         return BarWindow(self, *self.span(start_us, end_by_us))
 
     def span(self, start_us: int, end_by_us: int) -> tuple[int, int]:
         """The indices `lo, hi` (`lo <= hi`) of `window(start_us, end_by_us)`: its bars are
         `lo .. hi - 1`."""
         lo = bisect.bisect_left(self.starts, start_us)
-        hi = bisect.bisect_right(self.ends, end_by_us)
+        hi = bisect.bisect_right(self.shown, end_by_us)
         return lo, max(lo, hi)
 
     def last_ended(self, start_us: int, end_by_us: int) -> int | None:
         """The index of the last bar of `window(start_us, end_by_us)` (None: it is empty), found
-        with one bisection: the last bar ended by `end_by_us`, if it started at or after
+        with one bisection: the last bar shown by `end_by_us`, if it started at or after
         `start_us`."""
-        hi = bisect.bisect_right(self.ends, end_by_us)
+        hi = bisect.bisect_right(self.shown, end_by_us)
         return hi - 1 if hi > 0 and self.starts[hi - 1] >= start_us else None
 
     def mean_close(self, lo: int, hi: int) -> Decimal:

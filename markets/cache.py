@@ -7,9 +7,12 @@ a source's bars are all cached and final (`coverage.py`); `MemoryBarCache`, the 
 `CachingSource`, a `MarketDataSource` that serves bars from the cache where it covers the window
 asked, asks a live source for the rest and records what came back. A bar is final once its end has
 passed when it was fetched (`end_at <= fetched_at`): a final bar is never replaced by an unfinished
-one, and an unfinished bar is replaced by any later fetch. News items are kept once per (symbol,
-published_at, title) and quotes once per (source, symbol, decision time); neither is read back live
-(a cache replay reads them).
+one, and an unfinished bar is replaced by any later fetch. A final bar also keeps when it was first
+known (`known_at`, which a cache replay shows it from): the decision time of the read that first
+fetched it final, or its end if later; a re-fetch with the same values keeps that time, one with
+other values (a vendor's revision) moves it to the re-fetch, so no value is ever shown before it was
+fetched. News items are kept once per (symbol, published_at, title) and quotes once per (source,
+symbol, decision time); neither is read back live (a cache replay reads them).
 """
 
 from __future__ import annotations
@@ -36,15 +39,24 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachedBar:
-    """A bar as fetched from `source` at `fetched_at`; final when it had ended by then."""
+    """A bar as fetched from `source` at `fetched_at`; final when it had ended by then. `known_at`
+    is when a final bar's values were first known (never before its end; None: unfinished)."""
 
     bar: Bar
     interval: str
     source: str
     fetched_at: datetime
+    known_at: datetime | None = None
 
     def __post_init__(self) -> None:
         check_utc("fetched_at", self.fetched_at)
+        if self.known_at is not None:
+            check_utc("known_at", self.known_at)
+            if self.known_at < self.bar.end_at:
+                raise ValueError(
+                    f"{self.bar.symbol} bar at {self.bar.start_at} known at {self.known_at}, "
+                    f"before its end {self.bar.end_at}"
+                )
 
     @property
     def is_final(self) -> bool:
@@ -56,9 +68,17 @@ class BarCache(Protocol):
     """Fetched bars and news, each with when it was fetched. Every datetime is aware UTC."""
 
     def put_bars(
-        self, *, source: str, interval: str, bars: Sequence[Bar], fetched_at: datetime
+        self,
+        *,
+        source: str,
+        interval: str,
+        bars: Sequence[Bar],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
     ) -> None:
-        """Record `bars`; a bar is final when `end_at <= fetched_at` (see the module docstring)."""
+        """Record `bars`; a bar is final when `end_at <= fetched_at`, and known from the later of
+        its end and `known_at` (the decision time the read was for, never after `fetched_at`;
+        None: `fetched_at`). See the module docstring."""
         ...
 
     def get_bars(
@@ -127,6 +147,16 @@ class BarCache(Protocol):
         ...
 
 
+def bar_known_from(fetched_at: datetime, known_at: datetime | None) -> datetime:
+    """When the bars of a read fetched at `fetched_at` for decision time `known_at` (None: a read
+    for no decision) are known, their ends aside: the decision time, never after the fetch."""
+    check_utc("fetched_at", fetched_at)
+    if known_at is None:
+        return fetched_at
+    check_utc("known_at", known_at)
+    return min(known_at, fetched_at)
+
+
 def _news_key(item: NewsItem) -> tuple[str | None, datetime, str]:
     return (item.symbol, item.published_at, item.title)
 
@@ -144,14 +174,28 @@ class MemoryBarCache:
         self.reports: dict[tuple[str, date, datetime], KnownReport] = {}
 
     def put_bars(
-        self, *, source: str, interval: str, bars: Sequence[Bar], fetched_at: datetime
+        self,
+        *,
+        source: str,
+        interval: str,
+        bars: Sequence[Bar],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
     ) -> None:
+        known = bar_known_from(fetched_at, known_at)
         for bar in bars:
-            cached = CachedBar(bar=bar, interval=interval, source=source, fetched_at=fetched_at)
             key = (bar.symbol, interval, bar.start_at)
             old = self._bars.get(key)
-            if old is None or not old.is_final or cached.is_final:
-                self._bars[key] = cached
+            final = bar.end_at <= fetched_at
+            if old is not None and old.is_final and not final:
+                continue
+            if final and old is not None and old.is_final and old.bar == bar:
+                first = old.known_at  # the same values: known since they were first fetched
+            else:
+                first = max(known, bar.end_at) if final else None
+            self._bars[key] = CachedBar(
+                bar=bar, interval=interval, source=source, fetched_at=fetched_at, known_at=first
+            )
 
     def get_bars(
         self,
@@ -251,7 +295,9 @@ class CachingSource(ForwardingSource):
     """A `MarketDataSource` that reads bars through `cache` and records what `source` returns.
 
     `now` is the daemon clock's `now`; the `fetched_at` of a bar read is taken as the read is
-    asked, so that a bar ending while the vendor answers is not taken for final. For each symbol,
+    asked, so that a bar ending while the vendor answers is not taken for final; the bars fetched
+    are known from the read's `end_at` (the gateway reads the bars started before its decision
+    time), or from their fetch if that came first. For each symbol,
     the part of the window the cache covers is served from it and the rest is asked of `source`:
     one read for all such symbols over the smallest window holding each one's uncovered part
     (typically the newest bar). A bar served from the cache starts inside the window and inside a
@@ -274,7 +320,7 @@ class CachingSource(ForwardingSource):
         asked = tuple(dict.fromkeys(check_symbols(symbols)))
         asked_at = self._now()
         if not asked or end_at <= start_at:
-            return await self._fetch(asked, interval, start_at, end_at, asked_at)
+            return await self._fetch(asked, interval, start_at, end_at, asked_at, end_at)
         window = TimeSpan(start_at=start_at, end_at=end_at)
         try:
             known = self._known(asked, interval, window, asked_at)
@@ -284,7 +330,7 @@ class CachingSource(ForwardingSource):
                 exc_info=True,
                 extra={"source": self.name, "interval": interval},
             )
-            return await self._fetch(asked, interval, start_at, end_at, asked_at)
+            return await self._fetch(asked, interval, start_at, end_at, asked_at, end_at)
         holes = [hull for _, hull in known.values() if hull is not None]
         if not holes:
             return {symbol: bars for symbol, (bars, _) in known.items() if bars}
@@ -293,7 +339,9 @@ class CachingSource(ForwardingSource):
             end_at=max(hull.end_at for hull in holes),
         )
         missing = tuple(symbol for symbol, (_, hull) in known.items() if hull is not None)
-        fetched = await self._fetch(missing, interval, vendor.start_at, vendor.end_at, asked_at)
+        fetched = await self._fetch(
+            missing, interval, vendor.start_at, vendor.end_at, asked_at, end_at
+        )
         out: dict[str, tuple[Bar, ...]] = {}
         for symbol, (cached, hull) in known.items():
             if hull is None:
@@ -341,11 +389,13 @@ class CachingSource(ForwardingSource):
         start_at: datetime,
         end_at: datetime,
         fetched_at: datetime,
+        known_at: datetime,
     ) -> Mapping[str, Sequence[Bar]]:
-        """`source`'s bars for the window, recorded in the cache with what they cover."""
+        """`source`'s bars for the window, recorded in the cache with what they cover, known from
+        `known_at` (the end of the read asked for)."""
         found = await self._source.bars(symbols, interval, start_at, end_at)
         try:
-            self._record(found, symbols, interval, start_at, end_at, fetched_at)
+            self._record(found, symbols, interval, start_at, end_at, fetched_at, known_at)
         except Exception:
             logger.warning(
                 "bar_cache_write_failed",
@@ -362,10 +412,15 @@ class CachingSource(ForwardingSource):
         start_at: datetime,
         end_at: datetime,
         fetched_at: datetime,
+        known_at: datetime,
     ) -> None:
         every = tuple(bar for bars in found.values() for bar in bars)
         self._cache.put_bars(
-            source=self._source.name, interval=interval, bars=every, fetched_at=fetched_at
+            source=self._source.name,
+            interval=interval,
+            bars=every,
+            fetched_at=fetched_at,
+            known_at=known_at,
         )
         if end_at <= start_at:
             return

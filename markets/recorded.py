@@ -1,19 +1,26 @@
 """What the live daemon saw, as recorded, and the replay source that shows exactly that again.
 
-This module owns the values a recording holds beside its bars (`KnownNews`, `KnownReport`,
-`RecordedQuote`: each with the first decision time it was served for, its `known_at`), the
+This module owns the values a recording holds (`KnownBar`, `KnownNews`, `KnownReport`,
+`RecordedQuote`: each with the first decision time it was known or served for, its `known_at`), the
 `Recording` port a cache replay reads them from (the store implements it in `store/cache.py`),
 `RecordingFundamentals`, which records every fundamentals report a live source serves, and
 `CacheReplaySource`, a `ReplaySource` over a recording.
 
 Point-in-time, "indexed by public release time" (Herculean), as live: at decision time `t` a news
 item is shown only if it was published by `t` and known by `t` (served to a live read for `t` or
-earlier; an imported item is known from its publication time); a fundamentals report only if it
-was published and known by `t`; a bar only once it has ended (the gateway's rule; a recorded bar is
-the final one, whose values no later fetch changes). The quote at `t` and the fill price of an order
-placed at `t` are the latest quote the live source answered for a decision time at or before `t`
-(stamped no later than `t`), as `LatestQuotes` filled live; a symbol without recorded quotes (bars
-imported from a file) falls back to the replay price rules of `replay_source.py`.
+earlier; an imported item is known from its publication time); a fundamentals report only if it was
+published and known by `t`; a bar only once the live daemon had it final by `t` (its `known_at`: the
+decision time of the read that first fetched it final, never before its end; a bar the vendor
+delivered late stays hidden until then), and never before a bar that precedes it (the gateway reads
+runs of bars: a bar fetched ahead of an earlier one waits for it). A bar is shown with the last
+values fetched: a re-fetch with other values (a vendor's revision) moved its `known_at` to the
+re-fetch, so its earlier values are not shown again, and it is hidden until then. The quote at `t`
+and the fill price of an order placed at `t` are the latest quote the live source answered for a
+decision time at or before `t` (stamped no later than `t`), as `LatestQuotes` filled live; a symbol
+without recorded quotes (one whose bars the live daemon fetched but never quoted, such as a
+benchmark) is quoted at the close of its last bar shown by `t` and filled by the replay rule of
+`replay_source.py` (the open of the first bar starting at or after `t`: the broker's price, never
+shown to an agent).
 """
 
 from __future__ import annotations
@@ -33,6 +40,22 @@ from openbell.markets.sources import SymbolFilter, check_symbols
 
 logger = logging.getLogger(__name__)
 _MICROSECOND: Final = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownBar:
+    """A final bar and the first decision time its values were known for (never before its end)."""
+
+    bar: Bar
+    known_at: datetime
+
+    def __post_init__(self) -> None:
+        check_utc("known_at", self.known_at)
+        if self.known_at < self.bar.end_at:
+            raise ValueError(
+                f"{self.bar.symbol} bar at {self.bar.start_at} known at {self.known_at}, before "
+                f"its end {self.bar.end_at}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,9 +101,11 @@ def known_for(fetched_at: datetime, end_at: datetime) -> datetime:
 class Recording(Protocol):
     """What a cache replay reads: the recorded final bars, news, reports and quotes."""
 
-    def recorded_bars(self, symbols: Sequence[str], interval: str) -> Mapping[str, Sequence[Bar]]:
-        """The final bars of `symbols` of `interval`, oldest first (bars never fetched final are
-        left out: the live gateway never showed them either)."""
+    def recorded_bars(
+        self, symbols: Sequence[str], interval: str
+    ) -> Mapping[str, Sequence[KnownBar]]:
+        """The final bars of `symbols` of `interval` with when each was first known, oldest first
+        (bars never fetched final are left out: the live gateway never showed them either)."""
         ...
 
     def recorded_news(self, symbols: Sequence[str]) -> Sequence[KnownNews]:
@@ -171,19 +196,31 @@ class KnownFundamentals:
 
 class CacheReplaySource(ReplaySource):
     """A `ReplaySource` over what a live daemon recorded (or a user imported): its final bars, its
-    news and quotes shown as live (see the module docstring)."""
+    news and quotes shown as live (see the module docstring). `bars` are by interval."""
 
     def __init__(
         self,
         *,
         market: str,
-        bars: Mapping[str, Iterable[Bar]],
+        bars: Mapping[str, Iterable[KnownBar]],
         news: Iterable[KnownNews] = (),
         quotes: Iterable[RecordedQuote] = (),
         name: str,
     ) -> None:
         known = sorted(news, key=lambda entry: entry.item.published_at)
-        super().__init__(market=market, bars=bars, name=name)
+        by_interval = {interval: tuple(found) for interval, found in bars.items()}
+        super().__init__(
+            market=market,
+            bars={
+                interval: [entry.bar for entry in found] for interval, found in by_interval.items()
+            },
+            known_at={
+                (interval, entry.bar.symbol, entry.bar.start_at): entry.known_at
+                for interval, found in by_interval.items()
+                for entry in found
+            },
+            name=name,
+        )
         self._known_news = known
         self._known_us = [micros(entry.item.published_at) for entry in known]
         by_symbol: dict[str, list[RecordedQuote]] = {}
@@ -205,11 +242,12 @@ class CacheReplaySource(ReplaySource):
         return None
 
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
-        """The recorded quote (see the module docstring); the replay rule for a symbol without
-        recorded quotes."""
+        """The recorded quote (see the module docstring); for a symbol without recorded quotes,
+        the close of its last bar shown by `at` (the open of a bar starting at `at`, the replay
+        rule's quote, was fetched only once that bar had ended)."""
         if symbol in self._quotes:
             return self._recorded_quote(symbol, at)
-        return super().quote_at(symbol, at)
+        return self._quote_at(symbol, micros(at), opening=False)
 
     def first_price_at_or_after(self, symbol: str, at: datetime) -> Quote | None:
         """The live fill price: the latest recorded quote at `at`; the replay rule for a symbol

@@ -39,14 +39,27 @@ def micros(at: datetime) -> int:
     return (at - _EPOCH) // _MICROSECOND
 
 
-def _series_of(symbol: str, bars: Iterable[Bar]) -> BarSeries:
+def _series_of(
+    symbol: str, bars: Iterable[Bar], known_at: Callable[[Bar], datetime | None]
+) -> BarSeries:
     ordered = tuple(sorted(bars, key=lambda bar: bar.start_at))
     for earlier, later in itertools.pairwise(ordered):
         if later.start_at < earlier.end_at:
             raise ValueError(f"{symbol}: bars at {earlier.start_at} and {later.start_at} overlap")
     if any(bar.symbol != symbol for bar in ordered):
         raise ValueError(f"bars filed under {symbol} belong to another symbol")
-    return BarSeries.of_bars(ordered)
+    knowns = [known_at(bar) for bar in ordered]
+    if all(known is None for known in knowns):
+        return BarSeries.of_bars(ordered)
+    # Shown from the later of its end and when it was known, and never before an earlier bar.
+    shown = itertools.accumulate(
+        (
+            micros(bar.end_at if known is None else max(bar.end_at, known))
+            for bar, known in zip(ordered, knowns, strict=True)
+        ),
+        max,
+    )
+    return BarSeries.of_bars(ordered, list(shown))
 
 
 class _Interval:
@@ -92,8 +105,17 @@ def _barset_loader(barset: BarSet, symbol: str) -> Callable[[], BarSeries]:
     return lambda: BarSeries(barset.prices(symbol), lambda lo, hi: barset.rows(symbol, lo, hi))
 
 
-def _bars_loader(symbol: str, bars: Sequence[Bar]) -> Callable[[], BarSeries]:
-    series = _series_of(symbol, bars)  # checked now, so a bad fake fails where it is built
+def _known_in(
+    known_at: Mapping[tuple[str, str, datetime], datetime], interval: str
+) -> Callable[[Bar], datetime | None]:
+    """When each in-memory bar of `interval` was known, by (interval, symbol, start)."""
+    return lambda bar: known_at.get((interval, bar.symbol, bar.start_at))
+
+
+def _bars_loader(
+    symbol: str, bars: Sequence[Bar], known_at: Callable[[Bar], datetime | None]
+) -> Callable[[], BarSeries]:
+    series = _series_of(symbol, bars, known_at)  # checked now, so a bad fake fails where built
     return lambda: series
 
 
@@ -104,7 +126,10 @@ class ReplaySource(SourceIdentity):
     bars. Each interval may come from several bar sets (the bundled A-share stocks and index are two
     daily files) as long as no symbol appears twice in one interval. Replay has no live quote: the
     quote and the fill price follow the rules in the module docstring. `adjustment` says what the
-    in-memory bars are ("raw" unless told); a bar file says it in its metadata.
+    in-memory bars are ("raw" unless told); a bar file says it in its metadata. `known_at` says
+    when in-memory bars were first known, by (interval, symbol, start) (a cache replay's: when the
+    live daemon had them final): such a bar is shown from the later of its end and that time, and
+    never before a bar preceding it; other bars from their end.
     """
 
     def __init__(
@@ -116,8 +141,10 @@ class ReplaySource(SourceIdentity):
         news: Iterable[NewsItem] = (),
         name: str | None = None,
         adjustment: str = "raw",
+        known_at: Mapping[tuple[str, str, datetime], datetime] | None = None,
     ) -> None:
         check_market(market)
+        knowns = known_at or {}
         name = name or f"replay:{market}"
         adjustments = {barset.meta.adjustment for barset in barsets}
         if bars:
@@ -138,7 +165,8 @@ class ReplaySource(SourceIdentity):
             for bar in given:
                 by_symbol.setdefault(bar.symbol, []).append(bar)
             for symbol, symbol_bars in by_symbol.items():
-                found.add(symbol, _bars_loader(symbol, symbol_bars), "in-memory bars")
+                loader = _bars_loader(symbol, symbol_bars, _known_in(knowns, interval))
+                found.add(symbol, loader, "in-memory bars")
         if not data:
             raise ConfigError(f"replay source {name} has no bars")
         super().__init__(name, market, finest_first(data))
@@ -292,18 +320,20 @@ class ReplaySource(SourceIdentity):
 
     def quote_at(self, symbol: str, at: datetime) -> Quote | None:
         """The open of a bar starting exactly at `at` (finest interval first), stamped `at`; else
-        the close of the bar that ended last at or before `at`, stamped with its end; else None."""
+        the close of the last bar shown by `at` (ended by then; a cache replay's also known then),
+        stamped with its end; else None."""
         return self._quote_at(symbol, micros(at))
 
-    def _quote_at(self, symbol: str, now_us: int) -> Quote | None:
+    def _quote_at(self, symbol: str, now_us: int, *, opening: bool = True) -> Quote | None:
+        """`quote_at`; without the open of a bar starting at `now_us` unless `opening`."""
         latest: tuple[int, BarSeries, int] | None = None
         for series in self._series_of(symbol):
             if not series.starts or now_us < series.starts[0]:  # nothing of it by then
                 continue
             index = bisect.bisect_left(series.starts, now_us)
-            if index < len(series.starts) and series.starts[index] == now_us:
+            if opening and index < len(series.starts) and series.starts[index] == now_us:
                 return bar_quote(symbol, series.opens[index], series.start_at(index))
-            ended = bisect.bisect_right(series.ends, now_us) - 1
+            ended = bisect.bisect_right(series.shown, now_us) - 1
             if ended >= 0 and (latest is None or series.ends[ended] > latest[0]):
                 latest = (series.ends[ended], series, ended)
         if latest is None:
@@ -312,12 +342,13 @@ class ReplaySource(SourceIdentity):
         return bar_quote(symbol, found.closes[index], found.end_at(index))
 
     def first_bar_ends(self, symbols: Sequence[str]) -> dict[str, datetime]:
-        """When each of `symbols` first had an ended bar: the earliest end of its first bars of
-        every interval; a symbol without bars is left out (see `sources.FirstBars`)."""
+        """When each of `symbols` first had an ended bar: the earliest time a first bar of any
+        interval is shown (its end; for a cache replay's, when it was known); a symbol without bars
+        is left out (see `sources.FirstBars`)."""
         out: dict[str, datetime] = {}
         for symbol in check_symbols(symbols):
             if symbol not in self._first_ends:
-                ends = [series.ends[0] for series in self._series_of(symbol) if series.ends]
+                ends = [series.shown[0] for series in self._series_of(symbol) if series.shown]
                 self._first_ends[symbol] = _EPOCH + min(ends) * _MICROSECOND if ends else None
             first = self._first_ends[symbol]
             if first is not None:

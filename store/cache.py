@@ -4,17 +4,21 @@ This module owns the `bar`, `bar_coverage`, `news`, `quote_record` and `fundamen
 tables' reads and writes, and reads them back for a cache replay (`markets.recorded.Recording`).
 It keeps the port's semantics exactly as `MemoryBarCache` does: a bar is stored final when
 `end_at <= fetched_at`; a stored final bar is never replaced by an unfinished one, and anything
-else is replaced by the newer put; a news item is kept once per (symbol, published_at, title),
-whose digest is its unique `item_key`, with the first decision time it was served for; a quote
-once per (source, symbol, decision time); a fundamentals report once per (symbol, period end,
-published_at); a covered span is merged with the spans of its (source, symbol, interval) that it
-overlaps or touches. Bar, news, quote and report writes are single-statement upserts (`INSERT
-... ON CONFLICT`, in the SQLite or Postgres dialect) in one transaction that takes SQLite's write
-lock up front, so concurrent daemons on Postgres and the one daemon on SQLite need no
-read-then-write. A span write does read, delete and insert, in one such transaction: two daemons
-on Postgres writing spans of one symbol at once may leave overlapping spans, which is harmless
-(reads merge them). Reads return domain values (`CachedBar`, `TimeSpan`, `NewsItem`, ...);
-decimals round-trip exactly through `ExactDecimal`.
+else is replaced by the newer put; a final bar's `known_at` (when a cache replay shows it from) is
+kept by a re-fetch of the same values and moved to the re-fetch by other values; a news item is
+kept once per (symbol, published_at, title), whose digest is its unique `item_key`, with the first
+decision time it was served for; a quote once per (source, symbol, decision time); a fundamentals
+report once per (symbol, period end, published_at); a covered span is merged with the spans of its
+(source, symbol, interval) that it overlaps or touches. Bar, news, quote and report writes are
+single-statement upserts (`INSERT ... ON CONFLICT`, in the SQLite or Postgres dialect) in one
+transaction that takes SQLite's write lock up front, so concurrent daemons on Postgres and the one
+daemon on SQLite need no read-then-write, but for a bar's `known_at`: the stored final bars of the
+keys written are read first in the same transaction, to compare their values in Python (never in
+SQL, where SQLite's are text); two daemons on Postgres re-fetching one bar at once may leave either
+one's `known_at`, both about the same decision time. A span write does read, delete and insert, in
+one such transaction: two daemons on Postgres writing spans of one symbol at once may leave
+overlapping spans, which is harmless (reads merge them). Reads return domain values (`CachedBar`,
+`TimeSpan`, `NewsItem`, ...); decimals round-trip exactly through `ExactDecimal`.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from typing import Any, Final, TypeVar
 from sqlalchemy import Connection, Engine, Table, delete, insert, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from openbell.markets.cache import CachedBar
+from openbell.markets.cache import CachedBar, bar_known_from
 from openbell.markets.coverage import TimeSpan, merge_spans
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.fundamentals import FundamentalsReport
-from openbell.markets.recorded import KnownNews, KnownReport, RecordedQuote
+from openbell.markets.recorded import KnownBar, KnownNews, KnownReport, RecordedQuote
 from openbell.markets.sources import check_symbols
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.tables import (
@@ -76,13 +80,20 @@ class SqlBarCache:
         self._writer = engine.execution_options(**{SQLITE_IMMEDIATE: True})
 
     def put_bars(
-        self, *, source: str, interval: str, bars: Sequence[Bar], fetched_at: datetime
+        self,
+        *,
+        source: str,
+        interval: str,
+        bars: Sequence[Bar],
+        fetched_at: datetime,
+        known_at: datetime | None = None,
     ) -> None:
-        """Record `bars`; a bar is final when `end_at <= fetched_at` (see the module docstring)."""
-        check_utc("fetched_at", fetched_at)
+        """Record `bars`; a bar is final when `end_at <= fetched_at`, and known from the later of
+        its end and `known_at` (None: `fetched_at`). See the module docstring."""
+        known = bar_known_from(fetched_at, known_at)
         kept: dict[tuple[str, datetime], dict[str, Any]] = {}
         for bar in bars:  # one row per key, decided as sequential puts would decide it
-            values = _bar_values(bar, interval, source, fetched_at)
+            values = _bar_values(bar, interval, source, fetched_at, known)
             old = kept.get((bar.symbol, bar.start_at))
             if old is None or not old["is_final"] or values["is_final"]:
                 kept[(bar.symbol, bar.start_at)] = values
@@ -90,6 +101,7 @@ class SqlBarCache:
             return
         with self._writer.begin() as connection:
             for chunk in _chunks(list(kept.values())):
+                _keep_first_known(connection, interval, chunk)
                 connection.execute(_upsert_bars(connection, chunk))
 
     def get_bars(
@@ -268,8 +280,11 @@ class SqlBarCache:
 
     # -- what a cache replay reads (`markets.recorded.Recording`) -----------------------------
 
-    def recorded_bars(self, symbols: Sequence[str], interval: str) -> Mapping[str, Sequence[Bar]]:
-        """The final bars of `symbols` of `interval`, oldest first."""
+    def recorded_bars(
+        self, symbols: Sequence[str], interval: str
+    ) -> Mapping[str, Sequence[KnownBar]]:
+        """The final bars of `symbols` of `interval`, each with when it was first known, oldest
+        first."""
         query = (
             select(BAR_TABLE)
             .where(
@@ -279,10 +294,12 @@ class SqlBarCache:
             )
             .order_by(BAR_TABLE.c.symbol, BAR_TABLE.c.start_at)
         )
-        out: dict[str, list[Bar]] = {}
+        out: dict[str, list[KnownBar]] = {}
         with self._engine.connect() as connection:
             for row in connection.execute(query):
-                out.setdefault(row.symbol, []).append(_cached_bar(row).bar)
+                out.setdefault(row.symbol, []).append(
+                    KnownBar(bar=_cached_bar(row).bar, known_at=row.known_at)
+                )
         return out
 
     def recorded_news(self, symbols: Sequence[str]) -> Sequence[KnownNews]:
@@ -357,7 +374,10 @@ class SqlBarCache:
             return tuple(_news_item(row) for row in connection.execute(query))
 
 
-def _bar_values(bar: Bar, interval: str, source: str, fetched_at: datetime) -> dict[str, Any]:
+def _bar_values(
+    bar: Bar, interval: str, source: str, fetched_at: datetime, known_at: datetime
+) -> dict[str, Any]:
+    final = bar.end_at <= fetched_at
     return {
         "symbol": bar.symbol,
         "interval": interval,
@@ -370,8 +390,37 @@ def _bar_values(bar: Bar, interval: str, source: str, fetched_at: datetime) -> d
         "volume": bar.volume,
         "source": source,
         "fetched_at": fetched_at,
-        "is_final": bar.end_at <= fetched_at,
+        "is_final": final,
+        "known_at": max(known_at, bar.end_at) if final else None,
     }
+
+
+_VALUES: Final = ("end_at", "open", "high", "low", "close", "volume")
+
+
+def _keep_first_known(connection: Connection, interval: str, rows: list[dict[str, Any]]) -> None:
+    """Give each final row of `rows` the `known_at` of the stored final bar it re-fetches with the
+    same values (compared as decimals): those values were known since then."""
+    final = [row for row in rows if row["is_final"]]
+    if not final:
+        return
+    table = BAR_TABLE
+    query = select(table).where(
+        table.c.interval == interval,
+        table.c.symbol.in_(sorted({row["symbol"] for row in final})),
+        table.c.start_at >= min(row["start_at"] for row in final),
+        table.c.start_at <= max(row["start_at"] for row in final),
+        table.c.is_final,
+    )
+    stored = {(row.symbol, row.start_at): row for row in connection.execute(query)}
+    for row in final:
+        old = stored.get((row["symbol"], row["start_at"]))
+        if (
+            old is not None
+            and old.known_at is not None
+            and all(getattr(old, name) == row[name] for name in _VALUES)
+        ):
+            row["known_at"] = old.known_at
 
 
 def _news_item(row: Any) -> NewsItem:
@@ -411,7 +460,13 @@ def _cached_bar(row: Any) -> CachedBar:
         close=row.close,
         volume=row.volume,
     )
-    return CachedBar(bar=bar, interval=row.interval, source=row.source, fetched_at=row.fetched_at)
+    return CachedBar(
+        bar=bar,
+        interval=row.interval,
+        source=row.source,
+        fetched_at=row.fetched_at,
+        known_at=row.known_at,
+    )
 
 
 def _span(row: Any) -> TimeSpan:

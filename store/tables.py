@@ -328,7 +328,11 @@ class MaskingAliasRow(SQLModel, table=True):
 
 
 class BarRow(SQLModel, table=True):
-    """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed."""
+    """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed.
+
+    `fetched_at` is the bar's last fetch; `known_at` (final bars only) is when its values were
+    first known, which a cache replay shows it from (`store/cache.py`).
+    """
 
     __tablename__ = "bar"
 
@@ -344,6 +348,7 @@ class BarRow(SQLModel, table=True):
     source: str
     fetched_at: datetime = Field(sa_type=UtcDateTime)
     is_final: bool
+    known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
 class BarCoverageRow(SQLModel, table=True):

@@ -3,8 +3,9 @@
 This module owns `read_news` and `read_reports`, what `openbell data import-news` and
 `import-fundamentals` run before recording the items in the store's cache, where a replay finds
 them. Each item is shown to an agent only from its publication time (`published_at`, an ISO 8601
-time with an offset, or naive in the `--tz` zone), as the live daemon's news and reports are: the
-file vouches for that time. A news row has `symbol` (empty or null: market-wide), `published_at`,
+time with an offset, or naive in the `--tz` zone; in Parquet also a timestamp column, with a zone
+or naive in the `--tz` zone), as the live daemon's news and reports are: the file vouches for that
+time. A news row has `symbol` (empty or null: market-wide), `published_at`,
 `title`, and optionally `url` and `source`. A fundamentals row has `symbol`, `period_end` (a date),
 `published_at`, `currency`, and its figures: either a `values` object (JSONL) or every other
 column (a number, or a decimal string; null is skipped). A bad row is refused with its number.
@@ -35,11 +36,12 @@ def read_news(path: Path, *, timezone: str | None = None) -> list[NewsItem]:
     items = []
     for where, row in _rows(path, ("published_at", "title")):
         symbol = row.get("symbol") or None
+        published_at = _instant(row["published_at"], zone, where)  # says where itself
         try:
             items.append(
                 NewsItem(
                     symbol=None if symbol is None else str(symbol),
-                    published_at=_instant(row["published_at"], zone, where),
+                    published_at=published_at,
                     title=str(row["title"] or ""),
                     url=str(row.get("url") or ""),
                     source=str(row.get("source") or ""),
@@ -66,12 +68,14 @@ def read_reports(path: Path, *, timezone: str | None = None) -> list[Fundamental
             for name, value in figures.items()
             if value is not None
         }
+        period_end = _date(row["period_end"], where)  # these say where themselves
+        published_at = _instant(row["published_at"], zone, where)
         try:
             reports.append(
                 FundamentalsReport(
                     symbol=str(row["symbol"]),
-                    period_end=_date(row["period_end"], where),
-                    published_at=_instant(row["published_at"], zone, where),
+                    period_end=period_end,
+                    published_at=published_at,
                     currency=str(row["currency"]),
                     values=values,
                     source=f"import:{path.name}",
@@ -117,7 +121,9 @@ def _instant(value: Any, zone: ZoneInfo | None, where: str) -> datetime:
         try:
             at = datetime.fromisoformat(str(value).strip())
         except ValueError as exc:
-            raise SourceFormatError(f"{where}: {value!r} is not an ISO 8601 time") from exc
+            raise SourceFormatError(
+                f"{where}: published_at {value!r} is not an ISO 8601 time"
+            ) from exc
     if at.tzinfo is None:
         if zone is None:
             raise SourceFormatError(

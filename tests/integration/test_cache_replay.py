@@ -2,12 +2,13 @@
 
 A live session runs the daemon's own desks (`build_desks` with the store's cache) and cycle runner
 on a simulated clock, against a fake vendor at the network boundary: it serves the bundled crypto
-bars up to the clock's now, quotes a little off the bars' prices, and news of which one item is
-delivered three hours after its publication (a vendor's lag). A deterministic agent reads the news
-of the last 48 hours and the fundamentals of each symbol, notes what it saw, and sizes its orders
-from them. The session is then replayed offline from the live store's cache (`ops.cache_replay`)
-into a fresh ledger: the agent must see exactly what it saw live (the lagged item only once the
-vendor delivered it) and place the same orders, filled at the same prices. The live store is SQLite,
+bars up to the clock's now (SOL's each only 70 minutes after its end), quotes a little off the bars'
+prices, and news of which one item is delivered three hours after its publication (a vendor's lag).
+A deterministic agent reads the news of the last 48 hours, the fundamentals and the last bars of
+each symbol, notes what it saw, and sizes its orders from them. The session is then replayed
+offline from the live store's cache (`ops.cache_replay`) into a fresh ledger: the agent must see
+exactly what it saw live (the lagged item only once the vendor delivered it, SOL's bars only once
+fetched) and place the same orders, filled at the same prices. The live store is SQLite,
 then Postgres; the replay ledger is a SQLite file.
 """
 
@@ -47,6 +48,8 @@ SLOTS = slots_between("crypto", "hourly", START_AT, START_AT + timedelta(hours=7
 #: How long after its slot a live cycle runs (the vendor is asked then).
 RUNS_AFTER = timedelta(seconds=5)
 LAGGED = "SOL upgrade announced"
+#: The vendor delivers SOL's bars this long after their end (the others' at once).
+SOL_LAG = timedelta(minutes=70)
 #: The vendor's last trade is this much above the bar's open: a replay that priced from its bars
 #: instead of the recorded quotes would fill at other prices.
 LIVE_MARKUP = Decimal("1.0007")
@@ -109,6 +112,11 @@ class FakeVendor(ForwardingSource):
     ) -> dict[str, tuple[Bar, ...]]:
         now = self._clock.now()
         found = self._bars.bars_between(symbols, interval, start_at, min(end_at, now))
+        found["SOL/USDT"] = tuple(
+            bar
+            for bar in found.get("SOL/USDT", ())
+            if bar.end_at + SOL_LAG <= now or now < bar.end_at  # late, or still in progress
+        )
         return {symbol: bars for symbol, bars in found.items() if bars}
 
     async def quote(self, symbols: Any, at: datetime) -> dict[str, Quote]:
@@ -144,6 +152,10 @@ class NewsTrader:
     seen: list[tuple[datetime, tuple[str, ...], tuple[tuple[str, str], ...]]] = field(
         default_factory=list
     )
+    #: At each cycle, the end of the last hourly bar shown of each symbol.
+    last_bars: list[tuple[datetime, tuple[tuple[str, datetime | None], ...]]] = field(
+        default_factory=list
+    )
 
     async def decide(self, ctx: DecisionContext) -> None:
         tools = ctx.tools
@@ -157,6 +169,12 @@ class NewsTrader:
             if reported.reports:
                 scores[symbol] = reported.reports[0].values["score"]
         self.seen.append((ctx.now, titles, tuple((s, str(v)) for s, v in sorted(scores.items()))))
+        ends = []
+        for symbol in SYMBOLS:
+            shown = await tools.get_bars(symbol, "1h", 3)
+            assert not isinstance(shown, ToolError), shown
+            ends.append((symbol, shown.bars[-1].end_at if shown.bars else None))
+        self.last_bars.append((ctx.now, tuple(ends)))
         for symbol in SYMBOLS:
             mentions = sum(item.symbol == symbol for item in found.items)
             weight = Decimal("0.05") * mentions + Decimal("0.01") * scores.get(symbol, Decimal(0))
@@ -266,6 +284,12 @@ def test_a_live_session_replays_from_its_cache_to_the_same_decisions(
     # not final when last fetched, so that slot is not replayed.
     assert [at for at, _, _ in replayed.seen] == SLOTS[:-1]
     assert replayed.seen == live.seen[: len(replayed.seen)]
+    # SOL's last bar shown live was the one that ended two hours before the slot (delivered 70
+    # minutes after its end); the replay shows it no earlier, though it ended an hour earlier.
+    assert replayed.last_bars == live.last_bars[: len(replayed.last_bars)]
+    for at, ends in live.last_bars[1:]:
+        assert dict(ends)["BTC/USDT"] == at
+        assert dict(ends)["SOL/USDT"] == at - timedelta(hours=2)
     seen_at = {at: titles for at, titles, _ in live.seen}
     assert LAGGED not in seen_at[START_AT + timedelta(hours=3)]
     assert LAGGED in seen_at[START_AT + timedelta(hours=4)]

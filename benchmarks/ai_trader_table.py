@@ -1,15 +1,29 @@
 """AI-Trader's Table 1, its baseline rows: QQQ, the SSE-50 index and CD5, from the bundled bars.
 
 AI-Trader (arXiv 2512.10971) ranks its agents against one passive baseline per market: QQQ for the
-Nasdaq-100 stocks, the SSE-50 index (000016.SH) for the A-shares, and CD5, its buy-and-hold crypto
-basket (BTC 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %). This script computes those
-rows over the windows of the data AI-Trader's benchmark branch ships (`Official-AITrader-v1`, head
-c8b24a0, and the `hourly_crypto` branch, 4f113dd): the paper's own windows and figures are not in
-the material openbell is built from, so none are quoted here (see the README's "AI-Trader's baseline
-rows" for what that means for the comparison).
+Nasdaq-100 stocks (hourly, 1 Oct - 7 Nov 2025), the SSE-50 index (000016.SH) for the A-shares
+(daily, the same window) and CD5, its buy-and-hold crypto basket (BTC 74.56 %, ETH 15.97 %, XRP
+5.20 %, SOL 3.53 %, ADA 0.76 %; daily, 1-14 Nov 2025). The paper's own text could not be opened
+here; its windows and baseline figures (`PAPER`) are as a third-party literature note quotes them
+from https://arxiv.org/html/2512.10971v1 (see the README's "AI-Trader's baseline rows"). The
+bundled bars reproduce every one of those figures to the precision quoted, with AI-Trader's own
+formulas, which is what ties the quotation to the data.
 
-Each row is computed three ways, so a difference can be traced to its cause:
+Each baseline's window is the span of bars that reproduces the paper's figures (`Baseline.start_at`,
+`end_at`; `paper_window` is what the paper states). Each row is then computed several ways, so that
+a difference can be traced to its cause, one step at a time:
 
+- `paper`: the figures the paper reports (Sortino is its "SR"; blank where none is quoted).
+- `AI-Trader formulas`: the bundled closes, valued as AI-Trader's `tools/calculate_metrics.py`
+  values a position file (a close per bar, from the first one in the window or the last one
+  before it), and its formulas: simple returns, population standard deviations (numpy's default),
+  Sortino as the mean return over the standard deviation of the negative returns only, risk-free
+  0, annualised by 252 x 6.5 = 1,638 periods a year for any hourly series, 252 for daily stocks,
+  365 for daily crypto. Written here from those definitions (`ai_trader_row`).
+- `close-to-close`: the same closes, with openbell's formulas (`openbell.ops.return_metrics`,
+  empyrical's): sample standard deviations, Sortino over the downside deviation of all periods,
+  annualised by 252 sessions (365 days for crypto) times the bars a session has (the bundled US
+  hourly bars give 6: 1,512; crypto hourly 24: 8,760).
 - `openbell`: what `openbell leaderboard` shows as the benchmark row of a replay of that window.
   The series is sampled at the replay's slots (the starts of the bundled bars inside sessions;
   US hourly bars are labelled by their start, 10:00..15:00 New York), each priced by the replay's
@@ -17,26 +31,22 @@ Each row is computed three ways, so a difference can be traced to its cause:
   before slippage). CD5 is the basket's weights normalised to sum to one, each coin's weight times
   its price over its price at the first slot. So the window runs from the first slot's open to the
   last slot's open: the last bar's own move is not in it.
-- `close-to-close`: the same bundled bars, valued at each bar's close, from the last close before
-  the window (else the window's first close): the textbook convention of a results table.
 - `AI-Trader file` (with `--ai-trader DIR`, the copy of AI-Trader's data that `SOURCE.md`
-  describes): close-to-close over the same window on AI-Trader's own files: QQQ's hourly Alpha
-  Vantage series, its SSE-50 index file (which runs to 2025-11-19, past the bundled index's end),
-  and its published CD5 index values (daily, 50,000 USDT bought at the 2025-11-02 open; hourly).
-
-Every ratio uses openbell's conventions (`openbell.ops.return_metrics`, empyrical's): simple
-returns between consecutive points, risk-free 0, sample standard deviation, annualised by 252
-sessions a year for stocks and 365 days for crypto, times the slots a session has (the bundled US
-hourly bars give 6: 1,512; crypto hourly 24: 8,760).
+  describes): close-to-close, openbell's formulas, over the same window on AI-Trader's own files:
+  QQQ's hourly Alpha Vantage series, its SSE-50 index file, and its published CD5 index values
+  (daily, 50,000 USDT bought at the 2025-11-02 open; hourly).
 
 Not a test: run it by hand, `.venv/bin/python benchmarks/ai_trader_table.py [--ai-trader DIR]
-[--format markdown|json]`.
+[--format markdown|json]`; `tests/unit/test_ai_trader_table.py` pins its rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -57,6 +67,24 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 _FAR = datetime(2200, 1, 1, tzinfo=UTC)
 _EARLY = datetime(1900, 1, 1, tzinfo=UTC)
 
+#: Where the paper's figures come from: the paper itself (arXiv 2512.10971v1) could not be read
+#: here; a literature note in the public code index quotes its windows and baseline figures.
+PAPER_SOURCE = (
+    "arXiv 2512.10971v1 as quoted by a third-party literature note ('LLM trading agents ... "
+    "(2023 to Oct 2026)', compiled 2026-10-09), which cites https://arxiv.org/html/2512.10971v1"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PaperFigures:
+    """A baseline's figures in the paper's Table 1, in percent where the paper gives percent
+    (None: the quotation gives none)."""
+
+    cumulative_return_pct: float
+    sortino_ratio: float | None = None
+    max_drawdown_pct: float | None = None
+    note: str = ""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Baseline:
@@ -69,7 +97,9 @@ class Baseline:
     end_at: datetime
     files: tuple[str, ...]  # the bundled bar files it reads
     ai_trader_file: str  # the AI-Trader file of the same series (relative to its data copy)
-    window_source: str  # where the window comes from
+    paper_window: str  # the window as the paper states it
+    window_source: str  # how start_at and end_at relate to it
+    paper: PaperFigures | None = None
     #: The AI-Trader file holds each bar's own move (close over open, re-based every bar), not a
     #: level: its returns are chained instead of read from its closes.
     file_per_bar: bool = False
@@ -85,20 +115,32 @@ BASELINES = (
         market="us",
         interval="1h",
         start_at=datetime(2025, 10, 1, tzinfo=NEW_YORK),
-        end_at=datetime(2025, 11, 11, tzinfo=NEW_YORK),
+        end_at=datetime(2025, 11, 7, tzinfo=NEW_YORK),
         files=("us-1h",),
         ai_trader_file="c8b24a0/data/daily_prices_QQQ.json",
-        window_source="c8b24a0 US hourly bars: 2025-10-01 10:00 .. 2025-11-10 15:00 New York",
+        paper_window="hourly, 1 Oct - 7 Nov 2025",
+        window_source="the paper's figures are those of the hourly closes from the first one of "
+        "2025-10-01 to the last one of 2025-11-06: its stated end, 7 Nov, is where the series "
+        "stops, not a session in it",
+        paper=PaperFigures(
+            cumulative_return_pct=1.87,
+            sortino_ratio=1.51,
+            max_drawdown_pct=-3.9,
+            note="the quoting note puts its volatility at about 17 %",
+        ),
     ),
     Baseline(
         name="SSE-50 000016.SH (cn, daily)",
         market="cn",
         interval="1d",
-        start_at=datetime(2025, 10, 9, tzinfo=SHANGHAI),
-        end_at=datetime(2025, 11, 20, tzinfo=SHANGHAI),
+        start_at=datetime(2025, 10, 1, tzinfo=SHANGHAI),
+        end_at=datetime(2025, 11, 8, tzinfo=SHANGHAI),
         files=("cn-1d", "cn-index-1d"),
         ai_trader_file="c8b24a0/data/A_stock/index_daily_sse_50.json",
-        window_source="c8b24a0 A-share bars: 2025-10-09 .. 2025-11-19 (30 sessions)",
+        paper_window="daily, 1 Oct - 7 Nov 2025",
+        window_source="the paper's window; its first session is 2025-10-09 (the National Day "
+        "holiday closes 1-8 Oct), valued from the 2025-09-30 close",
+        paper=PaperFigures(cumulative_return_pct=1.65, sortino_ratio=2.19, max_drawdown_pct=-2.0),
     ),
     Baseline(
         name="CD5 (crypto, daily)",
@@ -108,8 +150,11 @@ BASELINES = (
         end_at=datetime(2025, 11, 16, tzinfo=UTC),
         files=("crypto-1d",),
         ai_trader_file="c8b24a0/data/crypto/CD5_crypto_index.json",
-        window_source="c8b24a0 CD5 index: bought at the 2025-11-02 open (its 2025-11-01 row is the "
-        "50,000 base) .. 2025-11-15 UTC",
+        paper_window="daily, 1-14 Nov 2025",
+        window_source="AI-Trader's published CD5 index, whose last row gives the paper's figure: "
+        "its 2025-11-01 row is the 50,000 base, bought at the 2025-11-02 00:00 UTC open; its "
+        "2025-11-15 row is that day's close (14 daily bars, 2-15 Nov)",
+        paper=PaperFigures(cumulative_return_pct=-14.3),
     ),
     Baseline(
         name="CD5 (crypto, hourly)",
@@ -119,6 +164,7 @@ BASELINES = (
         end_at=datetime(2025, 11, 10, 7, tzinfo=UTC),
         files=("crypto-1h",),
         ai_trader_file="4f113dd/data/crypto/CD5_crypto_index.json",
+        paper_window="not in the paper's Table 1 (its crypto run is daily)",
         window_source="4f113dd CD5 hourly index: 2025-10-26 18:00 .. 2025-11-10 06:00 UTC",
         file_per_bar=True,
     ),
@@ -127,18 +173,19 @@ BASELINES = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Row:
-    """One baseline under one convention: its window as computed and openbell's panel of it."""
+    """One baseline under one convention: its window as computed and its figures (None: none)."""
 
     baseline: str
     convention: str
     start: str
     end: str
-    points: int
-    periods_per_year: float
+    points: int | None
+    periods_per_year: float | None
     cumulative_return: float | None
     annual_return: float | None
     annual_volatility: float | None
     sharpe_ratio: float | None
+    sortino_ratio: float | None
     max_drawdown: float | None
     note: str = ""
 
@@ -162,33 +209,95 @@ def _row(
         annual_return=panel.annual_return,
         annual_volatility=panel.annual_volatility,
         sharpe_ratio=panel.sharpe_ratio,
+        sortino_ratio=panel.sortino_ratio,
         max_drawdown=panel.max_drawdown,
         note=note,
     )
 
 
-def openbell_row(baseline: Baseline, source: ReplaySource) -> tuple[Row, float, datetime | None]:
-    """The benchmark row a replay of the window shows, its annualisation factor, and the end of
-    the benchmark's last bundled bar when the window runs past it (a replay would carry its price
-    forward from there: the row stops at it instead)."""
+def paper_row(baseline: Baseline) -> Row | None:
+    """The paper's figures for `baseline`, as a row (None: the baseline is not in its table)."""
+    paper = baseline.paper
+    if paper is None:
+        return None
+    drawdown = paper.max_drawdown_pct
+    return Row(
+        baseline=baseline.name,
+        convention="paper",
+        start="",
+        end="",
+        points=None,
+        periods_per_year=None,
+        cumulative_return=paper.cumulative_return_pct / 100,
+        annual_return=None,
+        annual_volatility=None,
+        sharpe_ratio=None,
+        sortino_ratio=paper.sortino_ratio,
+        max_drawdown=None if drawdown is None else drawdown / 100,
+        note=paper.note,
+    )
+
+
+def ai_trader_factor(baseline: Baseline) -> float:
+    """The periods a year AI-Trader's metric code annualises by: 252 x 6.5 for any hourly series
+    (its `--is-hourly`), else 365 for crypto and 252 for stocks."""
+    if baseline.interval == "1h":
+        return 252 * 6.5
+    return 365.0 if baseline.market == "crypto" else 252.0
+
+
+def ai_trader_row(baseline: Baseline, navs: Sequence[NavPoint]) -> Row:
+    """`navs` measured with AI-Trader's formulas (see the module docstring)."""
+    values = [float(point.nav) for point in navs]
+    returns = [later / earlier - 1 for earlier, later in itertools.pairwise(values)]
+    factor = ai_trader_factor(baseline)
+    root = math.sqrt(factor)
+    mean = statistics.fmean(returns)
+    spread = statistics.pstdev(returns)
+    negative = [r for r in returns if r < 0]
+    downside = statistics.pstdev(negative) if negative else 0.0
+    cumulative = values[-1] / values[0] - 1
+    peak, drawdown = values[0], 0.0
+    for value in values:
+        peak = max(peak, value)
+        drawdown = min(drawdown, value / peak - 1)
+    return Row(
+        baseline=baseline.name,
+        convention="AI-Trader formulas",
+        start=navs[0].at.isoformat(),
+        end=navs[-1].at.isoformat(),
+        points=len(navs),
+        periods_per_year=factor,
+        cumulative_return=cumulative,
+        annual_return=(1 + cumulative) ** (factor / len(returns)) - 1,
+        annual_volatility=spread * root,
+        sharpe_ratio=mean / spread * root,
+        sortino_ratio=mean / downside * root if downside > 0 else None,
+        max_drawdown=drawdown,
+    )
+
+
+def openbell_row(baseline: Baseline, source: ReplaySource) -> tuple[Row, float]:
+    """The benchmark row a replay of the window shows, and its annualisation factor. Raises
+    `ValueError` when the benchmark's bundled bars end before the window's last slot (a replay
+    would carry their last price forward, flat)."""
     start, end = _window(baseline)
     spec = benchmark_for(baseline.market)
-    last_bars = [
-        source.bars_between([symbol], baseline.interval, _EARLY, _FAR)[symbol][-1]
+    covered = min(
+        source.bars_between([symbol], baseline.interval, _EARLY, _FAR)[symbol][-1].start_at
         for symbol in spec.weights
-    ]
-    covered = min(bar.start_at for bar in last_bars)
-    slots = replay_slots(source, baseline.market, baseline.interval, start, end)
-    kept = [at for at in slots if at <= covered]
-    note = ""
-    if len(kept) < len(slots):
-        note = f"the bundled {spec.name} bars end {covered:%Y-%m-%d}; window cut there"
-    factor = periods_per_year(
-        baseline.market, baseline.cadence, observed_slots_per_session(baseline.market, kept)
     )
-    navs = benchmark_navs(baseline.market, kept, CASH, sources=(source,))
-    cut = min(bar.end_at for bar in last_bars) if len(kept) < len(slots) else None
-    return _row(baseline, "openbell", navs, factor, note), factor, cut
+    slots = replay_slots(source, baseline.market, baseline.interval, start, end)
+    if slots[-1] > covered:
+        raise ValueError(
+            f"{baseline.name}: the bundled {spec.name} bars end {covered:%Y-%m-%d %H:%M} UTC, "
+            f"before the window's last slot {slots[-1]:%Y-%m-%d %H:%M} UTC"
+        )
+    factor = periods_per_year(
+        baseline.market, baseline.cadence, observed_slots_per_session(baseline.market, slots)
+    )
+    navs = benchmark_navs(baseline.market, slots, CASH, sources=(source,))
+    return _row(baseline, "openbell", navs, factor), factor
 
 
 def close_to_close(
@@ -225,7 +334,8 @@ def close_to_close(
     return navs
 
 
-def bundled_close_row(baseline: Baseline, source: ReplaySource, factor: float) -> Row:
+def bundled_closes(baseline: Baseline, source: ReplaySource) -> list[NavPoint]:
+    """The benchmark valued at the closes of its bundled bars over the window (`close_to_close`)."""
     start, end = _window(baseline)
     weights = dict(benchmark_for(baseline.market).weights)
     series = {
@@ -235,7 +345,7 @@ def bundled_close_row(baseline: Baseline, source: ReplaySource, factor: float) -
         ]
         for symbol in weights
     }
-    return _row(baseline, "close-to-close", close_to_close(weights, series, start, end), factor)
+    return close_to_close(weights, series, start, end)
 
 
 def _file_series(path: Path, baseline: Baseline) -> list[tuple[datetime, Decimal]]:
@@ -266,33 +376,37 @@ def _file_series(path: Path, baseline: Baseline) -> list[tuple[datetime, Decimal
     return chained
 
 
-def file_row(baseline: Baseline, data: Path, factor: float, end: datetime | None = None) -> Row:
-    """Close-to-close on AI-Trader's own file over the window (cut at `end` when given)."""
-    start, window_end = _window(baseline)
+def file_row(baseline: Baseline, data: Path, factor: float) -> Row:
+    """Close-to-close on AI-Trader's own file over the window."""
+    start, end = _window(baseline)
     name = benchmark_for(baseline.market).name
     series = {name: _file_series(data / baseline.ai_trader_file, baseline)}
-    navs = close_to_close({name: Decimal(1)}, series, start, end or window_end)
+    navs = close_to_close({name: Decimal(1)}, series, start, end)
     note = baseline.ai_trader_file
     if baseline.file_per_bar:
         note += (
             ": each row is that hour's close / open of the basket times 50,000 (re-based every "
             "hour, not a level), chained here"
         )
-    convention = "AI-Trader file" if end is None else "AI-Trader file, cut"
-    return _row(baseline, convention, navs, factor, note=note)
+    return _row(baseline, "AI-Trader file", navs, factor, note=note)
 
 
 def rows(ai_trader: Path | None) -> list[Row]:
+    """Every baseline's rows, in `BASELINES` order: paper, AI-Trader formulas, close-to-close,
+    openbell, and AI-Trader file when its data copy is given."""
     out = []
     for baseline in BASELINES:
         source = ReplaySource.from_bundled(baseline.market, names=baseline.files)
-        row, factor, cut = openbell_row(baseline, source)
-        out.append(row)
-        out.append(bundled_close_row(baseline, source, factor))
+        replayed, factor = openbell_row(baseline, source)
+        closes = bundled_closes(baseline, source)
+        paper = paper_row(baseline)
+        if paper is not None:
+            out.append(paper)
+        out.append(ai_trader_row(baseline, closes))
+        out.append(_row(baseline, "close-to-close", closes, factor))
+        out.append(replayed)
         if ai_trader is not None:
             out.append(file_row(baseline, ai_trader, factor))
-            if cut is not None:  # like for like: the file over the bundled span
-                out.append(file_row(baseline, ai_trader, factor, end=cut))
     return out
 
 
@@ -308,19 +422,22 @@ def markdown(found: Sequence[Row]) -> str:
     lines = [
         (
             "| baseline | convention | from | to | points | return % | ann. % | vol. % | Sharpe "
-            "| max DD % |"
+            "| Sortino | max DD % |"
         ),
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in found:
+        points = "" if row.points is None else str(row.points)
         lines.append(
             f"| {row.baseline} | {row.convention} | {row.start[:16]} | {row.end[:16]} "
-            f"| {row.points} | {_pct(row.cumulative_return)} | {_pct(row.annual_return)} "
+            f"| {points} | {_pct(row.cumulative_return)} | {_pct(row.annual_return)} "
             f"| {_pct(row.annual_volatility)} | {_ratio(row.sharpe_ratio)} "
-            f"| {_pct(row.max_drawdown)} |"
+            f"| {_ratio(row.sortino_ratio)} | {_pct(row.max_drawdown)} |"
         )
     notes = [f"- {row.baseline}, {row.convention}: {row.note}" for row in found if row.note]
-    return "\n".join(lines + (["", *notes] if notes else []))
+    windows = [f"- {b.name}: {b.paper_window}; here {b.window_source}" for b in BASELINES]
+    paper = f"The paper's figures: {PAPER_SOURCE}."
+    return "\n".join([*lines, "", *notes, "", "Windows (the paper's; here):", *windows, "", paper])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

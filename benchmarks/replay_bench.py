@@ -53,6 +53,7 @@ cadence = "daily"
 source = "ccxt:binance"
 initial_cash = "10000"
 allow_outside_coverage = true  # from 2010: crypto10 is vouched for from 2025-11-01 only
+allow_partial_coverage = true  # from 2010: nine of its coins' bars start years later
 
 [[agents]]
 name = "sma-crossover"

@@ -199,6 +199,7 @@ async def polled_replay(db: Path, slots: int, block: int, path: str, *, worker: 
         market="cn",
         resume=False,
         allow_outside_coverage=True,
+        allow_partial_coverage=True,  # the SSE-50 index's bundled bars end on 2025-11-07
     )
     (market,) = plan.markets
     if not isinstance(market.source, ReplaySource):

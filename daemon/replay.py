@@ -58,6 +58,7 @@ from openbell.daemon.plan import (
 from openbell.daemon.runner import CycleRunner, SlotReport
 from openbell.markets.calendars import TradingCalendar, calendar_for
 from openbell.markets.errors import AccountsPaused, OperatorError
+from openbell.markets.member_coverage import MemberCoverage
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots, slots_between
 from openbell.store.db import check_schema, make_engine
@@ -101,8 +102,10 @@ def _collector_for_replay() -> Iterator[bool]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayReport:
     """What a replay did. `cycles_already` were finished by an earlier run (a resumed replay).
-    `warnings` are what the caller found doubtful about the replay itself (a universe used outside
-    the dates its file vouches for), repeated under the summary."""
+    `coverage` is how the replay's data covered each market's universe, as the caller checked it
+    (`markets.member_coverage`), and `warnings` what the caller found doubtful about the replay
+    itself (a universe used outside the dates its file vouches for, members without data), both
+    repeated under the summary."""
 
     slots: int
     cycles_done: int
@@ -112,6 +115,7 @@ class ReplayReport:
     fills: int
     close_snapshots: int
     wall_s: float
+    coverage: tuple[MemberCoverage, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @property
@@ -121,14 +125,21 @@ class ReplayReport:
 
     def summary(self) -> str:
         """One line, e.g. `replayed 20 slots in 1.2 s (16.7 slots/s): 100 cycles done, ...`, then
-        one `WARNING: ...` line per warning."""
+        one `coverage: markets.NAME ...` line per market checked and one `WARNING: ...` line per
+        warning."""
         line = (
             f"replayed {self.slots} slots in {self.wall_s:.1f} s ({self.slots_per_s:.1f} slots/s): "
             f"{self.cycles_done} cycles done, {self.cycles_failed} failed, "
             f"{self.cycles_skipped} skipped, {self.cycles_already} already finished; "
             f"{self.fills} fills"
         )
-        return "\n".join([line, *(f"WARNING: {warning}" for warning in self.warnings)])
+        return "\n".join(
+            [
+                line,
+                *(found.summary_line() for found in self.coverage),
+                *(f"WARNING: {warning}" for warning in self.warnings),
+            ]
+        )
 
 
 class _Kind(enum.IntEnum):

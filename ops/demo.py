@@ -2,9 +2,10 @@
 
 This module owns the demo's setup: its config, built as an object (the three markets replaying
 every bar file bundled with openbell for them, `source = "bundled"`, each allowed outside its
-universe's coverage with a warning; every baseline agent enrolled in every market), a fresh SQLite
-ledger (an existing file at the path is replaced), one `replay_from_config` run per market over a
-window that suits the bundled data, and the resulting leaderboards.
+universe's coverage and with partial data, with a warning; every baseline agent enrolled in every
+market), a fresh SQLite ledger (an existing file at the path is replaced), one `replay_from_config`
+run per market over a window that suits the bundled data (each replay's report, with its coverage
+and warnings, handed to the caller), and the resulting leaderboards.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from openbell.daemon.replay import ReplayReport
 from openbell.ops.config import (
     BaselineAgentConfig,
     LogConfig,
@@ -49,7 +51,10 @@ class DemoMarket:
 #: 2010 (so the SMA(200) baseline has its history from the first slot) and up to 2025-12-26: the
 #: demo replays the year to 2025-11-30. The A-share and crypto windows start before the dates
 #: their universe files vouch for (sse50 from 2025-09-30, crypto10 from 2025-11-01): the demo
-#: replays them anyway (`allow_outside_coverage`), and the replay warns about it on stderr.
+#: replays them anyway (`allow_outside_coverage`), and the replay warns about it on stderr. The
+#: bundled SSE-50 index bars end on 2025-11-07, eight sessions before the A-share window ends: the
+#: demo replays it anyway (`allow_partial_coverage`, the benchmark held at its last bar), with a
+#: warning too.
 DEMO_MARKETS: tuple[DemoMarket, ...] = (
     DemoMarket(
         market="us",
@@ -90,8 +95,8 @@ RANDOM_SEED = 7
 
 def demo_config(db_path: Path, markets: Sequence[DemoMarket]) -> OpenbellConfig:
     """The demo's config: the SQLite ledger at `db_path`, each market replaying every bar file
-    bundled for it (`source = "bundled"`) and allowed outside its universe's coverage, every
-    baseline enrolled in every market."""
+    bundled for it (`source = "bundled"`), allowed outside its universe's coverage and with
+    partial data, every baseline enrolled in every market."""
     enrolled = tuple(spec.market for spec in markets)
     agents: list[BaselineAgentConfig | RandomAgentConfig] = [
         RandomAgentConfig(name=name, kind="random", markets=enrolled, seed=RANDOM_SEED)
@@ -110,6 +115,7 @@ def demo_config(db_path: Path, markets: Sequence[DemoMarket]) -> OpenbellConfig:
                     source="bundled",
                     initial_cash=spec.initial_cash,
                     allow_outside_coverage=True,
+                    allow_partial_coverage=True,
                 )
                 for spec in markets
             }
@@ -131,11 +137,13 @@ def run_demo(
     markets: Sequence[DemoMarket] = DEMO_MARKETS,
     *,
     on_market: Callable[[DemoMarket], None] | None = None,
+    on_replayed: Callable[[DemoMarket, ReplayReport], None] | None = None,
 ) -> list[Leaderboard]:
     """Replay each of `markets` into a fresh ledger at `db_path`; return their leaderboards.
 
     Any existing file at `db_path` is replaced. `on_market` is called before each market's
-    replay (for progress lines).
+    replay (for progress lines), `on_replayed` after it with its report (its summary states the
+    universe's coverage and the replay's warnings).
     """
     db_path.parent.mkdir(parents=True, exist_ok=True)
     reset_sqlite(db_path)
@@ -144,7 +152,7 @@ def run_demo(
     for spec in markets:
         if on_market is not None:
             on_market(spec)
-        replay_from_config(
+        report = replay_from_config(
             config,
             start=spec.start,
             end=spec.end,
@@ -152,6 +160,8 @@ def run_demo(
             resume=False,
             show_progress=False,
         )
+        if on_replayed is not None:
+            on_replayed(spec, report)
     engine = make_engine(config.store.url)
     try:
         return [leaderboard(engine, spec.market) for spec in markets]

@@ -88,7 +88,7 @@ from openbell.ops.config import (
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.rating_agents import build_rating_agent
-from openbell.ops.replay_checks import check_replay, record_warnings
+from openbell.ops.replay_checks import ReplayChecks, check_replay, record_warnings
 from openbell.ops.secrets import redactor_for
 from openbell.ops.seeds import record_group, seeded_config
 from openbell.ops.strategy_agents import build_strategy_code_agent
@@ -478,18 +478,20 @@ def replay_plan(
     from_cache: str | None = None,
     batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
-) -> tuple[ReplayPlan, tuple[str, ...]]:
+) -> tuple[ReplayPlan, ReplayChecks]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
-    (or just `market`) with their agents, and its warnings (universes used outside their coverage,
-    universes with members without data), each starting `markets.NAME:`. `from_cache`: the URL of
-    a store whose cache the markets replay (`ops.cache_replay`) instead of their bar files.
+    (or just `market`) with their agents, and its checks: the coverage of each market's universe
+    by its data, and the warnings (universes used outside their coverage, universes with members
+    or a benchmark without data across the window), each starting `markets.NAME:`. `from_cache`:
+    the URL of a store whose cache the markets replay (`ops.cache_replay`) instead of their bar
+    files.
 
     Raises `ConfigError` for an empty or reversed window, a market not configured, a market
     without agents, a universe used outside its coverage without `allow_outside_coverage` (here
-    or in the market's config), a universe with members without data in the window without
-    `allow_partial_coverage` (here or in the market's config) or an LLM agent whose key variable
-    is not set. With `seeds`, every
-    agent runs once per seed as its own agent (`ops.seeds.seeded_config`).
+    or in the market's config), a universe with members (or a benchmark) without data across the
+    window without `allow_partial_coverage` (here or in the market's config) or an LLM agent
+    whose key variable is not set. With `seeds`, every agent runs once per seed as its own agent
+    (`ops.seeds.seeded_config`).
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -506,7 +508,7 @@ def replay_plan(
     )
     start_at = datetime.combine(start, time(0), tzinfo=UTC)
     end_at = datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
-    warnings = check_replay(
+    checks = check_replay(
         markets,
         [configured for _, configured, _ in enrolled],
         start=start,
@@ -527,7 +529,7 @@ def replay_plan(
         mcp_allow_remote=config.http.allow_remote,
         batch_slots=batch_slots,
     )
-    return plan, warnings
+    return plan, checks
 
 
 def replay_from_config(
@@ -544,15 +546,16 @@ def replay_from_config(
     batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
 ) -> ReplayReport:
-    """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown; its
-    warnings are recorded in the ledger, for `openbell report` to repeat.
+    """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown. The
+    report carries the checks' coverage and warnings (its summary states them); the warnings are
+    also recorded in the ledger, for `openbell report` to repeat.
 
     Raises `ConfigError` as `replay_plan` does, and `OperatorError` for a ledger that another
     replay (or, on SQLite, a daemon) is writing or that already has cycles in the window without
     `resume`. With `seeds`, the runs are recorded as one group (`ops.seeds`) once the replay
     has created their agents.
     """
-    plan, warnings = replay_plan(
+    plan, checks = replay_plan(
         config,
         start=start,
         end=end,
@@ -566,11 +569,11 @@ def replay_from_config(
     )
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)
-    if warnings:
-        record_warnings(plan, warnings)
+    if checks.warnings:
+        record_warnings(plan, checks.warnings)
     if seeds is not None:
         record_group(config, seeds, start=start, end=end)
-    return replace(report, warnings=warnings)
+    return replace(report, coverage=checks.coverage, warnings=checks.warnings)
 
 
 def _iso(day: date | None) -> str | None:

@@ -2,25 +2,29 @@
 
 This module owns the two doubts a replay checks before it runs, each as one sentence starting
 `markets.NAME:` (None when there is no doubt): a universe used outside the dates its file vouches
-for (`outside_coverage`, a survivorship bias) and a universe whose members are not all in the
-replay's data (`partial_coverage`, `markets.member_coverage`: a DJIA-20 replay over a dataset of
-five of its stocks trades those five). `check_replay` refuses a replay with either doubt unless it
-is allowed; an allowed replay runs, its warnings logged (`universe_outside_coverage`,
-`universe_partial_coverage`), shown under its summary and recorded in the ledger
-(`record_warnings`), which `openbell report` repeats (`warnings_of`).
+for (`outside_coverage`, a survivorship bias) and a universe whose members (or benchmark) do not
+all have bars across the replay's window (`partial_coverage`, `markets.member_coverage`: a DJIA-20
+replay over a dataset of five of its stocks trades those five; an A-share replay past the SSE-50
+index's last bundled bar holds a benchmark frozen at it). `check_replay` states each universe's
+coverage (`ReplayChecks.coverage`, a line of every replay's summary) and refuses a replay with
+either doubt unless it is allowed; an allowed replay runs, its warnings logged
+(`universe_outside_coverage`, `universe_partial_coverage`), shown under its summary and recorded
+in the ledger (`record_warnings`), which `openbell report` repeats (`warnings_of`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 import structlog
 from sqlalchemy import Engine
 
 from openbell.daemon.plan import CADENCE_INTERVALS, MarketPlan, ReplayPlan
+from openbell.markets.calendars import calendar_for
 from openbell.markets.errors import ConfigError
-from openbell.markets.member_coverage import member_coverage
+from openbell.markets.member_coverage import MemberCoverage, member_coverage
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
 from openbell.ops.config import MarketConfig
@@ -28,6 +32,15 @@ from openbell.store.db import make_engine
 from openbell.store.replay_warnings import ReplayWarning, ReplayWarnings
 
 log = structlog.stdlib.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayChecks:
+    """What `check_replay` found: the coverage of each market's universe (in the markets' order)
+    and the warnings the replay runs under (each starting `markets.NAME:`)."""
+
+    coverage: tuple[MemberCoverage, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def check_replay(
@@ -38,10 +51,11 @@ def check_replay(
     end: date,
     allow_outside_coverage: bool,
     allow_partial_coverage: bool,
-) -> tuple[str, ...]:
-    """The warnings of replaying `markets` (configured by `configs`, in the same order) from
-    `start` through `end`: first each universe used outside its coverage, then each with members
-    without data. Raises `ConfigError` for a doubt not allowed here or in the market's config."""
+) -> ReplayChecks:
+    """The coverage of replaying `markets` (configured by `configs`, in the same order) from
+    `start` through `end`, and its warnings: first each universe used outside its coverage, then
+    each with members (or a benchmark) without data across the window. Raises `ConfigError` for a
+    doubt not allowed here or in the market's config."""
     start_at = datetime.combine(start, time(0), tzinfo=UTC)
     end_at = datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
     warnings = []
@@ -54,27 +68,32 @@ def check_replay(
                 f"{doubt}; replay inside those dates, or pass --allow-outside-coverage (or set "
                 f"allow_outside_coverage = true in [markets.{replayed.market}]) to run it anyway"
             )
-        coverage = replayed.universe.coverage
+        vouched = replayed.universe.coverage
         log.warning(
             "universe_outside_coverage",
             market=replayed.market,
             universe=replayed.universe.name,
             start=start.isoformat(),
             end=end.isoformat(),
-            coverage_from=_iso(None if coverage is None else coverage.from_date),
-            coverage_until=_iso(None if coverage is None else coverage.until_date),
+            coverage_from=_iso(None if vouched is None else vouched.from_date),
+            coverage_until=_iso(None if vouched is None else vouched.until_date),
             message=doubt,
         )
         warnings.append(doubt)
+    found: list[MemberCoverage] = []
     for replayed, configured in zip(markets, configs, strict=True):
-        partial = partial_coverage(replayed, start_at, end_at)
-        if partial is None:
+        coverage = universe_coverage(replayed, start_at, end_at)
+        if coverage is None:
             continue
+        found.append(coverage)
+        if coverage.complete:
+            continue
+        partial = coverage.describe()
         if not (allow_partial_coverage or configured.allow_partial_coverage):
             raise ConfigError(
-                f"{partial}; bring their bars (openbell data import FILE), narrow the universe, "
-                "or pass --allow-partial-coverage (or set allow_partial_coverage = true in "
-                f"[markets.{replayed.market}]) to replay the members with data anyway"
+                f"{partial}; bring their bars (openbell data import FILE), narrow the universe or "
+                "the window, or pass --allow-partial-coverage (or set allow_partial_coverage = "
+                f"true in [markets.{replayed.market}]) to replay the members with data anyway"
             )
         log.warning(
             "universe_partial_coverage",
@@ -84,8 +103,8 @@ def check_replay(
             end=end.isoformat(),
             message=partial,
         )
-        warnings.append(f"{partial}: only those with data are traded")
-    return tuple(warnings)
+        warnings.append(f"{partial}: replayed anyway, trading each only while it has bars")
+    return ReplayChecks(coverage=tuple(found), warnings=tuple(warnings))
 
 
 def _iso(day: date | None) -> str | None:
@@ -109,25 +128,30 @@ def outside_coverage(name: str, universe: Universe, start: date, end: date) -> s
     )
 
 
-def partial_coverage(market: MarketPlan, start_at: datetime, end_at: datetime) -> str | None:
-    """Which members of the market's universe (those that are members on a day of the window:
-    a dated member outside it is not asked for) have no bar of its cadence's interval in
-    `[start_at, end_at)`, in one sentence; None when all have."""
+def universe_coverage(
+    market: MarketPlan, start_at: datetime, end_at: datetime
+) -> MemberCoverage | None:
+    """How the market's replay data covers its universe's members (those that are members on a
+    session of the window) and benchmark over `[start_at, end_at)`, by bars of its cadence's
+    interval (`markets.member_coverage`); None for a source that is not a replay's."""
     source = market.source
     if not isinstance(source, ReplaySource):  # `ReplayPlan` refuses any other
         return None
-    universe = market.universe
-    days = [start_at.date() + timedelta(days=n) for n in range((end_at - start_at).days)]
-    members = [s for s in universe.symbols if any(universe.is_member_on(s, d) for d in days)]
-    found = member_coverage(
+    return member_coverage(
         source,
-        universe=universe.name,
-        members=members,
+        universe=market.universe,
+        calendar=calendar_for(market.market_rules.calendar_id),
         interval=CADENCE_INTERVALS[market.cadence],
         start_at=start_at,
         end_at=end_at,
     )
-    return None if found.complete else found.describe()
+
+
+def partial_coverage(market: MarketPlan, start_at: datetime, end_at: datetime) -> str | None:
+    """What the market's replay data lacks of its universe over `[start_at, end_at)`
+    (`universe_coverage`), in one sentence; None when it covers every member and the benchmark."""
+    found = universe_coverage(market, start_at, end_at)
+    return None if found is None or found.complete else found.describe()
 
 
 def record_warnings(plan: ReplayPlan, warnings: Sequence[str]) -> None:

@@ -388,6 +388,7 @@ def demo_command(
     """
     from dataclasses import replace
 
+    from openbell.daemon.replay import ReplayReport
     from openbell.ops.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
     from openbell.ops.logs import configure_logging
 
@@ -408,7 +409,10 @@ def demo_command(
     def announce(spec: DemoMarket) -> None:
         typer.echo(f"replaying {spec.market} ({spec.cadence}) {spec.start}..{spec.end}", err=True)
 
-    boards = run_demo(db, markets, on_market=announce)
+    def replayed(_: DemoMarket, report: ReplayReport) -> None:
+        typer.echo(report.summary(), err=True)
+
+    boards = run_demo(db, markets, on_market=announce, on_replayed=replayed)
     typer.echo(f"demo ledger: {db} ({time.perf_counter() - began:.1f} s)", err=True)
     print_leaderboards(boards, fmt, sys.stdout)
     sys.stdout.flush()  # the boards before the hint, on a terminal showing both streams

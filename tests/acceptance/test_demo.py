@@ -43,6 +43,18 @@ def test_demo_prints_three_leaderboards_with_a_benchmark_row(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     assert "replacing the existing demo ledger" in result.stderr
     assert result.stderr.splitlines()[-1].strip() == f"openbell leaderboard --db {db}"
+    # Every market's replay states its universe's coverage, complete or not (issue 15, item 6).
+    assert [line for line in result.stderr.splitlines() if line.startswith("coverage:")] == [
+        (
+            "coverage: markets.us nasdaq100 101/101 members, benchmark QQQ covered, "
+            "8 sessions 2025-10-01..2025-10-10"
+        ),
+        (
+            "coverage: markets.cn sse50 50/50 members, benchmark 000016.SH covered, "
+            "2 sessions 2025-10-09..2025-10-10"
+        ),
+        "coverage: markets.crypto crypto10 10/10 members, 10 sessions 2025-10-01..2025-10-10",
+    ]
     boards = json.loads(result.stdout)["leaderboards"]
     assert [board["market"] for board in boards] == ["us", "cn", "crypto"]
     assert [board["benchmark"] for board in boards] == ["QQQ", "000016.SH", "CD5"]

@@ -76,7 +76,11 @@ def test_allowed_outside_its_coverage_a_replay_warns_in_the_log_and_summary(
     assert result.returncode == 0, result.stderr
     summary = result.stdout.splitlines()
     assert summary[0].startswith("replayed 3 slots")
-    (warning, partial) = summary[1:]
+    (coverage, warning, partial) = summary[1:]
+    assert coverage == (
+        "coverage: markets.crypto crypto10 8/10 members (2 without data), "
+        "3 sessions 2021-01-01..2021-01-03"
+    )
     assert warning.startswith("WARNING: markets.crypto: universe crypto10")
     assert "from 2025-11-01" in warning
     assert "survivorship" in warning
@@ -95,8 +99,11 @@ def test_a_replay_inside_its_coverage_has_no_warning(tmp_path: Path) -> None:
     args = ["replay", "--config", str(config), "--start", "2025-11-01", "--end", "2025-11-02"]
     result = openbell(tmp_path, *args)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith("replayed 2 slots")
-    assert len(result.stdout.splitlines()) == 1
+    (replayed, coverage) = result.stdout.splitlines()
+    assert replayed.startswith("replayed 2 slots")
+    assert coverage == (
+        "coverage: markets.crypto crypto10 10/10 members, 2 sessions 2025-11-01..2025-11-02"
+    )
     assert "universe_outside_coverage" not in result.stderr
 
 
@@ -105,16 +112,28 @@ def test_a_replay_inside_its_coverage_has_no_warning(tmp_path: Path) -> None:
 # --allow-partial-coverage warns in the summary, the log and `openbell report`.
 
 
+DJIA20_LACKS = (
+    "markets.us: universe djia20 has data for 5 of its 20 members (25.0%) in this replay's window "
+    "(3 sessions, 2025-07-01..2025-07-03); no data for GS, HD, V, SHW, CAT, MCD, UNH, AXP, TRV, "
+    "CRM and 5 more"
+)
+PARTIAL_HINT = (
+    "; bring their bars (openbell data import FILE), narrow the universe or the window, or pass "
+    "--allow-partial-coverage (or set allow_partial_coverage = true in [markets.{market}]) to "
+    "replay the members with data anyway"
+)
+ALLOWED = ": replayed anyway, trading each only while it has bars"
+
+
 def test_a_replay_of_a_universe_partly_without_data_is_refused(tmp_path: Path) -> None:
     config = write_config(tmp_path, "us", "djia20")
     args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-03"]
     result = openbell(tmp_path, *args)
     assert result.returncode == 2
-    line = assert_one_error_line(
-        result, "markets.us", "djia20", "5 of its 20 members", "--allow-partial-coverage"
+    assert result.stderr.splitlines()[-1] == (
+        f"openbell: error: {DJIA20_LACKS}{PARTIAL_HINT.format(market='us')}"
     )
-    assert "no data for" in line
-    assert "AAPL" not in line.split("no data for")[1].split(";")[0]
+    assert_one_error_line(result, "markets.us", "djia20", "5 of its 20 members")
     assert result.stdout == ""
     assert cycles(tmp_path) == 0
 
@@ -124,9 +143,13 @@ def test_allowed_partial_coverage_warns_in_the_summary_and_the_report(tmp_path: 
     args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-03"]
     result = openbell(tmp_path, *args, "--allow-partial-coverage")
     assert result.returncode == 0, result.stderr
-    (_, warning) = result.stdout.splitlines()
-    assert warning.startswith("WARNING: markets.us: universe djia20 has data for 5 of its 20")
-    assert warning.endswith("only those with data are traded")
+    (replayed, coverage, warning) = result.stdout.splitlines()
+    assert replayed.startswith("replayed 3 slots")
+    assert coverage == (
+        "coverage: markets.us djia20 5/20 members (15 without data), "
+        "3 sessions 2025-07-01..2025-07-03"
+    )
+    assert warning == f"WARNING: {DJIA20_LACKS}{ALLOWED}"
     logged = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     (event,) = [line for line in logged if line["event"] == "universe_partial_coverage"]
     assert (event["market"], event["universe"]) == ("us", "djia20")
@@ -139,7 +162,7 @@ def test_allowed_partial_coverage_warns_in_the_summary_and_the_report(tmp_path: 
     assert json.loads(as_json.stdout)["replay_warnings"] == [warning.removeprefix("WARNING: ")]
 
 
-def test_a_replay_of_a_fully_covered_universe_has_no_coverage_warning(tmp_path: Path) -> None:
+def test_a_replay_of_a_fully_covered_universe_states_its_coverage(tmp_path: Path) -> None:
     config = tmp_path / "openbell.toml"
     write_config(tmp_path, "us", "djia20")
     text = config.read_text(encoding="utf-8")
@@ -149,5 +172,129 @@ def test_a_replay_of_a_fully_covered_universe_has_no_coverage_warning(tmp_path: 
     args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-03"]
     result = openbell(tmp_path, *args)
     assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == 1
+    (replayed, coverage) = result.stdout.splitlines()
+    assert replayed.startswith("replayed 3 slots")
+    assert coverage == (
+        "coverage: markets.us us-configured 2/2 members, 3 sessions 2025-07-01..2025-07-03"
+    )
     assert "universe_partial_coverage" not in result.stderr
+
+
+# Bars that stop (or start) inside the window: a member (or the benchmark) whose bars begin more
+# than two sessions after the window's first session, or end more than two before its last, is
+# partial, named with its first and last bar, and refused (or allowed) as a member without data.
+
+SSE50_LACKS = (
+    "markets.cn: universe sse50 has data for 50 of its 50 members (100.0%) in this replay's "
+    "window (30 sessions, 2025-10-09..2025-11-19); partial data for its benchmark 000016.SH "
+    "(bars 2025-10-09..2025-11-07)"
+)
+
+
+def test_a_benchmark_whose_bars_stop_inside_the_window_is_refused(tmp_path: Path) -> None:
+    """The bundled SSE-50 index bars end on 2025-11-07; the stocks' on 2025-11-19."""
+    config = write_config(tmp_path, "cn", "sse50")
+    args = ["replay", "--config", str(config), "--start", "2025-10-09", "--end", "2025-11-19"]
+    result = openbell(tmp_path, *args)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"openbell: error: {SSE50_LACKS}{PARTIAL_HINT.format(market='cn')}"
+    )
+    assert result.stdout == ""
+    assert cycles(tmp_path) == 0
+
+    allowed = openbell(tmp_path, *args, "--allow-partial-coverage")
+    assert allowed.returncode == 0, allowed.stderr
+    (replayed, coverage, warning) = allowed.stdout.splitlines()
+    assert replayed.startswith("replayed 30 slots")
+    assert coverage == (
+        "coverage: markets.cn sse50 50/50 members, benchmark 000016.SH partial, "
+        "30 sessions 2025-10-09..2025-11-19"
+    )
+    assert warning == f"WARNING: {SSE50_LACKS}{ALLOWED}"
+
+    within = tmp_path / "within"
+    within.mkdir()
+    shorter = write_config(within, "cn", "sse50")
+    args = ["replay", "--config", str(shorter), "--start", "2025-10-09", "--end", "2025-11-11"]
+    inside = openbell(within, *args)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.splitlines()[1:] == [
+        (
+            "coverage: markets.cn sse50 50/50 members, benchmark 000016.SH covered, "
+            "24 sessions 2025-10-09..2025-11-11"
+        )
+    ]  # its last bar two sessions before the window's last: within the slack
+
+
+OHLCV_HEADER = "symbol,time,open,high,low,close,volume\n"
+JULY = ("01", "02", "03", "07", "08", "09", "10", "11", "14", "15", "16", "17", "18")
+
+
+def import_bars(tmp_path: Path, rows: dict[str, tuple[str, ...]]) -> Path:
+    """Daily US bars of each symbol on the July 2025 days given, imported with the real CLI."""
+    source = tmp_path / "bars.csv"
+    lines = [
+        f"{symbol},2025-07-{day},10,11,9,10,100" for symbol, days in rows.items() for day in days
+    ]
+    source.write_text(OHLCV_HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "bars"
+    flags = ["--market", "us", "--interval", "1d", "--label", "start", "--tz", "America/New_York"]
+    done = openbell(tmp_path, "data", "import", str(source), "--out", str(out), *flags)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        ({"KO": JULY, "PEP": JULY[:7]}, "PEP (bars 2025-07-01..2025-07-10)"),  # stops on the 10th
+        ({"KO": JULY, "PEP": JULY[3:]}, "PEP (bars 2025-07-07..2025-07-18)"),  # starts 3 late
+        ({"KO": JULY, "PEP": JULY[5:6]}, "PEP (bars 2025-07-09..2025-07-09)"),  # a single bar
+    ],
+    ids=["stops-early", "starts-late", "one-bar"],
+)
+def test_a_member_whose_bars_cover_part_of_the_window_is_refused_and_named(
+    tmp_path: Path, rows: dict[str, tuple[str, ...]], said: str
+) -> None:
+    out = import_bars(tmp_path, rows)
+    config = write_config(tmp_path, "us", "djia20")
+    text = config.read_text(encoding="utf-8").replace(
+        'universe = "djia20"', 'universe = ["KO", "PEP"]'
+    )
+    config.write_text(text.replace('"yfinance"', f'"replay:{out.as_posix()}"'), encoding="utf-8")
+    args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-18"]
+    lacks = (
+        "markets.us: universe us-configured has data for 1 of its 2 members (50.0%) in this "
+        f"replay's window (13 sessions, 2025-07-01..2025-07-18); partial data for {said}"
+    )
+    refused = openbell(tmp_path, *args)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[-1] == (
+        f"openbell: error: {lacks}{PARTIAL_HINT.format(market='us')}"
+    )
+    assert cycles(tmp_path) == 0
+    allowed = openbell(tmp_path, *args, "--allow-partial-coverage")
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stdout.splitlines()[1:] == [
+        (
+            "coverage: markets.us us-configured 1/2 members (1 partial), "
+            "13 sessions 2025-07-01..2025-07-18"
+        ),
+        f"WARNING: {lacks}{ALLOWED}",
+    ]
+
+
+def test_a_member_two_sessions_short_at_each_end_is_covered(tmp_path: Path) -> None:
+    out = import_bars(tmp_path, {"KO": JULY, "PEP": JULY[2:-2]})
+    config = write_config(tmp_path, "us", "djia20")
+    text = config.read_text(encoding="utf-8").replace(
+        'universe = "djia20"', 'universe = ["KO", "PEP"]'
+    )
+    config.write_text(text.replace('"yfinance"', f'"replay:{out.as_posix()}"'), encoding="utf-8")
+    args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-18"]
+    result = openbell(tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "coverage: markets.us us-configured 2/2 members, 13 sessions 2025-07-01..2025-07-18"
+    ]

@@ -3,8 +3,10 @@ every config error at once, rounded figures, and a baseline cycle's orders in `t
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import statistics
 import subprocess
 from datetime import timedelta
 from decimal import Decimal
@@ -14,6 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from openbell.markets.domain import utc
+from openbell.markets.replay_source import ReplaySource
+from openbell.ops import figures
 from openbell.ops.config import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -21,6 +26,16 @@ from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
 from openbell_testkit.cli import clean_env
 from openbell_testkit.cli import openbell as run_openbell
+from openbell_testkit.llm import (
+    CN_STOCK,
+    PROTOCOL_COMPLETE,
+    PROTOCOL_ENDINGS,
+    PROTOCOL_MAX_TOOL_CALLS,
+    PROTOCOL_MAX_TURNS,
+    ScriptedModel,
+    protocol_script,
+    serve_script,
+)
 from openbell_testkit.reports import AAPL, BTC, INITIAL, SLOTS, build_ledger
 
 TIMEOUT_S = 180  # generous: the machine running the suite may be busy
@@ -216,9 +231,7 @@ def test_the_leaderboard_fits_120_columns_and_wide_shows_the_whole_panel(ledger_
     assert "…" not in wide.stdout
     us = board_rows(section(wide.stdout, "us"))
     headers = list(us["alpha"])
-    for header in ("vol %", "Calmar", "excess %", "IR", "trades", "no-trade %", "rej. %",
-                   "turnover", "HHI", "cash %", "cost/dec.", "ret./$"):  # fmt: skip
-        assert header in headers
+    assert headers == ["#", "agent", *WIDE]  # every column of the panel, in order
     assert us[LONG_NAME]["agent"] == LONG_NAME
     assert max(len(line) for line in wide.stdout.splitlines()) > 120  # the whole panel, uncut
 
@@ -240,10 +253,140 @@ WIDE = {
     "turnover": "turnover",
     "HHI": "hhi",
     "cash %": "cash_ratio",
+    "hold %": "hold_share",
+    "switch %": "switch_rate",
+    "react.": "reactivity",
+    "protocol %": "protocol_completion",
     "composite": "composite",
     "cost/dec.": "cost_per_decision",
     "ret./$": "return_per_dollar",
 }
+
+
+#: The behavioural columns of the wide view (Herculean's: issue 15, item 3) and their keys.
+BEHAVIOUR = {
+    "hold %": "hold_share",
+    "switch %": "switch_rate",
+    "react.": "reactivity",
+    "protocol %": "protocol_completion",
+}
+
+
+def behaviour_cells(text: str, market: str) -> dict[str, list[str]]:
+    """The behavioural cells of each row of the wide leaderboard of `market` in `text`."""
+    return {
+        agent: [cells[header] for header in BEHAVIOUR]
+        for agent, cells in board_rows(section(text, market)).items()
+    }
+
+
+def gamma_reactivity() -> str:
+    """gamma's reactivity, worked out here: the weight each of its cycles but the first traded in
+    AAPL (buy 20 at 102 on a NAV of 10,000; sell 20 at 105 on 10,060) against AAPL's return
+    since the previous slot, priced as reports price (the bundled bars' quote at the slot)."""
+    bundled = ReplaySource.from_bundled("us")
+    prices = []
+    for at in SLOTS:
+        quote = bundled.quote_at("AAPL", at)
+        assert quote is not None
+        prices.append(float(quote.price))
+    returns = [now / before - 1 for before, now in itertools.pairwise(prices)]
+    weights = [20 * 102 / 10_000, 0.0, -20 * 105 / 10_060, 0.0, 0.0]
+    return f"{statistics.correlation(weights, returns):.3f}"
+
+
+def test_the_wide_leaderboard_shows_the_behavioural_metrics_of_the_ledger(
+    ledger_db: Path,
+) -> None:
+    """Hold share, switch rate, reactivity and protocol completion of the prepared ledger (see
+    openbell_testkit.reports), as worked out by hand, in the wide view and in its JSON."""
+    cwd = ledger_db.parent
+    wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide")
+    assert wide.returncode == 0, wide.stderr
+    none = ["-", "-", "-", "-"]
+    # alpha buys at its first of six cycles, gamma buys at its second and sells at its fourth
+    # (a rejected order at its third is a hold); baselines have no trace: no protocol figure.
+    assert behaviour_cells(wide.stdout, "us") == {
+        "benchmark:QQQ": none,
+        "alpha": ["83.33", "16.67", "-", "-"],  # one weight, always 0 after the first: undefined
+        "beta": ["100.00", "0.00", "-", "-"],
+        "gamma": ["66.67", "33.33", gamma_reactivity(), "-"],
+        LONG_NAME: ["100.00", "0.00", "-", "-"],
+    }
+    assert behaviour_cells(wide.stdout, "crypto") == {
+        "benchmark:CD5": none,
+        "alpha": ["66.67", "33.33", "-", "-"],
+    }
+    exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
+    for board in exact["leaderboards"]:
+        shown = behaviour_cells(wide.stdout, board["market"])
+        for row in board["rows"]:
+            want = [figures.figure(key, row[key]) for key in BEHAVIOUR.values()]
+            assert shown[row["name"]] == want, (board["market"], row["name"])
+
+
+def llm_reactivity() -> str:
+    """The reactivity of `protocol_script`'s agent over 2025-09-01..09: of its six cycles after
+    the first, only the second (its third cycle) traded, a buy of `CN_STOCK`. A Pearson
+    correlation ignores the weight's size, so it is that of [0, 1, 0, 0, 0, 0] against the
+    stock's return since the previous slot (09:30 Shanghai), priced from the bundled bars."""
+    bundled = ReplaySource.from_bundled("cn")
+    prices = []
+    for day in (1, 2, 3, 4, 5, 8, 9):
+        quote = bundled.quote_at(CN_STOCK, utc(2025, 9, day, 1, 30))
+        assert quote is not None
+        prices.append(float(quote.price))
+    returns = [now / before - 1 for before, now in itertools.pairwise(prices)]
+    return f"{statistics.correlation([0.0, 1.0, 0.0, 0.0, 0.0, 0.0], returns):.3f}"
+
+
+def test_the_wide_leaderboard_shows_the_protocol_completion_of_a_replayed_llm(
+    tmp_path: Path,
+) -> None:
+    """An LLM agent replayed through the real CLI against a scripted model on 127.0.0.1, seven
+    A-share cycles of which four end with its own `finish` within its budgets (see
+    `openbell_testkit.llm.PROTOCOL_ENDINGS`): protocol 4/7 in the wide view, the JSON and the
+    report; it bought once (its third cycle), as `buy-and-hold` did (its first)."""
+    model = ScriptedModel([protocol_script()] * 100)
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{tmp_path / "ledger.db"}"\n\n'
+            '[log]\nformat = "console"\nlevel = "warning"\n\n'
+            '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+            'initial_cash = "100000"\n'
+            # September 2025 is before the dates sse50.toml vouches for (2025-09-30 on), and
+            # 688981.SH has no bundled bars that week
+            "allow_outside_coverage = true\nallow_partial_coverage = true\n\n"
+            '[[agents]]\nname = "scripted-llm"\nkind = "llm"\nmarkets = ["cn"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\n'
+            f"max_turns = {PROTOCOL_MAX_TURNS}\nmax_tool_calls = {PROTOCOL_MAX_TOOL_CALLS}\n\n"
+            '[[agents]]\nname = "buy-and-hold"\nkind = "buy_and_hold"\nmarkets = ["cn"]\n',
+            encoding="utf-8",
+        )
+        replayed = openbell(tmp_path, "replay", "--start", "2025-09-01", "--end", "2025-09-09")
+    assert replayed.returncode == 0, replayed.stderr
+    assert "14 cycles done, 0 failed" in replayed.stdout
+    assert (PROTOCOL_COMPLETE, len(PROTOCOL_ENDINGS)) == (4, 7)
+
+    wide = openbell(tmp_path, "leaderboard", "-m", "cn", "--wide")
+    assert wide.returncode == 0, wide.stderr
+    assert behaviour_cells(wide.stdout, "cn") == {
+        "benchmark:000016.SH": ["-", "-", "-", "-"],
+        "scripted-llm": ["85.71", "14.29", llm_reactivity(), "57.14"],
+        "buy-and-hold": ["85.71", "14.29", "-", "-"],  # it traded in its first cycle only
+    }
+    exact = json.loads(openbell(tmp_path, "leaderboard", "-m", "cn", "-f", "json").stdout)
+    (board,) = exact["leaderboards"]
+    rows = {row["name"]: row for row in board["rows"]}
+    assert rows["scripted-llm"]["protocol_completion"] == 4 / 7
+    assert rows["buy-and-hold"]["protocol_completion"] is None
+    for agent in ("scripted-llm", "buy-and-hold"):
+        shown = openbell(tmp_path, "report", agent, "-m", "cn")
+        assert shown.returncode == 0, shown.stderr
+        reported = report_rows(shown.stdout)
+        row = board_rows(section(wide.stdout, "cn"))[agent]
+        for header, key in BEHAVIOUR.items():
+            assert reported[key][0] == row[header], (agent, key)
 
 
 def report_rows(text: str) -> dict[str, tuple[str, str]]:

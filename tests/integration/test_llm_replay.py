@@ -11,24 +11,37 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import Engine
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
+from openbell.agents.llm.run import Budgets
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import load_config
 from openbell.ops.planning import replay_from_config
-from openbell.ops.reports import report
+from openbell.ops.reports import leaderboard, report
 from openbell.store import queries
+from openbell.store.behaviour_facts import AUTO_FINISH_CONTENT
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
-from openbell_testkit.llm import CN_STOCK, ScriptedModel, self_correcting_trader, serve_script
+from openbell_testkit.llm import (
+    CN_STOCK,
+    PROTOCOL_COMPLETE,
+    PROTOCOL_ENDINGS,
+    PROTOCOL_MAX_TOOL_CALLS,
+    PROTOCOL_MAX_TURNS,
+    ScriptedModel,
+    protocol_script,
+    self_correcting_trader,
+    serve_script,
+)
 from openbell_testkit.replay import cn_daily
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
@@ -37,7 +50,11 @@ KEY = "sk-replay-test-0123456789"
 
 def check_ledger(url: str) -> tuple[Ledger, list[int]]:
     """The ledger verifies; the LLM account's cycle ids."""
-    engine = make_engine(url)
+    return checked_ledger(make_engine(url))
+
+
+def checked_ledger(engine: Engine) -> tuple[Ledger, list[int]]:
+    """The ledger on `engine` verifies; the LLM account's cycle ids."""
     report_ = verify_ledger(engine)
     assert report_.ok, report_.lines()
     ledger = Ledger(engine)
@@ -164,3 +181,64 @@ def test_a_missing_key_variable_is_one_config_error(
             resume=False,
             show_progress=False,
         )
+
+
+# Protocol completion from a real replay (issue 15, item 3): a scripted model, faked at the HTTP
+# boundary, ends each of seven A-share cycles its own way, under budgets of 3 turns and 3 tool
+# calls. Four cycles finish within budget; the others end on a budget or without `finish`.
+PROTOCOL_SESSIONS = len(PROTOCOL_ENDINGS)  # 2025-09-01 .. 2025-09-09
+
+
+def test_protocol_completion_of_a_replay_is_the_share_of_cycles_finished_within_budget(
+    db_url: str,
+) -> None:
+    upgrade(db_url)
+    model = ScriptedModel([protocol_script()] * 100)
+    agent = LlmAgent(
+        name="scripted-llm",
+        client=ChatClient(
+            ClientConfig(base_url="https://llm.test/v1", model="scripted-1", api_key=KEY),
+            http=model.client(),
+        ),
+        budgets=Budgets(max_turns=PROTOCOL_MAX_TURNS, max_tool_calls=PROTOCOL_MAX_TOOL_CALLS),
+    )
+    market = cn_daily(agent, build_agent("buy_and_hold", "buy-and-hold", market="cn"))
+    done = run_replay(
+        ReplayPlan(
+            store_url=db_url,
+            start_at=utc(2025, 9, 1),
+            end_at=utc(2025, 9, 10),
+            markets=(market,),
+        )
+    )
+    assert (done.slots, done.cycles_done, done.cycles_failed) == (
+        PROTOCOL_SESSIONS,
+        2 * PROTOCOL_SESSIONS,
+        0,
+    )
+    engine = make_engine(db_url)
+    try:
+        ledger, cycles = checked_ledger(engine)
+        stops = [[t.content for t in ledger.traces(cycle) if t.role == "stop"] for cycle in cycles]
+        assert stops == [[stop] for _, stop in PROTOCOL_ENDINGS]
+        finishes = [
+            [t.content for t in ledger.traces(cycle) if t.tool == "finish"] for cycle in cycles
+        ]
+        # The loop finishes a cycle the model did not: in the model's place, which is no completion.
+        assert [AUTO_FINISH_CONTENT in found for found in finishes] == [
+            stop != "finished" for _, stop in PROTOCOL_ENDINGS
+        ]
+        assert (PROTOCOL_COMPLETE, PROTOCOL_SESSIONS) == (4, 7)
+        expected = 4 / 7
+        found = report(engine, "scripted-llm", "cn")
+        assert found.behaviour.protocol_completion == expected
+        board = leaderboard(engine, "cn")
+        rows = {row.name: row for row in board.rows if not row.is_benchmark}
+        llm_row = rows["scripted-llm"].behaviour
+        assert llm_row is not None
+        assert llm_row.protocol_completion == expected
+        baseline = rows["buy-and-hold"].behaviour
+        assert baseline is not None
+        assert baseline.protocol_completion is None  # no trace: it does not speak the protocol
+    finally:
+        engine.dispose()

@@ -344,13 +344,18 @@ def _equal_weight(exposures: Exposures, _returns: np.ndarray) -> dict[str, float
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_pure_momentum_book_attributes_its_style_return_to_momentum(seed: int) -> None:
-    """Threshold: momentum is more than 80 % of the style part (the linked style contributions'
-    absolute sum: the return explained beyond the market a long-only book must carry), and is
-    positive, as the planted market pays it."""
+    """Threshold: momentum is more than 80 % of everything beyond the market (the linked style
+    contributions' and the selection's absolute sum: the return a long-only book makes beyond the
+    market it must carry), and is positive, as the planted market pays it. Selection is in the
+    denominator, so a book whose return the model could not explain (left in selection) fails;
+    the market is not, since every long-only book carries it whatever it picks (over seeds 0-3
+    the share is 0.84 to 0.97; with the market added it would measure the planted market's drift
+    instead, 0.70 to 0.95)."""
     window = _run(momentum_market(seed), _top_momentum)
     styles = window.styles
+    beyond_market = math.fsum(abs(v) for v in styles.values()) + abs(window.selection)
     assert styles["momentum"] > 0
-    assert styles["momentum"] / math.fsum(abs(v) for v in styles.values()) > 0.8
+    assert styles["momentum"] / beyond_market > 0.8
     assert window.mean_exposures["momentum"] > 1.0
 
 

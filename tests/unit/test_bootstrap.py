@@ -114,6 +114,87 @@ def test_intervals_match_a_reference_computation_on_fixed_series() -> None:
             assert found.high == pytest.approx(reference_quantile(samples, 0.95), rel=1e-9)
 
 
+def sortino(returns: list[float]) -> float | None:
+    """Mean over the downside deviation (the losing periods' root mean square over all periods),
+    annualised; None with no losing period."""
+    downside = math.sqrt(sum(min(r, 0.0) ** 2 for r in returns) / len(returns))
+    if downside == 0:
+        return None
+    return (sum(returns) / len(returns)) * FACTOR / (downside * math.sqrt(FACTOR))
+
+
+def reference_composites(draw: dict[str, list[float]]) -> dict[str, float]:
+    """StockBench's composite of one draw, by hand: each account's cumulative return, max
+    drawdown and Sortino z-scored over the accounts (sample deviation; an undefined Sortino
+    scores 0 and stays out of the others' mean and spread), averaged."""
+    metrics = {name: (cumulative(r), deepest_drawdown(r), sortino(r)) for name, r in draw.items()}
+    z: dict[str, list[float]] = {name: [] for name in draw}
+    for k in range(3):
+        values = [m[k] for m in metrics.values() if m[k] is not None]
+        mean = sum(values) / len(values) if values else 0.0
+        spread = (
+            math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            if len(values) > 1
+            else 0.0
+        )
+        for name, m in metrics.items():
+            value = m[k]
+            z[name].append(0.0 if value is None or spread == 0 else (value - mean) / spread)
+    return {name: sum(scores) / 3 for name, scores in z.items()}
+
+
+def reference_ranks(composites: dict[str, float]) -> dict[str, int]:
+    """Competition ranks: 1 + how many composites are strictly higher."""
+    return {
+        name: 1 + sum(other > mine for other in composites.values())
+        for name, mine in composites.items()
+    }
+
+
+def test_composite_rank_and_p_beat_match_a_reference_computation_on_fixed_series() -> None:
+    rng = np.random.default_rng(8)
+    series = {
+        "steady": rng.normal(0.0008, 0.006, 45),
+        "wild": rng.normal(0.0012, 0.02, 45),
+        "flat": rng.normal(0.0, 0.004, 45),
+        "drift": rng.normal(-0.0005, 0.01, 45),
+    }
+    draws, seed = 250, 4
+    result = bootstrap_ranking(
+        series, periods_per_year=FACTOR, draws=draws, seed=seed, confidence=0.8
+    )
+    assert result is not None
+    assert result.block_length == 4
+    values = {name: [float(x) for x in r] for name, r in series.items()}
+    composites: dict[str, list[float]] = {name: [] for name in series}
+    ranks: dict[str, list[float]] = {name: [] for name in series}
+    wins = {a: dict.fromkeys(series, 0) for a in series}
+    for row in reference_indices(45, draws, 4, seed):
+        draw = {name: [r[i] for i in row] for name, r in values.items()}
+        found = reference_composites(draw)
+        for name, rank in reference_ranks(found).items():
+            composites[name].append(found[name])
+            ranks[name].append(float(rank))
+        for a in series:
+            for b in series:
+                if a != b and found[a] > found[b]:
+                    wins[a][b] += 1
+    by_name = {found.name: found.intervals for found in result.accounts}
+    for name in series:
+        for metric, samples in (("composite", composites[name]), ("rank", ranks[name])):
+            found = by_name[name][metric]
+            assert found.defined == draws
+            assert found.low == pytest.approx(reference_quantile(samples, 0.1), rel=1e-9, abs=1e-12)
+            assert found.high == pytest.approx(
+                reference_quantile(samples, 0.9), rel=1e-9, abs=1e-12
+            )
+        for other in series:
+            if other != name:
+                assert result.p_beat[name][other] == wins[name][other] / draws
+    # The fixed series are not a tie: the intervals say something.
+    assert len({by_name[name]["rank"].low for name in series}) > 1
+
+
 def test_p_beat_counts_the_draws_where_one_composite_is_above_the_other() -> None:
     rng = np.random.default_rng(5)
     base = rng.normal(0.0, 0.01, 50)

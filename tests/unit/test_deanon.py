@@ -97,11 +97,23 @@ def answer(symbol: str, day: date) -> Body:
     return completion(json.dumps({"symbol": symbol, "date": day.isoformat()}))
 
 
+def question_rng(seed: int, body: Body) -> random.Random:
+    """A generator seeded by `seed` and the question asked: the probe asks its questions
+    concurrently, so a generator shared by all of them would draw in whatever order the answers
+    are requested, and a fake's guesses would differ from run to run."""
+    return random.Random(f"{seed}:{body['messages'][-1]['content']}")
+
+
 def guesser(setup: ProbeSetup, seed: int = 11) -> Callable[[Body], Body]:
-    """A model that names a member and a date of the data at random, whatever it is shown."""
-    rng = random.Random(seed)
+    """A model that names a member and a date of the data at random, whatever it is shown (the
+    same guess for the same question, in any order)."""
     symbols, days = list(candidate_symbols(setup)), data_days(setup)
-    return lambda body: answer(rng.choice(symbols), rng.choice(days))
+
+    def reply(body: Body) -> Body:
+        rng = question_rng(seed, body)
+        return answer(rng.choice(symbols), rng.choice(days))
+
+    return reply
 
 
 def cheater(setup: ProbeSetup, seed: int = 13) -> Callable[[Body], Body]:
@@ -114,10 +126,10 @@ def cheater(setup: ProbeSetup, seed: int = 13) -> Callable[[Body], Body]:
         for bar in bars:
             key = tuple(getattr(bar, name) for name in OHLC)
             index.setdefault(key, (symbol, bar.start_at.astimezone(zone).date()))
-    rng = random.Random(seed)
     symbols, days = list(candidate_symbols(setup)), data_days(setup)
 
     def reply(body: Body) -> Body:
+        rng = question_rng(seed, body)
         shown = shown_of(body)
         last = shown["bars"][-1]
         found = index.get(tuple(Decimal(last[name]) for name in OHLC))
@@ -234,6 +246,18 @@ def test_a_model_that_guesses_scores_chance_at_every_level() -> None:
         assert result.errors == result.unanswered == 0
     # The date's chance: the share of the data's dates within 3 days of the true one.
     assert 0.1 < report.levels[0].date.chance < 0.3
+
+
+@pytest.mark.parametrize("fake", [guesser, cheater])
+def test_the_fakes_answer_alike_in_any_order(fake: Callable[[ProbeSetup], Any]) -> None:
+    # The README's probe tables come from these fakes, whose questions arrive concurrently: the
+    # same question gets the same answer, whatever was asked before it.
+    setup = setup_of(rebase=True, trials=10)
+    _, scripted = probe(setup, fake(setup), [MaskingLevel.BLINDED])
+    questions = scripted.requests
+    asked_first = [fake(setup)(body) for body in questions]  # each the first question asked
+    model = fake(setup)
+    assert [model(body) for body in reversed(questions)][::-1] == asked_first
 
 
 def test_the_blinded_series_shows_no_real_ticker_date_or_price() -> None:

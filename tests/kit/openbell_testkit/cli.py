@@ -89,12 +89,15 @@ def config_text(**replacements: str) -> str:
 BASELINE_KINDS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash", "random")
 
 
-def write_cn_baselines_config(path: Path, url: str) -> Path:
+def write_cn_baselines_config(
+    path: Path, url: str, *, allow_partial_coverage: bool = False
+) -> Path:
     """Write at `path` a config that replays the SSE 50 daily (source `akshare`: the bundled
     daily bars in a replay) into the ledger at `url` with every baseline; return `path`.
 
     The windows these tests replay lie before the dates sse50.toml vouches for (2025-09-30 on),
-    so the config allows them (`allow_outside_coverage`).
+    so the config allows them (`allow_outside_coverage`). `allow_partial_coverage` allows a
+    window in which a member's (or the index's) bundled bars start late or stop early.
     """
     agents = "".join(
         f'[[agents]]\nname = "{kind}"\nkind = "{kind}"\nmarkets = ["cn"]\n'
@@ -104,7 +107,10 @@ def write_cn_baselines_config(path: Path, url: str) -> Path:
     path.write_text(
         f'[store]\nurl = "{url}"\n\n'
         '[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
-        'initial_cash = "100000"\nallow_outside_coverage = true\n\n' + agents,
+        'initial_cash = "100000"\nallow_outside_coverage = true\n'
+        + ("allow_partial_coverage = true\n" if allow_partial_coverage else "")
+        + "\n"
+        + agents,
         encoding="utf-8",
     )
     return path

@@ -179,3 +179,51 @@ def self_correcting_trader(body: Body) -> Body:
             )
         )
     return finish(f"Last: {last.get('status', last.get('code'))}.")
+
+
+#: How each of seven cycles of `protocol_script` ends, and the stop reason its loop records, under
+#: budgets of 3 turns and 3 tool calls (Herculean's protocol completion: four finish in budget).
+PROTOCOL_ENDINGS: tuple[tuple[str, str], ...] = (
+    ("quote, then finish", "finished"),
+    ("quotes until the turns run out", "max_turns"),
+    ("buy, then finish", "finished"),
+    ("answer in text, no finish", "answered"),
+    ("finish past the tool-call budget", "max_tool_calls"),
+    ("finish at once", "finished"),
+    ("quote, then finish on the last turn", "finished"),
+)
+#: How many of `PROTOCOL_ENDINGS` end with the model's own `finish` within budget.
+PROTOCOL_COMPLETE = sum(stop == "finished" for _, stop in PROTOCOL_ENDINGS)
+#: The budgets `protocol_script` is written for.
+PROTOCOL_MAX_TURNS = 3
+PROTOCOL_MAX_TOOL_CALLS = 3
+
+
+def protocol_script() -> Callable[[Body], Body]:
+    """A model that ends its cycles as `PROTOCOL_ENDINGS` say, one ending per cycle in order
+    (a cycle's first request holds no assistant message), for one agent's sequential cycles."""
+    cycle = -1
+
+    def answer(body: Body) -> Body:
+        nonlocal cycle
+        turn = sum(1 for message in body["messages"] if message["role"] == "assistant")
+        if turn == 0:
+            cycle += 1
+        quote = ("get_quote", {"symbols": [CN_STOCK]})
+        ending = PROTOCOL_ENDINGS[cycle % len(PROTOCOL_ENDINGS)][0]
+        if ending == "quote, then finish":
+            return tool_turn(quote) if turn == 0 else finish("Seen enough.")
+        if ending == "quotes until the turns run out":
+            return tool_turn(quote)
+        if ending == "buy, then finish":
+            buy = ("place_order", {"symbol": CN_STOCK, "side": "buy", "shares": 100})
+            return tool_turn(buy) if turn == 0 else finish("Bought.")
+        if ending == "answer in text, no finish":
+            return completion("I would rather hold today.")
+        if ending == "finish past the tool-call budget":
+            return tool_turn(quote, quote, quote, ("finish", {"summary": "too late"}))
+        if ending == "finish at once":
+            return finish("Holding.")
+        return tool_turn(quote) if turn < 2 else finish("Done on my third turn.")
+
+    return answer

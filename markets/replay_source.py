@@ -119,6 +119,22 @@ def _bars_loader(
     return lambda: series
 
 
+def bar_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The bar files at `paths`, in order: a directory stands for each `*.parquet` file directly
+    inside it (`ConfigError` for a directory with none)."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(path.glob("*.parquet"))
+            if not found:
+                raise ConfigError(f"replay directory {path} holds no *.parquet bar file")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
 class ReplaySource(SourceIdentity):
     """A `MarketDataSource` of one market over recorded bars and news.
 
@@ -196,20 +212,10 @@ class ReplaySource(SourceIdentity):
         cls, market: str, paths: Sequence[str | Path], *, news: Iterable[NewsItem] = ()
     ) -> ReplaySource:
         """Bar files at `paths`; a directory stands for each `*.parquet` file directly inside it."""
-        files: list[Path] = []
-        for raw in paths:
-            path = Path(raw)
-            if path.is_dir():
-                found = sorted(path.glob("*.parquet"))
-                if not found:
-                    raise ConfigError(f"replay directory {path} holds no *.parquet bar file")
-                files.extend(found)
-            else:
-                files.append(path)
         label = ",".join(str(path) for path in paths)
         return cls(
             market=market,
-            barsets=[read_bars(path) for path in files],
+            barsets=[read_bars(path) for path in bar_files(paths)],
             news=news,
             name=f"replay:{label}",
         )

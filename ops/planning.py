@@ -62,13 +62,13 @@ from openbell.daemon.clock import Clock
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
-from openbell.markets.barfile import bundled_names
+from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
 from openbell.markets.corporate_action_files import bundled_actions, read_actions
 from openbell.markets.corporate_actions import CorporateActionSource, RecordedActions
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
-from openbell.markets.replay_source import ReplaySource
+from openbell.markets.replay_source import ReplaySource, bar_files
 from openbell.markets.rules import MarketRules, rules_for, with_costs, with_shorting
 from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFilter
 from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
@@ -282,10 +282,31 @@ def _recorded_source(
     """The recorded bars market `name` reads, with `news`: its `replay:PATH` files, the bundled
     ones, or (for a live source, in a replay) the bundled ones of its cadence."""
     if market.source_kind == "replay":
-        return ReplaySource.from_paths(name, [market.source_arg], news=news)
+        return ReplaySource(
+            market=name,
+            barsets=replay_barsets(name, market),
+            news=news,
+            name=market.source,
+        )
     if market.source_kind == "bundled":
         return ReplaySource.from_bundled(name, news=news)
     return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence), news=news)
+
+
+def replay_barsets(name: str, market: MarketConfig) -> list[BarSet]:
+    """The bar sets of market `name`'s `replay:PATH[,PATH...]` source, in order: each path's bar
+    files (a directory's `*.parquet`), the word `bundled` standing for openbell's own files of the
+    market at its cadence, so that imported bars complete the bundled ones (a symbol's bars of one
+    interval in two of them is a `ConfigError`)."""
+    barsets: list[BarSet] = []
+    for part in (part.strip() for part in market.source_arg.split(",")):
+        if not part:
+            raise ConfigError(f"markets.{name}: source {market.source!r} names an empty path")
+        if part == "bundled":
+            barsets.extend(read_bundled(file) for file in _bundled_files(name, market.cadence))
+        else:
+            barsets.extend(read_bars(path) for path in bar_files([part]))
+    return barsets
 
 
 def _bundled_files(market: str, cadence: str) -> list[str]:

@@ -143,14 +143,14 @@ def _setup(
     from openbell.markets.errors import ConfigError
     from openbell.markets.replay_source import ReplaySource
     from openbell.ops.deanon import ProbeSetup
-    from openbell.ops.planning import rules_for_market, universe_for
+    from openbell.ops.planning import replay_barsets, rules_for_market, universe_for
 
     section = loaded.markets.configured()[market]
     if rebase is None:
         rebase = agent.rebase_prices
     chosen = interval or ("1d" if section.cadence == "daily" else "1h")
     source = (
-        ReplaySource.from_paths(market, [section.source_arg])
+        ReplaySource(market=market, barsets=replay_barsets(market, section), name=section.source)
         if section.source_kind == "replay"
         else ReplaySource.from_bundled(market)
     )

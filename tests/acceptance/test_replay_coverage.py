@@ -298,3 +298,55 @@ def test_a_member_two_sessions_short_at_each_end_is_covered(tmp_path: Path) -> N
     assert result.stdout.splitlines()[1:] == [
         "coverage: markets.us us-configured 2/2 members, 13 sessions 2025-07-01..2025-07-18"
     ]
+
+
+DJIA_WITHOUT_BUNDLED_BARS = (
+    *("GS", "HD", "V", "SHW", "CAT", "MCD", "UNH", "AXP"),
+    *("TRV", "CRM", "JPM", "IBM", "BA", "PG", "JNJ"),
+)
+
+
+def test_imported_bars_complete_the_bundled_ones_to_cover_djia20(tmp_path: Path) -> None:
+    # `replay:bundled,DIR`: openbell's own daily files (5 of DJIA-20's members) and the user's
+    # imported bars of the other 15 (from June on, so that each has a bar ended by the first slot,
+    # where equal_weight buys what is offered), read as one source.
+    source = tmp_path / "bars.csv"
+    days = [f"2025-06-{day}" for day in ("26", "27", "30")] + [f"2025-07-{day}" for day in JULY]
+    lines = [
+        f"{symbol},{day},10,11,9,10,100000" for symbol in DJIA_WITHOUT_BUNDLED_BARS for day in days
+    ]
+    source.write_text(OHLCV_HEADER + "\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "bars"
+    flags = ["--market", "us", "--interval", "1d", "--label", "start", "--tz", "America/New_York"]
+    done = openbell(tmp_path, "data", "import", str(source), "--out", str(out), *flags)
+    assert done.returncode == 0, done.stderr
+    config = write_config(tmp_path, "us", "djia20")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace('"yfinance"', f'"replay:bundled,{out.as_posix()}"'), encoding="utf-8"
+    )
+    args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-18"]
+    result = openbell(tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "coverage: markets.us djia20 20/20 members, 13 sessions 2025-07-01..2025-07-18"
+    ]
+    with sqlite3.connect(tmp_path / "ledger.db") as connection:
+        bought = {row[0] for row in connection.execute("SELECT DISTINCT symbol FROM fill")}
+    assert bought == {"MSFT", "AMGN", "HON", "AMZN", "AAPL", *DJIA_WITHOUT_BUNDLED_BARS}
+
+
+def test_bars_of_a_symbol_in_both_the_bundled_files_and_an_import_are_refused(
+    tmp_path: Path,
+) -> None:
+    out = import_bars(tmp_path, {"AAPL": JULY, "GS": JULY})
+    config = write_config(tmp_path, "us", "djia20")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace('"yfinance"', f'"replay:bundled,{out.as_posix()}"'), encoding="utf-8"
+    )
+    args = ["replay", "--config", str(config), "--start", "2025-07-01", "--end", "2025-07-18"]
+    refused = openbell(tmp_path, *args)
+    assert refused.returncode == 2
+    assert_one_error_line(refused, "AAPL 1d bars are loaded twice")
+    assert cycles(tmp_path) == 0

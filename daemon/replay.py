@@ -8,14 +8,15 @@ configured slot times) and their session closes into one stream in time order, a
 `SimulatedClock`: at a slot, `CycleRunner.run_slot` (which first applies the corporate actions going
 ex, for a market of raw bars that has them); after a session's last slot, the `close` NAV snapshots
 at the session close. The replay writes through a `ReplayLedger`, which works its accounts in
-memory and collects the rows of many slots: the walk ends a batch every `ReplayPlan.batch_slots`
-slots or `BATCH_S` of wall time, always between two events, and writes it in one transaction,
-and at the end checks each account's working copy against the ledger (a plan with outside agents
-is not batched: they reach the ledger through `/mcp`). Before a slot whose cycles run
-concurrently (LLM agents, which wait on their models) the batch is sealed instead, and written
-in a worker thread once each of the slot's cycles has run to its first wait: the write no longer
-holds up the agents' first requests, and the ledger still moves from one event boundary to the
-next, in order (`ReplayLedger.seal`). A ledger that already has cycles of these accounts
+memory and collects the rows of many slots: the walk writes them in one transaction every
+`ReplayPlan.batch_slots` slots or `BATCH_S` of wall time, always between two events, and at the
+end checks each account's working copy against the ledger (a plan with outside agents is not
+batched: they reach the ledger through `/mcp`). When the next slot (past any session closes
+before it) runs its cycles concurrently (LLM agents, which wait on their models), the batch is
+sealed instead and written in a worker thread once each of that slot's cycles has run to its
+first wait: the write no longer holds up the agents' first requests, and the ledger still moves
+from one event boundary to the next, in order (`ReplayLedger.seal`). A ledger that already has
+cycles of these accounts
 in (or after) the window is refused unless `resume` is set; with it, the cycles the last written
 batch holds are not run again (and cycles an unbatched run left `claimed` are taken over and
 completed), so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
@@ -340,8 +341,8 @@ async def _walk(
 ) -> None:
     """Run the plan's slots and session closes in order, adding them to `counts`, and end the
     ledger's batch after every `plan.batch_slots` slots or `BATCH_S` of wall time, whichever
-    comes first, always between two events: it is written then, or, before a slot whose cycles
-    run concurrently, sealed and written while they wait (a batch that fails or is cut off is
+    comes first, always between two events: it is written then, or, when the next slot runs its
+    cycles concurrently, sealed and written while they wait (a batch that fails or is cut off is
     not written). With `freeze`, freeze the heap again after the first slot (see the module
     docstring)."""
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
@@ -363,8 +364,7 @@ async def _walk(
             if progress is not None:
                 progress(counts.slots, total)
         if batch_slots >= plan.batch_slots or time.perf_counter() - batch_started >= BATCH_S:
-            following = events[index + 1] if index + 1 < len(events) else None
-            if following is not None and _waits(following, plan, runner, accounts):
+            if _next_slot_waits(events, index, plan, runner, accounts):
                 ledger.seal()  # written while the next slot's agents wait on their models
             else:
                 ledger.flush()
@@ -372,16 +372,19 @@ async def _walk(
     ledger.flush()
 
 
-def _waits(
-    event: _Event,
+def _next_slot_waits(
+    events: Sequence[_Event],
+    index: int,
     plan: ReplayPlan,
     runner: CycleRunner,
     accounts: Mapping[str, Sequence[tuple[int, Agent]]],
 ) -> bool:
-    """Whether `event` is a slot whose cycles run concurrently (and so wait on something, such
-    as their models)."""
-    if event.kind is not _Kind.SLOT:
-        return False
-    opened = accounts[plan.markets[event.position].market]
-    agents = [agent for account_id, agent in opened if account_id not in runner.paused]
-    return runner.concurrent(agents)
+    """Whether the first slot after `events[index]` (past the session closes before it) runs
+    its cycles concurrently, and so waits on something, such as their models."""
+    for following in range(index + 1, len(events)):
+        event = events[following]
+        if event.kind is _Kind.SLOT:
+            opened = accounts[plan.markets[event.position].market]
+            agents = [agent for account_id, agent in opened if account_id not in runner.paused]
+            return runner.concurrent(agents)
+    return False

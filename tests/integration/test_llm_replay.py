@@ -33,6 +33,7 @@ from openbell.store.behaviour_facts import AUTO_FINISH_CONTENT
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.replay_batch import WriteBehind
 from openbell.store.verify import verify_ledger
 from openbell_testkit.llm import (
     CN_STOCK,
@@ -166,18 +167,25 @@ def _replay_scripted(
 
 
 def test_llm_agents_written_behind_a_batch_a_slot_leave_the_ledger_of_one_batch(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a batch a slot, each slot's batch is written in a worker thread while the next
-    slot's agents wait on their models; the ledger is the one a single batch leaves, traces and
-    usage included. Stopped at the fourth session (a database error, once the slot's agents
-    wait on the model) and resumed, it is that ledger again."""
+    """With a batch a slot, each slot's batch (with the session close after it) is written in a
+    worker thread while the next slot's agents wait on their models; the ledger is the one a
+    single batch leaves, traces and usage included. Stopped at the fourth session (a database
+    error, once the slot's agents wait on the model) and resumed, it is that ledger again."""
+    started: list[object] = []
+    start = WriteBehind.start
+    monkeypatch.setattr(
+        WriteBehind, "start", lambda self, write: (started.append(write), start(self, write))
+    )
     dumps = []
     for name, batch_slots in (("one", 500), ("behind", 1)):
         url = f"sqlite:///{(tmp_path / f'{name}.db').as_posix()}"
         upgrade(url)
+        started.clear()
         _replay_scripted(url, batch_slots=batch_slots)
         dumps.append(dump_ledger(url))
+    assert len(started) == SESSIONS - 1  # the last batch is written at the end
     url = f"sqlite:///{(tmp_path / 'stopped.db').as_posix()}"
     upgrade(url)
     with pytest.raises(OperationalError, match="the disk went away"):

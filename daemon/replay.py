@@ -11,7 +11,12 @@ at the session close. The replay writes through a `ReplayLedger`, which works it
 memory and collects the rows of many slots: the walk writes them in one transaction every
 `ReplayPlan.batch_slots` slots or `BATCH_S` of wall time, always between two events, and at the
 end checks each account's working copy against the ledger (a plan with outside agents is not
-batched: they reach the ledger through `/mcp`). A ledger that already has cycles of these accounts
+batched: they reach the ledger through `/mcp`). When the next slot (past any session closes
+before it) runs its cycles concurrently (LLM agents, which wait on their models), the batch is
+sealed instead and written in a worker thread once each of that slot's cycles has run to its
+first wait: the write no longer holds up the agents' first requests, and the ledger still moves
+from one event boundary to the next, in order (`ReplayLedger.seal`). A ledger that already has
+cycles of these accounts
 in (or after) the window is refused unless `resume` is set; with it, the cycles the last written
 batch holds are not run again (and cycles an unbatched run left `claimed` are taken over and
 completed), so the final ledger is the one an uninterrupted run leaves. A replay is its accounts'
@@ -214,7 +219,10 @@ def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayR
                 upgrade(plan.store_url)
             check_schema(engine)
             ledger = ReplayLedger(engine, start_at=plan.start_at)
-            counts = asyncio.run(_replay(plan, ledger, progress, freeze=freeze))
+            try:
+                counts = asyncio.run(_replay(plan, ledger, progress, freeze=freeze))
+            finally:  # a batch still being written behind ends before the locks are released
+                ledger.close()
         finally:
             account_locks.release()
             file_lock.release()
@@ -331,14 +339,16 @@ async def _walk(
     *,
     freeze: bool = False,
 ) -> None:
-    """Run the plan's slots and session closes in order, adding them to `counts`, and write the
+    """Run the plan's slots and session closes in order, adding them to `counts`, and end the
     ledger's batch after every `plan.batch_slots` slots or `BATCH_S` of wall time, whichever
-    comes first, always between two events (a batch that fails or is cut off is not written).
-    With `freeze`, freeze the heap again after the first slot (see the module docstring)."""
+    comes first, always between two events: it is written then, or, when the next slot runs its
+    cycles concurrently, sealed and written while they wait (a batch that fails or is cut off is
+    not written). With `freeze`, freeze the heap again after the first slot (see the module
+    docstring)."""
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
     clock = SimulatedClock(plan.start_at)
     batch_slots, batch_started = 0, time.perf_counter()
-    for event in events:
+    for index, event in enumerate(events):
         now = clock.set(event.at)
         market = plan.markets[event.position].market
         opened = accounts[market]
@@ -346,13 +356,35 @@ async def _walk(
             ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)
         else:
-            counts.add(await runner.run_slot(market, event.at, opened, now))
+            slot = await runner.run_slot(market, event.at, opened, now, waiting=ledger.write_behind)
+            counts.add(slot)
             batch_slots += 1
             if freeze and counts.slots == 1:
                 gc.freeze()
             if progress is not None:
                 progress(counts.slots, total)
         if batch_slots >= plan.batch_slots or time.perf_counter() - batch_started >= BATCH_S:
-            ledger.flush()
+            if _next_slot_waits(events, index, plan, runner, accounts):
+                ledger.seal()  # written while the next slot's agents wait on their models
+            else:
+                ledger.flush()
             batch_slots, batch_started = 0, time.perf_counter()
     ledger.flush()
+
+
+def _next_slot_waits(
+    events: Sequence[_Event],
+    index: int,
+    plan: ReplayPlan,
+    runner: CycleRunner,
+    accounts: Mapping[str, Sequence[tuple[int, Agent]]],
+) -> bool:
+    """Whether the first slot after `events[index]` (past the session closes before it) runs
+    its cycles concurrently, and so waits on something, such as their models."""
+    for following in range(index + 1, len(events)):
+        event = events[following]
+        if event.kind is _Kind.SLOT:
+            opened = accounts[plan.markets[event.position].market]
+            agents = [agent for account_id, agent in opened if account_id not in runner.paused]
+            return runner.concurrent(agents)
+    return False

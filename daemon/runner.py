@@ -269,12 +269,17 @@ class CycleRunner:
         slot_at: datetime,
         accounts: Sequence[tuple[int, Agent]],
         now: datetime,
+        *,
+        waiting: Callable[[], None] | None = None,
     ) -> SlotReport:
         """Run the cycle of each (account, agent) of `market` at `slot_at`.
 
         Agents decide as of `slot_at` (the slot is the decision time); `now` stamps the claims,
         leases and finish times. Accounts this runner paused are left out (no outcome). Raises
-        only for `Action.STOP`: every other failure is recorded on its cycle.
+        only for `Action.STOP`: every other failure is recorded on its cycle. `waiting` is
+        called once the slot's cycles, run concurrently, have each run to its first wait (an LLM
+        agent's first model request): a replay writes its last batch then, while they wait. It
+        is not called when they run inline (`concurrent`), nor when none runs.
         """
         desk = self._desk(market)
         accounts = [
@@ -298,7 +303,7 @@ class CycleRunner:
                     ids = [claim.account_id for claim in claims]
                     snapshot = await desk.actions.at_slot(snapshot, ids)
                 if snapshot is not None:
-                    await self._decide_all(desk, snapshot, claims, slot_at, now, outcomes)
+                    await self._decide_all(desk, snapshot, claims, slot_at, now, outcomes, waiting)
         except Exception:
             self._release([claim.cycle_id for claim in claims], now)
             raise
@@ -319,13 +324,13 @@ class CycleRunner:
         slot_at: datetime,
         now: datetime,
         outcomes: dict[int, CycleOutcome],
+        waiting: Callable[[], None] | None,
     ) -> None:
-        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model); a STOP
-        raised by one cancels the others, and is raised here. With `inline_cycles`, one cycle or
-        baselines' cycles are run in order in this task instead (see the class docstring)."""
-        if self._inline_cycles and (
-            len(claims) == 1 or all(claim.agent.kind in BASELINE_KINDS for claim in claims)
-        ):
+        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model), calling
+        `waiting` once each has run to its first wait; a STOP raised by one cancels the others,
+        and is raised here. With `inline_cycles`, one cycle or baselines' cycles are run in
+        order in this task instead (see the class docstring)."""
+        if not self.concurrent([claim.agent for claim in claims]):
             for claim in claims:
                 if claim.cycle_id not in self._held:  # lost while observing
                     outcomes[claim.account_id] = _not_run(claim)
@@ -342,6 +347,9 @@ class CycleRunner:
                     if claim.cycle_id in self._held:  # not lost while observing
                         run = self._run_cycle(desk, snapshot, claim, slot_at, now)
                         tasks[claim.cycle_id] = self._held[claim.cycle_id] = group.create_task(run)
+                if waiting is not None and tasks:
+                    await asyncio.sleep(0)  # each task runs to its first wait, in order
+                    waiting()
         except BaseExceptionGroup as stopped:  # the first STOP is the run's reason to stop
             raise stopped.exceptions[0] from None
         for claim in claims:
@@ -350,6 +358,13 @@ class CycleRunner:
                 outcomes[claim.account_id] = _not_run(claim)
             else:
                 outcomes[claim.account_id] = task_or_none.result()
+
+    def concurrent(self, agents: Collection[Agent]) -> bool:
+        """Whether the cycles of `agents` at one slot run concurrently, each in a task of its own
+        (else inline, in order: see the class docstring)."""
+        return not self._inline_cycles or (
+            len(agents) > 1 and any(agent.kind not in BASELINE_KINDS for agent in agents)
+        )
 
     def _release(self, cycle_ids: Sequence[int], now: datetime) -> None:
         """End the lease of the claims of a stopped slot not finished yet (best effort: if the

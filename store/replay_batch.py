@@ -7,7 +7,9 @@ transaction: each table with one `executemany` of a prebuilt Core insert, in for
 then each moved account's cash and positions from its working copy (`working_copy.py`). The batch
 either commits whole or not at all, so the ledger always ends at an event boundary of the replay:
 its resume point is the ledger itself (the cycles and snapshots it holds), and a replay killed at
-any moment resumes from the last committed batch.
+any moment resumes from the last committed batch. A batch `seal`ed with its accounts' cash and
+positions as they are can be written later, by `WriteBehind` in a worker thread, while the books
+move on.
 
 Rows get their ids here, since later rows refer to them (`IdBlocks`): on SQLite the replay owns the
 file (its lock), so ids continue from each table's largest; on Postgres, where other replays of
@@ -18,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
@@ -109,6 +113,40 @@ def _reserve(connection: Connection, table: Table) -> list[int]:
     return reserved
 
 
+class WriteBehind:
+    """Writes one batch at a time in a worker thread while the caller goes on: `start` a write,
+    `wait` until it has ended (raising its error, once)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self, write: Callable[[], None]) -> None:
+        """Run `write` in a new worker thread, once the one before has ended (its error raised)."""
+        self.wait()
+        self._thread = threading.Thread(
+            target=self._run, args=(write,), name="openbell-replay-batch"
+        )
+        self._thread.start()
+
+    def _run(self, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001  (raised by `wait`, in the caller's thread)
+            self._error = exc
+
+    def wait(self) -> None:
+        """Block until the write started last has ended; raise its error if it failed."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join()
+        self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
 class ReplayBatch:
     """The rows made since the last flush, and the accounts they moved."""
 
@@ -120,16 +158,11 @@ class ReplayBatch:
         self.marks: list[dict[str, Any]] = []
         self.traces: list[dict[str, Any]] = []
         self.moved: set[int] = set()
+        #: The moved accounts' cash and positions, once sealed (`seal`).
+        self.accounts: BookRows | None = None
 
     def __len__(self) -> int:
         return len(self.cycles) + len(self.orders) + len(self.snapshots) + len(self.traces)
-
-    def clear(self) -> None:
-        """Forget every row (once written)."""
-        for rows in (self.orders, self.fills, self.snapshots, self.marks, self.traces):
-            rows.clear()
-        self.cycles.clear()
-        self.moved.clear()
 
     def add_order(
         self,
@@ -235,9 +268,17 @@ class ReplayBatch:
             for entry in entries
         )
 
-    def write(self, connection: Connection, books: Mapping[int, AccountBook]) -> None:
-        """Insert every row and write the moved accounts' cash and positions, on `connection`
-        (inside the caller's transaction)."""
+    def seal(self, books: Mapping[int, AccountBook]) -> None:
+        """Take the moved accounts' cash and positions from their `books` as they are now, to be
+        written with the rows: the batch can then be written while the books move on (a write
+        behind, `WriteBehind`)."""
+        self.accounts = BookRows.of(books[account_id] for account_id in sorted(self.moved))
+
+    def write(self, connection: Connection) -> None:
+        """Insert every row and write the moved accounts' cash and positions as they were sealed,
+        on `connection` (inside the caller's transaction)."""
+        if self.moved and self.accounts is None:
+            raise RuntimeError("a batch that moved accounts is written once sealed")
         instants: dict[Any, Any] = {}  # a batch's instants repeat: each is bound once
         for table, rows in (
             (CYCLE_TABLE, list(self.cycles.values())),
@@ -249,9 +290,8 @@ class ReplayBatch:
         ):
             if rows:
                 insert_rows(connection, table, rows, instants=instants)
-        moved = [books[account_id] for account_id in sorted(self.moved)]
-        if moved:
-            write_books(connection, moved)
+        if self.accounts is not None:
+            self.accounts.write(connection)
 
 
 def insert_rows(
@@ -357,30 +397,45 @@ def _kept(process: Callable[[Any], Any], kept: dict[Any, Any]) -> Callable[[Any]
 _NAMED: Final = re.compile(r"%\((\w+)\)s")
 
 
-def write_books(connection: Connection, books: Iterable[AccountBook]) -> None:
-    """Set each book's account cash and replace its positions with the book's holdings."""
-    books = list(books)
-    connection.execute(
-        _SET_CASH, [{"account": book.account_id, "new_cash": book.cash} for book in books]
-    )
-    connection.execute(
-        delete(POSITION_TABLE).where(
-            POSITION_TABLE.c.account_id.in_([book.account_id for book in books])
+@dataclass(frozen=True, slots=True)
+class BookRows:
+    """Accounts' cash and positions as their books held them when taken: the rows that set each
+    account's cash and replace its positions."""
+
+    cash: tuple[dict[str, Any], ...]
+    positions: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def of(cls, books: Iterable[AccountBook]) -> BookRows:
+        """The rows of `books` now (a `Holding` changes in place: its values are copied)."""
+        books = list(books)
+        return cls(
+            cash=tuple({"account": book.account_id, "new_cash": book.cash} for book in books),
+            positions=tuple(
+                {
+                    "account_id": book.account_id,
+                    "symbol": symbol,
+                    "quantity": holding.quantity,
+                    "cost": holding.cost,
+                    "updated_at": holding.updated_at,
+                }
+                for book in books
+                for symbol, holding in sorted(book.holdings.items())
+            ),
         )
-    )
-    positions = [
-        {
-            "account_id": book.account_id,
-            "symbol": symbol,
-            "quantity": holding.quantity,
-            "cost": holding.cost,
-            "updated_at": holding.updated_at,
-        }
-        for book in books
-        for symbol, holding in sorted(book.holdings.items())
-    ]
-    if positions:
-        connection.execute(POSITION_TABLE.insert(), positions)
+
+    def write(self, connection: Connection) -> None:
+        """Set each account's cash and replace its positions with these."""
+        if not self.cash:
+            return
+        connection.execute(_SET_CASH, list(self.cash))
+        connection.execute(
+            delete(POSITION_TABLE).where(
+                POSITION_TABLE.c.account_id.in_([row["account"] for row in self.cash])
+            )
+        )
+        if self.positions:
+            connection.execute(POSITION_TABLE.insert(), list(self.positions))
 
 
 _SET_CASH: Final = (

@@ -14,7 +14,11 @@ through two parts:
   with their marks and trace entries made since the last `flush`, which writes them in one
   transaction with the moved accounts' cash and positions. The replay driver flushes between
   events (every so many slots, or so much wall time) and at the end, then `check`s every book
-  against the ledger as `openbell ledger verify` recomputes it.
+  against the ledger as `openbell ledger verify` recomputes it. Or it `seal`s the batch between
+  two events and has it written in a worker thread (`write_behind`) while the next slot's agents
+  wait on their models: every read or write of the database waits for a sealed batch first
+  (`settle`), so the ledger's answers are the same, and batches are written one at a time, in
+  order.
 
 Every answer is the one the `Ledger` would give at that moment: reads of a cycle, an order, a
 snapshot or a trace still in the batch are answered from it, and the rest from the ledger. What
@@ -26,13 +30,16 @@ always ends at a flush, on an event boundary: a replay killed at any moment and 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.engine.base import OptionEngine
 
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
@@ -51,7 +58,7 @@ from openbell.store.records import (
     SnapshotKind,
     TraceEntry,
 )
-from openbell.store.replay_batch import IdBlocks, ReplayBatch
+from openbell.store.replay_batch import IdBlocks, ReplayBatch, WriteBehind
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 from openbell.store.tables import (
     CYCLE_TABLE,
@@ -80,10 +87,13 @@ class ReplayLedger(Ledger):
     copy and a unit of work; see the module docstring. Only for a replay holding those accounts."""
 
     def __init__(self, engine: Engine, *, start_at: datetime) -> None:
+        self._behind = WriteBehind()  # before `super().__init__`, which sets `_engine`
+        self._sealed: ReplayBatch | None = None
         super().__init__(engine)
         check_utc("start_at", start_at)
         self._start_at = start_at
-        self._ids = IdBlocks(postgres=engine.dialect.name == "postgresql")
+        self._postgres = engine.dialect.name == "postgresql"
+        self._ids = IdBlocks(postgres=self._postgres)
         self._batch = ReplayBatch()
         self._books: dict[int, AccountBook] = {}
         self._stored_cycles: set[tuple[int, datetime]] = set()
@@ -138,6 +148,31 @@ class ReplayLedger(Ledger):
                 )
             )
 
+    # -- the database, once a sealed batch is in it -------------------------------------------
+
+    @property
+    def _engine(self) -> Engine:
+        """The ledger's engine, for every read and write-through of the `Ledger` this extends:
+        a sealed batch is in the ledger first (`settle`), so no read misses its rows and no
+        write comes before them."""
+        self.settle()
+        return self._db
+
+    @_engine.setter
+    def _engine(self, engine: Engine) -> None:
+        self._db = engine
+
+    @property
+    def _writer(self) -> OptionEngine:
+        """The ledger's writing engine (`BEGIN IMMEDIATE` on SQLite), after a sealed batch, as
+        `_engine`."""
+        self.settle()
+        return self._db_writer
+
+    @_writer.setter
+    def _writer(self, writer: OptionEngine) -> None:
+        self._db_writer = writer
+
     # -- the unit of work ---------------------------------------------------------------------
 
     @property
@@ -146,10 +181,24 @@ class ReplayLedger(Ledger):
         return len(self._batch)
 
     def flush(self) -> None:
-        """Write the batch in one transaction; afterwards the ledger holds every event so far."""
+        """Write the batch in one transaction (after a sealed one: `settle`); afterwards the
+        ledger holds every event so far."""
+        self.seal()
+        self.settle()
+        self._ids.reset()
+
+    def seal(self) -> None:
+        """End the batch here: what the cycles do from now on goes into the next one. The sealed
+        batch is written in one transaction by the first of `write_behind` (in a worker thread,
+        while the caller goes on), the next `flush` or `seal`, and any read or write the working
+        copy does not answer (these write it at once): meanwhile the cycles read and move the
+        working copy, and whatever would read the sealed rows waits for them to be in the
+        ledger. A replay seals a batch before a slot whose agents wait on their models, and
+        writes it while they do."""
+        self.settle()
         if len(self._batch):
-            with self._writer.begin() as connection:
-                self._batch.write(connection, self._books)
+            self._sealed, self._batch = self._batch, ReplayBatch()
+            self._sealed.seal(self._books)
         self._stored_cycles.update(self._cycle_keys)
         self._stored_snapshots.update(self._snapshots)
         for rows in (self._cycle_keys, self._snapshots, self._orders_by_cycle):
@@ -157,8 +206,32 @@ class ReplayLedger(Ledger):
         self._cycles.clear()
         self._orders_by_account.clear()
         self._order_keys.clear()
-        self._batch.clear()
-        self._ids.reset()
+
+    def write_behind(self) -> None:
+        """Start writing the sealed batch (if one waits) in a worker thread, on a connection of
+        its own, and return at once; `settle` waits for it."""
+        batch, self._sealed = self._sealed, None
+        if batch is not None:
+            self._behind.start(functools.partial(self._write_batch, batch))
+
+    def settle(self) -> None:
+        """Have the sealed batch in the ledger: write it now if it waits, wait for it if it is
+        being written behind (raising its error)."""
+        self._behind.wait()
+        batch, self._sealed = self._sealed, None
+        if batch is not None:
+            self._write_batch(batch)
+
+    def close(self) -> None:
+        """`settle` for a replay that ends with an error of its own before its last flush: that
+        error is the one raised (if the sealed batch cannot be written either, the ledger ends at
+        the batch before it, which `--resume` starts from)."""
+        with contextlib.suppress(Exception):
+            self.settle()
+
+    def _write_batch(self, batch: ReplayBatch) -> None:
+        with self._db_writer.begin() as connection:
+            batch.write(connection)
 
     def check(self) -> None:
         """Flush, then compare each book with the ledger: its stored cash and positions, and
@@ -180,7 +253,12 @@ class ReplayLedger(Ledger):
             self._books.update(load_books(connection, [account_id], at))
 
     def _take_id(self, table: Any) -> int:
-        return self._ids.take(self._engine.connect, table)
+        return self._ids.take(self._connect_for_ids, table)
+
+    def _connect_for_ids(self) -> Connection:
+        # SQLite reads the largest ids (after the batch written behind, whose rows hold some);
+        # Postgres reserves ids from the sequences, which no batch's rows change.
+        return self._db.connect() if self._postgres else self._engine.connect()
 
     # -- accounts ------------------------------------------------------------------------------
 

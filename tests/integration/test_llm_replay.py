@@ -5,6 +5,7 @@ the API key taken from the environment."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -12,12 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.llm.run import Budgets
+from openbell.agents.protocol import DecisionContext
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
@@ -30,6 +33,7 @@ from openbell.store.behaviour_facts import AUTO_FINISH_CONTENT
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.replay_batch import WriteBehind
 from openbell.store.verify import verify_ledger
 from openbell_testkit.llm import (
     CN_STOCK,
@@ -43,6 +47,7 @@ from openbell_testkit.llm import (
     serve_script,
 )
 from openbell_testkit.replay import cn_daily
+from openbell_testkit.store import dump_ledger
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
 KEY = "sk-replay-test-0123456789"
@@ -112,6 +117,96 @@ def test_a_scripted_llm_agent_replays_next_to_a_baseline(sqlite_url: str) -> Non
     assert found.rejections_by_reason == {"lot_size": 1}
     baseline = report(make_engine(sqlite_url), "buy-and-hold", "cn")
     assert baseline.llm is None
+
+
+class _StopsAt(LlmAgent):
+    """An LLM agent whose cycle on the day `stop_on` raises a database error (the slot stops)
+    once the others wait on their models."""
+
+    def __init__(self, stop_on: date, *, name: str, client: ChatClient) -> None:
+        super().__init__(name=name, client=client, monotonic=lambda: 0.0)
+        self._stop_on = stop_on
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        if ctx.now.date() == self._stop_on:
+            await asyncio.sleep(0.05)
+            raise OperationalError("INSERT ...", {}, Exception("the disk went away"))
+        await super().decide(ctx)
+
+
+def _replay_scripted(
+    url: str, *, batch_slots: int, stop_on: date | None = None, resume: bool = False
+) -> None:
+    """Three scripted LLM agents and a baseline over the sessions, on a still clock (so the
+    traces' instants and latencies are the same in every run)."""
+    model = ScriptedModel([self_correcting_trader] * 1000)
+    agents = []
+    for index in range(3):
+        client = ChatClient(
+            ClientConfig(base_url="https://llm.test/v1", model="scripted-1"),
+            http=httpx.AsyncClient(transport=httpx.MockTransport(model.handler)),
+            monotonic=lambda: 0.0,
+        )
+        name = f"llm-{index}"
+        agents.append(
+            LlmAgent(name=name, client=client, monotonic=lambda: 0.0)
+            if index or stop_on is None
+            else _StopsAt(stop_on, name=name, client=client)
+        )
+    market = cn_daily(*agents, build_agent("buy_and_hold", "buy-and-hold", market="cn"))
+    run_replay(
+        ReplayPlan(
+            store_url=url,
+            start_at=utc(2025, 9, 1),
+            end_at=utc(2025, 9, 6),
+            markets=(market,),
+            batch_slots=batch_slots,
+            resume=resume,
+        )
+    )
+
+
+def test_llm_agents_written_behind_a_batch_a_slot_leave_the_ledger_of_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a batch a slot, each slot's batch (with the session close after it) is written in a
+    worker thread while the next slot's agents wait on their models; the ledger is the one a
+    single batch leaves, traces and usage included. Stopped at the fourth session (a database
+    error, once the slot's agents wait on the model) and resumed, it is that ledger again."""
+    started: list[object] = []
+    start = WriteBehind.start
+    monkeypatch.setattr(
+        WriteBehind, "start", lambda self, write: (started.append(write), start(self, write))
+    )
+    dumps = []
+    for name, batch_slots in (("one", 500), ("behind", 1)):
+        url = f"sqlite:///{(tmp_path / f'{name}.db').as_posix()}"
+        upgrade(url)
+        started.clear()
+        _replay_scripted(url, batch_slots=batch_slots)
+        dumps.append(dump_ledger(url))
+    assert len(started) == SESSIONS - 1  # the last batch is written at the end
+    url = f"sqlite:///{(tmp_path / 'stopped.db').as_posix()}"
+    upgrade(url)
+    with pytest.raises(OperationalError, match="the disk went away"):
+        _replay_scripted(url, batch_slots=1, stop_on=date(2025, 9, 4))
+    stopped = dump_ledger(url)
+    assert sorted({row[2].date() for row in stopped["cycle"]}) == [
+        date(2025, 9, day) for day in (1, 2, 3)
+    ]
+    _replay_scripted(url, batch_slots=1, resume=True)
+    dumps.append(dump_ledger(url))
+    assert dumps[0]["trace"]
+    assert dumps[0]["fill"]
+    for table in dumps[0]:
+        assert dumps[1][table] == dumps[0][table], table
+        assert dumps[2][table] == dumps[0][table], table
+    engine = make_engine(url)
+    try:
+        verified = verify_ledger(engine)
+    finally:
+        engine.dispose()
+    assert verified.ok, verified.lines()
 
 
 def config_text(url: str, base_url: str) -> str:

@@ -3,12 +3,14 @@ ledger, written only at a flush, and a refused fill changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 
 from openbell.markets.domain import Fill, Order, Rejection, RejectReason, Side
 from openbell.markets.errors import LedgerBreach
@@ -56,10 +58,18 @@ def _orders(slot: int) -> list[tuple[Order, Fill | Rejection]]:
     ]
 
 
-def _run(ledger: Ledger, account_ids: list[int], slots: int) -> list[object]:
-    """Claim, trade, value and finish `slots` daily cycles of each account; what it was told."""
+def _run(
+    ledger: Ledger,
+    account_ids: list[int],
+    slots: int,
+    between: Callable[[], None] | None = None,
+) -> list[object]:
+    """Claim, trade, value and finish `slots` daily cycles of each account, calling `between`
+    after each slot; what it was told."""
     seen: list[object] = []
     for slot in range(slots):
+        if slot and between is not None:
+            between()
         at = NOW + timedelta(days=slot)
         for account_id in account_ids:
             cycle_id = ledger.claim_cycle(account_id, at, "run", at + timedelta(minutes=5), at)
@@ -78,11 +88,28 @@ def _run(ledger: Ledger, account_ids: list[int], slots: int) -> list[object]:
     return seen
 
 
+def _written_behind(replay: ReplayLedger) -> None:
+    replay.seal()
+    replay.write_behind()
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        None,
+        ReplayLedger.flush,
+        ReplayLedger.seal,  # written by the next seal, or by the read the book cannot answer
+        _written_behind,
+    ],
+    ids=["one-batch", "flushed", "sealed", "written-behind"],
+)
 def test_the_replay_ledger_answers_and_writes_what_the_ledger_does(
-    engine: Engine, tmp_path: Path
+    engine: Engine, tmp_path: Path, between: Callable[[ReplayLedger], None] | None
 ) -> None:
     """Two ledgers, the plain one on a SQLite file and the replay's on `engine`'s database
-    (SQLite and Postgres): the same calls, the same answers, the same rows after a flush."""
+    (SQLite and Postgres): the same calls, the same answers, the same rows after a flush; also
+    with a batch a slot, flushed, sealed, or sealed and written in a worker thread while the
+    next slot's cycles run (each read of the ledger, `recent_orders`, waiting for it)."""
     plain_url = f"sqlite:///{(tmp_path / 'plain.db').as_posix()}"
     upgrade(plain_url)
     plain_engine = make_engine(plain_url)
@@ -94,8 +121,11 @@ def test_the_replay_ledger_answers_and_writes_what_the_ledger_does(
         replay = ReplayLedger(engine, start_at=NOW)
         ids = _accounts(replay)
         replay.own(ids)
-        got = _run(replay, ids, slots=3)
-        assert dump_tables(engine)["cycle"] == [], "nothing is written before the flush"
+        got = _run(
+            replay, ids, slots=3, between=None if between is None else lambda: between(replay)
+        )
+        if between is None:
+            assert dump_tables(engine)["cycle"] == [], "nothing is written before the flush"
         assert replay.pending > 0
         replay.check()
         assert got == expected
@@ -133,3 +163,27 @@ def test_a_refused_fill_changes_nothing_in_the_working_copy(engine: Engine) -> N
     replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
     replay.check()
     assert [row[0] for row in dump_tables(engine)["order"]] == []
+
+
+def test_a_batch_written_behind_that_fails_raises_at_the_next_use_of_the_ledger(
+    engine: Engine,
+) -> None:
+    replay = ReplayLedger(engine, start_at=NOW)
+    (account_id, _other) = _accounts(replay)
+    replay.own([account_id])
+    cycle_id = replay.claim_cycle(account_id, NOW, "run", NOW + timedelta(minutes=5), NOW)
+    assert cycle_id is not None
+    replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
+    replay.seal()
+    # Another writer claims the same (account, slot) first: the sealed batch cannot be written.
+    other = Ledger(engine).claim_cycle(account_id, NOW, "other", NOW + timedelta(minutes=5), NOW)
+    assert other is not None
+    replay.write_behind()
+    later = NOW + timedelta(days=1)
+    assert replay.account_state(account_id, later).cash.amount == Decimal(10000)  # the book's
+    with pytest.raises(IntegrityError):
+        replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the batch
+    replay.flush()  # the error was raised once; the ledger holds the other writer's claim
+    found = replay.find_cycle(account_id, NOW)
+    assert found is not None
+    assert (found.cycle_id, found.claimed_by) == (other, "other")

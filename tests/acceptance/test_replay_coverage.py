@@ -228,15 +228,16 @@ def test_a_benchmark_whose_bars_stop_inside_the_window_is_refused(tmp_path: Path
 
 
 OHLCV_HEADER = "symbol,time,open,high,low,close,volume\n"
-JULY = ("01", "02", "03", "07", "08", "09", "10", "11", "14", "15", "16", "17", "18")
+JULY = tuple(
+    f"2025-07-{day}"
+    for day in ("01", "02", "03", "07", "08", "09", "10", "11", "14", "15", "16", "17", "18")
+)
 
 
 def import_bars(tmp_path: Path, rows: dict[str, tuple[str, ...]]) -> Path:
-    """Daily US bars of each symbol on the July 2025 days given, imported with the real CLI."""
+    """Daily US bars of each symbol on the dates given, imported with the real CLI."""
     source = tmp_path / "bars.csv"
-    lines = [
-        f"{symbol},2025-07-{day},10,11,9,10,100" for symbol, days in rows.items() for day in days
-    ]
+    lines = [f"{symbol},{day},10,11,9,10,100" for symbol, days in rows.items() for day in days]
     source.write_text(OHLCV_HEADER + "\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "bars"
     flags = ["--market", "us", "--interval", "1d", "--label", "start", "--tz", "America/New_York"]
@@ -310,16 +311,8 @@ def test_imported_bars_complete_the_bundled_ones_to_cover_djia20(tmp_path: Path)
     # `replay:bundled,DIR`: openbell's own daily files (5 of DJIA-20's members) and the user's
     # imported bars of the other 15 (from June on, so that each has a bar ended by the first slot,
     # where equal_weight buys what is offered), read as one source.
-    source = tmp_path / "bars.csv"
-    days = [f"2025-06-{day}" for day in ("26", "27", "30")] + [f"2025-07-{day}" for day in JULY]
-    lines = [
-        f"{symbol},{day},10,11,9,10,100000" for symbol in DJIA_WITHOUT_BUNDLED_BARS for day in days
-    ]
-    source.write_text(OHLCV_HEADER + "\n".join(lines) + "\n", encoding="utf-8")
-    out = tmp_path / "bars"
-    flags = ["--market", "us", "--interval", "1d", "--label", "start", "--tz", "America/New_York"]
-    done = openbell(tmp_path, "data", "import", str(source), "--out", str(out), *flags)
-    assert done.returncode == 0, done.stderr
+    days = ("2025-06-26", "2025-06-27", "2025-06-30", *JULY)
+    out = import_bars(tmp_path, dict.fromkeys(DJIA_WITHOUT_BUNDLED_BARS, days))
     config = write_config(tmp_path, "us", "djia20")
     text = config.read_text(encoding="utf-8")
     config.write_text(

@@ -341,11 +341,16 @@ class Redactor:
 
     def _mask_pieces(self, texts: Sequence[str], masked: list[str]) -> list[str]:
         """`masked` (`texts` with their whole forms masked) with the pieces of each secret that
-        `texts` hold whole masked too, wherever they still show (its first and last pieces hold
-        its first and last characters: a cheap first check)."""
+        `texts` hold whole masked too, wherever they still show. Cheap first checks: its first and
+        last pieces hold its first and last characters, and one of them still shows unless the
+        whole secret was masked (only a cut secret's start can be masked alone)."""
         for body, size, prefixes in self._pieces:
             first, last = anchors(body, size)
-            if not any(first in text for text in texts) or not any(last in text for text in texts):
+            if (
+                not any(first in text for text in texts)
+                or not any(last in text for text in texts)
+                or not any(first in text or last in text for text in masked)
+            ):
                 continue
             for piece in covering_pieces(body, texts, size) or ():
                 # the piece that starts the body takes the key prefix before it along

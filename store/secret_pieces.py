@@ -1,15 +1,16 @@
 """A secret split across texts: finding its pieces when together they make it whole.
 
 This module owns `covering_pieces`. A secret cut into pieces and written in several texts of one
-write (the rows of one statement or batch, a trace row's fields, one line), in any order and
-among any other text, is found when every character of its body (the shortest of its variants,
+write (the rows of one statement or batch, a trace row's fields, one line), in any order and among
+any other text, is found when every character of its body (the shortest of its variants,
 `secret_forms.variants`: what is left after its key prefixes) lies in a piece of at least
-`min_piece_chars` characters found raw in one of the texts. The pieces are then masked, wherever
-they are. The minimum is what keeps ordinary text from being taken for pieces: a piece must be
-unlikely to occur by chance, at least `PIECE_BITS` bits' worth of characters drawn from the
-secret's alphabet (4 letters or digits of a mixed-case key, 5 hex digits, 7 decimal digits).
-Pieces shorter than that, pieces in other encodings and pieces written in separate writes (two
-turns of a cycle, two log lines) are not found.
+`min_piece_chars` characters found raw in one of the texts; the fewest such pieces that cover it
+are then masked wherever they show (so a piece some text holds by chance, beside the whole secret
+written elsewhere, is left alone). The minimum is what keeps ordinary text from being taken for
+pieces: a piece must be unlikely to occur by chance, at least `PIECE_BITS` bits' worth of
+characters drawn from the secret's alphabet (4 letters or digits of a mixed-case key, 5 hex digits,
+7 decimal digits). Pieces shorter than that, pieces in other encodings and pieces written in
+separate writes (two turns of a cycle, two log lines) are not found.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ read as UTC), `YYYY-MM-DD`, `YYYY/MM/DD`, `YYYYMMDD` (only a valid date between 
 standing alone) and "October 1, 2025" / "1 Oct 2025" forms.
 
 `mask_text` rewrites prompts; `mask_result` tool results (JSON text, `\\uXXXX` escapes decoded
-first; a result holding money or positions is read into its model first, its positions listed in
-alias order and, under price rebasing, its money shown in the account's unit: `rebasing.py`; one
-that cannot be read is withheld); `unmask_arguments` turns aliases and day labels in a model's
+first; a result holding bars, money or positions is read into its model first, its bars' volumes
+shown relative to the series (`relative_volume.py`), its positions listed in alias order and,
+under price rebasing, its money shown in the account's unit: `rebasing.py`; one that cannot be
+read is withheld); `unmask_arguments` turns aliases and day labels in a model's
 arguments back into symbols and ISO dates before they reach the data layer. A real ticker or name
 written by a model under stock-blindness is not served: a whole argument that is one becomes
 `unknown_asset`, so it cannot probe its memory through the tools; an argument that names an asset
@@ -47,6 +48,7 @@ from openbell.agents.aliases import ALIAS_RE, LABEL_RE, AliasMap, derive_key
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.rebasing import MoneyUnit, rebase
+from openbell.agents.relative_volume import relative_volumes
 from openbell.agents.tools import (
     BarsOut,
     ErrorCode,
@@ -73,6 +75,10 @@ SHOWN_RESULTS: Final[Mapping[str, type[ToolResult]]] = {
     "get_portfolio": PortfolioOut,
     "place_order": OrderOut,
 }
+
+#: The results read into their models at every masked level: bars (relative volumes) and the
+#: portfolio (positions in alias order).
+_SHOWN_ANYWAY: Final[frozenset[type[ToolResult]]] = frozenset({BarsOut, PortfolioOut})
 
 _MONTHS: Final = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -159,7 +165,7 @@ class AliasMasker:
         if tool in BLINDED_TOOLS:
             return masked_error(tool, self.level).model_dump_json()
         model = SHOWN_RESULTS.get(tool)
-        if model is not None and (self.unit is not None or model is PortfolioOut):
+        if model is not None and (self.unit is not None or model in _SHOWN_ANYWAY):
             result_json = self._shown_json(model, result_json)
         return self.mask_text(_decode_escapes(result_json))
 
@@ -179,9 +185,12 @@ class AliasMasker:
         return amount if self.unit is None else self.unit.show(amount)
 
     def show(self, result: R) -> R:
-        """`result` as the model is shown it (before `mask_text`): its money in the account's
-        unit under rebasing, and a portfolio's positions in alias order."""
+        """`result` as the model is shown it (before `mask_text`): bars with relative volumes
+        (`relative_volume.py`), its money in the account's unit under rebasing, and a portfolio's
+        positions in alias order."""
         shown = result if self.unit is None else rebase(result, self.unit)
+        if isinstance(shown, BarsOut):
+            shown = shown.model_copy(update={"bars": relative_volumes(shown.bars)})
         if isinstance(shown, PortfolioOut) and self.level.masks_stocks:
             order = {
                 symbol: i
@@ -196,19 +205,20 @@ class AliasMasker:
     # -- internals ----------------------------------------------------------------------------
 
     def _shown_json(self, model: type[ToolResult], text: str) -> str:
-        """The JSON of a result that may hold money, as `show` shows it; an error unchanged; a
-        result that cannot be read withheld when its money must be rebased."""
+        """The JSON of a result that may hold money or volumes, as `show` shows it; an error
+        unchanged; a result that cannot be read withheld when its money must be rebased or its
+        volumes made relative."""
         try:
             data = json.loads(text)
             if isinstance(data, dict) and "code" in data:
                 return text  # a ToolError: it holds no money
             result = model.model_validate(data)
         except (ValueError, ValidationError):
-            if self.unit is None:
+            if self.unit is None and model is PortfolioOut:
                 return text
             return ToolError(
                 code=ErrorCode.MASKED,
-                message="This result could not be rebased to your account's money unit, so it "
+                message="This result could not be shown in your account's masked terms, so it "
                 "is withheld.",
                 hint="Try the call again, or another tool.",
             ).model_dump_json()

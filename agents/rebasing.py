@@ -2,11 +2,12 @@
 
 This module owns `MoneyUnit` and `rebase`. Prices give a masked series away: a model that remembers
 where a stock traded can match the level. Under rebasing, every amount of money the model sees
-(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV, and the money in
-the rules' text) is the real amount divided by its account's factor, drawn once per account from
-[0.5, 0.8] or [1.25, 2] (never near 1, so no price is shown near its real level) and shown to
-`SIGNIFICANT_DIGITS` significant digits. Volumes, quantities, weights and returns are not money
-and stay real.
+(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV) is the real amount
+divided by its account's factor, drawn once per account from [0.5, 0.8] or [1.25, 2] (never near
+1, so no price is shown near its real level) and shown to `SIGNIFICANT_DIGITS` significant digits.
+Quantities, weights and returns are not money and stay real (volumes are shown relative to their
+series at every masked level: `relative_volume.py`). The rules' text names no amount of money to
+a rebased model (`llm/hooks.describe_rules`): a known constant in the unit gives the unit away.
 
 One factor for all the money of an account, not one per symbol: a fill moves real cash by real
 quantity times real price, so with per-symbol factors either the cash would disagree with the
@@ -14,8 +15,10 @@ prices or the quantities would have to be scaled, which breaks lots and gives th
 their rounding. With one unit the model's arithmetic is exact (cash / price is the shares it can
 afford, quantity times mark is the value, NAV is cash plus values), lots and steps read as the
 market's, and orders need no translating back (they name shares or a weight, never a price).
-What stays visible is what the unit cannot hide: returns, volumes, the ratios of prices between
-stocks, and money constants a model may know (a minimum commission, a round starting cash).
+What stays visible is what the unit cannot hide: returns, the ratios of prices between stocks, and
+what a model or program can work the unit out from: a fill charged a floor it knows (a minimum
+commission), the minimum order value probed by rejected orders, the tick (real prices are whole
+ticks, so shown prices differ by multiples of the tick over the factor), a round starting cash.
 
 A rejection's wording that quotes money (insufficient cash, minimum order value, price limits, a
 price below one tick) is replaced by `REWORDED`'s, without it; the others keep their words.

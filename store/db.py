@@ -27,7 +27,7 @@ import ast
 import re
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,7 +38,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from openbell.markets.errors import ConfigError, SchemaError
-from openbell.store.redact import MIN_SECRET_CHARS, Redactor
+from openbell.store.redact import Redactor
 
 #: The Alembic migrations' scripts, and the table in which Alembic records a database's revision.
 VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
@@ -148,7 +148,8 @@ def ledger_address(engine: Engine) -> LedgerAddress:
 
 
 class _ParameterMasker:
-    """`before_cursor_execute` hook: the statement with its text parameters masked."""
+    """`before_cursor_execute` hook: the statement with its text parameters masked, together (a
+    secret cut into pieces across a statement's texts is masked too: `Redactor.mask_together`)."""
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
@@ -163,18 +164,20 @@ class _ParameterMasker:
         executemany: bool,
     ) -> tuple[str, Any]:
         keys = None if context is None else context.execution_options.get(TEXT_PARAMETERS)
-        if executemany and isinstance(parameters, Sequence):
-            if not self._may_mask(parameters, keys):
-                return statement, parameters
-            return statement, [self._row(row) for row in parameters]
-        if not self._may_mask([parameters], keys):
+        rows = parameters if executemany and isinstance(parameters, Sequence) else [parameters]
+        if not self._may_mask(rows, keys):
             return statement, parameters
-        return statement, self._row(parameters)
+        texts: list[str] = []
+        for row in rows:
+            _collect(row, texts)
+        masked = iter(self._redactor.mask_together(texts))
+        shown = [_rebuilt(row, masked) for row in rows]
+        return statement, shown if rows is parameters else shown[0]
 
     def _may_mask(self, rows: Sequence[Any], keys: Sequence[Any] | None = None) -> bool:
         """Whether any text parameter of `rows` could be masked: one scan of them all, joined
         (each text is in the joined one, so whatever would be masked in it is found there; a
-        match across two texts only costs the row by row pass), for a batch of many rows that
+        match across two texts only costs the masking pass), for a batch of many rows that
         (nearly always) holds nothing to mask. With `keys` (`TEXT_PARAMETERS`), only those
         parameters of each row are scanned."""
         if keys is not None:  # one row of every row's text parameters
@@ -192,23 +195,32 @@ class _ParameterMasker:
                 texts.extend([value for value in array if isinstance(value, str)])
         return self._redactor.may_mask("\x00".join(texts))
 
-    def _row(self, row: Any) -> Any:
-        if isinstance(row, Mapping):
-            return {key: self._value(value) for key, value in row.items()}
-        if isinstance(row, list | tuple):
-            return type(row)(self._value(value) for value in row)
-        return row
 
-    def _value(self, value: Any) -> Any:
-        if isinstance(value, list | tuple):  # an array parameter (a replay batch's column)
-            return type(value)(self._value(item) for item in value)
-        if (
-            not isinstance(value, str)
-            or len(value) < MIN_SECRET_CHARS
-            or _EXACT_VALUE.fullmatch(value)
-        ):
-            return value
-        return self._redactor.mask_values(value)
+def _maskable(value: Any) -> bool:
+    """Whether `value` is a text that may be masked (an exact decimal or a timestamp sent as
+    text is a stored value, never masked)."""
+    return isinstance(value, str) and not _EXACT_VALUE.fullmatch(value)
+
+
+def _collect(value: Any, texts: list[str]) -> None:
+    """Append the maskable texts of a row (or of an array parameter) to `texts`, in order."""
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _collect(item, texts)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect(item, texts)
+    elif _maskable(value):
+        texts.append(value)
+
+
+def _rebuilt(value: Any, masked: Iterator[str]) -> Any:
+    """`value` with its maskable texts replaced, in `_collect`'s order, by `masked`'s."""
+    if isinstance(value, Mapping):
+        return {key: _rebuilt(item, masked) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_rebuilt(item, masked) for item in value)
+    return next(masked) if _maskable(value) else value
 
 
 class _PostgresConnect:

@@ -131,9 +131,15 @@ class PromptBuilder(Protocol):
 
 #: Said to a model whose money is rebased (`agents/rebasing.py`).
 REBASED_MONEY = (
-    "- Prices and money (cash, values, fees, minimums) are in a secret unit of this account, not "
-    "the market's price levels; quantities, weights and returns are real, and cash / price is "
-    "still the shares you can afford (before fees)."
+    "- Prices and money (cash, values, fees) are in a secret unit of this account, not the "
+    "market's price levels; quantities, weights and returns are real, and cash / price is still "
+    "the shares you can afford (before fees)."
+)
+#: Said to a masked model (`agents/relative_volume.py`).
+RELATIVE_VOLUMES = (
+    "- Bar volumes are relative: each bar's volume over the median volume of the bars in the same "
+    "result (1 is that series' median); compare them within a result, not across stocks or with "
+    "share counts."
 )
 
 
@@ -145,8 +151,10 @@ def describe_rules(
 ) -> str:
     """The market's trading rules in a few plain lines (lots, settlement, limits, fees).
 
-    A `masked` model is not told the universe's name or size; with `money` (price rebasing) the
-    rules' amounts are shown through it, and the model is told its money is rebased.
+    A `masked` model is not told the universe's name or size, and is told that its volumes are
+    relative; with `money` (price rebasing) the model is told its money is rebased, and the
+    rules' amounts of money (the minimum commission, the minimum order value) are not given: any
+    such constant shown in the account's unit would give the unit away to a model that knows it.
     """
     rules = ctx.rules
     universe = (
@@ -159,18 +167,19 @@ def describe_rules(
         "the next trade price after now."
     )
     lines = [market]
-    lines.extend(f"- {line}" for line in rule_lines(rules, money))
+    lines.extend(f"- {line}" for line in rule_lines(rules, rebased=money is not None))
     if shorting is not None:
         lines.extend(f"- {line}" for line in short_lines(shorting))
+    if masked:
+        lines.append(RELATIVE_VOLUMES)
     if money is not None:
         lines.append(REBASED_MONEY)
     return "\n".join(lines)
 
 
-def rule_lines(rules: MarketRules, money: Callable[[Decimal], Decimal] | None = None) -> list[str]:
-    """The execution rules of `rules` as short sentences (fee components that are zero left out),
-    their amounts of money shown through `money` when given."""
-    shown = money if money is not None else _same
+def rule_lines(rules: MarketRules, *, rebased: bool = False) -> list[str]:
+    """The execution rules of `rules` as short sentences (fee components that are zero left out);
+    `rebased` (price rebasing): their amounts of money are said to exist, not given."""
     lines = []
     if rules.lot_size is not None and rules.lot_size > 1:
         lines.append(f"Buys are whole lots of {rules.lot_size} shares.")
@@ -183,9 +192,11 @@ def rule_lines(rules: MarketRules, money: Callable[[Decimal], Decimal] | None = 
             "Daily price limits against the previous close: a buy at limit-up or a sell at "
             "limit-down is rejected."
         )
-    if rules.min_notional > 0:
-        lines.append(f"Minimum order value {shown(rules.min_notional)} {rules.currency}.")
-    lines.append(f"{_fees_text(rules, shown)}; slippage {rules.slippage_bps} bps.")
+    if rules.min_notional > 0 and rebased:
+        lines.append("A minimum order value applies: smaller orders are rejected.")
+    elif rules.min_notional > 0:
+        lines.append(f"Minimum order value {rules.min_notional} {rules.currency}.")
+    lines.append(f"{_fees_text(rules, rebased=rebased)}; slippage {rules.slippage_bps} bps.")
     return lines
 
 
@@ -204,17 +215,16 @@ def short_lines(shorting: ShortRules) -> list[str]:
     return [sides, margin, fee]
 
 
-def _same(amount: Decimal) -> Decimal:
-    return amount
-
-
-def _fees_text(rules: MarketRules, shown: Callable[[Decimal], Decimal]) -> str:
+def _fees_text(rules: MarketRules, *, rebased: bool) -> str:
     fees = rules.fees
     parts = []
     if fees.commission_bps or fees.commission_min:
-        minimum = (
-            f" (min {shown(fees.commission_min)} {rules.currency})" if fees.commission_min else ""
-        )
+        if not fees.commission_min:
+            minimum = ""
+        elif rebased:
+            minimum = " (with a minimum per fill)"
+        else:
+            minimum = f" (min {fees.commission_min} {rules.currency})"
         parts.append(f"commission {fees.commission_bps} bps{minimum}")
     if fees.stamp_duty_sell_bps:
         parts.append(f"stamp duty {fees.stamp_duty_sell_bps} bps on sells")

@@ -2,8 +2,9 @@
 `httpx.MockTransport`) calling every tool with the aliases it was shown, in open-research,
 fixed-candidate and stockbench modes; every request the model received (messages and tool
 schemas) and every stored trace row is scanned for any real ticker, code, company name, calendar
-date, the universe's name, and any real price or amount of money (the bars' prices and the fills'
-prices, values, fees and cash after them, as the ledger holds them), and none is found. The agent
+date, the universe's name, any real price or amount of money (the bars' prices and the fills'
+prices, values, fees and cash after them, as the ledger holds them) and any real volume, and none
+is found. The agent
 still trades: aliases reach the real symbols."""
 
 from __future__ import annotations
@@ -105,6 +106,23 @@ def real_money(arena: Arena, cycles: list[Cycle], first_slot: datetime) -> set[s
     # the tool descriptions' own examples are not prices
     examples = json.dumps(openai_tools(cycles[0].tools.specs))
     return amounts(values) - set(NUMBER.findall(examples))
+
+
+def real_volumes(arena: Arena, cycles: list[Cycle], first_slot: datetime) -> set[str]:
+    """Every real volume of the universe's bars up to a day after the last cycle, written as the
+    tools wrote it and without its trailing zeros, when it has at least five significant digits
+    (a relative volume such as 1.234 is not one)."""
+    benchmark = arena.universe.benchmark
+    symbols = [*arena.universe.symbols, *([benchmark] if benchmark else [])]
+    last = max(cycle.tools.now for cycle in cycles) + DAY
+    found = set()
+    for interval in arena.source.intervals:
+        bars = arena.source.bars_between(symbols, interval, first_slot - 400 * DAY, last)
+        for bar in (bar for series in bars.values() for bar in series):
+            for written in (str(bar.volume), f"{bar.volume.normalize():f}"):
+                if len(written.replace(".", "").strip("0")) >= 5:
+                    found.add(written)
+    return found
 
 
 def aliases_in(body: dict[str, Any]) -> list[str]:
@@ -218,8 +236,10 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
 
         cycles.append(run_llm(arena, script, slot, prompt=prompt, masker=masker))
     money = real_money(arena, cycles, first_slot)
+    volumes = real_volumes(arena, cycles, first_slot)
     assert len(money) > 500
-    assert scan(cycles, arena.universe, money) == []
+    assert len(volumes) > 500
+    assert scan(cycles, arena.universe, money | volumes) == []
     # the scan had something to look at, and the agent traded through its aliases
     assert len(cycles) == 4
     results = [t.result or "" for c in cycles for t in c.traces if t.role == "tool"]
@@ -237,9 +257,11 @@ def test_the_scan_would_see_a_leak(ledger: Ledger) -> None:
     script = [
         tool_turn(("get_quote", {"symbols": ["MSFT"]})),
         tool_turn(("place_order", {"symbol": "MSFT", "side": "buy", "shares": 3})),
+        tool_turn(("get_bars", {"symbol": "MSFT", "interval": "1d", "lookback": 2})),
     ]
     bright = run_llm(arena, script, US_OPEN)
-    leaks = scan([bright], arena.universe, real_money(arena, [bright], US_OPEN))
+    volumes = real_volumes(arena, [bright], US_OPEN)
+    leaks = scan([bright], arena.universe, real_money(arena, [bright], US_OPEN) | volumes)
     assert any("2025-10-01" in leak for leak in leaks)
     assert any("'nasdaq100'" in leak for leak in leaks)
     fill = bright.orders[0].outcome
@@ -247,3 +269,6 @@ def test_the_scan_would_see_a_leak(ledger: Ledger) -> None:
     assert any(repr(str(fill.price)) in leak for leak in leaks)
     quoted = bright.model.tool_results(1)[0]["quotes"][0]["price"]
     assert any(repr(quoted) in leak for leak in leaks)
+    bars = next(result for result in bright.model.tool_results() if "bars" in result)
+    shown_volume = bars["bars"][-1]["volume"]
+    assert any(repr(shown_volume) in leak for leak in leaks)

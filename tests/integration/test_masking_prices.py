@@ -1,10 +1,13 @@
 """Price rebasing on the real toolbox: a blinded model's bars match no public price of the stock
-(yet keep its returns and volumes, and the stored key turns them back), and orders it sizes from
-the rebased cash and prices it was shown fill exactly the real orders a bright model's do."""
+(yet keep its returns, its volumes are relative to the series, and the stored key turns its prices
+back), orders it sizes from the rebased cash and prices it was shown fill exactly the real orders a
+bright model's do, and the rules it is told name no amount of money that would give its unit away
+(they read the same whatever its unit)."""
 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
@@ -18,7 +21,7 @@ from openbell.agents.rebasing import MoneyUnit
 from openbell.markets.domain import Fill
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
-from openbell_testkit.agents import CN_OPEN, US_OPEN, make_arena
+from openbell_testkit.agents import CN_OPEN, CRYPTO_DAY, US_OPEN, make_arena
 from openbell_testkit.llm import finish, tool_turn
 from openbell_testkit.modes import Cycle, run_llm
 
@@ -75,7 +78,12 @@ def test_a_blinded_series_matches_no_public_price(ledger: Ledger) -> None:
                 assert abs(value * key.money_unit - getattr(bar, field)) / getattr(bar, field) < (
                     Decimal("1e-7")
                 )
-            assert Decimal(seen["volume"]) == bar.volume  # volumes are real shares
+        # volumes relative to the series: each over the median of the window's (4 digits)
+        median = statistics.median(bar.volume for bar in real)
+        for seen, bar in zip(shown["bars"], real, strict=True):
+            assert abs(Decimal(seen["volume"]) - bar.volume / median) <= Decimal("5e-4") * max(
+                bar.volume / median, 1
+            )
         closes = [Decimal(seen["close"]) for seen in shown["bars"]]
         real_closes = [bar.close for bar in real]
         for i in range(1, len(closes)):
@@ -145,12 +153,44 @@ def test_orders_sized_in_masked_terms_fill_the_real_orders_of_a_bright_model(
     for order, real in zip(shown_orders, real_orders, strict=True):
         assert order["filled_shares"] == real["filled_shares"]
         assert Decimal(order["price"]) != Decimal(real["price"])
-    # the rules' money is in the same unit, and the model is told so
+    # the model is told its money is in a secret unit; the rules' minimums are not given in it
     system = blind.messages()[0]["content"]
     assert "secret unit" in system
     if market == "cn":
         key = ledger.masking_key(blind_arena.account_id)
         assert key is not None
         assert "(min 5 CNY)" in bright.messages()[0]["content"]
-        assert f"(min {MoneyUnit(key.money_unit).show(Decimal(5))} CNY)" in system
+        assert "(with a minimum per fill)" in system
+        assert str(MoneyUnit(key.money_unit).show(Decimal(5))) not in system
     assert verify_ledger(engine).ok
+
+
+#: The money constants of each market a model may know, and the slot of a cycle there.
+CONSTANTS = {
+    "cn": (CN_OPEN, ["5", "0.01", "100"]),  # minimum commission, tick, lot
+    "crypto": (CRYPTO_DAY, ["10", "0.00000001"]),  # minimum order value, tick
+}
+
+
+@pytest.mark.parametrize("market", list(CONSTANTS))
+def test_the_rules_a_rebased_model_is_told_do_not_give_its_unit_away(
+    ledger: Ledger, market: str
+) -> None:
+    at, constants = CONSTANTS[market]
+    prompts, units = [], []
+    for name in ("first", "second"):
+        arena = make_arena(ledger, market, agent=name)
+        ran = blinded(arena, at, [finish()])
+        prompts.append(ran.messages()[0]["content"])
+        key = ledger.masking_key(arena.account_id)
+        assert key is not None
+        units.append(MoneyUnit(key.money_unit))
+    assert units[0] != units[1]
+    # the same words whatever the unit: nothing in them depends on it
+    assert prompts[0] == prompts[1]
+    assert "secret unit" in prompts[0]
+    for unit in units:  # and no public constant in the unit, written any way
+        for constant in constants:
+            shown = unit.show(Decimal(constant))
+            for written in {str(shown), f"{shown:f}", f"{shown.normalize():f}"}:
+                assert written not in prompts[0], (constant, written)

@@ -7,6 +7,7 @@ boundary, so numbers and instants are stored exactly and the ledger still verifi
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -250,3 +251,46 @@ def test_a_replay_batch_masks_its_texts_and_keeps_its_numbers_and_instants(guard
     ]
     assert {row.amount for row in stored} == {Decimal(PIN)}
     assert {row.at for row in stored} == {US_OPEN}
+
+
+def test_a_disguised_secret_or_one_cut_into_pieces_across_a_batch_is_masked(
+    guarded: Engine,
+) -> None:
+    # The store masks the texts of one write together: a key in two halves, in two rows of one
+    # batch (also a replay batch, which scans its text columns only), and the cheap disguises
+    # (reversed, spaced out with zero-width characters, hex, Base32), each in its own row.
+    table = Table(
+        "split_notes",
+        MetaData(),
+        Column("n", Integer, primary_key=True),
+        Column("note", Text),
+        Column("amount", ExactDecimal),
+    )
+    table.create(guarded)
+    notes = [f"note {n}, 5% of NAV" for n in range(200)]
+    notes[40] = f"first half {KEY[:15]} is here"
+    notes[160] = f"and {KEY[15:]} is the rest"
+    notes[70] = f"backwards {KEY[::-1]}"
+    notes[80] = "spaced " + "\u200b ".join(KEY)
+    notes[90] = f"hex {KEY.encode().hex().upper()}"
+    notes[100] = f"b32 {base64.b32encode(b'x' + KEY.encode()).decode()}"
+    marked = {40, 70, 80, 90, 100, 160}
+    rows = [{"n": n, "note": note, "amount": Decimal(PIN)} for n, note in enumerate(notes)]
+    with guarded.begin() as connection:
+        insert_rows(connection, table, rows)
+        connection.execute(text("CREATE TABLE split_plain (n integer, note text)"))
+        connection.execute(
+            text("INSERT INTO split_plain (n, note) VALUES (:n, :note)"),
+            [{"n": n, "note": note} for n, note in enumerate(notes)],
+        )
+        batch = connection.execute(select(table.c.note).order_by(table.c.n)).scalars()
+        plain = connection.execute(text("SELECT note FROM split_plain ORDER BY n")).scalars()
+        stored = {"replay batch": list(batch), "executemany": list(plain)}
+    for name, found in stored.items():
+        assert leaks("\n".join(found), [KEY]) == [], name
+        assert [n for n, note in enumerate(found) if REDACTED_MARK in note] == sorted(marked)
+        assert found[40] == f"first half {REDACTED_MARK} is here"
+        assert found[160] == f"and {REDACTED_MARK} is the rest"
+        assert [note for n, note in enumerate(found) if n not in marked] == [
+            note for n, note in enumerate(notes) if n not in marked
+        ]

@@ -215,10 +215,12 @@ def test_with_rebasing_on_the_cheat_falls_to_chance_where_the_level_hides(
     assert not levels["blinded"].date.above_chance
 
 
-def test_rebasing_hides_price_levels_but_not_volumes() -> None:
-    # A model that remembers volumes finds a blinded, rebased series all the same: the probe
-    # must say so (rebasing divides money only; volumes, quantities and returns stay real).
-    setup = setup_of(rebase=True)
+@pytest.mark.parametrize("rebase", [None, True])
+def test_a_model_that_looks_volumes_up_finds_no_masked_series(rebase: bool | None) -> None:
+    # A model that remembers every bar's volume finds a bright series by its last volume, stock
+    # and date; a masked series shows its volumes relative to itself, so the lookup finds nothing
+    # at any masked level, with or without price rebasing.
+    setup = setup_of(rebase=rebase)
     zone = ZoneInfo(setup.rules.timezone)
     volumes: dict[Decimal, tuple[str, date]] = {}
     for symbol, bars in all_bars(setup).items():
@@ -229,12 +231,13 @@ def test_rebasing_hides_price_levels_but_not_volumes() -> None:
         found = volumes.get(Decimal(shown_of(body)["bars"][-1]["volume"]))
         return answer(*found) if found is not None else completion("no idea")
 
-    report, _ = probe(setup, by_volume, [MaskingLevel.BLINDED])
-    (blinded,) = report.levels
-    assert blinded.rebased
-    assert blinded.symbol.above_chance
-    assert blinded.date.above_chance
-    assert blinded.symbol.hits >= setup.trials - 2  # a volume may repeat across bars
+    report, _ = probe(setup, by_volume, list(MaskingLevel))
+    levels = by_level(report)
+    assert levels["bright"].symbol.hits >= setup.trials - 2  # a volume may repeat across bars
+    assert levels["bright"].date.above_chance
+    for level in ("stock-blind", "date-blind", "blinded"):
+        assert levels[level].symbol.hits == levels[level].date.hits == 0, level
+        assert levels[level].unanswered == setup.trials, level
 
 
 def test_a_model_that_guesses_scores_chance_at_every_level() -> None:

@@ -116,6 +116,7 @@ class Flood:
     refused: dict[int, int] = field(default_factory=dict)
     failed: int = 0
     rss: list[tuple[int, float]] = field(default_factory=list)
+    elapsed_s: float = 0.0
 
 
 async def wait_until_served(url: str, headers: dict[str, str], budget_s: float) -> None:
@@ -183,7 +184,17 @@ async def live_sessions(url: str, headers: dict[str, str], sessions: list[str]) 
     return alive
 
 
-async def main(args: argparse.Namespace) -> None:
+async def measure(url: str, token: str, pid: int, args: argparse.Namespace) -> tuple[Flood, int]:
+    """The flood against the replay `pid` serving `url`, and the sessions alive after it."""
+    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+    await wait_until_served(url, headers, budget_s=60)
+    started = time.monotonic()
+    found = await flood(url, headers, pid, args)
+    found.elapsed_s = time.monotonic() - started
+    return found, await live_sessions(url, headers, found.opened)
+
+
+def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         port = free_port()
@@ -196,15 +207,9 @@ async def main(args: argparse.Namespace) -> None:
             text=True,
             check=True,
         )
-        token = issued.stdout.strip()
-        headers = {**HEADERS, "Authorization": f"Bearer {token}"}
         url = f"http://{HOST}:{port}/mcp"
         with replaying(folder, config) as process:
-            await wait_until_served(url, headers, budget_s=60)
-            started = time.monotonic()
-            found = await flood(url, headers, process.pid, args)
-            elapsed_s = time.monotonic() - started
-            alive = await live_sessions(url, headers, found.opened)
+            found, alive = asyncio.run(measure(url, issued.stdout.strip(), process.pid, args))
             if process.poll() is not None:
                 raise RuntimeError("the replay exited during the flood")
     (_, warm), *_ = found.rss
@@ -212,10 +217,11 @@ async def main(args: argparse.Namespace) -> None:
     end = found.rss[-1][1]
     print(f"openings sent: {len(found.opened) + sum(found.refused.values()) + found.failed}")
     print(f"  answered 200: {len(found.opened)}, refused: {json.dumps(found.refused)}, ", end="")
-    print(f"failed: {found.failed}, in {elapsed_s:.1f} s")
+    print(f"failed: {found.failed}, in {found.elapsed_s:.1f} s")
     print(f"sessions alive at the end (answer a ping): {alive}")
     print(f"RSS after {args.warmup} sessions: {warm:.1f} MiB; peak {peak:.1f} MiB; ", end="")
-    print(f"end {end:.1f} MiB; growth after the warm-up {end - warm:+.1f} MiB (peak {peak - warm:+.1f})")
+    print(f"end {end:.1f} MiB; growth after the warm-up {end - warm:+.1f} MiB ", end="")
+    print(f"(peak {peak - warm:+.1f})")
     print("RSS samples (openings, MiB):", ", ".join(f"{n}: {rss:.1f}" for n, rss in found.rss))
 
 
@@ -227,4 +233,4 @@ if __name__ == "__main__":
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--budget-s", type=float, default=240.0)
     parser.add_argument("--mcp", action="append", default=[], help="a [mcp] key = value line")
-    asyncio.run(main(parser.parse_args()))
+    main(parser.parse_args())

@@ -17,8 +17,8 @@ from typing import Final
 from starlette.routing import BaseRoute, Route
 
 from openbell.agents.outside.hub import CycleHub
-from openbell.agents.outside.server import AgentTokens, mcp_endpoint
 from openbell.agents.outside.limits import McpLimits
+from openbell.agents.outside.server import AgentTokens, mcp_endpoint
 from openbell.daemon.http import WebParts, is_loopback, serve_http
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 

@@ -179,7 +179,7 @@ class LivePlan:
     #: Seconds a client has to send a whole request (`daemon/read_deadline.py`).
     http_read_timeout_s: float = READ_TIMEOUT_S
     #: What one token may hold of `/mcp` (`agents/outside/sessions.py`).
-    mcp_limits: McpLimits = McpLimits()
+    mcp_limits: McpLimits = field(default_factory=McpLimits)
     #: The token the read routes require (`daemon.http`); None: they are open.
     http_read_token: str | None = field(default=None, repr=False)
     #: Builds the routes the ops layer mounts into the server (API, pages, MCP) over the engine.
@@ -219,7 +219,7 @@ class ReplayPlan:
     mcp_listen: tuple[str, int] = ("127.0.0.1", 0)
     mcp_allow_remote: bool = False
     mcp_read_timeout_s: float = READ_TIMEOUT_S
-    mcp_limits: McpLimits = McpLimits()
+    mcp_limits: McpLimits = field(default_factory=McpLimits)
     #: The most slots whose ledger writes are batched into one transaction (`daemon/replay.py`).
     batch_slots: int = DEFAULT_BATCH_SLOTS
 

@@ -22,10 +22,57 @@ import structlog
 if TYPE_CHECKING:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+    _Protocol = HttpToolsProtocol
+else:
+    _Protocol = object  # uvicorn's class is mixed in by `read_deadline_protocol`
+
 log = structlog.stdlib.get_logger(__name__)
 
 #: Seconds a client has to send a whole request (its line, headers and body) once it began.
 READ_TIMEOUT_S: Final = 10.0
+
+
+class _ReadDeadline(_Protocol):
+    """The deadline, mixed into uvicorn's httptools protocol (see the module)."""
+
+    read_timeout_s: float = READ_TIMEOUT_S
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()
+        super().handle_websocket_upgrade()
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            self._deadline = self.loop.call_later(self.read_timeout_s, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            client = f"{self.client[0]}:{self.client[1]}" if self.client else None
+            log.info("http_read_timeout", client=client, read_timeout_s=self.read_timeout_s)
+            self.transport.close()
 
 
 def read_deadline_protocol(read_timeout_s: float) -> type[HttpToolsProtocol]:
@@ -35,43 +82,8 @@ def read_deadline_protocol(read_timeout_s: float) -> type[HttpToolsProtocol]:
         raise ValueError(f"read_timeout_s must be positive, got {read_timeout_s}")
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class ReadDeadlineProtocol(HttpToolsProtocol):
-        _deadline: asyncio.TimerHandle | None = None
+    class ReadDeadlineProtocol(_ReadDeadline, HttpToolsProtocol):
+        pass
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._arm()
-
-        def on_message_complete(self) -> None:
-            self._disarm()
-            super().on_message_complete()
-
-        def handle_websocket_upgrade(self) -> None:
-            self._disarm()
-            super().handle_websocket_upgrade()
-
-        def _arm(self) -> None:
-            if self._deadline is None:
-                self._deadline = self.loop.call_later(read_timeout_s, self._expired)
-
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _expired(self) -> None:
-            self._deadline = None
-            if not self.transport.is_closing():
-                client = f"{self.client[0]}:{self.client[1]}" if self.client else None
-                log.info("http_read_timeout", client=client, read_timeout_s=read_timeout_s)
-                self.transport.close()
-
+    ReadDeadlineProtocol.read_timeout_s = read_timeout_s
     return ReadDeadlineProtocol

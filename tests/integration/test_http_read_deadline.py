@@ -55,41 +55,49 @@ def read_answer(sock: socket.socket) -> bytes:
 
 
 def test_a_silent_connection_is_closed() -> None:
-    with served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server:
-        with socket.create_connection((HOST, server.port)) as sock:
-            took = closed_within(sock, PATIENCE_S)
+    with (
+        served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server,
+        socket.create_connection((HOST, server.port)) as sock,
+    ):
+        took = closed_within(sock, PATIENCE_S)
     assert took is not None, "a connection that sent nothing was kept open"
     assert READ_TIMEOUT_S * 0.8 <= took <= READ_TIMEOUT_S + 2
 
 
 def test_headers_sent_a_byte_at_a_time_are_cut_off() -> None:
     headers = b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200
-    with served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server:
-        with socket.create_connection((HOST, server.port)) as sock:
-            took = closed_within(sock, PATIENCE_S, drip=headers)
+    with (
+        served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server,
+        socket.create_connection((HOST, server.port)) as sock,
+    ):
+        took = closed_within(sock, PATIENCE_S, drip=headers)
     assert took is not None, "a client dripping its headers was kept connected"
     assert took <= READ_TIMEOUT_S + 2
 
 
 def test_a_body_sent_a_byte_at_a_time_is_cut_off() -> None:
     head = b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"
-    with served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server:
-        with socket.create_connection((HOST, server.port)) as sock:
-            sock.sendall(head)
-            took = closed_within(sock, PATIENCE_S, drip=b"b" * 1000)
+    with (
+        served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server,
+        socket.create_connection((HOST, server.port)) as sock,
+    ):
+        sock.sendall(head)
+        took = closed_within(sock, PATIENCE_S, drip=b"b" * 1000)
     assert took is not None, "a client dripping its body was kept connected"
     assert took <= READ_TIMEOUT_S + 2
 
 
 def test_a_request_read_in_time_is_answered_however_long_the_answer_takes() -> None:
-    with served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server:
-        with socket.create_connection((HOST, server.port), timeout=10) as sock:
-            sock.sendall(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            first = read_answer(sock)
-            # The same connection, kept alive, gets the whole time again for its next request.
-            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\n")
-            sock.sendall(b"abc")
-            second = read_answer(sock)
+    with (
+        served_http(routes=ROUTES, read_timeout_s=READ_TIMEOUT_S) as server,
+        socket.create_connection((HOST, server.port), timeout=10) as sock,
+    ):
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        first = read_answer(sock)
+        # The same connection, kept alive, gets the whole time again for its next request.
+        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\n")
+        sock.sendall(b"abc")
+        second = read_answer(sock)
     assert parse(first)[0] == 200
     assert first.endswith(b"late but whole\n")
     assert parse(second)[0] == 200

@@ -270,9 +270,7 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read_whole(ledger: 
 @sync
 async def test_a_body_sent_a_byte_at_a_time_is_cut_off(ledger: Ledger) -> None:
     token = token_of(ledger, AGENT)
-    async with serve_mcp(
-        CycleHub(), ledger, host="127.0.0.1", port=0, read_timeout_s=1.0
-    ) as url:
+    async with serve_mcp(CycleHub(), ledger, host="127.0.0.1", port=0, read_timeout_s=1.0) as url:
         host, port = url.removeprefix("http://").split("/")[0].split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(post_head(url, token, "Content-Length: 1000"))

@@ -33,14 +33,14 @@ def served_http(**options: Any) -> Iterator[HttpServer]:
     block exits."""
     loop = asyncio.new_event_loop()
     started: list[HttpServer] = []
-    failed: list[BaseException] = []
+    failed: list[Exception] = []
     ready = threading.Event()
 
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
             started.append(loop.run_until_complete(serve_http(HOST, 0, **options)))
-        except BaseException as exc:  # handed to the test's thread
+        except Exception as exc:  # noqa: BLE001  (raised again in the test's thread)
             failed.append(exc)
             ready.set()
             return

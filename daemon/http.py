@@ -20,7 +20,10 @@ The app has two kinds of route:
   cookie is HttpOnly and SameSite=Lax, so a link from elsewhere still works, and every read route
   is a GET without side effects). The token is compared in constant time and never logged.
   Anything else is 401.
-Unknown paths are 404 (401 first when a read token is set and missing).
+Unknown paths are 404 (401 first when a read token is set and missing). Every redirect the app
+answers stays on this site (`redirects.py`: the token's redirect is built on site, and the app's
+outermost middleware keeps any other `Location` on it), and every request must arrive whole
+within `read_timeout_s` of its first byte (`read_deadline.py`), or its connection is closed.
 
 The server listens on loopback only unless the operator allowed another address
 (`[http] allow_remote = true`): exposing it is a decision, not a default.

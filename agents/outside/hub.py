@@ -12,6 +12,9 @@ the call is answered: in order, the rows written together, and all of them befor
 closes (so the answer does not wait for the ledger, and a failed write fails the cycle's close,
 never silently).
 
+Whoever serves the cycles learns of each one closing through `CycleHub.on_close` (the MCP server
+ends the closed cycle token's sessions).
+
 Budgets are enforced here, on the server side (`OutsideBudgets`): a call past the tool-call budget
 gets a `budget_exhausted` error and is not run; past the wall deadline, or once the cycle closed,
 a call gets `cycle_closed`. Calls on one cycle run one at a time, and closing waits for the call

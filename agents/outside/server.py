@@ -14,7 +14,9 @@ Every request needs a bearer token (anything else gets a 401 and nothing more): 
 as hashes and never kept, logged or traced. An agent token's MCP session is bound to the cycle
 `wait_for_cycle` returned (its optional `market` chooses among an agent's accounts; an ambiguous
 call is an `ambiguous_cycle` error), and calls act on that cycle through `OpenCycle` (budgets,
-masking, one trace row per call).
+masking, one trace row per call). What one token may hold of the endpoint (sessions, requests in
+flight, idle time, body size) is bounded by `sessions.py`, between the token check and the SDK's
+session manager; a cycle token's sessions end when its cycle closes.
 """
 
 from __future__ import annotations

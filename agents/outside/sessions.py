@@ -197,26 +197,27 @@ class SessionLimits:
 
     async def _make_room(self, principal: str) -> bool:
         """Whether `principal` may open one more session, after ending its expired sessions and,
-        at the cap, its least recently used idle one."""
+        at the cap, its least recently used idle ones."""
         now = self._monotonic()
-        idle_s = self._limits.session_idle_s
-        mine = {key: s for key, s in self._sessions.items() if s.principal == principal}
-        for session_id, session in list(mine.items()):
-            if session.in_flight == 0 and now - session.last_active >= idle_s:
+        for session_id, session in list(self._sessions.items()):
+            expired = now - session.last_active >= self._limits.session_idle_s
+            if session.principal == principal and session.in_flight == 0 and expired:
                 await self._end(session_id)  # the SDK ended it already, or is about to
-                del mine[session_id]
-        while len(mine) + self._opening.get(principal, 0) >= self._limits.max_sessions_per_token:
-            idle = [(s.last_active, key) for key, s in mine.items() if s.in_flight == 0]
+        while True:
+            mine = [s for s in self._sessions.items() if s[1].principal == principal]
+            if len(mine) + self._opening.get(principal, 0) < self._limits.max_sessions_per_token:
+                return True
+            idle = [(s.last_active, key) for key, s in mine if s.in_flight == 0]
             if not idle:
                 return False
-            _, oldest = min(idle)
-            await self._end(oldest)
-            del mine[oldest]
-        return True
+            await self._end(min(idle)[1])
 
     async def _end(self, session_id: str) -> None:
-        """End a session as its client would: a `DELETE` with its id, to the session manager."""
-        session = self._sessions.pop(session_id)
+        """End a session as its client would: a `DELETE` with its id, to the session manager
+        (nothing if it ended meanwhile)."""
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
         headers = [
             (name, value) for name, value in session.opening["headers"] if name not in _NOT_REPEATED
         ]

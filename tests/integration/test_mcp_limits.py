@@ -2,9 +2,9 @@
 SDK's session manager, real agent tokens in a real ledger, raw HTTP and the SDK's own client.
 
 One token cannot hold more than `max_sessions_per_token` sessions: a flood of `initialize`
-requests churns its own oldest idle sessions (the count never passes the cap) and leaves other
-tokens alone; a client past the cap with every session busy is told why, in the error the SDK's
-client raises. Idle sessions end, busy ones (an open stream) do not; a cycle token's sessions end
+requests, one after another or at once, churns its own oldest idle sessions (the count never
+passes the cap) and leaves other tokens alone; a client past the cap with every session busy is
+told why, in the error the SDK's client raises. Idle sessions end, busy ones (an open stream) do not; a cycle token's sessions end
 when its cycle closes (an agent token's stay for its next cycle). A body over the size limit is
 refused before it is read whole, and one sent a byte at a time is cut off. Requests in flight
 per token are capped.
@@ -168,6 +168,22 @@ async def test_a_flood_of_sessions_with_one_token_never_holds_more_than_the_cap(
         kept_alive = await ping(other_http, kept)
     assert alive == sessions[-4:]
     assert kept_alive == 200  # the cap is per token: another agent's session stayed
+
+
+@sync
+async def test_openings_at_once_never_pass_the_cap(ledger: Ledger) -> None:
+    token = token_of(ledger, AGENT)
+    limits = McpLimits(max_sessions_per_token=4)
+    async with (
+        serve_mcp(CycleHub(), ledger, host="127.0.0.1", port=0, limits=limits) as url,
+        raw(url, token) as http,
+    ):
+        answers = await asyncio.gather(*(http.post(INITIALIZE) for _ in range(40)))
+        sessions = [a.headers["mcp-session-id"] for a in answers if a.status_code == 200]
+        alive = [session for session in sessions if await ping(http, session) == 200]
+    assert {answer.status_code for answer in answers} <= {200, 429}
+    assert len(sessions) >= 4
+    assert len(alive) == 4
 
 
 @sync

@@ -4,10 +4,10 @@ SDK's session manager, real agent tokens in a real ledger, raw HTTP and the SDK'
 One token cannot hold more than `max_sessions_per_token` sessions: a flood of `initialize`
 requests, one after another or at once, churns its own oldest idle sessions (the count never
 passes the cap) and leaves other tokens alone; a client past the cap with every session busy is
-told why, in the error the SDK's client raises. Idle sessions end, busy ones (an open stream) do not; a cycle token's sessions end
-when its cycle closes (an agent token's stay for its next cycle). A body over the size limit is
-refused before it is read whole, and one sent a byte at a time is cut off. Requests in flight
-per token are capped.
+told why, in the error the SDK's client raises. Idle sessions end, busy ones (an open stream) do
+not; a cycle token's sessions end when its cycle closes (an agent token's stay for its next
+cycle). A body over the size limit is refused before it is read whole, and one sent a byte at a
+time is cut off. Requests in flight per token are capped.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 import mcp_types as types
+import structlog
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
     BearerAuthBackend,
@@ -63,6 +64,8 @@ from openbell.agents.tools import (
     ToolError,
     describe_validation_error,
 )
+
+log = structlog.stdlib.get_logger(__name__)
 
 SERVER_NAME: Final = "openbell"
 #: The longest a `wait_for_cycle` call waits before answering "no cycle yet".
@@ -404,7 +407,10 @@ def mcp_endpoint(
 
     async def closed(cycle: OpenCycle) -> None:
         # An agent token's sessions stay: a client waits for its next cycle in the same session.
-        await sessions.drop(f"{_CYCLE}{cycle.ctx.cycle_id}")
+        try:
+            await sessions.drop(f"{_CYCLE}{cycle.ctx.cycle_id}")
+        except Exception:  # the cycle closed all the same; its token opens nothing more
+            log.exception("mcp_sessions_not_ended", cycle_id=cycle.ctx.cycle_id)
 
     @asynccontextmanager
     async def running() -> AsyncIterator[None]:

@@ -20,7 +20,10 @@ The app has two kinds of route:
   cookie is HttpOnly and SameSite=Lax, so a link from elsewhere still works, and every read route
   is a GET without side effects). The token is compared in constant time and never logged.
   Anything else is 401.
-Unknown paths are 404 (401 first when a read token is set and missing).
+Unknown paths are 404 (401 first when a read token is set and missing). Every redirect the app
+answers stays on this site (`redirects.py`: the token's redirect is built on site, and the app's
+outermost middleware keeps any other `Location` on it), and every request must arrive whole
+within `read_timeout_s` of its first byte (`read_deadline.py`), or its connection is closed.
 
 The server listens on loopback only unless the operator allowed another address
 (`[http] allow_remote = true`): exposing it is a decision, not a default.
@@ -50,6 +53,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
 from openbell.daemon.health import HealthBoard
+from openbell.daemon.read_deadline import READ_TIMEOUT_S, read_deadline_protocol
+from openbell.daemon.redirects import OnSiteRedirects, on_site_location
 from openbell.markets.errors import ConfigError, OperatorError
 
 if TYPE_CHECKING:
@@ -139,11 +144,11 @@ class ReadTokenGuard:
             )(scope, receive, send)
 
     def _keep(self, connection: HTTPConnection) -> Response:
-        """A redirect to the URL without its token, which the browser keeps in a cookie. Relative:
-        the Host header is the client's to choose."""
+        """A redirect to the URL without its token, which the browser keeps in a cookie. Relative
+        (the Host header is the client's to choose) and on site (`redirects.py`): a path such as
+        `//evil.example/x` redirects to `/`."""
         target = connection.url.remove_query_params("token")
-        query = f"?{target.query}" if target.query else ""
-        response = RedirectResponse(target.path + query, status_code=303)
+        response = RedirectResponse(on_site_location(target.path, target.query), status_code=303)
         response.set_cookie(
             TOKEN_COOKIE, self._token.decode(), httponly=True, samesite="lax", path="/"
         )
@@ -164,11 +169,13 @@ def build_app(
     open_routes: Sequence[BaseRoute] = (),
     read_token: str | None = None,
 ) -> Starlette:
-    """The app: `open_routes` first, then `routes`, behind `read_token` when one is given."""
+    """The app: `open_routes` first, then `routes`, behind `read_token` when one is given; every
+    redirect it answers stays on site (`redirects.OnSiteRedirects`)."""
+    on_site = [Middleware(OnSiteRedirects)]
     if not read_token:
-        return Starlette(routes=[*open_routes, *routes])
+        return Starlette(routes=[*open_routes, *routes], middleware=on_site)
     guarded = Starlette(routes=list(routes), middleware=[Middleware(ReadTokenGuard, read_token)])
-    return Starlette(routes=[*open_routes, Mount("", app=guarded)])
+    return Starlette(routes=[*open_routes, Mount("", app=guarded)], middleware=on_site)
 
 
 class HttpServer:
@@ -202,9 +209,11 @@ async def serve_http(
     lifespans: Sequence[Lifespan] = (),
     allow_remote: bool = False,
     read_token: str | None = None,
+    read_timeout_s: float = READ_TIMEOUT_S,
 ) -> HttpServer:
     """Serve the app of `routes` and `open_routes` (see the module) on `host:port` (0: any free
-    port) until `close()`.
+    port) until `close()`; a connection that does not deliver a request within `read_timeout_s`
+    is closed (`read_deadline.py`).
 
     Raises `ConfigError` for a non-loopback `host` unless `allow_remote`, `OperatorError` when the
     address cannot be listened on (a port in use), and what a lifespan raises on entry.
@@ -219,6 +228,7 @@ async def serve_http(
     app = build_app(routes=routes, open_routes=open_routes, read_token=read_token)
     config = uvicorn.Config(
         app,
+        http=read_deadline_protocol(read_timeout_s),
         lifespan="off",
         log_config=None,
         access_log=False,

@@ -234,7 +234,13 @@ class _Daemon:
             health = health_routes(self.board, self.clock.now)
             if self.plan.web is not None:
                 web = self.plan.web(self.engine)
-        mcp = WebParts() if hub is None else mcp_parts(hub, self.ledger, loopback=is_loopback(host))
+        mcp = (
+            WebParts()
+            if hub is None
+            else mcp_parts(
+                hub, self.ledger, loopback=is_loopback(host), limits=self.plan.mcp_limits
+            )
+        )
         server = await serve_http(
             host,
             port,
@@ -243,6 +249,7 @@ class _Daemon:
             lifespans=[*web.lifespans, *mcp.lifespans],
             allow_remote=self.plan.http_allow_remote,
             read_token=self.plan.http_read_token,
+            read_timeout_s=self.plan.http_read_timeout_s,
         )
         if hub is not None:
             hub.mcp_url = f"{server.url}{MCP_PATH}"

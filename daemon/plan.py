@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Final
 
 from openbell.agents.broker import FillPrice, PaperBroker
 from openbell.agents.outside.hub import CycleHub
+from openbell.agents.outside.limits import McpLimits
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.health import MarketWatch
+from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.runner import DECIDE_TIMEOUT_S, MarketDesk
 from openbell.daemon.scheduler import MarketBell
@@ -174,6 +176,10 @@ class LivePlan:
     markets: tuple[MarketPlan, ...]
     http_listen: tuple[str, int] | None = ("127.0.0.1", 8787)
     http_allow_remote: bool = False
+    #: Seconds a client has to send a whole request (`daemon/read_deadline.py`).
+    http_read_timeout_s: float = READ_TIMEOUT_S
+    #: What one token may hold of `/mcp` (`agents/outside/sessions.py`).
+    mcp_limits: McpLimits = field(default_factory=McpLimits)
     #: The token the read routes require (`daemon.http`); None: they are open.
     http_read_token: str | None = field(default=None, repr=False)
     #: Builds the routes the ops layer mounts into the server (API, pages, MCP) over the engine.
@@ -212,6 +218,8 @@ class ReplayPlan:
     #: Where `/mcp` is served while the replay runs, when it has outside agents (port 0: any).
     mcp_listen: tuple[str, int] = ("127.0.0.1", 0)
     mcp_allow_remote: bool = False
+    mcp_read_timeout_s: float = READ_TIMEOUT_S
+    mcp_limits: McpLimits = field(default_factory=McpLimits)
     #: The most slots whose ledger writes are batched into one transaction (`daemon/replay.py`).
     batch_slots: int = DEFAULT_BATCH_SLOTS
 

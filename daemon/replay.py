@@ -311,7 +311,15 @@ async def _replay(
 
             host, port = plan.mcp_listen
             url = await serving.enter_async_context(
-                serve_mcp(hub, ledger, host=host, port=port, allow_remote=plan.mcp_allow_remote)
+                serve_mcp(
+                    hub,
+                    ledger,
+                    host=host,
+                    port=port,
+                    allow_remote=plan.mcp_allow_remote,
+                    limits=plan.mcp_limits,
+                    read_timeout_s=plan.mcp_read_timeout_s,
+                )
             )
             log.info("mcp_listening", url=url)
         await _walk(plan, runner, ledger, accounts, events, counts, progress, freeze=freeze)

@@ -34,7 +34,9 @@ from pydantic import (
     model_validator,
 )
 
+from openbell.agents.outside.limits import McpLimits
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
+from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
@@ -104,12 +106,14 @@ class HttpConfig(_Section):
     Port 0 asks for any free port (tests). A non-loopback address is refused unless
     `allow_remote = true` says it is meant. `read_token_env` names the environment variable of a
     read token that the API and the pages then require (`daemon.http`); the token itself never
-    goes in the file. `/healthz` and `/metrics` stay open.
+    goes in the file. `/healthz` and `/metrics` stay open. `read_timeout_s` is how long a client
+    has to send a whole request once it began (`daemon/read_deadline.py`): a slower one is cut off.
     """
 
     listen: str = "127.0.0.1:8787"
     allow_remote: bool = False
     read_token_env: str | None = None
+    read_timeout_s: Annotated[float, Field(gt=0, le=600)] = READ_TIMEOUT_S
 
     @field_validator("read_token_env")
     @classmethod
@@ -150,6 +154,35 @@ class HttpConfig(_Section):
     @property
     def port(self) -> int:
         return int(self.listen.rpartition(":")[2])
+
+
+_MCP_LIMITS = McpLimits()
+
+
+class McpConfig(_Section):
+    """`[mcp]`: what one token may hold of the MCP endpoint (`agents/outside/sessions.py`).
+
+    Per token (an agent's, or one cycle's): `max_sessions_per_token` sessions open at once (one
+    more ends the token's least recently used idle session, or is refused with 429 when all are
+    busy); `max_requests_in_flight` requests served at once (one more: 429); a session with no
+    request in flight for `session_idle_s` seconds ends; a request body over `max_request_bytes`
+    is refused with 413.
+    """
+
+    max_sessions_per_token: Annotated[StrictInt, Field(gt=0, le=1000)] = (
+        _MCP_LIMITS.max_sessions_per_token
+    )
+    max_requests_in_flight: Annotated[StrictInt, Field(gt=0, le=10_000)] = (
+        _MCP_LIMITS.max_requests_in_flight
+    )
+    session_idle_s: Annotated[float, Field(gt=0, le=86_400)] = _MCP_LIMITS.session_idle_s
+    max_request_bytes: Annotated[StrictInt, Field(ge=1024, le=64 * 1024 * 1024)] = (
+        _MCP_LIMITS.max_request_bytes
+    )
+
+    def limits(self) -> McpLimits:
+        """The limits as the endpoint takes them."""
+        return McpLimits(**self.model_dump())
 
 
 #: A cost in basis points must stay below 100 % (10000 bps): slippage at 100 % prices a sell at 0.
@@ -876,6 +909,7 @@ class OpenbellConfig(_Section):
     store: StoreConfig = StoreConfig()
     log: LogConfig = LogConfig()
     http: HttpConfig = HttpConfig()
+    mcp: McpConfig = McpConfig()
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)

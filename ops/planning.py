@@ -455,6 +455,8 @@ def live_plan(
         http_listen=(config.http.host, config.http.port) if http else None,
         http_allow_remote=config.http.allow_remote,
         http_read_token=config.http.read_token(os.environ) if http else None,
+        http_read_timeout_s=config.http.read_timeout_s,
+        mcp_limits=config.mcp.limits(),
         web=web_parts if http else None,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
@@ -548,6 +550,8 @@ def replay_plan(
         migrate=True,
         mcp_listen=(config.http.host, config.http.port),
         mcp_allow_remote=config.http.allow_remote,
+        mcp_read_timeout_s=config.http.read_timeout_s,
+        mcp_limits=config.mcp.limits(),
         batch_slots=batch_slots,
     )
     return plan, checks

@@ -12,6 +12,9 @@ the call is answered: in order, the rows written together, and all of them befor
 closes (so the answer does not wait for the ledger, and a failed write fails the cycle's close,
 never silently).
 
+Whoever serves the cycles learns of each one closing through `CycleHub.on_close` (the MCP server
+ends the closed cycle token's sessions).
+
 Budgets are enforced here, on the server side (`OutsideBudgets`): a call past the tool-call budget
 gets a `budget_exhausted` error and is not run; past the wall deadline, or once the cycle closed,
 a call gets `cycle_closed`. Calls on one cycle run one at a time, and closing waits for the call
@@ -25,7 +28,7 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -328,7 +331,14 @@ class CycleHub:
         self._monotonic = monotonic
         self._cycles: dict[int, OpenCycle] = {}
         self._changed = asyncio.Condition()
+        self._closed_listeners: list[Callable[[OpenCycle], Awaitable[None]]] = []
         self.mcp_url: str | None = None
+
+    def on_close(self, listener: Callable[[OpenCycle], Awaitable[None]]) -> Callable[[], None]:
+        """Await `listener(cycle)` each time a cycle has closed (its trace rows written), until
+        the function returned is called."""
+        self._closed_listeners.append(listener)
+        return lambda: self._closed_listeners.remove(listener)
 
     @asynccontextmanager
     async def open(
@@ -357,7 +367,14 @@ class CycleHub:
         finally:
             if self._cycles.get(ctx.account_id) is cycle:
                 del self._cycles[ctx.account_id]
-            await asyncio.shield(cycle.close(reason))
+            await asyncio.shield(self._close(cycle, reason))
+
+    async def _close(self, cycle: OpenCycle, reason: str) -> None:
+        try:
+            await cycle.close(reason)
+        finally:
+            for listener in list(self._closed_listeners):
+                await listener(cycle)
 
     def by_token(self, token: str) -> OpenCycle | None:
         """The open cycle whose cycle token is `token`, if any."""

@@ -14,18 +14,21 @@ Every request needs a bearer token (anything else gets a 401 and nothing more): 
 as hashes and never kept, logged or traced. An agent token's MCP session is bound to the cycle
 `wait_for_cycle` returned (its optional `market` chooses among an agent's accounts; an ambiguous
 call is an `ambiguous_cycle` error), and calls act on that cycle through `OpenCycle` (budgets,
-masking, one trace row per call).
+masking, one trace row per call). What one token may hold of the endpoint (sessions, requests in
+flight, idle time, body size) is bounded by `sessions.py`, between the token check and the SDK's
+session manager; a cycle token's sessions end when its cycle closes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any, Final, Protocol
 
 import mcp_types as types
+import structlog
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
     BearerAuthBackend,
@@ -52,6 +55,8 @@ from openbell.agents.outside.hub import (
     Served,
     token_hash,
 )
+from openbell.agents.outside.limits import McpLimits
+from openbell.agents.outside.sessions import SessionLimits
 from openbell.agents.tools import (
     ARGUMENTS,
     DESCRIPTIONS,
@@ -59,6 +64,8 @@ from openbell.agents.tools import (
     ToolError,
     describe_validation_error,
 )
+
+log = structlog.stdlib.get_logger(__name__)
 
 SERVER_NAME: Final = "openbell"
 #: The longest a `wait_for_cycle` call waits before answering "no cycle yet".
@@ -304,6 +311,10 @@ class McpService:
         for key in [key for key, cycle in self._bound.items() if not cycle.is_open]:
             del self._bound[key]
 
+    def forget(self, principal: str, session: str) -> None:
+        """Forget an MCP session that ended."""
+        self._bound.pop((principal, session), None)
+
 
 def _caller(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
     """The (principal, MCP session id) of a request; the auth middleware let only a verified
@@ -357,7 +368,11 @@ def _ambiguous(waiting: list[OpenCycle]) -> Served:
 
 
 def mcp_endpoint(
-    hub: CycleHub, tokens: AgentTokens, *, loopback: bool = True
+    hub: CycleHub,
+    tokens: AgentTokens,
+    *,
+    loopback: bool = True,
+    limits: McpLimits | None = None,
 ) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
     """The ASGI app serving MCP (mount it at `/mcp`) and the context that must be running while it
     serves (the SDK's session manager and its task group; enter it in the server's lifespan).
@@ -365,8 +380,10 @@ def mcp_endpoint(
     With `loopback` (a server bound to 127.0.0.1 or localhost), requests must name a loopback
     host and origin (the SDK's DNS-rebinding protection). Each call is answered with one JSON
     response rather than an SSE stream (the server sends the client no requests of its own): half
-    the latency per call.
+    the latency per call. `limits` (`sessions.py`; default `McpLimits()`) bound each token's
+    sessions and requests; a cycle token's sessions end when its cycle closes.
     """
+    limits = limits if limits is not None else McpLimits()
     service = McpService(hub)
     security = (
         TransportSecuritySettings(
@@ -378,8 +395,30 @@ def mcp_endpoint(
         else None
     )
     manager = StreamableHTTPSessionManager(
-        app=service.server(), security_settings=security, json_response=True
+        app=service.server(),
+        security_settings=security,
+        json_response=True,
+        session_idle_timeout=limits.session_idle_s,
+        max_request_body_size=limits.max_request_bytes,
     )
-    guarded = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    sessions = SessionLimits(StreamableHTTPASGIApp(manager), limits, on_end=service.forget)
+    guarded = RequireAuthMiddleware(sessions, required_scopes=[])
     app = AuthenticationMiddleware(guarded, backend=BearerAuthBackend(TokenVerifier(hub, tokens)))
-    return app, manager.run
+
+    async def closed(cycle: OpenCycle) -> None:
+        # An agent token's sessions stay: a client waits for its next cycle in the same session.
+        try:
+            await sessions.drop(f"{_CYCLE}{cycle.ctx.cycle_id}")
+        except Exception:  # the cycle closed all the same; its token opens nothing more
+            log.exception("mcp_sessions_not_ended", cycle_id=cycle.ctx.cycle_id)
+
+    @asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with manager.run():
+            stop_listening = hub.on_close(closed)
+            try:
+                yield
+            finally:
+                stop_listening()
+
+    return app, running

@@ -102,6 +102,7 @@ async def _serve(
         lifespans=parts.lifespans,
         allow_remote=http.allow_remote,
         read_token=read_token,
+        read_timeout_s=http.read_timeout_s,
     )
     command_log().info("serving", url=server.url, guarded=read_token is not None)
     try:

@@ -174,9 +174,11 @@ class Rows:
             step = node.args[2] if len(node.args) > 2 else None
             return step is None or self.nonneg(step)
         if isinstance(node, ast.List | ast.Tuple):
-            keys = [_row_order(self.form(part)) for part in node.elts]
+            forms = [self.form(part) for part in node.elts]
+            anchors = {form.anchor for form in forms if isinstance(form, Form)}
+            keys = [_row_order(form) for form in forms]
             known = [key for key in keys if key is not None]
-            return len(known) == len(keys) and known == sorted(known)
+            return len(anchors) == 1 and len(known) == len(keys) and known == sorted(known)
         if isinstance(node, ast.Name):
             key = self.bindings.key(node)
             sources = [s.source for s in self.bindings.sites if s.key == key]
@@ -408,10 +410,11 @@ def _function_name(node: ast.Call) -> str | None:
 
 
 def _row_order(position: Position | None) -> tuple[int, int] | None:
-    """A sort key for one known row: rows from the start come before rows from the end."""
-    if isinstance(position, Form) and position.anchor is None and position.lo == position.hi:
-        value = position.lo or 0
-        return (1, value) if value < 0 else (0, value)
+    """A sort key for one known row: rows from the start come before rows from the end; rows
+    on one variable by their offset."""
+    if isinstance(position, Form) and position.lo is not None and position.lo == position.hi:
+        value = position.lo
+        return (1, value) if value < 0 and position.anchor is None else (0, value)
     return None
 
 

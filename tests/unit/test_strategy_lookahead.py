@@ -424,7 +424,7 @@ def test_honest_variants_of_the_attacks_pass() -> None:
         LOOP + "    w = c.iloc[i - 1:i + 1].mean()\n    x = c.values[i] + c.iat[i - 1]",
         LOOP + "    x = c.head(i + 1).iloc[-1] + c.take([i - 1, i]).iloc[0]",
         "c = bars['A']['close']\nx = c.head(len(c)).iloc[-1] + c.iloc[len(c) - 1]",
-        "c = bars['A']['close']\nfor k in range(1, 6):\n    x = c.iloc[-k - 1] + c.shift(k).iat[-1]",
+        "c = bars['A']['close']\nfor k in range(1, 6):\n    x = c.iat[-k - 1] + c.shift(k).iat[-1]",
         "c = bars['A']['close']\ni = 0\nwhile i < len(c):\n    x = c.iloc[i]\n    i += 1",
         "c = bars['A']['close']\nx = c.iloc[[0, -21, -1]].pct_change().iloc[-1]",
         "c = bars['A']['close']\nidx = np.where(c.values > 0)[0]\nx = c.iloc[idx].iloc[-5:].mean()",

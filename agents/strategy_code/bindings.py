@@ -5,18 +5,18 @@ binds it (the module, a function, a lambda or a comprehension, by Python's rules
 `nonlocal` are refused before this runs) and lists the sites that give it a value: an
 assignment, a loop or comprehension target, an augmented assignment, a `with ... as`, a walrus,
 a parameter (bound from the arguments of every call of its function), or a store into it
-(`name[k] = v`, `name.attr = v`, `name.append(v)`). The analyses in `rows.py` and `taint.py`
+(`name[k] = v`, `name.attr = v`, `name.append(v)`). The analyses in `index_proof.py` and `taint.py`
 evaluate these sites; nothing here judges the code.
 """
 
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
-from collections.abc import Iterator
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import Final, TypeVar
 
 #: A name in its binding scope: (id of the scope's node, name).
 Key = tuple[int, str]
@@ -30,6 +30,10 @@ _COMPREHENSIONS: Final = (ast.ListComp, ast.SetComp, ast.DictComp, ast.Generator
 MUTATORS: Final = frozenset(
     {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "extendleft"}
 )
+_STEPS_PER_SITE: Final = 40  # a fixpoint's budget: steps per site, plus `_STEPS`
+_STEPS: Final = 1000
+_WIDEN_AFTER: Final = 4  # changes of a value before one that still grows is widened
+V = TypeVar("V")
 #: Methods that call a function they are given on the receiver (or its parts).
 FUNCTION_TAKERS: Final = frozenset({"agg", "aggregate", "apply", "transform", "pipe", "map"})
 
@@ -62,12 +66,13 @@ class Bindings:
 
     def __init__(self, tree: ast.Module, entry: str) -> None:
         self.tree = tree
+        self.nodes = list(ast.walk(tree))
         self.sites: list[Site] = []
         self._scope: dict[int, ast.AST] = {}  # id(node) -> the scope its names resolve in
         self._parent_scope: dict[int, ast.AST | None] = {id(tree): None}
         self._bound: dict[int, set[str]] = defaultdict(set)
         self._functions: dict[Key, list[Function]] = defaultdict(list)
-        self._called: set[int] = set()  # id of functions whose every use is seen
+        self.by_key: dict[Key, list[Site]] = defaultdict(list)
         self._scope[id(tree)] = tree
         self._children(tree, tree, set())
         self._collect_functions()
@@ -104,12 +109,29 @@ class Bindings:
 
     def is_dict(self, key: Key) -> bool:
         """Whether every assignment to `key` is a dict (a display, a comprehension, dict())."""
-        values = [site.source for site in self.sites if site.key == key and site.how is How.VALUE]
+        values = [site.source for site in self.by_key.get(key, []) if site.how is How.VALUE]
         return bool(values) and all(
             isinstance(value, ast.Dict | ast.DictComp)
             or (isinstance(value, ast.Call) and _called_name(value) == "dict")
             for value in values
         )
+
+    def reads(self, site: Site) -> set[Key]:
+        """The names (and helpers' return values) a site's value is computed from."""
+        found: set[Key] = set()
+        if site.source is None:
+            return found
+        for node in ast.walk(site.source):
+            if isinstance(node, ast.Name):
+                found.add(self.key(node))
+            elif isinstance(node, ast.Call):
+                found.update(self.return_key(function) for function in self.function_of(node.func))
+        return found
+
+    def return_key(self, function: Function) -> Key:
+        """The pseudo-name of what `function` returns: a call's value is looked up, never
+        evaluated through the callee (which would be exponential in nested helpers)."""
+        return (id(function), "<return>")
 
     def returns(self, function: Function) -> Iterator[ast.expr]:
         """What a function gives back: its lambda body, or its `return` and `yield` values."""
@@ -161,11 +183,11 @@ class Bindings:
                 bound.update(_target_names(generator.target))
 
     def _collect_functions(self) -> None:
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             for name in _stored_names(node):
                 owner = self._binding_scope(node, name)
                 self._bound[id(owner)].add(name.id)
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.FunctionDef):
                 scope = self._parent_scope[id(node)] or self.tree
                 self._functions[(id(scope), node.name)].append(node)
@@ -184,9 +206,20 @@ class Bindings:
     # -- sites ---------------------------------------------------------------------------------
 
     def _collect_sites(self, entry: str) -> None:
-        for node in ast.walk(self.tree):
+        stack: list[ast.AST] = [self.tree]
+        while stack:  # in the order of the source, so a fixpoint's first round goes far
+            node = stack.pop()
             self._sites_of(node)
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
         self._parameter_sites(entry)
+        for node in self.nodes:
+            if isinstance(node, ast.FunctionDef | ast.Lambda):
+                key = self.return_key(node)
+                self.sites.extend(
+                    Site(key=key, how=How.VALUE, source=r) for r in self.returns(node)
+                )
+        for site in self.sites:
+            self.by_key[site.key].append(site)
 
     def _sites_of(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -234,17 +267,17 @@ class Bindings:
         """Bind every parameter from the arguments of every call the check can see; a function
         used any other way gets `UNKNOWN` parameters (treated as a series from the bars)."""
         uses: dict[int, int] = defaultdict(int)  # id(function) -> uses that are not seen calls
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 for function in self.functions(self.key(node)):
                     uses[id(function)] += 1
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Call):
                 for function in self.function_of(node.func):
                     uses[id(function)] -= 1
                     self._bind_call(function, node)
                 self._bind_applied(node, uses)
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.FunctionDef | ast.Lambda):
                 self._bind_unseen(node, entry, uses.get(id(node), 0))
 
@@ -386,3 +419,41 @@ def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
             for child in ast.iter_child_nodes(node)
             if not isinstance(child, ast.FunctionDef | ast.Lambda)
         )
+
+
+def solve(
+    bindings: Bindings,
+    sites: Sequence[Site],
+    env: dict[Key, V],
+    evaluate: Callable[[Site], V | None],
+    join: Callable[[V | None, V | None], V | None],
+    widen: Callable[[V | None, V], V],
+) -> bool:
+    """Fill `env` with the least value of every name that holds each of its sites' values: join
+    from nothing, re-evaluating only the sites that read a name whose value changed, widening a
+    value that keeps growing. False when that has not settled within a budget of steps (then
+    `env` is not to be trusted)."""
+    waiting = deque(range(len(sites)))
+    queued = set(waiting)
+    readers: dict[Key, list[int]] = defaultdict(list)
+    for index, site in enumerate(sites):
+        for key in bindings.reads(site):
+            readers[key].append(index)
+    updates: dict[Key, int] = defaultdict(int)
+    for _ in range(_STEPS_PER_SITE * len(sites) + _STEPS):
+        if not waiting:
+            return True
+        index = waiting.popleft()
+        queued.discard(index)
+        site = sites[index]
+        old = env.get(site.key)
+        new = join(old, evaluate(site))
+        if new is None or new == old:
+            continue
+        updates[site.key] += 1
+        env[site.key] = widen(old, new) if updates[site.key] > _WIDEN_AFTER else new
+        for reader in readers[site.key]:
+            if reader not in queued:
+                queued.add(reader)
+                waiting.append(reader)
+    return not waiting

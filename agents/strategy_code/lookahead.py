@@ -1,44 +1,48 @@
 """The static check a model's strategy code passes before it ever runs: no look-ahead, no I/O.
 
 This module owns `check_strategy`: it parses the source once and returns every reason to refuse
-it (an empty tuple: accepted). It never runs the code. What it refuses:
+it (an empty tuple: accepted). It never runs the code. The rules, by module:
 
-- **Shape.** Anything but imports, constant assignments, function definitions and a docstring at
-  the top level; no `strategy(bars)` taking one argument; source over `MAX_SOURCE_CHARS`.
+- **Shape** (here): only imports, constant assignments, function definitions and a docstring at
+  the top level; a `strategy(bars)` taking one argument; at most `MAX_SOURCE_CHARS`.
 - **I/O and escapes** (`escapes.py`): imports outside pandas, numpy, math and statistics; open,
-  eval, getattr and the like; names and attributes starting with `_`; frame, code, generator and
-  traceback attributes (`gi_frame`, `f_back`, `f_globals`, `tb_frame`, `co_*`, ...); I/O
-  attributes; strings naming any of these; async, classes, match, global/nonlocal; a function
-  given to `agg`/`apply`/`transform`/`pipe` that is not written in the code.
-- **Look-ahead** (below, with `taint.py`, which tells rows of the bars from symbol keys and
-  per-symbol scalars, and `rows.py`, which places integer row indexes). The code is read as FIDES
-  reads it: as a rule evaluated at every row of a longer history, where a value at a row may use
-  that row and earlier ones only. Refused: a `shift`/`diff`/`pct_change` period not provably
-  >= 0 (`-1`, `-1 * 1`, `periods=-1`, a name it cannot bound) or a `freq` that is not a literal
-  forward offset; backward fills (`bfill`, `interpolate`, `method="bfill"` or `"nearest"`,
-  `limit_area`, `merge_asof` not `direction="backward"`, `duplicated(keep="last")`); a centred
-  `rolling` window, by keyword or as the third positional argument (`rolling(window,
-  min_periods, center, ...)`), or window arguments it cannot read; `resample` without
-  `label="right"`; a row index not provably at or before the current row (`iloc`, `iat`, `loc`,
-  `at`, `take`, `head`, `.values[...]`: `i + 1`, `j` where `j = i + 1`, a helper given `i + 1`,
-  `len(x)`, `-0`, a slice ending after the current row); reversed rows (a negative step,
-  `np.flip`, `reversed`, `sort_index(ascending=False)`) and `np.roll`, `np.gradient`,
-  `np.interp`; re-labelling rows whose first rows were dropped (`x.iloc[1:].reset_index(
-  drop=True)`, `set_axis`, `pd.Series(x.values[1:])`, assigning `.index`, a labelled series
-  combined with such an array): a shift backwards under new labels; and full-sample statistics
-  (`taint.FULL_SAMPLE_STATS`) of rows not bounded by a window, in every spelling: the method
-  (`close.max()`), the method held in a name (`m = close.max`), the function (`np.max(close)`,
-  `max(close)`, `close @ w`), named in `agg`/`apply`/`transform`/`pipe` (`close.agg("max")`,
-  `close.apply(np.max)`, `close.pipe(max)`), or a comprehension over every row. Bounded: a
-  `rolling`, `expanding` or `ewm` window, `resample(label="right")`, a trailing slice or `tail`
-  of a length the check can bound, one row.
+  eval, getattr and the like; names and attributes starting with `_`; the attributes of frames,
+  code objects, generators, coroutines and tracebacks (`gi_frame`, `f_back`, `f_globals`,
+  `tb_frame`, `co_*`, ...); I/O attributes; strings naming any of these; async, classes, match,
+  global/nonlocal; a function given to `agg`/`apply`/`transform`/`pipe` not written in the code.
+- **Look-ahead** (`lookahead_rules.py`, on `taint.py`, which tells rows of the bars from symbol
+  keys and per-symbol scalars, and `index_proof.py`, which places integer row indexes). The code
+  is read as FIDES reads it: as a rule evaluated at every row of a longer history, where a value
+  at a row may use that row and earlier ones only. Refused:
+  - a `shift`/`diff`/`pct_change` period not provably >= 0 (`-1`, `-1 * 1`, `periods=-1`, a
+    name it cannot bound), or a `freq` that is not a literal forward offset;
+  - backward fills: `bfill`, `interpolate`, `method="bfill"`/`"nearest"`, `limit_area`,
+    `merge_asof` other than `direction="backward"`, `duplicated(keep="last")`;
+  - a centred `rolling` window, by keyword or as the third positional argument (`rolling(window,
+    min_periods, center, ...)`), or window arguments hidden in `*args`/`**kwargs`; `resample`
+    without `label="right"`; a groupby's `transform` or reductions (each group's later rows);
+  - a row index not provably at or before the current row, through `iloc`, `iat`, `loc`, `at`,
+    `take`, `head`, `asof`, `.values[...]`: `i + 1`, `j` where `j = i + 1`, a helper given
+    `i + 1`, `len(x)`, `-0`, a slice ending after the current row or running from it to the end,
+    a mask built from the loop's row;
+  - reordered rows (a negative step, `np.flip`, `reversed`, `sort_index(ascending=False)`, a list
+    of rows not in order), `np.roll`, `np.gradient`, `np.interp`;
+  - re-labelling rows after dropping the first ones or with moved labels
+    (`x.iloc[1:].reset_index(drop=True)`, `set_axis`, `rename`, `pd.Series(x.values[1:])`,
+    assigning `.index`, a labelled series combined with such an array): a shift backwards;
+  - full-sample statistics (`vocabulary.FULL_SAMPLE_STATS`) of rows not bounded by a window, in
+    every spelling: the method (`close.max()`), held in a name (`m = close.max`), the function
+    (`np.max(close)`, `max(close)`, `close @ w`), named in `agg`/`apply`/`transform`/`pipe`
+    (`close.agg("max")`, `close.apply(np.max)`, `close.pipe(max)`), or a comprehension over every
+    row. Bounded: a `rolling`, `expanding` or `ewm` window, `resample(label="right")`, a
+    trailing slice or `tail` of a length the check can bound, one row.
 
 What passes, and why. `ewm` cannot look ahead whatever its arguments: every weight falls on the
-row or earlier ones, and `times`/`halflife` only set the weights. A running statistic
-(`cummax`, `cumsum`, `expanding().max()`, a loop that accumulates) uses, at each row, that row
-and earlier ones, so `close.cummax().iloc[-1]` is the maximum so far: at the last row it equals
-the whole-history maximum only because the bars end at the decision time, which is also why no
-whole-history statistic leaks at run time; the check judges what the code says, row by row.
+row or earlier ones, and `times`/`halflife` only set the weights. A running statistic (`cummax`,
+`cumsum`, `expanding().max()`, a loop that accumulates) uses at each row that row and earlier
+ones, so `close.cummax().iloc[-1]` is the maximum so far. At the last row it equals the
+whole-history maximum only because the bars end at the decision time, which is also why no
+whole-history statistic leaks at run time: the check judges what the code says, row by row.
 Symbol keys and per-symbol scalars are not rows: `sorted(bars)`, ranking the symbols' latest
 momentum, a helper given a scalar. The check is conservative: what it cannot prove harmless is
 refused, and the sandbox (`sandbox.py`) is the wall for what a static pass cannot see.
@@ -52,7 +56,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from openbell.agents.strategy_code.escapes import ALLOWED_IMPORTS, escapes
-from openbell.agents.strategy_code.rules import LookAheadRules
+from openbell.agents.strategy_code.lookahead_rules import LookAheadRules
 
 __all__ = ["ALLOWED_IMPORTS", "ENTRY_POINT", "MAX_SOURCE_CHARS", "Refusal", "check_strategy"]
 

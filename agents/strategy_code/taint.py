@@ -28,8 +28,8 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Final
 
-from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site
-from openbell.agents.strategy_code.rows import Rows
+from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site, solve
+from openbell.agents.strategy_code.index_proof import IndexProof
 from openbell.agents.strategy_code.vocabulary import BUILTIN_STATS, FULL_SAMPLE_STATS, WINDOWS
 
 _CLEAN_ATTRIBUTES: Final = frozenset(
@@ -44,7 +44,6 @@ _SCALAR_BUILTINS: Final = frozenset(
 )
 _COLLECTION_BUILTINS: Final = frozenset({"list", "tuple", "set", "frozenset", "iter", "sorted",
                                          "reversed"})  # fmt: skip
-_ROUNDS: Final = 8
 _DEPTH: Final = 3
 
 
@@ -186,27 +185,15 @@ def _depth(value: Value) -> int:
 class Taint:
     """The value of every name, and of any expression, in one module."""
 
-    def __init__(self, bindings: Bindings, rows: Rows, imports: dict[str, str]) -> None:
+    def __init__(self, bindings: Bindings, indexes: IndexProof, imports: dict[str, str]) -> None:
         self.bindings = bindings
-        self.rows = rows
+        self.indexes = indexes
         self.imports = imports  # what the names imports bind stand for (np -> numpy)
         self._with_sites = {site.key for site in bindings.sites}
-        self._calling: set[int] = set()
         self.env: dict[Key, Value] = {}
-        for round_number in range(_ROUNDS * 2):
-            found: dict[Key, Value] = {}
-            for site in bindings.sites:
-                value = join(found.get(site.key), self._site(site))
-                if value is not None:
-                    found[site.key] = flatten(value) if _depth(value) > _DEPTH else value
-            if round_number >= _ROUNDS:  # still changing: give up precision
-                found = {
-                    key: value if self.env.get(key) == value else flatten(value)
-                    for key, value in found.items()
-                }
-            if found == self.env:
-                break
-            self.env = found
+        self._memo: dict[int, Value] | None = None
+        self.settled = solve(bindings, bindings.sites, self.env, self._bounded_site, join, _keep)
+        self._memo = {}  # the names are solved: an expression's value no longer changes
 
     def data(self, node: ast.expr) -> Data | None:
         """The rows `node` holds as one `Data`, or None when it holds none."""
@@ -227,8 +214,15 @@ class Taint:
 
     # -- expressions -----------------------------------------------------------------------
 
-    def value(self, node: ast.expr) -> Value:  # noqa: C901
+    def value(self, node: ast.expr) -> Value:
         """What `node` holds (`Clean` while the fixpoint has not reached its names)."""
+        if self._memo is None:
+            return self._value(node)
+        if id(node) not in self._memo:
+            self._memo[id(node)] = self._value(node)
+        return self._memo[id(node)]
+
+    def _value(self, node: ast.expr) -> Value:  # noqa: C901
         if isinstance(node, ast.Name):
             return self._name(node) or CLEAN
         if isinstance(node, ast.Attribute):
@@ -302,11 +296,11 @@ class Taint:
         if indexer in ("iloc", "loc", "iat", "at") and isinstance(index, ast.Tuple) and index.elts:
             index = index.elts[0]  # [rows, columns]
         if isinstance(index, ast.Slice):
-            trailing = self.rows.trailing(index)
+            trailing = self.indexes.trailing(index)
             return replace(
                 base,
                 windowed=base.windowed or trailing,
-                dropped=base.dropped or not self.rows.starts_at_first(index),
+                dropped=base.dropped or not self.indexes.starts_at_first(index),
             )
         if self._one_row(indexer, index):
             return CLEAN
@@ -317,13 +311,13 @@ class Taint:
         """Whether `x.iloc[index]` (or `x.loc`, `x[...]`) is one row or one value."""
         if isinstance(index, ast.List | ast.Tuple | ast.Set) or has_data(self.value(index)):
             return False
-        if self.rows.many(index):
+        if self.indexes.many(index):
             return False
         if indexer in ("iloc", "iat", "at"):
             return True
         if indexer == "loc":  # a label: a date string, a timestamp, a key
             return not (isinstance(index, ast.Constant) and index.value is None)
-        return self.rows.single(index)
+        return self.indexes.single(index)
 
     def _collection(self, values: list[Value]) -> Value:
         found: Value | None = None
@@ -360,17 +354,10 @@ class Taint:
 
     def _named_call(self, node: ast.Call, name: str, arguments: list[Value]) -> Value:
         functions = self.bindings.function_of(node.func)
-        if functions:
-            if any(id(function) in self._calling for function in functions):
-                return Data()  # recursion: give up precision
+        if functions:  # a helper: what it returns (solved with the names)
             found: Value | None = None
             for function in functions:
-                self._calling.add(id(function))
-                try:
-                    for returned in self.bindings.returns(function):
-                        found = join(found, self.value(returned))
-                finally:
-                    self._calling.discard(id(function))
+                found = join(found, self.env.get(self.bindings.return_key(function)))
             return found or CLEAN
         if name in self.imports:  # from statistics import mean
             return self._module_call(self.imports[name].rsplit(".", 1)[-1], arguments)
@@ -455,7 +442,7 @@ class Taint:
             return replace(receiver, windowed=False, groups=True)
         if name == "tail":
             count = node.args[0] if node.args else None
-            bounded = count is None or self.rows.bounded_count(count)
+            bounded = count is None or self.indexes.bounded_count(count)
             return replace(receiver, windowed=receiver.windowed or bounded, dropped=True)
         if name in _POSITIONAL_METHODS:
             return replace(receiver, positional=True)
@@ -468,6 +455,11 @@ class Taint:
         return receiver
 
     # -- sites -----------------------------------------------------------------------------
+
+    def _bounded_site(self, site: Site) -> Value | None:
+        """A site's value, with containers nested past `_DEPTH` flattened (`x = [x]`)."""
+        value = self._site(site)
+        return flatten(value) if value is not None and _depth(value) > _DEPTH else value
 
     def _site(self, site: Site) -> Value | None:
         if site.how is How.ENTRY:
@@ -482,3 +474,8 @@ class Taint:
                 return None
             return Keyed(value) if self.bindings.is_dict(site.key) else flatten(value)
         return project(value, site.path)
+
+
+def _keep(_old: Value | None, new: Value) -> Value:
+    """No widening: the values of the taint analysis are finitely many."""
+    return new

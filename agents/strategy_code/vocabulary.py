@@ -1,9 +1,9 @@
 """The pandas, numpy and builtin names the static check knows the meaning of.
 
-This module owns the vocabulary `taint.py` and `rules.py` share: which methods and functions
-reduce every row they are given, which make windows, which take a period, fill backwards, reverse
-or wrap the rows, and which a groupby may call without looking at a group's later rows. Adding
-a name here is how the check learns a new spelling.
+This module owns the vocabulary `taint.py` and `lookahead_rules.py` share: which methods and
+functions reduce every row they are given, which make windows, which take a period, fill
+backwards, reverse or wrap the rows, and which a groupby may call without looking at a group's
+later rows. Adding a name here is how the check learns a new spelling.
 """
 
 from __future__ import annotations

@@ -515,3 +515,24 @@ def test_a_function_named_at_run_time_is_refused(body: str) -> None:
 def test_a_class_or_match_statement_is_refused() -> None:
     assert "scope" in rules(wrap("class Window:\n    pass"))
     assert "scope" in rules(wrap("match bars:\n    case _:\n        pass"))
+
+
+def test_a_long_chain_of_names_cannot_hide_a_series_or_a_later_row() -> None:
+    """The analyses settle however the names are ordered (each name written before the one it
+    copies, so every step needs the previous one resolved)."""
+    copies = "\n".join(f"d{k} = d{k - 1}" for k in range(300, 0, -1))
+    assert rules(wrap(f"{copies}\nd0 = bars['A']['close']\nx = d300.max()")) == {"full_sample"}
+    steps = "\n".join(f"    j{k} = j{k - 1}" for k in range(300, 0, -1))
+    loop = f"c = bars['A']['close']\nfor i in range(len(c) - 1):\n{steps}\n    j0 = i + 1\n"
+    assert rules(wrap(loop + "    x = c.iloc[j300]")) == {"future_index"}
+    assert rules(wrap(loop.replace("i + 1", "i - 1") + "    x = c.iloc[j300]")) == set()
+
+
+def test_nested_helpers_are_checked_in_linear_time() -> None:
+    """Each helper calls the one before twice: evaluating calls through their callees would take
+    2**400 steps; a helper's return value is solved once, like a name."""
+    helpers = "def h0(s):\n    return s\n" + "".join(
+        f"def h{k}(s):\n    return h{k - 1}(s) + h{k - 1}(s)\n" for k in range(1, 400)
+    )
+    found = check_strategy(helpers + wrap("y = h399(bars['A']['close'])\nm = y.max()"))
+    assert {refusal.rule for refusal in found} == {"full_sample"}

@@ -1,10 +1,10 @@
 """The look-ahead rules of the static check, applied node by node.
 
 This module owns `LookAheadRules`: given a parsed strategy, it builds the analyses
-(`bindings.py`, `rows.py`, `taint.py`) and yields `(line, rule, message)` for every use of later
-rows it finds. `lookahead.py` documents the rules and turns these into refusals. Rule names:
-`negative_shift`, `backfill`, `centered_window`, `future_bin`, `future_index`, `reversed`,
-`realign`, `full_sample`.
+(`bindings.py`, `index_proof.py`, `taint.py`) and yields `(line, rule, message)` for every use
+of later rows it finds. `lookahead.py` documents the rules and turns these into refusals. The
+rule names: `negative_shift`, `backfill`, `centered_window`, `future_bin`, `future_index`,
+`reversed`, `realign`, `full_sample`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Final
 
 from openbell.agents.strategy_code.bindings import Bindings
 from openbell.agents.strategy_code.escapes import FUNCTION_TAKERS, imports
-from openbell.agents.strategy_code.rows import Rows
+from openbell.agents.strategy_code.index_proof import IndexProof
 from openbell.agents.strategy_code.taint import Data, Taint
 from openbell.agents.strategy_code.vocabulary import (
     BACKFILLS,
@@ -43,8 +43,8 @@ class LookAheadRules:
         self.tree = tree
         self.imports = imports(tree)
         self.bindings = Bindings(tree, entry)
-        self.rows = Rows(self.bindings)
-        self.taint = Taint(self.bindings, self.rows, self.imports)
+        self.indexes = IndexProof(self.bindings)
+        self.taint = Taint(self.bindings, self.indexes, self.imports)
         self.parent = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
         self.found: list[Found] = []
         self._methods: dict[str, _Handler] = {
@@ -64,6 +64,9 @@ class LookAheadRules:
         }
 
     def check(self) -> Iterator[Found]:
+        if not (self.indexes.settled and self.taint.settled):
+            self._refuse(self.tree, "complexity", "names and helpers chained too deeply to check")
+            return iter(self.found)
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                 self._subscript(node)
@@ -102,7 +105,7 @@ class LookAheadRules:
             index = index.elts[0]  # df.iloc[row, column]: the row is first
         shown = f"{'.' + indexer if indexer else ''}[{ast.unparse(index)}]"
         if isinstance(index, ast.Slice):
-            problem = self.rows.slice_problem(index, inclusive=indexer in ("loc", "at"))
+            problem = self.indexes.slice_problem(index, inclusive=indexer in ("loc", "at"))
             if problem is not None:
                 self._refuse(node, problem[0], f"{shown}: {problem[1]}")
         elif _minus_zero(index):
@@ -115,19 +118,19 @@ class LookAheadRules:
         and a list of rows the check cannot see is in order."""
         display = isinstance(index, ast.List | ast.Tuple)
         for part in index.elts if isinstance(index, ast.List | ast.Tuple) else [index]:
-            problem = self.rows.at_or_before(part)
+            problem = self.indexes.at_or_before(part)
             if problem is not None:
                 self._refuse(node, "future_index", f"{shown}: the row {problem}")
         from_data = self.taint.data(index) is not None
-        if not (display or from_data or self.rows.many(index)):
+        if not (display or from_data or self.indexes.many(index)):
             return
         if not display:
-            for variable in self.rows.row_variables(index)[:1]:
+            for variable in self.indexes.row_variables(index)[:1]:
                 self._refuse(
                     node, "future_index", f"{shown}: rows picked by a mask or list built from "
                     f"{variable} may be later ones"
                 )  # fmt: skip
-        if not from_data and not self.rows.in_order(index):
+        if not from_data and not self.indexes.in_order(index):
             self._refuse(node, "reversed", f"{shown}: rows picked by a list not seen in order")
 
     # -- calls -----------------------------------------------------------------------------
@@ -196,10 +199,10 @@ class LookAheadRules:
     def _periods(self, node: ast.Call, name: str, arguments: list[ast.expr], _: Data) -> None:
         given = _argument(node, arguments, "periods", 0)
         for value in given.elts if isinstance(given, ast.List | ast.Tuple) else [given]:
-            if value is None or self.rows.nonneg(value):
+            if value is None or self.indexes.nonneg(value):
                 continue
             shown = ast.unparse(value)
-            if self.rows.negative(value):
+            if self.indexes.negative(value):
                 self._refuse(node, "negative_shift", f".{name}({shown}) reads later rows")
             else:
                 self._refuse(node, "negative_shift", f".{name}({shown}): the period must be an "
@@ -269,14 +272,14 @@ class LookAheadRules:
 
     def _head(self, node: ast.Call, _name: str, arguments: list[ast.expr], _: Data) -> None:
         count = _argument(node, arguments, "n", 0)
-        problem = None if count is None else self.rows.at_or_before(count, inclusive_of=1)
+        problem = None if count is None else self.indexes.at_or_before(count, inclusive_of=1)
         if count is not None and problem is not None:
             self._refuse(node, "future_index", f".head({ast.unparse(count)}): {problem}")
 
     def _truncate(self, node: ast.Call, _name: str, arguments: list[ast.expr], _: Data) -> None:
         before = _argument(node, arguments, "before", 0)
         if before is not None and _argument(node, arguments, "after", 1) is None:
-            for variable in self.rows.row_variables(before)[:1]:
+            for variable in self.indexes.row_variables(before)[:1]:
                 self._refuse(node, "future_index", f".truncate(before=...) from {variable} keeps "
                              "the rows after it")  # fmt: skip
 

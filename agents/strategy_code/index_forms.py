@@ -1,4 +1,4 @@
-"""The values of the row analysis (`rows.py`): where an integer points, as an anchor and an
+"""The values of the row analysis (`index_proof.py`): where an integer points, as an anchor and an
 interval.
 
 This module owns `Form` (`anchor + [lo, hi]`, `None` meaning unbounded), `Unknown` (what cannot be

@@ -1,8 +1,9 @@
 """Where an integer used as a row index points, and the proof that it is at or before the current
 row.
 
-This module owns `Rows`, a small interval analysis over the binding sites of `bindings.py`. Every
-integer expression gets a `Form`: an anchor plus an offset in `[lo, hi]` (`None`: unbounded).
+This module owns `IndexProof`, a small interval analysis over the binding sites of
+`bindings.py`. Every integer expression gets a `Form` (`index_forms.py`): an anchor plus an
+offset in `[lo, hi]` (`None`: unbounded).
 
 - No anchor: a plain integer, a row counted from the start (>= 0) or from the end (< 0). Any such
   row is one of the rows given, so at or before the last one.
@@ -26,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
-from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site
-from openbell.agents.strategy_code.positions import (
+from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site, solve
+from openbell.agents.strategy_code.index_forms import (
     LENGTH,
     MOVED_LABEL,
     Anchor,
@@ -43,7 +44,6 @@ from openbell.agents.strategy_code.positions import (
     widen,
 )
 
-_ROUNDS: Final = 6  # rounds of the fixpoint before intervals that still grow are widened
 _POSITION_FINDERS: Final = frozenset(
     {"argmax", "argmin", "nanargmax", "nanargmin", "flatnonzero", "argwhere", "get_loc",
      "get_indexer"}
@@ -51,27 +51,18 @@ _POSITION_FINDERS: Final = frozenset(
 _ARRAY_FINDERS: Final = frozenset({"flatnonzero", "argwhere", "get_indexer"})
 
 
-class Rows:
+class IndexProof:
     """The forms of every name, and of any expression, in one module."""
 
     def __init__(self, bindings: Bindings) -> None:
         self.bindings = bindings
         self._with_sites = {site.key for site in bindings.sites if site.how is not How.STORE}
         self._counters = {site.key for site in bindings.sites if site.how is How.AUGMENT}
-        self._calling: set[int] = set()
         self.env: dict[Key, Position] = {}
-        for round_number in range(_ROUNDS * 2):
-            found: dict[Key, Position] = {}
-            for site in bindings.sites:
-                if site.how is not How.STORE:
-                    value = join(found.get(site.key), self._site(site))
-                    if value is not None:
-                        found[site.key] = value
-            if round_number >= _ROUNDS:
-                found = {key: widen(self.env.get(key), value) for key, value in found.items()}
-            if found == self.env:
-                break
-            self.env = found
+        self._memo: dict[int, Position | None] | None = None
+        sites = [site for site in bindings.sites if site.how is not How.STORE]
+        self.settled = solve(bindings, sites, self.env, self._site, join, widen)
+        self._memo = {}  # the names are solved: an expression's form no longer changes
 
     # -- proofs ----------------------------------------------------------------------------
 
@@ -181,9 +172,10 @@ class Rows:
             return len(anchors) == 1 and len(known) == len(keys) and known == sorted(known)
         if isinstance(node, ast.Name):
             key = self.bindings.key(node)
-            sources = [s.source for s in self.bindings.sites if s.key == key]
-            plain = [s for s in self.bindings.sites if s.key == key and s.how is How.VALUE]
-            if sources and len(plain) == len(sources) and all(not s.path for s in plain):
+            sites = self.bindings.by_key.get(key, [])
+            sources = [site.source for site in sites]
+            plain = [site for site in sites if site.how is How.VALUE]
+            if sources and len(plain) == len(sources) and all(not site.path for site in plain):
                 return all(
                     source is not None and source is not node and self._in_order_once(source)
                     for source in sources
@@ -204,8 +196,15 @@ class Rows:
 
     # -- forms -----------------------------------------------------------------------------
 
-    def form(self, node: ast.expr) -> Position | None:  # noqa: C901
+    def form(self, node: ast.expr) -> Position | None:
         """The form of an expression (None while the fixpoint has not reached its names)."""
+        if self._memo is None:
+            return self._form(node)
+        if id(node) not in self._memo:
+            self._memo[id(node)] = self._form(node)
+        return self._memo[id(node)]
+
+    def _form(self, node: ast.expr) -> Position | None:  # noqa: C901
         if isinstance(node, ast.Constant):
             if isinstance(node.value, int) and not isinstance(node.value, bool):
                 return Form(anchor=None, lo=node.value, hi=node.value)
@@ -303,17 +302,10 @@ class Rows:
         if name == "searchsorted":  # the insertion point may be one past the row found
             return Form(anchor=_found_in_data(node), lo=0, hi=1)
         functions = self.bindings.function_of(node.func)
-        if functions:  # a helper: what it returns
-            if any(id(function) in self._calling for function in functions):
-                return Unknown(many=True)  # recursion
+        if functions:  # a helper: what it returns (solved with the names)
             found: Position | None = None
             for function in functions:
-                self._calling.add(id(function))
-                try:
-                    for returned in self.bindings.returns(function):
-                        found = join(found, self.form(returned))
-                finally:
-                    self._calling.discard(id(function))
+                found = join(found, self.env.get(self.bindings.return_key(function)))
             return found
         parts = [self.form(argument) for argument in node.args]
         anchors = frozenset().union(*(mentions(part) for part in parts))

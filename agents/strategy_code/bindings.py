@@ -48,6 +48,7 @@ class How(Enum):
     RECEIVER = "receiver"  # a parameter of a function applied to the source (x.apply(f))
     UNKNOWN = "unknown"  # a parameter of a function called where the check cannot see
     ENTRY = "entry"  # the strategy's one parameter: the bars
+    RAISED = "raised"  # `except ... as name`: whatever was raised, carrying anything
     STORE = "store"  # name[k] = source, name.attr = source, name.append(source)
 
 
@@ -82,12 +83,15 @@ class Bindings:
 
     def key(self, node: ast.Name) -> Key:
         """The binding scope of the name `node` reads or writes."""
-        scope: ast.AST | None = self._scope.get(id(node), self.tree)
+        return self._resolve(self._scope.get(id(node), self.tree), node.id)
+
+    def _resolve(self, start: ast.AST, name: str) -> Key:
+        scope: ast.AST | None = start
         while scope is not None:
-            if node.id in self._bound[id(scope)]:
-                return (id(scope), node.id)
+            if name in self._bound[id(scope)]:
+                return (id(scope), name)
             scope = self._parent_scope[id(scope)]
-        return (id(self.tree), node.id)
+        return (id(self.tree), name)
 
     def functions(self, key: Key) -> list[Function]:
         """The functions (defs, and lambdas assigned to the name) bound to `key`."""
@@ -238,6 +242,9 @@ class Bindings:
                     self._target(item.optional_vars, How.VALUE, item.context_expr)
         elif isinstance(node, ast.Call):
             self._mutation(node)
+        elif isinstance(node, ast.ExceptHandler) and node.name:  # may carry anything raised
+            scope = self._scope.get(id(node), self.tree)
+            self.sites.append(Site(key=self._resolve(scope, node.name), how=How.RAISED))
 
     def _mutation(self, node: ast.Call) -> None:
         """`name.append(v)` and the like store `v` into `name`."""

@@ -47,6 +47,7 @@ FORBIDDEN_ATTRIBUTES: Final = frozenset(
         "read_hdf", "read_sql", "read_sql_query", "read_sql_table", "read_excel", "read_json",
         "read_html", "read_table", "read_fwf", "read_clipboard", "read_stata", "read_sas",
         "read_spss", "read_orc", "read_xml", "read_gbq", "HDFStore", "ExcelWriter", "ExcelFile",
+        "to_iceberg", "to_xarray", "style", "from_custom_template",
         "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt",
         "fromfile", "tofile", "memmap", "fromregex", "DataSource", "dump", "dumps",
         "open_memmap",
@@ -110,7 +111,7 @@ def _escape(node: ast.AST) -> tuple[str, str] | None:
     if name is not None and (name in FORBIDDEN_NAMES or name.startswith("_")):
         return "io", f"the name {name!r} is forbidden"
     if isinstance(node, ast.Attribute) and (
-        node.attr in FORBIDDEN_ATTRIBUTES or node.attr.startswith(("_", *FRAME_PREFIXES))
+        node.attr in FORBIDDEN_ATTRIBUTES or node.attr.startswith(("_", "read_", *FRAME_PREFIXES))
     ):
         return "io", f"the attribute .{node.attr} is forbidden"
     if isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -29,6 +29,7 @@ class Anchor:
 
 LENGTH: Final = Anchor(key=(0, "len"), name="len(...)", nonneg=True, variable=False)
 MOVED_LABEL: Final = Anchor(key=(0, "label"), name="a label moved by an offset", variable=False)
+SENT: Final = Anchor(key=(0, "sent"), name="a value sent into a generator")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site, sol
 from openbell.agents.strategy_code.index_forms import (
     LENGTH,
     MOVED_LABEL,
+    SENT,
     Anchor,
     Form,
     Position,
@@ -233,6 +234,8 @@ class IndexProof:
             return found
         if isinstance(node, ast.NamedExpr):
             return self.form(node.value)
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return Unknown(frozenset({SENT}))
         many = (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp,
                 ast.Compare, ast.Dict, ast.DictComp)  # fmt: skip
         return Unknown(many=isinstance(node, many))
@@ -352,7 +355,7 @@ class IndexProof:
             return Form(anchor=anchor, lo=0, hi=0)
         if site.how in (How.UNKNOWN, How.RECEIVER):
             return Form(anchor=anchor, lo=0, hi=0, text=True)
-        if site.how is How.ENTRY or site.source is None:
+        if site.how in (How.ENTRY, How.RAISED) or site.source is None:
             return Unknown()
         if site.how is How.ELEMENT:
             return self._element(site.source, site.path, anchor)

@@ -32,6 +32,7 @@ from openbell.agents.strategy_code.vocabulary import (
 )
 
 Found = tuple[int, str, str]
+_RELABELLERS: Final = ("reset_index", "set_axis", "set_index", "rename", "to_timestamp")
 _WINDOW_HINT: Final = "use .rolling(n), .expanding(), .iloc[-n:] or .tail(n)"
 _Handler = Callable[[ast.Call, str, list[ast.expr], Data], None]
 
@@ -51,7 +52,7 @@ class LookAheadRules:
             **dict.fromkeys(PERIODS, self._periods),
             **dict.fromkeys(BACKFILLS, self._backfill),
             **dict.fromkeys(LATER_ROWS, self._later_rows),
-            **dict.fromkeys(("reset_index", "set_axis", "rename", "to_timestamp"), self._relabel),
+            **dict.fromkeys(_RELABELLERS, self._relabel),
             **dict.fromkeys(("asof", "get", "xs"), self._label_lookup),
             **dict.fromkeys(FUNCTION_TAKERS, self._function_slot),
             "rolling": self._rolling,
@@ -61,6 +62,7 @@ class LookAheadRules:
             "head": self._head,
             "truncate": self._truncate,
             "reverse": self._reverse,
+            "sample": self._reverse,
         }
 
     def check(self) -> Iterator[Found]:
@@ -241,7 +243,7 @@ class LookAheadRules:
             self._refuse(node, "reversed", "sort_index(ascending=...) may reverse the rows")
 
     def _reverse(self, node: ast.Call, name: str, _arguments: list[ast.expr], _: Data) -> None:
-        self._refuse(node, "reversed", f".{name}() reverses the rows")
+        self._refuse(node, "reversed", f".{name}() reorders the rows")
 
     def _relabel(self, node: ast.Call, name: str, arguments: list[ast.expr], data: Data) -> None:
         """`reset_index`, `set_axis`, `rename`, `to_timestamp`: new labels for the rows."""
@@ -255,6 +257,10 @@ class LookAheadRules:
         elif name == "rename":
             first = _argument(node, arguments, "index", 0)
             moved = first is not None and not isinstance(first, ast.Constant)
+        elif name == "set_index":
+            keys = _argument(node, arguments, "keys", 0)
+            named = keys.elts if isinstance(keys, ast.List | ast.Tuple) else [keys]
+            moved = not all(isinstance(column, ast.Constant) for column in named)
         else:
             how = _argument(node, arguments, "how", 1)
             moved = not (isinstance(how, ast.Constant) and how.value in ("end", "e", "E"))
@@ -304,10 +310,11 @@ class LookAheadRules:
 
     def _function(self, node: ast.Call, name: str, arguments: list[ast.expr]) -> None:
         """A module function (`np.max`, `statistics.mean`, `pd.Series`) given rows."""
-        if not any(self.taint.data(part) is not None for part in arguments):
+        given = [*arguments, *(keyword.value for keyword in node.keywords)]
+        if not any(self.taint.data(part) is not None for part in given):
             return
         shown = ast.unparse(node.func)
-        if name in FULL_SAMPLE_STATS and any(self._unbounded(part) for part in arguments):
+        if name in FULL_SAMPLE_STATS and any(self._unbounded(part) for part in given):
             self._refuse(node, "full_sample", f"{shown}(...) over the whole history; take a "
                          "trailing window first")  # fmt: skip
         if name in REVERSERS:
@@ -319,8 +326,9 @@ class LookAheadRules:
             mode = _argument(node, arguments, "mode", 2)
             if mode is not None and not (isinstance(mode, ast.Constant) and mode.value == "full"):
                 self._refuse(node, "centered_window", f"{shown}(mode=...) reads later rows")
-        elif name in ("Series", "DataFrame", "Index") and arguments:
-            first = self.taint.data(arguments[0])
+        elif name in ("Series", "DataFrame", "Index"):
+            data = _argument(node, arguments, "data", 0)
+            first = None if data is None else self.taint.data(data)
             index = _argument(node, arguments, "index", 1)
             moved = index is not None and not _plain_index(index)
             if first is not None and first.positional and (first.dropped or moved):

@@ -260,6 +260,8 @@ class Taint:
             return join(self.value(node.body), self.value(node.orelse)) or CLEAN
         if isinstance(node, ast.NamedExpr | ast.Starred):
             return self.value(node.value)
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return Data()  # whatever is sent into the generator
         return CLEAN
 
     def _name(self, node: ast.Name) -> Value | None:
@@ -344,6 +346,9 @@ class Taint:
 
     def _call(self, node: ast.Call) -> Value:
         arguments = [self.value(argument) for argument in node.args]
+        arguments += [
+            self.value(keyword.value) for keyword in node.keywords if keyword.arg != "key"
+        ]
         if isinstance(node.func, ast.Name):
             return self._named_call(node, node.func.id, arguments)
         if isinstance(node.func, ast.Attribute):
@@ -367,7 +372,7 @@ class Taint:
         first = arguments[0] if arguments else CLEAN
         if name in _SCALAR_BUILTINS or name == "range":
             return CLEAN
-        if name in BUILTIN_STATS and len(arguments) == 1:
+        if name in BUILTIN_STATS and len(node.args) == 1:
             return self._builtin_stat(name, first)
         if name in _COLLECTION_BUILTINS:
             if isinstance(first, Data):
@@ -464,6 +469,8 @@ class Taint:
     def _site(self, site: Site) -> Value | None:
         if site.how is How.ENTRY:
             return Keyed(Data())
+        if site.how is How.RAISED:  # its arguments may be any series
+            return Seq(Data())
         if site.how is How.UNKNOWN or site.source is None:
             return Data()
         value = self.value(site.source)

@@ -27,6 +27,10 @@ FULL_SAMPLE_STATS: Final = frozenset(
         "autocorr", "histogram", "histogram_bin_edges", "bincount", "trapezoid", "trapz",
         "convolve", "correlate", "reduce", "reduceat", "norm", "lstsq", "is_monotonic_increasing",
         "is_monotonic_decreasing", "is_unique", "hasnans", "factorize", "pivot_table",
+        "hypot", "dist", "count_nonzero", "allclose", "array_equal", "array_equiv", "equals",
+        "histogram2d", "histogramdd", "fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "hfft",
+        "solve", "inv", "pinv", "svd", "eig", "eigh", "eigvals", "eigvalsh", "qr", "cholesky",
+        "det", "slogdet", "matrix_rank", "cond",
     }
 )  # fmt: skip
 #: Windows: a reduction on one gives a value per row (or per bin) from earlier rows only.
@@ -59,7 +63,7 @@ CHECKED: Final = {
     **dict.fromkeys(("rolling", "resample"), "centered_window"),
     **dict.fromkeys(
         ("take", "head", "xs", "asof", "get", "truncate", "sort_index", "roll", "reverse",
-         "reset_index", "set_axis", "rename", "to_timestamp"),
+         "sample", "reset_index", "set_axis", "set_index", "rename", "to_timestamp"),
         "future_index",
     ),
 }  # fmt: skip

@@ -129,6 +129,9 @@ ESCAPES = {
     "df.eval": ("bars['A'].eval('close * 2')", "io"),
     "dunder string": ("k = '__class__'", "io"),
     "agg by name": ("bars['A'].agg('to_pickle', 'x.pkl')", "io"),
+    "a pandas 3 reader": ("t = pd.read_iceberg('t')", "io"),
+    "a pandas 3 writer": ("bars['A'].to_iceberg('t')", "io"),
+    "styler templates": ("s = bars['A'].style", "io"),
 }
 
 
@@ -406,6 +409,36 @@ ATTACKS = {
         "c = bars['A']['close']\nd = c.iloc[1:]\nd.index = c.index[:-1]",
         "realign",
     ),
+    "series given by keyword": ("x = np.asarray(a=bars['A']['close']).max()", "full_sample"),
+    "dict built by keyword": ("x = dict(c=bars['A']['close'])['c'].max()", "full_sample"),
+    "relabel by keyword": ("x = pd.Series(data=bars['A']['close'].values[1:])", "realign"),
+    "series through an exception": (
+        (
+            "try:\n    raise ValueError(bars['A']['close'])\nexcept ValueError as e:\n"
+            "    x = e.args[0].max()"
+        ),
+        "full_sample",
+    ),
+    "series sent into a generator": (
+        "def g():\n    v = yield\n    yield v.max()\ngen = g()\nx = gen.send(bars['A'])",
+        "full_sample",
+    ),
+    "row sent into a generator": (
+        "def g():\n    k = yield\n    yield bars['A']['close'].iloc[k]",
+        "future_index",
+    ),
+    "math.hypot": ("x = math.hypot(*bars['A']['close'])", "full_sample"),
+    "np.fft": ("x = np.fft.fft(bars['A']['close'].values)", "full_sample"),
+    "np.linalg.solve": (
+        "x = np.linalg.solve(np.eye(2), bars['A']['close'].values[:2])",
+        "full_sample",
+    ),
+    "np.count_nonzero": ("x = np.count_nonzero(bars['A']['close'] > 0)", "full_sample"),
+    "shuffled rows": ("x = bars['A'].sample(frac=1).cummax()", "reversed"),
+    "set_index to moved labels": (
+        "f = bars['A']\nx = f.set_index(f.index - pd.Timedelta('1D'))",
+        "realign",
+    ),
     "labelled series against a shifted array": (
         "c = bars['A']['close']\nx = c.iloc[:-1] / c.iloc[1:].values",
         "realign",
@@ -416,7 +449,8 @@ ATTACKS = {
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_an_attackers_rewrite_is_refused(name: str) -> None:
     body, rule = ATTACKS[name]
-    assert rule in rules(wrap(body)), check_strategy(wrap(body))
+    source = wrap(body, "import math\nimport numpy as np\nimport pandas as pd\n")
+    assert rule in rules(source), check_strategy(source)
 
 
 def test_honest_variants_of_the_attacks_pass() -> None:
@@ -432,6 +466,8 @@ def test_honest_variants_of_the_attacks_pass() -> None:
         "c = bars['A']['close']\nx = c.resample('W', label='right').max().iloc[-1]",
         "c = bars['A']['close']\nr = c.values[1:] / c.values[:-1] - 1\nx = r[-20:].std()",
         "x = bars['A'].rename(columns={'close': 'c'})['c'].iloc[-1]",
+        "x = bars['A'].reset_index().set_index('start_at')['close'].iloc[-1]",
+        "try:\n    x = bars['A']['close'].iloc[-1]\nexcept IndexError as e:\n    print(e)",
         "c = bars['A']['close']\nx = np.max(c.iloc[-20:]) + c.rolling(400).max().iloc[-1]",
         (
             "def mom(s, n):\n    return s.iloc[-1] / s.iloc[-n - 1] - 1\n"

@@ -132,6 +132,8 @@ ESCAPES = {
     "a pandas 3 reader": ("t = pd.read_iceberg('t')", "io"),
     "a pandas 3 writer": ("bars['A'].to_iceberg('t')", "io"),
     "styler templates": ("s = bars['A'].style", "io"),
+    "versions written to a file": ("pd.show_versions(as_json='x.json')", "io"),
+    "a frame written as text": ("bars['A'].to_string(buf='x.txt')", "io"),
 }
 
 

@@ -4,7 +4,7 @@ This module owns `LookAheadRules`: given a parsed strategy, it builds the analys
 (`bindings.py`, `index_proof.py`, `taint.py`) and yields `(line, rule, message)` for every use
 of later rows it finds. `lookahead.py` documents the rules and turns these into refusals. The
 rule names: `negative_shift`, `backfill`, `centered_window`, `future_bin`, `future_index`,
-`reversed`, `realign`, `full_sample`.
+`reversed`, `realign`, `full_sample`, and `complexity` for code the analyses cannot settle.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class LookAheadRules:
         for part in index.elts if isinstance(index, ast.List | ast.Tuple) else [index]:
             problem = self.indexes.at_or_before(part)
             if problem is not None:
-                self._refuse(node, "future_index", f"{shown}: the row {problem}")
+                self._refuse(node, "future_index", f"{shown} {problem}")
         from_data = self.taint.data(index) is not None
         if not (display or from_data or self.indexes.many(index)):
             return
@@ -280,7 +280,7 @@ class LookAheadRules:
         count = _argument(node, arguments, "n", 0)
         problem = None if count is None else self.indexes.at_or_before(count, inclusive_of=1)
         if count is not None and problem is not None:
-            self._refuse(node, "future_index", f".head({ast.unparse(count)}): {problem}")
+            self._refuse(node, "future_index", f".head({ast.unparse(count)}) {problem}")
 
     def _truncate(self, node: ast.Call, _name: str, arguments: list[ast.expr], _: Data) -> None:
         before = _argument(node, arguments, "before", 0)

@@ -43,12 +43,13 @@ rebalanced to its weights.
 
 Rules (code that breaks one is refused before it runs):
 - Import only {", ".join(sorted(ALLOWED_IMPORTS))}. No file, network or process access, no eval, \
-exec, open, getattr, no names starting with "_".
+exec, open, getattr, no names starting with "_", no frame or traceback attributes.
 - No look-ahead, even in code that would be given a longer history: no negative shift, diff or \
-pct_change; no backward fill or interpolate; no centred windows; no row i + k. Statistics over \
-time (mean, std, min, max, rank, quantile, ...) only over a trailing window: .rolling(n), \
-.expanding(), .ewm(...), .iloc[-n:] or .tail(n). Cross-sectional statistics of per-symbol values \
-are fine.
+pct_change; no backward fill or interpolate; no centred windows; no row i + k; no reversed rows; \
+no re-labelling of sliced rows (.iloc[1:].reset_index()); resample only with label="right". \
+Statistics over time (mean, std, min, max, rank, quantile, ...) only over a trailing window: \
+.rolling(n), .expanding(), .ewm(...), .iloc[-n:] or .tail(n). Sorting the symbols and \
+cross-sectional statistics of per-symbol values are fine.
 - It runs with limited CPU time and memory: keep it simple and vectorised.
 
 Answer with one JSON object and nothing else:

@@ -110,3 +110,106 @@ def test_run_trades_with_a_strategy_code_agent(tmp_path: Path) -> None:
     assert record["strategy_1"]["claimed_hit_rate"] == "0.52"
     assert record["strategy_1"]["claimed_return"] is None
     assert_ledger_verifies(tmp_path)
+
+
+#: Hostile answers a model may give, in the order the scripted model gives them: frames walked
+#: from a generator up to the child's builtins (the escape of issue 23), the same through a
+#: format string, and two look-ahead rewrites the check used to pass.
+HOSTILE = {
+    "frame walk": """
+def strategy(bars):
+    def climb():
+        frame = gen.gi_frame
+        while frame.f_back is not None:
+            frame = frame.f_back
+        yield frame
+    gen = climb()
+    top = next(gen)
+    opener = top.f_builtins["op" + "en"]
+    raise ValueError(opener("/proc/self/environ").read()[::-1])
+""",
+    "format string": """
+def strategy(bars):
+    gen = (x for x in [1])
+    raise ValueError("{0.gi_frame.f_globals}".format(gen))
+""",
+    "next row": """
+def strategy(bars):
+    out = {}
+    for symbol, frame in bars.items():
+        close = frame["close"]
+        for i in range(len(close) - 1):
+            j = i + 1
+            if close.iloc[j] > close.iloc[i]:
+                out[symbol] = 0.1
+    return out
+""",
+    "centred by position": """
+def strategy(bars):
+    return {s: 0.1 for s, f in bars.items() if f["close"].rolling(5, 1, True).mean().iloc[-1] > 0}
+""",
+}
+WHY = {
+    "frame walk": ".gi_frame is forbidden [io]",
+    "format string": "'{0.gi_frame.f_globals}' is forbidden [io]",
+    "next row": "reads a later row than i [future_index]",
+    "centred by position": "a centred rolling window sees later rows [centered_window]",
+}
+SECRET = "sk-live-7Hq2Zr9Lw4XvK8"  # noqa: S105  (a made-up key)
+
+
+def test_a_replay_refuses_hostile_strategy_code_before_it_runs_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Each hostile answer is refused by the static check (never run: no trial, no error from
+    it), the model is told why and answers again, and the replay trades the clean strategy."""
+    claim = {"expected_return": 0.001, "rationale": "Ten-day momentum."}
+    answers = [*HOSTILE.values(), CODE]
+    model = ScriptedModel(
+        [completion(json.dumps({"code": code, "claim": claim})) for code in answers]
+    )
+    db = tmp_path / "var" / "openbell.db"
+    env = clean_env(OPENBELL_TEST_CODER_KEY=SECRET)
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "info"\n\n'
+            '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\n'
+            'source = "ccxt:binance"\ninitial_cash = "10000"\n\n'
+            '[[agents]]\nname = "coder"\nkind = "strategy_code"\nmarkets = ["crypto"]\n'
+            f'base_url = "{base_url}"\nmodel = "scripted-1"\nlookback = 30\n'
+            'api_key_env = "OPENBELL_TEST_CODER_KEY"\n'
+            f"rewrite_every = 0\nmax_retries = {len(HOSTILE)}\ncpu_s = 10\nmemory_mb = 1024\n",
+            encoding="utf-8",
+        )
+        replayed = openbell(
+            tmp_path, "replay", "--start", "2025-11-01", "--end", "2025-11-03", env=env
+        )
+    assert replayed.returncode == 0, replayed.stderr
+    assert "3 cycles done, 0 failed" in replayed.stdout + replayed.stderr
+    assert len(model.requests) == len(HOSTILE) + 1
+    for number, name in enumerate(HOSTILE, start=1):
+        told = model.requests[number]["messages"][-1]["content"]
+        assert told.startswith("Refused: the code was refused by the look-ahead and I/O check"), (
+            name
+        )
+        assert WHY[name] in told, (name, told)
+    assert_ledger_verifies(tmp_path)
+
+    traced = openbell(tmp_path, "trace", "1", "--json", env=env)
+    assert traced.returncode == 0, traced.stderr
+    entries = json.loads(traced.stdout)["entries"]
+    runs = [json.loads(entry["result"]) for entry in entries if entry["tool"] == "strategy"]
+    assert [run["outcome"] for run in runs] == ["ok"]  # no hostile answer ever ran
+    reported = openbell(tmp_path, "report", "coder", "--market", "crypto", "--json", env=env)
+    assert reported.returncode == 0, reported.stderr
+    first = json.loads(reported.stdout)["strategy_1"]
+    assert (first["runs"], first["failed_runs"]) == (3, 0)
+    outputs = (
+        replayed.stdout
+        + replayed.stderr
+        + traced.stdout
+        + reported.stdout
+        + db.read_text(encoding="latin-1")
+    )
+    assert SECRET not in outputs
+    assert SECRET[::-1] not in outputs

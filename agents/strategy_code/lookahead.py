@@ -34,15 +34,17 @@ it (an empty tuple: accepted). It never runs the code. The rules, by module:
     every spelling: the method (`close.max()`), held in a name (`m = close.max`), the function
     (`np.max(close)`, `max(close)`, `close @ w`), named in `agg`/`apply`/`transform`/`pipe`
     (`close.agg("max")`, `close.apply(np.max)`, `close.pipe(max)`), or a comprehension over every
-    row. Bounded: a `rolling`, `expanding` or `ewm` window, `resample(label="right")`, a
-    trailing slice or `tail` of a length the check can bound, one row.
+    row, or a running statistic read at a fixed row (`close.cummax().iloc[-1]`, which is
+    `close.max()`). Bounded: a `rolling` window of a length the check can bound (or of time),
+    `ewm`, `resample(label="right")`, a trailing slice or `tail` of a length the check can bound,
+    one row; an `expanding` window only as a series or at the loop's row.
 
 What passes, and why. `ewm` cannot look ahead whatever its arguments: every weight falls on the
 row or earlier ones, and `times`/`halflife` only set the weights. A running statistic (`cummax`,
-`cumsum`, `expanding().max()`, a loop that accumulates) uses at each row that row and earlier
-ones, so `close.cummax().iloc[-1]` is the maximum so far. At the last row it equals the
-whole-history maximum only because the bars end at the decision time, which is also why no
-whole-history statistic leaks at run time: the check judges what the code says, row by row.
+`cumsum`, `expanding().max()`, `rolling(len(x))`) passes as a series, and read at the loop's row
+(`r.iloc[i]`); read at a fixed row (`.iloc[-1]`, `.values[-1]`, `.item()`, `.get(label)`), or
+reduced, it is refused as the whole-history statistic it is: `close.cummax().iloc[-1]` is
+`close.max()`. Over a bounded window of the rows (`close.iloc[-20:].cummax()`) it is bounded.
 Symbol keys and per-symbol scalars are not rows: `sorted(bars)`, ranking the symbols' latest
 momentum, a helper given a scalar. The check is conservative: what it cannot prove harmless is
 refused, and the sandbox (`sandbox.py`) is the wall for what a static pass cannot see.

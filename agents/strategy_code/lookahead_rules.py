@@ -33,7 +33,10 @@ from openbell.agents.strategy_code.vocabulary import (
 
 Found = tuple[int, str, str]
 _RELABELLERS: Final = ("reset_index", "set_axis", "set_index", "rename", "to_timestamp")
-_WINDOW_HINT: Final = "use .rolling(n), .expanding(), .iloc[-n:] or .tail(n)"
+_WINDOW_HINT: Final = "use .rolling(n) with a fixed n, .iloc[-n:] or .tail(n)"
+#: Methods that read one value of a series: at a fixed row of a running statistic, a statistic of
+#: the whole history.
+_ONE_VALUE: Final = frozenset({"item", "squeeze", "get", "asof", "xs", "at_time"})
 _Handler = Callable[[ast.Call, str, list[ast.expr], Data], None]
 
 
@@ -93,7 +96,7 @@ class LookAheadRules:
 
     def _unbounded(self, node: ast.expr) -> bool:
         found = self._rows_of(node)
-        return found is not None and not found.windowed
+        return found is not None and _whole(found)
 
     # -- rows ------------------------------------------------------------------------------
 
@@ -114,6 +117,19 @@ class LookAheadRules:
             self._refuse(node, "future_index", f"{shown} is the first row, not the last")
         else:
             self._positions(node, index, shown)
+            self._running_at(node, index, shown)
+
+    def _running_at(self, node: ast.AST, index: ast.expr, shown: str) -> None:
+        """A running statistic (`cummax()`, `expanding().max()`) read at a fixed row, not the
+        loop's: at the last row it is the statistic of the whole history (`close.max()`)."""
+        data = self._rows_of(node.value) if isinstance(node, ast.Subscript) else None
+        if data is None or not data.cumulative or data.groups:
+            return
+        if self.indexes.row_variables(index):
+            return
+        self._refuse(node, "full_sample", f"{shown} of a running statistic (cum*, expanding) is "
+                     f"a statistic of every row up to it, the whole history at the last row; "
+                     f"{_WINDOW_HINT}")  # fmt: skip
 
     def _positions(self, node: ast.AST, index: ast.expr, shown: str) -> None:
         """Refuse any row in `index` (one, a list, a mask) not at or before the current row,
@@ -186,8 +202,15 @@ class LookAheadRules:
             if name in FULL_SAMPLE_STATS and any(self._unbounded(a) for a in arguments):
                 self._refuse(node, "full_sample", f".{name}(...) of the whole history")
             return
-        if name in FULL_SAMPLE_STATS and not data.windowed:
+        if name in FULL_SAMPLE_STATS and _whole(data):
             self._refuse(node, "full_sample", _stat_message(name))
+        elif name in _ONE_VALUE and data.cumulative and not data.groups:
+            self._refuse(
+                node,
+                "full_sample",
+                f".{name}() of a running statistic (cum*, expanding) is a statistic of the "
+                f"whole history; {_WINDOW_HINT}",
+            )
         if data.groups and name == "transform":
             self._refuse(node, "full_sample", ".transform() gives each row a value computed "
                          "from its whole group or bin, later rows included")  # fmt: skip
@@ -399,6 +422,12 @@ class LookAheadRules:
         shifted = any(found.positional and found.dropped for found in data)
         if shifted and any(not found.positional for found in data):
             self._refuse(node, "realign", _realign_message("aligning it with a series"))
+
+
+def _whole(data: Data) -> bool:
+    """Whether a reduction of `data` sees the whole history: rows not bounded by a window, or
+    any rows of a running statistic (its last row already holds every earlier one)."""
+    return not data.windowed or (data.cumulative and not data.groups)
 
 
 def _stat_message(name: str) -> str:

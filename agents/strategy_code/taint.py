@@ -3,12 +3,15 @@
 This module owns `Taint`, a fixpoint over the binding sites of `bindings.py` in a small value
 domain:
 
-- `Data`: a series, frame, array or list that holds rows of the bars, with four flags:
+- `Data`: a series, frame, array or list that holds rows of the bars, with five flags:
   `windowed` (a window object or a bounded trailing slice: a reduction over it sees a bounded
   number of the latest rows), `dropped` (rows were dropped from the front or by a mask: a slice
   from a later row, `tail`, `dropna`, `np.diff`), `positional` (a numpy array or a list: no
   labels, so it aligns by position) and `groups` (a `rolling`, `expanding`, `ewm` or `resample`
-  window, or a `groupby`: a reduction on it gives one value per row, bin or group).
+  window, or a `groupby`: a reduction on it gives one value per row, bin or group) and
+  `cumulative` (a running statistic: `cum*`, an `expanding` window or what it reduces to, a
+  `rolling` window whose length the check cannot bound; its value at a fixed row is a statistic
+  of every row up to that one, and at the last row of the whole history).
 - `Keyed(value)`: a dict from keys to `value` (the bars: symbol -> Data). Iterating it, sorting
   it or taking its length gives the keys, which are `Clean`.
 - `Seq(element)`: a collection over symbols, not rows (`bars.values()`, a list comprehension of
@@ -30,7 +33,12 @@ from typing import Final
 
 from openbell.agents.strategy_code.bindings import Bindings, How, Key, Site, solve
 from openbell.agents.strategy_code.index_proof import IndexProof
-from openbell.agents.strategy_code.vocabulary import BUILTIN_STATS, FULL_SAMPLE_STATS, WINDOWS
+from openbell.agents.strategy_code.vocabulary import (
+    BUILTIN_STATS,
+    CUMULATIVE,
+    FULL_SAMPLE_STATS,
+    WINDOWS,
+)
 
 _CLEAN_ATTRIBUTES: Final = frozenset(
     {"shape", "size", "ndim", "dtype", "dtypes", "empty", "name", "names", "columns", "tz",
@@ -60,6 +68,7 @@ class Data:
     dropped: bool = False
     positional: bool = False
     groups: bool = False  # a window or a groupby: its methods give one value per row or group
+    cumulative: bool = False  # a running statistic: at a fixed row, one of every row before
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +118,7 @@ def flatten(value: Value | None) -> Value:
         windowed=all(leaf.windowed for leaf in leaves),
         dropped=any(leaf.dropped for leaf in leaves),
         positional=all(leaf.positional for leaf in leaves),
+        cumulative=any(leaf.cumulative for leaf in leaves),
     )  # a result of combining groups is no group any more
 
 
@@ -124,6 +134,7 @@ def join(a: Value | None, b: Value | None) -> Value | None:
             windowed=a.windowed and b.windowed,
             dropped=a.dropped or b.dropped,
             positional=a.positional and b.positional,
+            cumulative=a.cumulative or b.cumulative,
         )
     if isinstance(a, Keyed) and isinstance(b, Keyed):
         return Keyed(join(a.value, b.value) or CLEAN)
@@ -438,11 +449,16 @@ class Taint:
 
     def _data_method(self, node: ast.Call, receiver: Data, name: str) -> Value:
         if receiver.groups:  # one result per group (or per row, for transform and cum*)
-            return Data(dropped=receiver.dropped)
+            running = receiver.cumulative or name in CUMULATIVE
+            return Data(dropped=receiver.dropped, cumulative=running)
         if name in FULL_SAMPLE_STATS:
             return CLEAN
-        if name in WINDOWS:
-            return Data(windowed=True, groups=True)
+        if name in WINDOWS:  # a running window over a bounded slice is bounded
+            running = name == "expanding" or (name == "rolling" and not self._bounded_window(node))
+            running = receiver.cumulative or (running and not receiver.windowed)
+            return Data(windowed=True, groups=True, cumulative=running)
+        if name in CUMULATIVE:
+            return replace(receiver, cumulative=receiver.cumulative or not receiver.windowed)
         if name == "groupby":
             return replace(receiver, windowed=False, groups=True)
         if name == "tail":
@@ -458,6 +474,19 @@ class Taint:
         if name in ("item", "first_valid_index", "last_valid_index", "get_loc"):
             return CLEAN
         return receiver
+
+    def _bounded_window(self, node: ast.Call) -> bool:
+        """Whether a `rolling` call's window is a count the check can bound, or an offset such as
+        `"30D"` (a window of time); `rolling(len(x))` is a running statistic."""
+        window = node.args[0] if node.args else None
+        for keyword in node.keywords:
+            if keyword.arg == "window":
+                window = keyword.value
+        if window is None:
+            return False
+        if isinstance(window, ast.Constant) and isinstance(window.value, str):
+            return True
+        return self.indexes.bounded_count(window)
 
     # -- sites -----------------------------------------------------------------------------
 

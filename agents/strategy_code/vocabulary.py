@@ -50,6 +50,8 @@ LATER_ROWS: Final = {
     "gradient": ("future_index", "takes central differences, which read the next row"),
     "interp": ("backfill", "interpolates between a row and a later one"),
 }
+#: Running statistics: each row's value is a statistic of that row and every earlier one.
+CUMULATIVE: Final = frozenset({"cumsum", "cumprod", "cummax", "cummin"})
 #: What a groupby may do: work row by row within each group, looking back only.
 GROUP_CAUSAL: Final = frozenset(
     {"cumsum", "cumprod", "cummax", "cummin", "cumcount", "shift", "diff", "pct_change",

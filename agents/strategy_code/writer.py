@@ -48,7 +48,8 @@ exec, open, getattr, no names starting with "_", no frame or traceback attribute
 pct_change; no backward fill or interpolate; no centred windows; no row i + k; no reversed rows; \
 no re-labelling of sliced rows (.iloc[1:].reset_index()); resample only with label="right". \
 Statistics over time (mean, std, min, max, rank, quantile, ...) only over a trailing window: \
-.rolling(n), .expanding(), .ewm(...), .iloc[-n:] or .tail(n). Sorting the symbols and \
+.rolling(n) with a fixed n, .ewm(...), .iloc[-n:] or .tail(n); a running statistic (cummax, \
+cumsum, expanding) is one too when read at the last row. Sorting the symbols and \
 cross-sectional statistics of per-symbol values are fine.
 - It runs with limited CPU time and memory: keep it simple and vectorised.
 

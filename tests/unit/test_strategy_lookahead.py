@@ -30,7 +30,7 @@ def strategy(bars):
         vol = close.pct_change().rolling(LOOKBACK).std().iloc[-1]
         trailing = close.iloc[-LOOKBACK:]
         level = trailing.mean() + close.tail(5).max() + np.mean(close.tail(10))
-        smooth = close.ewm(span=10).mean().iloc[-1] + close.expanding().max().iloc[-1]
+        smooth = close.ewm(span=10).mean().iloc[-1] + close.rolling(60).max().iloc[-1]
         prior = close.shift(1).iloc[-1] + close.diff().iloc[-1]
         prior += close.to_numpy()[-10:].std() + close.iloc[-21:-1].mean() + sum(close[-3:])
         if vol > 0 and math.isfinite(level + smooth + prior):
@@ -243,12 +243,12 @@ BOTH_WAYS = {
         "m = bars['A']['close'].transform('shift', -1)",
         "m = bars['A']['close'].transform(np.log).iloc[-1]",
     ),
-    "cumulative statistics": (
-        "m = bars['A']['close'].iloc[::-1].cummax()",
+    "cumulative statistics at the last row": (
+        "c = bars['A']['close']\nm = c.cummax().iloc[-1]",
         (
             "c = bars['A']['close']\n"
-            "m = c.cummax().iloc[-1] + c.cumsum().iloc[-1] + c.cumprod().iloc[-1]"
-            "\nd = (c / c.cummin() - 1).iloc[-1] + c.expanding().max().iloc[-1]"
+            "m = c.rolling(20).max().iloc[-1] + c.iloc[-20:].cumsum().iloc[-1]"
+            "\nfor i in range(len(c)):\n    d = (c / c.cummin() - 1).iloc[i]"
         ),
     ),
     "symbol keys": (
@@ -282,17 +282,35 @@ def test_each_issue_case_is_refused_one_way_and_accepted_the_other(name: str) ->
     assert check_strategy(wrap(accepted)) == (), f"{name}: the harmless version was refused"
 
 
-def test_a_running_statistic_at_the_last_row_is_the_statistic_so_far() -> None:
-    """`cummax().iloc[-1]` is decided as `expanding().max().iloc[-1]` is (the module docstring
-    says why); the whole-history reduction is refused in every spelling."""
-    running = ["c.cummax().iloc[-1]", "c.expanding().max().iloc[-1]", "max(c.cummax().tail(1))"]
-    whole = ["c.max()", "c.agg('max')", "c.pipe(np.max)", "np.max(c)", "max(c)", "c.cummax().max()"]
-    for expression in running:
-        assert rules(wrap(f"c = bars['A']['close']\nm = {expression}")) == set(), expression
+def test_a_running_statistic_at_a_fixed_row_is_a_whole_history_statistic() -> None:
+    """`close.cummax().iloc[-1]` is `close.max()`: a running statistic (cum*, an expanding
+    window, a rolling window of unbounded length) read at a fixed row, reduced or taken as one
+    value is refused in every spelling; read at the loop's row, or over a bounded window of the
+    rows, it is not."""
+    whole = [
+        "c.max()", "c.agg('max')", "c.pipe(np.max)", "np.max(c)", "max(c)", "c.cummax().max()",
+        "c.cummax().iloc[-1]", "c.cumsum().iat[-1]", "c.cumprod().values[-1]",
+        "c.cummin().to_numpy()[-1]", "list(c.cummax())[-1]", "c.expanding().max().iloc[-1]",
+        "c.expanding().mean().iloc[len(c) - 1]", "max(c.cummax().tail(1))",
+        "c.cummax().tail(1).item()", "c.cummax().iloc[-1:].sum()", "(c.cummax() * 1).iloc[-1]",
+        "(c >= c.cummax()).iloc[-1]", "c.cummax().rolling(5).max().iloc[-1]",
+        "c.rolling(len(c)).max().iloc[-1]", "c.cummax().loc[c.index[-1]]",
+        "c.cummax().get(c.index[-1])", "c.groupby(c.index.year * 0).cummax().iloc[-1]",
+        "c.cummax().iloc[0]", "c.cummax().squeeze()",
+    ]  # fmt: skip
     for expression in whole:
         assert rules(wrap(f"c = bars['A']['close']\nm = {expression}")) == {"full_sample"}, (
             expression
         )
+    bounded = [
+        "c.rolling(20).max().iloc[-1]", "c.rolling('30D').max().iloc[-1]",
+        "c.iloc[-20:].cummax().iloc[-1]", "c.tail(20).cumsum().iat[-1]",
+        "c.ewm(span=10).mean().iloc[-1]", "c.cummax()",
+    ]  # fmt: skip
+    for expression in bounded:
+        assert rules(wrap(f"c = bars['A']['close']\nm = {expression}")) == set(), expression
+    loop = "c = bars['A']['close']\nr = c.cummax()\nfor i in range(len(c)):\n    m = r.iloc[i]"
+    assert rules(wrap(loop)) == set()
 
 
 def test_ewm_is_causal_for_every_argument_and_a_centred_window_is_not() -> None:
@@ -464,7 +482,6 @@ def test_honest_variants_of_the_attacks_pass() -> None:
         "c = bars['A']['close']\ni = 0\nwhile i < len(c):\n    x = c.iloc[i]\n    i += 1",
         "c = bars['A']['close']\nx = c.iloc[[0, -21, -1]].pct_change().iloc[-1]",
         "c = bars['A']['close']\nidx = np.where(c.values > 0)[0]\nx = c.iloc[idx].iloc[-5:].mean()",
-        "c = bars['A']['close']\nx = c.groupby(c.index.date).cummax().iloc[-1]",
         "c = bars['A']['close']\nx = c.resample('W', label='right').max().iloc[-1]",
         "c = bars['A']['close']\nr = c.values[1:] / c.values[:-1] - 1\nx = r[-20:].std()",
         "x = bars['A'].rename(columns={'close': 'c'})['c'].iloc[-1]",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -36,6 +37,18 @@ LABEL_RE: Final = re.compile(
 )
 #: An alias as the masker writes it.
 ALIAS_RE: Final = re.compile(r"\basset_\d{4}\b")
+
+
+#: The seed of the keys of accounts whose agent sets no `masking_seed`: drawn once per process
+#: from the operating system's randomness. A key is stored at its account's first masked cycle and
+#: read back ever after, so this seed is never needed again and cannot be rebuilt from openbell's
+#: source and an account id (which a configured seed, like the old default 0, can).
+SECRET_SEED: Final = secrets.token_hex(16)
+
+
+def seed_of(configured: int | None) -> str | int:
+    """The seed of an agent's masking keys: the configured one, or `SECRET_SEED`."""
+    return SECRET_SEED if configured is None else configured
 
 
 def _rng(seed: str | int, account_id: int) -> random.Random:

@@ -666,8 +666,9 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
     masking: Masking = "bright"
-    #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N).
-    masking_seed: StrictInt = 0
+    #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
+    #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).
+    masking_seed: StrictInt | None = None
     #: Shows a masked agent its money in a secret per-account unit (default: only when blinded).
     rebase_prices: StrictBool | None = None
     max_turns: Annotated[StrictInt, Field(gt=0, le=1000)] = 25
@@ -729,7 +730,7 @@ class _MaskedAgentConfig(_Section):
     """The masking keys of an agent that shows a model the market (as for an LLM agent)."""
 
     masking: Masking = "bright"
-    masking_seed: StrictInt = 0
+    masking_seed: StrictInt | None = None
     rebase_prices: StrictBool | None = None
 
     @model_validator(mode="after")

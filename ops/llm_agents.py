@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from openbell.agents.aliases import seed_of
 from openbell.agents.llm.agent import LlmAgent, MaskerFactory, PromptFactory
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.hooks import PromptBuilder
@@ -72,7 +73,7 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
         return prompt_for_mode(
             config.mode,
             masking=config.masking,
-            masking_seed=config.masking_seed,
+            masking_seed=seed_of(config.masking_seed),
             rebase=config.rebase_prices,
             pairs=config.pairs,
         )
@@ -82,4 +83,6 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
 
 def masker_factory(config: LlmAgentConfig) -> MaskerFactory:
     """The masker of the entry's masking level: each cycle's is its account's alias map."""
-    return masker_for(config.masking, seed=config.masking_seed, rebase=config.rebase_prices)
+    return masker_for(
+        config.masking, seed=seed_of(config.masking_seed), rebase=config.rebase_prices
+    )

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from openbell.agents.aliases import seed_of
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.command import CommandAgent, CommandSpec
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
@@ -41,5 +42,7 @@ def build_command_agent(
         relay=openbell_relay(),
     )
     budgets = OutsideBudgets(max_tool_calls=config.max_tool_calls, max_wall_s=config.max_wall_s)
-    masker = masker_for(config.masking, seed=config.masking_seed, rebase=config.rebase_prices)
+    masker = masker_for(
+        config.masking, seed=seed_of(config.masking_seed), rebase=config.rebase_prices
+    )
     return CommandAgent(name=config.name, hub=hub, spec=spec, budgets=budgets, masker=masker)

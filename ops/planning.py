@@ -51,6 +51,7 @@ import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import McpAgent
@@ -184,7 +185,9 @@ def agent_for(
             budgets=OutsideBudgets(
                 max_tool_calls=agent.max_tool_calls, max_wall_s=agent.max_wall_s
             ),
-            masker=masker_for(agent.masking, seed=agent.masking_seed, rebase=agent.rebase_prices),
+            masker=masker_for(
+                agent.masking, seed=seed_of(agent.masking_seed), rebase=agent.rebase_prices
+            ),
         )
     seed = agent.seed if isinstance(agent, RandomAgentConfig) else None
     return build_agent(agent.kind, agent.name, market=market, seed=seed)

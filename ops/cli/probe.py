@@ -169,7 +169,7 @@ def _setup(
             trials=trials,
             seed=seed,
             tolerance_days=tolerance_days,
-            masking_seed=agent.masking_seed,
+            masking_seed=0 if agent.masking_seed is None else agent.masking_seed,
             rebase=rebase,
         )
     except ValueError as exc:

@@ -28,6 +28,7 @@ import os
 import socket
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,13 +39,14 @@ from starlette.routing import BaseRoute
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
+from openbell.daemon.error_policy import store_unavailable
 from openbell.daemon.health import HealthBoard
+from openbell.daemon.holes import Causes, HoleSweep, MissedCause, WatchedMarket
 from openbell.daemon.http import HttpServer, WebParts, health_routes, is_loopback, serve_http
 from openbell.daemon.locks import DaemonLock
 from openbell.daemon.mcp_http import MCP_PATH, mcp_parts
 from openbell.daemon.plan import LivePlan, MarketPlan, build_desks, outside_hub
 from openbell.daemon.recovery import (
-    backfill_missed,
     catch_up_slots,
     interrupt_abandoned,
     pause_broken_accounts,
@@ -67,6 +69,13 @@ SWEEP_S = 300.0
 #: Under a fast test clock, sweeps (real seconds apart) are no closer than this.
 MIN_SWEEP_S = 0.5
 TICK_S = 1.0
+#: A slot that met an unavailable store is run again after this many clock seconds, doubling up to
+#: `RETRY_MAX_S`, while its grace lasts; never sooner than `MIN_RETRY_S` real seconds apart.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
+MIN_RETRY_S = 0.05
+#: How often (clock seconds) the sweep also looks behind its mark for rows gone (`holes.py`).
+DEEP_SWEEP_S = 1800.0
 #: How often the loop looks at the stop request, in seconds.
 POLL_S = 0.1
 
@@ -74,6 +83,11 @@ POLL_S = 0.1
 def new_run_id() -> str:
     """`host:pid:uuid`, stored as the holder of every claim this run makes."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a database error's runs on over many)."""
+    return str(exc).strip().partition("\n")[0]
 
 
 def run_live(
@@ -115,6 +129,8 @@ class _Daemon:
         self.ledger = Ledger(engine)
         self.run_id = plan.run_id or new_run_id()
         self.running: set[asyncio.Task[Any]] = set()
+        # The slots being run again after meeting an unavailable store, each with its task.
+        self.retrying: dict[tuple[str, datetime], asyncio.Task[None]] = {}
         # Clock seconds per real second: leases are in clock time, waits in real time.
         self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
@@ -163,6 +179,9 @@ class _Daemon:
         stop.checkpoint("ledger verify")
         # From here on a stop is an orderly one (the loop below sees it at once).
         since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
+        self.holes = HoleSweep(
+            self.ledger, [self._watched(market, since[market.market]) for market in markets]
+        )
         self.board = HealthBoard(
             {m.market: replace(m.watch, since=since[m.market]) for m in markets},
             lambda name, at: self.specs[name].latest_slot(at),
@@ -201,7 +220,9 @@ class _Daemon:
             # Recover after the bells run, so that no slot falls between the two: a slot before
             # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
             # are cycles like any other: the daemon is ready, and a stop is an orderly one.
-            self.recovering = loop.create_task(self._recover(self.clock.now()))
+            ringing_at = self.clock.now()
+            self.causes = Causes({m.market: ringing_at - m.bell.grace for m in markets})
+            self.recovering = loop.create_task(self._start_recovery(ringing_at))
             self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
             background = [
                 loop.create_task(self._tick()),
@@ -249,6 +270,20 @@ class _Daemon:
             log.info("mcp_listening", url=hub.mcp_url)
         return server
 
+    def _watched(self, market: MarketPlan, since: datetime) -> WatchedMarket:
+        """The market's watched history: each account's from the later of the market's first
+        watch (`since`) and the account's opening."""
+        return WatchedMarket(
+            market=market.market,
+            cadence=market.cadence,
+            grace=market.bell.grace,
+            slot_times=market.slot_times,
+            accounts={
+                account_id: max(since, self.ledger.account_opened_at(account_id))
+                for account_id, _ in self.accounts[market.market]
+            },
+        )
+
     # -- ringing ---------------------------------------------------------------------------
 
     def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
@@ -260,32 +295,104 @@ class _Daemon:
         return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
 
     async def _on_slot(self, market: str, slot_at: datetime) -> None:
+        """Ring a slot (a bell, or recovery): run it; if the store is unavailable, run it again
+        in a task of its own while its grace lasts (`_retry`)."""
+        if await self._run_slot(market, slot_at) is MissedCause.STORE_UNAVAILABLE:
+            key = (market, slot_at)
+            if key not in self.retrying and not self.stopping:
+                task = asyncio.get_running_loop().create_task(self._retry(market, slot_at))
+                self.retrying[key] = task
+                task.add_done_callback(lambda _task: self.retrying.pop(key, None))
+
+    async def _run_slot(
+        self, market: str, slot_at: datetime, *, attempt: int = 1
+    ) -> MissedCause | None:
+        """Run the slot once; None when it ran, else the cause its unrun cycles are put down to
+        (`Causes`). One bad slot never kills the loop."""
         task = asyncio.current_task()
         if task is not None:
             self.running.add(task)
         started_s = time.monotonic()
+        started_at = self.clock.now()
         try:
             accounts = claim_order(self._unpaused(market), self.run_id, slot_at)
-            report = await self.runner.run_slot(market, slot_at, accounts, self.clock.now())
-            self.board.slot_finished(
-                report, rejections=report.rejections, latency_s=time.monotonic() - started_s
+            report = await self.runner.run_slot(market, slot_at, accounts, started_at)
+        except Exception as exc:
+            cause = (
+                MissedCause.STORE_UNAVAILABLE if store_unavailable(exc) else MissedCause.SLOT_FAILED
             )
-            log.info(
-                "slot_finished",
-                market=market,
-                slot_at=slot_at,
-                done=report.count(CycleStatus.DONE),
-                failed=report.count(CycleStatus.FAILED),
-                skipped=report.count(CycleStatus.SKIPPED),
-                not_run=report.count(None),
-                fills=report.fills,
-                next_bell_at=self.specs[market].next_slot(self.clock.now()),
-            )
-        except Exception:  # one bad slot never kills the loop; the claim sweep cleans up
-            log.exception("slot_failed", market=market, slot_at=slot_at)
+            self.causes.failed(market, slot_at, cause)
+            fields = {
+                "market": market,
+                "slot_at": slot_at,
+                "attempt": attempt,
+                "cause": cause.value,
+                "error_class": type(exc).__name__,
+                "error_message": _first_line(exc),
+            }
+            if cause is MissedCause.SLOT_FAILED:  # a bug: its traceback is wanted
+                log.exception("slot_failed", **fields)
+            elif attempt == 1:  # the store is away: `_retry` runs it again
+                log.error("slot_failed", **fields)
+            else:
+                log.warning("slot_failed_again", **fields)
+            return cause
         finally:
             if task is not None:
                 self.running.discard(task)
+        self.causes.ran(market, slot_at)
+        self.board.slot_finished(
+            report, rejections=report.rejections, latency_s=time.monotonic() - started_s
+        )
+        log.info(
+            "slot_finished",
+            market=market,
+            slot_at=slot_at,
+            late_s=round((started_at - slot_at).total_seconds(), 3),
+            done=report.count(CycleStatus.DONE),
+            failed=report.count(CycleStatus.FAILED),
+            skipped=report.count(CycleStatus.SKIPPED),
+            not_run=report.count(None),
+            fills=report.fills,
+            next_bell_at=self.specs[market].next_slot(self.clock.now()),
+        )
+        return None
+
+    async def _retry(self, market: str, slot_at: datetime) -> None:
+        """Run again a slot that met an unavailable store, backing off from `RETRY_FIRST_S` to
+        `RETRY_MAX_S`, until it runs (late: `slot_ran_late`) or its grace ends (`slot_not_run`;
+        the hole sweep records its cycles `missed`, `store_unavailable`, once the store can take
+        them)."""
+        deadline_at = slot_at + self.grace[market]
+        delay_s = RETRY_FIRST_S
+        attempt = 1
+        while (left_s := (deadline_at - self.clock.now()).total_seconds()) > 0:
+            await asyncio.sleep(max(min(delay_s, left_s) / self.speed, MIN_RETRY_S))
+            if self.clock.now() > deadline_at:
+                break
+            attempt += 1
+            started_at = self.clock.now()
+            cause = await self._run_slot(market, slot_at, attempt=attempt)
+            if cause is None:
+                log.warning(
+                    "slot_ran_late",
+                    market=market,
+                    slot_at=slot_at,
+                    late_s=round((started_at - slot_at).total_seconds(), 3),
+                    attempts=attempt,
+                    cause=MissedCause.STORE_UNAVAILABLE.value,
+                )
+                return
+            if cause is not MissedCause.STORE_UNAVAILABLE:
+                return
+            delay_s = min(2 * delay_s, RETRY_MAX_S)
+        log.error(
+            "slot_not_run",
+            market=market,
+            slot_at=slot_at,
+            attempts=attempt,
+            cause=MissedCause.STORE_UNAVAILABLE.value,
+        )
 
     async def _on_close(self, market: str, close_at: datetime) -> None:
         ids = [account_id for account_id, _ in self._unpaused(market)]
@@ -296,13 +403,11 @@ class _Daemon:
             log.exception("close_snapshots_failed", market=market, close_at=close_at)
 
     async def _on_missed(self, market: str, slot_at: datetime) -> None:
-        now = self.clock.now()
-        recorded = 0
-        for account_id, _agent in self._unpaused(market):
-            if self.ledger.record_missed(account_id, slot_at, now, reason="bell_missed"):
-                recorded += 1
+        """A bell APScheduler did not ring in its grace: record each account's cycle `missed`."""
+        recorded = self.holes.record_slot(
+            market, slot_at, self.clock.now(), self.causes.of, self._paused_accounts()
+        )
         self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
-        log.warning("cycles_missed", market=market, slot_at=slot_at, count=recorded)
 
     def _check_horizons(self) -> None:
         now = self.clock.now()
@@ -311,7 +416,12 @@ class _Daemon:
 
     # -- recovery --------------------------------------------------------------------------
 
-    async def _recover(self, now: datetime, *, startup: bool = True) -> None:
+    async def _recover(
+        self, now: datetime, *, startup: bool = True, deep: bool = False
+    ) -> None:
+        """Recover abandoned claims (completed while their grace lasts, `interrupted` after),
+        record `missed` the holes whose grace has ended (`deep`: also behind the sweep's mark),
+        and, at start-up, ring the slots whose grace is still open."""
         grace_of = {
             account_id: self.grace[market]
             for market, opened in self.accounts.items()
@@ -324,6 +434,7 @@ class _Daemon:
         marked = interrupt_abandoned(self.ledger, past, now)
         if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
+        due: list[tuple[str, datetime]] = []
         for market, spec in self.specs.items():
             ids = {account_id for account_id, _ in self.accounts[market]}
             slots = {claim.slot_at for claim in current if claim.account_id in ids}
@@ -331,30 +442,73 @@ class _Daemon:
                 slots |= set(
                     catch_up_slots(market, spec.cadence, spec.slot_times, spec.bell.grace, now)
                 )
-                backfill_missed(
-                    self.ledger,
-                    market=market,
-                    cadence=spec.cadence,
-                    slot_times=spec.slot_times,
-                    grace=spec.bell.grace,
-                    account_ids=[account_id for account_id, _ in self._unpaused(market)],
-                    now=now,
+            due += [(market, slot_at) for slot_at in sorted(slots) if spec.is_slot(slot_at)]
+        self._sweep_holes(now, deep=deep)
+        for market, slot_at in due:
+            log.info("slot_recovered", market=market, slot_at=slot_at)
+            await self._on_slot(market, slot_at)
+
+    async def _start_recovery(self, now: datetime) -> None:
+        """The start-up recovery (`_recover`). A store that is away delays it, and does not stop
+        the daemon: it is tried again, backing off, and the slots it would have caught up are put
+        down to the store if their grace ends meanwhile. Any other failure stops the daemon."""
+        delay_s = RETRY_FIRST_S
+        while True:
+            try:
+                await self._recover(now)
+                return
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    raise
+                log.warning(
+                    "recovery_failed",
+                    cause=MissedCause.STORE_UNAVAILABLE.value,
+                    error_class=type(exc).__name__,
+                    error_message=_first_line(exc),
                 )
-            for slot_at in sorted(slots):
-                if spec.is_slot(slot_at):
-                    log.info("slot_recovered", market=market, slot_at=slot_at)
-                    await self._on_slot(market, slot_at)
+            for market, spec in self.specs.items():
+                for slot_at in catch_up_slots(
+                    market, spec.cadence, spec.slot_times, spec.bell.grace, now
+                ):
+                    self.causes.failed(market, slot_at, MissedCause.STORE_UNAVAILABLE)
+            await asyncio.sleep(max(delay_s / self.speed, MIN_RETRY_S))
+            delay_s = min(2 * delay_s, RETRY_MAX_S)
+            now = self.clock.now()
+
+    def _sweep_holes(self, now: datetime, *, deep: bool) -> None:
+        """Record `missed`, with their cause, the holes of the watched history (`holes.py`)."""
+        recorded = Counter(self.holes.sweep(now, self.causes.of, self._paused_accounts()))
+        if deep:
+            recorded.update(self.holes.deep_check(now))
+        for market, count in recorded.items():
+            self.board.cycles_marked(market, CycleStatus.MISSED, count)
+
+    def _paused_accounts(self) -> set[int]:
+        """The accounts paused in the ledger or by this run."""
+        ids = [account_id for opened in self.accounts.values() for account_id, _ in opened]
+        return self.ledger.paused(ids) | set(self.runner.paused)
 
     async def _sweep_loop(self) -> None:
         """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
         abandoned by a dead or stuck holder is completed soon after its lease ends."""
         every_s = max(min(SWEEP_S, self.plan.lease_s / 2) / self.speed, MIN_SWEEP_S)
+        deep_every_s = max(DEEP_SWEEP_S / self.speed, 2 * MIN_SWEEP_S)
+        deep_at_s = time.monotonic() + deep_every_s
         while True:
             await asyncio.sleep(every_s)
+            deep = time.monotonic() >= deep_at_s
             try:
-                await self._recover(self.clock.now(), startup=False)
-            except Exception:
-                log.exception("sweep_failed")
+                await self._recover(self.clock.now(), startup=False, deep=deep)
+            except Exception as exc:
+                if store_unavailable(exc):  # the store is away: the next sweep tries again
+                    log.warning(
+                        "sweep_failed", error_class=type(exc).__name__, cause="store_unavailable"
+                    )
+                else:
+                    log.exception("sweep_failed")
+                continue
+            if deep:
+                deep_at_s = time.monotonic() + deep_every_s
 
     async def _renew_loop(self) -> None:
         """Renew the lease of the claims being run three times a lease; a renewal that fails
@@ -395,9 +549,13 @@ class _Daemon:
 
     async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
         log.info("daemon_stopping", reason=reason, running=len(self.running))
+        self.stopping = True
         self.notifier.stopping()
         self.bells.pause()
         pending = set(self.running)
+        for retry in self.retrying.values():  # a slot being run again is waited for; not a wait
+            if retry not in pending:
+                retry.cancel()
         if not self.recovering.done():
             pending.add(self.recovering)
         if pending:

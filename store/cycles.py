@@ -4,7 +4,8 @@ slots, interrupts and expired leases, with the questions recovery asks of them.
 Internal to `openbell.store`: `Ledger` is made of `Cycles` (with `Accounts` and `Orders`), each
 method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by
 its holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace);
-a slot that never ran is recorded `missed` directly. The unique (account, slot) key decides which
+a slot that never ran is recorded `missed` directly, with its cause as the reason (one at a time, or
+many in one transaction, each only where the slot has no row). The unique (account, slot) key decides which
 of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with the
 same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
 claims by renewing their lease while it runs them, and ends it at once when it gives them up;
@@ -21,7 +22,7 @@ claims and finishes a cycle) are prebuilt Core statements.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -30,8 +31,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
-from openbell.store.records import CycleRecord, CycleStatus
-from openbell.store.rows import LedgerTables, inserted_id, row_id
+from openbell.store.records import CycleRecord, CycleStatus, MissedSlot
+from openbell.store.rows import LedgerTables, dialect_insert, inserted_id, row_id
 from openbell.store.tables import ACCOUNT_TABLE, CYCLE_TABLE, CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
@@ -244,6 +245,38 @@ class Cycles(LedgerTables):
                 raise
             return None
 
+    def record_missed_many(self, missed: Sequence[MissedSlot], now: datetime) -> int:
+        """Record `missed` cycles for the slots of `missed` that have no row yet, in one
+        transaction; how many were recorded. A slot with a row (claimed, finished or missed
+        before) keeps it: a slot is recorded once, whoever else records it meanwhile."""
+        check_utc("now", now)
+        rows = [
+            {
+                "account_id": slot.account_id,
+                "slot_at": slot.slot_at,
+                "status": CycleStatus.MISSED.value,
+                "claimed_by": "",
+                "lease_until": now,
+                "started_at": now,
+                "finished_at": now,
+                "reason": slot.reason,
+            }
+            for slot in missed
+        ]
+        recorded = 0
+        with self._writer.begin() as connection:
+            for start in range(0, len(rows), _MISSED_CHUNK):
+                insert = dialect_insert(connection, CYCLE_TABLE).values(
+                    rows[start : start + _MISSED_CHUNK]
+                )
+                done = connection.execute(
+                    insert.on_conflict_do_nothing(
+                        index_elements=[CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at]
+                    ).returning(CYCLE_TABLE.c.id)
+                )
+                recorded += len(done.all())
+        return recorded
+
     def finish_cycle(
         self,
         cycle_id: int,
@@ -415,6 +448,8 @@ def _set_lease(
 
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
+#: Missed cycles per insert statement (8 parameters each, far below either database's limit).
+_MISSED_CHUNK: Final = 500
 _LATER: Final = CYCLE_TABLE.alias("later")
 _TAKE_EXPIRED: Final = (
     update(CYCLE_TABLE)

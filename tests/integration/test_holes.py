@@ -13,10 +13,10 @@ from sqlalchemy import exists
 from sqlmodel import Session, col, select
 
 from openbell.daemon.clock import ScaledClock
+from openbell.store import tables
 from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store import tables
 from openbell.store.records import CycleStatus
 from openbell_testkit.live import (
     START_AT,

@@ -1,0 +1,230 @@
+"""Holes in the watched history: the slots an enrolled account has no cycle row at, recorded
+`missed` with their cause.
+
+This module owns `HoleSweep`, `Causes` and the causes a `missed` cycle records (`MissedCause`, in
+its `reason`). A market's watched history starts when a daemon first rang it on this ledger (its
+first `daemon_run`), an account's at the later of that and the account's opening; every slot of
+it whose grace has ended has a cycle row for every account of the market, paused ones included,
+once the sweep has run: a slot nobody ran becomes a `missed` cycle. The sweep keeps per market the
+instant it has checked up to (its mark). The first sweep of a run, at start-up, checks the whole
+watched history (the calendar's slots once, and one indexed range query of the rows); each later
+one only the slots whose grace has ended since, so a sweep every half lease reads a few rows. A
+row that vanishes behind the mark (deleted by hand) is found by the deep check, run every half
+hour or so, which counts each account's rows behind the mark and reads them only when the count
+is not the number of its slots there.
+"""
+
+from __future__ import annotations
+
+import enum
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import structlog
+
+from openbell.markets.errors import CalendarOutOfRange
+from openbell.markets.slots import slots_between
+from openbell.store.ledger import Ledger
+from openbell.store.records import MissedSlot
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class MissedCause(enum.StrEnum):
+    """Why a slot of an account has no cycle but a `missed` one (stored as its reason).
+
+    - `store_unavailable`: this run rang it, and the store refused its claims (a Postgres gone, a
+      SQLite file full or locked) until its grace ended;
+    - `slot_failed`: this run rang it, and it failed otherwise (`slot_failed` in the log);
+    - `daemon_down`: its grace ended before this run rang; no daemon rang it;
+    - `account_paused`: the account is paused (its ledger failed verification, or an operator
+      error paused it for the run), so it is not run;
+    - `daemon_stalled`: this run was ringing, and the bell did not ring in its grace: the daemon
+      was frozen (SIGSTOP, a paused VM, a swap storm) or still busy with the slot before;
+    - `record_lost`: its row was there when a sweep looked, and is gone.
+    """
+
+    STORE_UNAVAILABLE = "store_unavailable"
+    SLOT_FAILED = "slot_failed"
+    DAEMON_DOWN = "daemon_down"
+    ACCOUNT_PAUSED = "account_paused"
+    DAEMON_STALLED = "daemon_stalled"
+    RECORD_LOST = "record_lost"
+
+
+#: What a hole at (market, slot) of an account, paused or not, is put down to.
+CauseOf = Callable[[str, datetime, bool], MissedCause]
+
+
+class Causes:
+    """What this run puts a hole down to: the slots it rang and could not run, and from when it
+    answers for a market's bells (`ringing_from`: its start less the grace, as it catches up the
+    slots whose grace is still open)."""
+
+    def __init__(self, ringing_from: Mapping[str, datetime]) -> None:
+        self._ringing_from = dict(ringing_from)
+        self._failed: dict[tuple[str, datetime], MissedCause] = {}
+
+    def failed(self, market: str, slot_at: datetime, cause: MissedCause) -> None:
+        """The slot was rung and could not be run, because of `cause`."""
+        self._failed[(market, slot_at)] = cause
+
+    def ran(self, market: str, slot_at: datetime) -> None:
+        """The slot was run."""
+        self._failed.pop((market, slot_at), None)
+
+    def of(self, market: str, slot_at: datetime, paused: bool) -> MissedCause:
+        """The cause of a hole at `slot_at` of an account (`paused` or not) of `market`."""
+        failed = self._failed.get((market, slot_at))
+        if failed is not None:
+            return failed
+        if slot_at < self._ringing_from[market]:
+            return MissedCause.DAEMON_DOWN
+        return MissedCause.ACCOUNT_PAUSED if paused else MissedCause.DAEMON_STALLED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchedMarket:
+    """A market's bells and its accounts, each with the instant its watched history starts."""
+
+    market: str
+    cadence: str
+    grace: timedelta
+    accounts: Mapping[int, datetime]
+    slot_times: tuple[str, ...] | None = None
+
+    def slots(self, start_at: datetime, end_at: datetime) -> list[datetime]:
+        """The market's slots in `[start_at, end_at)`."""
+        return slots_between(
+            self.market, self.cadence, start_at, end_at, slot_times=self.slot_times
+        )
+
+
+class HoleSweep:
+    """Finds the holes of the watched history and records them `missed` (module docstring)."""
+
+    def __init__(self, ledger: Ledger, markets: Sequence[WatchedMarket]) -> None:
+        self._ledger = ledger
+        self._markets = {watched.market: watched for watched in markets if watched.accounts}
+        self._marks = {
+            market: min(watched.accounts.values()) for market, watched in self._markets.items()
+        }
+        # The slots behind each mark, for the deep check.
+        self._slots: dict[str, list[datetime]] = {market: [] for market in self._markets}
+
+    def mark(self, market: str) -> datetime | None:
+        """The instant the sweep has checked `market` up to, or None for a market without
+        accounts."""
+        return self._marks.get(market)
+
+    def sweep(self, now: datetime, cause_of: CauseOf, paused: Collection[int]) -> dict[str, int]:
+        """Record the holes of the slots whose grace ended since the last sweep (at the first,
+        in the whole watched history); how many were recorded, per market."""
+        recorded: dict[str, int] = {}
+        for market, watched in self._markets.items():
+            mark = self._marks[market]
+            end_at = now - watched.grace
+            if end_at <= mark:
+                continue
+            try:
+                slots = watched.slots(mark, end_at)
+            except CalendarOutOfRange as exc:
+                log.error("holes_not_checked", market=market, error_message=str(exc))
+                continue
+            holes = self._holes(
+                watched, watched.accounts, slots, mark, end_at, _causes(market, cause_of, paused)
+            )
+            recorded[market] = self._record(market, holes, now)
+            self._slots[market].extend(slots)
+            self._marks[market] = end_at
+        return recorded
+
+    def deep_check(self, now: datetime) -> dict[str, int]:
+        """Record `record_lost` the holes behind each mark (rows gone since a sweep saw them);
+        how many were recorded, per market."""
+        recorded: dict[str, int] = {}
+        for market, watched in self._markets.items():
+            mark, slots = self._marks[market], self._slots[market]
+            holes: list[MissedSlot] = []
+            for account_id, from_at in watched.accounts.items():
+                first = bisect_left(slots, from_at)
+                counted = self._ledger.count_cycles([account_id], start_at=from_at, end_at=mark)
+                if counted == len(slots) - first:
+                    continue
+                holes += self._holes(
+                    watched,
+                    {account_id: from_at},
+                    slots[first:],
+                    from_at,
+                    mark,
+                    lambda _slot_at, _account_id: MissedCause.RECORD_LOST,
+                )
+            if holes:
+                recorded[market] = self._record(market, holes, now)
+        return recorded
+
+    def record_slot(
+        self, market: str, slot_at: datetime, now: datetime, cause_of: CauseOf, paused: set[int]
+    ) -> int:
+        """Record `missed` the cycles of a slot that did not ring (APScheduler's missed bell) for
+        every account that has no row there; how many were recorded."""
+        watched = self._markets.get(market)
+        if watched is None:
+            return 0
+        holes = [
+            MissedSlot(
+                account_id=account_id,
+                slot_at=slot_at,
+                reason=cause_of(market, slot_at, account_id in paused),
+            )
+            for account_id, from_at in watched.accounts.items()
+            if slot_at >= from_at
+        ]
+        return self._record(market, holes, now)
+
+    def _holes(
+        self,
+        watched: WatchedMarket,
+        accounts: Mapping[int, datetime],
+        slots: Sequence[datetime],
+        start_at: datetime,
+        end_at: datetime,
+        cause: Callable[[datetime, int], MissedCause],
+    ) -> list[MissedSlot]:
+        """The slots of `slots` (in `[start_at, end_at)`) each of `accounts` has no row at."""
+        if not slots:
+            return []
+        taken = self._ledger.slots_with_cycles(list(accounts), start_at, end_at)
+        return [
+            MissedSlot(account_id=account_id, slot_at=slot_at, reason=cause(slot_at, account_id))
+            for slot_at in slots
+            for account_id, from_at in accounts.items()
+            if slot_at >= from_at and (account_id, slot_at) not in taken
+        ]
+
+    def _record(self, market: str, holes: Sequence[MissedSlot], now: datetime) -> int:
+        if not holes:
+            return 0
+        recorded = self._ledger.record_missed_many(holes, now)
+        for reason, count in sorted(Counter(hole.reason for hole in holes).items()):
+            slots = sorted({hole.slot_at for hole in holes if hole.reason == reason})
+            log.warning(
+                "cycles_missed",
+                market=market,
+                reason=reason,
+                count=count,
+                slots=len(slots),
+                first_slot_at=slots[0],
+                last_slot_at=slots[-1],
+            )
+        return recorded
+
+
+def _causes(
+    market: str, cause_of: CauseOf, paused: Collection[int]
+) -> Callable[[datetime, int], MissedCause]:
+    """`cause_of` for the holes of `market`: by slot and account."""
+    return lambda slot_at, account_id: cause_of(market, slot_at, account_id in paused)

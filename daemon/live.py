@@ -3,21 +3,27 @@
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
 pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims, catch-up
-slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when none can
-ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the market's
-unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to record the
-bars and news it reads in the store's cache and to remember the prices orders fill at. Claims are
-leased for the plan's `lease_s` (a minute) and renewed three times a lease while their cycles run; a
-sweep every half lease repeats the claim recovery, so that a peer completes the cycles of a daemon
-that died or froze, and this daemon those of its own slots that failed (which release their claims),
-while their grace lasts. Systemd hears READY, a WATCHDOG ping only while the loop ticks, and
-STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves `/healthz` and `/metrics`,
-the routes the plan's `web` factory builds (API, pages) and `/mcp` for its outside agents
-(`mcp_http.py`; on a free loopback port when the plan has no `[http]`); it closes after the cycles
-have stopped. The daemon does not touch signals: its caller records SIGINT and SIGTERM in the
-`StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings ends start-up
-at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included), it stops
-ringing, lets running cycles finish for `stop_grace_s`, cancels the rest and marks this run's
+slots; `holes.py`: missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
+none can ring), and then rings (`scheduler.Bells`). Each bell runs its slot through `SlotRinger`
+(`ringing.py`: `CycleRunner.run_slot` for the market's unpaused accounts, run again while its grace
+lasts when the store is away); every source is wrapped to retry within the slot's grace and, live,
+to record the bars and news it reads in the store's cache and to remember the prices orders fill
+at. Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
+their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes the
+cycles of a daemon that died or froze, and this daemon those of its own slots that failed (which
+release their claims), while their grace lasts, and records `missed`, with their cause, the slots
+of the watched history that have no cycle once their grace has ended (a store away past the grace,
+a daemon frozen across bells or down; start-up's sweep looks at the whole watched history, later
+ones at what is new, and every half hour a deep check behind). A store that is away at start-up
+delays the start-up recovery, which is tried again, and does not stop the daemon. Systemd hears
+READY, a WATCHDOG ping only while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on
+loopback by default) serves `/healthz` and `/metrics`, the routes the plan's `web` factory builds
+(API, pages) and `/mcp` for its outside agents (`mcp_http.py`; on a free loopback port when the plan
+has no `[http]`); it closes after the cycles have stopped. The daemon does not touch signals: its
+caller records SIGINT and SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop
+requested before the daemon rings ends start-up at the next checkpoint (`StartupStopped`); once it
+rings (start-up recovery included), it stops ringing, lets running cycles finish for
+`stop_grace_s`, cancels the rest (and the slots waiting to be run again) and marks this run's
 unfinished claims `interrupted`.
 """
 
@@ -31,13 +37,11 @@ import uuid
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
-from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.error_policy import store_unavailable
 from openbell.daemon.health import HealthBoard
@@ -52,7 +56,8 @@ from openbell.daemon.recovery import (
     pause_broken_accounts,
     split_abandoned,
 )
-from openbell.daemon.runner import CycleRunner, claim_order
+from openbell.daemon.ringing import Backoff, SlotRinger, first_line
+from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
@@ -69,11 +74,6 @@ SWEEP_S = 300.0
 #: Under a fast test clock, sweeps (real seconds apart) are no closer than this.
 MIN_SWEEP_S = 0.5
 TICK_S = 1.0
-#: A slot that met an unavailable store is run again after this many clock seconds, doubling up to
-#: `RETRY_MAX_S`, while its grace lasts; never sooner than `MIN_RETRY_S` real seconds apart.
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 30.0
-MIN_RETRY_S = 0.05
 #: How often (clock seconds) the sweep also looks behind its mark for rows gone (`holes.py`).
 DEEP_SWEEP_S = 1800.0
 #: How often the loop looks at the stop request, in seconds.
@@ -83,11 +83,6 @@ POLL_S = 0.1
 def new_run_id() -> str:
     """`host:pid:uuid`, stored as the holder of every claim this run makes."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (a database error's runs on over many)."""
-    return str(exc).strip().partition("\n")[0]
 
 
 def run_live(
@@ -128,13 +123,9 @@ class _Daemon:
         self.notifier = notifier
         self.ledger = Ledger(engine)
         self.run_id = plan.run_id or new_run_id()
-        self.running: set[asyncio.Task[Any]] = set()
-        # The slots being run again after meeting an unavailable store, each with its task.
-        self.retrying: dict[tuple[str, datetime], asyncio.Task[None]] = {}
         # Clock seconds per real second: leases are in clock time, waits in real time.
         self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
-        self.stopping = False
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -201,10 +192,21 @@ class _Daemon:
                 agents=sorted({a.name for m in self.plan.markets for a in m.agents}),
                 now_at=now,
             )
+            self.causes = Causes({m.market: m.bell.grace for m in markets})
+            self.ringer = SlotRinger(
+                runner=self.runner,
+                ledger=self.ledger,
+                accounts=self.accounts,
+                specs=self.specs,
+                clock=self.clock,
+                board=self.board,
+                causes=self.causes,
+                run_id=self.run_id,
+            )
             self.bells = Bells(
                 clock=self.clock,
                 bells=[m.bell for m in markets],
-                on_slot=self._on_slot,
+                on_slot=self.ringer.ring,
                 on_close=self._on_close,
                 on_missed=self._on_missed,
                 on_horizon_check=self._check_horizons,
@@ -221,7 +223,7 @@ class _Daemon:
             # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
             # are cycles like any other: the daemon is ready, and a stop is an orderly one.
             ringing_at = self.clock.now()
-            self.causes = Causes({m.market: ringing_at - m.bell.grace for m in markets})
+            self.causes.started(ringing_at)
             self.recovering = loop.create_task(self._start_recovery(ringing_at))
             self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
             background = [
@@ -286,116 +288,8 @@ class _Daemon:
 
     # -- ringing ---------------------------------------------------------------------------
 
-    def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
-        opened = self.accounts[market]
-        # Paused in the ledger (its verification failed), or by this run (`Action.PAUSE`).
-        paused = self.ledger.paused([account_id for account_id, _ in opened]) | set(
-            self.runner.paused
-        )
-        return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
-
-    async def _on_slot(self, market: str, slot_at: datetime) -> None:
-        """Ring a slot (a bell, or recovery): run it; if the store is unavailable, run it again
-        in a task of its own while its grace lasts (`_retry`)."""
-        if await self._run_slot(market, slot_at) is MissedCause.STORE_UNAVAILABLE:
-            key = (market, slot_at)
-            if key not in self.retrying and not self.stopping:
-                task = asyncio.get_running_loop().create_task(self._retry(market, slot_at))
-                self.retrying[key] = task
-                task.add_done_callback(lambda _task: self.retrying.pop(key, None))
-
-    async def _run_slot(
-        self, market: str, slot_at: datetime, *, attempt: int = 1
-    ) -> MissedCause | None:
-        """Run the slot once; None when it ran, else the cause its unrun cycles are put down to
-        (`Causes`). One bad slot never kills the loop."""
-        task = asyncio.current_task()
-        if task is not None:
-            self.running.add(task)
-        started_s = time.monotonic()
-        started_at = self.clock.now()
-        try:
-            accounts = claim_order(self._unpaused(market), self.run_id, slot_at)
-            report = await self.runner.run_slot(market, slot_at, accounts, started_at)
-        except Exception as exc:
-            cause = (
-                MissedCause.STORE_UNAVAILABLE if store_unavailable(exc) else MissedCause.SLOT_FAILED
-            )
-            self.causes.failed(market, slot_at, cause)
-            fields = {
-                "market": market,
-                "slot_at": slot_at,
-                "attempt": attempt,
-                "cause": cause.value,
-                "error_class": type(exc).__name__,
-                "error_message": _first_line(exc),
-            }
-            if cause is MissedCause.SLOT_FAILED:  # a bug: its traceback is wanted
-                log.exception("slot_failed", **fields)
-            elif attempt == 1:  # the store is away: `_retry` runs it again
-                log.error("slot_failed", **fields)
-            else:
-                log.warning("slot_failed_again", **fields)
-            return cause
-        finally:
-            if task is not None:
-                self.running.discard(task)
-        self.causes.ran(market, slot_at)
-        self.board.slot_finished(
-            report, rejections=report.rejections, latency_s=time.monotonic() - started_s
-        )
-        log.info(
-            "slot_finished",
-            market=market,
-            slot_at=slot_at,
-            late_s=round((started_at - slot_at).total_seconds(), 3),
-            done=report.count(CycleStatus.DONE),
-            failed=report.count(CycleStatus.FAILED),
-            skipped=report.count(CycleStatus.SKIPPED),
-            not_run=report.count(None),
-            fills=report.fills,
-            next_bell_at=self.specs[market].next_slot(self.clock.now()),
-        )
-        return None
-
-    async def _retry(self, market: str, slot_at: datetime) -> None:
-        """Run again a slot that met an unavailable store, backing off from `RETRY_FIRST_S` to
-        `RETRY_MAX_S`, until it runs (late: `slot_ran_late`) or its grace ends (`slot_not_run`;
-        the hole sweep records its cycles `missed`, `store_unavailable`, once the store can take
-        them)."""
-        deadline_at = slot_at + self.grace[market]
-        delay_s = RETRY_FIRST_S
-        attempt = 1
-        while (left_s := (deadline_at - self.clock.now()).total_seconds()) > 0:
-            await asyncio.sleep(max(min(delay_s, left_s) / self.speed, MIN_RETRY_S))
-            if self.clock.now() > deadline_at:
-                break
-            attempt += 1
-            started_at = self.clock.now()
-            cause = await self._run_slot(market, slot_at, attempt=attempt)
-            if cause is None:
-                log.warning(
-                    "slot_ran_late",
-                    market=market,
-                    slot_at=slot_at,
-                    late_s=round((started_at - slot_at).total_seconds(), 3),
-                    attempts=attempt,
-                    cause=MissedCause.STORE_UNAVAILABLE.value,
-                )
-                return
-            if cause is not MissedCause.STORE_UNAVAILABLE:
-                return
-            delay_s = min(2 * delay_s, RETRY_MAX_S)
-        log.error(
-            "slot_not_run",
-            market=market,
-            slot_at=slot_at,
-            attempts=attempt,
-            cause=MissedCause.STORE_UNAVAILABLE.value,
-        )
-
     async def _on_close(self, market: str, close_at: datetime) -> None:
-        ids = [account_id for account_id, _ in self._unpaused(market)]
+        ids = [account_id for account_id, _ in self.ringer.unpaused(market)]
         try:
             written = await self.runner.write_close_snapshots(market, close_at, ids)
             log.info("close_snapshots_written", market=market, close_at=close_at, count=written)
@@ -405,7 +299,7 @@ class _Daemon:
     async def _on_missed(self, market: str, slot_at: datetime) -> None:
         """A bell APScheduler did not ring in its grace: record each account's cycle `missed`."""
         recorded = self.holes.record_slot(
-            market, slot_at, self.clock.now(), self.causes.of, self._paused_accounts()
+            market, slot_at, self.clock.now(), self.causes.of, self.ringer.paused_accounts()
         )
         self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
 
@@ -416,9 +310,7 @@ class _Daemon:
 
     # -- recovery --------------------------------------------------------------------------
 
-    async def _recover(
-        self, now: datetime, *, startup: bool = True, deep: bool = False
-    ) -> None:
+    async def _recover(self, now: datetime, *, startup: bool = True, deep: bool = False) -> None:
         """Recover abandoned claims (completed while their grace lasts, `interrupted` after),
         record `missed` the holes whose grace has ended (`deep`: also behind the sweep's mark),
         and, at start-up, ring the slots whose grace is still open."""
@@ -446,13 +338,13 @@ class _Daemon:
         self._sweep_holes(now, deep=deep)
         for market, slot_at in due:
             log.info("slot_recovered", market=market, slot_at=slot_at)
-            await self._on_slot(market, slot_at)
+            await self.ringer.ring(market, slot_at)
 
     async def _start_recovery(self, now: datetime) -> None:
         """The start-up recovery (`_recover`). A store that is away delays it, and does not stop
         the daemon: it is tried again, backing off, and the slots it would have caught up are put
         down to the store if their grace ends meanwhile. Any other failure stops the daemon."""
-        delay_s = RETRY_FIRST_S
+        backoff = Backoff(self.speed)
         while True:
             try:
                 await self._recover(now)
@@ -464,29 +356,23 @@ class _Daemon:
                     "recovery_failed",
                     cause=MissedCause.STORE_UNAVAILABLE.value,
                     error_class=type(exc).__name__,
-                    error_message=_first_line(exc),
+                    error_message=first_line(exc),
                 )
             for market, spec in self.specs.items():
                 for slot_at in catch_up_slots(
                     market, spec.cadence, spec.slot_times, spec.bell.grace, now
                 ):
                     self.causes.failed(market, slot_at, MissedCause.STORE_UNAVAILABLE)
-            await asyncio.sleep(max(delay_s / self.speed, MIN_RETRY_S))
-            delay_s = min(2 * delay_s, RETRY_MAX_S)
+            await asyncio.sleep(backoff.wait_s())
             now = self.clock.now()
 
     def _sweep_holes(self, now: datetime, *, deep: bool) -> None:
         """Record `missed`, with their cause, the holes of the watched history (`holes.py`)."""
-        recorded = Counter(self.holes.sweep(now, self.causes.of, self._paused_accounts()))
+        recorded = Counter(self.holes.sweep(now, self.causes.of, self.ringer.paused_accounts()))
         if deep:
             recorded.update(self.holes.deep_check(now))
         for market, count in recorded.items():
             self.board.cycles_marked(market, CycleStatus.MISSED, count)
-
-    def _paused_accounts(self) -> set[int]:
-        """The accounts paused in the ledger or by this run."""
-        ids = [account_id for opened in self.accounts.values() for account_id, _ in opened]
-        return self.ledger.paused(ids) | set(self.runner.paused)
 
     async def _sweep_loop(self) -> None:
         """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
@@ -548,14 +434,11 @@ class _Daemon:
     # -- stopping --------------------------------------------------------------------------
 
     async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
-        log.info("daemon_stopping", reason=reason, running=len(self.running))
-        self.stopping = True
+        log.info("daemon_stopping", reason=reason, running=len(self.ringer.running))
         self.notifier.stopping()
         self.bells.pause()
-        pending = set(self.running)
-        for retry in self.retrying.values():  # a slot being run again is waited for; not a wait
-            if retry not in pending:
-                retry.cancel()
+        self.ringer.stop()
+        pending = set(self.ringer.running)
         if not self.recovering.done():
             pending.add(self.recovering)
         if pending:

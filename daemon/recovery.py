@@ -1,4 +1,4 @@
-"""Recovery of the live daemon: abandoned claims, slots it slept through, and broken accounts.
+"""Recovery of the live daemon: abandoned claims, catch-up slots, and broken accounts.
 
 This module owns the rules a starting (and, every few minutes, a running) daemon applies so that no
 slot is ever silently absent (DESIGN §3):

@@ -2,22 +2,22 @@
 slots, interrupts and expired leases, with the questions recovery asks of them.
 
 Internal to `openbell.store`: `Ledger` is made of `Cycles` (with `Accounts` and `Orders`), each
-method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by
-its holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace);
-a slot that never ran is recorded `missed` directly, with its cause as the reason (one at a time, or
-many in one transaction, each only where the slot has no row). The unique (account, slot) key decides which
-of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with the
-same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
+method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by its
+holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace); a slot
+that never ran is recorded `missed` directly, with its cause as the reason (one at a time, or many
+in one transaction, each only where the slot has no row). The unique (account, slot) key decides
+which of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with
+the same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
 claims by renewing their lease while it runs them, and ends it at once when it gives them up;
 finishing a cycle on behalf of a holder (`held_by`) does nothing once the claim has passed to
 another run, and an interrupt is guarded the same way (an ended lease, or the caller's own claim),
 so two daemons never both act on one cycle. A claim made here also fences the cycle's other writes
 made through the same ledger (`LedgerTables._check_fences`): once the claim is lost they raise
-`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row;
-a new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not
-taken over once a later slot of its account has a cycle, and `claims_before` tells a claim's
-runner which earlier cycle to wait for. The hot-path statements (every slot of every account
-claims and finishes a cycle) are prebuilt Core statements.
+`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row; a
+new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not taken
+over once a later slot of its account has a cycle, and `claims_before` tells a claim's runner which
+earlier cycle to wait for. The hot-path statements (every slot of every account claims and finishes
+a cycle) are prebuilt Core statements.
 """
 
 from __future__ import annotations
@@ -383,6 +383,27 @@ class Cycles(LedgerTables):
         with self._engine.connect() as connection:
             return int(connection.execute(query).scalar_one())
 
+    def cycles_per_account(
+        self, account_ids: Collection[int], start_at: datetime, end_at: datetime
+    ) -> dict[int, int]:
+        """How many cycles each of `account_ids` has with a slot in `[start_at, end_at)` (an
+        account without any is left out): one indexed count, whatever the span."""
+        check_utc("start_at", start_at)
+        check_utc("end_at", end_at)
+        if not account_ids:
+            return {}
+        query = (
+            select(CYCLE_TABLE.c.account_id, func.count())
+            .where(
+                CYCLE_TABLE.c.account_id.in_(sorted(account_ids)),
+                CYCLE_TABLE.c.slot_at >= start_at,
+                CYCLE_TABLE.c.slot_at < end_at,
+            )
+            .group_by(CYCLE_TABLE.c.account_id)
+        )
+        with self._engine.connect() as connection:
+            return {account_id: int(count) for account_id, count in connection.execute(query)}
+
     def slots_with_cycles(
         self, account_ids: Collection[int], start_at: datetime, end_at: datetime
     ) -> set[tuple[int, datetime]]:
@@ -391,13 +412,13 @@ class Cycles(LedgerTables):
         check_utc("end_at", end_at)
         if not account_ids:
             return set()
-        query = select(col(CycleRow.account_id), col(CycleRow.slot_at)).where(
-            col(CycleRow.account_id).in_(sorted(account_ids)),
-            col(CycleRow.slot_at) >= start_at,
-            col(CycleRow.slot_at) < end_at,
+        query = select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at).where(
+            CYCLE_TABLE.c.account_id.in_(sorted(account_ids)),
+            CYCLE_TABLE.c.slot_at >= start_at,
+            CYCLE_TABLE.c.slot_at < end_at,
         )
-        with self._read() as session:
-            return {(account_id, slot_at) for account_id, slot_at in session.execute(query).all()}
+        with self._engine.connect() as connection:
+            return {(account_id, slot_at) for account_id, slot_at in connection.execute(query)}
 
     def last_slot(self, account_id: int, *, before: datetime | None = None) -> datetime | None:
         """The latest slot (before `before`, when given) of the account with a cycle row."""

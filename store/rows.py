@@ -1,14 +1,14 @@
 """Generic row helpers the store shares: assigned ids, the account row, the ledger's engine.
 
 Internal to `openbell.store`. `row_id` and `inserted_id` read the id the database gave a row,
-`get_account` loads (and locks, for a write) an account row, `dialect_insert` builds an insert that can
-take `ON CONFLICT` clauses. `LedgerTables` holds the engine and
-its `BEGIN IMMEDIATE` writer with their transactions: the base of the parts `Ledger` is made of
-(`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions the same
-way. It also holds the ledger's fences: the cycles it claimed, each with the run it claimed it for
-(`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows, the slot
-snapshot) checks in its transaction that the cycle is still `claimed` by that run
-(`_check_fences`, `check_fenced`), or raises `ClaimLost` and writes nothing.
+`get_account` loads (and locks, for a write) an account row, `dialect_insert` builds an insert that
+can take `ON CONFLICT` clauses. `LedgerTables` holds the engine and its `BEGIN IMMEDIATE` writer
+with their transactions: the base of the parts `Ledger` is made of (`accounts.py`, `cycles.py`,
+`orders.py`), so that each part opens its own transactions the same way. It also holds the ledger's
+fences: the cycles it claimed, each with the run it claimed it for (`cycles.py` sets and clears
+them); a write of such a cycle (an order, trace rows, the slot snapshot) checks in its transaction
+that the cycle is still `claimed` by that run (`_check_fences`, `check_fenced`), or raises
+`ClaimLost` and writes nothing.
 """
 
 from __future__ import annotations

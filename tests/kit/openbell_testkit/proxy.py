@@ -10,6 +10,7 @@ is `store_url` pointed at the proxy.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from types import TracebackType
@@ -132,8 +133,6 @@ class TcpProxy:
 
 def _close(*sockets: socket.socket) -> None:
     for sock in sockets:
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         sock.close()

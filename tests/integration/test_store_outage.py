@@ -64,7 +64,7 @@ def run_with_outage(
 ) -> datetime:
     """Run a daemon from 01:30 with the store cut from 01:52, across the 02:00 bell, until the
     daemon has logged `restore_after` for the bell and the clock shows `restore_at`; then until
-    its 03:00 bell has run. When the store came back, by the clock."""
+    every account has a finished cycle at the bell. When the store came back, by the clock."""
     with TcpProxy.to(url) as proxy:
         clock = ScaledClock(START_AT + timedelta(hours=1, minutes=30), speed=SPEED)
         with running(crypto_plan(proxy.url(url), grace=GRACE, lease_s=LEASE_S), clock):
@@ -77,8 +77,10 @@ def run_with_outage(
             sleep_until(clock, restore_at)
             restored_at = clock.now()
             proxy.restore()
-            wait_for_line(logs, "slot_finished", BELL + timedelta(hours=1))
-            sleep_until(clock, BELL + timedelta(hours=1, minutes=5))  # a sweep after it
+            deadline = time.monotonic() + WAIT_S
+            while len([row for row in at_bell(cycles(url), BELL) if row.status != "claimed"]) < 2:
+                assert time.monotonic() < deadline, f"the bell's cycles within {WAIT_S} s"
+                time.sleep(0.1)
     return restored_at
 
 
@@ -99,7 +101,6 @@ def test_postgres_back_inside_the_grace_runs_the_slot_late(pg_url: str) -> None:
     assert late["attempts"] > 1
     assert (restored_at - BELL).total_seconds() - 60 <= late["late_s"] <= GRACE.total_seconds()
     assert all(row.started_at is not None and row.started_at > BELL for row in bell), bell
-    assert {row.status for row in at_bell(rows, BELL + timedelta(hours=1))} == {"done"}
     assert verifies(url)
 
 
@@ -113,7 +114,6 @@ def test_postgres_away_past_the_grace_records_each_account_missed(pg_url: str) -
     bell = at_bell(rows, BELL)
     assert len(bell) == 2, rows
     assert {(row.status, row.reason) for row in bell} == {("missed", "store_unavailable")}
-    assert {row.status for row in at_bell(rows, BELL + timedelta(hours=1))} == {"done"}
     assert verifies(url)
 
 
@@ -127,7 +127,7 @@ PROPERTY_LEASE_S = 600.0
 #: machine holds the daemon up for a few tenths of a second, some clock minutes at this speed.
 MARGIN = timedelta(minutes=12)
 FIRST_BELL = START_AT + timedelta(hours=1)
-BELLS = 4
+BELLS = 5
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,11 @@ def expected(slot_at: datetime, outages: list[Outage]) -> str | None:
     return "done"
 
 
-@pytest.mark.parametrize("example", range(int(os.environ.get("OPENBELL_OUTAGE_EXAMPLES", "2"))))
+#: One daemon run (15 s) a test run by default; each draws new outages (its seed is in a failure).
+EXAMPLES = int(os.environ.get("OPENBELL_OUTAGE_EXAMPLES", "1"))
+
+
+@pytest.mark.parametrize("example", range(EXAMPLES))
 def test_no_slot_is_ever_without_a_row_over_random_outages(
     pg_server: PgServer, example: int
 ) -> None:

@@ -121,11 +121,6 @@ class HoleSweep:
         # The slots behind each mark, for the deep check.
         self._slots: dict[str, list[datetime]] = {market: [] for market in self._markets}
 
-    def mark(self, market: str) -> datetime | None:
-        """The instant the sweep has checked `market` up to, or None for a market without
-        accounts."""
-        return self._marks.get(market)
-
     def sweep(self, now: datetime, cause_of: CauseOf, paused: Collection[int]) -> dict[str, int]:
         """Record the holes of the slots whose grace ended since the last sweep (at the first,
         in the whole watched history); how many were recorded, per market."""

@@ -3,7 +3,7 @@ every write across a bell (the process may write no byte to any file: `RLIMIT_FS
 running daemon) and the daemon frozen with SIGSTOP across several bells. Each bell leaves its
 rows: a slot whose store comes back inside the grace runs late and is done, one whose store stays
 away past it is `missed` (`store_unavailable`) for every account, and each bell slept through in
-a stall is `missed` (`daemon_stalled`)."""
+a stall is `missed` (`daemon_stalled`), on SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openbell.markets.slots import slots_between
 from openbell_testkit.cli import CRYPTO_1H, Daemon, cycle_rows
 from openbell_testkit.cli import assert_ledger_verifies as assert_verifies
+from openbell_testkit.live import cycles, verifies
 
 CRYPTO_HOURLY = f"""
 [store]
-url = "sqlite:///var/openbell.db"
+url = "{{url}}"
 
 [markets.crypto]
 universe = "crypto10"
@@ -46,8 +49,12 @@ BELL = MONDAY + timedelta(hours=2)
 GRACE = timedelta(minutes=15)  # the hourly cadence's default
 
 
-def start(tmp_path: Path, start_at: datetime, speed: float) -> Daemon:
-    (tmp_path / "openbell.toml").write_text(CRYPTO_HOURLY, encoding="utf-8")
+SQLITE_URL = "sqlite:///var/openbell.db"
+
+
+def start(tmp_path: Path, start_at: datetime, speed: float, url: str = SQLITE_URL) -> Daemon:
+    config = CRYPTO_HOURLY.replace("{url}", url)
+    (tmp_path / "openbell.toml").write_text(config, encoding="utf-8")
     fake_clock = f"{start_at.isoformat().replace('+00:00', 'Z')}:{speed:g}"
     args = ("--fake-clock", fake_clock, "--lease-s", "1800", "--heartbeat-s", "0.1")
     return Daemon(tmp_path, *args, stop_within_s=30)
@@ -123,31 +130,44 @@ def test_sqlite_writes_refused_past_the_grace_leave_each_account_missed(tmp_path
     assert_verifies(tmp_path)
 
 
-def test_a_daemon_stopped_across_three_bells_records_each_missed(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_daemon_stopped_across_three_bells_records_each_missed(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = SQLITE_URL if backend == "sqlite" else request.getfixturevalue("pg_url")
     speed = 3600.0  # an hourly bell every real second
-    with start(tmp_path, MONDAY + timedelta(minutes=50), speed) as daemon:
+    with start(tmp_path, MONDAY + timedelta(minutes=50), speed, url) as daemon:
         clock = daemon_clock(daemon, speed)
-        sleep_until(clock, MONDAY + timedelta(hours=1, minutes=20), speed)
+        # The first bell at least five minutes after the daemon is up (start-up takes a while).
+        up_at = clock() + timedelta(minutes=5)
+        first = up_at.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        sleep_until(clock, first + timedelta(minutes=20), speed)
         daemon.process.send_signal(signal.SIGSTOP)
         time.sleep(timedelta(hours=3, minutes=20).total_seconds() / speed)
         daemon.process.send_signal(signal.SIGCONT)
-        sleep_until(clock, MONDAY + timedelta(hours=5, minutes=50), speed)
+        sleep_until(clock, first + timedelta(hours=4, minutes=50), speed)
         code, _elapsed_s, stderr = daemon.stop(signal.SIGTERM)
     assert code == 0, stderr
-    rows = cycle_rows(tmp_path)
+    ledger_url = url if backend == "postgres" else f"sqlite:///{tmp_path / 'var' / 'openbell.db'}"
+    rows = cycles(ledger_url)
     assert max(Counter((row.account_id, row.slot_at) for row in rows).values()) == 1
     accounts = {row.account_id for row in rows}
     assert len(accounts) == 2
-    first, last = MONDAY + timedelta(hours=1), MONDAY + timedelta(hours=5)
+    last = first + timedelta(hours=4)
     for slot_at in slots_between("crypto", "hourly", first, last + timedelta(minutes=1)):
         found = [row for row in rows if row.slot_at == slot_at]
         assert {row.account_id for row in found} == accounts, (slot_at, found)
     stalled = {
         (row.slot_at, row.status, row.reason)
         for row in rows
-        if MONDAY + timedelta(hours=2) <= row.slot_at < last
+        if first + timedelta(hours=1) <= row.slot_at < last
     }
     assert stalled == {
-        (MONDAY + timedelta(hours=hour), "missed", "daemon_stalled") for hour in (2, 3, 4)
+        (first + timedelta(hours=hours), "missed", "daemon_stalled") for hours in (1, 2, 3)
     }, rows
-    assert_verifies(tmp_path)
+    if backend == "sqlite":
+        assert_verifies(tmp_path)
+    else:
+        assert verifies(url)

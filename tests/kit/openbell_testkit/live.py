@@ -131,11 +131,12 @@ def sleep_until(clock: ScaledClock, at: datetime) -> None:
     time.sleep(max(0.0, (at - clock.now()).total_seconds() / clock.speed))
 
 
-def wait_for_start(store_url: str, timeout_s: float = 60) -> None:
-    """Wait until a daemon on `store_url` has recorded its start (it rings from then on)."""
+def wait_for_start(store_url: str, timeout_s: float = 60, *, runs: int = 1) -> None:
+    """Wait until the ledger on `store_url` has `runs` daemon starts recorded (a daemon rings
+    from the moment it records its own)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if query(store_url, "SELECT count(*) FROM daemon_run")[0][0]:
+        if query(store_url, "SELECT count(*) FROM daemon_run")[0][0] >= runs:
             return
         time.sleep(0.02)
     raise AssertionError(f"no daemon started within {timeout_s} s")

@@ -18,14 +18,15 @@ itself is drawn in `openbell.markets.errors`. What each action means:
 - `STOP`: the error is raised out of the stage: the slot stops and releases the claims it had not
   finished; a replay stops with the error (`openbell: error: ...`), the live daemon logs
   `slot_failed` and goes on ringing, and the next claim sweep completes the released cycles while
-  their grace lasts.
+  their grace lasts. A slot stopped because the store is unavailable (`store_unavailable`) is run
+  again, live, while its grace lasts: its claims may not have been written at all.
 """
 
 from __future__ import annotations
 
 import enum
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from openbell.markets.errors import NotServed, OperatorError, TransientError
 
@@ -70,3 +71,13 @@ def action_for(stage: Stage, exc: Exception) -> Action:
     if isinstance(exc, OperatorError):
         return Action.PAUSE if stage is Stage.DECIDE else Action.STOP
     return Action.FAIL
+
+
+def store_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the store cannot be used now, rather than that a statement is wrong: a
+    connection that cannot be made or was lost (Postgres stopped, restarting, out of reach), a
+    SQLite file that is full, locked or cannot be written (`OperationalError`, `InterfaceError`,
+    or any database error that invalidated its connection). Asking again later may succeed."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated

@@ -3,21 +3,27 @@
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
 pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims, catch-up
-slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when none can
-ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the market's
-unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to record the
-bars and news it reads in the store's cache and to remember the prices orders fill at. Claims are
-leased for the plan's `lease_s` (a minute) and renewed three times a lease while their cycles run; a
-sweep every half lease repeats the claim recovery, so that a peer completes the cycles of a daemon
-that died or froze, and this daemon those of its own slots that failed (which release their claims),
-while their grace lasts. Systemd hears READY, a WATCHDOG ping only while the loop ticks, and
-STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves `/healthz` and `/metrics`,
-the routes the plan's `web` factory builds (API, pages) and `/mcp` for its outside agents
-(`mcp_http.py`; on a free loopback port when the plan has no `[http]`); it closes after the cycles
-have stopped. The daemon does not touch signals: its caller records SIGINT and SIGTERM in the
-`StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings ends start-up
-at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included), it stops
-ringing, lets running cycles finish for `stop_grace_s`, cancels the rest and marks this run's
+slots; `holes.py`: missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
+none can ring), and then rings (`scheduler.Bells`). Each bell runs its slot through `SlotRinger`
+(`ringing.py`: `CycleRunner.run_slot` for the market's unpaused accounts, run again while its grace
+lasts when the store is away); every source is wrapped to retry within the slot's grace and, live,
+to record the bars and news it reads in the store's cache and to remember the prices orders fill
+at. Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
+their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes the
+cycles of a daemon that died or froze, and this daemon those of its own slots that failed (which
+release their claims), while their grace lasts, and records `missed`, with their cause, the slots
+of the watched history that have no cycle once their grace has ended (a store away past the grace,
+a daemon frozen across bells or down; start-up's sweep looks at the whole watched history, later
+ones at what is new, and every half hour a deep check behind). A store that is away at start-up
+delays the start-up recovery, which is tried again, and does not stop the daemon. Systemd hears
+READY, a WATCHDOG ping only while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on
+loopback by default) serves `/healthz` and `/metrics`, the routes the plan's `web` factory builds
+(API, pages) and `/mcp` for its outside agents (`mcp_http.py`; on a free loopback port when the plan
+has no `[http]`); it closes after the cycles have stopped. The daemon does not touch signals: its
+caller records SIGINT and SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop
+requested before the daemon rings ends start-up at the next checkpoint (`StartupStopped`); once it
+rings (start-up recovery included), it stops ringing, lets running cycles finish for
+`stop_grace_s`, cancels the rest (and the slots waiting to be run again) and marks this run's
 unfinished claims `interrupted`.
 """
 
@@ -28,29 +34,30 @@ import os
 import socket
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 import structlog
 from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
-from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
+from openbell.daemon.error_policy import store_unavailable
 from openbell.daemon.health import HealthBoard
+from openbell.daemon.holes import Causes, HoleSweep, MissedCause, WatchedMarket
 from openbell.daemon.http import HttpServer, WebParts, health_routes, is_loopback, serve_http
 from openbell.daemon.locks import DaemonLock
 from openbell.daemon.mcp_http import MCP_PATH, mcp_parts
 from openbell.daemon.plan import LivePlan, MarketPlan, build_desks, outside_hub
 from openbell.daemon.recovery import (
-    backfill_missed,
     catch_up_slots,
     interrupt_abandoned,
     pause_broken_accounts,
     split_abandoned,
 )
-from openbell.daemon.runner import CycleRunner, claim_order
+from openbell.daemon.ringing import Backoff, SlotRinger, first_line
+from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
@@ -67,6 +74,8 @@ SWEEP_S = 300.0
 #: Under a fast test clock, sweeps (real seconds apart) are no closer than this.
 MIN_SWEEP_S = 0.5
 TICK_S = 1.0
+#: How often (clock seconds) the sweep also looks behind its mark for rows gone (`holes.py`).
+DEEP_SWEEP_S = 1800.0
 #: How often the loop looks at the stop request, in seconds.
 POLL_S = 0.1
 
@@ -114,11 +123,9 @@ class _Daemon:
         self.notifier = notifier
         self.ledger = Ledger(engine)
         self.run_id = plan.run_id or new_run_id()
-        self.running: set[asyncio.Task[Any]] = set()
         # Clock seconds per real second: leases are in clock time, waits in real time.
         self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
-        self.stopping = False
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -163,6 +170,9 @@ class _Daemon:
         stop.checkpoint("ledger verify")
         # From here on a stop is an orderly one (the loop below sees it at once).
         since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
+        self.holes = HoleSweep(
+            self.ledger, [self._watched(market, since[market.market]) for market in markets]
+        )
         self.board = HealthBoard(
             {m.market: replace(m.watch, since=since[m.market]) for m in markets},
             lambda name, at: self.specs[name].latest_slot(at),
@@ -182,10 +192,21 @@ class _Daemon:
                 agents=sorted({a.name for m in self.plan.markets for a in m.agents}),
                 now_at=now,
             )
+            self.causes = Causes({m.market: m.bell.grace for m in markets})
+            self.ringer = SlotRinger(
+                runner=self.runner,
+                ledger=self.ledger,
+                accounts=self.accounts,
+                specs=self.specs,
+                clock=self.clock,
+                board=self.board,
+                causes=self.causes,
+                run_id=self.run_id,
+            )
             self.bells = Bells(
                 clock=self.clock,
                 bells=[m.bell for m in markets],
-                on_slot=self._on_slot,
+                on_slot=self.ringer.ring,
                 on_close=self._on_close,
                 on_missed=self._on_missed,
                 on_horizon_check=self._check_horizons,
@@ -201,7 +222,9 @@ class _Daemon:
             # Recover after the bells run, so that no slot falls between the two: a slot before
             # `now` is caught up (or recorded missed) by this task, one after it rings. Its cycles
             # are cycles like any other: the daemon is ready, and a stop is an orderly one.
-            self.recovering = loop.create_task(self._recover(self.clock.now()))
+            ringing_at = self.clock.now()
+            self.causes.started(ringing_at)
+            self.recovering = loop.create_task(self._start_recovery(ringing_at))
             self.notifier.ready(f"ringing {', '.join(self.bells.markets)}")
             background = [
                 loop.create_task(self._tick()),
@@ -256,46 +279,24 @@ class _Daemon:
             log.info("mcp_listening", url=hub.mcp_url)
         return server
 
+    def _watched(self, market: MarketPlan, since: datetime) -> WatchedMarket:
+        """The market's watched history: each account's from the later of the market's first
+        watch (`since`) and the account's opening."""
+        return WatchedMarket(
+            market=market.market,
+            cadence=market.cadence,
+            grace=market.bell.grace,
+            slot_times=market.slot_times,
+            accounts={
+                account_id: max(since, self.ledger.account_opened_at(account_id))
+                for account_id, _ in self.accounts[market.market]
+            },
+        )
+
     # -- ringing ---------------------------------------------------------------------------
 
-    def _unpaused(self, market: str) -> list[tuple[int, Agent]]:
-        opened = self.accounts[market]
-        # Paused in the ledger (its verification failed), or by this run (`Action.PAUSE`).
-        paused = self.ledger.paused([account_id for account_id, _ in opened]) | set(
-            self.runner.paused
-        )
-        return [(account_id, agent) for account_id, agent in opened if account_id not in paused]
-
-    async def _on_slot(self, market: str, slot_at: datetime) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self.running.add(task)
-        started_s = time.monotonic()
-        try:
-            accounts = claim_order(self._unpaused(market), self.run_id, slot_at)
-            report = await self.runner.run_slot(market, slot_at, accounts, self.clock.now())
-            self.board.slot_finished(
-                report, rejections=report.rejections, latency_s=time.monotonic() - started_s
-            )
-            log.info(
-                "slot_finished",
-                market=market,
-                slot_at=slot_at,
-                done=report.count(CycleStatus.DONE),
-                failed=report.count(CycleStatus.FAILED),
-                skipped=report.count(CycleStatus.SKIPPED),
-                not_run=report.count(None),
-                fills=report.fills,
-                next_bell_at=self.specs[market].next_slot(self.clock.now()),
-            )
-        except Exception:  # one bad slot never kills the loop; the claim sweep cleans up
-            log.exception("slot_failed", market=market, slot_at=slot_at)
-        finally:
-            if task is not None:
-                self.running.discard(task)
-
     async def _on_close(self, market: str, close_at: datetime) -> None:
-        ids = [account_id for account_id, _ in self._unpaused(market)]
+        ids = [account_id for account_id, _ in self.ringer.unpaused(market)]
         try:
             written = await self.runner.write_close_snapshots(market, close_at, ids)
             log.info("close_snapshots_written", market=market, close_at=close_at, count=written)
@@ -303,13 +304,11 @@ class _Daemon:
             log.exception("close_snapshots_failed", market=market, close_at=close_at)
 
     async def _on_missed(self, market: str, slot_at: datetime) -> None:
-        now = self.clock.now()
-        recorded = 0
-        for account_id, _agent in self._unpaused(market):
-            if self.ledger.record_missed(account_id, slot_at, now, reason="bell_missed"):
-                recorded += 1
+        """A bell APScheduler did not ring in its grace: record each account's cycle `missed`."""
+        recorded = self.holes.record_slot(
+            market, slot_at, self.clock.now(), self.causes.of, self.ringer.paused_accounts()
+        )
         self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
-        log.warning("cycles_missed", market=market, slot_at=slot_at, count=recorded)
 
     def _check_horizons(self) -> None:
         now = self.clock.now()
@@ -318,7 +317,10 @@ class _Daemon:
 
     # -- recovery --------------------------------------------------------------------------
 
-    async def _recover(self, now: datetime, *, startup: bool = True) -> None:
+    async def _recover(self, now: datetime, *, startup: bool = True, deep: bool = False) -> None:
+        """Recover abandoned claims (completed while their grace lasts, `interrupted` after),
+        record `missed` the holes whose grace has ended (`deep`: also behind the sweep's mark),
+        and, at start-up, ring the slots whose grace is still open."""
         grace_of = {
             account_id: self.grace[market]
             for market, opened in self.accounts.items()
@@ -331,6 +333,7 @@ class _Daemon:
         marked = interrupt_abandoned(self.ledger, past, now)
         if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
+        due: list[tuple[str, datetime]] = []
         for market, spec in self.specs.items():
             ids = {account_id for account_id, _ in self.accounts[market]}
             slots = {claim.slot_at for claim in current if claim.account_id in ids}
@@ -338,30 +341,67 @@ class _Daemon:
                 slots |= set(
                     catch_up_slots(market, spec.cadence, spec.slot_times, spec.bell.grace, now)
                 )
-                backfill_missed(
-                    self.ledger,
-                    market=market,
-                    cadence=spec.cadence,
-                    slot_times=spec.slot_times,
-                    grace=spec.bell.grace,
-                    account_ids=[account_id for account_id, _ in self._unpaused(market)],
-                    now=now,
+            due += [(market, slot_at) for slot_at in sorted(slots) if spec.is_slot(slot_at)]
+        self._sweep_holes(now, deep=deep)
+        for market, slot_at in due:
+            log.info("slot_recovered", market=market, slot_at=slot_at)
+            await self.ringer.ring(market, slot_at)
+
+    async def _start_recovery(self, now: datetime) -> None:
+        """The start-up recovery (`_recover`). A store that is away delays it, and does not stop
+        the daemon: it is tried again, backing off, and the slots it would have caught up are put
+        down to the store if their grace ends meanwhile. Any other failure stops the daemon."""
+        backoff = Backoff(self.speed)
+        while True:
+            try:
+                await self._recover(now)
+                return
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    raise
+                log.warning(
+                    "recovery_failed",
+                    cause=MissedCause.STORE_UNAVAILABLE.value,
+                    error_class=type(exc).__name__,
+                    error_message=first_line(exc),
                 )
-            for slot_at in sorted(slots):
-                if spec.is_slot(slot_at):
-                    log.info("slot_recovered", market=market, slot_at=slot_at)
-                    await self._on_slot(market, slot_at)
+            for market, spec in self.specs.items():
+                for slot_at in catch_up_slots(
+                    market, spec.cadence, spec.slot_times, spec.bell.grace, now
+                ):
+                    self.causes.failed(market, slot_at, MissedCause.STORE_UNAVAILABLE)
+            await asyncio.sleep(backoff.wait_s())
+            now = self.clock.now()
+
+    def _sweep_holes(self, now: datetime, *, deep: bool) -> None:
+        """Record `missed`, with their cause, the holes of the watched history (`holes.py`)."""
+        recorded = Counter(self.holes.sweep(now, self.causes.of, self.ringer.paused_accounts()))
+        if deep:
+            recorded.update(self.holes.deep_check(now))
+        for market, count in recorded.items():
+            self.board.cycles_marked(market, CycleStatus.MISSED, count)
 
     async def _sweep_loop(self) -> None:
         """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
         abandoned by a dead or stuck holder is completed soon after its lease ends."""
         every_s = max(min(SWEEP_S, self.plan.lease_s / 2) / self.speed, MIN_SWEEP_S)
+        deep_every_s = max(DEEP_SWEEP_S / self.speed, 2 * MIN_SWEEP_S)
+        deep_at_s = time.monotonic() + deep_every_s
         while True:
             await asyncio.sleep(every_s)
+            deep = time.monotonic() >= deep_at_s
             try:
-                await self._recover(self.clock.now(), startup=False)
-            except Exception:
-                log.exception("sweep_failed")
+                await self._recover(self.clock.now(), startup=False, deep=deep)
+            except Exception as exc:
+                if store_unavailable(exc):  # the store is away: the next sweep tries again
+                    log.warning(
+                        "sweep_failed", error_class=type(exc).__name__, cause="store_unavailable"
+                    )
+                else:
+                    log.exception("sweep_failed")
+                continue
+            if deep:
+                deep_at_s = time.monotonic() + deep_every_s
 
     async def _renew_loop(self) -> None:
         """Renew the lease of the claims being run three times a lease; a renewal that fails
@@ -401,10 +441,11 @@ class _Daemon:
     # -- stopping --------------------------------------------------------------------------
 
     async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
-        log.info("daemon_stopping", reason=reason, running=len(self.running))
+        log.info("daemon_stopping", reason=reason, running=len(self.ringer.running))
         self.notifier.stopping()
         self.bells.pause()
-        pending = set(self.running)
+        self.ringer.stop()
+        pending = set(self.ringer.running)
         if not self.recovering.done():
             pending.add(self.recovering)
         if pending:

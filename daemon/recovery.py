@@ -1,4 +1,4 @@
-"""Recovery of the live daemon: abandoned claims, slots it slept through, and broken accounts.
+"""Recovery of the live daemon: abandoned claims, catch-up slots, and broken accounts.
 
 This module owns the rules a starting (and, every few minutes, a running) daemon applies so that no
 slot is ever silently absent (DESIGN §3):
@@ -9,9 +9,9 @@ slot is ever silently absent (DESIGN §3):
   once it is closed;
 - a slot whose grace window is still open and that this daemon did not ring (it was starting) is
   rung now (`catch_up_slots`);
-- a slot whose grace window closed while no daemon ran becomes a `missed` cycle for every account
-  enrolled then (`backfill_missed`), looking back to the account's last cycle older than the
-  grace window (at most `MAX_BACKFILL`);
+- a slot whose grace window closed without a cycle row, anywhere in the watched history (no
+  daemon ran, the store was away, the daemon was frozen), becomes a `missed` cycle with its cause
+  for every account enrolled then (`holes.py`, swept at start-up and every half lease);
 - an account whose ledger fails `verify_ledger` is paused (`account_paused`); the others go on.
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Final
 
 import structlog
 from sqlalchemy import Engine
@@ -31,9 +30,6 @@ from openbell.store.records import CycleRecord
 from openbell.store.verify import verify_ledger
 
 log = structlog.stdlib.get_logger(__name__)
-
-#: How far back start-up records missed slots of an account with an older last cycle.
-MAX_BACKFILL: Final = timedelta(days=14)
 
 
 def pause_broken_accounts(engine: Engine, ledger: Ledger) -> set[int]:
@@ -90,37 +86,3 @@ def catch_up_slots(
         )
     except CalendarOutOfRange:
         return []
-
-
-def backfill_missed(
-    ledger: Ledger,
-    *,
-    market: str,
-    cadence: str,
-    slot_times: tuple[str, ...] | None,
-    grace: timedelta,
-    account_ids: Sequence[int],
-    now: datetime,
-) -> int:
-    """Record `missed` cycles for the slots whose grace closed while no daemon ran them."""
-    end_at = now - grace
-    recorded = 0
-    for account_id in account_ids:
-        last = ledger.last_slot(account_id, before=end_at)
-        start_at = ledger.account_opened_at(account_id) if last is None else last
-        start_at = max(start_at + timedelta(microseconds=1), now - MAX_BACKFILL)
-        if start_at >= end_at:
-            continue
-        try:
-            slots = slots_between(market, cadence, start_at, end_at, slot_times=slot_times)
-        except CalendarOutOfRange:
-            continue
-        taken = ledger.slots_with_cycles([account_id], start_at, end_at)
-        for slot_at in slots:
-            if (account_id, slot_at) not in taken and ledger.record_missed(
-                account_id, slot_at, now
-            ):
-                recorded += 1
-    if recorded:
-        log.warning("cycles_missed", market=market, count=recorded, reason="daemon_down")
-    return recorded

@@ -2,26 +2,27 @@
 slots, interrupts and expired leases, with the questions recovery asks of them.
 
 Internal to `openbell.store`: `Ledger` is made of `Cycles` (with `Accounts` and `Orders`), each
-method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by
-its holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace);
-a slot that never ran is recorded `missed` directly. The unique (account, slot) key decides which
-of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with the
-same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
+method one transaction. A cycle row goes `claimed` -> `done` | `failed` | `skipped` (finished by its
+holder) or `interrupted` (a stopping daemon's own claim, or an abandoned one past its grace); a slot
+that never ran is recorded `missed` directly, with its cause as the reason (one at a time, or many
+in one transaction, each only where the slot has no row). The unique (account, slot) key decides
+which of two claimants wins; a claim still `claimed` after its lease is anyone's to take over, with
+the same id, so the orders it recorded stay single under their idempotency keys. A holder keeps its
 claims by renewing their lease while it runs them, and ends it at once when it gives them up;
 finishing a cycle on behalf of a holder (`held_by`) does nothing once the claim has passed to
 another run, and an interrupt is guarded the same way (an ended lease, or the caller's own claim),
 so two daemons never both act on one cycle. A claim made here also fences the cycle's other writes
 made through the same ledger (`LedgerTables._check_fences`): once the claim is lost they raise
-`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row;
-a new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not
-taken over once a later slot of its account has a cycle, and `claims_before` tells a claim's
-runner which earlier cycle to wait for. The hot-path statements (every slot of every account
-claims and finishes a cycle) are prebuilt Core statements.
+`ClaimLost` and write nothing. An account's cycles never overlap: its claims lock its account row; a
+new claim marks `interrupted` its earlier claims whose lease ended, an abandoned claim is not taken
+over once a later slot of its account has a cycle, and `claims_before` tells a claim's runner which
+earlier cycle to wait for. The hot-path statements (every slot of every account claims and finishes
+a cycle) are prebuilt Core statements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -30,8 +31,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
-from openbell.store.records import CycleRecord, CycleStatus
-from openbell.store.rows import LedgerTables, inserted_id, row_id
+from openbell.store.records import CycleRecord, CycleStatus, MissedSlot
+from openbell.store.rows import LedgerTables, dialect_insert, inserted_id, row_id
 from openbell.store.tables import ACCOUNT_TABLE, CYCLE_TABLE, CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
@@ -244,6 +245,38 @@ class Cycles(LedgerTables):
                 raise
             return None
 
+    def record_missed_many(self, missed: Sequence[MissedSlot], now: datetime) -> int:
+        """Record `missed` cycles for the slots of `missed` that have no row yet, in one
+        transaction; how many were recorded. A slot with a row (claimed, finished or missed
+        before) keeps it: a slot is recorded once, whoever else records it meanwhile."""
+        check_utc("now", now)
+        rows = [
+            {
+                "account_id": slot.account_id,
+                "slot_at": slot.slot_at,
+                "status": CycleStatus.MISSED.value,
+                "claimed_by": "",
+                "lease_until": now,
+                "started_at": now,
+                "finished_at": now,
+                "reason": slot.reason,
+            }
+            for slot in missed
+        ]
+        recorded = 0
+        with self._writer.begin() as connection:
+            for start in range(0, len(rows), _MISSED_CHUNK):
+                insert = dialect_insert(connection, CYCLE_TABLE).values(
+                    rows[start : start + _MISSED_CHUNK]
+                )
+                done = connection.execute(
+                    insert.on_conflict_do_nothing(
+                        index_elements=[CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at]
+                    ).returning(CYCLE_TABLE.c.id)
+                )
+                recorded += len(done.all())
+        return recorded
+
     def finish_cycle(
         self,
         cycle_id: int,
@@ -350,6 +383,27 @@ class Cycles(LedgerTables):
         with self._engine.connect() as connection:
             return int(connection.execute(query).scalar_one())
 
+    def cycles_per_account(
+        self, account_ids: Collection[int], start_at: datetime, end_at: datetime
+    ) -> dict[int, int]:
+        """How many cycles each of `account_ids` has with a slot in `[start_at, end_at)` (an
+        account without any is left out): one indexed count, whatever the span."""
+        check_utc("start_at", start_at)
+        check_utc("end_at", end_at)
+        if not account_ids:
+            return {}
+        query = (
+            select(CYCLE_TABLE.c.account_id, func.count())
+            .where(
+                CYCLE_TABLE.c.account_id.in_(sorted(account_ids)),
+                CYCLE_TABLE.c.slot_at >= start_at,
+                CYCLE_TABLE.c.slot_at < end_at,
+            )
+            .group_by(CYCLE_TABLE.c.account_id)
+        )
+        with self._engine.connect() as connection:
+            return {account_id: int(count) for account_id, count in connection.execute(query)}
+
     def slots_with_cycles(
         self, account_ids: Collection[int], start_at: datetime, end_at: datetime
     ) -> set[tuple[int, datetime]]:
@@ -358,13 +412,13 @@ class Cycles(LedgerTables):
         check_utc("end_at", end_at)
         if not account_ids:
             return set()
-        query = select(col(CycleRow.account_id), col(CycleRow.slot_at)).where(
-            col(CycleRow.account_id).in_(sorted(account_ids)),
-            col(CycleRow.slot_at) >= start_at,
-            col(CycleRow.slot_at) < end_at,
+        query = select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at).where(
+            CYCLE_TABLE.c.account_id.in_(sorted(account_ids)),
+            CYCLE_TABLE.c.slot_at >= start_at,
+            CYCLE_TABLE.c.slot_at < end_at,
         )
-        with self._read() as session:
-            return {(account_id, slot_at) for account_id, slot_at in session.execute(query).all()}
+        with self._engine.connect() as connection:
+            return {(account_id, slot_at) for account_id, slot_at in connection.execute(query)}
 
     def last_slot(self, account_id: int, *, before: datetime | None = None) -> datetime | None:
         """The latest slot (before `before`, when given) of the account with a cycle row."""
@@ -415,6 +469,8 @@ def _set_lease(
 
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
+#: Missed cycles per insert statement (8 parameters each, far below either database's limit).
+_MISSED_CHUNK: Final = 500
 _LATER: Final = CYCLE_TABLE.alias("later")
 _TAKE_EXPIRED: Final = (
     update(CYCLE_TABLE)

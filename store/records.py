@@ -56,6 +56,20 @@ class CycleRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MissedSlot:
+    """A slot an account never ran, to be recorded `missed` with `reason` (its cause)."""
+
+    account_id: int
+    slot_at: datetime
+    reason: str
+
+    def __post_init__(self) -> None:
+        check_utc("slot_at", self.slot_at)
+        if not self.reason:
+            raise ValueError("a missed slot needs its cause")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedOrder:
     """An order as the ledger holds it, with its outcome.
 

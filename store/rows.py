@@ -1,13 +1,14 @@
 """Generic row helpers the store shares: assigned ids, the account row, the ledger's engine.
 
 Internal to `openbell.store`. `row_id` and `inserted_id` read the id the database gave a row,
-`get_account` loads (and locks, for a write) an account row. `LedgerTables` holds the engine and
-its `BEGIN IMMEDIATE` writer with their transactions: the base of the parts `Ledger` is made of
-(`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions the same
-way. It also holds the ledger's fences: the cycles it claimed, each with the run it claimed it for
-(`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows, the slot
-snapshot) checks in its transaction that the cycle is still `claimed` by that run
-(`_check_fences`, `check_fenced`), or raises `ClaimLost` and writes nothing.
+`get_account` loads (and locks, for a write) an account row, `dialect_insert` builds an insert that
+can take `ON CONFLICT` clauses. `LedgerTables` holds the engine and its `BEGIN IMMEDIATE` writer
+with their transactions: the base of the parts `Ledger` is made of (`accounts.py`, `cycles.py`,
+`orders.py`), so that each part opens its own transactions the same way. It also holds the ledger's
+fences: the cycles it claimed, each with the run it claimed it for (`cycles.py` sets and clears
+them); a write of such a cycle (an order, trace rows, the slot snapshot) checks in its transaction
+that the cycle is still `claimed` by that run (`_check_fences`, `check_fenced`), or raises
+`ClaimLost` and writes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from sqlalchemy import Connection, CursorResult, Engine, bindparam, select
+from sqlalchemy import Connection, CursorResult, Engine, Table, bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from openbell.markets.errors import ClaimLost
@@ -36,6 +38,14 @@ def inserted_id(result: CursorResult[Any]) -> int:
     """The id the database assigned to the row a Core single-row insert wrote."""
     inserted = result.inserted_primary_key
     return row_id(None if inserted is None else inserted[0])
+
+
+def dialect_insert(connection: Connection, table: Table) -> sqlite.Insert | postgresql.Insert:
+    """An insert into `table` in the connection's dialect, which can take `ON CONFLICT` clauses
+    (the store runs on SQLite and Postgres only)."""
+    if connection.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
 
 
 def get_account(session: Session, account_id: int, *, lock: bool = False) -> AccountRow:

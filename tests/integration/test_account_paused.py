@@ -163,7 +163,18 @@ def test_a_rejected_key_pauses_its_account_live_and_the_daemon_goes_on(sqlite_ur
         target = START_AT + timedelta(hours=3.2)
         time.sleep(max(0.0, (target - clock.now()).total_seconds() / clock.speed))
     found = cycles_by_agent(url)
-    assert found["locked-out"] == [("failed", "LlmAuthError")]
+    # Its later slots are not run: once their grace ends, each is recorded missed, paused.
+    first, *later = found["locked-out"]
+    assert first == ("failed", "LlmAuthError")
+    assert later
+    assert set(later) == {("missed", None)}
+    reasons = query(
+        url,
+        "SELECT DISTINCT cycle.reason FROM cycle JOIN account ON account.id = cycle.account_id "
+        "JOIN agent ON agent.id = account.agent_id "
+        "WHERE agent.name = 'locked-out' AND cycle.status = 'missed'",
+    )
+    assert [reason for (reason,) in reasons] == ["account_paused"]
     statuses = Counter(status for status, _ in found["buy-and-hold"])
     assert statuses["done"] >= 3
     assert set(statuses) <= {"done", "interrupted"}

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from sqlalchemy import Engine, func, select
 
 from openbell.store.ledger import Ledger
-from openbell.store.records import CycleStatus, SnapshotKind
+from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind
 from openbell.store.tables import NavSnapshotRow
 from openbell_testkit.store import NOW, fill_for, make_order
 
@@ -144,6 +145,29 @@ def test_record_missed_once_and_never_over_a_claim(ledger: Ledger) -> None:
     claimed = ledger.claim_cycle(account_id, slot, "run", slot + timedelta(minutes=5), slot)
     assert claimed is not None
     assert ledger.record_missed(account_id, slot, slot + timedelta(hours=2)) is None
+
+
+def test_missed_slots_are_recorded_in_one_go_where_the_slot_has_no_row(ledger: Ledger) -> None:
+    first, second = _cash_account(ledger), _cash_account(ledger, name="other")
+    slots = [T0 + timedelta(hours=hour) for hour in range(3)]
+    claimed = ledger.claim_cycle(first, slots[1], "run", slots[1] + timedelta(minutes=5), slots[1])
+    assert claimed is not None
+    missed = [
+        MissedSlot(account_id=account_id, slot_at=slot_at, reason="daemon_stalled")
+        for account_id in (first, second)
+        for slot_at in slots
+    ]
+    now = T0 + timedelta(hours=4)
+    assert ledger.record_missed_many(missed, now) == 5  # not over the claim
+    assert ledger.record_missed_many(missed, now) == 0  # a slot is recorded once
+    found = ledger.find_cycle(first, slots[1])
+    assert found is not None
+    assert (found.cycle_id, found.status) == (claimed, CycleStatus.CLAIMED)
+    assert ledger.cycles_per_account([first, second], T0, slots[2]) == {first: 2, second: 2}
+    assert ledger.cycles_per_account([first], slots[2], now) == {first: 1}
+    assert ledger.cycles_per_account([first], now, now + timedelta(hours=1)) == {}
+    with pytest.raises(ValueError, match="cause"):
+        MissedSlot(account_id=first, slot_at=T0, reason="")
 
 
 def test_interrupt_only_expired_or_own_claims(ledger: Ledger) -> None:

@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from openbell.daemon.clock import ScaledClock
 from openbell.store import tables
+from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
@@ -46,9 +47,11 @@ def test_restart_after_a_crash_recovers_every_slot(
     engine = make_engine(url)
     ledger = Ledger(engine)
     first, second = open_accounts(engine)
+    DaemonRuns(engine).record_start(DEAD_RUN, ["crypto"], START_AT - timedelta(hours=6))
     restart_at = START_AT + timedelta(hours=3, minutes=10)
-    # The dead daemon finished 00:00, died inside 01:00 (past its grace at restart) and inside
-    # 03:00 (in its grace); both leases ended before the restart. 02:00 never rang.
+    # The dead daemon, watching since 18:00, finished 00:00, died inside 01:00 (past its grace at
+    # restart) and inside 03:00 (in its grace); both leases ended before the restart. 02:00
+    # never rang.
     for account_id in (first, second):
         ledger.record_missed(account_id, START_AT, START_AT)  # a finished row, any status
     old = START_AT + timedelta(hours=1)
@@ -70,8 +73,9 @@ def test_restart_after_a_crash_recovers_every_slot(
     assert by_key[(first, current)].claimed_by != DEAD_RUN
     assert by_key[(second, current)].status == "done"  # the catch-up rang the slot for all
     for account_id in (first, second):
-        assert by_key[(account_id, START_AT + timedelta(hours=2))].status == "missed"
-    assert by_key[(second, old)].status == "missed"
+        hole = by_key[(account_id, START_AT + timedelta(hours=2))]
+        assert (hole.status, hole.reason) == ("missed", "daemon_down")
+    assert (by_key[(second, old)].status, by_key[(second, old)].reason) == ("missed", "daemon_down")
     assert "claimed" not in {row.status for row in by_key.values()}
     assert verifies(url)
 

@@ -4,6 +4,7 @@ the daemon run in a thread, and what its ledger holds afterwards."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from openbell.agents.baselines import build_agent
 from openbell.agents.protocol import Agent
-from openbell.daemon.clock import Clock
+from openbell.daemon.clock import Clock, ScaledClock
 from openbell.daemon.live import run_live
 from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan
 from openbell.daemon.stopping import StopRequest
@@ -96,6 +97,8 @@ class CycleRow:
     slot_at: datetime
     status: str
     claimed_by: str
+    reason: str | None = None
+    started_at: datetime | None = None
 
 
 def cycles(store_url: str) -> list[CycleRow]:
@@ -105,7 +108,12 @@ def cycles(store_url: str) -> list[CycleRow]:
             rows = session.exec(select(tables.CycleRow).order_by(col(tables.CycleRow.id))).all()
     finally:
         engine.dispose()
-    return [CycleRow(row.account_id, row.slot_at, row.status, row.claimed_by) for row in rows]
+    return [
+        CycleRow(
+            row.account_id, row.slot_at, row.status, row.claimed_by, row.reason, row.started_at
+        )
+        for row in rows
+    ]
 
 
 def query(store_url: str, sql: str, **params: object) -> Sequence[Row[Any]]:
@@ -116,6 +124,22 @@ def query(store_url: str, sql: str, **params: object) -> Sequence[Row[Any]]:
             return connection.execute(text(sql), params).all()
     finally:
         engine.dispose()
+
+
+def sleep_until(clock: ScaledClock, at: datetime) -> None:
+    """Sleep (in real time) until `clock` shows `at`; at once if it has."""
+    time.sleep(max(0.0, (at - clock.now()).total_seconds() / clock.speed))
+
+
+def wait_for_start(store_url: str, timeout_s: float = 60, *, runs: int = 1) -> None:
+    """Wait until the ledger on `store_url` has `runs` daemon starts recorded (a daemon rings
+    from the moment it records its own)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if query(store_url, "SELECT count(*) FROM daemon_run")[0][0] >= runs:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no daemon started within {timeout_s} s")
 
 
 def fills(store_url: str) -> int:

@@ -139,7 +139,7 @@ def test_no_file_can_be_written_even_through_a_library(tmp_path: Path) -> None:
         f"    fd = pd.io.common.os.open({str(opened)!r}, 65)\n    return {{}}\n"
     )
     assert result.outcome is RunOutcome.ERROR
-    assert "Too many open files" in result.error
+    assert "not allowed in the strategy sandbox" in result.error
     assert not opened.exists()
 
 
@@ -168,7 +168,8 @@ def test_no_network_even_through_a_library() -> None:
         "    pd.io.common.urlopen('http://127.0.0.1:9/')\n    return {}\n"
     )
     assert result.outcome is RunOutcome.ERROR
-    assert "Too many open files" in result.error or "Errno 24" in result.error
+    # urlopen's lazy import of the socket machinery is refused before any socket exists.
+    assert "not allowed in the strategy sandbox" in result.error
 
 
 @pytest.mark.parametrize(

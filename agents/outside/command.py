@@ -3,7 +3,9 @@
 This module owns the agent object of `kind = "command"`. At each cycle it opens the cycle on the
 `CycleHub` (like `McpAgent`), creates a fresh private working directory (mode 0700; removed after
 the cycle unless `keep_workdir`), writes two MCP config files into it, and runs the command there
-in its own process group (`start_new_session`):
+in its jail (`agents/jail/command_jail.py`: bubblewrap with the network kept; only this directory
+writable; nothing of the daemon's processes, files or configuration visible), or, where the
+operator allowed it (`sandboxed` False), as a plain subprocess in its own process group:
 
 - `.mcp.json`, Claude Code's shape: server `openbell`, streamable HTTP at the hub's `/mcp` URL with
   `Authorization: Bearer <cycle token>`;
@@ -14,19 +16,21 @@ The cycle token is valid only while this one cycle is open. The prompt (`cycle_p
 account, market, slot, deadline, and to call `wait_for_cycle`, trade through the tools and call
 `finish`) is passed in place of the `{prompt}` placeholder of the command's arguments, or on
 stdin. The child's environment is built from nothing: a few harmless variables (`PATH`, `HOME`,
-locale, `TMPDIR`), the names the config passes through, and `OPENBELL_MCP_URL`,
-`OPENBELL_MCP_TOKEN`, `OPENBELL_MCP_CONFIG`, `OPENBELL_AGENT`, `OPENBELL_MARKET`: none of the
-daemon's own secrets reach it.
+locale, `TMPDIR`; in the jail `HOME` is the working directory and `TMPDIR` the jail's `/tmp`), the
+names the config passes through, and `OPENBELL_MCP_URL`, `OPENBELL_MCP_TOKEN`,
+`OPENBELL_MCP_CONFIG`, `OPENBELL_AGENT`, `OPENBELL_MARKET`: none of the daemon's own secrets reach
+it.
 
 The command runs until it exits, until `finish_grace_s` after the client's `finish`, or until
-the cycle's deadline (`OutsideBudgets.max_wall_s`), whichever is first; then its whole process
-group (grandchildren too) gets SIGTERM and, `kill_grace_s` later, SIGKILL. Its stdout and stderr
-(the first `max_output_bytes` of each, with the cycle token and the passed-through values masked)
-and how it ended are trace rows on the cycle (`role` `process`, `stdout`, `stderr`), after the
-rows of its MCP calls. The cycle is then done with what the client did, except that a command
-that exited with an error before calling any tool fails it (`AgentError`), and a command that
-cannot be started at all (not found, not executable) is a configuration error (`ConfigError`: the
-account is paused).
+the cycle's deadline (`OutsideBudgets.max_wall_s`), whichever is first; then every process in
+its jail (or its process group) gets SIGTERM and, `kill_grace_s` later, the jail is killed, and
+with it everything the command started, `setsid` grandchildren included. Its stdout and stderr
+(the first `max_output_bytes` of each, masked with every configured secret, the cycle token and
+the passed-through values) and how it ended are trace rows on the cycle (`role` `process`,
+`stdout`, `stderr`), after the rows of its MCP calls. The cycle is then done with what the client
+did, except that a command that exited with an error before calling any tool fails it
+(`AgentError`), and a command that cannot be started at all (not found, not executable) is a
+configuration error (`ConfigError`: the account is paused).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.redact import REDACTED, Redactor
 from openbell.store.verify import verify_ledger
+from openbell_testkit.jail import need_jail
 from openbell_testkit.llm import ScriptedModel, completion
 from openbell_testkit.replay import crypto_daily
 
@@ -57,6 +58,11 @@ def strategy(bars):
     ranked = pd.Series(scores).sort_values(ascending=False)
     return {symbol: 0.3 for symbol in list(ranked.index)[:3]}
 """
+
+
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("strategy")
 
 
 def answer(code: str, expected_return: float = 0.002, hit_rate: float = 0.6) -> dict[str, Any]:

@@ -73,8 +73,8 @@ def command_jail(
         shown += _openbell_packages()
     shown += [Path(arg) for arg in argv[1:] if _existing_absolute(arg)]
     for entry in read_paths:
-        if not os.path.isabs(entry):
-            raise ConfigError(f"read_paths: {entry!r} is not an absolute path")
+        if not os.path.isabs(entry) or not os.path.exists(entry):
+            raise ConfigError(f"read_paths: {entry!r} is not an absolute path that exists")
         shown.append(Path(entry))
     _check_protected(shown, [Path(p) for p in protected])
     mounts = [*_system(), *_binds(shown), Mount("rw", str(workdir), source=str(workdir))]

@@ -73,8 +73,10 @@ class Sandboxed:
             await asyncio.wait_for(self.process.wait(), grace_s)
 
     async def kill(self) -> None:
-        """SIGKILL to the program and everything it started (see the module docstring)."""
-        if self.jailed:
+        """SIGKILL to the program and everything it started (see the module docstring). A
+        jail whose bwrap has ended is gone already (its PID is not signalled: it may be reused);
+        its process group, which a plain program's grandchildren may still hold, always is."""
+        if self.jailed and self.process.returncode is None:
             _signal(self.process.pid, signal.SIGKILL)
         _signal_group(self.process.pid, signal.SIGKILL)
         await self.process.wait()

@@ -249,7 +249,13 @@ async def _exchange(process: Sandboxed, request: bytes, out: Capture, err: Captu
 
 def _died(code: int, limits: SandboxLimits, err: Capture) -> str:
     """Why the child ended without answering, with the last line it wrote on stderr."""
-    why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    if code < 0:
+        try:
+            why = f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            why = f"signal {-code}"
+    else:
+        why = f"exit status {code}"
     if code in (-signal.SIGKILL, -signal.SIGXCPU):
         why += f" (the CPU limit is {limits.cpu_s} s)"
     tail = err.kept.decode(errors="replace").strip().splitlines()[-1:]

@@ -26,7 +26,7 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import AgentError, ConfigError
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
-from openbell.store.redact import REDACTED
+from openbell.store.redact import REDACTED, Redactor
 from openbell_testkit.agents import Arena, make_arena
 from openbell_testkit.jail import left_after, need_jail
 
@@ -234,3 +234,19 @@ def test_a_command_that_cannot_start_is_a_config_error(ledger: Ledger) -> None:
     )
     with pytest.raises(ConfigError, match="agent missing: cannot start 'no-such-agent-command'"):
         _run(arena, agent, SLOT)
+
+
+def test_the_commands_output_is_masked_with_every_configured_secret(ledger: Ledger) -> None:
+    # A key the command was never given (another agent's): masked all the same if it shows up.
+    other = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # no sk- prefix: no pattern knows it
+    arena = make_arena(ledger, "cn", agent="echoes")
+    echo = f"import sys; print({other!r}); print({other!r}, file=sys.stderr)"
+    agent = CommandAgent(
+        name="echoes",
+        hub=_hub(),
+        spec=CommandSpec(argv=(sys.executable, "-c", echo, "{prompt}"), environ=os.environ),
+        redactor=Redactor([other]),
+    )
+    traces = _run(arena, agent, SLOT)
+    shown = {entry.role: entry.content for entry in traces if entry.role in ("stdout", "stderr")}
+    assert shown == {"stdout": f"{REDACTED}\n", "stderr": f"{REDACTED}\n"}

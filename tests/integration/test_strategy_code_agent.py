@@ -255,7 +255,7 @@ def test_a_refused_rewrite_keeps_the_previous_strategy_running(sqlite_url: str) 
     assert any("the previous strategy runs on" in note for note in notes)
 
 
-OTHER_KEY = "sk-other-agent-0123456789abcdefXYZ"  # a fake key of another agent
+OTHER_KEY = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # another agent's key, of no known pattern
 TELLS = f"""
 def strategy(bars):
     raise ValueError("{OTHER_KEY} " + "x" * 100000)

@@ -289,7 +289,7 @@ def strategy(bars):
 
 
 def test_the_error_a_run_returns_is_cut_and_masked() -> None:
-    secret = "sk-other-agent-0123456789abcdef"  # noqa: S105  (a fake key)
+    secret = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # noqa: S105  (no pattern knows it)
     code = f"def strategy(bars):\n    raise ValueError({secret!r} + ' tail' * 100000)\n"
     result = run(code, redactor=Redactor([secret]))
     assert result.outcome is RunOutcome.ERROR

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -28,7 +29,7 @@ from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
 from openbell.store.redact import REDACTED, Redactor
 from openbell_testkit.agents import Arena, make_arena
-from openbell_testkit.jail import left_after, need_jail
+from openbell_testkit.jail import left_after, need_jail, processes_with
 
 SLOT = utc(2025, 9, 2, 1, 30)  # a cn session open (09:30 Shanghai)
 URL = "http://127.0.0.1:9/mcp"  # never contacted: these commands talk no MCP
@@ -250,3 +251,54 @@ def test_the_commands_output_is_masked_with_every_configured_secret(ledger: Ledg
     traces = _run(arena, agent, SLOT)
     shown = {entry.role: entry.content for entry in traces if entry.role in ("stdout", "stderr")}
     assert shown == {"stdout": f"{REDACTED}\n", "stderr": f"{REDACTED}\n"}
+
+
+#: A stand-in daemon: starts a jailed command whose grandchild leaves its session, says so, and
+#: waits (argv[1] is the marker, argv[2] a working directory).
+DAEMON = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from pathlib import Path
+    from openbell.agents.jail.command_jail import command_jail, command_support
+    from openbell.agents.jail.process import start
+
+    marker, workdir = sys.argv[1], Path(sys.argv[2])
+    sleeper = f"import time; time.sleep(600)  # {marker}"
+    script = (
+        "import os, sys, time\\n"
+        "if os.fork() == 0:\\n"
+        "    os.setsid()\\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', {sleeper!r}])\\n"
+        "time.sleep(600)\\n"
+    )
+    support = command_support()
+    argv = [sys.executable, "-c", script]
+    jail, program = command_jail(
+        argv=argv, workdir=workdir, env={"PATH": os.environ["PATH"]}, base=support.jail
+    )
+
+    async def main():
+        await start([program, *argv[1:]], jail=(jail, support.found), stdin=None)
+        print("started", flush=True)
+        await asyncio.sleep(600)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_nothing_a_command_started_outlives_a_daemon_killed_with_sigkill(tmp_path: Path) -> None:
+    marker = f"openbell-orphan-{uuid.uuid4().hex}"
+    with subprocess.Popen(
+        [sys.executable, "-c", DAEMON, marker, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None
+            assert daemon.stdout.readline() == "started\n"
+            deadline = time.monotonic() + 10
+            while not processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert processes_with(marker), "the grandchild never started"
+        finally:
+            daemon.kill()
+    assert left_after(marker) == [], "a jailed process outlived the daemon killed under it"

@@ -288,14 +288,16 @@ def test_hostile_strategy_code_fails_every_time_and_leaks_nothing(tmp_path: Path
         errors = [
             t.content or "" for c, _ in cycles for t in _traces(tmp_path, c) if t.role == "refusal"
         ]
-        assert len(errors) == 4, (name, errors)  # each answer's trial run failed
+        assert len(errors) == 4, (name, errors)  # each answer refused (its trial run failed)
     assert [status for _, status in _cycles_of(tmp_path, "harmless")] == ["done", "done"]
     assert_ledger_verifies(tmp_path)
     assert not accepted, "a strategy connected to the host's loopback"
     assert not touched.exists(), "a strategy ran a shell command"
     assert left_after(marker) == [], "a process a strategy forked outlived the replay"
     sent = json.dumps([body for body in model.requests if body["model"] in PAYLOADS])
-    assert "trial run failed" in sent  # the errors went back to the model...
+    # The reasons went back to the model (today the trial run's error; a static check that
+    # refuses frame attributes would refuse these answers before they run)...
+    assert sent.count("Refused: ") == 2 * len(PAYLOADS)  # one retry a cycle, two cycles each
     assert _secrets_in(sent) == []  # ... and no secret with them
     assert _secrets_in(replayed.stdout, replayed.stderr) == []
     assert _secrets_in(_ledger_bytes(tmp_path)) == []

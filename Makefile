@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CONFIG ?= openbell.toml
 SOURCES := markets store agents daemon ops
 
-.PHONY: test lint typecheck layers pytest run install browser clean
+.PHONY: test lint typecheck layers pytest run install browser sandbox clean
 
 KIT := tests/kit
 
@@ -18,7 +18,7 @@ $(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	touch $@
 
 # The strict editable install links every source file into build/; re-link so new modules appear.
-install: $(BIN)/.installed browser
+install: $(BIN)/.installed browser sandbox
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) --config-settings editable_mode=strict
 
 # The browser tests (tests/browser) drive Debian's Chromium through Playwright: install it when it
@@ -31,6 +31,17 @@ browser:
 	    { apt-get update -qq >/dev/null 2>&1 && \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
 	  echo "make: $(CHROMIUM) could not be installed; the browser tests will be skipped" >&2
+
+# Strategy code and launched agent commands run in bubblewrap jails (agents/jail/): install it when
+# it is missing, as Chromium. Where it cannot be installed, say so: the sandbox tests then skip,
+# and openbell refuses those agents unless [sandbox] allow_unsandboxed = true.
+BWRAP := /usr/bin/bwrap
+sandbox:
+	@test -x $(BWRAP) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
+	  echo "make: $(BWRAP) could not be installed; the sandbox tests will be skipped" >&2
 
 # Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
 test:

@@ -9,12 +9,13 @@ time). A market is overdue at `now` when one of its slots ended its grace window
 `cadence + grace`, after a daemon first rang the market on this ledger (`MarketWatch.since`: a
 slot whose grace had closed before was never a daemon's to ring), and the market has had no
 successful cycle at or after it: the health endpoint then answers 503. Its body also says each
-market's next bell.
+market's next bell, and the agents that run untrusted code without their jail
+(`unsandboxed_agents`: the operator's `[sandbox] allow_unsandboxed` let them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,8 +48,11 @@ class HealthBoard:
         watches: Mapping[str, MarketWatch],
         latest_slot: SlotFinder,
         next_slot: SlotFinder,
+        *,
+        unsandboxed: Sequence[str] = (),
     ) -> None:
         self._watches = dict(watches)
+        self._unsandboxed = sorted(unsandboxed)
         self._latest_slot = latest_slot
         self._next_slot = next_slot
         self._last_done: dict[tuple[str, str], datetime] = {}
@@ -136,6 +140,7 @@ class HealthBoard:
             "status": "overdue" if overdue else "ok",
             "now": now.isoformat(),
             "overdue": {market: at.isoformat() for market, at in sorted(overdue.items())},
+            "unsandboxed_agents": list(self._unsandboxed),
             "markets": {
                 market: {
                     "next_bell": _iso(self._next_slot(market, now)),

@@ -177,6 +177,7 @@ class _Daemon:
             {m.market: replace(m.watch, since=since[m.market]) for m in markets},
             lambda name, at: self.specs[name].latest_slot(at),
             lambda name, at: self.specs[name].next_slot(at),
+            unsandboxed=self.plan.unsandboxed_agents,
         )
         loop = asyncio.get_running_loop()
         server = None

@@ -191,6 +191,9 @@ class LivePlan:
     #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
     redactor: Redactor = field(default_factory=Redactor, repr=False)
     lease_s: float = LEASE_S
+    #: The agents that run untrusted code without their jail (`[sandbox] allow_unsandboxed`),
+    #: listed in `/healthz`.
+    unsandboxed_agents: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _distinct(self.markets, "live plan")

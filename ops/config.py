@@ -185,6 +185,19 @@ class McpConfig(_Section):
         return McpLimits(**self.model_dump())
 
 
+class SandboxConfig(_Section):
+    """`[sandbox]`: the OS sandbox (bubblewrap) of the agents that run what openbell did not write:
+    strategy code (`strategy_code`) and launched commands (`command`).
+
+    Where bubblewrap or unprivileged user namespaces are unavailable, such an agent is a config
+    error naming why, unless `allow_unsandboxed = true`: it then runs as a plain subprocess
+    (strategy code behind its Python-level walls only, a command as the daemon's user), with a
+    warning at every start and the agent listed in `/healthz` (`unsandboxed_agents`).
+    """
+
+    allow_unsandboxed: StrictBool = False
+
+
 #: A cost in basis points must stay below 100 % (10000 bps): slippage at 100 % prices a sell at 0.
 _MAX_BPS = Decimal(10000)
 
@@ -766,8 +779,11 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
     no others but `PATH`, `HOME`, the locale, `TMPDIR` and openbell's `OPENBELL_MCP_*`. Each
     cycle runs in a fresh directory under `workdir` (default: the system's temporary directory),
     removed afterwards unless `keep_workdir`. Budgets are per cycle and enforced by the server:
-    at `max_wall_s` the command's process group is killed. Masking is as for an LLM agent: the
-    prompt, the environment's market and every tool result are masked.
+    at `max_wall_s` the command and everything it started are killed. Masking is as for an LLM
+    agent: the prompt, the environment's market and every tool result are masked. The command
+    runs in its jail (`[sandbox]`), which shows it the system, its own program and installation,
+    the absolute paths among its arguments and `read_paths` (absolute paths, read-only), and
+    nothing else of the host but its working directory.
     """
 
     kind: Literal["command"]
@@ -776,6 +792,7 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
     env: tuple[str, ...] = ()
     workdir: str | None = None
     keep_workdir: StrictBool = False
+    read_paths: tuple[str, ...] = ()
     max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
     #: At most 540 s, as for `mcp`: the command is killed well within the 600 s decision timeout.
     max_wall_s: Annotated[float, Field(gt=0, le=540)] = 300.0
@@ -799,6 +816,14 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
                     (index,), "should be the NAME of an environment variable in capitals"
                 )
         return names
+
+    @field_validator("read_paths")
+    @classmethod
+    def _absolute(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for index, path in enumerate(paths):
+            if not path.startswith("/"):
+                raise PathError((index,), "should be an absolute path")
+        return paths
 
     @model_validator(mode="after")
     def _prompt_placed(self) -> CommandAgentConfig:
@@ -911,6 +936,7 @@ class OpenbellConfig(_Section):
     log: LogConfig = LogConfig()
     http: HttpConfig = HttpConfig()
     mcp: McpConfig = McpConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)

@@ -55,10 +55,12 @@ from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import McpAgent
+from openbell.agents.outside.command import CommandAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.pairs import PairEnforced
 from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
+from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
@@ -90,6 +92,7 @@ from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.rating_agents import build_rating_agent
 from openbell.ops.replay_checks import ReplayChecks, check_replay, record_warnings
+from openbell.ops.sandboxing import Containment, containment_for
 from openbell.ops.secrets import redactor_for
 from openbell.ops.seeds import record_group, seeded_config
 from openbell.ops.strategy_agents import build_strategy_code_agent
@@ -152,9 +155,11 @@ def agent_for(
     environ: Mapping[str, str] | None = None,
     *,
     hub: CycleHub | None = None,
+    containment: Containment | None = None,
 ) -> Agent:
     """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
-    opened on `hub` (the run's one MCP server's; a new one when None)."""
+    opened on `hub` (the run's one MCP server's; a new one when None). A strategy-code or command
+    agent is contained as `containment` says (`sandboxing.py`; default: jailed)."""
     if isinstance(agent, LlmAgentConfig):
         built = build_llm_agent(agent, os.environ if environ is None else environ)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
@@ -167,7 +172,9 @@ def agent_for(
             sessions=agent.momentum_sessions,
         )
     if isinstance(agent, StrategyCodeAgentConfig):
-        return build_strategy_code_agent(agent, os.environ if environ is None else environ)
+        return build_strategy_code_agent(
+            agent, os.environ if environ is None else environ, containment
+        )
     if isinstance(agent, RatingAgentConfig):
         return build_rating_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
@@ -177,6 +184,7 @@ def agent_for(
             agent,
             hub if hub is not None else CycleHub(),
             os.environ if environ is None else environ,
+            containment,
         )
     if isinstance(agent, McpAgentConfig):
         return McpAgent(
@@ -357,10 +365,12 @@ def market_plan(
     environ: Mapping[str, str] = os.environ,
     hub: CycleHub | None = None,
     from_cache: str | None = None,
+    containment: Containment | None = None,
 ) -> MarketPlan:
-    """The plan of market `name` traded by `agents` (outside agents on `hub`), live on `clock` or
-    replayed (`clock` None) from `as_of` (from the cache of the store at `from_cache`, if given).
-    Raises `ConfigError` when a replay's bars hold no symbol of the universe."""
+    """The plan of market `name` traded by `agents` (outside agents on `hub`, untrusted ones
+    contained as `containment` says), live on `clock` or replayed (`clock` None) from `as_of`
+    (from the cache of the store at `from_cache`, if given). Raises `ConfigError` when a replay's
+    bars hold no symbol of the universe."""
     universe = universe_for(name, market, as_of)
     made = make_source(
         name, market, clock, universe.symbols, environ=environ, from_cache=from_cache
@@ -377,7 +387,7 @@ def market_plan(
         universe=universe,
         cadence=market.cadence,
         initial_cash=market.initial_cash,
-        agents=tuple(agent_for(agent, name, hub=hub) for agent in agents),
+        agents=tuple(agent_for(agent, name, hub=hub, containment=containment) for agent in agents),
         shorting_agents=frozenset(agent.name for agent in agents if agent.allow_short),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
@@ -448,8 +458,11 @@ def live_plan(
     today = clock.now().date()
     plans = []
     hub = CycleHub()
+    containment = containment_for(config, os.environ)
     for name, market, enrolled in _enrolled(config, markets, agents, "run"):
-        plan = market_plan(name, market, enrolled, clock=clock, as_of=today, hub=hub)
+        plan = market_plan(
+            name, market, enrolled, clock=clock, as_of=today, hub=hub, containment=containment
+        )
         _warn_outside_coverage(name, plan.universe, today)
         plans.append(plan)
     return LivePlan(
@@ -465,6 +478,21 @@ def live_plan(
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),
         lease_s=lease_s,
+        unsandboxed_agents=unsandboxed(plans),
+    )
+
+
+def unsandboxed(plans: Sequence[MarketPlan]) -> tuple[str, ...]:
+    """The names of the agents of `plans` that run untrusted code without their jail."""
+    return tuple(
+        sorted(
+            {
+                agent.name
+                for plan in plans
+                for agent in plan.agents
+                if isinstance(agent, StrategyCodeAgent | CommandAgent) and not agent.sandboxed
+            }
+        )
     )
 
 
@@ -526,9 +554,17 @@ def replay_plan(
     chosen = None if market is None else [market]
     enrolled = _enrolled(config, chosen, None, "replay")
     hub = CycleHub()
+    containment = containment_for(config, os.environ)
     markets = tuple(
         market_plan(
-            name, configured, agents, clock=None, as_of=start, hub=hub, from_cache=from_cache
+            name,
+            configured,
+            agents,
+            clock=None,
+            as_of=start,
+            hub=hub,
+            from_cache=from_cache,
+            containment=containment,
         )
         for name, configured, agents in enrolled
     )

@@ -3,7 +3,9 @@
 This module owns the agent object of `kind = "command"`. At each cycle it opens the cycle on the
 `CycleHub` (like `McpAgent`), creates a fresh private working directory (mode 0700; removed after
 the cycle unless `keep_workdir`), writes two MCP config files into it, and runs the command there
-in its own process group (`start_new_session`):
+in its jail (`agents/jail/command_jail.py`: bubblewrap with the network kept; only this directory
+writable; nothing of the daemon's processes, files or configuration visible), or, where the
+operator allowed it (`sandboxed` False), as a plain subprocess in its own process group:
 
 - `.mcp.json`, Claude Code's shape: server `openbell`, streamable HTTP at the hub's `/mcp` URL with
   `Authorization: Bearer <cycle token>`;
@@ -14,19 +16,21 @@ The cycle token is valid only while this one cycle is open. The prompt (`cycle_p
 account, market, slot, deadline, and to call `wait_for_cycle`, trade through the tools and call
 `finish`) is passed in place of the `{prompt}` placeholder of the command's arguments, or on
 stdin. The child's environment is built from nothing: a few harmless variables (`PATH`, `HOME`,
-locale, `TMPDIR`), the names the config passes through, and `OPENBELL_MCP_URL`,
-`OPENBELL_MCP_TOKEN`, `OPENBELL_MCP_CONFIG`, `OPENBELL_AGENT`, `OPENBELL_MARKET`: none of the
-daemon's own secrets reach it.
+locale, `TMPDIR`; in the jail `HOME` is the working directory and `TMPDIR` the jail's `/tmp`), the
+names the config passes through, and `OPENBELL_MCP_URL`, `OPENBELL_MCP_TOKEN`,
+`OPENBELL_MCP_CONFIG`, `OPENBELL_AGENT`, `OPENBELL_MARKET`: none of the daemon's own secrets reach
+it.
 
 The command runs until it exits, until `finish_grace_s` after the client's `finish`, or until
-the cycle's deadline (`OutsideBudgets.max_wall_s`), whichever is first; then its whole process
-group (grandchildren too) gets SIGTERM and, `kill_grace_s` later, SIGKILL. Its stdout and stderr
-(the first `max_output_bytes` of each, with the cycle token and the passed-through values masked)
-and how it ended are trace rows on the cycle (`role` `process`, `stdout`, `stderr`), after the
-rows of its MCP calls. The cycle is then done with what the client did, except that a command
-that exited with an error before calling any tool fails it (`AgentError`), and a command that
-cannot be started at all (not found, not executable) is a configuration error (`ConfigError`: the
-account is paused).
+the cycle's deadline (`OutsideBudgets.max_wall_s`), whichever is first; then every process in
+its jail (or its process group) gets SIGTERM and, `kill_grace_s` later, the jail is killed, and
+with it everything the command started, `setsid` grandchildren included. Its stdout and stderr
+(the first `max_output_bytes` of each, masked with every configured secret, the cycle token and
+the passed-through values) and how it ended are trace rows on the cycle (`role` `process`,
+`stdout`, `stderr`), after the rows of its MCP calls. The cycle is then done with what the client
+did, except that a command that exited with an error before calling any tool fails it
+(`AgentError`), and a command that cannot be started at all (not found, not executable) is a
+configuration error (`ConfigError`: the account is paused).
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +48,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final, Literal
 
+from openbell.agents.jail.bwrap import Features, Jail
+from openbell.agents.jail.command_jail import command_jail, command_support
+from openbell.agents.jail.process import Capture, start
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.outside.hub import CycleHub, OpenCycle, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
@@ -94,6 +100,9 @@ class CommandSpec:
     finish_grace_s: float = 10.0
     kill_grace_s: float = 5.0
     relay: tuple[str, ...] = ("openbell", "mcp")
+    sandboxed: bool = True
+    read_paths: tuple[str, ...] = ()
+    protected: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.argv or not self.argv[0]:
@@ -125,25 +134,6 @@ def cycle_prompt(cycle: OpenCycle) -> str:
     return cycle.masker.mask_text(text)
 
 
-@dataclass(slots=True)
-class _Capture:
-    """The first `limit` bytes of one output stream, and how many more there were."""
-
-    limit: int
-    kept: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
-
-    async def drain(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65_536):
-            room = self.limit - len(self.kept)
-            self.kept += chunk[: max(room, 0)]
-            self.dropped += max(len(chunk) - max(room, 0), 0)
-
-    def text(self) -> str:
-        shown = self.kept.decode("utf-8", errors="replace")
-        return shown + (f"\n... [cut: {self.dropped} more bytes]" if self.dropped else "")
-
-
 class CommandAgent:
     """An agent of kind `command`; see the module docstring."""
 
@@ -155,6 +145,7 @@ class CommandAgent:
         spec: CommandSpec,
         budgets: OutsideBudgets | None = None,
         masker: MaskerFactory = _bright,
+        redactor: Redactor | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not name:
@@ -164,6 +155,7 @@ class CommandAgent:
         self._spec = spec
         self._budgets = budgets if budgets is not None else OutsideBudgets()
         self._masker = masker
+        self._redactor = redactor if redactor is not None else Redactor()
         self._monotonic = monotonic
 
     @property
@@ -190,6 +182,11 @@ class CommandAgent:
     def spec(self) -> CommandSpec:
         """How the command is launched."""
         return self._spec
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the command runs in its jail (False only where the operator allowed it)."""
+        return self._spec.sandboxed
 
     @property
     def budgets(self) -> OutsideBudgets:
@@ -238,42 +235,65 @@ class CommandAgent:
         started = self._monotonic()
         stdin = asyncio.subprocess.PIPE if spec.prompt == "stdin" else asyncio.subprocess.DEVNULL
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=workdir,
-                env=env,
-                stdin=stdin,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            if spec.sandboxed:
+                jail, found, argv[0] = self._jail(workdir, env)
+                process = await start(argv, jail=(jail, found), stdin=stdin)
+            else:
+                process = await start(argv, jail=None, stdin=stdin, env=env, cwd=workdir)
         except OSError as exc:
             raise ConfigError(
                 f"agent {self._name}: cannot start {spec.argv[0]!r}: {exc.strerror or exc}"
             ) from None
         self._trace(cycle, started, "process", f"started {spec.argv[0]} (pid {process.pid})")
         self._trace(cycle, started, "user", prompt)
-        out, err = _Capture(spec.max_output_bytes), _Capture(spec.max_output_bytes)
+        out, err = Capture(spec.max_output_bytes), Capture(spec.max_output_bytes)
         readers = [
-            asyncio.create_task(out.drain(_piped(process.stdout))),
-            asyncio.create_task(err.drain(_piped(process.stderr))),
+            asyncio.create_task(out.drain(process.process.stdout)),
+            asyncio.create_task(err.drain(process.process.stderr)),
         ]
         try:
-            await _send_prompt(process, prompt if spec.prompt == "stdin" else None)
-            ended = await self._await_end(process, cycle)
+            await _send_prompt(process.process, prompt if spec.prompt == "stdin" else None)
+            ended = await self._await_end(process.process, cycle)
         finally:
-            killed = await _end_group(process, spec.kill_grace_s)
+            killed = process.process.returncode is None
+            await process.terminate(spec.kill_grace_s)
+            await process.kill()
             await _finish_readers(readers)
-        redactor = Redactor([cycle.token, *(spec.environ.get(name) for name in spec.env)])
+        redactor = self._redactor.with_secrets(
+            [cycle.token, *(spec.environ.get(name) for name in spec.env)]
+        )
         for role, capture in (("stdout", out), ("stderr", err)):
             if capture.kept or capture.dropped:
                 self._trace(cycle, started, role, redactor.mask(capture.text()))
         seconds = self._monotonic() - started
         how = ended if not killed else f"{ended}; its process group was killed"
-        self._trace(
-            cycle, started, "process", f"{how} (exit code {process.returncode}, {seconds:.1f} s)"
-        )
-        return None if killed else process.returncode
+        code = process.returncode
+        self._trace(cycle, started, "process", f"{how} (exit code {code}, {seconds:.1f} s)")
+        return None if killed else code
+
+    def _jail(self, workdir: Path, env: Mapping[str, str]) -> tuple[Jail, Features, str]:
+        """This cycle's jail (`agents/jail/command_jail.py`), the bwrap that makes it and the
+        program's path; `ConfigError` when there is none here or the program cannot be found."""
+        support = command_support()
+        if support.jail is None or support.found is None:
+            raise ConfigError(
+                f"agent {self._name}: a command agent needs the bubblewrap sandbox: "
+                f"{support.reason}"
+            )
+        spec = self._spec
+        try:
+            jail, program = command_jail(
+                argv=spec.argv,
+                workdir=workdir,
+                env=env,
+                relay=spec.relay,
+                read_paths=spec.read_paths,
+                protected=spec.protected,
+                base=support.jail,
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"agent {self._name}: {exc}") from None
+        return jail, support.found, program
 
     async def _await_end(self, process: asyncio.subprocess.Process, cycle: OpenCycle) -> str:
         """Wait for the command to exit, for `finish_grace_s` after `finish`, or for the
@@ -353,12 +373,6 @@ def write_configs(workdir: Path, url: str, token: str, account: str, relay: Sequ
     return path
 
 
-def _piped(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
-    if stream is None:
-        raise RuntimeError("the command's output is not piped")
-    return stream
-
-
 async def _send_prompt(process: asyncio.subprocess.Process, prompt: str | None) -> None:
     """Write `prompt` to the command's stdin and close it (a command that does not read it, or
     has exited, is not an error)."""
@@ -369,25 +383,6 @@ async def _send_prompt(process: asyncio.subprocess.Process, prompt: str | None) 
             process.stdin.write(prompt.encode())
             await process.stdin.drain()
         process.stdin.close()
-
-
-async def _end_group(process: asyncio.subprocess.Process, grace_s: float) -> bool:
-    """SIGTERM the command's whole process group, then SIGKILL it `grace_s` later if the command
-    itself is still running; whether it was still running. Grandchildren left behind by a command
-    that exited are ended too."""
-    running = process.returncode is None
-    _signal_group(process.pid, signal.SIGTERM)
-    if running:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), grace_s)
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-    return running
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
 
 
 async def _finish_readers(readers: Sequence[asyncio.Task[None]]) -> None:

@@ -14,8 +14,10 @@ This module owns the agent the arena enrolls as `kind = "strategy_code"` and its
    unless an older strategy exists, which then keeps running (the refusal is in the trace); the
    same when the model cannot be reached or refuses the request (`LlmUnavailable`,
    `LlmRefused`). A rewrite that did not happen is due again at the next cycle.
-4. The run: the sandbox runs the code on the bars (`sandbox.run_strategy`) and the run is stored,
-   whatever its outcome.
+4. The run: the sandbox runs the code on the bars (`sandbox.run_strategy`: in its jail unless
+   the operator allowed otherwise, `sandboxed`) and the run is stored, whatever its outcome;
+   its error, masked with every configured secret (`redactor`) and cut, is what the model (in a
+   retry), the trace, the ledger and the logs see.
 5. The trades: a run with valid weights rebalances the account towards them
    (`weights_trading.rebalance`: sells before buys; a holding the weights leave out is sold; a
    change smaller than `rebalance_band` is left alone). A run without valid weights holds the
@@ -52,6 +54,7 @@ from openbell.agents.strategy_code.writer import (
 )
 from openbell.agents.weights_trading import WeightsAgent
 from openbell.markets.errors import ConfigError, LlmRefused, LlmUnavailable, OpenbellError
+from openbell.store.redact import Redactor
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 
 STRATEGY_CODE_KIND: Final = "strategy_code"
@@ -81,6 +84,8 @@ class StrategySettings:
     max_retries: int = 3
     rebalance_band: Decimal = Decimal("0.01")
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    #: False only where the operator allowed strategy code to run without its jail.
+    sandboxed: bool = True
 
     def __post_init__(self) -> None:
         if self.interval not in ("1d", "1h"):
@@ -101,10 +106,21 @@ class StrategyCodeAgent(WeightsAgent):
         client: ChatClient,
         settings: StrategySettings | None = None,
         prices: Prices | None = None,
+        redactor: Redactor | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(name=name, client=client, prices=prices, monotonic=monotonic)
         self._settings = settings if settings is not None else StrategySettings()
+        self._redactor = redactor if redactor is not None else client.redact
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether its code runs in the jail (False only where the operator allowed it)."""
+        return self._settings.sandboxed
+
+    def recorder(self, ctx: DecisionContext) -> Recorder:
+        """The cycle's trace and usage, masked with every configured secret."""
+        return Recorder(ctx, redact=self._redactor, prices=self._prices, monotonic=self._monotonic)
 
     @property
     def kind(self) -> str:
@@ -148,7 +164,13 @@ class StrategyCodeAgent(WeightsAgent):
 
         async def trial(code: str) -> RunResult:
             return await run_strategy(
-                code, bars, offered=offered, limits=limits, monotonic=self._monotonic
+                code,
+                bars,
+                offered=offered,
+                limits=limits,
+                sandboxed=self._settings.sandboxed,
+                redactor=self._redactor,
+                monotonic=self._monotonic,
             )
 
         latest = store.latest_strategy(ctx.account_id)

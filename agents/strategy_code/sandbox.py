@@ -1,18 +1,26 @@
-"""Running a model's strategy code once, in a sandboxed subprocess, on the bars of one slot.
+"""Running a model's strategy code once, in its jail, on the bars of one slot.
 
-This module owns `run_strategy`: it starts `child.py` with this interpreter in isolated mode
-(`python -I`), an empty environment (one BLAS thread), a fresh temporary working directory and its
-own process group, sends it the code and the bars as JSON on stdin (no pickle), and reads one JSON
-line from its stdout. The child caps its own CPU time, address space and file size and, once the
-libraries are loaded, its file descriptors (no file, socket or process can be opened after that),
-and runs the code with restricted builtins (`child.py` says how). The parent enforces the wall
-time: past `wall_s` the whole process group is killed with SIGKILL, as it is when the call is
-cancelled. The weights the code returns are validated here (`validate_weights`) before any order
-is placed: each a finite number in [0, 1] for an offered symbol, summing to at most 1.
+This module owns `run_strategy`: it starts `child.py` in the jail (`agents/jail/python_jail.py`:
+bubblewrap, new user, PID, network, IPC, UTS and mount namespaces, uid 65534, only the interpreter,
+its standard library, numpy, pandas and what they require, read-only; no network, no `/proc`,
+nothing of the daemon's files, state or processes), sends it the code and the bars as JSON on
+stdin (no pickle), and reads one JSON line from its stdout: pipes are the only way in or out. The
+child caps its own CPU time, address space and file size and, once the libraries are loaded, its
+file descriptors, and runs the code behind an audit hook and restricted builtins (`child.py` says
+how). The parent enforces the wall time: past `wall_s` the jail is killed, everything in it with
+it, as it is when the call is cancelled or the run ends. It reads at most `MAX_OUTPUT_BYTES` of
+stdout and `MAX_STDERR_BYTES` of stderr. The weights the code returns are validated here
+(`validate_weights`) before any order is placed: each a finite number in [0, 1] for an offered
+symbol, summing to at most 1. The error a run returns (the model's exception, a refused weight,
+why the child died) is cut to `MAX_ERROR_CHARS` and masked by the run's `Redactor` before it goes
+anywhere: to the model in a retry prompt, to the trace, the ledger or a log line.
 
-The sandbox depends on nothing a CI runner may lack (no namespaces, no root): resource limits, an
-empty environment and restricted builtins. What it does not stop, the static check
-(`lookahead.py`) refuses before the code ever runs.
+The jail is probed once per process (`strategy_support`): without bubblewrap, or where user
+namespaces are refused, strategy code does not run, unless the operator's `[sandbox]
+allow_unsandboxed` says it may (`sandboxed=False`): then the child runs as a plain `python -I`
+subprocess with an empty environment, in a temporary directory and its own process group, behind
+the child's own walls only. What neither stops, the static check (`lookahead.py`) refuses before
+the code ever runs.
 """
 
 from __future__ import annotations
@@ -22,25 +30,39 @@ import contextlib
 import enum
 import json
 import math
-import os
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, Decimal
+from functools import cache
 from pathlib import Path
 from typing import Final, Protocol
 
+from openbell.agents.jail.bwrap import Features, Support, settle
+from openbell.agents.jail.process import Capture, Sandboxed, shown, start
+from openbell.agents.jail.python_jail import SITE, PythonJail, python_jail
 from openbell.markets.domain import Bar
+from openbell.markets.errors import ConfigError
+from openbell.store.redact import Redactor
 
 CHILD: Final = Path(__file__).with_name("child.py")
+#: The packages strategy code may import besides the standard library's math and statistics.
+PACKAGES: Final = ("numpy", "pandas")
+#: The child's whole environment: one thread for each numerical library.
+CHILD_ENV: Final = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 #: Weights are rounded down to this many places.
 WEIGHT_PLACES: Final = Decimal("0.000001")
 #: A sum of weights this far above 1 is float noise and is scaled down; above, it is refused.
 SUM_TOLERANCE: Final = 1e-6
-_MAX_OUTPUT_BYTES: Final = 1_000_000
+#: What is read of the child's stdout (its answer is the last line) and stderr; the rest is
+#: drained and dropped.
+MAX_OUTPUT_BYTES: Final = 1_000_000
+MAX_STDERR_BYTES: Final = 65_536
+#: A run's error, as the model, the trace, the ledger and the logs get it, is cut to this.
+MAX_ERROR_CHARS: Final = 2000
 
 
 class RunOutcome(enum.StrEnum):
@@ -135,10 +157,15 @@ async def run_strategy(
     *,
     offered: Sequence[str],
     limits: SandboxLimits,
+    sandboxed: bool = True,
+    redactor: Redactor | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> RunResult:
-    """Run `code`'s `strategy(bars)` once in the sandbox (see the module docstring)."""
+    """Run `code`'s `strategy(bars)` once in the sandbox (see the module docstring); unless
+    `sandboxed` is False (the operator's `allow_unsandboxed`), in the jail, else `ConfigError`
+    saying why there is none. The error a run returns is cut and masked by `redactor`."""
     request = json.dumps({"code": code, "bars": bars_payload(bars)}).encode()
+    masking = redactor if redactor is not None else Redactor()
     started = monotonic()
 
     def result(
@@ -146,45 +173,97 @@ async def run_strategy(
     ) -> RunResult:
         elapsed = round((monotonic() - started) * 1000)
         return RunResult(
-            outcome=outcome, duration_ms=elapsed, error=error[:2000], weights=weights or {}
+            outcome=outcome,
+            duration_ms=elapsed,
+            error=shown(error, masking, MAX_ERROR_CHARS) if error else "",
+            weights=weights or {},
         )
 
+    args = (str(limits.cpu_s), str(limits.memory_mb))
     with tempfile.TemporaryDirectory(prefix="openbell-strategy-") as workdir:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            str(CHILD),
-            str(limits.cpu_s),
-            str(limits.memory_mb),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-            cwd=workdir,
-            start_new_session=True,
-        )
-        try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(request), timeout=limits.wall_s
+        if sandboxed:
+            jailed, found = strategy_jail()
+            process = await start(
+                jailed.argv(*args, SITE), jail=(jailed.jail, found), stdin=asyncio.subprocess.PIPE
             )
+        else:
+            process = await start(
+                [sys.executable, "-I", str(CHILD), *args],
+                jail=None,
+                stdin=asyncio.subprocess.PIPE,
+                env=CHILD_ENV,
+                cwd=Path(workdir),
+            )
+        out, err = Capture(MAX_OUTPUT_BYTES), Capture(MAX_STDERR_BYTES)
+        try:
+            await asyncio.wait_for(_exchange(process, request, out, err), timeout=limits.wall_s)
         except TimeoutError:
             return result(RunOutcome.TIMEOUT, f"killed after the wall limit of {limits.wall_s} s")
         finally:
-            _kill_group(process.pid)
-            with contextlib.suppress(ProcessLookupError):
-                await process.wait()
-    code_ = process.returncode if process.returncode is not None else -signal.SIGKILL
+            await process.kill()
+    code_ = process.returncode
+    code_ = code_ if code_ is not None else -signal.SIGKILL
     if code_ != 0:
-        why = f"signal {signal.Signals(-code_).name}" if code_ < 0 else f"exit status {code_}"
-        if code_ in (-signal.SIGKILL, -signal.SIGXCPU):
-            why += f" (the CPU limit is {limits.cpu_s} s)"
-        tail = stderr.decode(errors="replace").strip().splitlines()[-1:]
-        return result(RunOutcome.KILLED, f"the strategy process died: {why}. {' '.join(tail)}")
-    return _answer(stdout, offered, result)
+        return result(RunOutcome.KILLED, _died(code_, limits, err))
+    return _answer(bytes(out.kept), offered, result)
+
+
+@cache
+def strategy_jail() -> tuple[PythonJail, Features]:
+    """The jail strategy code runs in and the bwrap that makes it (probed once: the child's
+    interpreter must import numpy and pandas in it); `ConfigError` saying why there is none."""
+    support = strategy_support()
+    if support.jail is None or support.found is None:
+        raise ConfigError(f"strategy code needs the bubblewrap sandbox: {support.reason}")
+    return replace(_python_jail(), jail=support.jail), support.found
+
+
+@cache
+def strategy_support() -> Support:
+    """Whether strategy code can be jailed here (see `strategy_jail`)."""
+    try:
+        jailed = _python_jail()
+    except LookupError as exc:
+        return Support(None, reason=str(exc))
+    trial = f"import sys; sys.path.append({SITE!r}); import numpy, pandas"
+    argv = [jailed.python, "-I", "-S", "-B", "-c", trial]
+    return settle([jailed.jail, replace(jailed.jail, disable_userns=False)], argv)
+
+
+def _python_jail() -> PythonJail:
+    return python_jail(CHILD, packages=PACKAGES, env=CHILD_ENV)
+
+
+async def _exchange(process: Sandboxed, request: bytes, out: Capture, err: Capture) -> None:
+    """Send the request, read both streams to their end and wait for the child."""
+    readers = asyncio.gather(out.drain(process.process.stdout), err.drain(process.process.stderr))
+    stdin = process.process.stdin
+    if stdin is not None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(request)
+            await stdin.drain()
+        stdin.close()
+    await readers
+    await process.process.wait()
+
+
+def _died(code: int, limits: SandboxLimits, err: Capture) -> str:
+    """Why the child ended without answering, with the last line it wrote on stderr."""
+    if code < 0:
+        try:
+            why = f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            why = f"signal {-code}"
+    else:
+        why = f"exit status {code}"
+    if code in (-signal.SIGKILL, -signal.SIGXCPU):
+        why += f" (the CPU limit is {limits.cpu_s} s)"
+    tail = err.kept.decode(errors="replace").strip().splitlines()[-1:]
+    return f"the strategy process died: {why}. {' '.join(tail)}"
 
 
 def _answer(stdout: bytes, offered: Sequence[str], result: _Result) -> RunResult:
-    lines = stdout[:_MAX_OUTPUT_BYTES].decode(errors="replace").strip().splitlines()
+    lines = stdout.decode(errors="replace").strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
     except ValueError:
@@ -204,9 +283,3 @@ class _Result(Protocol):
     def __call__(
         self, outcome: RunOutcome, error: str = "", weights: Mapping[str, Decimal] | None = None
     ) -> RunResult: ...
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the child's whole process group (it leads its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

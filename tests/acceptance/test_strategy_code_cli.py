@@ -10,7 +10,10 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
+
 from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
+from openbell_testkit.jail import need_jail
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
 from tests.acceptance.test_run import Daemon, assert_ledger_verifies
 
@@ -27,6 +30,11 @@ def strategy(bars):
     best = pd.Series(scores).sort_values(ascending=False)
     return {symbol: 0.45 for symbol in list(best.index)[:2]}
 """
+
+
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("strategy")
 
 
 def test_replay_leaderboard_report_and_trace_of_a_strategy_code_agent(tmp_path: Path) -> None:

@@ -1,18 +1,20 @@
-"""A `command` agent's process, without an MCP client: a command that hangs is killed at its
-deadline with its whole process group (a grandchild too, and a command that ignores SIGTERM), the
-child gets only the environment it should, its MCP config files are written where it runs, its
-output (with the token masked) lands in the trace, and its working directory is removed. A command
-that exits with an error before calling any tool fails its cycle; one that cannot start is a
-configuration error."""
+"""A `command` agent's process in its jail, without an MCP client: a command that hangs is killed
+at its deadline with everything it started (a child, a grandchild that left its session with
+`setsid`, and a command that ignores SIGTERM), the child gets only the environment it should, its
+MCP config files are written where it runs, its output (with the token masked) lands in the trace,
+and its working directory is removed. A command that exits with an error before calling any tool
+fails its cycle; one that cannot start is a configuration error."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -25,19 +27,29 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import AgentError, ConfigError
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
-from openbell.store.redact import REDACTED
+from openbell.store.redact import REDACTED, Redactor
 from openbell_testkit.agents import Arena, make_arena
+from openbell_testkit.jail import left_after, need_jail, processes_with
 
 SLOT = utc(2025, 9, 2, 1, 30)  # a cn session open (09:30 Shanghai)
 URL = "http://127.0.0.1:9/mcp"  # never contacted: these commands talk no MCP
 
+#: Ignores SIGTERM, starts a child and a grandchild that leaves its session (`setsid`, then a
+#: second fork), each with the marker (argv[1]) in its command line, and sleeps.
 HANG = textwrap.dedent(
     """
     import os, signal, subprocess, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    with open(sys.argv[1], "w") as out:
-        out.write(f"{os.getpid()} {child.pid}")
+    marker = sys.argv[1]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)", marker]
+    subprocess.Popen(sleeper)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            print("grandchild up", flush=True)
+            os.execv(sys.executable, sleeper)
+        os._exit(0)
+    time.sleep(0.5)
     print("working on it", flush=True)
     time.sleep(600)
     """
@@ -53,13 +65,9 @@ SHOW = textwrap.dedent(
 )
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie waiting to be reaped is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("command")
 
 
 def _run(arena: Arena, agent: CommandAgent, now: datetime) -> list[TraceEntry]:
@@ -83,12 +91,12 @@ def test_a_hanging_command_is_killed_at_its_deadline_with_its_grandchild(
     ledger: Ledger, tmp_path: Path
 ) -> None:
     arena = make_arena(ledger, "cn", agent="hangs")
-    pids_file = tmp_path / "pids"
+    marker = f"openbell-hang-{uuid.uuid4().hex}"
     agent = CommandAgent(
         name="hangs",
         hub=_hub(),
         spec=CommandSpec(
-            argv=(sys.executable, "-c", HANG, str(pids_file)),
+            argv=(sys.executable, "-c", HANG, marker),
             prompt="stdin",
             environ=os.environ,
             kill_grace_s=0.5,
@@ -99,15 +107,10 @@ def test_a_hanging_command_is_killed_at_its_deadline_with_its_grandchild(
     traces = _run(arena, agent, SLOT)
     took = time.monotonic() - began
     assert took < 10, f"the cycle took {took:.1f} s: the command was not killed at its deadline"
-    pids = [int(pid) for pid in pids_file.read_text().split()]
-    assert len(pids) == 2
-    deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [pid for pid in pids if _alive(pid)], "a process of the command's group survived"
+    assert left_after(marker) == [], "a process the command started survived its cycle"
     roles = [entry.role for entry in traces]
     assert roles == ["process", "user", "stdout", "process"]
-    assert traces[2].content == "working on it\n"
+    assert traces[2].content == "grandchild up\nworking on it\n"
     ended = traces[-1].content or ""
     assert "still running at the deadline (1.5 s)" in ended
     assert "process group was killed" in ended
@@ -151,6 +154,8 @@ def test_the_command_gets_a_minimal_environment_its_configs_and_the_prompt(
     assert set(env) - {"LC_CTYPE"} == {
         "PATH",
         "HOME",
+        "TMPDIR",
+        "PWD",  # bwrap's, the working directory
         "PASSED_KEY",
         "OPENBELL_MCP_URL",
         "OPENBELL_MCP_TOKEN",
@@ -159,6 +164,8 @@ def test_the_command_gets_a_minimal_environment_its_configs_and_the_prompt(
         "OPENBELL_MARKET",
     }
     assert shown["files"] == [".mcp.json", ".mcp.stdio.json"]
+    assert env["HOME"] == env["PWD"] == shown["cwd"]  # the daemon's home is not the command's
+    assert env["TMPDIR"] == "/tmp"  # noqa: S108  (the jail's own)
     assert env["OPENBELL_MCP_CONFIG"] == str(Path(shown["cwd"]) / ".mcp.json")
     prompt = shown["argv"][1]
     assert by_role["user"] == prompt
@@ -172,21 +179,20 @@ def test_the_configs_name_the_endpoint_and_a_token_for_this_cycle_only(
     ledger: Ledger, tmp_path: Path
 ) -> None:
     arena = make_arena(ledger, "cn", agent="keeps")
-    copy = tmp_path / "copy"
     hub = _hub()
     agent = CommandAgent(
         name="keeps",
         hub=hub,
         spec=CommandSpec(
-            argv=("sh", "-c", f'cp -p .mcp.json .mcp.stdio.json "{copy}"/ && ls -ld .', "{prompt}"),
+            argv=("sh", "-c", "ls -ld .", "{prompt}"),
             environ=os.environ,
             workdir_root=tmp_path / "work",
             keep_workdir=True,
             relay=("/opt/openbell/bin/openbell", "mcp"),
         ),
     )
-    copy.mkdir()
     traces = _run(arena, agent, SLOT)
+    (copy,) = (tmp_path / "work").iterdir()  # kept, as configured
     stdout = next(entry.content for entry in traces if entry.role == "stdout") or ""
     assert stdout.startswith("drwx------")  # the working directory is the owner's alone
     http = json.loads((copy / ".mcp.json").read_text())["mcpServers"]["openbell"]
@@ -202,7 +208,6 @@ def test_the_configs_name_the_endpoint_and_a_token_for_this_cycle_only(
         "env": {"OPENBELL_MCP_TOKEN": token},
     }
     assert oct((copy / ".mcp.json").stat().st_mode & 0o777) == "0o600"
-    assert len(list((tmp_path / "work").iterdir())) == 1  # kept, as configured
     assert hub.by_token(token) is None  # the cycle closed: its token is dead
 
 
@@ -230,3 +235,70 @@ def test_a_command_that_cannot_start_is_a_config_error(ledger: Ledger) -> None:
     )
     with pytest.raises(ConfigError, match="agent missing: cannot start 'no-such-agent-command'"):
         _run(arena, agent, SLOT)
+
+
+def test_the_commands_output_is_masked_with_every_configured_secret(ledger: Ledger) -> None:
+    # A key the command was never given (another agent's): masked all the same if it shows up.
+    other = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # no sk- prefix: no pattern knows it
+    arena = make_arena(ledger, "cn", agent="echoes")
+    echo = f"import sys; print({other!r}); print({other!r}, file=sys.stderr)"
+    agent = CommandAgent(
+        name="echoes",
+        hub=_hub(),
+        spec=CommandSpec(argv=(sys.executable, "-c", echo, "{prompt}"), environ=os.environ),
+        redactor=Redactor([other]),
+    )
+    traces = _run(arena, agent, SLOT)
+    shown = {entry.role: entry.content for entry in traces if entry.role in ("stdout", "stderr")}
+    assert shown == {"stdout": f"{REDACTED}\n", "stderr": f"{REDACTED}\n"}
+
+
+#: A stand-in daemon: starts a jailed command whose grandchild leaves its session, says so, and
+#: waits (argv[1] is the marker, argv[2] a working directory).
+DAEMON = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from pathlib import Path
+    from openbell.agents.jail.command_jail import command_jail, command_support
+    from openbell.agents.jail.process import start
+
+    marker, workdir = sys.argv[1], Path(sys.argv[2])
+    sleeper = f"import time; time.sleep(600)  # {marker}"
+    script = (
+        "import os, sys, time\\n"
+        "if os.fork() == 0:\\n"
+        "    os.setsid()\\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', {sleeper!r}])\\n"
+        "time.sleep(600)\\n"
+    )
+    support = command_support()
+    argv = [sys.executable, "-c", script]
+    jail, program = command_jail(
+        argv=argv, workdir=workdir, env={"PATH": os.environ["PATH"]}, base=support.jail
+    )
+
+    async def main():
+        await start([program, *argv[1:]], jail=(jail, support.found), stdin=None)
+        print("started", flush=True)
+        await asyncio.sleep(600)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_nothing_a_command_started_outlives_a_daemon_killed_with_sigkill(tmp_path: Path) -> None:
+    marker = f"openbell-orphan-{uuid.uuid4().hex}"
+    with subprocess.Popen(
+        [sys.executable, "-c", DAEMON, marker, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None
+            assert daemon.stdout.readline() == "started\n"
+            deadline = time.monotonic() + 10
+            while not processes_with(marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert processes_with(marker), "the grandchild never started"
+        finally:
+            daemon.kill()
+    assert left_after(marker) == [], "a jailed process outlived the daemon killed under it"

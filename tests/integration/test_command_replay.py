@@ -2,8 +2,10 @@
 the official SDK's client) is launched at each bell and trades over streamable HTTP, and again
 over stdio through `openbell mcp` (the SDK's stdio client running the relay, which talks to the
 replay's `/mcp`); fills land in the ledger, the ledger verifies, and every MCP call and the
-command's output are trace rows. A command that hangs is killed at its deadline and its cycle is
-recorded done, with the kill in its trace."""
+command's output are trace rows. The command runs in its jail (the example, the venv and the
+relay bound read-only). A command that hangs is killed at its deadline with everything it started
+(a `setsid` grandchild too: nothing is left after the replay) and its cycle is recorded done,
+with the kill in its trace."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import sys
 import textwrap
 import time
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
 from openbell.store.verify import verify_ledger
+from openbell_testkit.jail import left_after, need_jail
 from openbell_testkit.llm import CN_STOCK
 from openbell_testkit.replay import cn_daily
 
@@ -49,6 +53,7 @@ def _replay(url: str, agent: CommandAgent, sessions: int = SESSIONS) -> ReplayRe
 
 
 def _client(name: str, tmp_path: Path, *transport: str) -> CommandAgent:
+    need_jail("command")
     return CommandAgent(
         name=name,
         hub=CycleHub(),
@@ -113,35 +118,36 @@ def test_a_command_agent_trades_in_a_replay_over_stdio_through_openbell_mcp(
     _assert_traded(sqlite_url, "stdio-client", tmp_path)
 
 
+#: Starts a child and a grandchild that leaves its session (`setsid`, then a second fork), each
+#: with the marker (argv[1]) in its command line, says so and sleeps.
 HANG = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    with open(sys.argv[1], "w") as out:
-        out.write(f"{os.getpid()} {child.pid}")
+    marker = sys.argv[1]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)", marker]
+    subprocess.Popen(sleeper)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, sleeper)
+        os._exit(0)
+    time.sleep(0.5)
     print("thinking", flush=True)
     time.sleep(600)
     """
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
-
-
 def test_a_command_that_hangs_is_killed_at_its_deadline_and_its_cycle_recorded(
     sqlite_url: str, tmp_path: Path
 ) -> None:
-    pids = tmp_path / "pids"
+    need_jail("command")
+    marker = f"openbell-hang-{uuid.uuid4().hex}"
     agent = CommandAgent(
         name="hangs",
         hub=CycleHub(),
         spec=CommandSpec(
-            argv=(sys.executable, "-c", HANG, str(pids), "{prompt}"),
+            argv=(sys.executable, "-c", HANG, marker, "{prompt}"),
             environ=os.environ,
             kill_grace_s=1.0,
         ),
@@ -160,8 +166,4 @@ def test_a_command_that_hangs_is_killed_at_its_deadline_and_its_cycle_recorded(
     ended = [t.content or "" for t in traces if t.role == "process"][-1]
     assert "still running at the deadline (2 s)" in ended
     assert "process group was killed" in ended
-    group = [int(pid) for pid in pids.read_text().split()]
-    deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in group) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [pid for pid in group if _alive(pid)]
+    assert left_after(marker) == [], "a process the command started survived the replay"

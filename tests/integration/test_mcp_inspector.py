@@ -27,11 +27,17 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
+from openbell_testkit.jail import need_jail
 from openbell_testkit.replay import cn_daily
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 NPX = shutil.which("npx")
 pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("command")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.strategy_code.agent import StrategyCodeAgent, StrategySettings
-from openbell.agents.strategy_code.sandbox import SandboxLimits
+from openbell.agents.strategy_code.sandbox import MAX_ERROR_CHARS, SandboxLimits
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
@@ -26,7 +26,9 @@ from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.redact import REDACTED, Redactor
 from openbell.store.verify import verify_ledger
+from openbell_testkit.jail import need_jail
 from openbell_testkit.llm import ScriptedModel, completion
 from openbell_testkit.replay import crypto_daily
 
@@ -56,6 +58,11 @@ def strategy(bars):
     ranked = pd.Series(scores).sort_values(ascending=False)
     return {symbol: 0.3 for symbol in list(ranked.index)[:3]}
 """
+
+
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("strategy")
 
 
 def answer(code: str, expected_return: float = 0.002, hit_rate: float = 0.6) -> dict[str, Any]:
@@ -246,3 +253,43 @@ def test_a_refused_rewrite_keeps_the_previous_strategy_running(sqlite_url: str) 
     assert len(model.requests) == 3  # the rewrite is due again at every cycle
     notes = [e.content or "" for e in ledger.traces(cycles[1]) if e.role == "refusal"]
     assert any("the previous strategy runs on" in note for note in notes)
+
+
+OTHER_KEY = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # another agent's key, of no known pattern
+TELLS = f"""
+def strategy(bars):
+    raise ValueError("{OTHER_KEY} " + "x" * 100000)
+"""
+
+
+def test_a_trial_error_is_masked_and_cut_before_the_model_the_trace_or_the_ledger_see_it(
+    sqlite_url: str,
+) -> None:
+    model = ScriptedModel([answer(TELLS)] * 4)
+    agent = make_agent(model, max_retries=1)
+    masked = StrategyCodeAgent(
+        name="coder",
+        client=agent._client,
+        settings=agent._settings,
+        redactor=Redactor([OTHER_KEY]),
+    )
+    done = replay(sqlite_url, masked, days=1)
+    assert done.cycles_failed == 1
+    retry = model.requests[1]["messages"][-1]["content"]
+    assert "trial run failed" in retry
+    assert REDACTED in retry
+    told = [
+        m["content"] for body in model.requests for m in body["messages"] if m["role"] == "user"
+    ]
+    assert not [text for text in told if OTHER_KEY in text]  # (its own code holds it, of course)
+    assert len(retry) < MAX_ERROR_CHARS + 500  # the 100 000 characters were cut
+    engine = make_engine(sqlite_url)
+    (cycle,) = queries.cycle_activity(engine, coder_account(sqlite_url))
+    texts = [
+        entry.content or ""
+        for entry in Ledger(engine).traces(cycle.cycle_id)
+        if entry.role in ("refusal", "error")
+    ]
+    assert any(REDACTED in text for text in texts)
+    assert not [text for text in texts if OTHER_KEY in text]
+    assert max(len(text) for text in texts) < 10_000

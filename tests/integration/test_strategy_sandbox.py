@@ -1,8 +1,9 @@
-"""The sandbox runs strategy code in a real subprocess and nothing escapes it: a strategy that
-loops forever or allocates 10 GB is stopped, one that imports os, socket or subprocess (or
-reaches them through a library), opens /etc/passwd or writes a file is blocked, and the weights
-that come back are validated. These runs skip the static check on purpose: the sandbox is the
-second wall and must hold on its own."""
+"""The sandbox runs strategy code in its jail and nothing escapes it: a strategy that loops
+forever or allocates 10 GB is stopped, one that imports os, socket or subprocess (or reaches them
+through a library), opens /etc/passwd or writes a file is blocked, and the weights that come back
+are validated. Without the jail (the operator's `allow_unsandboxed`), the child's own walls still
+refuse frame walks, files, processes, sockets and imports. The error a run returns is cut and
+masked. These runs skip the static check on purpose: the sandbox must hold on its own."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from openbell.agents.strategy_code.sandbox import (
+    MAX_ERROR_CHARS,
     RunOutcome,
     RunResult,
     SandboxLimits,
@@ -22,6 +24,8 @@ from openbell.agents.strategy_code.sandbox import (
     validate_weights,
 )
 from openbell.markets.domain import Bar, utc
+from openbell.store.redact import REDACTED, Redactor
+from openbell_testkit.jail import need_jail
 
 LIMITS = SandboxLimits(cpu_s=2, memory_mb=768, wall_s=15.0)
 SYMBOLS = ("AAA", "BBB")
@@ -47,9 +51,24 @@ def bars(symbol: str, count: int = 60) -> list[Bar]:
     return rows
 
 
-def run(code: str, limits: SandboxLimits = LIMITS) -> RunResult:
+@pytest.fixture(autouse=True)
+def _jailed() -> None:
+    need_jail("strategy")
+
+
+def run(
+    code: str,
+    limits: SandboxLimits = LIMITS,
+    *,
+    sandboxed: bool = True,
+    redactor: Redactor | None = None,
+) -> RunResult:
     data = {symbol: bars(symbol) for symbol in SYMBOLS}
-    return asyncio.run(run_strategy(code, data, offered=SYMBOLS, limits=limits))
+    return asyncio.run(
+        run_strategy(
+            code, data, offered=SYMBOLS, limits=limits, sandboxed=sandboxed, redactor=redactor
+        )
+    )
 
 
 MOMENTUM = """
@@ -139,7 +158,7 @@ def test_no_file_can_be_written_even_through_a_library(tmp_path: Path) -> None:
         f"    fd = pd.io.common.os.open({str(opened)!r}, 65)\n    return {{}}\n"
     )
     assert result.outcome is RunOutcome.ERROR
-    assert "Too many open files" in result.error
+    assert "not allowed in the strategy sandbox" in result.error
     assert not opened.exists()
 
 
@@ -168,7 +187,8 @@ def test_no_network_even_through_a_library() -> None:
         "    pd.io.common.urlopen('http://127.0.0.1:9/')\n    return {}\n"
     )
     assert result.outcome is RunOutcome.ERROR
-    assert "Too many open files" in result.error or "Errno 24" in result.error
+    # urlopen's lazy import of the socket machinery is refused before any socket exists.
+    assert "not allowed in the strategy sandbox" in result.error
 
 
 @pytest.mark.parametrize(
@@ -193,3 +213,86 @@ def test_weights_are_rounded_down_and_a_float_overshoot_is_scaled() -> None:
     assert weights["A"] == Decimal("0.299999")
     with pytest.raises(ValueError, match="not a number"):
         validate_weights({"A": True}, ["A"])
+
+
+#: Each reaches what the jail would hide, through the frames of a running generator, a library
+#: module's `sys`, or ctypes; without the jail the child's hook must refuse it.
+ESCAPES = {
+    "frame walk": """
+def strategy(bars):
+    box = []
+    def gen():
+        yield box[0].gi_frame.f_back
+    box.append(gen())
+    return {"AAA": float(next(box[0]) is None)}
+""",
+    "traceback frame": """
+def strategy(bars):
+    try:
+        1 / 0
+    except ZeroDivisionError as exc:
+        return {"AAA": float(exc.__traceback__.tb_frame is None)}
+""",
+    "open through sys": """
+import pandas as pd
+def strategy(bars):
+    pd.core.common.sys.modules["builtins"].open("/etc/hostname").read()
+    return {}
+""",
+    "ctypes fork": """
+import pandas as pd
+def strategy(bars):
+    pd.core.common.sys.modules["ctypes"].CDLL(None).fork()
+    return {}
+""",
+    "new import": """
+import pandas as pd
+def strategy(bars):
+    pd.core.common.sys.modules["builtins"].__import__("smtplib")
+    return {}
+""",
+    "compile": """
+import pandas as pd
+def strategy(bars):
+    pd.core.common.sys.modules["builtins"].compile("1", "x", "eval")
+    return {}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["jailed", "unsandboxed"])
+def test_the_childs_own_walls_refuse_escapes_with_or_without_the_jail(
+    name: str, sandboxed: bool
+) -> None:
+    result = run(ESCAPES[name], sandboxed=sandboxed)
+    assert result.outcome is RunOutcome.ERROR, result
+    assert "is not allowed in the strategy sandbox" in result.error
+
+
+def test_harmless_pandas_still_works_behind_the_walls() -> None:
+    code = """
+import pandas as pd
+
+def strategy(bars):
+    frame = bars["AAA"].copy()
+    frame["fast"] = frame["close"].rolling(5).mean()
+    rows = list(frame.tail(3).itertuples())
+    text = str(frame.tail(2))
+    scores = pd.Series({s: df["close"].iloc[-1] for s, df in bars.items()})
+    return {scores.idxmax(): 0.5 if rows and text else 0.0}
+"""
+    for sandboxed in (True, False):
+        result = run(code, sandboxed=sandboxed)
+        assert result.outcome is RunOutcome.OK, result.error
+        assert result.weights == {"AAA": Decimal("0.5")}
+
+
+def test_the_error_a_run_returns_is_cut_and_masked() -> None:
+    secret = "other-agents-key-Zk3Jp8Qw5Rt2Yv7X"  # noqa: S105  (no pattern knows it)
+    code = f"def strategy(bars):\n    raise ValueError({secret!r} + ' tail' * 100000)\n"
+    result = run(code, redactor=Redactor([secret]))
+    assert result.outcome is RunOutcome.ERROR
+    assert result.error.startswith(f"ValueError: {REDACTED} tail")
+    assert secret not in result.error
+    assert len(result.error) <= MAX_ERROR_CHARS + 40

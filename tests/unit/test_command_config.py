@@ -17,6 +17,7 @@ from openbell.markets.universes import load_universe
 from openbell.ops.config import CommandAgentConfig, load_config
 from openbell.ops.outside_agents import openbell_relay
 from openbell.ops.planning import agent_for
+from openbell.ops.sandboxing import Containment
 
 BASE = """
 [markets.us]
@@ -30,6 +31,8 @@ name = "claude"
 kind = "command"
 markets = ["us"]
 """
+#: Jails taken to run here: these tests build agents, they run none.
+JAILED = Containment(probe=lambda kind: None)
 COMMAND = 'command = ["claude", "-p", "{prompt}", "--mcp-config", ".mcp.json"]\n'
 
 
@@ -68,7 +71,9 @@ def test_every_key_is_read_and_the_agent_built_on_the_hub(tmp_path: Path) -> Non
         f'workdir = "{tmp_path}"\nkeep_workdir = true\nmax_tool_calls = 7\nmax_wall_s = 90\n',
     )
     hub = CycleHub()
-    built = agent_for(agent, "us", {"ANTHROPIC_API_KEY": "sk-ant-0123456789"}, hub=hub)
+    built = agent_for(
+        agent, "us", {"ANTHROPIC_API_KEY": "sk-ant-0123456789"}, hub=hub, containment=JAILED
+    )
     assert isinstance(built, CommandAgent)
     assert (built.name, built.kind, built.hub) == ("claude", "command", hub)
     spec = built.spec
@@ -89,9 +94,9 @@ def test_every_key_is_read_and_the_agent_built_on_the_hub(tmp_path: Path) -> Non
 def test_a_masked_command_agent_masks_with_its_accounts_map(tmp_path: Path) -> None:
     agent = load(tmp_path, COMMAND + 'masking = "blinded"\nmasking_seed = 7\n')
     assert (agent.masking, agent.masking_seed, agent.rebase_prices) == ("blinded", 7, None)
-    built = agent_for(agent, "us", {}, hub=CycleHub())
+    built = agent_for(agent, "us", {}, hub=CycleHub(), containment=JAILED)
     assert isinstance(built, CommandAgent)
-    bright = agent_for(load(tmp_path, COMMAND), "us", {}, hub=CycleHub())
+    bright = agent_for(load(tmp_path, COMMAND), "us", {}, hub=CycleHub(), containment=JAILED)
     assert isinstance(bright, CommandAgent)
     text = "AAPL closed at 2025-09-30"
     masked = built.masker(_context(1)).mask_text(text)

@@ -11,8 +11,12 @@ import pytest
 from openbell.agents.strategy_code.sandbox import SandboxLimits
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import OpenbellConfig, StrategyCodeAgentConfig, load_config
+from openbell.ops.sandboxing import Containment
 from openbell.ops.secrets import configured_secrets
 from openbell.ops.strategy_agents import build_strategy_code_agent
+
+#: Jails taken to run here: these tests build agents, they run none.
+JAILED = Containment(probe=lambda kind: None)
 
 BASE = """
 [markets.crypto]
@@ -47,7 +51,9 @@ def test_the_defaults_and_the_agent_built_from_them(tmp_path: Path) -> None:
     config = entry(tmp_path)
     assert (config.interval, config.lookback, config.rewrite_every) == ("1d", 250, 0)
     assert (config.max_retries, config.rebalance_band) == (3, Decimal("0.01"))
-    agent = build_strategy_code_agent(config, {"DEEPSEEK_API_KEY": "sk-test-0123456789abcdef"})
+    agent = build_strategy_code_agent(
+        config, {"DEEPSEEK_API_KEY": "sk-test-0123456789abcdef"}, JAILED
+    )
     assert (agent.name, agent.kind) == ("coder", "strategy_code")
 
 
@@ -57,7 +63,9 @@ def test_every_key_reaches_the_agent(tmp_path: Path) -> None:
         'interval = "1h"\nlookback = 48\nrewrite_every = 20\nmax_retries = 1\ncpu_s = 3\n'
         'memory_mb = 512\nwall_s = 7.5\nrebalance_band = "0.05"\n',
     )
-    agent = build_strategy_code_agent(config, {"DEEPSEEK_API_KEY": "sk-test-0123456789abcdef"})
+    agent = build_strategy_code_agent(
+        config, {"DEEPSEEK_API_KEY": "sk-test-0123456789abcdef"}, JAILED
+    )
     settings = agent._settings
     assert (settings.interval, settings.lookback, settings.rewrite_every) == ("1h", 48, 20)
     assert (settings.max_retries, settings.rebalance_band) == (1, Decimal("0.05"))
@@ -106,7 +114,7 @@ def test_a_key_in_the_file_is_refused_and_a_missing_variable_is_one_error(
         load_config(path)
     assert key not in str(caught.value)
     with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY is not set"):
-        build_strategy_code_agent(entry(tmp_path), {})
+        build_strategy_code_agent(entry(tmp_path), {}, JAILED)
 
 
 def test_its_key_is_a_configured_secret(tmp_path: Path) -> None:

@@ -49,9 +49,10 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def left_after(marker: str, timeout_s: float = 5.0) -> list[int]:
+def left_after(marker: str, timeout_s: float = 20.0) -> list[int]:
     """The processes holding `marker` still alive after up to `timeout_s` (a process killed a
-    moment ago may take that long to be reaped)."""
+    moment ago may take that long to die on a loaded machine: seen past 5 s at a load of 10 on
+    two cores; a survivor sleeps for minutes, so the wait never lets one pass)."""
     deadline = time.monotonic() + timeout_s
     left = processes_with(marker)
     while left and time.monotonic() < deadline:

@@ -2,15 +2,18 @@
 
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
-pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims, catch-up
-slots, missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when none can
-ring), and then rings (`scheduler.Bells`). Each bell runs `CycleRunner.run_slot` for the market's
-unpaused accounts; every source is wrapped to retry within the slot's grace and, live, to record the
-bars and news it reads in the store's cache and to remember the prices orders fill at. Claims are
-leased for the plan's `lease_s` (a minute) and renewed three times a lease while their cycles run; a
-sweep every half lease repeats the claim recovery, so that a peer completes the cycles of a daemon
-that died or froze, and this daemon those of its own slots that failed (which release their claims),
-while their grace lasts. Systemd hears READY, a WATCHDOG ping only while the loop ticks, and
+verifies the database and the ledger since its checkpoints and pauses accounts that fail
+(`verifying.py`, in a worker thread, extending systemd's start timeout meanwhile), recovers
+(`recovery.py`: abandoned claims, catch-up slots, missed slots), refuses markets whose calendar ends
+within `HORIZON` (exit 2 when none can ring), and then rings (`scheduler.Bells`). Each bell runs
+`CycleRunner.run_slot` for the market's unpaused accounts; every source is wrapped to retry within
+the slot's grace and, live, to record the bars and news it reads in the store's cache and to
+remember the prices orders fill at. Claims are leased for the plan's `lease_s` (a minute) and
+renewed three times a lease while their cycles run; a sweep every half lease repeats the claim
+recovery, so that a peer completes the cycles of a daemon that died or froze, and this daemon those
+of its own slots that failed (which release their claims), while their grace lasts; every
+`full_verify_every_s` the whole ledger is verified in a worker thread. Systemd hears
+EXTEND_TIMEOUT_USEC while start-up verifies, READY, a WATCHDOG ping only while the loop ticks, and
 STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves `/healthz` and `/metrics`,
 the routes the plan's `web` factory builds (API, pages) and `/mcp` for its outside agents
 (`mcp_http.py`; on a free loopback port when the plan has no `[http]`); it closes after the cycles
@@ -47,13 +50,13 @@ from openbell.daemon.recovery import (
     backfill_missed,
     catch_up_slots,
     interrupt_abandoned,
-    pause_broken_accounts,
     split_abandoned,
 )
 from openbell.daemon.runner import CycleRunner, claim_order
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
+from openbell.daemon.verifying import full_verifications, verify_at_startup
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.daemon_runs import DaemonRuns
@@ -159,7 +162,7 @@ class _Daemon:
             ended = self.ledger.expire_claims(now, except_holder=self.run_id)
             if ended:
                 log.warning("claims_expired", count=ended, reason="holder_dead")
-        pause_broken_accounts(self.engine, self.ledger)
+        await verify_at_startup(self.engine, self.ledger, now, self.notifier)
         stop.checkpoint("ledger verify")
         # From here on a stop is an orderly one (the loop below sees it at once).
         since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
@@ -209,6 +212,13 @@ class _Daemon:
                 loop.create_task(self._renew_loop()),
                 loop.create_task(self._sweep_loop()),
             ]
+            if self.plan.full_verify_every_s:
+                every_s = max(self.plan.full_verify_every_s / self.speed, MIN_SWEEP_S)
+                background.append(
+                    loop.create_task(
+                        full_verifications(self.engine, self.ledger, every_s, self.clock.now)
+                    )
+                )
             while not stop.is_set():
                 if self.recovering.done():
                     self.recovering.result()  # a failed start-up recovery stops the daemon

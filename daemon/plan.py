@@ -191,6 +191,8 @@ class LivePlan:
     #: Masks the configured secrets in all the ledger stores (`store.db.make_engine`).
     redactor: Redactor = field(default_factory=Redactor, repr=False)
     lease_s: float = LEASE_S
+    #: How often (clock seconds) the running daemon verifies the whole ledger; None: never.
+    full_verify_every_s: float | None = None
 
     def __post_init__(self) -> None:
         _distinct(self.markets, "live plan")

@@ -28,14 +28,13 @@ changed in place, which is what the full verification the daemon runs on a sched
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
 from openbell.store.margin_ledger import last_ended_day
-from openbell.store.verify.account import COUNTED, Checkpoint, check_account
-from openbell.store.verify.facts import Facts, Watermarks, read_facts
+from openbell.store.verify.account import COUNTED, Checkpoint, CheckpointSet, check_account
+from openbell.store.verify.facts import Facts, read_facts
 from openbell.store.verify.links import check_orders
 from openbell.store.verify.report import (
     ACTION_AMOUNT,
@@ -91,16 +90,6 @@ __all__ = [
     "verify",
     "verify_ledger",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckpointSet:
-    """Where a verification stopped: the newest id of each table it read, and each account's
-    checkpoint there (accounts with a breach have none). `at` is when it was stored."""
-
-    watermarks: Watermarks
-    accounts: dict[int, Checkpoint] = field(default_factory=dict)
-    at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

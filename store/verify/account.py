@@ -41,6 +41,7 @@ from openbell.store.verify.facts import (
     AccountFacts,
     Facts,
     Snapshot,
+    Watermarks,
 )
 from openbell.store.verify.links import check_fills, check_margin_calls
 from openbell.store.verify.report import Collector
@@ -82,6 +83,16 @@ class Checkpoint:
 
     def count(self, table: str) -> int:
         return self.counts.get(table, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointSet:
+    """Where a verification stopped: the newest id of each table it read, and each account's
+    checkpoint there (accounts with a breach have none). `at` is when it was stored."""
+
+    watermarks: Watermarks
+    accounts: dict[int, Checkpoint] = field(default_factory=dict)
+    at: datetime | None = None
 
 
 def check_account(

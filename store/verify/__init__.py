@@ -34,9 +34,7 @@ from sqlalchemy import Engine
 
 from openbell.store.margin_ledger import last_ended_day
 from openbell.store.verify.account import COUNTED, Checkpoint, CheckpointSet, check_account
-from openbell.store.verify.facts import Facts, read_facts
-from openbell.store.verify.links import check_orders
-from openbell.store.verify.report import (
+from openbell.store.verify.breaches import (
     ACTION_AMOUNT,
     ACTION_CURRENCY,
     ACTION_ENTITLEMENT,
@@ -61,6 +59,8 @@ from openbell.store.verify.report import (
     Owner,
     VerifyReport,
 )
+from openbell.store.verify.facts import Facts, read_facts
+from openbell.store.verify.links import check_orders
 
 __all__ = [
     "ACTION_AMOUNT",

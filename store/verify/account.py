@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from openbell.store.margin_ledger import day_end, last_ended_day
+from openbell.store.verify.breaches import Collector
 from openbell.store.verify.entries import (
     EntryKey,
     Running,
@@ -44,7 +45,6 @@ from openbell.store.verify.facts import (
     Watermarks,
 )
 from openbell.store.verify.links import check_fills, check_margin_calls
-from openbell.store.verify.report import Collector
 from openbell.store.verify.timeline import (
     check_actions,
     check_fees,

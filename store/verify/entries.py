@@ -22,8 +22,7 @@ from typing import Generic, TypeVar
 
 from openbell.markets.domain import Side, round_money
 from openbell.markets.rules import rules_for
-from openbell.store.verify.facts import Account, Action, Fee, Fill, Mark, Position, Snapshot
-from openbell.store.verify.report import (
+from openbell.store.verify.breaches import (
     CASH_BALANCE,
     CROSSES_ZERO,
     NAV_SNAPSHOT,
@@ -32,6 +31,7 @@ from openbell.store.verify.report import (
     SHORT_NOT_ALLOWED,
     Collector,
 )
+from openbell.store.verify.facts import Account, Action, Fee, Fill, Mark, Position, Snapshot
 
 #: Where an entry stands in the order entries were made: (fill id, 0, 0) for a fill,
 #: (after_fill_id, 1, id) for a corporate action and (after_fill_id, 2, id) for a borrow fee.

@@ -18,8 +18,7 @@ from decimal import Decimal
 from openbell.markets.domain import Side, round_money
 from openbell.markets.margin import MARGIN_CALL
 from openbell.store.records import OrderStatus
-from openbell.store.verify.facts import Account, Facts, Fill, MarginCall, Order
-from openbell.store.verify.report import (
+from openbell.store.verify.breaches import (
     FILL_CURRENCY,
     FILL_MATCHES_ORDER,
     FILL_NOTIONAL,
@@ -29,6 +28,7 @@ from openbell.store.verify.report import (
     ORDER_CYCLE_LINK,
     Collector,
 )
+from openbell.store.verify.facts import Account, Facts, Fill, MarginCall, Order
 
 
 def check_fills(account: Account, fills: Sequence[Fill], facts: Facts, out: Collector) -> None:

@@ -21,9 +21,7 @@ from openbell.markets.corporate_actions import ActionKind, split_quantity
 from openbell.markets.domain import round_money
 from openbell.markets.margin import borrow_fee_at
 from openbell.store.margin_ledger import day_end
-from openbell.store.verify.entries import quantity_delta
-from openbell.store.verify.facts import Account, Action, Fee, Fill
-from openbell.store.verify.report import (
+from openbell.store.verify.breaches import (
     ACTION_AMOUNT,
     ACTION_CURRENCY,
     ACTION_ENTITLEMENT,
@@ -31,6 +29,8 @@ from openbell.store.verify.report import (
     MISSING_BORROW_FEE,
     Collector,
 )
+from openbell.store.verify.entries import quantity_delta
+from openbell.store.verify.facts import Account, Action, Fee, Fill
 
 
 class Event(NamedTuple):

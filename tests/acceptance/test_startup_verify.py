@@ -5,7 +5,8 @@ A small ledger is replayed (the bundled crypto daily bars, two agents); the real
 on it three times, each with a `NOTIFY_SOCKET` the test listens on: the first start verifies every
 row (no checkpoint yet) and stores a checkpoint per account; the second verifies only what was
 written since (`since` in its `ledger_verified` line); a breach planted after the checkpoints is
-found at the third start, which pauses that account.
+found at the third start, which pauses that account. And the reading commands, which open the
+ledger read-only, read it while a daemon writes it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from openbell.store.db import make_engine
-from openbell_testkit.cli import Daemon, clean_env, openbell
+from openbell_testkit.cli import CRYPTO_1H, Daemon, clean_env, free_port, openbell
 
 START, END = "2025-11-03", "2025-11-14"
 CONFIG = """
@@ -101,3 +102,47 @@ def test_start_up_verifies_from_its_checkpoints_and_extends_its_start_timeout(
     verified = openbell(tmp_path, "ledger", "verify", "--db", str(db))
     assert verified.returncode == 1
     assert "cash_balance" in verified.stdout
+
+
+HOURLY = """
+[store]
+url = "sqlite:///{db}"
+
+[http]
+listen = "127.0.0.1:{port}"
+
+[markets.crypto]
+universe = "crypto10"
+cadence = "hourly"
+source = "replay:{bars}"
+initial_cash = "10000"
+
+[[agents]]
+name = "equal-weight"
+kind = "equal_weight"
+markets = ["crypto"]
+
+[[agents]]
+name = "random"
+kind = "random"
+markets = ["crypto"]
+seed = 3
+"""
+
+
+def test_reading_commands_read_a_ledger_while_the_daemon_writes_it(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    config = tmp_path / "openbell.toml"
+    config.write_text(
+        HOURLY.format(db=db.as_posix(), port=free_port(), bars=CRYPTO_1H), encoding="utf-8"
+    )
+    with Daemon(tmp_path, "--config", str(config), "--fake-clock", "2025-11-03T00:59:00Z:600") as d:
+        d.wait_for("slot_finished")
+        for _ in range(3):
+            for args in (("leaderboard",), ("ledger", "verify"), ("positions",)):
+                result = openbell(tmp_path, *args, "--db", str(db))
+                assert result.returncode == 0, (args, result.stderr)
+            d.wait_for("slot_finished")
+        code, _elapsed_s, stderr = d.stop(signal.SIGTERM)
+    assert code == 0, stderr
+    assert openbell(tmp_path, "ledger", "verify", "--full", "--db", str(db)).returncode == 0

@@ -8,7 +8,8 @@ once by `openbell replay` and kept for later runs: the SQLite file in a folder u
 temporary folder (`--cache`), the Postgres ledger in a schema of the `--postgres` database; both
 are named after the schema head and the recipe, so a changed schema builds them anew.
 
-For each engine it prints the median over `--runs` runs of:
+For each engine it prints the median over `--runs` runs of (each command a fresh process, its
+wall time and its own CPU time, which the machine's other load does not inflate):
 
 - a full verify, `openbell ledger verify --full` (the command's wall time, a fresh process);
 - an incremental verify, `openbell ledger verify` from the checkpoints the daemon's last start
@@ -29,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -168,8 +170,10 @@ def postgres_schema_url(url: str, schema: str, *, fresh: bool) -> str:
     )
 
 
-def timed(config: Path, *args: str) -> float:
-    """Wall seconds of one `openbell ... --config config` command that must succeed."""
+def timed(config: Path, *args: str) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, the child's own: what the machine's other
+    load does not inflate) of one `openbell ... --config config` command that must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started_s = time.perf_counter()
     done = subprocess.run(  # noqa: S603
         [*openbell_command(), *args, "--config", str(config)],
@@ -179,10 +183,15 @@ def timed(config: Path, *args: str) -> float:
         check=False,
     )
     seconds = time.perf_counter() - started_s
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if done.returncode != 0:
         raise RuntimeError(f"openbell {' '.join(args)}: exit {done.returncode}: {done.stderr}")
-    print(f"  openbell {' '.join(args)}: {seconds:.2f} s: {done.stdout.strip()}", file=sys.stderr)
-    return seconds
+    print(
+        f"  openbell {' '.join(args)}: {seconds:.2f} s (CPU {cpu_s:.2f} s): {done.stdout.strip()}",
+        file=sys.stderr,
+    )
+    return seconds, cpu_s
 
 
 def time_to_ready(config: Path, folder: Path) -> tuple[float, float]:
@@ -255,15 +264,23 @@ def measure(name: str, config: Path, folder: Path, runs: int) -> None:
         flush=True,
     )
     startup_verify: list[float] = []
+    full_cpu: list[float] = []
+    incremental_cpu: list[float] = []
     for _ in range(runs):
-        full.append(timed(config, "ledger", "verify", "--full"))
-        incremental.append(timed(config, "ledger", "verify"))
+        seconds, cpu_s = timed(config, "ledger", "verify", "--full")
+        full.append(seconds)
+        full_cpu.append(cpu_s)
+        seconds, cpu_s = timed(config, "ledger", "verify")
+        incremental.append(seconds)
+        incremental_cpu.append(cpu_s)
         to_ready, verify_s = time_to_ready(config, folder)
         ready.append(to_ready)
         startup_verify.append(verify_s)
     print(
-        f"{name}: full verify {statistics.median(full):.2f} s, incremental verify "
-        f"{statistics.median(incremental):.2f} s, start to READY "
+        f"{name}: full verify {statistics.median(full):.2f} s (CPU "
+        f"{statistics.median(full_cpu):.2f} s), incremental verify "
+        f"{statistics.median(incremental):.2f} s (CPU {statistics.median(incremental_cpu):.2f} s), "
+        "start to READY "
         f"{statistics.median(ready):.2f} s, of which its verification "
         f"{statistics.median(startup_verify):.2f} s (medians of {runs}; "
         f"full {', '.join(f'{s:.2f}' for s in full)})",

@@ -249,11 +249,24 @@ def open_ledger(loaded: OpenbellConfig, *, writable: bool = False) -> Engine:
     SQLite, the file passes SQLite's quick check (`store.integrity`).
 
     It reads only (SQLite `mode=ro` and `query_only`, Postgres read-only sessions) unless
-    `writable`: a command that reads never changes the file, and an empty file (0 bytes) is
-    reported (`DatabaseDamaged`), not made a ledger."""
-    from openbell.store.db import check_schema, make_engine, refuse_empty_file
+    `writable`: a command that reads never changes the file, and a missing file (`SchemaError`)
+    or an empty one (0 bytes, `DatabaseDamaged`) is reported, not made a ledger."""
+    from openbell.markets.errors import SchemaError
+    from openbell.store.db import (
+        check_schema,
+        make_engine,
+        refuse_empty_file,
+        shown_ledger,
+        sqlite_file,
+    )
     from openbell.store.integrity import check_integrity
 
+    path = sqlite_file(loaded.store.url)
+    if path is not None and not path.exists():
+        raise SchemaError(
+            f"database {shown_ledger(loaded.store.url)} does not exist: run `openbell db "
+            "upgrade` to make a new ledger there"
+        )
     refuse_empty_file(loaded.store.url, "`openbell db upgrade` makes a new ledger in it")
     engine = make_engine(
         loaded.store.url,

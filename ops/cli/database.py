@@ -72,7 +72,7 @@ def ledger_verify(
     from openbell.store.verify import verify
     from openbell.store.verify.checkpoints import load_checkpoints
 
-    engine = open_ledger(load_command_config(ctx, config, db=db))
+    engine = open_ledger(load_command_config(ctx, config, db=db), quick_check=False)
     try:
         check_integrity(engine, thorough=True)
         since = None if full else load_checkpoints(engine)[0]

@@ -243,10 +243,13 @@ def reading_config(url: str) -> OpenbellConfig:
     return OpenbellConfig.model_construct(store=StoreConfig.model_construct(url=url))
 
 
-def open_ledger(loaded: OpenbellConfig, *, writable: bool = False) -> Engine:
+def open_ledger(
+    loaded: OpenbellConfig, *, writable: bool = False, quick_check: bool = True
+) -> Engine:
     """An engine on the config's ledger for a one-shot command (each query bounded by the
     config's statement timeout), refused unless its schema is at this version's head and, on
-    SQLite, the file passes SQLite's quick check (`store.integrity`).
+    SQLite, the file passes SQLite's quick check (`store.integrity`; a command that runs the
+    thorough check itself, `ledger verify`, passes `quick_check=False`).
 
     It reads only (SQLite `mode=ro` and `query_only`, Postgres read-only sessions) unless
     `writable`: a command that reads never changes the file, and a missing file (`SchemaError`)
@@ -275,7 +278,7 @@ def open_ledger(loaded: OpenbellConfig, *, writable: bool = False) -> Engine:
     )
     try:
         check_schema(engine)
-        if engine.dialect.name == "sqlite":
+        if quick_check and engine.dialect.name == "sqlite":
             check_integrity(engine)
     except BaseException:
         engine.dispose()

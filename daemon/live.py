@@ -2,7 +2,8 @@
 
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
-pauses accounts whose ledger fails verification, recovers (`recovery.py`: abandoned claims, catch-up
+verifies the database and the ledger since its checkpoints and pauses accounts that fail
+(`verifying.py`, in a worker thread, extending systemd's start timeout meanwhile), recovers (`recovery.py`: abandoned claims, catch-up
 slots; `holes.py`: missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
 none can ring), and then rings (`scheduler.Bells`). Each bell runs its slot through `SlotRinger`
 (`ringing.py`: `CycleRunner.run_slot` for the market's unpaused accounts, run again while its grace
@@ -14,9 +15,10 @@ cycles of a daemon that died or froze, and this daemon those of its own slots th
 release their claims), while their grace lasts, and records `missed`, with their cause, the slots
 of the watched history that have no cycle once their grace has ended (a store away past the grace,
 a daemon frozen across bells or down; start-up's sweep looks at the whole watched history, later
-ones at what is new, and every half hour a deep check behind). A store that is away at start-up
+ones at what is new, and every half hour a deep check behind); every `full_verify_every_s` the
+whole ledger is verified in a worker thread. A store that is away at start-up
 delays the start-up recovery, which is tried again, and does not stop the daemon. Systemd hears
-READY, a WATCHDOG ping only while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on
+EXTEND_TIMEOUT_USEC while start-up verifies, READY, a WATCHDOG ping only while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on
 loopback by default) serves `/healthz` and `/metrics`, the routes the plan's `web` factory builds
 (API, pages) and `/mcp` for its outside agents (`mcp_http.py`; on a free loopback port when the plan
 has no `[http]`); it closes after the cycles have stopped. The daemon does not touch signals: its
@@ -53,7 +55,6 @@ from openbell.daemon.plan import LivePlan, MarketPlan, build_desks, outside_hub
 from openbell.daemon.recovery import (
     catch_up_slots,
     interrupt_abandoned,
-    pause_broken_accounts,
     split_abandoned,
 )
 from openbell.daemon.ringing import Backoff, SlotRinger, first_line
@@ -61,6 +62,7 @@ from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
+from openbell.daemon.verifying import full_verifications, verify_at_startup
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.daemon_runs import DaemonRuns
@@ -166,7 +168,7 @@ class _Daemon:
             ended = self.ledger.expire_claims(now, except_holder=self.run_id)
             if ended:
                 log.warning("claims_expired", count=ended, reason="holder_dead")
-        pause_broken_accounts(self.engine, self.ledger)
+        await verify_at_startup(self.engine, self.ledger, now, self.notifier)
         stop.checkpoint("ledger verify")
         # From here on a stop is an orderly one (the loop below sees it at once).
         since = DaemonRuns(self.engine).record_start(self.run_id, list(self.specs), now)
@@ -233,6 +235,13 @@ class _Daemon:
                 loop.create_task(self._renew_loop()),
                 loop.create_task(self._sweep_loop()),
             ]
+            if self.plan.full_verify_every_s:
+                every_s = max(self.plan.full_verify_every_s / self.speed, MIN_SWEEP_S)
+                background.append(
+                    loop.create_task(
+                        full_verifications(self.engine, self.ledger, every_s, self.clock.now)
+                    )
+                )
             while not stop.is_set():
                 if self.recovering.done():
                     self.recovering.result()  # a failed start-up recovery stops the daemon

@@ -194,6 +194,8 @@ class LivePlan:
     #: The agents that run untrusted code without their jail (`[sandbox] allow_unsandboxed`),
     #: listed in `/healthz`.
     unsandboxed_agents: tuple[str, ...] = ()
+    #: How often (clock seconds) the running daemon verifies the whole ledger; None: never.
+    full_verify_every_s: float | None = None
 
     def __post_init__(self) -> None:
         _distinct(self.markets, "live plan")

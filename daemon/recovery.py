@@ -1,4 +1,4 @@
-"""Recovery of the live daemon: abandoned claims, catch-up slots, and broken accounts.
+"""Recovery of the live daemon: abandoned claims, catch-up slots, and slots nobody ran.
 
 This module owns the rules a starting (and, every few minutes, a running) daemon applies so that no
 slot is ever silently absent (DESIGN §3):
@@ -12,7 +12,6 @@ slot is ever silently absent (DESIGN §3):
 - a slot whose grace window closed without a cycle row, anywhere in the watched history (no
   daemon ran, the store was away, the daemon was frozen), becomes a `missed` cycle with its cause
   for every account enrolled then (`holes.py`, swept at start-up and every half lease);
-- an account whose ledger fails `verify_ledger` is paused (`account_paused`); the others go on.
 """
 
 from __future__ import annotations
@@ -21,28 +20,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy import Engine
 
 from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.slots import slots_between
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleRecord
-from openbell.store.verify import verify_ledger
 
 log = structlog.stdlib.get_logger(__name__)
-
-
-def pause_broken_accounts(engine: Engine, ledger: Ledger) -> set[int]:
-    """Run `verify_ledger`; pause each account with a breach and log `account_paused`."""
-    report = verify_ledger(engine)
-    broken: dict[int, list[str]] = {}
-    for breach in report.breaches:
-        broken.setdefault(breach.account_id, []).append(breach.line())
-    for account_id, lines in sorted(broken.items()):
-        ledger.set_paused(account_id, True)
-        log.error("account_paused", account_id=account_id, breaches=lines[:10], count=len(lines))
-    log.info("ledger_verified", accounts=report.accounts, fills=report.fills, paused=len(broken))
-    return set(broken)
 
 
 def split_abandoned(

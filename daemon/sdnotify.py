@@ -19,7 +19,8 @@ log = structlog.stdlib.get_logger(__name__)
 
 
 class Notifier:
-    """Sends `READY=1`, `WATCHDOG=1`, `STOPPING=1` and `STATUS=...` to systemd, if it listens."""
+    """Sends `READY=1`, `WATCHDOG=1`, `STOPPING=1`, `EXTEND_TIMEOUT_USEC=...` and `STATUS=...` to
+    systemd, if it listens."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
@@ -63,6 +64,11 @@ class Notifier:
     def ready(self, status: str = "ringing") -> bool:
         """Start-up is complete."""
         return self.send(READY="1", STATUS=status)
+
+    def extend_timeout(self, seconds: float) -> bool:
+        """Start-up (or stopping) needs up to `seconds` more, from now: systemd moves its
+        `TimeoutStartSec=` deadline (`EXTEND_TIMEOUT_USEC`) instead of killing the daemon."""
+        return self.send(EXTEND_TIMEOUT_USEC=str(round(seconds * 1_000_000)))
 
     def watchdog(self) -> bool:
         """The main loop is making progress."""

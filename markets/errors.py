@@ -19,6 +19,7 @@ OpenbellError                  root; the docstring is the default message
     ├── ConfigError            the configuration is missing or invalid
     │   └── InvalidConfig      a config file that does not validate; `problems`
     ├── SchemaError            the database schema is not what this version expects
+    ├── DatabaseDamaged        the ledger's file or indexes are damaged, or the file is empty
     ├── LedgerBreach           a ledger invariant does not hold
     ├── LlmAuthError           the model endpoint refused the key, model or URL; `status`
     ├── AccountsPaused         a run paused accounts for an operator error; `account_ids`
@@ -201,6 +202,12 @@ class InvalidConfig(ConfigError):
 
 class SchemaError(OperatorError):
     """The database schema is not the one this version of openbell expects."""
+
+
+class DatabaseDamaged(OperatorError):
+    """The ledger database is damaged (SQLite's integrity checks fail, an index or constraint the
+    ledger relies on is missing or invalid), or an empty file stands where a ledger should be.
+    The message says what, without the database's name, which the caller adds."""
 
 
 class LedgerBreach(OperatorError):

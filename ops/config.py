@@ -72,10 +72,14 @@ class StoreConfig(_Section):
     `statement_timeout_s` bounds each query of the one-shot reading commands (`ledger verify`,
     `leaderboard`, `report`, `export`, `trace`) on Postgres; 0 sets no limit. A Postgres URL's
     libpq `connect_timeout` (seconds, default 10) bounds making each connection.
+    `full_verify_every_h` is how often the running daemon verifies every row of the ledger (in
+    a worker thread, beside its bells; its start-up verifies only what was written since its
+    last verification); 0 never.
     """
 
     url: str = "sqlite:///var/openbell.db"
     statement_timeout_s: Annotated[float, Field(ge=0, le=86_400)] = 300.0
+    full_verify_every_h: Annotated[float, Field(ge=0, le=8_760)] = 24.0
 
     @field_validator("url")
     @classmethod

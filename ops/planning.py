@@ -478,6 +478,7 @@ def live_plan(
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),
         lease_s=lease_s,
+        full_verify_every_s=config.store.full_verify_every_h * 3600 or None,
         unsandboxed_agents=unsandboxed(plans),
     )
 

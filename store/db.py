@@ -37,7 +37,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from openbell.markets.errors import ConfigError, SchemaError
+from openbell.markets.errors import ConfigError, DatabaseDamaged, SchemaError
 from openbell.store.redact import Redactor
 
 #: The Alembic migrations' scripts, and the table in which Alembic records a database's revision.
@@ -326,11 +326,42 @@ def check_schema(engine: Engine) -> str:
     current = recorded_revision(engine)
     if current == head:
         return head
-    where = engine.url.render_as_string(hide_password=True)
+    address = _ADDRESSES.get(engine)
+    where = (
+        shown_ledger(address.url)
+        if address is not None
+        else engine.url.render_as_string(hide_password=True)
+    )
     state = "has no openbell schema" if current is None else f"is at schema revision {current}"
     raise SchemaError(
         f"database {where} {state}, this openbell expects {head}: run `openbell db upgrade`"
     )
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite store URL (None: Postgres, memory, or a `file:` URI)."""
+    parsed = parse_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in {"", ":memory:"}:
+        return None
+    return None if database.startswith("file:") else Path(database).expanduser()
+
+
+def shown_ledger(url: str) -> str:
+    """How a person named the ledger at `url`: a SQLite file's path as written in the URL, any
+    other URL without its password."""
+    path = sqlite_file(url)
+    if path is not None:
+        return parse_url(url).database or str(path)
+    return parse_url(url).render_as_string(hide_password=True)
+
+
+def refuse_empty_file(url: str, remedy: str) -> None:
+    """Raise `DatabaseDamaged` if `url` is a SQLite file that exists and is empty (0 bytes): not
+    a ledger, and nothing openbell should adopt as one unless told (`remedy` says how)."""
+    path = sqlite_file(url)
+    if path is not None and path.is_file() and path.stat().st_size == 0:
+        raise DatabaseDamaged(f"the file is empty (0 bytes), not an openbell ledger; {remedy}")
 
 
 def shipped_head(versions: Path = VERSIONS_DIR) -> str:

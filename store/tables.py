@@ -503,6 +503,21 @@ class SeedRunRow(SQLModel, table=True):
     seed: int
 
 
+class VerifyCheckpointRow(SQLModel, table=True):
+    """Where the daemon's last verification of an account stopped (migration 0018): the newest
+    id of each ledger table it read (`watermarks`, JSON), the account's running totals there
+    (`state`, JSON: `store/verify/checkpoints.py`), when, and a SHA-256 checksum of the row, so
+    that a damaged or edited checkpoint is noticed and the ledger verified in full instead."""
+
+    __tablename__ = "verify_checkpoint"
+
+    account_id: int = Field(foreign_key="account.id", primary_key=True)
+    verified_at: datetime = Field(sa_type=UtcDateTime)
+    watermarks: str = Field(sa_type=Text)
+    state: str = Field(sa_type=Text)
+    checksum: str
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
@@ -524,3 +539,4 @@ QUOTE_RECORD_TABLE: Final[Table] = QuoteRecordRow.__table__  # type: ignore[attr
 REPLAY_WARNING_TABLE: Final[Table] = ReplayWarningRow.__table__  # type: ignore[attr-defined]
 AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
 SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]
+VERIFY_CHECKPOINT_TABLE: Final[Table] = VerifyCheckpointRow.__table__  # type: ignore[attr-defined]

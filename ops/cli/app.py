@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from openbell.daemon.stopping import StartupStopped, StopRequest
-from openbell.markets.errors import InvalidConfig, OperatorError
+from openbell.markets.errors import DatabaseDamaged, InvalidConfig, OperatorError
 from openbell.ops import secrets
 from openbell.ops.cli import (
     config_file,
@@ -188,6 +188,9 @@ def _run_command(argv: Sequence[str] | None) -> int:
         if exc.exit_code == 2 and usage_ctx is not None:
             message += f" (see '{usage_ctx.command_path} --help')"
         return _error(message, exc.exit_code)
+    except DatabaseDamaged as exc:
+        where = f"{state.ledger}: " if state.ledger else ""
+        return _error(f"database: {where}{exc}", 2)
     except OperatorError as exc:
         problems = exc.problems if isinstance(exc, InvalidConfig) else [str(exc)]
         for problem in problems[:-1]:
@@ -196,7 +199,8 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except Exception as exc:
         database = _database_error(exc)
         if database is not None:
-            return _error(f"database: {database}", 2)
+            where = f"{state.ledger}: " if state.ledger else ""
+            return _error(f"database: {where}{database}", 2)
         if state.logging_ready:
             log = command_log()
             log.exception("command_failed")
@@ -205,7 +209,9 @@ def _run_command(argv: Sequence[str] | None) -> int:
 
 
 def _database_error(exc: Exception) -> str | None:
-    """The first line of `exc` if it is a database failure (SQLAlchemy's), else None.
+    """The first line of `exc` if it is a database failure, else None: SQLAlchemy's errors, and
+    text SQLite handed over that is not UTF-8 (a damaged schema or row: Python's sqlite3 cannot
+    decode SQLite's own message about it), raised from SQLAlchemy or sqlite3.
 
     No SQLAlchemy error can have been raised before SQLAlchemy was imported, so a command that
     never touched a database does not import it to find out.
@@ -214,7 +220,21 @@ def _database_error(exc: Exception) -> str | None:
         return None
     from sqlalchemy.exc import SQLAlchemyError
 
+    if isinstance(exc, UnicodeDecodeError) and _raised_by_the_database(exc):
+        said = exc.object.decode("utf-8", "replace") if isinstance(exc.object, bytes) else ""
+        return f"damaged: text that is not UTF-8 where SQLite reads its schema or rows: {said}"
     if not isinstance(exc, SQLAlchemyError):
         return None
     cause = getattr(exc, "orig", None) or exc
     return str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+
+
+def _raised_by_the_database(exc: BaseException) -> bool:
+    """Whether `exc` was raised inside SQLAlchemy or Python's sqlite3 module."""
+    frame = exc.__traceback__
+    while frame is not None:
+        name = frame.tb_frame.f_globals.get("__name__", "")
+        if name.startswith(("sqlalchemy.", "sqlite3")):
+            return True
+        frame = frame.tb_next
+    return False

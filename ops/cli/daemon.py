@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.cli.options import ConfigOption, load_config_logged, state, upgrade_logged
+from openbell.ops.cli.options import (
+    ConfigOption,
+    CreateOption,
+    check_before_writing,
+    load_config_logged,
+    state,
+    upgrade_logged,
+)
 
 if TYPE_CHECKING:
     from openbell.daemon.clock import Clock
@@ -65,12 +72,14 @@ def run(
             help="Apply pending schema migrations before starting.",
         ),
     ] = True,
+    create: CreateOption = False,
     fake_clock: FakeClockOption = None,
 ) -> None:
     """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout."""
     stop = state.stop
     loaded = load_config_logged(ctx, config, sys.stdout)
     stop.checkpoint("config")
+    check_before_writing(loaded.store.url, create=create)
     if upgrade_db:
         upgrade_logged(loaded.store.url)
     stop.checkpoint("upgrade")

@@ -1,12 +1,14 @@
 """`openbell db upgrade` and `openbell ledger verify`: the ledger database's schema and invariants.
 
 `db upgrade` applies the schema migrations to the config's `[store]` database; `ledger verify`
-checks every ledger invariant and exits 1 on a breach.
+checks the database's integrity and the ledger invariants (since the daemon's last verification,
+or every row with `--full`), read-only, and exits 1 on a breach, 2 on a damaged database.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -45,13 +47,36 @@ def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
 
 
 @ledger_app.command("verify")
-def ledger_verify(ctx: typer.Context, config: ConfigOption = None, db: DbOption = None) -> None:
-    """Check every ledger invariant: print a summary (exit 0), or each breach (exit 1)."""
-    from openbell.store.verify import verify_ledger
+def ledger_verify(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    db: DbOption = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Check every row, not only those written since the daemon's last verification.",
+        ),
+    ] = False,
+) -> None:
+    """Check the database and every ledger invariant: print a summary (exit 0), or each breach
+    (exit 1); a damaged database is one `database:` error line (exit 2).
 
-    engine = open_ledger(load_command_config(ctx, config, db=db))
+    The ledger is opened read-only. SQLite's integrity_check (on Postgres: the indexes and
+    constraints the ledger relies on) runs first; then the invariants are checked on the rows
+    written since the daemon last verified the ledger (its stored checkpoints), or on every row
+    with --full, or when no usable checkpoint is stored. A breach found since the checkpoints is
+    confirmed by a full check.
+    """
+    from openbell.store.integrity import check_integrity
+    from openbell.store.verify import verify
+    from openbell.store.verify.checkpoints import load_checkpoints
+
+    engine = open_ledger(load_command_config(ctx, config, db=db), quick_check=False)
     try:
-        report = verify_ledger(engine)
+        check_integrity(engine, thorough=True)
+        since = None if full else load_checkpoints(engine)[0]
+        report = verify(engine, since).report
     finally:
         engine.dispose()
     if report.ok:

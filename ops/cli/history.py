@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
-from openbell.ops.cli.options import ConfigOption, Market, help_without_command, load_command_config
+from openbell.ops.cli.options import (
+    ConfigOption,
+    CreateOption,
+    Market,
+    check_before_writing,
+    help_without_command,
+    load_command_config,
+)
 
 if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig
@@ -98,6 +105,7 @@ def replay(
             "--resume", help="Continue a replay that was cut off: finished cycles are not rerun."
         ),
     ] = False,
+    create: CreateOption = False,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -185,6 +193,7 @@ def replay(
     from openbell.ops.planning import replay_from_config
 
     loaded = _load(ctx, config, log_level)
+    check_before_writing(loaded.store.url, create=create)
     report = replay_from_config(
         loaded,
         start=start.date(),

@@ -100,10 +100,12 @@ class GlobalOptions:
 
 @dataclass
 class CommandState:
-    """The running command's stop request, and whether its logging is set up."""
+    """The running command's stop request, whether its logging is set up, and its ledger as the
+    operator named it (what a `database:` error line names)."""
 
     logging_ready: bool = False
     stop: StopRequest = field(default_factory=StopRequest)
+    ledger: str | None = None
 
 
 #: The state of the command this process runs (`app.main` sets its stop request).
@@ -147,7 +149,18 @@ def load_config_logged(
     )
     state.logging_ready = True
     secrets.activate(loaded, os.environ)
+    note_ledger(loaded)
     return loaded
+
+
+def note_ledger(loaded: OpenbellConfig) -> None:
+    """Remember the command's ledger as the operator named it, for a `database:` error line."""
+    from openbell.store.db import shown_ledger
+
+    try:
+        state.ledger = shown_ledger(loaded.store.url)
+    except ConfigError:
+        state.ledger = None
 
 
 def load_command_config(
@@ -192,6 +205,7 @@ def load_command_config(
         third_party_level=loaded.log.third_party_level,
     )
     secrets.activate(loaded, os.environ)
+    note_ledger(loaded)
     return loaded
 
 
@@ -229,18 +243,77 @@ def reading_config(url: str) -> OpenbellConfig:
     return OpenbellConfig.model_construct(store=StoreConfig.model_construct(url=url))
 
 
-def open_ledger(loaded: OpenbellConfig) -> Engine:
+def open_ledger(
+    loaded: OpenbellConfig, *, writable: bool = False, quick_check: bool = True
+) -> Engine:
     """An engine on the config's ledger for a one-shot command (each query bounded by the
-    config's statement timeout), refused unless its schema is at this version's head."""
-    from openbell.store.db import check_schema, make_engine
+    config's statement timeout), refused unless its schema is at this version's head and, on
+    SQLite, the file passes SQLite's quick check (`store.integrity`; a command that runs the
+    thorough check itself, `ledger verify`, passes `quick_check=False`).
 
-    engine = make_engine(loaded.store.url, statement_timeout_s=loaded.store.statement_timeout_s)
+    It reads only (SQLite `mode=ro` and `query_only`, Postgres read-only sessions) unless
+    `writable`: a command that reads never changes the file, and a missing file (`SchemaError`)
+    or an empty one (0 bytes, `DatabaseDamaged`) is reported, not made a ledger."""
+    from openbell.markets.errors import SchemaError
+    from openbell.store.db import (
+        check_schema,
+        make_engine,
+        refuse_empty_file,
+        shown_ledger,
+        sqlite_file,
+    )
+    from openbell.store.integrity import check_integrity
+
+    path = sqlite_file(loaded.store.url)
+    if path is not None and not path.exists():
+        raise SchemaError(
+            f"database {shown_ledger(loaded.store.url)} does not exist: run `openbell db "
+            "upgrade` to make a new ledger there"
+        )
+    refuse_empty_file(loaded.store.url, "`openbell db upgrade` makes a new ledger in it")
+    engine = make_engine(
+        loaded.store.url,
+        statement_timeout_s=loaded.store.statement_timeout_s,
+        read_only=not writable,
+    )
     try:
         check_schema(engine)
+        if quick_check and engine.dialect.name == "sqlite":
+            check_integrity(engine)
     except BaseException:
         engine.dispose()
         raise
     return engine
+
+
+def check_before_writing(url: str, *, create: bool) -> None:
+    """What `run` and `replay` check of the ledger they will write, before touching it: an empty
+    file (0 bytes) named as a ledger is refused unless `create` (`--create`) says to make a new
+    ledger in it (a missing file is created as ever), and an existing SQLite file must pass
+    SQLite's quick check (`store.integrity`), so nothing is written into a damaged one."""
+    from openbell.store.db import make_engine, refuse_empty_file, sqlite_file
+    from openbell.store.integrity import check_integrity
+
+    if not create:
+        refuse_empty_file(url, "pass --create to make a new ledger in it")
+    path = sqlite_file(url)
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    engine = make_engine(url, read_only=True)
+    try:
+        check_integrity(engine)
+    finally:
+        engine.dispose()
+
+
+CreateOption = Annotated[
+    bool,
+    typer.Option(
+        "--create",
+        help="Make a new ledger in the store's SQLite file even if it exists empty (0 bytes); "
+        "without it an empty file is refused, as not a ledger.",
+    ),
+]
 
 
 def upgrade_logged(url: str) -> str:

@@ -1,12 +1,13 @@
 """`openbell serve`: the arena's pages and JSON API, read-only over any ledger, without the daemon.
 
-It opens the ledger (`--db`, else the config's `[store] url`) with a read-only engine
-(`store.db.make_engine(read_only=True)`: SQLite `mode=ro`, Postgres read-only sessions), refuses
-one whose schema is not at this version's head, and serves `ops.web.app.web_parts` (the market
-views computed in a worker process, shut down with the server) on `--listen` (else the config's
-`[http] listen`) under the config's `[http]` rules (loopback unless `allow_remote`, the read
-token of `read_token_env`) until SIGINT or SIGTERM, which end it with exit 0. There is no
-`/healthz` or `/metrics`: no daemon runs. Like `run`, it keeps both signals caught (`app.py`).
+It opens the ledger (`--db`, else the config's `[store] url`) read-only as every reading command
+does (`options.open_ledger`: SQLite `mode=ro`, Postgres read-only sessions; a schema not at this
+version's head, a damaged SQLite file or an empty one refused), and serves
+`ops.web.app.web_parts` (the market views computed in a worker process, shut down with the
+server) on `--listen` (else the config's `[http] listen`) under the config's `[http]` rules
+(loopback unless `allow_remote`, the read token of `read_token_env`) until SIGINT or SIGTERM,
+which end it with exit 0. There is no `/healthz` or `/metrics`: no daemon runs. Like `run`, it
+keeps both signals caught (`app.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.cli.options import ConfigOption, DbOption, command_log, load_command_config, state
+from openbell.ops.cli.options import (
+    ConfigOption,
+    DbOption,
+    command_log,
+    load_command_config,
+    open_ledger,
+    state,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -46,7 +54,7 @@ def serve_command(
     loaded = load_command_config(ctx, config, db=db)
     http = _http(loaded, listen)
     read_token = http.read_token(os.environ)
-    engine = _open_read_only(loaded)
+    engine = open_ledger(loaded)
     import asyncio  # here: `openbell --help` does not pay for it
 
     try:
@@ -69,20 +77,6 @@ def _http(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
         raise ConfigError(
             f'--listen {listen}: should be "HOST:PORT", for example "127.0.0.1:8787"'
         ) from None
-
-
-def _open_read_only(loaded: OpenbellConfig) -> Engine:
-    from openbell.store.db import check_schema, make_engine
-
-    engine = make_engine(
-        loaded.store.url, statement_timeout_s=loaded.store.statement_timeout_s, read_only=True
-    )
-    try:
-        check_schema(engine)
-    except BaseException:
-        engine.dispose()
-        raise
-    return engine
 
 
 async def _serve(

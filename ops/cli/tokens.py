@@ -65,7 +65,7 @@ def token_command(
         )
     now = SystemClock().now()
     upgrade_logged(loaded.store.url)
-    engine = open_ledger(loaded)
+    engine = open_ledger(loaded, writable=True)
     try:
         ledger = Ledger(engine)
         ledger.ensure_agent(agent.name, agent.kind, now)

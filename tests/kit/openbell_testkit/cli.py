@@ -136,15 +136,22 @@ free_port = closed_port
 class Daemon:
     """`openbell run ARGS` in the background, its stdout lines parsed as they arrive.
 
-    `stop_within_s` bounds how long a stop (or the kill on exit) may take.
+    `stop_within_s` bounds how long a stop (or the kill on exit) may take; `env` replaces the
+    clean environment (to give it a `NOTIFY_SOCKET`, say).
     """
 
-    def __init__(self, cwd: Path, *args: str, stop_within_s: float = STOP_WITHIN_S) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *args: str,
+        stop_within_s: float = STOP_WITHIN_S,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.stop_within_s = stop_within_s
         self.process = subprocess.Popen(
             [*openbell_command(), "run", *args],
             cwd=cwd,
-            env=clean_env(),
+            env=env or clean_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

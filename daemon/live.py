@@ -3,31 +3,30 @@
 This module owns `run_live`. It checks the schema, takes the SQLite lock (one daemon per file;
 Postgres daemons share the work through the cycle claim), opens an account per enrolled agent,
 verifies the database and the ledger since its checkpoints and pauses accounts that fail
-(`verifying.py`, in a worker thread, extending systemd's start timeout meanwhile), recovers (`recovery.py`: abandoned claims, catch-up
-slots; `holes.py`: missed slots), refuses markets whose calendar ends within `HORIZON` (exit 2 when
-none can ring), and then rings (`scheduler.Bells`). Each bell runs its slot through `SlotRinger`
-(`ringing.py`: `CycleRunner.run_slot` for the market's unpaused accounts, run again while its grace
-lasts when the store is away); every source is wrapped to retry within the slot's grace and, live,
-to record the bars and news it reads in the store's cache and to remember the prices orders fill
-at. Claims are leased for the plan's `lease_s` (a minute) and renewed three times a lease while
-their cycles run; a sweep every half lease repeats the claim recovery, so that a peer completes the
-cycles of a daemon that died or froze, and this daemon those of its own slots that failed (which
-release their claims), while their grace lasts, and records `missed`, with their cause, the slots
-of the watched history that have no cycle once their grace has ended (a store away past the grace,
-a daemon frozen across bells or down; start-up's sweep looks at the whole watched history, later
-ones at what is new, and every half hour a deep check behind); every `full_verify_every_s` the
-whole ledger is verified in a worker thread. A store that is away at start-up
-delays the start-up recovery, which is tried again, and does not stop the daemon. Systemd hears
-EXTEND_TIMEOUT_USEC while start-up verifies, READY, a WATCHDOG ping only while the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on
-loopback by default) serves `/healthz` and `/metrics`, the routes the plan's `web` factory builds
-(API, pages) and `/mcp` for its outside agents (`mcp_http.py`; on a free loopback port when the plan
-has no `[http]`); it closes after the cycles have stopped. The daemon does not touch signals: its
-caller records SIGINT and SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop
-requested before the daemon rings ends start-up at the next checkpoint (`StartupStopped`); once it
-rings (start-up recovery included), it stops ringing, lets running cycles finish for
-`stop_grace_s`, cancels the rest (and the slots waiting to be run again) and marks this run's
-unfinished claims `interrupted`.
-"""
+(`verifying.py`, in a worker thread, extending systemd's start timeout meanwhile), recovers
+(`recovery.py`: abandoned claims, catch-up slots; `holes.py`: missed slots), refuses markets whose
+calendar ends within `HORIZON` (exit 2 when none can ring), and then rings (`scheduler.Bells`). Each
+bell runs its slot through `SlotRinger` (`ringing.py`: `CycleRunner.run_slot` for the market's
+unpaused accounts, run again while its grace lasts when the store is away); every source is wrapped
+to retry within the slot's grace and, live, to record the bars and news it reads in the store's
+cache and to remember the prices orders fill at. Claims are leased for the plan's `lease_s` (a
+minute) and renewed three times a lease while their cycles run; a sweep every half lease repeats the
+claim recovery, so that a peer completes the cycles of a daemon that died or froze, and this daemon
+those of its own slots that failed (which release their claims), while their grace lasts, and
+records `missed`, with their cause, the slots of the watched history that have no cycle once their
+grace has ended (a store away past the grace, a daemon frozen across bells or down; start-up's sweep
+looks at the whole watched history, later ones at what is new, and every half hour a deep check
+behind); every `full_verify_every_s` the whole ledger is verified in a worker thread. A store that
+is away at start-up delays the start-up recovery, which is tried again, and does not stop the
+daemon. Systemd hears EXTEND_TIMEOUT_USEC while start-up verifies, READY, a WATCHDOG ping only while
+the loop ticks, and STOPPING. The HTTP server (`daemon.http`, on loopback by default) serves
+`/healthz` and `/metrics`, the routes the plan's `web` factory builds (API, pages) and `/mcp` for
+its outside agents (`mcp_http.py`; on a free loopback port when the plan has no `[http]`); it closes
+after the cycles have stopped. The daemon does not touch signals: its caller records SIGINT and
+SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings
+ends start-up at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included),
+it stops ringing, lets running cycles finish for `stop_grace_s`, cancels the rest (and the slots
+waiting to be run again) and marks this run's unfinished claims `interrupted`."""
 
 from __future__ import annotations
 

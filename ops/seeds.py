@@ -6,11 +6,11 @@ cycles and traces, so `report`, `trace` and `positions` work on one run as on an
 the seed changes: the random and factor-model baselines use seed `seed + K` (their configured
 `seed` plus K); an LLM agent sends `"seed": K` in its request body (plus its configured
 `extra_body` seed, if any) at its configured `temperature` (at temperature 0 an endpoint may
-answer every seed alike: give a temperature above 0 for runs that differ); every other agent runs unchanged (a
-deterministic baseline gives N equal runs, a fixed reference in the group). Once the replay has
-created the agents, each run is recorded in the ledger (`store.seed_runs`) with its agent, its
-seed and the group's label, `START..END xN` (the replay's window and seed count), and the
-leaderboard compares the agents over their seeds (`ops.seed_groups`).
+answer every seed alike: give a temperature above 0 for runs that differ); every other agent
+runs unchanged (a deterministic baseline gives N equal runs, a fixed reference in the group).
+Once the replay has created the agents, each run is recorded in the ledger (`store.seed_runs`)
+with its agent, its seed and the group's label, `START..END xN` (the replay's window and seed
+count), and the leaderboard compares the agents over their seeds (`ops.seed_groups`).
 """
 
 from __future__ import annotations

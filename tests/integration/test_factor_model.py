@@ -88,8 +88,13 @@ def test_a_fresh_agent_decides_as_the_one_that_kept_its_model(ledger: Ledger) ->
     kept = make_arena(ledger, "cn", cash=Decimal(1_000_000), agent="kept")
     fresh = make_arena(ledger, "cn", cash=Decimal(1_000_000), agent="fresh")
     one = agent("kept")
-    run(kept, one, SLOTS)
-    for now in SLOTS:  # a new instance at every slot: nothing remembered between cycles
-        run(fresh, agent("fresh"), [now])
-        assert kept.holdings(now) == fresh.holdings(now)
-        assert kept.cash(now) == fresh.cash(now)
+    by_kept = run(kept, one, SLOTS)
+    # a new instance at every slot: nothing remembered between cycles
+    by_fresh = [run(fresh, agent("fresh"), [now])[0] for now in SLOTS]
+    for first, second in zip(by_kept, by_fresh, strict=True):
+        assert [(o.symbol, o.side, o.quantity) for o in first.placed] == [
+            (o.symbol, o.side, o.quantity) for o in second.placed
+        ]
+    assert any(tools.placed for tools in by_kept[1:])  # it trades after its first slot too
+    assert kept.holdings(SLOTS[-1]) == fresh.holdings(SLOTS[-1])
+    assert kept.cash(SLOTS[-1]) == fresh.cash(SLOTS[-1])

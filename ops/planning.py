@@ -112,9 +112,14 @@ OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 
 def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
-    """The universe of market `name`: the bundled one it names, or its listed symbols."""
+    """The universe of market `name`: the bundled one it names, or its listed symbols; with the
+    market's `benchmark` in place of the file's when one is configured (what `buy_and_hold`
+    trades: the CSI 300 index fund for `benchmark = "000300.SH"`)."""
     if isinstance(market.universe, str):
-        return load_universe(market.universe)
+        found = load_universe(market.universe)
+        if market.benchmark is None or market.benchmark in found:
+            return found
+        return replace(found, benchmark=market.benchmark)
     currency = MARKET_CURRENCY[name]
     return Universe(
         name=f"{name}-configured",

@@ -65,25 +65,23 @@ class _Series:
     """One symbol's daily bars ended by the instant, as float columns, oldest first."""
 
     starts: tuple[datetime, ...]
-    close: Matrix
-    high: Matrix
-    low: Matrix
-    volume: Matrix
+    close: list[float]
+    high: list[float]
+    low: list[float]
+    volume: list[float]
 
 
-def _series(bars: Sequence[Bar], until: datetime) -> _Series:
-    kept = [bar for bar in bars if bar.end_at <= until]
-    kept.sort(key=lambda bar: bar.start_at)
-
-    def column(name: str) -> Matrix:
-        return np.array([float(getattr(bar, name)) for bar in kept], dtype=np.float64)
-
+def _series(bars: Sequence[Bar], until: datetime, *, last: int | None = None) -> _Series:
+    """The bars of `bars` ended by `until`, oldest first (only the `last` of them when given)."""
+    kept = sorted((bar for bar in bars if bar.end_at <= until), key=lambda bar: bar.start_at)
+    if last is not None:
+        kept = kept[-last:]
     return _Series(
         starts=tuple(bar.start_at for bar in kept),
-        close=column("close"),
-        high=column("high"),
-        low=column("low"),
-        volume=column("volume"),
+        close=[float(bar.close) for bar in kept],
+        high=[float(bar.high) for bar in kept],
+        low=[float(bar.low) for bar in kept],
+        volume=[float(bar.volume) for bar in kept],
     )
 
 
@@ -91,28 +89,48 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else math.nan
 
 
+def _mean(values: Sequence[float]) -> float:
+    # `fsum` is exactly rounded: a row's value does not depend on the order of the additions.
+    return math.fsum(values) / len(values)
+
+
 def _row(series: _Series, i: int) -> list[float]:
-    """The features of `series`'s bar `i` (needs `i >= FEATURE_BARS - 1`)."""
+    """The features of `series`'s bar `i` (needs `i >= FEATURE_BARS - 1`), in plain floats: the
+    same numbers whatever else the series holds."""
     close, volume = series.close, series.volume
-    window = slice(i - _WINDOW + 1, i + 1)
-    returns = close[i - _WINDOW + 1 : i + 1] / close[i - _WINDOW : i] - 1
-    spread = float(np.std(returns, ddof=1))
-    centred = returns - float(np.mean(returns))
-    skew = float(np.mean(centred**3)) / float(np.std(returns)) ** 3 if spread else 0.0
-    closes, log_volume = close[window], np.log(volume[window] + 1)
-    both_vary = float(np.std(closes)) > 0 and float(np.std(log_volume)) > 0
-    low, high = float(np.min(series.low[window])), float(np.max(series.high[window]))
+    first = i - _WINDOW + 1
+    returns = [close[j] / close[j - 1] - 1 for j in range(first, i + 1)]
+    centre = _mean(returns)
+    deviations = [r - centre for r in returns]
+    squares = math.fsum(d * d for d in deviations)
+    spread = math.sqrt(squares / (_WINDOW - 1))
+    population = math.sqrt(squares / _WINDOW)
+    skew = _mean([d**3 for d in deviations]) / population**3 if population else 0.0
+    closes = close[first : i + 1]
+    logs = [math.log(v + 1) for v in volume[first : i + 1]]
+    low, high = min(series.low[first : i + 1]), max(series.high[first : i + 1])
     return [
         close[i] / close[i - 5] - 1,
         close[i] / close[i - 20] - 1,
         close[i] / close[i - 60] - 1,
         spread,
         skew,
-        _ratio(float(np.mean(volume[i - 4 : i + 1])), float(np.mean(volume[window]))),
-        math.log(float(np.mean(closes * volume[window])) + 1),
-        float(np.corrcoef(closes, log_volume)[0, 1]) if both_vary else 0.0,
+        _ratio(_mean(volume[i - 4 : i + 1]), _mean(volume[first : i + 1])),
+        math.log(_mean([c * v for c, v in zip(closes, volume[first : i + 1], strict=True)]) + 1),
+        _correlation(closes, logs),
         _ratio(close[i] - low, high - low),
     ]
+
+
+def _correlation(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Pearson's correlation of `xs` and `ys`; 0 when either does not vary."""
+    mx, my = _mean(xs), _mean(ys)
+    dx = [x - mx for x in xs]
+    dy = [y - my for y in ys]
+    sxx, syy = math.fsum(d * d for d in dx), math.fsum(d * d for d in dy)
+    if not sxx or not syy:
+        return 0.0
+    return math.fsum(a * b for a, b in zip(dx, dy, strict=True)) / math.sqrt(sxx * syy)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +149,7 @@ def latest_rows(bars: Mapping[str, Sequence[Bar]], now: datetime) -> FeatureRows
     """The feature row of each symbol at its last daily bar ended by `now`, for the symbols whose
     last bar is of the latest session and which have `FEATURE_BARS` bars, sorted by symbol."""
     check_utc("now", now)
-    every = {symbol: _series(found, now) for symbol, found in bars.items()}
+    every = {symbol: _series(found, now, last=FEATURE_BARS) for symbol, found in bars.items()}
     lasts = [series.starts[-1] for series in every.values() if series.starts]
     session_at = max(lasts, default=None)
     symbols: list[str] = []
@@ -189,13 +207,20 @@ def training_set(
     check_utc("as_of", as_of)
     if label_sessions < 1 or train_sessions < 1:
         raise ValueError("label_sessions and train_sessions must be at least 1")
-    found: dict[datetime, list[tuple[str, list[float], float]]] = {}
-    for symbol in sorted(bars):
-        series = _series(bars[symbol], as_of)
+    every = {symbol: _series(bars[symbol], as_of) for symbol in sorted(bars)}
+    # The sessions with a labelled row of two symbols or more, the last `train_sessions` of them.
+    counts: dict[datetime, int] = {}
+    for series in every.values():
+        for at in series.starts[FEATURE_BARS - 1 : len(series.starts) - label_sessions]:
+            counts[at] = counts.get(at, 0) + 1
+    sessions = [at for at in sorted(counts) if counts[at] >= 2][-train_sessions:]
+    wanted = set(sessions)
+    found: dict[datetime, list[tuple[str, list[float], float]]] = {at: [] for at in sessions}
+    for symbol, series in every.items():
         for i in range(FEATURE_BARS - 1, len(series.starts) - label_sessions):
-            forward = series.close[i + label_sessions] / series.close[i] - 1
-            found.setdefault(series.starts[i], []).append((symbol, _row(series, i), forward))
-    sessions = [at for at in sorted(found) if len(found[at]) >= 2][-train_sessions:]
+            if series.starts[i] in wanted:
+                forward = series.close[i + label_sessions] / series.close[i] - 1
+                found[series.starts[i]].append((symbol, _row(series, i), forward))
     symbols: list[str] = []
     rows: list[list[float]] = []
     returns: list[float] = []

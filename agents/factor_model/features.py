@@ -229,9 +229,9 @@ def training_set(
         group = found[at]
         symbols.extend(symbol for symbol, _, _ in group)
         rows.extend(row for _, row, _ in group)
-        forward = np.array([value for _, _, value in group], dtype=np.float64)
-        returns.extend(forward.tolist())
-        grades.append(grades_of(forward))
+        session_returns = np.array([value for _, _, value in group], dtype=np.float64)
+        returns.extend(session_returns.tolist())
+        grades.append(grades_of(session_returns))
     return TrainingSet(
         as_of=as_of,
         sessions=tuple(sessions),

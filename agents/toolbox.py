@@ -65,6 +65,7 @@ from openbell.agents.tools import (
     weight_of,
 )
 from openbell.markets.domain import (
+    Bar,
     Instrument,
     Order,
     Quote,
@@ -353,6 +354,34 @@ class Toolbox:
             return await self._gateway.moving_averages_of(symbols, interval, lengths)
         except (DataUnavailable, NotServed) as exc:
             return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
+
+    async def bars_of(
+        self, symbols: Sequence[str], interval: str = "1d", lookback: int = 20
+    ) -> dict[str, tuple[Bar, ...]] | ToolError:
+        """The last `lookback` `interval` bars of each of `symbols` ended by now, oldest first,
+        by symbol in the order asked (for Python agents; not a model tool): the bars `get_bars`
+        shows, read in one call without a payload per symbol. A symbol not served refuses them
+        all, as `get_bars` of it alone refuses."""
+        if self.finished:
+            return self._finished_error()
+        if interval not in _INTERVALS or not 1 <= lookback <= MAX_LOOKBACK:
+            return self._error(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"Invalid arguments for bars_of: interval {interval!r} must be one of "
+                f"{', '.join(_INTERVALS)}, and lookback {lookback} 1 to {MAX_LOOKBACK} bars.",
+                "Call bars_of with a served interval and a lookback in range.",
+            )
+        for symbol in symbols:
+            if self._instrument(symbol) is None:
+                return unknown_symbol(symbol, self._now)
+        out: dict[str, tuple[Bar, ...]] = {}
+        try:
+            for symbol in dict.fromkeys(symbols):
+                found = await self._gateway.bars(symbol, interval, lookback)
+                out[symbol] = found.bars
+        except (DataUnavailable, NotServed) as exc:
+            return self._error(ErrorCode.DATA_UNAVAILABLE, f"{exc}.", "Try another interval.")
+        return out
 
     async def recent_orders(self, limit: int) -> list[RecordedOrder]:
         """The account's latest `limit` orders placed before now, newest first, with their

@@ -1,8 +1,10 @@
 """The benchmark of each market as a NAV series, priced point-in-time from recorded bars.
 
-This module owns what a market's benchmark is (US: QQQ; A-shares: the SSE-50 index `000016.SH`;
-crypto: the CD5 basket, BTC 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %, weights
-normalised to sum to one) and how it becomes a NAV series at the accounts' snapshot timestamps.
+This module owns what a market's benchmark is (by default US: QQQ; A-shares: the SSE-50 index
+`000016.SH`; crypto: the CD5 basket, BTC 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %,
+weights normalised to sum to one; a market configured with another, such as the CSI 300 index
+`000300.SH`, has that one instrument: `ops.market_benchmarks`) and how it becomes a NAV series at
+the accounts' snapshot timestamps.
 Prices come from one or more `ReplaySource`s under the gateway's quote rule: at `t`, the open of
 a bar starting at `t`, else the close of the last bar ended by `t`, never a quote stamped after
 `t`; of several sources, the latest such quote wins. A report prices from the bars bundled with
@@ -71,6 +73,16 @@ class Benchmark:
         return f"benchmark:{self.name}"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketBasis:
+    """What a market's reports measure against: its `benchmark` (a configured one, or the
+    default) and the bar `sources` beyond the bundled bars and the ledger's cache its prices may
+    come from (the files of a `replay:PATH` source, such as imported CSI 300 bars)."""
+
+    benchmark: Benchmark
+    sources: tuple[ReplaySource, ...] = ()
+
+
 _BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
     {
         "us": Benchmark(name="QQQ", weights={"QQQ": Decimal(1)}),
@@ -80,10 +92,14 @@ _BENCHMARKS: Mapping[str, Benchmark] = MappingProxyType(
 )
 
 
-def benchmark_for(market: str) -> Benchmark:
-    """The benchmark of `market` ("us", "cn" or "crypto")."""
+def benchmark_for(market: str, symbol: str | None = None) -> Benchmark:
+    """The benchmark of `market` ("us", "cn" or "crypto"): the one instrument `symbol` when given
+    (a configured benchmark, such as the CSI 300 index `000300.SH`), else the market's default."""
     check_market(market)
-    return _BENCHMARKS[market]
+    default = _BENCHMARKS[market]
+    if symbol is None or symbol == default.name:
+        return default
+    return Benchmark(name=symbol, weights={symbol: Decimal(1)})
 
 
 #: The intervals of cached bars a benchmark is priced from (what the live adapters fetch).
@@ -127,15 +143,18 @@ def report_sources(
     stamps: Sequence[datetime],
     source: ReplaySource | None = None,
     symbols: Sequence[str] | None = None,
+    extra: Sequence[ReplaySource] = (),
 ) -> tuple[ReplaySource, ...]:
     """The price sources of a report over `stamps` (increasing): `source` when given, else
     `benchmark_sources` of `symbols` up to just after the last stamp (a bar starting after it is
-    never quoted at one); none without stamps."""
+    never quoted at one); then the `extra` sources (a replay's imported bar files: where the
+    others have a quote they win the tie); none without stamps."""
     if source is not None:
-        return (source,)
+        return (source, *extra)
     if not stamps:
         return ()
-    return benchmark_sources(engine, market, stamps[-1] + timedelta(microseconds=1), symbols)
+    until = stamps[-1] + timedelta(microseconds=1)
+    return (*benchmark_sources(engine, market, until, symbols), *extra)
 
 
 def _point_in_time(sources: Sequence[ReplaySource], symbol: str, at: datetime) -> Quote | None:

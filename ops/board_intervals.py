@@ -10,12 +10,13 @@ back with its `bootstrap` set. The leaderboard's own figures are not changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import Engine
 
+from openbell.ops.benchmark import MarketBasis
 from openbell.ops.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_DRAWS, bootstrap_ranking
 from openbell.ops.reports import MARKETS, Leaderboard, MarketView, market_view
 from openbell.ops.return_metrics import Returns, simple_returns
@@ -63,12 +64,23 @@ def bootstrapped_leaderboards(
     *,
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
+    bases: Mapping[str, MarketBasis] | None = None,
 ) -> list[Leaderboard]:
-    """`reports.leaderboards` with the bootstrap of each board (`with_bootstrap`)."""
+    """`reports.leaderboards` with the bootstrap of each board (`with_bootstrap`); `bases` as
+    there."""
     if markets is None:
         present = {info.market for info in queries.accounts(engine)}
         markets = [market for market in MARKETS if market in present]
-    return [
-        with_bootstrap(market_view(engine, market, start, end), draws=draws, seed=seed)
-        for market in markets
-    ]
+    out: list[Leaderboard] = []
+    for market in markets:
+        basis = None if bases is None else bases.get(market)
+        view = market_view(
+            engine,
+            market,
+            start,
+            end,
+            benchmark=None if basis is None else basis.benchmark,
+            extra_sources=() if basis is None else basis.sources,
+        )
+        out.append(with_bootstrap(view, draws=draws, seed=seed))
+    return out

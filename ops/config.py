@@ -514,6 +514,20 @@ class RandomAgentConfig(_AgentConfig):
     seed: StrictInt = 0
 
 
+class FactorModelAgentConfig(_AgentConfig):
+    """The factor-model baseline (`kind = "factor_model"`, `agents/factor_model/`): a LightGBM
+    ranker on point-in-time price-volume features, retrained every `retrain_sessions` sessions on
+    the last `train_sessions` sessions labelled with `label_sessions`-session forward returns,
+    holding its `top_k` best-scored symbols at equal weight; `seed` seeds LightGBM."""
+
+    kind: Literal["factor_model"]
+    top_k: Annotated[StrictInt, Field(ge=1, le=100)] = 5
+    retrain_sessions: Annotated[StrictInt, Field(ge=1, le=250)] = 20
+    train_sessions: Annotated[StrictInt, Field(ge=1, le=500)] = 60
+    label_sessions: Annotated[StrictInt, Field(ge=1, le=60)] = 5
+    seed: StrictInt = 0
+
+
 class PythonAgentConfig(_AgentConfig):
     """A user's own agent class (`agents/plugins.py`): `entry` is `"package.module:Class"` or the
     name of an entry point in the `openbell.agents` group; the class is made as
@@ -898,6 +912,7 @@ AnyAgentConfig = (
     BaselineAgentConfig
     | RandomAgentConfig
     | PairNeutralAgentConfig
+    | FactorModelAgentConfig
     | LlmAgentConfig
     | McpAgentConfig
     | CommandAgentConfig
@@ -910,6 +925,7 @@ _AGENT_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(typing.get_args(BaselineKind), BaselineAgentConfig),
     "random": RandomAgentConfig,
     "pair_neutral": PairNeutralAgentConfig,
+    "factor_model": FactorModelAgentConfig,
     "llm": LlmAgentConfig,
     "mcp": McpAgentConfig,
     "python": PythonAgentConfig,

@@ -53,6 +53,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
+from openbell.agents.factor_model import FactorModel
 from openbell.agents.masking import masker_for
 from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.command import CommandAgent
@@ -78,6 +79,7 @@ from openbell.markets.universes import MARKET_CURRENCY, Universe, load_universe
 from openbell.ops.config import (
     AnyAgentConfig,
     CommandAgentConfig,
+    FactorModelAgentConfig,
     LlmAgentConfig,
     MarketConfig,
     McpAgentConfig,
@@ -110,9 +112,14 @@ OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 
 def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
-    """The universe of market `name`: the bundled one it names, or its listed symbols."""
+    """The universe of market `name`: the bundled one it names, or its listed symbols; with the
+    market's `benchmark` in place of the file's when one is configured (what `buy_and_hold`
+    trades: the CSI 300 index fund for `benchmark = "000300.SH"`)."""
     if isinstance(market.universe, str):
-        return load_universe(market.universe)
+        found = load_universe(market.universe)
+        if market.benchmark is None or market.benchmark in found:
+            return found
+        return replace(found, benchmark=market.benchmark)
     currency = MARKET_CURRENCY[name]
     return Universe(
         name=f"{name}-configured",
@@ -163,6 +170,16 @@ def agent_for(
     if isinstance(agent, LlmAgentConfig):
         built = build_llm_agent(agent, os.environ if environ is None else environ)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
+    if isinstance(agent, FactorModelAgentConfig):
+        return FactorModel(
+            name=agent.name,
+            market=market,
+            top_k=agent.top_k,
+            retrain_sessions=agent.retrain_sessions,
+            train_sessions=agent.train_sessions,
+            label_sessions=agent.label_sessions,
+            seed=agent.seed,
+        )
     if isinstance(agent, PairNeutralAgentConfig):
         return build_agent(
             agent.kind,

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -40,7 +41,13 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
 from openbell.ops.behaviour_report import conduct_of
-from openbell.ops.benchmark import benchmark_for, benchmark_navs, report_sources
+from openbell.ops.benchmark import (
+    Benchmark,
+    MarketBasis,
+    benchmark_for,
+    benchmark_navs,
+    report_sources,
+)
 from openbell.ops.bootstrap import BootstrapResult
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import (
@@ -333,14 +340,27 @@ def leaderboard(
     *,
     cadence: str | None = None,
     source: ReplaySource | None = None,
+    benchmark: Benchmark | None = None,
+    extra_sources: Sequence[ReplaySource] = (),
 ) -> Leaderboard:
     """The composite-ranked leaderboard of `market` over `[start, end)`, benchmark included.
 
     `cadence` overrides the inferred one (the label, and the schedule a window without snapshots
-    is annualised by); `source` the bundled bars the benchmark is priced from.
+    is annualised by); `source` the bundled bars the benchmark is priced from; `benchmark` the
+    market's default benchmark (a configured one, `ops.market_benchmarks`); `extra_sources`
+    prices it (and the traded symbols) where the others have no bars (a replay's imported files).
     Raises `ReportError` for an unknown market or one without accounts in the ledger.
     """
-    return market_view(engine, market, start, end, cadence=cadence, source=source).leaderboard
+    return market_view(
+        engine,
+        market,
+        start,
+        end,
+        cadence=cadence,
+        source=source,
+        benchmark=benchmark,
+        extra_sources=extra_sources,
+    ).leaderboard
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,10 +387,14 @@ def market_view(
     *,
     cadence: str | None = None,
     source: ReplaySource | None = None,
+    benchmark: Benchmark | None = None,
+    extra_sources: Sequence[ReplaySource] = (),
 ) -> MarketView:
     """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
     (arguments and errors as `leaderboard`)."""
-    board, found, bench = _build(engine, market, (start, end), cadence, source)
+    board, found, bench = _build(
+        engine, market, (start, end), cadence, source, benchmark, tuple(extra_sources)
+    )
     return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
 
@@ -380,6 +404,8 @@ def _build(
     window: _Window,
     cadence: str | None,
     source: ReplaySource | None,
+    benchmark: Benchmark | None = None,
+    extra: tuple[ReplaySource, ...] = (),
 ) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
     _check_market(market)
     found = _load_accounts(engine, market, window)
@@ -388,10 +414,12 @@ def _build(
     stamps = sorted({point.at for account in found for point in account.navs})
     chosen = cadence or infer_cadence(stamps)
     factor = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
-    spec = benchmark_for(market)
-    sources = report_sources(engine, market, stamps, source)
-    found = _with_conduct(engine, found, window, source, stamps)
-    bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), sources=sources))
+    spec = benchmark or benchmark_for(market)
+    sources = report_sources(engine, market, stamps, source, sorted(spec.weights), extra)
+    found = _with_conduct(engine, found, window, source, stamps, extra)
+    bench = tuple(
+        benchmark_navs(market, stamps, _initial_cash(found), sources=sources, benchmark=spec)
+    )
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []
     extras: dict[str, tuple[_Account | None, Panel]] = {}
@@ -446,6 +474,7 @@ def _with_conduct(
     window: _Window,
     source: ReplaySource | None,
     stamps: list[datetime],
+    extra: tuple[ReplaySource, ...] = (),
 ) -> list[_Account]:
     """The accounts with their behavioural metrics (`ops.behaviour_report`), the traded symbols
     priced as the benchmark is."""
@@ -454,7 +483,7 @@ def _with_conduct(
         engine,
         {account.info.account_id: account.navs for account in found},
         *window,
-        sources=lambda symbols: report_sources(engine, market, stamps, source, symbols),
+        sources=lambda symbols: report_sources(engine, market, stamps, source, symbols, extra),
     )
     return [
         replace(a, behaviour=replace(a.behaviour, **asdict(conduct[a.info.account_id])))
@@ -475,12 +504,25 @@ def leaderboards(
     markets: Sequence[str] | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
+    *,
+    bases: Mapping[str, MarketBasis] | None = None,
 ) -> list[Leaderboard]:
-    """The leaderboard of each of `markets` (default: every market with accounts), in order."""
+    """The leaderboard of each of `markets` (default: every market with accounts), in order;
+    `bases` are the markets' configured benchmarks and price sources (`ops.market_benchmarks`)."""
     if markets is None:
         present = {info.market for info in queries.accounts(engine)}
         markets = [market for market in MARKETS if market in present]
-    return [leaderboard(engine, market, start, end) for market in markets]
+    return [
+        leaderboard(engine, market, start, end, **_basis_of(bases, market)) for market in markets
+    ]
+
+
+def _basis_of(bases: Mapping[str, MarketBasis] | None, market: str) -> dict[str, Any]:
+    """The `benchmark` and `extra_sources` arguments of `market`'s board from `bases`."""
+    found = None if bases is None else bases.get(market)
+    if found is None:
+        return {}
+    return {"benchmark": found.benchmark, "extra_sources": found.sources}
 
 
 def report(
@@ -493,6 +535,7 @@ def report(
     cadence: str | None = None,
     source: ReplaySource | None = None,
     view: MarketView | None = None,
+    basis: MarketBasis | None = None,
 ) -> AgentReport:
     """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration.
 
@@ -505,7 +548,15 @@ def report(
         known = [info for info in queries.accounts(engine, market) if info.agent_name == agent]
         if not known:
             raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
-        view = market_view(engine, market, start, end, cadence=cadence, source=source)
+        view = market_view(
+            engine,
+            market,
+            start,
+            end,
+            cadence=cadence,
+            source=source,
+            **_basis_of(None if basis is None else {market: basis}, market),
+        )
     board, bench = view.leaderboard, view.benchmark_navs
     account = next((a for a in view.accounts if a.info.agent_name == agent), None)
     if account is None:

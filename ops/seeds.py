@@ -3,14 +3,14 @@
 This module owns what `openbell replay --seeds N` changes in a replay. Every configured agent
 runs N times, seed K = 1..N, each run as its own agent named `NAME.seedK` (its own accounts,
 cycles and traces, so `report`, `trace` and `positions` work on one run as on any agent). What
-the seed changes: the random baseline trades with seed `seed + K` (its configured `seed` plus K);
-an LLM agent sends `"seed": K` in its request body (plus its configured `extra_body` seed, if
-any) at its configured `temperature` (at temperature 0 an endpoint may answer every seed alike:
-give a temperature above 0 for runs that differ); every other agent runs unchanged (a
-deterministic baseline gives N equal runs, a fixed reference in the group). Once the replay has
-created the agents, each run is recorded in the ledger (`store.seed_runs`) with its agent, its
-seed and the group's label, `START..END xN` (the replay's window and seed count), and the
-leaderboard compares the agents over their seeds (`ops.seed_groups`).
+the seed changes: the random and factor-model baselines use seed `seed + K` (their configured
+`seed` plus K); an LLM agent sends `"seed": K` in its request body (plus its configured
+`extra_body` seed, if any) at its configured `temperature` (at temperature 0 an endpoint may
+answer every seed alike: give a temperature above 0 for runs that differ); every other agent
+runs unchanged (a deterministic baseline gives N equal runs, a fixed reference in the group).
+Once the replay has created the agents, each run is recorded in the ledger (`store.seed_runs`)
+with its agent, its seed and the group's label, `START..END xN` (the replay's window and seed
+count), and the leaderboard compares the agents over their seeds (`ops.seed_groups`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ from __future__ import annotations
 from datetime import date
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import AnyAgentConfig, LlmAgentConfig, OpenbellConfig, RandomAgentConfig
+from openbell.ops.config import (
+    AnyAgentConfig,
+    FactorModelAgentConfig,
+    LlmAgentConfig,
+    OpenbellConfig,
+    RandomAgentConfig,
+)
 from openbell.store.db import make_engine
 from openbell.store.seed_runs import SeedRun, record_seed_runs
 
@@ -44,7 +50,7 @@ def _check(seeds: int) -> None:
 def seeded_agent(agent: AnyAgentConfig, seed: int) -> AnyAgentConfig:
     """`agent`'s run with `seed` (see the module docstring)."""
     update: dict[str, object] = {"name": run_name(agent.name, seed)}
-    if isinstance(agent, RandomAgentConfig):
+    if isinstance(agent, RandomAgentConfig | FactorModelAgentConfig):
         update["seed"] = agent.seed + seed
     elif isinstance(agent, LlmAgentConfig):
         configured = agent.extra_body.get("seed", 0)

@@ -209,18 +209,21 @@ def leaderboard_command(
     over the seeds with P(beat); --bootstrap DRAWS adds block-bootstrap intervals and P(beat).
     """
     from openbell.ops.board_intervals import bootstrapped_leaderboards
+    from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.reports import leaderboards
 
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config, db=db))
+    loaded = load_command_config(ctx, config, db=db)
+    bases = configured_bases(loaded)
+    engine = open_ledger(loaded)
     chosen = [market.value] if market else None
     try:
         if bootstrap:
             boards = bootstrapped_leaderboards(
-                engine, chosen, *window, draws=bootstrap, seed=bootstrap_seed
+                engine, chosen, *window, draws=bootstrap, seed=bootstrap_seed, bases=bases
             )
         else:
-            boards = leaderboards(engine, chosen, *window)
+            boards = leaderboards(engine, chosen, *window, bases=bases)
     finally:
         engine.dispose()
     print_leaderboards(boards, fmt, sys.stdout, wide=wide)
@@ -261,13 +264,16 @@ def report_command(
     """
     from openbell.ops import exporting, rating_report, strategy_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
+    from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 
     window = _window(start, end)
-    engine = open_ledger(load_command_config(ctx, config, db=db))
+    loaded = load_command_config(ctx, config, db=db)
+    basis = configured_bases(loaded).get(market.value)
+    engine = open_ledger(loaded)
     try:
-        found = report(engine, agent, market.value, *window)
+        found = report(engine, agent, market.value, *window, basis=basis)
         attributed = attribution_of(engine, agent, market.value, window) if attribution else None
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)

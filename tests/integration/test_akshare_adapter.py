@@ -259,6 +259,42 @@ async def test_sse50_members(eastmoney: Eastmoney) -> None:
 
 
 @sync
+async def test_csi300_index_daily_bars(eastmoney: Eastmoney) -> None:
+    eastmoney.routes[("kline/get", "1.000300")] = lambda: recorded("kline_000300_index_daily.json")
+    source = make_source(JULY_10)
+    bars = (await source.bars(["000300.SH"], "1d", *WEEK))["000300.SH"]
+    # 07-07 once (it is repeated); 07-10 is in progress
+    assert [bar.start_at for bar in bars] == [
+        datetime(2025, 7, d, 1, 30, tzinfo=UTC) for d in (7, 8, 9)
+    ]
+    assert bars[1].end_at == datetime(2025, 7, 8, 7, 0, tzinfo=UTC)
+    assert (bars[1].open, bars[1].high, bars[1].low, bars[1].close) == (
+        Decimal("3965.50"),
+        Decimal("4000.31"),
+        Decimal("3963.20"),
+        Decimal("3998.46"),
+    )
+    assert bars[1].volume == Decimal(12993050100)  # lots of 100
+    assert eastmoney.calls == [("get", "1.000300")]  # the SSE index, not SZSE's 000300
+    # no hourly bars of an index, and no request for them
+    assert await source.bars(["000300.SH"], "1h", *WEEK) == {}
+    assert len(eastmoney.calls) == 1
+
+
+@sync
+async def test_csi300_members(eastmoney: Eastmoney) -> None:
+    eastmoney.routes[("000300cons.xls", "")] = lambda: recorded("000300cons.xlsx")
+    members = await make_source(JULY_10).index_members(
+        "000300", name="csi300", benchmark="000300.SH"
+    )
+    assert members.name == "csi300"
+    assert members.symbols == ("600519.SH", "000001.SZ", "300750.SZ", "688981.SH")
+    assert members.as_of.isoformat() == "2025-11-28"
+    assert members.benchmark == "000300.SH"
+    assert members.instrument("300750.SZ").name == "宁德时代"
+
+
+@sync
 async def test_members_of_an_unknown_index(eastmoney: Eastmoney) -> None:
     eastmoney.routes[("999999cons.xls", "")] = lambda: Recorded(status_code=404, content=b"")
     with pytest.raises(SymbolUnavailable):

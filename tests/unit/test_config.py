@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from openbell.agents.factor_model import FactorModel
 from openbell.markets.domain import MARKETS
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import (
+    FactorModelAgentConfig,
     LlmAgentConfig,
     MarketsConfig,
     OpenbellConfig,
@@ -22,6 +24,7 @@ from openbell.ops.config import (
     load_config,
     resolve_secret,
 )
+from openbell.ops.planning import agent_for
 
 KEY_LITERAL = "sk-3f9a7c1e5b2d4f6a8c0e1d3b5f7a9c2e"
 
@@ -427,6 +430,35 @@ def test_random_agent_takes_a_seed(tmp_path: Path) -> None:
     agent = load_config(write(tmp_path, text)).agents[1]
     assert isinstance(agent, RandomAgentConfig)
     assert agent.seed == 7
+
+
+def test_factor_model_agent_takes_its_keys(tmp_path: Path) -> None:
+    text = BASE + (
+        '\n[[agents]]\nname = "lgbm"\nkind = "factor_model"\nmarkets = ["us"]\n'
+        "top_k = 3\nretrain_sessions = 10\nseed = 4\n"
+    )
+    agent = load_config(write(tmp_path, text)).agents[1]
+    assert isinstance(agent, FactorModelAgentConfig)
+    assert (agent.top_k, agent.retrain_sessions, agent.seed) == (3, 10, 4)
+    assert (agent.train_sessions, agent.label_sessions) == (60, 5)  # the defaults
+    built = agent_for(agent, "us")
+    assert isinstance(built, FactorModel)
+    assert (built.top_k, built.retrain_sessions, built.seed) == (3, 10, 4)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("top_k = 0", "top_k"),
+        ("train_sessions = 501", "train_sessions"),
+        ("pairs = [['A', 'B']]", "pairs"),
+    ],
+)
+def test_factor_model_keys_are_checked(tmp_path: Path, line: str, words: str) -> None:
+    text = BASE + (
+        f'\n[[agents]]\nname = "lgbm"\nkind = "factor_model"\nmarkets = ["us"]\n{line}\n'
+    )
+    assert words in load_error(write(tmp_path, text))
 
 
 def test_config_is_frozen(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The akshare adapter: A-share bars, quotes, news, corporate actions and SSE-50 members.
+"""The akshare adapter: A-share and index bars, quotes, news, corporate actions, index members.
 
 akshare's frames with their Chinese column names stay inside this package; `source.py` calls the
 library (rate-limited, memoised, under a deadline) and `parse.py` turns what it returns into `Bar`,

@@ -1,4 +1,5 @@
-"""Parsing akshare's frames (Eastmoney and CSIndex, Chinese column names) into openbell's types.
+"""Parsing akshare's frames (Eastmoney and CSIndex, mostly Chinese column names) into openbell's
+types.
 
 This module owns every knowledge of the columns akshare 1.19 returns, as pure functions. Times are
 naive Beijing time. A daily bar's date becomes its XSHG session `[open, close)` in UTC; a 60-minute
@@ -107,6 +108,33 @@ def parse_daily(
         session = calendar.session(day)
         spans.append((session.open_at, session.close_at))
     return _collect(symbol, spans, frame, now)
+
+
+#: `stock_zh_index_daily_em`'s columns, renamed to `stock_zh_a_hist`'s.
+_INDEX_COLUMNS: Final = {
+    "date": "日期",
+    "open": "开盘",
+    "close": "收盘",
+    "high": "最高",
+    "low": "最低",
+    "volume": "成交量",
+}
+
+
+def index_vendor_symbol(symbol: str) -> str:
+    """The code `stock_zh_index_daily_em` takes for an SSE index ("000300.SH" -> "sh000300")."""
+    return f"sh{a_share_code(symbol)}"
+
+
+def parse_index_daily(
+    frame: pd.DataFrame, symbol: str, calendar: TradingCalendar, now: datetime
+) -> tuple[Bar, ...]:
+    """Finished daily bars of index `symbol` from a `stock_zh_index_daily_em` frame (English
+    columns `date, open, close, high, low, volume, amount`; Eastmoney's kline volume counts lots
+    for an index as for a stock: the same endpoint and field)."""
+    if not _has(frame, tuple(_INDEX_COLUMNS)):
+        return ()
+    return parse_daily(frame.rename(columns=_INDEX_COLUMNS), symbol, calendar, now)
 
 
 def _hour_span(value: Any, calendar: TradingCalendar) -> tuple[datetime, datetime] | None:
@@ -233,8 +261,9 @@ def parse_actions(
     return in_apply_order(out)
 
 
-def parse_members(frame: pd.DataFrame, name: str) -> Universe | None:
-    """An `index_stock_cons_csindex` frame as a `Universe` dated by CSIndex's publication date."""
+def parse_members(frame: pd.DataFrame, name: str, benchmark: str | None = None) -> Universe | None:
+    """An `index_stock_cons_csindex` frame as a `Universe` dated by CSIndex's publication date,
+    with `benchmark` (the index itself, `000300.SH`) when given."""
     columns = ("日期", "成分券代码", "成分券名称", "交易所")
     if not _has(frame, columns):
         return None
@@ -261,5 +290,10 @@ def parse_members(frame: pd.DataFrame, name: str) -> Universe | None:
     if not instruments or as_of is None:
         return None
     return Universe(
-        name=name, market="cn", as_of=as_of, instruments=tuple(instruments), source="csindex"
+        name=name,
+        market="cn",
+        as_of=as_of,
+        instruments=tuple(instruments),
+        source="csindex",
+        benchmark=benchmark,
     )

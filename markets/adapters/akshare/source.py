@@ -9,8 +9,10 @@ come from `stock_bid_ask_em`, one request per symbol (the whole-market spot list
 corporate actions from Eastmoney's dividend table (`stock_fhps_detail_em`), one request per symbol.
 akshare raises raw errors: network errors, timeouts and non-JSON bodies (a 429 or a ban page)
 raise `DataUnavailable`; a symbol whose payload has no data (Eastmoney's `data: null`) is left
-out, unless every symbol of the read fails that way (a format change), which raises too. The SSE
-index itself (000016.SH) is not served: its code would fetch an SZSE stock instead.
+out, unless every symbol of the read fails that way (a format change), which raises too. An SSE
+index (the CSI 300 `000300.SH`, the SSE 50 `000016.SH`) has daily bars from Eastmoney's index
+klines (`stock_zh_index_daily_em`, secid `1.<code>`: its bare code would name an SZSE stock) and no
+hourly bars or quotes.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from pandas.errors import Pandas4Warning
 
 from openbell.markets.adapters.akshare.parse import (
     SHANGHAI,
+    index_vendor_symbol,
     is_index,
     parse_actions,
     parse_daily,
     parse_hourly,
+    parse_index_daily,
     parse_last_price,
     parse_members,
     parse_news,
@@ -79,6 +83,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 INTERVALS: Final = ("1h", "1d")
 SSE50: Final = "000016"
+CSI300: Final = "000300"
 _HOUR: Final = timedelta(hours=1)
 
 
@@ -178,16 +183,27 @@ class AkshareSource(SourceIdentity):
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
     ) -> Mapping[str, Sequence[Bar]]:
-        """Finished bars starting in `[start_at, end_at)`, by symbol, oldest first."""
+        """Finished bars starting in `[start_at, end_at)`, by symbol, oldest first; an SSE index
+        (`000300.SH`, `000016.SH`) has daily bars (`stock_zh_index_daily_em`) and no hourly."""
         check_bars_request(self.name, INTERVALS, interval, start_at, end_at)
-        stocks = [symbol for symbol in check_symbols(symbols) if not is_index(symbol)]
-        if end_at <= start_at or not stocks:
+        wanted = check_symbols(symbols)
+        # An index has daily bars only (Eastmoney's minute klines of an index are not read).
+        served = [s for s in wanted if interval == "1d" or not is_index(s)]
+        if end_at <= start_at or not served:
             return {}
         first = start_at.astimezone(SHANGHAI)
         last = end_at.astimezone(SHANGHAI)
 
         async def read(symbol: str) -> tuple[Bar, ...]:
             code = vendor_code(symbol)
+            if is_index(symbol):
+                frame = await self._call(
+                    "stock_zh_index_daily_em",
+                    symbol=index_vendor_symbol(symbol),
+                    start_date=first.strftime("%Y%m%d"),
+                    end_date=last.strftime("%Y%m%d"),
+                )
+                return parse_index_daily(frame, symbol, self._calendar, self._now())
             if interval == "1d":
                 frame = await self._call(
                     "stock_zh_a_hist",
@@ -209,7 +225,7 @@ class AkshareSource(SourceIdentity):
             )
             return parse_hourly(frame, symbol, self._calendar, self._now())
 
-        found = await self._each(stocks, read, f"{interval} bars")
+        found = await self._each(served, read, f"{interval} bars")
         return bars_within(found, start_at, end_at)
 
     async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
@@ -266,8 +282,11 @@ class AkshareSource(SourceIdentity):
             if first <= action.ex_date <= last
         )
 
-    async def index_members(self, index: str = SSE50, *, name: str = "sse50") -> Universe:
-        """The current members of a CSIndex index (default SSE 50), dated by CSIndex.
+    async def index_members(
+        self, index: str = SSE50, *, name: str = "sse50", benchmark: str | None = None
+    ) -> Universe:
+        """The current members of a CSIndex index (default SSE 50; `CSI300` for the CSI 300),
+        dated by CSIndex, with `benchmark` as the universe's benchmark when given.
 
         CSIndex publishes today's list only: using it for a past date is survivorship bias.
         """
@@ -277,7 +296,7 @@ class AkshareSource(SourceIdentity):
             raise SymbolUnavailable(
                 f"CSIndex has no member list for {index}", symbol=index
             ) from exc
-        found = parse_members(frame, name)
+        found = parse_members(frame, name, benchmark)
         if found is None:
             raise SymbolUnavailable(f"CSIndex has no member list for {index}", symbol=index)
         return found

@@ -24,12 +24,12 @@ against the budgets) and returns a `CalledTool` (the real outcome, and the maske
 model). The loop calls `finish` itself if the builder never did. A `PhasedPromptBuilder` (KTD-Fin's
 research phase, then its forced `submit_action`) also chooses, before every model turn, what that
 turn is offered (`offer`: the tools by name, the one the model must call, a user message to send
-first), and serves the tools it declares itself (`own_tools`, `serve_own`) in place of the toolbox:
-their calls are counted as tool calls, their replies are passed through `Masker.mask_text`, and a
-reply that says the call was an unusable answer counts as a parse failure. Builders and maskers must
-not read the wall clock (`ctx.now` is the decision time), and a masker must never raise for anything
-the model wrote: an alias it cannot map is left as written (the toolbox then answers
-`unknown_symbol`).
+first), and serves the tools it declares itself (`own_tools`, `serve_own`, whether offered that turn
+or not) in place of the toolbox: their calls are counted as tool calls, their replies are passed
+through `Masker.mask_text`, and a reply that says the call was an unusable answer counts as a parse
+failure. Builders and maskers must not read the wall clock (`ctx.now` is the decision time), and a
+masker must never raise for anything the model wrote: an alias it cannot map is left as written (the
+toolbox then answers `unknown_symbol`).
 """
 
 from __future__ import annotations

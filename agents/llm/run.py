@@ -124,7 +124,7 @@ class CycleRun:
         self._messages: list[dict[str, Any]] = []
         self._offered: dict[str, ToolSpec[Any]] = {}
         self._phased = builder if isinstance(builder, PhasedPromptBuilder) else None
-        self._own: frozenset[str] = frozenset()  # the phased mode's own tools offered now
+        self._own: frozenset[str] = frozenset()  # the phased mode's own tools
         self._offers: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         self.turns = 0
         self.tool_calls = 0
@@ -246,7 +246,7 @@ class CycleRun:
             if spec is not None:
                 offered[name] = spec
         self._offered = offered
-        self._own = frozenset(name for name in offer.tools if name in own)
+        self._own = frozenset(own)  # served whether offered this turn or not
         tools = self._offers.get(offer.tools)
         if tools is None:
             tools = self._offers[offer.tools] = [

@@ -14,7 +14,8 @@ arguments are the structured final action (`final_action.FinalAction`, validated
 structured modes validate it: `StructuredPrompt.validate`). A refused action goes back with the
 reasons, at most `MAX_RETRIES` times, then the cycle ends with no trade; a valid one's orders are
 placed in order through `place_order` and the cycle finished. An answer in text during the
-submission phase (a server that ignores `tool_choice`) is read as the action too.
+submission phase (a server that ignores `tool_choice`) is read as the action too, and a model may
+call `submit_action` before it is forced (the paper's prompt lets it decide when to submit).
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class KtdFinPrompt(StructuredPrompt):
         execution outcome and the performance against the benchmark."""
         return first_user_message(
             step=ctx.now.astimezone(ZoneInfo(ctx.rules.timezone)).date(),
+            t_plus_one=ctx.rules.settlement_days > 0,
             account=self.account,
             universe=self.listing(ctx.universe.symbols),
             previous=previous_outcome(self.previous),
@@ -161,6 +163,7 @@ class KtdFinPrompt(StructuredPrompt):
         placed and the cycle finished."""
         if self.submitted or ctx.tools.finished:
             return OwnReply(wire_json({"status": "already_submitted"}))
+        self.submitting = self._announced = True  # a submission ends the research phase
         found = self.validate(ctx, raw_arguments)
         if isinstance(found, ValidationFeedback):
             failure = await self.refuse(found, call)

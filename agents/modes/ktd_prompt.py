@@ -122,6 +122,7 @@ def _board_lines(rules: MarketRules) -> str:
 def first_user_message(
     *,
     step: date,
+    t_plus_one: bool,
     account: PortfolioStateOut | None,
     universe: Sequence[str],
     previous: str,
@@ -133,6 +134,7 @@ def first_user_message(
         "## Constraint summary\n"
         "- Concentration and number of holdings have no hard upper bound; decide on your own.\n"
         "- Short selling: no\n"
+        f"- T+1 settlement: {'yes' if t_plus_one else 'no'}\n"
         "## Current holdings and account\n"
         f"{_account(account)}\n"
         f"## Today's tradable universe ({len(universe)} names)\n"

@@ -240,3 +240,20 @@ def test_the_bright_account_is_the_tools_account(ledger: Ledger) -> None:
         "up to 20 calls",
     ):
         assert needed in system, needed
+
+
+def test_a_submission_before_the_research_phase_ends_is_taken(ledger: Ledger) -> None:
+    # The paper's prompt lets the model decide when to stop researching and submit.
+    arena = make_arena(ledger, "cn")
+    early = completion(
+        None,
+        [
+            call("get_portfolio_state", {}, "call_0"),
+            call("submit_action", {"orders": [order("buy", 100)]}, "call_1"),
+        ],
+    )
+    ran = run_llm(arena, [early], CN_OPEN, prompt=ktd())
+    assert len(ran.model.requests) == 1
+    assert [(o.symbol, type(o.outcome)) for o in ran.orders] == [(CHEAP, Fill)]
+    assert ledger.cycle_usage(ran.cycle_id).invalid_tool_calls == 0
+    assert next(t.content for t in ran.traces if t.role == "stop") == "finished"

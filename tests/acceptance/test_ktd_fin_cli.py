@@ -22,9 +22,11 @@ from openbell.agents.ktd.contract import KTD_TOOLS
 from openbell.markets.domain import Fill, Rejection, utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
+from openbell.ops.exporting import trace_record
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
+from openbell.store.traces import cycle_trace
 from openbell_testkit.cli import openbell
 from openbell_testkit.llm import Body, ScriptedModel, call, completion, serve_script, tool_turn
 
@@ -161,9 +163,15 @@ def test_a_ktd_fin_replay_researches_submits_and_trades(tmp_path: Path, masking:
     opened_at = ledger.account_opened_at(account.account_id)
     start = closes_by(BENCHMARK, opened_at)
     for index, cycle in enumerate(cycles):
-        traced = openbell(tmp_path, "trace", str(cycle), "--json")
-        assert traced.returncode == 0, traced.stderr
-        entries = json.loads(traced.stdout)["entries"]
+        if index == 0:  # as `openbell trace` shows it; the others as the ledger holds them
+            traced = openbell(tmp_path, "trace", str(cycle), "--json")
+            assert traced.returncode == 0, traced.stderr
+            record = json.loads(traced.stdout)
+        else:
+            found = cycle_trace(engine, cycle)
+            assert found is not None
+            record = trace_record(found)
+        entries = record["entries"]
         tools = [e["tool"] for e in entries if e["role"] == "tool"]
         assert tools[:6] == list(KTD_TOOLS)
         assert tools[-1] == "submit_action"
@@ -172,7 +180,7 @@ def test_a_ktd_fin_replay_researches_submits_and_trades(tmp_path: Path, masking:
             for e in entries
         )
         prompt = next(e["content"] for e in entries if e["role"] == "user")
-        slot = datetime.fromisoformat(json.loads(traced.stdout)["slot_at"])
+        slot = datetime.fromisoformat(record["slot_at"])
         expected = percent(closes_by(BENCHMARK, slot) / start - 1)
         line = re.search(r"- Benchmark (\S+) cumulative return over the same window: (\S+)", prompt)
         assert line is not None, prompt

@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from openbell.agents.baselines import build_agent
 from openbell.agents.ktd.contract import KTD_TOOLS
+from openbell.agents.llm.agent import LlmAgent
+from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.run import Budgets
 from openbell.agents.masking import masker_for
 from openbell.agents.modes import prompt_for_mode
@@ -24,18 +27,23 @@ from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.agents.modes.ktd_prompt import NO_ORDERS, SUBMIT_MESSAGE
 from openbell.agents.modes.structured import NO_TRADE_SUMMARY
 from openbell.agents.rebasing import MoneyUnit
-from openbell.markets.domain import Fill, Rejection
+from openbell.daemon.plan import ReplayPlan
+from openbell.daemon.replay import run_replay
+from openbell.markets.domain import Fill, Rejection, utc
 from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
 from openbell_testkit.agents import CN_OPEN, make_arena
-from openbell_testkit.llm import Body, call, completion, tool_turn
+from openbell_testkit.llm import Body, ScriptedModel, call, completion, tool_turn
 from openbell_testkit.modes import run_llm
+from openbell_testkit.replay import cn_daily
 
 D = Decimal
 CHEAP = "601398.SH"
 FORCED = {"type": "function", "function": {"name": "submit_action"}}
 NEXT_SESSION = CN_OPEN + timedelta(days=3)  # Monday 2025-10-13
 
-pytestmark = pytest.mark.sqlite_only
+
+sqlite_only = pytest.mark.sqlite_only
 
 
 def ktd(**options: Any) -> Any:
@@ -61,6 +69,7 @@ def offered(body: Body) -> list[str]:
     return [tool["function"]["name"] for tool in body.get("tools") or []]
 
 
+@sqlite_only
 def test_research_then_a_forced_submission_that_trades(ledger: Ledger) -> None:
     arena = make_arena(ledger, "cn")
     script = [
@@ -91,6 +100,7 @@ def test_research_then_a_forced_submission_that_trades(ledger: Ledger) -> None:
     assert (usage.parse_failures, usage.invalid_tool_calls) == (0, 1)
 
 
+@sqlite_only
 def test_the_research_budget_ends_the_research_phase(ledger: Ledger) -> None:
     arena = make_arena(ledger, "cn")
     research = tool_turn(("get_market_context", {}), ("screen_candidates", {"top_k": 3}))
@@ -103,6 +113,7 @@ def test_the_research_budget_ends_the_research_phase(ledger: Ledger) -> None:
     assert ran.orders == []
 
 
+@sqlite_only
 def test_the_turn_budget_keeps_the_submissions_turns(ledger: Ledger) -> None:
     # Six turns: two of research, then four kept for the submission and its three retries.
     arena = make_arena(ledger, "cn")
@@ -118,6 +129,7 @@ def test_the_turn_budget_keeps_the_submissions_turns(ledger: Ledger) -> None:
     assert len(ran.orders) == 1
 
 
+@sqlite_only
 def test_refused_submissions_are_fed_back_and_counted_then_no_trade(ledger: Ledger) -> None:
     arena = make_arena(ledger, "cn")
     refused = [
@@ -139,6 +151,7 @@ def test_refused_submissions_are_fed_back_and_counted_then_no_trade(ledger: Ledg
     assert ledger.cycle_usage(ran.cycle_id).parse_failures == 4
 
 
+@sqlite_only
 def test_a_refused_submission_then_a_valid_one_trades(ledger: Ledger) -> None:
     arena = make_arena(ledger, "cn")
     script = [
@@ -151,6 +164,7 @@ def test_a_refused_submission_then_a_valid_one_trades(ledger: Ledger) -> None:
     assert ledger.cycle_usage(ran.cycle_id).parse_failures == 1
 
 
+@sqlite_only
 def test_an_answer_in_text_in_the_submission_phase_is_read_as_the_action(ledger: Ledger) -> None:
     # A server that ignores tool_choice: the action comes back as content.
     arena = make_arena(ledger, "cn")
@@ -165,6 +179,7 @@ def previous_step(body: Body) -> list[str]:
     return user.split("## Previous-step execution outcome\n")[1].split("\n## ")[0].splitlines()
 
 
+@sqlite_only
 @pytest.mark.parametrize("masking", ["bright", "blinded"])
 def test_the_next_prompt_shows_the_previous_steps_fills_and_rejections(
     ledger: Ledger, masking: str
@@ -217,6 +232,7 @@ def test_the_next_prompt_shows_the_previous_steps_fills_and_rejections(
     assert previous_step(third.model.requests[0]) == [NO_ORDERS]
 
 
+@sqlite_only
 def test_the_bright_account_is_the_tools_account(ledger: Ledger) -> None:
     arena = make_arena(ledger, "cn")
     ran = run_llm(arena, [completion("Done."), submit()], CN_OPEN, prompt=ktd())
@@ -242,6 +258,7 @@ def test_the_bright_account_is_the_tools_account(ledger: Ledger) -> None:
         assert needed in system, needed
 
 
+@sqlite_only
 def test_a_submission_before_the_research_phase_ends_is_taken(ledger: Ledger) -> None:
     # The paper's prompt lets the model decide when to stop researching and submit.
     arena = make_arena(ledger, "cn")
@@ -257,3 +274,43 @@ def test_a_submission_before_the_research_phase_ends_is_taken(ledger: Ledger) ->
     assert [(o.symbol, type(o.outcome)) for o in ran.orders] == [(CHEAP, Fill)]
     assert ledger.cycle_usage(ran.cycle_id).invalid_tool_calls == 0
     assert next(t.content for t in ran.traces if t.role == "stop") == "finished"
+
+
+def replay_trader(body: Body) -> Body:
+    """Each cycle: an answer in text, then (forced) on the first day a lot-size rejection and a
+    fill of `CHEAP`, afterwards a hold."""
+    if body.get("tool_choice") != FORCED:
+        return completion("Research done.")
+    if "None: this is the first step." in body["messages"][1]["content"]:
+        return submit(order("buy", 50), order("buy", 100))
+    return submit()
+
+
+def test_a_ktd_fin_replay_shows_each_step_the_one_before_on_either_ledger(db_url: str) -> None:
+    upgrade(db_url)
+    model = ScriptedModel([replay_trader] * 100)
+    agent = LlmAgent(
+        name="ktd",
+        client=ChatClient(
+            ClientConfig(base_url="https://llm.test/v1", model="scripted-1"), http=model.client()
+        ),
+        prompt=ktd(),
+    )
+    market = cn_daily(agent, build_agent("buy_and_hold", "buy-and-hold", market="cn"))
+    done = run_replay(
+        ReplayPlan(
+            store_url=db_url, start_at=utc(2025, 9, 1), end_at=utc(2025, 9, 4), markets=(market,)
+        )
+    )
+    assert (done.slots, done.cycles_failed) == (3, 0)
+    firsts = [body for body in model.requests if len(body["messages"]) == 2]
+    assert len(firsts) == 3
+    steps = [previous_step(body) for body in firsts]
+    assert steps[0] == ["None: this is the first step."]
+    assert steps[1][0].startswith(f"- BUY {CHEAP} 50: rejected (lot_size): ")
+    assert re.fullmatch(rf"- BUY {CHEAP}: filled 100 at \S+, fees \S+", steps[1][1])
+    assert steps[2] == [NO_ORDERS]
+    benchmark = r"Benchmark 000016\.SH cumulative return over the same window: ([+-]\d+\.\d\d%)"
+    found = [re.search(benchmark, body["messages"][1]["content"]) for body in firsts]
+    assert [line.group(1) if line else None for line in found[:1]] == ["+0.00%"]
+    assert all(line is not None for line in found)

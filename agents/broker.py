@@ -45,12 +45,13 @@ from openbell.markets.domain import (
     Fill,
     Instrument,
     Order,
+    Position,
     Quote,
     Rejection,
     RejectReason,
     Side,
 )
-from openbell.markets.execution import execute
+from openbell.markets.execution import execute, sellable_quantity
 from openbell.markets.gateway import MarketSnapshot
 from openbell.markets.margin import (
     account_exposure,
@@ -102,6 +103,13 @@ class PaperBroker:
     def rules(self) -> MarketRules:
         """The market rules this broker applies."""
         return self._rules
+
+    def sellable(self, position: Position, now: datetime) -> Decimal:
+        """How much of `position` may be sold at `now` under the market's settlement rule (T+1),
+        as execution decides it (`markets.execution.sellable_quantity`)."""
+        return sellable_quantity(
+            position=position, now=now, rules=self._rules, calendar=self._calendar
+        )
 
     def place(
         self,

@@ -45,6 +45,7 @@ from typing import Final, TypeVar
 from pydantic import ValidationError
 
 from openbell.agents.aliases import ALIAS_RE, LABEL_RE, AliasMap, derive_key
+from openbell.agents.ktd.contract import KTD_RESULTS
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.rebasing import MoneyUnit, rebase
@@ -66,14 +67,16 @@ from openbell.store.masking_keys import MaskingKey
 BLINDED_TOOLS: Final = frozenset({"get_news", "get_fundamentals"})
 #: What a real identifier in a model's argument becomes under stock-blindness.
 UNRESOLVED: Final = "unknown_asset"
-#: The arguments that name an asset: under stock-blindness they take the account's aliases only.
-SYMBOL_ARGUMENTS: Final = frozenset({"symbol", "symbols"})
+#: The arguments that name an asset: under stock-blindness they take the account's aliases only
+#: (KTD-Fin's tools name theirs `stock_id` and `stock_ids`).
+SYMBOL_ARGUMENTS: Final = frozenset({"symbol", "symbols", "stock_id", "stock_ids"})
 #: The results read into their models before they are shown: they hold money or positions.
 SHOWN_RESULTS: Final[Mapping[str, type[ToolResult]]] = {
     "get_bars": BarsOut,
     "get_quote": QuotesOut,
     "get_portfolio": PortfolioOut,
     "place_order": OrderOut,
+    **KTD_RESULTS,
 }
 
 #: The results read into their models at every masked level: bars (relative volumes) and the

@@ -2,7 +2,8 @@
 
 This module owns `MoneyUnit` and `rebase`. Prices give a masked series away: a model that remembers
 where a stock traded can match the level. Under rebasing, every amount of money the model sees
-(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV) is the real amount
+(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV, and the amounts a
+result lists through `HoldsMoney`: KTD-Fin's research results) is the real amount
 divided by its account's factor, drawn once per account from [0.5, 0.8] or [1.25, 2] (never near
 1, so no price is shown near its real level) and shown to `SIGNIFICANT_DIGITS` significant digits.
 Quantities, weights and returns are not money and stay real (volumes are shown relative to their
@@ -28,9 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from openbell.agents.tools import (
     BarsOut,
@@ -112,8 +114,20 @@ _SHORTING_MONEY: Final = (
 )
 
 
+@runtime_checkable
+class HoldsMoney(Protocol):
+    """A result that lists its own amounts of money (KTD-Fin's research results): `in_unit` is
+    it with each shown by `show`."""
+
+    def in_unit(self, show: Callable[[Decimal], Decimal]) -> ToolResult:
+        """This result with every amount of money shown by `show`."""
+        ...
+
+
 def rebase(result: ToolResult, unit: MoneyUnit) -> ToolResult:
     """`result` with every amount of money in `unit` (results that hold none are unchanged)."""
+    if isinstance(result, HoldsMoney):
+        return result.in_unit(unit.show)
     if isinstance(result, BarsOut):
         return result.model_copy(update={"bars": tuple(_bar(bar, unit) for bar in result.bars)})
     if isinstance(result, QuotesOut):

@@ -31,6 +31,8 @@ from pydantic import BaseModel, ValidationError
 
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import CycleOrders, PaperBroker
+from openbell.agents.ktd.contract import KTD_TOOLS
+from openbell.agents.ktd.research import KtdResearch
 from openbell.agents.research_tools import ResearchTools
 from openbell.agents.tools import (
     ARGUMENTS,
@@ -143,6 +145,7 @@ class Toolbox:
         if self._benchmark is not None:
             self._instruments.setdefault(self._benchmark.symbol, self._benchmark)
         self._quotes: dict[str, Quote | None] = dict(snapshot.quotes)
+        self._broker = broker
         self._orders = CycleOrders(
             ledger=ledger, broker=broker, account_id=account_id, cycle_id=cycle_id, now=now
         )
@@ -187,6 +190,37 @@ class Toolbox:
     def _by_name(self) -> dict[str, ToolSpec[Any]]:
         return {spec.name: spec for spec in self.specs}
 
+    @functools.cached_property
+    def ktd_specs(self) -> tuple[ToolSpec[Any], ...]:
+        """KTD-Fin's six research tools (`agents/ktd/`), in the paper's order: served by `call`
+        under their names to any caller, offered to a model only by the `ktd-fin` decision mode
+        (they are not among `specs`, so what the other modes and MCP clients are shown is
+        unchanged)."""
+        research = KtdResearch(
+            gateway=self._gateway,
+            rules=self._rules,
+            offered=self.universe.symbols,
+            instrument=self._instrument,
+            state=self._orders.state,
+            sellable=lambda position: self._broker.sellable(position, self._now),
+            benchmark=self.benchmark_symbol,
+            now=self._now,
+        )
+        return tuple(
+            ToolSpec(name, description, args, getattr(research, name))
+            for name, (args, _, description) in KTD_TOOLS.items()
+        )
+
+    @functools.cached_property
+    def _ktd_by_name(self) -> dict[str, ToolSpec[Any]]:
+        return {spec.name: spec for spec in self.ktd_specs}
+
+    def spec_of(self, name: str) -> ToolSpec[Any] | None:
+        """The tool named `name`, among `specs` and `ktd_specs`, or None."""
+        return self._by_name.get(name) or (
+            self._ktd_by_name.get(name) if name in KTD_TOOLS else None
+        )
+
     @property
     def now(self) -> datetime:
         """The decision time every result is computed for."""
@@ -215,7 +249,7 @@ class Toolbox:
             if name == "place_order" and self.shorting:
                 model = SHORTING_ARGUMENTS[name]
         else:
-            spec = self._by_name.get(name)
+            spec = self.spec_of(name)
             if spec is None:
                 return self._error(
                     ErrorCode.UNKNOWN_TOOL,
@@ -387,6 +421,24 @@ class Toolbox:
         """The account's latest `limit` orders placed before now, newest first, with their
         outcomes (for a decision mode's prompt; not a model tool)."""
         return self._ledger.recent_orders(self._account_id, self._now, limit)
+
+    async def previous_cycle_orders(self) -> tuple[datetime | None, list[RecordedOrder]]:
+        """The slot of the account's cycle before this one (None at its first) and the orders
+        placed in it, in order, with their outcomes (for a decision mode's prompt; not a model
+        tool)."""
+        slot = self._ledger.last_slot(self._account_id, before=self._now)
+        if slot is None:
+            return None, []
+        cycle = self._ledger.find_cycle(self._account_id, slot)
+        return slot, [] if cycle is None else self._ledger.cycle_orders(cycle.cycle_id)
+
+    def account_start(self) -> tuple[datetime, Decimal]:
+        """When the account was opened and the cash it was opened with (for a decision mode's
+        performance line; not a model tool)."""
+        return (
+            self._ledger.account_opened_at(self._account_id),
+            self._ledger.initial_cash(self._account_id),
+        )
 
     def positions(self) -> dict[str, Decimal]:
         """The account's signed quantities now (a short is negative), with this cycle's fills;

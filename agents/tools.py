@@ -653,14 +653,17 @@ def openai_tools(specs: Sequence[ToolSpec[Any]]) -> list[dict[str, Any]]:
     """The OpenAI chat-completions `tools` list for `specs` (one function tool per spec), fresh on
     each call. The schemas are compacted for the prompt (see `_shown`); a call's arguments are
     still validated against the full argument model."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": _shown_parameters(spec.args),
-            },
-        }
-        for spec in specs
-    ]
+    return [function_tool(spec.name, spec.description, spec.args) for spec in specs]
+
+
+def function_tool(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
+    """One OpenAI function tool: `name`, `description` and the compacted schema of `args` (also
+    for a tool a decision mode serves itself, such as KTD-Fin's `submit_action`)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": _shown_parameters(args),
+        },
+    }

@@ -47,7 +47,9 @@ MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Cadence = Literal["daily", "hourly"]
-DecisionMode = Literal["open-research", "fixed-candidate", "memory-only", "stockbench", "pair"]
+DecisionMode = Literal[
+    "open-research", "fixed-candidate", "memory-only", "stockbench", "pair", "ktd-fin"
+]
 Masking = Literal["bright", "stock-blind", "date-blind", "blinded"]
 BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
 
@@ -696,6 +698,9 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     mode: DecisionMode = "open-research"
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
+    #: The research calls of `mode = "ktd-fin"` (and only of it) before it must submit (None:
+    #: the mode's default).
+    research_calls: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
     #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).
@@ -736,6 +741,12 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
             )
+        return self
+
+    @model_validator(mode="after")
+    def _research_calls(self) -> LlmAgentConfig:
+        if self.research_calls is not None and self.mode != "ktd-fin":
+            raise PathError(("research_calls",), 'research_calls is for mode = "ktd-fin"')
         return self
 
     @model_validator(mode="after")

@@ -21,7 +21,7 @@ from openbell.agents.llm.hooks import PromptBuilder
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.llm.run import Budgets
 from openbell.agents.masking import masker_for
-from openbell.agents.modes import prompt_for_mode
+from openbell.agents.modes import DEFAULT_RESEARCH_CALLS, prompt_for_mode
 from openbell.agents.protocol import DecisionContext
 from openbell.ops.config import LlmAgentConfig, resolve_secret
 
@@ -69,6 +69,10 @@ def prices_of(config: LlmAgentConfig) -> Prices | None:
 def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
     """The prompt builder of the entry's decision mode, fresh for every cycle."""
 
+    research_calls = (
+        DEFAULT_RESEARCH_CALLS if config.research_calls is None else config.research_calls
+    )
+
     def build(ctx: DecisionContext) -> PromptBuilder:
         return prompt_for_mode(
             config.mode,
@@ -76,6 +80,7 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             masking_seed=seed_of(config.masking_seed),
             rebase=config.rebase_prices,
             pairs=config.pairs,
+            research_calls=research_calls,
         )
 
     return build

@@ -157,6 +157,14 @@ class Accounts(LedgerTables):
             raise ValueError(f"no account {account_id}")
         return row.created_at
 
+    def initial_cash(self, account_id: int) -> Decimal:
+        """The cash the account was opened with."""
+        with self._read() as session:
+            row = session.get(AccountRow, account_id)
+        if row is None:
+            raise ValueError(f"no account {account_id}")
+        return row.initial_cash
+
     def account_state(self, account_id: int, now: datetime) -> AccountState:
         """Cash (the stored balance) and open positions with buys since `recent_buys_since`.
 

@@ -356,6 +356,15 @@ class ReplayLedger(Ledger):
             return super().find_cycle(account_id, slot_at)
         return None
 
+    def last_slot(self, account_id: int, *, before: datetime | None = None) -> datetime | None:
+        stored = super().last_slot(account_id, before=before)
+        held = [
+            slot
+            for account, slot in self._cycle_keys
+            if account == account_id and (before is None or slot < before)
+        ]
+        return max([*held, *([stored] if stored is not None else [])], default=None)
+
     def cycle_account_id(self, cycle_id: int) -> int:
         cycle = self._cycles.get(cycle_id)
         return super().cycle_account_id(cycle_id) if cycle is None else cycle.row["account_id"]

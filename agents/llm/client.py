@@ -1,8 +1,9 @@
 """The chat-completions client: one OpenAI-compatible endpoint over an injected `httpx.AsyncClient`.
 
 This module owns the wire protocol and its failures. `ChatClient.complete` posts
-`{base_url}/chat/completions` with the model, messages, tools, temperature, max_tokens and any
-configured extra body fields and headers (the API key goes only in the `Authorization` header and
+`{base_url}/chat/completions` with the model, messages, tools (and a forced `tool_choice` when
+the decision mode asks for one), temperature, max_tokens and any configured extra body fields and
+headers (the API key goes only in the `Authorization` header and
 never into a message, log or error), and parses the answer once (`parse.parse_completion`).
 Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
 not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
@@ -197,7 +198,10 @@ class ChatClient:
         return headers
 
     def _body(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -208,6 +212,8 @@ class ChatClient:
         if tools:
             body["tools"] = list(tools)
         body.update(self.config.extra_body)
+        if tool_choice is not None:  # a forced call wins over any tool_choice in extra_body
+            body["tool_choice"] = dict(tool_choice)
         return body
 
     def _body_json(
@@ -215,11 +221,13 @@ class ChatClient:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         wire: WireCache | None,
+        tool_choice: Mapping[str, Any] | None = None,
     ) -> str:
         """The request body as sent: `wire_json` of `_body`, its messages and tools taken from
-        `wire` when given (the same text, each part encoded once)."""
-        if wire is None:
-            return wire_json(self._body(messages, tools))
+        `wire` when given (the same text, each part encoded once). A request that forces a tool
+        call (`tool_choice`) is encoded whole."""
+        if wire is None or tool_choice is not None:
+            return wire_json(self._body(messages, tools, tool_choice))
         sent = ",".join(wire.text(message) for message in messages)
         offered = f',"tools":{wire.text(tools)}' if tools else ""
         return f'{{"messages":[{sent}],{self._fixed_json}{offered}}}'
@@ -232,11 +240,13 @@ class ChatClient:
         *,
         on_attempt: OnAttempt | None = None,
         wire: WireCache | None = None,
+        tool_choice: Mapping[str, Any] | None = None,
     ) -> Answer:
-        """The model's answer to `messages` (with `tools` offered), retried as documented; each
-        attempt is passed to `on_attempt` as it ends. With `wire`, each message and the tools are
-        encoded once (a cycle's conversation only grows) and the body assembled from their text."""
-        body = self._body_json(messages, tools, wire)
+        """The model's answer to `messages` (with `tools` offered; `tool_choice`, when given, sent
+        as the request's `tool_choice`), retried as documented; each attempt is passed to
+        `on_attempt` as it ends. With `wire`, each message and the tools are encoded once (a
+        cycle's conversation only grows) and the body assembled from their text."""
+        body = self._body_json(messages, tools, wire, tool_choice)
         prompt_chars = len(body)  # the tool schemas are billed as input too
         attempts: list[Attempt] = []
 
@@ -405,10 +415,16 @@ class Chat:
         tools: Sequence[Mapping[str, Any]] | None = None,
         *,
         on_attempt: OnAttempt | None = None,
+        tool_choice: Mapping[str, Any] | None = None,
     ) -> Answer:
         """See `ChatClient.complete`."""
         return await self.client.complete(
-            self.http, messages, tools, on_attempt=on_attempt, wire=self.wire
+            self.http,
+            messages,
+            tools,
+            on_attempt=on_attempt,
+            wire=self.wire,
+            tool_choice=tool_choice,
         )
 
 

@@ -21,9 +21,15 @@ could not be used (it counts in the cycle's `parse_failures`) and carries either
 send or None to end the cycle.
 `call(tool, args)` runs a tool exactly as a model's call would be run (unmasked, traced, counted
 against the budgets) and returns a `CalledTool` (the real outcome, and the masked text to show the
-model). The loop calls `finish` itself if the builder never did. Builders and maskers must not read
-the wall clock (`ctx.now` is the decision time), and a masker must never raise for anything the
-model wrote: an alias it cannot map is left as written (the toolbox then answers `unknown_symbol`).
+model). The loop calls `finish` itself if the builder never did. A `PhasedPromptBuilder` (KTD-Fin's
+research phase, then its forced `submit_action`) also chooses, before every model turn, what that
+turn is offered (`offer`: the tools by name, the one the model must call, a user message to send
+first), and serves the tools it declares itself (`own_tools`, `serve_own`, whether offered that turn
+or not) in place of the toolbox: their calls are counted as tool calls, their replies are passed
+through `Masker.mask_text`, and a reply that says the call was an unusable answer counts as a parse
+failure. Builders and maskers must not read the wall clock (`ctx.now` is the decision time), and a
+masker must never raise for anything the model wrote: an alias it cannot map is left as written (the
+toolbox then answers `unknown_symbol`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
@@ -126,6 +132,47 @@ class PromptBuilder(Protocol):
     ) -> str | ParseFailure | None:
         """What follows an answer without tool calls: the next user message, None to end, or a
         `ParseFailure` when the answer could not be used."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What a phased decision mode offers the model's next turn: `tools` by name (the toolbox's
+    and the mode's own, in that order as given), `forced` the one it must call (sent as the
+    request's `tool_choice`), and `message`, a user message sent before the turn."""
+
+    tools: tuple[str, ...]
+    forced: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnReply:
+    """A phased mode's answer to a call of one of its own tools: `text`, the result the model is
+    shown, and `parse_failure`, whether the call was an answer the mode could not use."""
+
+    text: str
+    parse_failure: bool = False
+
+
+@runtime_checkable
+class PhasedPromptBuilder(PromptBuilder, Protocol):
+    """A `PromptBuilder` whose offer changes from turn to turn and which serves some tools itself;
+    see the module docstring."""
+
+    def own_tools(self, ctx: DecisionContext) -> dict[str, dict[str, Any]]:
+        """The tools the mode serves itself: name -> OpenAI function tool."""
+        ...
+
+    def offer(self, ctx: DecisionContext, *, turns_left: int, tool_calls_left: int) -> Offer:
+        """What the next model turn is offered, given what is left of the cycle's budgets."""
+        ...
+
+    async def serve_own(
+        self, ctx: DecisionContext, name: str, raw_arguments: str, call: ToolCaller
+    ) -> OwnReply:
+        """The answer to the model's call of the mode's own tool `name` with `raw_arguments`
+        (as the model wrote them, JSON or not)."""
         ...
 
 

@@ -1,17 +1,19 @@
 """The tool-calling loop of one LLM agent's cycle, within its budgets.
 
 This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
-tools, then alternates model turns and tool calls until the model calls `finish`, answers without
-a tool call (and the builder has nothing to add), or a budget runs out: turns, tool calls, tokens
+tools, then alternates model turns and tool calls until the model calls `finish`, answers without a
+tool call (and the builder has nothing to add), or a budget runs out: turns, tool calls, tokens
 (before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
 monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
-answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past
-the tool-call budget gets a structured error; the others go through the `Masker` and
-`ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
-may be is never cut mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps
-the result). Arguments that do not parse and answers the decision mode could not use
-(`ParseFailure`) count as the cycle's parse failures. Nothing a model writes raises out of the
-loop. If the cycle ends unfinished the loop calls `finish` itself with the stop reason.
+answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past the
+tool-call budget gets a structured error; the others go through the `Masker` and `ctx.tools.serve`
+(rows kept within the result size budget). A result still longer than a message may be is never cut
+mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps the result). Arguments
+that do not parse and answers the decision mode could not use (`ParseFailure`) count as the cycle's
+parse failures. Nothing a model writes raises out of the loop. If the cycle ends unfinished the loop
+calls `finish` itself with the stop reason. A phased decision mode (`hooks.PhasedPromptBuilder`:
+KTD-Fin's) is asked before every turn what it offers (its tools, one forced by `tool_choice`, a
+message first), and its own tools' calls are answered by it.
 """
 
 from __future__ import annotations
@@ -35,12 +37,20 @@ from openbell.agents.llm.hooks import (
     CalledTool,
     Masker,
     ParseFailure,
+    PhasedPromptBuilder,
     PromptBuilder,
     serve_masked,
 )
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
-from openbell.agents.tools import ErrorCode, ToolError, ToolOutcome, ToolSpec, openai_tools
+from openbell.agents.tools import (
+    ErrorCode,
+    ToolError,
+    ToolOutcome,
+    ToolSpec,
+    function_tool,
+    openai_tools,
+)
 from openbell.markets.errors import LlmRefused
 
 #: Tool errors that make a call invalid (KTD-Fin's tool validity; StockBench's schema errors).
@@ -113,6 +123,9 @@ class CycleRun:
         self._started = monotonic()
         self._messages: list[dict[str, Any]] = []
         self._offered: dict[str, ToolSpec[Any]] = {}
+        self._phased = builder if isinstance(builder, PhasedPromptBuilder) else None
+        self._own: frozenset[str] = frozenset()  # the phased mode's own tools
+        self._offers: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         self.turns = 0
         self.tool_calls = 0
         self._parse_failures = 0
@@ -165,11 +178,14 @@ class CycleRun:
             exhausted = self._exhausted()
             if exhausted is not None:
                 return exhausted
+            choice = None
+            if self._phased is not None:
+                tools, choice = self._next_offer(self._phased)
             await self._recorder.store()  # the trace so far is stored before the model is asked
             try:
                 async with asyncio.timeout(self._budgets.max_wall_s - self._elapsed_s()):
                     answer = await self._chat.complete(
-                        self._messages, tools, on_attempt=self._recorder.attempt
+                        self._messages, tools, on_attempt=self._recorder.attempt, tool_choice=choice
                     )
             except TimeoutError:
                 self._recorder.trace("error", content="the model call ran past the wall budget")
@@ -210,6 +226,41 @@ class CycleRun:
             if over:
                 return StopReason.MAX_TOOL_CALLS
 
+    def _next_offer(
+        self, phased: PhasedPromptBuilder
+    ) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+        """What the phased mode offers the next turn: its tools (one list object per offer, so
+        the wire cache encodes each once) and the forced `tool_choice`; its message is sent."""
+        ctx, budgets = self._ctx, self._budgets
+        offer = phased.offer(
+            ctx,
+            turns_left=budgets.max_turns - self.turns,
+            tool_calls_left=budgets.max_tool_calls - self.tool_calls,
+        )
+        if offer.message is not None:
+            self._send("user", self._masker.mask_text(offer.message))
+        own = phased.own_tools(ctx)
+        offered: dict[str, ToolSpec[Any]] = {}
+        for name in offer.tools:
+            spec = None if name in own else ctx.tools.spec_of(name)
+            if spec is not None:
+                offered[name] = spec
+        self._offered = offered
+        self._own = frozenset(own)  # served whether offered this turn or not
+        tools = self._offers.get(offer.tools)
+        if tools is None:
+            tools = self._offers[offer.tools] = [
+                own[name]
+                if name in own
+                else function_tool(name, offered[name].description, offered[name].args)
+                for name in offer.tools
+                if name in own or name in offered
+            ]
+        choice = None
+        if offer.forced is not None:
+            choice = {"type": "function", "function": {"name": offer.forced}}
+        return tools or None, choice
+
     async def _answer_calls(self, calls: Sequence[ToolCall]) -> bool:
         """Answer every call of a turn; whether the tool-call budget ran out."""
         over = False
@@ -223,6 +274,9 @@ class CycleRun:
                     "The cycle is ending.",
                 )
                 self._reply(call, text, call.raw_arguments, latency_ms=0)
+                continue
+            if self._phased is not None and call.name in self._own:
+                await self._serve_own(self._phased, call)
                 continue
             if call.parse_error is not None or call.arguments is None:
                 self.tool_calls += 1
@@ -249,6 +303,16 @@ class CycleRun:
             called = await self._run_tool(call.name, call.arguments)
             self._reply(call, called.text, latency_ms=self._ms_since(started))
         return over
+
+    async def _serve_own(self, phased: PhasedPromptBuilder, call: ToolCall) -> None:
+        """A call of the phased mode's own tool, answered by the mode (its arguments as the
+        model wrote them: the mode reads and judges them)."""
+        self.tool_calls += 1
+        started = self._monotonic()
+        reply = await phased.serve_own(self._ctx, call.name, call.raw_arguments, self._call)
+        if reply.parse_failure:
+            self._parse_failures += 1
+        self._reply(call, self._masker.mask_text(reply.text), latency_ms=self._ms_since(started))
 
     def _reply(
         self,

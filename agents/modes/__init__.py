@@ -1,7 +1,7 @@
-"""Decision modes (KTD-Fin, StockBench): what an LLM agent is told, which tools it gets, and how
-its answer becomes orders. `prompt_for_mode` builds a fresh `PromptBuilder` for one cycle (the
-LLM agent's prompt factory calls it per cycle); `parse_final_action` reads the structured final
-action of the no-tool modes."""
+"""Decision modes (KTD-Fin, StockBench): what an LLM agent is told, which tools it gets, and how its
+answer becomes orders (`ktd-fin`: KTD-Fin's research tools, then a forced `submit_action`).
+`prompt_for_mode` builds a fresh `PromptBuilder` for one cycle (the LLM agent's prompt factory calls
+it per cycle); `parse_final_action` reads the structured final action of the no-tool modes."""
 
 from __future__ import annotations
 
@@ -18,13 +18,22 @@ from openbell.agents.modes.final_action import (
     ValidationFeedback,
     parse_final_action,
 )
+from openbell.agents.modes.ktd_fin import DEFAULT_RESEARCH_CALLS, KtdFinPrompt
 from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
 from openbell.agents.pairs import Pair, PairPrompt
 
-MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench", "pair")
+MODES: Final = (
+    "open-research",
+    "fixed-candidate",
+    "memory-only",
+    "stockbench",
+    "pair",
+    "ktd-fin",
+)
 
 __all__ = [
+    "DEFAULT_RESEARCH_CALLS",
     "MAX_RETRIES",
     "MODES",
     "FinalAction",
@@ -43,13 +52,15 @@ def prompt_for_mode(
     rebase: bool | None = None,
     top_k: int = DEFAULT_TOP_K,
     pairs: Sequence[Pair] = (),
+    research_calls: int = DEFAULT_RESEARCH_CALLS,
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
     `masking`, `masking_seed` and `rebase` (price rebasing; None: on at `blinded` only) must be
     those of the agent's masker: the builders show and read back through the same account key.
     `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
-    is bright only: its pairs name real tickers).
+    is bright only: its pairs name real tickers); `research_calls` bounds the research phase of
+    `ktd-fin`.
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
@@ -69,4 +80,8 @@ def prompt_for_mode(
         return PairPrompt(pairs)
     if mode == "stockbench":
         return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
+    if mode == "ktd-fin":
+        return KtdFinPrompt(
+            masking=level, masking_seed=masking_seed, rebase=rebase, research_calls=research_calls
+        )
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

@@ -1,6 +1,6 @@
 """The masking leak scan: a blinded replay of a few slots, an LLM agent (scripted behind
 `httpx.MockTransport`) calling every tool with the aliases it was shown, in open-research,
-fixed-candidate and stockbench modes; every request the model received (messages and tool
+fixed-candidate, stockbench and ktd-fin modes; every request the model received (messages and tool
 schemas) and every stored trace row is scanned for any real ticker, code, company name, calendar
 date, the universe's name, any real price or amount of money (the bars' prices and the fills'
 prices, values, fees and cash after them, as the ledger holds them) and any real volume, and none
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from openbell.agents.ktd.contract import KTD_TOOLS
 from openbell.agents.masking import MaskingLevel, masker_for
 from openbell.agents.modes import prompt_for_mode
 from openbell.agents.tools import openai_tools
@@ -26,7 +27,7 @@ from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
 from openbell_testkit.agents import CN_OPEN, DAY, INITIAL_CASH, US_OPEN, Arena, make_arena
-from openbell_testkit.llm import completion, tool_turn
+from openbell_testkit.llm import call, completion, tool_turn
 from openbell_testkit.modes import Cycle, run_llm
 
 SEED = "leak-test"
@@ -160,6 +161,33 @@ def research_script(k: int) -> list[Any]:
     return [research, trade, tool_turn(("finish", {"summary": "done"}))]
 
 
+def ktd_fin_script() -> list[Any]:
+    """KTD-Fin: each of its six research tools with the aliases shown, an answer in text, then
+    the forced submission: a quarter of NAV in the cheapest of the stocks compared."""
+
+    def research(body: dict[str, Any]) -> dict[str, Any]:
+        shown = aliases_in(body)
+        return tool_turn(
+            ("get_market_context", {}),
+            ("screen_candidates", {"top_k": 5}),
+            ("get_stock_snapshot", {"stock_id": shown[0], "lookback": 30}),
+            ("compare_candidates", {"stock_ids": shown[:10]}),
+            ("get_portfolio_state", {}),
+            ("risk_check", {"orders": [{"stock_id": shown[1], "side": "BUY", "shares": 100}]}),
+            ("get_stock_snapshot", {"stock_id": "asset_0000"}),
+        )
+
+    def submit(body: dict[str, Any]) -> dict[str, Any]:
+        results = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+        compared = next(result["stocks"] for result in results if "correlations" in result)
+        cheapest = min(compared, key=lambda stock: Decimal(stock["last_close"]))["stock_id"]
+        order = {"stock_id": cheapest, "side": "buy", "target_weight": 0.25, "confidence": 0.6,
+                 "reason": "the cheapest compared"}  # fmt: skip
+        return completion(None, [call("submit_action", {"orders": [order]}, "call_submit")])
+
+    return [research, completion("Research done."), submit]
+
+
 def stockbench_script() -> list[Any]:
     def pick(body: dict[str, Any]) -> dict[str, Any]:
         return completion(json.dumps({"selected": aliases_in(body)[:2]}))
@@ -227,6 +255,7 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
             ("open-research", research_script(1)),
             ("stockbench", stockbench_script()),
             ("fixed-candidate", fixed_candidate_script()),
+            ("ktd-fin", ktd_fin_script()),
         ],
         strict=False,
     ):
@@ -241,8 +270,11 @@ def test_a_blinded_replay_shows_no_real_ticker_name_or_date(
     assert len(volumes) > 500
     assert scan(cycles, arena.universe, money | volumes) == []
     # the scan had something to look at, and the agent traded through its aliases
-    assert len(cycles) == 4
+    assert len(cycles) == 5
     results = [t.result or "" for c in cycles for t in c.traces if t.role == "tool"]
+    ktd_tools = [t.tool for t in cycles[4].traces if t.role == "tool"]
+    assert {*KTD_TOOLS, "submit_action"} <= set(ktd_tools)
+    assert cycles[4].orders, "the ktd-fin cycle traded through its aliases"
     assert any('"code":"masked"' in r for r in results)
     assert any('"bars":[' in r for r in results)
     assert any("day_" in r for r in results)

@@ -106,6 +106,35 @@ def test_an_extra_field_replaces_a_configured_one_once() -> None:
     assert request.content.count(b'"temperature"') == 1
 
 
+def test_a_forced_tool_call_is_the_requests_tool_choice() -> None:
+    # KTD-Fin's submission phase: the tool the model must call, over any configured choice.
+    script = Script(httpx.Response(200, json=OK), httpx.Response(200, json=OK))
+    forced = {"type": "function", "function": {"name": "submit_action"}}
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(script)) as http:
+            client = ChatClient(
+                ClientConfig(
+                    base_url="https://x/v1", model="m", extra_body={"tool_choice": "auto"}
+                ),
+                http=http,
+            )
+            async with client.connect() as chat:
+                await chat.complete(MESSAGES, [{"type": "function", "function": {}}])
+                await chat.complete(
+                    MESSAGES, [{"type": "function", "function": {}}], tool_choice=forced
+                )
+
+    asyncio.run(scenario())
+    free, chosen = (json.loads(request.content) for request in script.requests)
+    assert free["tool_choice"] == "auto"
+    assert chosen["tool_choice"] == forced
+    assert script.requests[1].content.count(b'"tool_choice"') == 1
+    assert {k: v for k, v in chosen.items() if k != "tool_choice"} == {
+        k: v for k, v in free.items() if k != "tool_choice"
+    }
+
+
 def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> None:
     script = Script(
         httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow"}}),

@@ -10,6 +10,8 @@ import pytest
 
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.masking import AliasMasker
+from openbell.agents.modes import DEFAULT_RESEARCH_CALLS
+from openbell.agents.modes.ktd_fin import KtdFinPrompt
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
@@ -139,6 +141,7 @@ def _context(account_id: int) -> DecisionContext:
         ("fixed-candidate", "FixedCandidatePrompt"),
         ("memory-only", "MemoryOnlyPrompt"),
         ("stockbench", "StockBenchPrompt"),
+        ("ktd-fin", "KtdFinPrompt"),
     ],
 )
 def test_every_decision_mode_is_wired_in(tmp_path: Path, mode: str, builder: str) -> None:
@@ -147,6 +150,18 @@ def test_every_decision_mode_is_wired_in(tmp_path: Path, mode: str, builder: str
     built = prompt_factory(agent)(_context(1))
 
     assert type(built).__name__ == builder
+
+
+def test_research_calls_bound_the_ktd_fin_research_phase_only(tmp_path: Path) -> None:
+    agent = load(tmp_path, 'mode = "ktd-fin"\nresearch_calls = 7\n')
+    built = prompt_factory(agent)(_context(1))
+    assert isinstance(built, KtdFinPrompt)
+    assert built.research_calls == 7
+    default = prompt_factory(load(tmp_path, 'mode = "ktd-fin"\n'))(_context(1))
+    assert isinstance(default, KtdFinPrompt)
+    assert default.research_calls == DEFAULT_RESEARCH_CALLS
+    assert "research_calls" in error(tmp_path, "research_calls = 7\n")
+    assert "research_calls" in error(tmp_path, 'mode = "ktd-fin"\nresearch_calls = -1\n')
 
 
 def test_a_blinded_agent_masks_with_its_accounts_own_seeded_map(tmp_path: Path) -> None:

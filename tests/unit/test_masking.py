@@ -170,6 +170,21 @@ def test_a_real_ticker_written_under_stock_blindness_is_not_served() -> None:
     assert dates.unmask_arguments("get_bars", {"symbol": "AAPL"}) == {"symbol": "AAPL"}
 
 
+def test_ktd_fin_stock_ids_take_aliases_only_under_stock_blindness() -> None:
+    m = masker(MaskingLevel.STOCK_BLIND)
+    alias = m.mask_text("AAPL")
+    assert m.unmask_arguments("get_stock_snapshot", {"stock_id": "AAPL"}) == {
+        "stock_id": UNRESOLVED
+    }
+    assert m.unmask_arguments("compare_candidates", {"stock_ids": [alias, "IBM"]}) == {
+        "stock_ids": ["AAPL", UNRESOLVED]
+    }
+    orders = {"orders": [{"stock_id": alias, "side": "BUY", "reason": f"buy {alias}"}]}
+    assert m.unmask_arguments("risk_check", orders) == {
+        "orders": [{"stock_id": "AAPL", "side": "BUY", "reason": "buy AAPL"}]
+    }
+
+
 @pytest.mark.parametrize("level", list(MaskingLevel)[1:])
 @pytest.mark.parametrize("tool", ["get_news", "get_fundamentals"])
 def test_news_and_fundamentals_are_refused_under_any_blinding(

@@ -17,9 +17,19 @@ $(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e $(KIT) --config-settings editable_mode=strict
 	touch $@
 
-# The strict editable install links every source file into build/; re-link so new modules appear.
-install: $(BIN)/.installed browser
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) --config-settings editable_mode=strict
+# The strict editable install links every source file into build/; re-link so new modules appear:
+# when a package folder changed (a module added, renamed or removed) since the last install or
+# link, not right after the install above made the links (that cost half a minute a run).
+PACKAGE_DIRS := $(shell find $(SOURCES) $(KIT)/openbell_testkit -type d -not -name __pycache__)
+$(BIN)/.linked: $(BIN)/.installed $(PACKAGE_DIRS)
+	@since=$(BIN)/.installed; [ $@ -nt $$since ] && since=$@; \
+	if [ -n "$$(find $(PACKAGE_DIRS) -maxdepth 0 -newer $$since)" ]; then \
+	  echo "$(BIN)/python -m pip install --no-deps --no-build-isolation -e . -e $(KIT) (re-link)"; \
+	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) \
+	    --config-settings editable_mode=strict || exit 1; \
+	fi; touch $@
+
+install: $(BIN)/.linked browser
 
 # The browser tests (tests/browser) drive Debian's Chromium through Playwright: install it when it
 # is missing (as root, quietly). Where it cannot be installed (not root, no apt, no network), say
@@ -48,9 +58,13 @@ typecheck:
 layers:
 	$(BIN)/lint-imports
 
+# pytest-xdist runs the tests in PYTEST_WORKERS processes (`auto`: one per core; 0: in pytest's own
+# process), each test file's tests in one worker (`loadfile`: a file's module fixtures are built
+# once). A subset: `make pytest PYTEST_ARGS='tests/unit -k ranking'`.
 # pytest exits 5 when it collected nothing: a suite that runs no test is a failure here.
+PYTEST_WORKERS ?= auto
 pytest:
-	$(BIN)/pytest -q $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 run: install

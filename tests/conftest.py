@@ -4,8 +4,10 @@ Postgres comes from `OPENBELL_TEST_PG` (default `postgresql+psycopg://postgres@1
 Each test session (each pytest-xdist worker: `make pytest` runs several) works under its own
 schema prefix (`openbell_test_<hex>`); each test gets a fresh schema (`<prefix>_<n>`) reached
 through `options=-csearch_path=...` in the URL, so Alembic's `alembic_version` table and every
-ledger table live inside it. The URL also sets `application_name` to the schema's name, so a fault
-test tells its own connections from those of other runs sharing the server
+ledger table live inside it; the options also turn off `synchronous_commit` (a commit does not wait
+for the disk: what connections see is unchanged, only a server crash could lose the last commits).
+The URL also sets `application_name` to the schema's name, so a fault test tells its own
+connections from those of other runs sharing the server
 (`openbell_testkit.postgres.terminate_connections` kills only its own). A test's schema is dropped
 (CASCADE) after it, and any the session still has at its end. Without a reachable server, Postgres
 tests skip with a message saying how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes

@@ -36,7 +36,11 @@ class PgServer:
             connection.execute(f'CREATE SCHEMA "{schema}"')
         self.schemas.append(schema)
         url = make_url(self.url).set(drivername="postgresql+psycopg")
-        query = {"options": f"-csearch_path={schema}", "application_name": schema}
+        # A commit does not wait for its WAL to reach the disk (`synchronous_commit=off`): what
+        # every connection sees is the same, only a crash of the server could lose the last
+        # commits, and no test crashes it. It halves the time of the tests that commit often.
+        options = f"-csearch_path={schema} -csynchronous_commit=off"
+        query = {"options": options, "application_name": schema}
         return url.update_query_dict(query).render_as_string(hide_password=False)
 
     def drop_schema(self, url: str) -> None:

@@ -42,11 +42,17 @@ browser:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
 	  echo "make: $(CHROMIUM) could not be installed; the browser tests will be skipped" >&2
 
-# Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
+# Every check, in order, stopping at the first that fails; prints its wall time at the end with
+# each step's ("make test: N s (install N s, lint N s, ...)"), also when a step fails.
 test:
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory install lint typecheck layers pytest; status=$$?; \
-	echo "make test: $$(($$(date +%s) - start)) s"; exit $$status
+	@start=$$(date +%s); status=0; steps=""; \
+	for step in install lint typecheck layers pytest; do \
+	  began=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$step; status=$$?; \
+	  steps="$$steps, $$step $$(($$(date +%s) - began)) s"; \
+	  [ $$status -eq 0 ] || break; \
+	done; \
+	echo "make test: $$(($$(date +%s) - start)) s ($${steps#, })"; exit $$status
 
 lint:
 	$(BIN)/ruff check .

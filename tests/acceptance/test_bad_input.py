@@ -210,8 +210,9 @@ def test_a_blocked_one_shot_query_ends_at_the_statement_timeout(
     )
     (tmp_path / "openbell.toml").write_text(config, encoding="utf-8")
     assert openbell(tmp_path, "db", "upgrade").returncode == 0
-    conninfo = make_url(url).set(drivername="postgresql").render_as_string(False)
-    with psycopg.connect(conninfo) as holder:  # a transaction holding the table's strongest lock
+    parsed = make_url(url)  # the options (search_path) as a keyword: libpq reads no '+' as space
+    conninfo = parsed.set(drivername="postgresql", query={}).render_as_string(False)
+    with psycopg.connect(conninfo, **parsed.query) as holder:  # holding the strongest lock
         holder.execute("LOCK TABLE account IN ACCESS EXCLUSIVE MODE")
         result, elapsed_s = _timed(tmp_path, "ledger", "verify")
         holder.rollback()

@@ -66,11 +66,13 @@ layers:
 
 # pytest-xdist runs the tests in PYTEST_WORKERS processes (`auto`: one per core; 0: in pytest's own
 # process), each test file's tests in one worker (`loadfile`: a file's module fixtures are built
-# once). A subset: `make pytest PYTEST_ARGS='tests/unit -k ranking'`.
+# once), the files handed out in collection order (the slow acceptance tier first, the unit tier's
+# short files last to even out the end; xdist's default puts the files with the fewest tests, the
+# long property tests among them, last). A subset: `make pytest PYTEST_ARGS='tests/unit -k rank'`.
 # pytest exits 5 when it collected nothing: a suite that runs no test is a failure here.
 PYTEST_WORKERS ?= auto
 pytest:
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 run: install

@@ -197,7 +197,9 @@ def test_ledger_verify_gives_up_on_a_silent_postgres(
     assert_one_error_line(
         result, f"127.0.0.1:{silent_server}", f"no answer within {timeout_s:g} s", "connect_timeout"
     )
-    assert timeout_s <= elapsed_s < baseline_s + timeout_s + SLACK_S
+    again, after_s = verify_on(_closed_port())  # a baseline on each side: a machine's load drifts
+    assert again.returncode == 2, again.stderr
+    assert timeout_s <= elapsed_s < max(baseline_s, after_s) + timeout_s + SLACK_S
 
 
 @pytest.mark.postgres

@@ -17,9 +17,19 @@ $(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e $(KIT) --config-settings editable_mode=strict
 	touch $@
 
-# The strict editable install links every source file into build/; re-link so new modules appear.
-install: $(BIN)/.installed browser sandbox
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) --config-settings editable_mode=strict
+# The strict editable install links every source file into build/; re-link so new modules appear:
+# when a package folder changed (a module added, renamed or removed) since the last install or
+# link, not right after the install above made the links (that cost half a minute a run).
+PACKAGE_DIRS := $(shell find $(SOURCES) $(KIT)/openbell_testkit -type d -not -name __pycache__)
+$(BIN)/.linked: $(BIN)/.installed $(PACKAGE_DIRS)
+	@since=$(BIN)/.installed; [ $@ -nt $$since ] && since=$@; \
+	if [ -n "$$(find $(PACKAGE_DIRS) -maxdepth 0 -newer $$since)" ]; then \
+	  echo "$(BIN)/python -m pip install --no-deps --no-build-isolation -e . -e $(KIT) (re-link)"; \
+	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) \
+	    --config-settings editable_mode=strict || exit 1; \
+	fi; touch $@
+
+install: $(BIN)/.linked browser sandbox
 
 # The browser tests (tests/browser) drive Debian's Chromium through Playwright: install it when it
 # is missing (as root, quietly). Where it cannot be installed (not root, no apt, no network), say
@@ -43,11 +53,17 @@ sandbox:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 	  echo "make: $(BWRAP) could not be installed; the sandbox tests will be skipped" >&2
 
-# Every check, in order; prints its wall time at the end ("make test: N s"), also when a step fails.
+# Every check, in order, stopping at the first that fails; prints its wall time at the end with
+# each step's ("make test: N s (install N s, lint N s, ...)"), also when a step fails.
 test:
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory install lint typecheck layers pytest; status=$$?; \
-	echo "make test: $$(($$(date +%s) - start)) s"; exit $$status
+	@start=$$(date +%s); status=0; steps=""; \
+	for step in install lint typecheck layers pytest; do \
+	  began=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$step; status=$$?; \
+	  steps="$$steps, $$step $$(($$(date +%s) - began)) s"; \
+	  [ $$status -eq 0 ] || break; \
+	done; \
+	echo "make test: $$(($$(date +%s) - start)) s ($${steps#, })"; exit $$status
 
 lint:
 	$(BIN)/ruff check .
@@ -59,9 +75,15 @@ typecheck:
 layers:
 	$(BIN)/lint-imports
 
+# pytest-xdist runs the tests in PYTEST_WORKERS processes (`auto`: one per core; 0: in pytest's own
+# process), each test file's tests in one worker (`loadfile`: a file's module fixtures are built
+# once), the files handed out in collection order (the slow acceptance tier first, the unit tier's
+# short files last to even out the end; xdist's default puts the files with the fewest tests, the
+# long property tests among them, last). A subset: `make pytest PYTEST_ARGS='tests/unit -k rank'`.
 # pytest exits 5 when it collected nothing: a suite that runs no test is a failure here.
+PYTEST_WORKERS ?= auto
 pytest:
-	$(BIN)/pytest -q $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 run: install

@@ -1,14 +1,17 @@
 """Database fixtures: a real SQLite file per test and a fresh Postgres schema per test.
 
 Postgres comes from `OPENBELL_TEST_PG` (default `postgresql+psycopg://postgres@127.0.0.1:5432/test`).
-Each test session works under its own schema prefix (`openbell_test_<hex>`); each test gets a
-fresh schema (`<prefix>_<n>`) reached through `options=-csearch_path=...` in the URL, so Alembic's
-`alembic_version` table and every ledger table live inside it. The URL also sets `application_name`
-to the schema's name, so a fault test tells its own connections from those of other runs sharing
-the server (`openbell_testkit.postgres.terminate_connections` kills only its own). All of the
-session's schemas are dropped (CASCADE) at the end. Without a reachable server, Postgres tests skip
-with a message saying how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes them fail
-instead.
+Each test session (each pytest-xdist worker: `make pytest` runs several) works under its own
+schema prefix (`openbell_test_<hex>`); each test gets a fresh schema (`<prefix>_<n>`) reached
+through `options=-csearch_path=...` in the URL, so Alembic's `alembic_version` table and every
+ledger table live inside it; the options also turn off `synchronous_commit` (a commit does not wait
+for the disk: what connections see is unchanged, only a server crash could lose the last commits).
+The URL also sets `application_name` to the schema's name, so a fault test tells its own
+connections from those of other runs sharing the server
+(`openbell_testkit.postgres.terminate_connections` kills only its own). A test's schema is dropped
+(CASCADE) after it, and any the session still has at its end. Without a reachable server, Postgres
+tests skip with a message saying how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes
+them fail instead.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from sqlalchemy.engine import make_url
 
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
+from openbell_testkit.migrated import migrate_to_head
 from openbell_testkit.postgres import PG_DEFAULT_URL, PgServer
 
 
@@ -46,9 +49,7 @@ def pg_server() -> Iterator[PgServer]:
             pytest.fail(f"OPENBELL_REQUIRE_PG=1 but {message}")
         pytest.skip(message)
     yield server
-    with psycopg.connect(server.conninfo, autocommit=True) as connection:
-        for schema in server.schemas:
-            connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    server.drop_all()
 
 
 @pytest.fixture
@@ -58,9 +59,11 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def pg_url(pg_server: PgServer) -> str:
-    """A URL for a fresh, empty Postgres schema."""
-    return pg_server.fresh_schema_url()
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A URL for a fresh, empty Postgres schema, dropped after the test."""
+    url = pg_server.fresh_schema_url()
+    yield url
+    pg_server.drop_schema(url)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -90,8 +93,9 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
-    """An engine on a database migrated to head."""
-    upgrade(db_url)
+    """An engine on a database migrated to head (Alembic's upgrade once per process, then the
+    same database made faster: `openbell_testkit.migrated`)."""
+    migrate_to_head(db_url)
     engine = make_engine(db_url)
     yield engine
     engine.dispose()

@@ -1,5 +1,6 @@
-"""Fixtures of the browser tests: the demo's ledger (made once per session by the real `openbell
-demo`), the pages served over a ledger on a real uvicorn, and Debian's Chromium via Playwright.
+"""Fixtures of the browser tests: the demo's ledger (made once per test run by the real `openbell
+demo`, shared by the xdist workers), the pages served over a ledger on a real uvicorn, and
+Debian's Chromium via Playwright.
 
 Every test here skips when `/usr/bin/chromium` is missing (`make install` installs it as root),
 or fails then with `OPENBELL_REQUIRE_BROWSER=1` (as in CI); nothing else makes them skip. Each
@@ -17,6 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from openbell_testkit.cli import openbell
+from openbell_testkit.shared import built_once
 from openbell_testkit.web import Seen, Shoot, launch_chromium, serve_ledger, skip_without_chromium
 
 #: The demo's window in these tests: three weeks of every market, a few seconds of replay.
@@ -42,25 +44,27 @@ def chromium() -> Iterator[Browser]:
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ledger of a real `openbell demo` run, made once per session (do not write to it)."""
+    """The ledger of a real `openbell demo` run, made once per test run (by the first xdist worker
+    that needs it; do not write to it)."""
     skip_without_chromium()  # before the demo's half a minute, for nothing
-    cwd = tmp_path_factory.mktemp("demo")
-    db = cwd / "demo.db"
-    result = openbell(
-        cwd,
-        "demo",
-        "--db",
-        str(db),
-        "--start",
-        DEMO_START,
-        "--end",
-        DEMO_END,
-        "--format",
-        "json",
-        timeout_s=DEMO_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stderr
-    return db
+
+    def demo(cwd: Path) -> None:
+        result = openbell(
+            cwd,
+            "demo",
+            "--db",
+            str(cwd / "demo.db"),
+            "--start",
+            DEMO_START,
+            "--end",
+            DEMO_END,
+            "--format",
+            "json",
+            timeout_s=DEMO_TIMEOUT_S,
+        )
+        assert result.returncode == 0, result.stderr
+
+    return built_once(tmp_path_factory, "browser-demo", demo) / "demo.db"
 
 
 @pytest.fixture

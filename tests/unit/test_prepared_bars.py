@@ -26,7 +26,7 @@ from openbell.markets.bar_series import (
     PreparedBars,
     mean_of_last,
 )
-from openbell.markets.barfile import COLUMN_BLOCK, read_bundled
+from openbell.markets.barfile import COLUMN_BLOCK, BarSet, read_bundled
 from openbell.markets.domain import Bar, utc
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
@@ -70,7 +70,9 @@ def stamps(market: str, symbol: str, interval: str) -> list[datetime]:
     return sorted({stamp for bar in bars for stamp in (bar.start_at, bar.end_at)})
 
 
+@functools.cache
 def every_bar(source: ReplaySource, symbol: str, interval: str) -> tuple[Bar, ...]:
+    """Every bar of the symbol's interval in `source` (one of the `bundled` ones: made once)."""
     return source.bars_between([symbol], interval, utc(2000, 1, 1), utc(2100, 1, 1)).get(symbol, ())
 
 
@@ -272,20 +274,33 @@ def test_a_window_is_the_bars_started_since_and_ended_by() -> None:
 
 
 @functools.cache
+def crypto_1d() -> BarSet:
+    """The bundled daily crypto bar file, read once (reading it is most of an example's time)."""
+    return read_bundled("crypto-1d")
+
+
+@functools.cache
 def btc_file_bars() -> tuple[Bar, ...]:
-    return read_bundled("crypto-1d").bars("BTC/USDT")
+    return crypto_1d().bars("BTC/USDT")
+
+
+@functools.cache
+def btc_file_rows(lo: int, hi: int) -> tuple[Bar, ...]:
+    """The file's `BTC/USDT` rows `lo .. hi - 1`, made once per range: every example's series asks
+    for the same few blocks, and making a block's `Bar`s again gives equal ones."""
+    return crypto_1d().rows("BTC/USDT", lo, hi)
 
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_series_builds_only_the_blocks_asked_for(data: st.DataObject) -> None:
     every = btc_file_bars()
-    barset = read_bundled("crypto-1d")
+    barset = crypto_1d()
     built: list[tuple[int, int]] = []
 
     def make(lo: int, hi: int) -> tuple[Bar, ...]:
-        built.append((lo, hi))
-        return barset.rows("BTC/USDT", lo, hi)
+        built.append((lo, hi))  # each block the series asks for is counted, cached or not
+        return btc_file_rows(lo, hi)
 
     series = BarSeries(barset.prices("BTC/USDT"), make)
     for _ in range(data.draw(st.integers(1, 3))):

@@ -25,8 +25,8 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine
-from openbell.store.migrate import upgrade
 from openbell.store.verify import verify_ledger
+from openbell_testkit.migrated import migrate_to_head
 
 #: A Monday inside the bundled crypto hourly bars (they end 2025-11-10 07:00 UTC).
 START_AT = datetime(2025, 11, 3, 0, 0, tzinfo=UTC)
@@ -156,5 +156,6 @@ def verifies(store_url: str) -> bool:
 
 
 def migrated(store_url: str) -> str:
-    upgrade(store_url)
+    """`store_url` (an empty database) at the head revision (`migrated.migrate_to_head`)."""
+    migrate_to_head(store_url)
     return store_url

@@ -76,7 +76,9 @@ def _replay_args(config: Path, *extra: str) -> list[str]:
 
 def _counter(url: str, request: pytest.FixtureRequest) -> Callable[[], int]:
     """How many cycles the ledger at `url` holds now (0 before its schema exists)."""
-    engine = make_engine(url)
+    # Read-only, so that a poll before the replay made the file does not create it (a file that
+    # exists without a schema is one the replay refuses to adopt).
+    engine = make_engine(url, read_only=True)
     request.addfinalizer(engine.dispose)
 
     def count() -> int:

@@ -32,12 +32,15 @@ from openbell.store import tables as _tables  # noqa: F401  (the schema's tables
 MAX_PROBLEMS = 20
 
 
-def check_integrity(engine: Engine, *, thorough: bool = False) -> None:
-    """Raise `DatabaseDamaged` if the database behind `engine` is damaged (see the module)."""
+def check_integrity(engine: Engine, *, thorough: bool = False, schema: bool = True) -> None:
+    """Raise `DatabaseDamaged` if the database behind `engine` is damaged (see the module).
+
+    `schema` False checks the file alone (SQLite's pages), not the schema's unique indexes: for a
+    database that may be at an older revision and is about to be migrated (`run`, `replay`)."""
     try:
         with engine.connect() as connection:
             if engine.dialect.name == "sqlite":
-                problems = _sqlite_problems(connection, thorough=thorough)
+                problems = _sqlite_problems(connection, thorough=thorough, schema=schema)
             else:
                 problems = _postgres_problems(connection, thorough=thorough)
     except DBAPIError as exc:
@@ -47,7 +50,16 @@ def check_integrity(engine: Engine, *, thorough: bool = False) -> None:
         raise DatabaseDamaged(f"damaged: {problems[0]}{more}")
 
 
-def _sqlite_problems(connection: Connection, *, thorough: bool) -> list[str]:
+def foreign_tables(engine: Engine) -> list[str]:
+    """The tables of a SQLite database that holds no openbell schema (no `alembic_version`):
+    someone else's database, which a command must not migrate into; empty for a ledger, or for a
+    database with no table at all."""
+    with engine.connect() as connection:
+        names = _sqlite_table_names(connection)
+    return [] if "alembic_version" in names else sorted(names)
+
+
+def _sqlite_problems(connection: Connection, *, thorough: bool, schema: bool) -> list[str]:
     pragma = "integrity_check" if thorough else "quick_check"
     try:
         rows = list(connection.exec_driver_sql(f"PRAGMA {pragma}({MAX_PROBLEMS})").scalars())
@@ -64,7 +76,7 @@ def _sqlite_problems(connection: Connection, *, thorough: bool) -> list[str]:
     lines = [line for line in lines if line != "ok" and not line.startswith("*** in ")]
     if lines:
         return [f"{pragma}: {_named_pages(connection, line)}" for line in lines]
-    return _missing_uniques(_sqlite_uniques(connection))
+    return _missing_uniques(_sqlite_uniques(connection)) if schema else []
 
 
 def _named_pages(connection: Connection, line: str) -> str:

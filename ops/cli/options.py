@@ -289,10 +289,14 @@ def open_ledger(
 def check_before_writing(url: str, *, create: bool) -> None:
     """What `run` and `replay` check of the ledger they will write, before touching it: an empty
     file (0 bytes) named as a ledger is refused unless `create` (`--create`) says to make a new
-    ledger in it (a missing file is created as ever), and an existing SQLite file must pass
-    SQLite's quick check (`store.integrity`), so nothing is written into a damaged one."""
+    ledger in it (a missing file is created as ever); an existing SQLite file must pass SQLite's
+    quick check of its pages (`store.integrity`), so nothing is written into a damaged one (its
+    schema may be an older revision's, which the command's migrations then bring to the head), and
+    one that holds tables but no openbell schema (no `alembic_version`) is refused as not a
+    ledger."""
+    from openbell.markets.errors import DatabaseDamaged
     from openbell.store.db import make_engine, refuse_empty_file, sqlite_file
-    from openbell.store.integrity import check_integrity
+    from openbell.store.integrity import check_integrity, foreign_tables
 
     if not create:
         refuse_empty_file(url, "pass --create to make a new ledger in it")
@@ -301,9 +305,15 @@ def check_before_writing(url: str, *, create: bool) -> None:
         return
     engine = make_engine(url, read_only=True)
     try:
-        check_integrity(engine)
+        check_integrity(engine, schema=False)
+        foreign = foreign_tables(engine)
     finally:
         engine.dispose()
+    if foreign:
+        raise DatabaseDamaged(
+            f"the file holds tables ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''})"
+            " but no openbell schema: not an openbell ledger"
+        )
 
 
 CreateOption = Annotated[

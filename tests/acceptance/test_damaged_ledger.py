@@ -17,6 +17,7 @@ given a `daemon_run` and an `agent_token` row; each test damages a copy of it pa
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,3 +188,29 @@ def test_an_empty_file_is_reported_and_left_empty_and_not_adopted(tmp_path: Path
     )
     assert created.returncode == 0, created.stderr
     assert openbell(tmp_path, "ledger", "verify", "--db", str(db)).returncode == 0
+
+
+def test_a_ledger_of_an_older_revision_is_upgraded_and_someone_elses_database_refused(
+    tmp_path: Path,
+) -> None:
+    """`run` and `replay` check a file's pages before they write, not its schema: a ledger at an
+    older revision lacks the newer tables, and their migrations bring it to the head. A SQLite
+    file with tables but no openbell schema is someone else's database: refused, left as it was."""
+    from openbell.store.migrate import upgrade
+
+    old = tmp_path / "old.db"
+    upgrade(f"sqlite:///{old}", "0017")  # before verify_checkpoint (0018)
+    config = tmp_path / "openbell.toml"
+    config.write_text(CONFIG.format(db=old.as_posix()), encoding="utf-8")
+    replayed = openbell(tmp_path, "replay", "--config", str(config), "--start", START, "--end", END)
+    assert replayed.returncode == 0, replayed.stderr
+    assert openbell(tmp_path, "ledger", "verify", "--db", str(old)).returncode == 0
+
+    other = tmp_path / "notes.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE note (body TEXT)")
+    before = other.read_bytes()
+    config.write_text(CONFIG.format(db=other.as_posix()), encoding="utf-8")
+    refused = openbell(tmp_path, "replay", "--config", str(config), "--start", START, "--end", END)
+    _database_line(refused, other, "no openbell schema")
+    assert other.read_bytes() == before

@@ -93,9 +93,11 @@ def test_the_previous_close_is_the_last_one_before_a_long_suspension(road: str) 
     replay = source()
     gateway = PointInTimeGateway(roads(replay)[road])
     slot = local(BACK, 9, 30)
-    before = next(b for b in replay.bars_between([SUSPENDED], "1d", local(LAST_BEFORE, 9), slot)[
-        SUSPENDED
-    ] if b.start_at.astimezone(SHANGHAI).date() == LAST_BEFORE)
+    before = next(
+        b
+        for b in replay.bars_between([SUSPENDED], "1d", local(LAST_BEFORE, 9), slot)[SUSPENDED]
+        if b.start_at.astimezone(SHANGHAI).date() == LAST_BEFORE
+    )
     assert (slot - before.end_at).days > 40  # well past the window a single close is read from
 
     snapshot = run(gateway.snapshot([SUSPENDED, TRADING], slot))

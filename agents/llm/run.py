@@ -2,9 +2,11 @@
 
 This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
 tools, then alternates model turns and tool calls until the model calls `finish`, answers without
-a tool call (and the builder has nothing to add), or a budget runs out: turns, tool calls, tokens
-(before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
-monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
+a tool call (and the builder has nothing to add, or has given up on its answers after its
+retries: `no_valid_action`, which protocol completion does not count as complete), or a budget
+runs out: turns, tool calls, tokens (before a turn, the tokens used plus an estimate of the next
+request) and wall time (an injected monotonic clock; the model call in flight is cut at the
+deadline). Every call the model makes is
 answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past
 the tool-call budget gets a structured error; the others go through the `Masker` and
 `ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
@@ -82,6 +84,7 @@ class StopReason(enum.StrEnum):
 
     FINISHED = "finished"  # the model called finish
     ANSWERED = "answered"  # the model answered without a tool call
+    NO_VALID_ACTION = "no_valid_action"  # the mode ended the cycle: no usable answer in its retries
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"
@@ -198,6 +201,8 @@ class CycleRun:
                 follow = await self._builder.after_answer(self._ctx, completion.content, self._call)
                 if isinstance(follow, ParseFailure):
                     self._parse_failures += 1
+                    if follow.feedback is None:
+                        return StopReason.NO_VALID_ACTION
                     follow = follow.feedback
                 if follow is None:
                     return StopReason.ANSWERED

@@ -75,7 +75,7 @@ from openbell.markets.domain import (
 from openbell.markets.errors import DataUnavailable, NotServed
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MAX_LOOKBACK, AveragesResult, GatewayView, MarketSnapshot
-from openbell.markets.limits import limit_band
+from openbell.markets.price_limits import limit_band
 from openbell.markets.rules import MarketRules, board_of
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger

@@ -39,7 +39,7 @@ from openbell.agents.book import Book
 from openbell.agents.calculator import MAX_EXPRESSION_CHARS
 from openbell.markets.domain import Bar, Fill, Quote, round_money
 from openbell.markets.gateway import MAX_LOOKBACK, MAX_NEWS
-from openbell.markets.limits import LimitBand
+from openbell.markets.price_limits import LimitBand
 from openbell.markets.rules import Board, ShortRules
 from openbell.store.records import RecordedOrder
 
@@ -231,10 +231,10 @@ class QuoteOut(BaseModel):
 
     Where the market has daily price limits (A-shares), also the stock's `board` (main, chinext,
     star, beijing: from its code) and the band execution enforces this session (KTD-Fin's tool
-    fields, `markets.limits.LimitBand`): `limit_pct`, the band as a fraction of the previous close
-    (the official limit less any configured buffer), and `limit_up` / `limit_down`, the prices at
-    or above which a buy, at or below which a sell, is refused. The band is absent while the
-    stock has no previous close.
+    fields, `markets.price_limits.LimitBand`): `limit_pct`, the band as a fraction of the previous
+    close (the official limit less any configured buffer), and `limit_up` / `limit_down`, the
+    prices at or above which a buy, at or below which a sell, is refused. The band is absent
+    while the stock has no previous close.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -34,8 +34,8 @@ from openbell.markets.domain import (
     round_quantity,
     round_to_tick,
 )
-from openbell.markets.limits import LimitBand, limit_band, percent
 from openbell.markets.margin import initial_margin_check
+from openbell.markets.price_limits import LimitBand, limit_band, percent
 from openbell.markets.rules import (
     A_SHARES_NO_SHORTING,
     BPS,
@@ -277,7 +277,7 @@ def _limit_band(
 ) -> tuple[Decimal, Decimal] | None:
     """The official (limit-down, limit-up) prices when the market has limits; refuses an order
     the enforced band blocks (a buy or cover at or above its `up`, a sell or short at or below
-    its `down`: `markets.limits.LimitBand`, the official limit less the rules' buffer)."""
+    its `down`: `markets.price_limits.LimitBand`, the official limit less the rules' buffer)."""
     if rules.price_limits is None:
         return None
     if prev_close is None or not _usable(prev_close):

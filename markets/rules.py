@@ -104,7 +104,7 @@ class PriceLimits:
     `buffer_pct` (KTD-Fin's engine buffer; 0 by default) moves the price at which execution
     refuses an order inside the official limit by that fraction of the previous close: with
     0.005, a main-board buy is refused from +9.5 % on, a ChiNext one from +19.5 % (see
-    `markets.limits`). Fills never go beyond the official limits either way.
+    `markets.price_limits`). Fills never go beyond the official limits either way.
     """
 
     board_pct: tuple[tuple[Board, Decimal], ...]

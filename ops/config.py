@@ -38,7 +38,7 @@ from openbell.agents.outside.limits import McpLimits
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.markets.errors import ConfigError, InvalidConfig
-from openbell.markets.limits import with_limit_buffer
+from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
@@ -292,7 +292,7 @@ class MarketConfig(_Section):
     daemon for a `replay:PATH` source; the live vendors (yfinance, akshare) fetch their own.
     `limit_buffer_pct` (A-shares only; a quoted fraction, default 0) is KTD-Fin's engine buffer:
     execution refuses a buy that far below each board's official limit-up (and a sell that far
-    above its limit-down), "0.005" giving the paper's 9.5 / 19.5 / 29.5 % (`markets.limits`).
+    above its limit-down), "0.005" giving the paper's 9.5 / 19.5 / 29.5 % (`markets.price_limits`).
     """
 
     universe: str | tuple[str, ...]

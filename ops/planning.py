@@ -71,7 +71,7 @@ from openbell.markets.corporate_actions import CorporateActionSource, RecordedAc
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
-from openbell.markets.limits import with_limit_buffer
+from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.replay_source import ReplaySource, bar_files
 from openbell.markets.rules import MarketRules, rules_for, with_costs, with_shorting
 from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFilter

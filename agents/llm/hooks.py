@@ -36,7 +36,7 @@ from typing import Protocol
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import PortfolioOut, ToolError, ToolOutcome
-from openbell.markets.limits import band_rows, percent
+from openbell.markets.price_limits import band_rows, percent
 from openbell.markets.rules import MarketRules, PriceLimits, ShortRules
 
 
@@ -199,7 +199,7 @@ def rule_lines(rules: MarketRules, *, rebased: bool = False) -> list[str]:
 
 
 def limit_line(limits: PriceLimits) -> str:
-    """The daily price limits by board as one sentence (`markets.limits.band_rows`): what is
+    """The daily price limits by board as one sentence (`markets.price_limits.band_rows`): what is
     enforced, and with a buffer the official limit beside it."""
     rows = band_rows(limits)
     if limits.buffer_pct:

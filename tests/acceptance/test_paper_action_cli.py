@@ -78,7 +78,7 @@ def config(tmp_path: Path, base_url: str) -> str:
 def fills_by_agent(db: Path) -> dict[str, int]:
     with sqlite3.connect(db) as connection:
         rows = connection.execute(
-            'SELECT agent.name, count(fill.id) FROM agent JOIN account ON account.agent_id = '
+            "SELECT agent.name, count(fill.id) FROM agent JOIN account ON account.agent_id = "
             'agent.id LEFT JOIN "fill" ON "fill".account_id = account.id GROUP BY agent.name'
         ).fetchall()
     return {name: int(count) for name, count in rows}

@@ -20,7 +20,7 @@ from openbell.agents.modes import prompt_for_mode
 from openbell.agents.tools import QuotesOut
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import utc
-from openbell.markets.limits import with_limit_buffer
+from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.rules import CN, MarketRules
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import US_OPEN, Arena, make_arena

@@ -25,7 +25,7 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.corporate_actions import ActionKind, CorporateAction, RecordedActions
 from openbell.markets.domain import Bar
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.sources import ForwardingSource
+from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.store.migrate import upgrade
 from openbell_testkit.agents import small_universe
 from openbell_testkit.live import query, running, sleep_until
@@ -76,10 +76,12 @@ def orders(url: str) -> dict[date, tuple[str, str | None, Decimal | None]]:
     return out
 
 
-def bundled_market(source: object, agent: Buyer, grace: timedelta | None = None) -> MarketPlan:
+def bundled_market(
+    source: MarketDataSource, agent: Buyer, grace: timedelta | None = None
+) -> MarketPlan:
     return MarketPlan(
         market="cn",
-        source=source,  # type: ignore[arg-type]
+        source=source,
         universe=small_universe("cn", SUSPENDED),
         cadence="daily",
         initial_cash=D(100000),
@@ -125,10 +127,10 @@ def dividend() -> RecordedActions:
     return RecordedActions(market="cn", actions=[action], name="test")
 
 
-def synthetic_market(source: object, grace: timedelta | None = None) -> MarketPlan:
+def synthetic_market(source: MarketDataSource, grace: timedelta | None = None) -> MarketPlan:
     return MarketPlan(
         market="cn",
-        source=source,  # type: ignore[arg-type]
+        source=source,
         universe=small_universe("cn", SYNTHETIC),
         cadence="daily",
         initial_cash=D(100000),

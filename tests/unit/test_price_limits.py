@@ -22,7 +22,7 @@ from openbell.markets.domain import (
     utc,
 )
 from openbell.markets.execution import execute
-from openbell.markets.limits import band_rows, limit_band, percent, with_limit_buffer
+from openbell.markets.price_limits import band_rows, limit_band, percent, with_limit_buffer
 from openbell.markets.rules import CN, CRYPTO, US, Board, MarketRules, PriceLimits, board_of
 
 D = Decimal

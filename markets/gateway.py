@@ -289,7 +289,8 @@ class PointInTimeGateway:
         return found.last(lookback) if isinstance(found, BarWindow) else found[-lookback:]
 
     async def bars(self, symbol: str, interval: str, lookback: int, now: datetime) -> BarsResult:
-        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer)."""
+        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer;
+        over a suspension, the bars before it: see `_wider`)."""
         found = await self._last_bars(symbol, interval, lookback, now)
         return BarsResult(symbol=symbol, interval=interval, as_of=now, bars=_as_tuple(found))
 
@@ -344,8 +345,9 @@ class PointInTimeGateway:
         self, symbols: Sequence[str], interval: str, now: datetime
     ) -> dict[str, Quote]:
         """The close of each symbol's last `interval` bar ended by `now`, as a quote stamped with
-        that bar's end: the bar `bars(symbol, interval, 1, now)` shows, read from a prepared
-        source's close column without building a `Bar`. Symbols without one are absent."""
+        that bar's end: the bar `bars(symbol, interval, 1, now)` shows (however long ago, up to
+        `MAX_GAP_DAYS`), read from a prepared source's close column without building a `Bar`.
+        Symbols without one are absent."""
         check_utc("now", now)
         wanted = tuple(dict.fromkeys(check_symbols(symbols)))
         if self._prepared is not None:

@@ -2,10 +2,11 @@
 
 This module owns `MoneyUnit` and `rebase`. Prices give a masked series away: a model that remembers
 where a stock traded can match the level. Under rebasing, every amount of money the model sees
-(bar prices, quotes, fill prices, notionals and fees, cash, marks, values, NAV, and the amounts a
-result lists through `HoldsMoney`: KTD-Fin's research results) is the real amount
-divided by its account's factor, drawn once per account from [0.5, 0.8] or [1.25, 2] (never near
-1, so no price is shown near its real level) and shown to `SIGNIFICANT_DIGITS` significant digits.
+(bar prices, quotes and their limit prices, fill prices, notionals and fees, cash, marks, values,
+NAV, and the amounts a result lists through `HoldsMoney`: KTD-Fin's research results) is the real
+amount divided by its account's factor, drawn once per account from [0.5, 0.8] or [1.25, 2] (never
+near 1, so no price is shown near its real level) and shown to `SIGNIFICANT_DIGITS` significant
+digits.
 Quantities, weights and returns are not money and stay real (volumes are shown relative to their
 series at every masked level: `relative_volume.py`). The rules' text names no amount of money to
 a rebased model (`llm/hooks.describe_rules`): a known constant in the unit gives the unit away.
@@ -131,7 +132,16 @@ def rebase(result: ToolResult, unit: MoneyUnit) -> ToolResult:
     if isinstance(result, BarsOut):
         return result.model_copy(update={"bars": tuple(_bar(bar, unit) for bar in result.bars)})
     if isinstance(result, QuotesOut):
-        quotes = [q.model_copy(update={"price": unit.show(q.price)}) for q in result.quotes]
+        quotes = [
+            q.model_copy(
+                update={
+                    name: unit.show(amount)
+                    for name in ("price", "limit_up", "limit_down")
+                    if (amount := getattr(q, name)) is not None
+                }
+            )
+            for q in result.quotes
+        ]
         return result.model_copy(update={"quotes": quotes})
     if isinstance(result, PortfolioOut):
         positions = [

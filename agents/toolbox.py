@@ -78,7 +78,8 @@ from openbell.markets.domain import (
 from openbell.markets.errors import DataUnavailable, NotServed
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MAX_LOOKBACK, AveragesResult, GatewayView, MarketSnapshot
-from openbell.markets.rules import MarketRules
+from openbell.markets.price_limits import limit_band
+from openbell.markets.rules import MarketRules, board_of
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.records import RecordedOrder
@@ -494,13 +495,21 @@ class Toolbox:
         found = await self._marks(known)
         return QuotesOut(
             as_of=self._now,
-            quotes=[
-                QuoteOut(symbol=quote.symbol, price=quote.price, at=quote.at)
-                for quote in found.values()
-            ],
+            quotes=[await self._quote_out(quote) for quote in found.values()],
             missing=[symbol for symbol in known if symbol not in found],
             unknown=[symbol for symbol in wanted if symbol not in known],
         )
+
+    async def _quote_out(self, quote: Quote) -> QuoteOut:
+        """`quote` as `get_quote` shows it: with the stock's board and limit band (the one its
+        orders meet this session) where the market has price limits."""
+        instrument = self._instrument(quote.symbol)
+        if self._rules.price_limits is None or instrument is None:
+            return QuoteOut.of(quote)
+        previous = (await self._snapshot_with(quote.symbol)).previous_closes.get(quote.symbol)
+        if previous is None or not previous.is_finite() or previous <= 0:
+            return QuoteOut.of(quote, board=board_of(quote.symbol))
+        return QuoteOut.of(quote, limit_band(instrument, self._rules, previous))
 
     async def _portfolio(self, args: GetPortfolioArgs) -> ToolOutcome:
         shorting = self._rules.shorting

@@ -37,9 +37,10 @@ from pydantic import (
 
 from openbell.agents.book import Book
 from openbell.agents.calculator import MAX_EXPRESSION_CHARS
-from openbell.markets.domain import Bar, Fill, round_money
+from openbell.markets.domain import Bar, Fill, Quote, round_money
 from openbell.markets.gateway import MAX_LOOKBACK, MAX_NEWS
-from openbell.markets.rules import ShortRules
+from openbell.markets.price_limits import LimitBand
+from openbell.markets.rules import Board, ShortRules
 from openbell.store.records import RecordedOrder
 
 #: A market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
@@ -220,14 +221,62 @@ class BarsOut(RowsResult):
         return cls.model_construct(as_of=as_of, symbol=symbol, interval=interval, bars=bars)
 
 
+#: The fields of `QuoteOut` only a market with daily price limits shows (A-shares): None, and left
+#: out of the JSON, elsewhere.
+LIMIT_FIELDS: Final = ("board", "limit_pct", "limit_up", "limit_down")
+
+
 class QuoteOut(BaseModel):
-    """The last price of `symbol` known at `as_of`, stamped when it was known."""
+    """The last price of `symbol` known at `as_of`, stamped when it was known.
+
+    Where the market has daily price limits (A-shares), also the stock's `board` (main, chinext,
+    star, beijing: from its code) and the band execution enforces this session (KTD-Fin's tool
+    fields, `markets.price_limits.LimitBand`): `limit_pct`, the band as a fraction of the previous
+    close (the official limit less any configured buffer), and `limit_up` / `limit_down`, the
+    prices at or above which a buy, at or below which a sell, is refused. The band is absent
+    while the stock has no previous close.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     symbol: str
     price: Decimal
     at: datetime
+    board: str | None = None
+    limit_pct: Decimal | None = None
+    limit_up: Decimal | None = None
+    limit_down: Decimal | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_limits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        found: dict[str, Any] = handler(self)
+        for name in LIMIT_FIELDS:
+            if found.get(name, 0) is None:
+                del found[name]
+        return found
+
+    @classmethod
+    def of(
+        cls, quote: Quote, band: LimitBand | None = None, board: Board | None = None
+    ) -> QuoteOut:
+        """`quote` as the tool shows it, with its `band` (and `board`) where the market has
+        limits."""
+        if band is not None:
+            return cls(
+                symbol=quote.symbol,
+                price=quote.price,
+                at=quote.at,
+                board=band.board.value,
+                limit_pct=band.pct,
+                limit_up=band.up,
+                limit_down=band.down,
+            )
+        return cls(
+            symbol=quote.symbol,
+            price=quote.price,
+            at=quote.at,
+            board=None if board is None else board.value,
+        )
 
 
 class QuotesOut(ToolResult):
@@ -537,7 +586,8 @@ class ToolSpec(Generic[A]):
 
 DESCRIPTIONS: dict[str, str] = {
     "get_bars": "Ended OHLCV bars of a symbol, oldest first.",
-    "get_quote": "Latest prices.",
+    "get_quote": "Latest prices; where the market has daily price limits, each stock's board and "
+    "band (limit_pct, limit_up, limit_down).",
     "get_news": "News, newest first; optionally on a symbol, or with query in the title.",
     "get_fundamentals": "A company's reported figures and ratios (P/E, market cap...) known now.",
     "calculate": "Exact arithmetic (no variables, no code).",

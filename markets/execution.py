@@ -35,14 +35,13 @@ from openbell.markets.domain import (
     round_to_tick,
 )
 from openbell.markets.margin import initial_margin_check
+from openbell.markets.price_limits import LimitBand, limit_band, percent
 from openbell.markets.rules import (
     A_SHARES_NO_SHORTING,
     BPS,
     MarketRules,
-    limit_prices,
     lot_size_for,
     min_notional_for,
-    price_limit_pct,
     price_tick_for,
     quantity_step_for,
 )
@@ -244,7 +243,7 @@ def _fill_price(
     """The quote moved against the trader by slippage, rounded to the tick against the trader,
     and kept within the day's price limits."""
     tick = price_tick_for(instrument, rules)
-    band = _limit_band(instrument, side, price, rules, prev_close, tick)
+    band = _limit_band(instrument, side, price, rules, prev_close)
     moved = slipped_price(instrument=instrument, side=side, price=price, rules=rules)
     if band is not None:
         # Nothing trades outside the band, so slippage cannot push a fill past a limit price.
@@ -275,12 +274,11 @@ def _limit_band(
     price: Decimal,
     rules: MarketRules,
     prev_close: Decimal | None,
-    tick: Decimal,
 ) -> tuple[Decimal, Decimal] | None:
-    """The (limit-down, limit-up) prices when the market has limits; refuses an order the limit
-    blocks (a buy or cover at limit-up, a sell or short at limit-down)."""
-    pct = price_limit_pct(instrument, rules)
-    if pct is None:
+    """The official (limit-down, limit-up) prices when the market has limits; refuses an order
+    the enforced band blocks (a buy or cover at or above its `up`, a sell or short at or below
+    its `down`: `markets.price_limits.LimitBand`, the official limit less the rules' buffer)."""
+    if rules.price_limits is None:
         return None
     if prev_close is None or not _usable(prev_close):
         raise _Refused(
@@ -288,20 +286,32 @@ def _limit_band(
             f"There is no previous close for {instrument.symbol}, so its daily price limit "
             f"cannot be checked; try again at a later slot.",
         )
-    down, up = limit_prices(prev_close, pct, tick)
-    if side.pays and price >= up:
-        raise _Refused(
-            RejectReason.LIMIT_UP,
-            f"{instrument.symbol} is at its limit-up price {up} (+{pct:.0%} of the previous "
-            f"close {prev_close}), so buy orders cannot fill; buy another symbol or wait.",
+    band = limit_band(instrument, rules, prev_close)
+    if band is None:  # never: the market has limits
+        return None
+    if side.pays and price >= band.up:
+        raise _Refused(RejectReason.LIMIT_UP, _limit_message(band, up=True))
+    if not side.pays and price <= band.down:
+        raise _Refused(RejectReason.LIMIT_DOWN, _limit_message(band, up=False))
+    return band.official_down, band.official_up
+
+
+def _limit_message(band: LimitBand, *, up: bool) -> str:
+    """Why an order at the band's edge is refused (the official limit named beside a buffer)."""
+    kind, price, official = (
+        ("up", band.up, band.official_up) if up else ("down", band.down, band.official_down)
+    )
+    share = f"{'+' if up else '-'}{percent(band.pct)} of the previous close {band.prev_close}"
+    if band.buffer_pct:
+        at = (
+            f"at or {'above' if up else 'below'} {price} ({share}, within "
+            f"{percent(band.buffer_pct)} of its limit-{kind} price {official})"
         )
-    if not side.pays and price <= down:
-        raise _Refused(
-            RejectReason.LIMIT_DOWN,
-            f"{instrument.symbol} is at its limit-down price {down} (-{pct:.0%} of the previous "
-            f"close {prev_close}), so sell orders cannot fill; try again in a later session.",
-        )
-    return down, up
+    else:
+        at = f"at its limit-{kind} price {price} ({share})"
+    if up:
+        return f"{band.symbol} is {at}, so buy orders cannot fill; buy another symbol or wait."
+    return f"{band.symbol} is {at}, so sell orders cannot fill; try again in a later session."
 
 
 def _quantity(

@@ -12,7 +12,10 @@ prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ra
 bars already known to have ended by `now`, found by bisection, its means come from running sums
 and the latest close over every interval (`latest_closes`: the session-close marks) from one pass
 per symbol; what comes out is exactly what the range-and-filter path gives (a property test checks
-it).
+it). A read whose window holds none of a symbol's bars looks back `MAX_GAP_DAYS` (`_wider`), so a
+last close, a snapshot's previous close and the last bars are found over any suspension: the
+previous close A-share price limits are measured against is the last close before the slot's
+session, however long ago.
 An interval the source does not serve raises `IntervalUnavailable`; a symbol without data is an
 empty result or a `missing` entry, worded the same whether the symbol is unknown or merely has no
 data yet, so that an error says nothing about the future either.
@@ -20,6 +23,7 @@ data yet, so that an error says nothing about the future either.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,12 +41,16 @@ from openbell.markets.bar_series import (
     mean_of_last,
 )
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
-from openbell.markets.errors import IntervalUnavailable
+from openbell.markets.errors import DataUnavailable, IntervalUnavailable
 from openbell.markets.slots import slots_per_session
 from openbell.markets.sources import FirstBars, MarketDataSource, check_symbols
 
 MAX_LOOKBACK: Final = 1000
 MAX_NEWS: Final = 50
+#: How far back (calendar days, about ten years) a read looks for a symbol's last bar when the
+#: window it reads first holds none: a symbol suspended for weeks or months still has its last
+#: close (the previous close its price limits are measured against, its mark) and its last bars.
+MAX_GAP_DAYS: Final = 3660
 
 _FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
@@ -141,8 +149,9 @@ class MarketSnapshot:
     """What every agent of one market sees of it at slot `at`, fetched once per slot.
 
     `quotes` follow the gateway's quote rule; `previous_closes` are the closes of each symbol's last
-    daily bar ended by `at` (during a session: the previous session's close, which A-share price
-    limits are measured against), empty when the source serves no daily bars. `with_bars` holds
+    daily bar ended by `at` (during a session: the last close before it, however many sessions
+    ago, over a suspension too: what A-share price limits are measured against), empty when the
+    source serves no daily bars. `with_bars` holds
     the symbols asked for that had a bar (of any interval) ended by `at`: only those may be offered
     to an agent (a symbol that has not traded yet, or whose data starts later, is not).
     """
@@ -249,6 +258,20 @@ class PointInTimeGateway:
             out[symbol] = ended
         return out
 
+    async def _ended_bars_over_gaps(
+        self, symbols: tuple[str, ...], interval: str, days: int, now: datetime
+    ) -> dict[str, Sequence[Bar]]:
+        """`_ended_bars` over `days`, and for the symbols without a bar there, over `MAX_GAP_DAYS`
+        (an unprepared source's road to each symbol's last bar ended by `now`, however long it has
+        not traded). The second read only looks further back: should it fail (a vendor with no
+        data for any of them), those symbols stay without bars, as they were after the first."""
+        found = await self._ended_bars(symbols, interval, days, now)
+        missing = tuple(symbol for symbol in symbols if not found.get(symbol))
+        if missing and days < MAX_GAP_DAYS:
+            with contextlib.suppress(DataUnavailable):
+                found.update(await self._ended_bars(missing, interval, MAX_GAP_DAYS, now))
+        return found
+
     async def _last_bars(
         self, symbol: str, interval: str, lookback: int, now: datetime
     ) -> Sequence[Bar]:
@@ -260,12 +283,14 @@ class PointInTimeGateway:
         if self._prepared is not None:
             return _prepared_last(self._prepared, symbol, interval, lookback, days, now)
         found = (await self._ended_bars((symbol,), interval, days, now))[symbol]
-        if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
-            found = (await self._ended_bars((symbol,), interval, days * 4, now))[symbol]
+        wider = _wider(days, len(found), lookback)
+        if wider is not None:
+            found = (await self._ended_bars((symbol,), interval, wider, now))[symbol]
         return found.last(lookback) if isinstance(found, BarWindow) else found[-lookback:]
 
     async def bars(self, symbol: str, interval: str, lookback: int, now: datetime) -> BarsResult:
-        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer)."""
+        """The last `lookback` bars of `symbol` ended by `now`, oldest first (fewer when fewer;
+        over a suspension, the bars before it: see `_wider`)."""
         found = await self._last_bars(symbol, interval, lookback, now)
         return BarsResult(symbol=symbol, interval=interval, as_of=now, bars=_as_tuple(found))
 
@@ -320,15 +345,16 @@ class PointInTimeGateway:
         self, symbols: Sequence[str], interval: str, now: datetime
     ) -> dict[str, Quote]:
         """The close of each symbol's last `interval` bar ended by `now`, as a quote stamped with
-        that bar's end: the bar `bars(symbol, interval, 1, now)` shows, read from a prepared
-        source's close column without building a `Bar`. Symbols without one are absent."""
+        that bar's end: the bar `bars(symbol, interval, 1, now)` shows (however long ago, up to
+        `MAX_GAP_DAYS`), read from a prepared source's close column without building a `Bar`.
+        Symbols without one are absent."""
         check_utc("now", now)
         wanted = tuple(dict.fromkeys(check_symbols(symbols)))
-        days = self._window_days(interval, 1)
         if self._prepared is not None:
             self._check_interval(interval)
-            return _prepared_closes(self._prepared, wanted, interval, days, now)
-        found = await self._ended_bars(wanted, interval, days, now)
+            return _prepared_closes(self._prepared, wanted, interval, MAX_GAP_DAYS, now)
+        days = self._window_days(interval, 1)
+        found = await self._ended_bars_over_gaps(wanted, interval, days, now)
         out: dict[str, Quote] = {}
         for symbol, bars in found.items():
             close = _last_close(bars)
@@ -357,13 +383,11 @@ class PointInTimeGateway:
                         merged[symbol] = quote
             return {symbol: merged[symbol] for symbol in wanted if symbol in merged}
         now_us = (now - _FLOOR) // _MICROSECOND
-        starts = [
-            max(now_us - self._window_days(interval, 1) * _DAY_US, 0) for interval in intervals
-        ]
+        start_us = max(now_us - MAX_GAP_DAYS * _DAY_US, 0)
         out: dict[str, Quote] = {}
         for symbol in wanted:
             best: tuple[int, BarSeries, int] | None = None
-            for interval, start_us in zip(intervals, starts, strict=True):
+            for interval in intervals:
                 series = self._prepared.prepared_series(symbol, interval)
                 index = None if series is None else series.last_ended(start_us, now_us)
                 if (
@@ -434,18 +458,18 @@ class PointInTimeGateway:
         if knows_history:  # the previous closes only: which symbols had bars comes from history
             if interval == "1d" and self._prepared is not None:
                 self._check_interval(interval)
-                days = self._window_days(interval, 1)
                 previous = {
                     symbol: series.closes[index]
                     for symbol, (series, index) in _prepared_ended(
-                        self._prepared, wanted, interval, days, now
+                        self._prepared, wanted, interval, MAX_GAP_DAYS, now
                     )
                 }
             elif interval == "1d":
                 closes = await self.last_closes(wanted, interval, now)
                 previous = {symbol: quote.price for symbol, quote in closes.items()}
         else:
-            recent = await self._ended_bars(wanted, interval, self._window_days(interval, 1), now)
+            days = self._window_days(interval, 1)
+            recent = await self._ended_bars_over_gaps(wanted, interval, days, now)
             if interval == "1d":
                 previous = {
                     symbol: close
@@ -553,8 +577,9 @@ def _prepared_last(
     now_us = (now - _FLOOR) // _MICROSECOND
     # In µs, the `max(now, _FLOOR + days) - days` that `_ended_bars` starts from.
     found = series.window(max(now_us - days * _DAY_US, 0), now_us)
-    if 0 < len(found) < lookback:  # a suspension or a long holiday: widen the window once
-        found = series.window(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    wider = _wider(days, len(found), lookback)
+    if wider is not None:
+        found = series.window(max(now_us - wider * _DAY_US, 0), now_us)
     return found.last(lookback)
 
 
@@ -574,8 +599,9 @@ def _prepared_means(
     lookback = max(windows)
     now_us = (now - _FLOOR) // _MICROSECOND
     lo, hi = series.span(max(now_us - days * _DAY_US, 0), now_us)
-    if 0 < hi - lo < lookback:  # a suspension or a long holiday: widen the window once
-        lo, hi = series.span(max(now_us - days * 4 * _DAY_US, 0), now_us)
+    wider = _wider(days, hi - lo, lookback)
+    if wider is not None:
+        lo, hi = series.span(max(now_us - wider * _DAY_US, 0), now_us)
     lo = max(lo, hi - lookback)
     if hi <= lo:
         return {}, None
@@ -631,6 +657,16 @@ def _prepared_ended(
         index = None if series is None else series.last_ended(start_us, now_us)
         if series is not None and index is not None:
             yield symbol, (series, index)
+
+
+def _wider(days: int, found: int, lookback: int) -> int | None:
+    """The window (days) to read again when the window of `days` held `found` of the `lookback`
+    bars asked for: four times as long when it held some (a suspension or a long holiday),
+    `MAX_GAP_DAYS` when it held none (a long suspension: the last bars are still found); None
+    when it held them all (or none, and it was that long already)."""
+    if found >= lookback or (not found and days >= MAX_GAP_DAYS):
+        return None
+    return days * 4 if found else max(days, MAX_GAP_DAYS)
 
 
 def _as_tuple(bars: Sequence[Bar]) -> tuple[Bar, ...]:

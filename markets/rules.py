@@ -101,11 +101,16 @@ class PriceLimits:
 
     `st_pct` replaces the board's limit for a stock under special treatment on the boards listed in
     `st_boards` (the main boards; ST stocks on ChiNext, STAR and Beijing keep their board's limit).
+    `buffer_pct` (KTD-Fin's engine buffer; 0 by default) moves the price at which execution
+    refuses an order inside the official limit by that fraction of the previous close: with
+    0.005, a main-board buy is refused from +9.5 % on, a ChiNext one from +19.5 % (see
+    `markets.price_limits`). Fills never go beyond the official limits either way.
     """
 
     board_pct: tuple[tuple[Board, Decimal], ...]
     st_pct: Decimal
     st_boards: frozenset[Board] = frozenset({Board.MAIN})
+    buffer_pct: Decimal = Decimal(0)
 
     def __post_init__(self) -> None:
         check_decimal("st_pct", self.st_pct, positive=True)
@@ -114,6 +119,12 @@ class PriceLimits:
         missing = set(Board) - {board for board, _ in self.board_pct}
         if missing:
             raise ValueError(f"price limits missing for boards {sorted(missing)}")
+        check_decimal("buffer_pct", self.buffer_pct)
+        narrowest = min(self.st_pct, *(pct for _, pct in self.board_pct))
+        if self.buffer_pct >= narrowest:
+            raise ValueError(
+                f"buffer_pct {self.buffer_pct} must be below the narrowest limit {narrowest}"
+            )
 
     def pct_for(self, board: Board, *, is_st: bool) -> Decimal:
         """The limit fraction for a stock on `board`."""

@@ -227,7 +227,9 @@ def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float
 
 
 #: The reasons an LLM agent's loop ends within the protocol: the model called `finish`, or it
-#: answered and its decision mode acted on the answer (the mode then calls `finish`).
+#: answered and its decision mode acted on the answer (the mode then calls `finish`). A mode that
+#: gave up on the model's answers after its retries (`no_valid_action`) also calls `finish`, with
+#: its no-trade fallback, but the cycle did not complete the protocol.
 COMPLETE_STOPS: frozenset[str | None] = frozenset({None, "finished", "answered"})
 
 

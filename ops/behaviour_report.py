@@ -23,7 +23,8 @@ once. The rules:
   have trace rows; `None` for the others, such as the baselines): the share of the account's
   cycles in the window, whatever their status, that are done with the agent's own `finish` (or
   its decision mode's, acting on the model's answer) and, for an LLM agent, a loop that stopped
-  because of that (`finished` or `answered`), not because of a budget or a refusal.
+  because of that (`finished` or `answered`), not because of a budget, a refusal or a decision
+  mode that gave up on the model's answers (`no_valid_action`).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from openbell.agents.outside.limits import McpLimits
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.markets.errors import ConfigError, InvalidConfig
+from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
@@ -291,6 +292,9 @@ class MarketConfig(_Section):
     `corporate_actions` is the path of an actions file (`openbell.markets.corporate_action_files`):
     a replay of the market's raw daily bars applies it instead of the bundled one, and so does the
     daemon for a `replay:PATH` source; the live vendors (yfinance, akshare) fetch their own.
+    `limit_buffer_pct` (A-shares only; a quoted fraction, default 0) is KTD-Fin's engine buffer:
+    execution refuses a buy that far below each board's official limit-up (and a sell that far
+    above its limit-down), "0.005" giving the paper's 9.5 / 19.5 / 29.5 % (`markets.price_limits`).
     """
 
     universe: str | tuple[str, ...]
@@ -304,6 +308,23 @@ class MarketConfig(_Section):
     shorting: ShortingConfig | None = None
     allow_outside_coverage: bool = False
     allow_partial_coverage: bool = False
+    limit_buffer_pct: Decimal | None = None
+
+    @field_validator("limit_buffer_pct", mode="before")
+    @classmethod
+    def _exact_buffer(cls, value: object) -> Decimal | None:
+        if value is None:
+            return None
+        buffer = _exact_decimal(
+            value,
+            "a fraction",
+            "0.005",
+            float_hint=f'write it as a quoted string: limit_buffer_pct = "{value!r}"',
+            key="limit_buffer_pct",
+        )
+        if not buffer.is_finite() or buffer < 0:
+            raise ValueError("should be a fraction of at least 0, for example 0.005 for 0.5 %")
+        return buffer + 0  # "-0" becomes 0
 
     @field_validator("universe", mode="before")
     @classmethod
@@ -402,6 +423,7 @@ class MarketsConfig(_Section):
             )
         for name, market in self.configured().items():
             problems.extend(_shorting_problems(name, market))
+            problems.extend(_limit_buffer_problems(name, market))
             if not isinstance(market.universe, str):
                 continue
             try:
@@ -423,6 +445,18 @@ class MarketsConfig(_Section):
         """The configured markets by name, in the order us, cn, crypto."""
         found = {"us": self.us, "cn": self.cn, "crypto": self.crypto}
         return {name: market for name, market in found.items() if market is not None}
+
+
+def _limit_buffer_problems(name: str, market: MarketConfig) -> list[PathError]:
+    """What is wrong with `[markets.<name>] limit_buffer_pct`: set where the market has no price
+    limits, or not below its narrowest limit."""
+    if market.limit_buffer_pct is None:
+        return []
+    try:
+        with_limit_buffer(rules_for(name), market.limit_buffer_pct)
+    except ValueError as exc:
+        return [PathError((name, "limit_buffer_pct"), str(exc))]
+    return []
 
 
 def _shorting_problems(name: str, market: MarketConfig) -> list[PathError]:

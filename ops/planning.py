@@ -72,6 +72,7 @@ from openbell.markets.corporate_actions import CorporateActionSource, RecordedAc
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
+from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.replay_source import ReplaySource, bar_files
 from openbell.markets.rules import MarketRules, rules_for, with_costs, with_shorting
 from openbell.markets.sources import MarketDataSource, SourceIdentity, SymbolFilter
@@ -133,8 +134,8 @@ def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
 
 
 def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
-    """The rules of market `name`: its defaults with the costs and shorting numbers its config
-    sets in their place."""
+    """The rules of market `name`: its defaults with the costs, price-limit buffer and shorting
+    numbers its config sets in their place."""
     costs = market.costs
     rules = with_costs(
         rules_for(name),
@@ -145,6 +146,7 @@ def rules_for_market(name: str, market: MarketConfig) -> MarketRules:
         slippage_bps=costs.slippage_bps,
         min_notional=costs.min_notional,
     )
+    rules = with_limit_buffer(rules, market.limit_buffer_pct)
     shorting = market.shorting
     if shorting is None:
         return rules

@@ -22,13 +22,12 @@ from decimal import Decimal
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from openbell.markets import price_limits
 from openbell.markets.domain import Bar, Instrument
 from openbell.markets.rules import (
     MarketRules,
     board_of,
-    limit_prices,
     price_limit_pct,
-    price_tick_for,
 )
 
 #: The sessions of the longest feature (the 20-session return and volatility).
@@ -124,22 +123,26 @@ def _return(closes: Sequence[Decimal], sessions: int) -> Decimal | None:
 def limit_band(
     instrument: Instrument, rules: MarketRules, previous_close: Decimal | None
 ) -> LimitBand:
-    """The board and limit band of `instrument` for the session after `previous_close`.
-
-    The one place the KTD-Fin tools read a board and its band (from `markets/rules.py`): a
-    richer board table, an ST flag or a buffer below the official limit plugs in here.
-    """
+    """The board and limit band of `instrument` for the session after `previous_close`: the band
+    execution enforces (`markets.price_limits`: the official limit less the market's
+    `limit_buffer_pct`, KTD-Fin's engine buffer when configured), so what the tools show is what
+    refuses an order."""
     board = None
     if rules.market == "cn":
         try:
             board = board_of(instrument.symbol).value
         except ValueError:  # not a 6-digit code (no A-share is); its limit is the main board's
             board = None
-    pct = price_limit_pct(instrument, rules)
-    if pct is None or previous_close is None:
-        return LimitBand(board=board, limit_pct=pct, limit_up=None, limit_down=None)
-    down, up = limit_prices(previous_close, pct, price_tick_for(instrument, rules))
-    return LimitBand(board=board, limit_pct=pct, limit_up=up, limit_down=down)
+    official = price_limit_pct(instrument, rules)
+    if official is None or rules.price_limits is None:
+        return LimitBand(board=board, limit_pct=None, limit_up=None, limit_down=None)
+    if previous_close is None or previous_close <= 0:
+        enforced = official - rules.price_limits.buffer_pct
+        return LimitBand(board=board, limit_pct=enforced, limit_up=None, limit_down=None)
+    band = price_limits.limit_band(instrument, rules, previous_close)
+    if band is None:  # pragma: no cover  (the market has limits: checked above)
+        return LimitBand(board=board, limit_pct=None, limit_up=None, limit_down=None)
+    return LimitBand(board=board, limit_pct=band.pct, limit_up=band.up, limit_down=band.down)
 
 
 def limit_hit(features: Features, instrument: Instrument, rules: MarketRules) -> str | None:

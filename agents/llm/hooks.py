@@ -42,7 +42,8 @@ from typing import Any, Protocol, runtime_checkable
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import PortfolioOut, ToolError, ToolOutcome
-from openbell.markets.rules import MarketRules, ShortRules
+from openbell.markets.price_limits import band_rows, percent
+from openbell.markets.rules import MarketRules, PriceLimits, ShortRules
 
 
 class Masker(Protocol):
@@ -235,16 +236,37 @@ def rule_lines(rules: MarketRules, *, rebased: bool = False) -> list[str]:
     if rules.settlement_days:
         lines.append("T+1: shares bought today can be sold from the next session.")
     if rules.price_limits is not None:
-        lines.append(
-            "Daily price limits against the previous close: a buy at limit-up or a sell at "
-            "limit-down is rejected."
-        )
+        lines.append(limit_line(rules.price_limits))
     if rules.min_notional > 0 and rebased:
         lines.append("A minimum order value applies: smaller orders are rejected.")
     elif rules.min_notional > 0:
         lines.append(f"Minimum order value {rules.min_notional} {rules.currency}.")
     lines.append(f"{_fees_text(rules, rebased=rebased)}; slippage {rules.slippage_bps} bps.")
     return lines
+
+
+def limit_line(limits: PriceLimits) -> str:
+    """The daily price limits by board as one sentence (`markets.price_limits.band_rows`): what is
+    enforced, and with a buffer the official limit beside it."""
+    rows = band_rows(limits)
+    if limits.buffer_pct:
+        bands = ", ".join(
+            f"{row.label} +-{percent(row.pct)} (official {percent(row.official_pct)})"
+            for row in rows
+        )
+        enforced = (
+            f", as enforced here ({percent(limits.buffer_pct)} of the previous close inside the "
+            "official limit)"
+        )
+    else:
+        bands = ", ".join(f"{row.label} +-{percent(row.pct)}" for row in rows)
+        enforced = ""
+    return (
+        "Daily price limits against the previous close (the last close before this session, "
+        "however long the stock was suspended; on an ex-date, the ex-date reference price), by "
+        f"board{enforced}: {bands}. A buy at or above its limit-up or a sell at or below its "
+        "limit-down is rejected."
+    )
 
 
 def short_lines(shorting: ShortRules) -> list[str]:

@@ -2,19 +2,19 @@
 
 This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
 tools, then alternates model turns and tool calls until the model calls `finish`, answers without a
-tool call (and the builder has nothing to add), or a budget runs out: turns, tool calls, tokens
-(before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
-monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
-answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past the
-tool-call budget gets a structured error; the others go through the `Masker` and `ctx.tools.serve`
-(rows kept within the result size budget). A result still longer than a message may be is never cut
-mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps the result). Arguments
-that do not parse and answers the decision mode could not use (`ParseFailure`) count as the cycle's
-parse failures. Nothing a model writes raises out of the loop. If the cycle ends unfinished the loop
-calls `finish` itself with the stop reason. A phased decision mode (`hooks.PhasedPromptBuilder`:
-KTD-Fin's) is asked before every turn what it offers (its tools, one forced by `tool_choice`, a
-message first), and its own tools' calls are answered by it.
-"""
+tool call (and the builder has nothing to add, or has given up on its answers after its retries:
+`no_valid_action`, which protocol completion does not count as complete), or a budget runs out:
+turns, tool calls, tokens (before a turn, the tokens used plus an estimate of the next request) and
+wall time (an injected monotonic clock; the model call in flight is cut at the deadline). Every call
+the model makes is answered, so the conversation stays valid: a parse failure, a tool not offered,
+or a call past the tool-call budget gets a structured error; the others go through the `Masker` and
+`ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
+may be is never cut mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps
+the result). Arguments that do not parse and answers the decision mode could not use
+(`ParseFailure`) count as the cycle's parse failures. Nothing a model writes raises out of the loop.
+If the cycle ends unfinished the loop calls `finish` itself with the stop reason. A phased decision
+mode (`hooks.PhasedPromptBuilder`: KTD-Fin's) is asked before every turn what it offers (its tools,
+one forced by `tool_choice`, a message first), and its own tools' calls are answered by it."""
 
 from __future__ import annotations
 
@@ -92,6 +92,7 @@ class StopReason(enum.StrEnum):
 
     FINISHED = "finished"  # the model called finish
     ANSWERED = "answered"  # the model answered without a tool call
+    NO_VALID_ACTION = "no_valid_action"  # the mode ended the cycle: no usable answer in its retries
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"
@@ -211,13 +212,9 @@ class CycleRun:
                 latency_ms=answer.latency_ms,
             )
             if not completion.tool_calls:
-                follow = await self._builder.after_answer(self._ctx, completion.content, self._call)
-                if isinstance(follow, ParseFailure):
-                    self._parse_failures += 1
-                    follow = follow.feedback
-                if follow is None:
-                    return StopReason.ANSWERED
-                self._send("user", self._masker.mask_text(follow))
+                stop = await self._after_text(completion.content)
+                if stop is not None:
+                    return stop
                 continue
             over = await self._answer_calls(completion.tool_calls)
             self._flush_errors()
@@ -225,6 +222,20 @@ class CycleRun:
                 return StopReason.FINISHED
             if over:
                 return StopReason.MAX_TOOL_CALLS
+
+    async def _after_text(self, content: str) -> StopReason | None:
+        """An answer without a tool call: the builder's follow-up is sent (None), or the loop
+        stops (answered, or no valid action after the mode's retries)."""
+        follow = await self._builder.after_answer(self._ctx, content, self._call)
+        if isinstance(follow, ParseFailure):
+            self._parse_failures += 1
+            if follow.feedback is None:
+                return StopReason.NO_VALID_ACTION
+            follow = follow.feedback
+        if follow is None:
+            return StopReason.ANSWERED
+        self._send("user", self._masker.mask_text(follow))
+        return None
 
     def _next_offer(
         self, phased: PhasedPromptBuilder

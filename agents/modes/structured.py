@@ -38,6 +38,8 @@ from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import OrderOut, PortfolioOut, ToolError
 
 NO_TRADE_SUMMARY: Final = "No valid final action after {n} answers; no trade this cycle."
+#: The longest finish summary (`FinishArgs.summary`).
+MAX_SUMMARY_CHARS: Final = 4000
 
 
 def account_text(portfolio: PortfolioOut | None, *, with_prices: bool) -> str:
@@ -173,7 +175,9 @@ class StructuredPrompt:
         summary = f"Placed {len(placed)} order(s): {', '.join(statuses) or 'none (hold)'}."
         if action.overall_reason:
             summary += f" Overall: {action.overall_reason}"
-        await call("finish", {"summary": summary})
+        if action.notes:
+            summary += f" Notes: {'; '.join(action.notes)}."
+        await call("finish", {"summary": summary[:MAX_SUMMARY_CHARS]})
 
     def resolve(self, ctx: DecisionContext, stock_id: str) -> str | None:
         """The real symbol the model's `stock_id` stands for, if the toolbox serves it."""

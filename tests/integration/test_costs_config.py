@@ -1,10 +1,12 @@
 """Trading costs come from the config: KTD-Fin's A-share costs reproduced from a config alone.
 
-KTD-Fin charges 5 bps on a buy and 15 bps on a sell (stamp duty included), with no minimum and no
-slippage. Here those are `[markets.cn.costs]` keys; a replay of the bundled A-share bars through
-the config loader must fill every order at the bar's open and charge exactly those fees, and the
-live plan must carry the same rules. A market without a costs table keeps the default rules, and
-the commented costs table in the `openbell init` template states those defaults.
+KTD-Fin charges 5 bps on a buy and 15 bps on a sell (stamp duty included), a CNY 5 minimum cost
+per order, and fills at the next open (no slippage). Here those are `[markets.cn.costs]` keys (the
+minimum is the commission's, so a sell pays its stamp duty above it); a replay of the bundled
+A-share bars through the config loader must fill every order at the bar's open and charge exactly
+those fees, and the live plan must carry the same rules. A market without a costs table keeps the
+default rules, and the commented costs table in the `openbell init` template states those
+defaults.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from openbell.store.verify import verify_ledger
 from openbell_testkit.offline import refuse_network
 
 KTD_FIN_COSTS = """
-[markets.cn.costs]                       # KTD-Fin: buy 5 bps, sell 15 bps, no minimum, no slippage
+[markets.cn.costs]                       # KTD-Fin: buy 5 bps, sell 15 bps, CNY 5 minimum
 commission_bps = "5"
-commission_min = "0"
+commission_min = "5"
 stamp_duty_sell_bps = "10"
 transfer_fee_bps = "0"
 slippage_bps = "0"
@@ -44,7 +46,7 @@ url = "{url}"
 universe = "sse50"
 cadence = "daily"
 source = "akshare"
-initial_cash = "100000"
+initial_cash = "1000000"  # KTD-Fin's
 # January 2025 is before the dates sse50.toml vouches for (2025-09-30 on).
 allow_outside_coverage = true
 {costs}
@@ -90,6 +92,7 @@ def test_a_config_alone_reproduces_ktd_fins_a_share_costs(tmp_path: Path) -> Non
     sides = {fill["side"] for fill in fills}
     assert sides == {"buy", "sell"}, sides
     bars = ReplaySource.from_bundled("cn", names=["cn-1d"])
+    minimum = {True: 0, False: 0}
     for fill in fills:
         notional, fees = fill["notional"], fill["fees"]
         assert isinstance(notional, Decimal)
@@ -100,13 +103,19 @@ def test_a_config_alone_reproduces_ktd_fins_a_share_costs(tmp_path: Path) -> Non
         quote = bars.quote_at(str(fill["symbol"]), filled_at)
         assert quote is not None
         assert fill["price"] == quote.price
+        commission = max(cents(notional * Decimal("0.0005")), Decimal(5))
+        minimum[commission == 5] += 1
         if fill["side"] == "buy":
-            # 5 bps, without the default CNY 5 minimum or the transfer fee.
-            assert fees == cents(notional * Decimal("0.0005"))
+            # 5 bps with the CNY 5 minimum, without the transfer fee.
+            assert fees == commission
         else:
-            # 5 bps commission and 10 bps stamp duty, each billed to the cent: 15 bps.
-            assert fees == cents(notional * Decimal("0.0005")) + cents(notional * Decimal("0.0010"))
-            assert abs(fees - notional * Decimal("0.0015")) <= CENT
+            # 5 bps commission (at least CNY 5) and 10 bps stamp duty, each billed to the cent.
+            assert fees == commission + cents(notional * Decimal("0.0010"))
+            if commission > 5:
+                assert abs(fees - notional * Decimal("0.0015")) <= CENT
+    # orders below and above CNY 10,000 (where the minimum binds, and where it does not)
+    assert minimum[True] > 0, minimum
+    assert minimum[False] > 0, minimum
 
 
 def test_without_a_costs_table_the_default_rules_apply(tmp_path: Path) -> None:
@@ -125,7 +134,9 @@ def test_the_live_plan_carries_the_configured_costs(
     refuse_network(monkeypatch, with_curl=True)
     monkeypatch.setenv(OFFLINE_ENV, "1")
     text = default_config_text().replace(
-        'initial_cash = "100000"', 'initial_cash = "100000"\n' + KTD_FIN_COSTS, 1
+        'initial_cash = "100000"',
+        'initial_cash = "100000"\nlimit_buffer_pct = "0.005"\n' + KTD_FIN_COSTS,
+        1,
     )
     text += '\n[markets.us.costs]\nmin_notional = "1"\nslippage_bps = "2"\n'
     path = tmp_path / "openbell.toml"
@@ -134,11 +145,14 @@ def test_the_live_plan_carries_the_configured_costs(
     rules = {market.market: market.market_rules for market in plan.markets}
     assert rules["cn"].fees == FeeSchedule(
         commission_bps=Decimal(5),
-        commission_min=Decimal(0),
+        commission_min=Decimal(5),
         stamp_duty_sell_bps=Decimal(10),
         transfer_fee_bps=Decimal(0),
     )
     assert rules["cn"].slippage_bps == 0
+    limits = rules["cn"].price_limits
+    assert limits is not None
+    assert limits.buffer_pct == Decimal("0.005")  # KTD-Fin's 9.5 / 19.5 / 29.5 %
     assert rules["cn"].min_notional == rules_for("cn").min_notional
     assert (rules["us"].min_notional, rules["us"].slippage_bps) == (Decimal(1), Decimal(2))
     assert rules["us"].fees == rules_for("us").fees

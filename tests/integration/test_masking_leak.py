@@ -211,7 +211,7 @@ def fixed_candidate_script() -> list[Any]:
         table = user.split("candidates by score")[1]
         first = re.findall(r"asset_\d{4}", table)[0]
         order = {"stock_id": first, "side": "buy", "target_weight": 0.1, "confidence": 0.5,
-                 "reason": "r"}  # fmt: skip
+                 "reason": "Top of the screen."}  # fmt: skip
         return completion(json.dumps({"orders": [order]}))
 
     return [decide]

@@ -1,16 +1,21 @@
 """The structured modes' answers, as counted and accepted: every answer a mode cannot use is a
 parse failure in the cycle's stored usage (fixed-candidate and stockbench, whether the cycle then
-trades or gives up), and KTD-Fin's own action object, with its `overall_reason`, is placed."""
+trades or gives up), KTD-Fin's own action object, with its `overall_reason`, is placed, and a
+cycle whose mode gave up on the model's answers does not count as completing the protocol."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from openbell.agents.modes import prompt_for_mode
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.markets.domain import Fill
+from openbell.ops.behaviour_report import completion as protocol_completion
+from openbell.store.behaviour_facts import protocol_facts_of
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import US_OPEN, make_arena
 from openbell_testkit.llm import completion
@@ -24,7 +29,14 @@ def answer(payload: object) -> dict[str, object]:
 
 
 def buy(stock_id: str = "AAPL", shares: int = 3) -> dict[str, object]:
-    return {"stock_id": stock_id, "side": "buy", "shares": shares, "confidence": 0.6, "reason": "r"}
+    reason = "Momentum leads."
+    return {
+        "stock_id": stock_id,
+        "side": "buy",
+        "shares": shares,
+        "confidence": 0.6,
+        "reason": reason,
+    }
 
 
 BAD_ANSWERS = [
@@ -94,3 +106,38 @@ def test_ktd_fin_action_with_overall_reason_is_placed(ledger: Ledger) -> None:
     assert ledger.cycle_usage(ran.cycle_id).parse_failures == 0
     system = ran.messages()[0]["content"]
     assert "overall_reason" in system  # the format the model is asked for names it
+
+
+def test_giving_up_is_not_completing_the_protocol(ledger: Ledger, engine: Engine) -> None:
+    arena = make_arena(ledger, "us")
+    gave_up = run_llm(
+        arena, BAD_ANSWERS, US_OPEN, prompt=lambda ctx: prompt_for_mode("fixed-candidate")
+    )
+    assert [t.content for t in gave_up.traces if t.role == "stop"] == ["no_valid_action"]
+    assert gave_up.tools.summary is not None
+    assert gave_up.tools.summary.startswith("No valid final action after 4 answers")
+    facts = protocol_facts_of(engine, [arena.account_id])[arena.account_id]
+    assert protocol_completion(facts) == 0.0
+
+    paper = {
+        "orders": [
+            {
+                "stock_id": "MSFT",
+                "side": "BUY",
+                "confidence": 0.62,
+                "reason": "20-day +27.4%, low vol 0.0255",
+                "shares": 2,
+            }
+        ],
+        "overall_reason": "The strongest low-volatility trend; the rest in cash.",
+    }
+    traded = run_llm(
+        arena,
+        [answer(paper)],
+        US_OPEN + timedelta(days=1),
+        prompt=lambda ctx: prompt_for_mode("fixed-candidate"),
+    )
+    assert isinstance(traded.orders[0].outcome, Fill)
+    assert [t.content for t in traded.traces if t.role == "stop"] == ["answered"]
+    facts = protocol_facts_of(engine, [arena.account_id])[arena.account_id]
+    assert protocol_completion(facts) == 0.5

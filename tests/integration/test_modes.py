@@ -38,7 +38,14 @@ def answer(payload: object) -> dict[str, object]:
 
 
 def buy(stock_id: str = "AAPL", shares: int = 3) -> dict[str, object]:
-    return {"stock_id": stock_id, "side": "buy", "shares": shares, "confidence": 0.6, "reason": "r"}
+    reason = "Momentum leads."
+    return {
+        "stock_id": stock_id,
+        "side": "buy",
+        "shares": shares,
+        "confidence": 0.6,
+        "reason": reason,
+    }
 
 
 def test_open_research_offers_every_tool_but_masked_data(ledger: Ledger) -> None:

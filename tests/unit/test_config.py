@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from openbell.agents.factor_model import FactorModel
 from openbell.markets.domain import MARKETS
 from openbell.markets.errors import ConfigError
+from openbell.markets.rules import rules_for
 from openbell.ops.config import (
     FactorModelAgentConfig,
     LlmAgentConfig,
@@ -24,7 +25,7 @@ from openbell.ops.config import (
     load_config,
     resolve_secret,
 )
-from openbell.ops.planning import agent_for
+from openbell.ops.planning import agent_for, rules_for_market
 
 KEY_LITERAL = "sk-3f9a7c1e5b2d4f6a8c0e1d3b5f7a9c2e"
 
@@ -282,6 +283,30 @@ MALFORMED = [
         "should be a table",
     ),
     (
+        "price-limit buffer on a market without limits",
+        BASE.replace(
+            'initial_cash = "10000"', 'initial_cash = "10000"\nlimit_buffer_pct = "0.005"', 1
+        ),
+        "markets.us.limit_buffer_pct",
+        "the us market has no daily price limits",
+    ),
+    (
+        "price-limit buffer as wide as a limit",
+        BASE.replace(
+            'initial_cash = "100000"', 'initial_cash = "100000"\nlimit_buffer_pct = "0.05"'
+        ),
+        "markets.cn.limit_buffer_pct",
+        "below the narrowest limit 0.05",
+    ),
+    (
+        "float price-limit buffer",
+        BASE.replace(
+            'initial_cash = "100000"', 'initial_cash = "100000"\nlimit_buffer_pct = 0.005'
+        ),
+        "markets.cn.limit_buffer_pct",
+        'quoted string: limit_buffer_pct = "0.005"',
+    ),
+    (
         "missing llm model",
         BASE + LLM_AGENT.replace('model = "deepseek-chat"\n', ""),
         "agents[1].model",
@@ -403,7 +428,7 @@ def test_integer_cash_is_allowed(tmp_path: Path) -> None:
 KTD_FIN_COSTS = """
 [markets.cn.costs]
 commission_bps = "5"
-commission_min = "0"
+commission_min = "5"
 stamp_duty_sell_bps = "10"
 transfer_fee_bps = 0
 slippage_bps = "0"
@@ -420,9 +445,22 @@ def test_costs_are_exact_decimals_and_default_to_none(tmp_path: Path) -> None:
         cn.transfer_fee_bps,
         cn.slippage_bps,
         cn.min_notional,
-    ) == (Decimal(5), Decimal(0), Decimal(10), Decimal(0), Decimal(0), None)
+    ) == (Decimal(5), Decimal(5), Decimal(10), Decimal(0), Decimal(0), None)
     us = config.markets.configured()["us"].costs
     assert set(us.model_dump().values()) == {None}
+
+
+def test_the_price_limit_buffer_reaches_the_markets_rules(tmp_path: Path) -> None:
+    text = BASE.replace(
+        'initial_cash = "100000"', 'initial_cash = "100000"\nlimit_buffer_pct = "0.005"'
+    )
+    markets = load_config(write(tmp_path, text)).markets.configured()
+    assert markets["cn"].limit_buffer_pct == Decimal("0.005")
+    limits = rules_for_market("cn", markets["cn"]).price_limits
+    assert limits is not None
+    assert limits.buffer_pct == Decimal("0.005")
+    plain = load_config(write(tmp_path, BASE)).markets.configured()["cn"]
+    assert rules_for_market("cn", plain) == rules_for("cn")
 
 
 def test_random_agent_takes_a_seed(tmp_path: Path) -> None:

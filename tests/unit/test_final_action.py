@@ -22,7 +22,7 @@ from openbell.agents.tools import PortfolioOut, PositionOut
 from openbell.markets.rules import rules_for
 
 D = Decimal
-ORDER = {"stock_id": "AAPL", "side": "buy", "confidence": 0.7, "reason": "trend", "shares": 5}
+ORDER = {"stock_id": "AAPL", "side": "buy", "confidence": 0.7, "reason": "trend is up", "shares": 5}
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_answers_are_read(text: str) -> None:
     assert found.orders[0].arguments() == {
         "symbol": "AAPL",
         "side": "buy",
-        "reason": "trend",
+        "reason": "trend is up",
         "confidence": "0.7",
         "shares": "5",
     }
@@ -78,8 +78,12 @@ def test_no_orders_is_a_valid_hold() -> None:
         ({"target_weight": 0.5}, "exactly one"),
         ({"confidence": 1.5}, "confidence"),
         ({"stock_id": "AAPL; DROP TABLE"}, "stock_id"),
-        ({"leverage": 10}, "leverage"),
         ({"reason": ""}, "reason"),
+        ({"reason": "up trend"}, "orders.0.reason: should have at least 10 characters, got 8"),
+        ({"reason": "   short    "}, "at least 10 characters, got 5"),
+        ({"side": "HOLD"}, "side"),
+        ({"symbol": "MSFT"}, "not two different ids"),
+        ({"confidence": None}, "confidence"),
     ],
 )
 def test_invalid_orders_get_feedback(change: dict[str, object], mentions: str) -> None:
@@ -169,3 +173,73 @@ def test_an_executable_plan_has_no_problems() -> None:
 def test_unexecutable_plans_say_why(orders: list[dict[str, object]], mentions: str) -> None:
     found = problems(plan(*orders))
     assert any(mentions in problem for problem in found), found
+
+
+#: An answer as KTD-Fin prints its action object (section 3.4 and its prompt: one JSON object, no
+#: markdown; `side` BUY or SELL, `confidence` in [0, 1], a reason of at least 10 characters, one
+#: of `target_weight` and `shares`, and `overall_reason`). The paper prints the fields, not a
+#: whole example: the ids and the first reason are the paper's own (its blinded trace, Box C).
+PAPER_ANSWER = """{"orders": [{"stock_id": "asset_0006", "side": "BUY", "confidence": 0.62, \
+"reason": "20-day +27.4%, low vol 0.0255", "target_weight": 0.1}, {"stock_id": "asset_0013", \
+"side": "SELL", "confidence": 0.55, "reason": "momentum faded, rank dropped", "shares": 100}], \
+"overall_reason": "Concentrate in the strongest low-volatility trend; trim the laggard."}"""
+
+
+def test_the_papers_action_object_is_read_as_printed() -> None:
+    found = parse_final_action(PAPER_ANSWER)
+    assert isinstance(found, FinalAction)
+    assert [o.arguments() for o in found.orders] == [
+        {
+            "symbol": "asset_0006",
+            "side": "buy",
+            "reason": "20-day +27.4%, low vol 0.0255",
+            "confidence": "0.62",
+            "target_weight": "0.1",
+        },
+        {
+            "symbol": "asset_0013",
+            "side": "sell",
+            "reason": "momentum faded, rank dropped",
+            "confidence": "0.55",
+            "shares": "100",
+        },
+    ]
+    assert found.overall_reason.startswith("Concentrate in the strongest")
+    assert found.notes == ()
+
+
+@pytest.mark.parametrize("side", ["BUY", "Buy", "buy", " buy "])
+def test_a_side_in_any_case_and_symbol_for_stock_id_are_read(side: str) -> None:
+    order = {k: v for k, v in ORDER.items() if k != "stock_id"}
+    found = parse_final_action(json.dumps({"orders": [{**order, "symbol": "AAPL", "side": side}]}))
+    assert isinstance(found, FinalAction)
+    assert (found.orders[0].stock_id, found.orders[0].side) == ("AAPL", "buy")
+    both = parse_final_action(json.dumps([{**ORDER, "symbol": "AAPL"}]))
+    assert isinstance(both, FinalAction)
+
+
+def test_unknown_fields_are_left_out_and_noted_not_refused() -> None:
+    text = json.dumps(
+        {
+            "orders": [{**ORDER, "leverage": 10, "price": "187.2"}],
+            "overall_reason": "Short.",
+            "comment": "my notes",
+        }
+    )
+    found = parse_final_action(text)
+    assert isinstance(found, FinalAction)
+    assert [o.stock_id for o in found.orders] == ["AAPL"]
+    assert found.notes == (
+        "not part of the action object, ignored: comment, orders.0.leverage, orders.0.price",
+        "overall_reason has 6 characters; KTD-Fin asks for at least 20",
+    )
+    assert "notes" not in found.model_dump()
+    # refused for another reason, the feedback says what was ignored too
+    refused = parse_final_action(json.dumps({"orders": [{**ORDER, "side": "hold", "x": 1}]}))
+    assert isinstance(refused, ValidationFeedback)
+    assert "side" in refused.message
+    assert "Also: not part of the action object, ignored: orders.0.x" in refused.message
+    # a flood of unknown keys is listed briefly
+    many = parse_final_action(json.dumps({"orders": [ORDER], **{f"k{n}": n for n in range(30)}}))
+    assert isinstance(many, FinalAction)
+    assert many.notes[0].endswith("k19 and 10 more")

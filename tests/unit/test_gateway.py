@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import IntervalUnavailable
-from openbell.markets.gateway import BarsResult, PointInTimeGateway, QuotesResult
+from openbell.markets.gateway import MAX_GAP_DAYS, BarsResult, PointInTimeGateway, QuotesResult
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.sources import FirstBars, ForwardingSource
 
@@ -363,9 +363,15 @@ def test_a_source_without_history_is_read_from_its_recent_bars(
     assert run(gateway.snapshot(list(SYMBOLS), local(2025, 10, 16, 9, 30))).with_bars == set()
     monday = local(2025, 10, 20, 9, 30)  # 600519.SH is suspended that day
     assert run(gateway.snapshot([*SYMBOLS, "UNKNOWN"], monday)).with_bars == set(SYMBOLS)
-    much_later = utc(2026, 6, 1)  # nothing in the snapshot's window any more
+    much_later = utc(2026, 6, 1)  # nothing in the snapshot's first window any more
     assert run(gateway.snapshot(list(SYMBOLS), much_later)).with_bars == set(SYMBOLS)
+    # A fresh gateway looks further back for the symbols its first window has nothing of (a long
+    # suspension), up to MAX_GAP_DAYS; past that it has seen nothing of them.
     fresh = PointInTimeGateway(ForwardingSource(small_source))
-    assert run(fresh.snapshot(list(SYMBOLS), much_later)).with_bars == set()
+    assert run(fresh.snapshot(list(SYMBOLS), much_later)).with_bars == set(SYMBOLS)
+    past_the_gap = utc(2025, 10, 23) + timedelta(days=MAX_GAP_DAYS + 1)
+    assert run(gateway.snapshot(list(SYMBOLS), past_the_gap)).with_bars == set(SYMBOLS)
+    fresh = PointInTimeGateway(ForwardingSource(small_source))
+    assert run(fresh.snapshot(list(SYMBOLS), past_the_gap)).with_bars == set()
     # what was seen later says nothing about earlier times
     assert run(gateway.snapshot(list(SYMBOLS), local(2025, 10, 16, 9, 30))).with_bars == set()

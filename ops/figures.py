@@ -26,6 +26,8 @@ PERCENT_KEYS = frozenset(
         "rejection_rate",
         "hold_share",
         "switch_rate",
+        "persistence",
+        "revision_rate",
         "protocol_completion",
         "cash_ratio",
         # A shorting account's long-short metrics (`ops.return_metrics.LongShort`).
@@ -51,6 +53,8 @@ SCORE_KEYS = frozenset(
     {
         "hhi",
         "reactivity",
+        "reactivity_next",
+        "weight_reactivity",
         "composite",
         "z_cumulative_return",
         "z_max_drawdown",

@@ -2,7 +2,8 @@
 
 This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
 tools, then alternates model turns and tool calls until the model calls `finish`, answers without
-a tool call (and the builder has nothing to add), or a budget runs out: turns, tool calls, tokens
+a tool call (and the builder has nothing to add; or the builder ended the cycle because every
+answer failed its validation: `invalid_answer`), or a budget runs out: turns, tool calls, tokens
 (before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
 monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
 answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past
@@ -82,6 +83,8 @@ class StopReason(enum.StrEnum):
 
     FINISHED = "finished"  # the model called finish
     ANSWERED = "answered"  # the model answered without a tool call
+    #: Every answer failed the decision mode's validation: the mode ended the cycle, no trade.
+    INVALID_ANSWER = "invalid_answer"
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"
@@ -198,6 +201,8 @@ class CycleRun:
                 follow = await self._builder.after_answer(self._ctx, completion.content, self._call)
                 if isinstance(follow, ParseFailure):
                     self._parse_failures += 1
+                    if follow.feedback is None:
+                        return StopReason.INVALID_ANSWER
                     follow = follow.feedback
                 if follow is None:
                     return StopReason.ANSWERED

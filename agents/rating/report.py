@@ -45,6 +45,11 @@ class Rating(enum.StrEnum):
         return list(Rating).index(self) - 2
 
     @property
+    def exposure(self) -> Decimal:
+        """Herculean's rating exposure: strong buy 1, buy 0.5, hold 0, sell -0.5, strong sell -1."""
+        return Decimal(self.step) / 2
+
+    @property
     def points(self) -> int:
         """The rule's points (long-only): strong buy 2, buy 1, the others 0."""
         return max(self.step, 0)

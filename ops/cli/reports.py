@@ -83,7 +83,9 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
     ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
     ("cash %", "cash_ratio"), ("hold %", "hold_share"), ("switch %", "switch_rate"),
-    ("react.", "reactivity"), ("protocol %", "protocol_completion"), ("composite", "composite"),
+    ("react.", "reactivity"), ("react. next", "reactivity_next"), ("persist. %", "persistence"),
+    ("revision %", "revision_rate"), ("weight react.", "weight_reactivity"),
+    ("protocol %", "protocol_completion"), ("composite", "composite"),
     ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip

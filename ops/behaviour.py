@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+import numpy as np
+
 from openbell.markets.domain import check_decimal
 from openbell.ops.stats import spearman
 
@@ -255,10 +257,12 @@ def _mean_defined(values: Sequence[float | None]) -> float | None:
     return math.fsum(defined) / len(defined) if defined else None
 
 
-def _check_codes(codes: Sequence[float]) -> None:
-    for code in codes:
-        if not (math.isfinite(code) and -1.0 <= code <= 1.0):
-            raise ValueError(f"a code is in [-1, 1], got {code}")
+def _checked_codes(codes: Sequence[float]) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+    found = np.asarray(codes, dtype=float)
+    wrong = ~(np.isfinite(found) & (np.abs(found) <= 1.0))
+    if wrong.any():
+        raise ValueError(f"a code is in [-1, 1], got {found[wrong][0]}")
+    return found
 
 
 def reactivity(trajectories: Sequence[Sequence[tuple[float, float]]]) -> float | None:
@@ -271,9 +275,9 @@ def reactivity(trajectories: Sequence[Sequence[tuple[float, float]]]) -> float |
     values: list[float | None] = []
     for pairs in trajectories:
         codes = [code for code, _ in pairs]
-        _check_codes(codes)
+        _checked_codes(codes)
         returns = [value for _, value in pairs]
-        if not all(math.isfinite(value) for value in returns):
+        if not np.isfinite(np.asarray(returns, dtype=float)).all():
             raise ValueError("returns must be finite")
         values.append(spearman(codes, returns) if len(pairs) >= MIN_REACTIONS else None)
     return _mean_defined(values)
@@ -286,12 +290,11 @@ def persistence(trajectories: Sequence[Sequence[float]]) -> float | None:
     two steps or more. `None` when there are none."""
     values: list[float | None] = []
     for codes in trajectories:
-        _check_codes(codes)
-        if len(codes) < 2:
+        found = _checked_codes(codes)
+        if len(found) < 2:
             values.append(None)
             continue
-        moves = [abs(b - a) / CODE_RANGE for a, b in itertools.pairwise(codes)]
-        values.append(1.0 - math.fsum(moves) / len(moves))
+        values.append(1.0 - float(np.abs(np.diff(found)).mean()) / CODE_RANGE)
     return _mean_defined(values)
 
 

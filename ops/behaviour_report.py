@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+import numpy as np
 from sqlalchemy import Engine
 
 from openbell.agents.baselines import BASELINE_KINDS, PAIR_NEUTRAL
@@ -160,39 +161,46 @@ def codes_of(trades: AccountTrades, ratings: CycleRatings | None) -> dict[str, l
             ]
             for symbol in rated
         }
-    traded = sorted({symbol for cycle in cycles for symbol in cycle.quantities})
-    return {
-        symbol: [float(behaviour.action_code(c.quantities.get(symbol, Decimal(0)))) for c in cycles]
-        for symbol in traded
-    }
+    codes: dict[str, list[float]] = {}
+    for index, cycle in enumerate(cycles):
+        for symbol, quantity in cycle.quantities.items():
+            series = codes.setdefault(symbol, [0.0] * len(cycles))
+            series[index] = float(behaviour.action_code(quantity))
+    return dict(sorted(codes.items()))
 
 
 def paired_returns(
-    codes: Sequence[float], slots: Sequence[datetime], series: Mapping[datetime, float], lag: int
+    codes: Sequence[float], prices: Sequence[float | None], lag: int
 ) -> list[tuple[float, float]]:
-    """Each step's code with the symbol's return over `lag` steps: back from the step when `lag`
-    is negative (the price at the step over the price `-lag` slots earlier), ahead of it when
-    positive; a step whose return falls outside the window or is not priced is left out."""
-    out: list[tuple[float, float]] = []
-    for index, code in enumerate(codes):
-        other = index + lag
-        if not 0 <= other < len(slots):
-            continue
-        now, then = series.get(slots[index]), series.get(slots[other])
-        if now is None or then is None:
-            continue
-        out.append((code, now / then - 1.0 if lag < 0 else then / now - 1.0))
-    return out
+    """Each step's code with the symbol's return over `lag` steps (`prices[i]`: its price at
+    step i, None where it has none): back from the step when `lag` is negative (the price at the
+    step over the price `-lag` steps earlier), ahead of it when positive; a step whose return
+    falls outside the window or is not priced is left out."""
+    count = len(prices)
+    if abs(lag) >= count or lag == 0:
+        return []
+    price = np.array([np.nan if p is None else p for p in prices], dtype=float)
+    code = np.asarray(codes, dtype=float)
+    if lag < 0:
+        steps, returns = code[-lag:], price[-lag:] / price[:lag] - 1.0
+    else:
+        steps, returns = code[:-lag], price[lag:] / price[:-lag] - 1.0
+    kept = np.isfinite(returns)
+    return list(zip(steps[kept].tolist(), returns[kept].tolist(), strict=True))
+
+
+def aligned_prices(trades: AccountTrades, prices: Prices) -> dict[str, list[float | None]]:
+    """Each priced symbol's price at each of the account's steps (None where it has none)."""
+    slots = [cycle.slot_at for cycle in trades.cycles]
+    return {symbol: [series.get(slot) for slot in slots] for symbol, series in prices.items()}
 
 
 def trajectories(
-    trades: AccountTrades, codes: Mapping[str, Sequence[float]], prices: Prices, lag: int
+    codes: Mapping[str, Sequence[float]], aligned: Mapping[str, Sequence[float | None]], lag: int
 ) -> list[list[tuple[float, float]]]:
     """Each trajectory's (code, return over `lag` steps) pairs (`paired_returns`)."""
-    slots = [cycle.slot_at for cycle in trades.cycles]
     return [
-        paired_returns(series, slots, prices.get(symbol, {}), lag)
-        for symbol, series in codes.items()
+        paired_returns(series, aligned.get(symbol, ()), lag) for symbol, series in codes.items()
     ]
 
 
@@ -299,11 +307,12 @@ def conduct_of(
         changes = position_changes(found)
         mine = codes[account_id]
         rated = ratings.get(account_id)
+        aligned = aligned_prices(found, {symbol: prices.get(symbol, {}) for symbol in mine})
         out[account_id] = Conduct(
             hold_share=behaviour.hold_share(changes),
             switch_rate=behaviour.switch_rate(changes),
-            reactivity=behaviour.reactivity(trajectories(found, mine, prices, -TRAILING_PERIODS)),
-            reactivity_next=behaviour.reactivity(trajectories(found, mine, prices, 1)),
+            reactivity=behaviour.reactivity(trajectories(mine, aligned, -TRAILING_PERIODS)),
+            reactivity_next=behaviour.reactivity(trajectories(mine, aligned, 1)),
             persistence=behaviour.persistence(list(mine.values())),
             revision_rate=(
                 behaviour.revision_rate(revisions_of(found, rated)) if rated is not None else None

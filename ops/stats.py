@@ -37,29 +37,26 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
         raise ValueError("spearman needs pairs")
     if len(xs) < 2:
         return None
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = math.fsum(rx) / len(rx), math.fsum(ry) / len(ry)
-    cov = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = math.fsum((a - mx) ** 2 for a in rx)
-    vy = math.fsum((b - my) ** 2 for b in ry)
+    rx, ry = _ranks(xs), _ranks(ys)
+    rx -= rx.mean()
+    ry -= ry.mean()
+    vx, vy = float(rx @ rx), float(ry @ ry)
     if vx == 0 or vy == 0:
         return None
-    return max(-1.0, min(1.0, cov / math.sqrt(vx * vy)))
+    return max(-1.0, min(1.0, float(rx @ ry) / math.sqrt(vx * vy)))
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+    _, inverse, counts = np.unique(
+        np.asarray(values, dtype=float), return_inverse=True, return_counts=True
+    )
+    ends = np.cumsum(counts)
+    return ((ends - counts + 1 + ends) / 2.0)[inverse]
 
 
 def ranks(values: Sequence[float]) -> list[float]:
     """The 1-based ranks of `values`, ties given the average of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    out = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for position in range(start, end + 1):
-            out[order[position]] = (start + end) / 2 + 1
-        start = end + 1
-    return out
+    return [float(rank) for rank in _ranks(values)]
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.protocol import DecisionContext
@@ -100,6 +100,15 @@ async def serve_masked(
 
 #: Runs one tool as a model's call is run: `await call("place_order", {...})`.
 ToolCaller = Callable[[str, dict[str, object]], Awaitable[CalledTool]]
+
+
+@runtime_checkable
+class GivesUp(Protocol):
+    """A builder that may end a cycle because every answer failed its validation (the structured
+    modes, once their retries are spent): `gave_up` says it did, so the loop records the cycle's
+    stop as `invalid_answer` however the answer came (in text, or through a mode's own tool)."""
+
+    gave_up: bool
 
 
 class PromptBuilder(Protocol):

@@ -34,6 +34,7 @@ from openbell.agents.llm.completion import (
 )
 from openbell.agents.llm.hooks import (
     CalledTool,
+    GivesUp,
     Masker,
     ParseFailure,
     PromptBuilder,
@@ -136,6 +137,8 @@ class CycleRun:
             reason = await self._loop(tools)
         finally:
             self._flush_errors()
+        if isinstance(self._builder, GivesUp) and self._builder.gave_up:
+            reason = StopReason.INVALID_ANSWER
         self._recorder.trace("stop", content=reason.value)
         if not ctx.tools.finished:
             await self._call(

@@ -2,23 +2,28 @@
 
 This module owns the metrics that describe how an agent trades rather than what its NAV did:
 turnover, HHI concentration, cash ratio, number of trades, share of cycles without a trade,
-rejection rate, the calibration (expected calibration error and Brier score) of the
-confidence it attaches to orders, and Herculean's behavioural metrics: hold share, switch rate,
-reactivity and protocol completion. The caller reads the ledger and passes plain typed values
-(Decimal amounts, `CycleActivity`, `Forecast`); nothing here touches the store. Amounts are
-summed exactly in `Decimal` and only the final ratio becomes a float (statistics are floats,
-money is not). A metric that is undefined for its input (no cycles, no orders, no positions,
-no forecasts, a zero denominator) is `None`; nothing here divides by zero.
+rejection rate, the calibration (expected calibration error and Brier score) of the confidence it
+attaches to orders, and Herculean's behavioural metrics (Appendix H.2): hold share, switch rate,
+reactivity, persistence, revision rate and protocol completion (one rule per agent kind), beside
+openbell's own weight reactivity. The caller reads the ledger and passes plain typed values (Decimal
+amounts, `CycleActivity`, `Forecast`); nothing here touches the store. Amounts are summed exactly in
+`Decimal` and only the final ratio becomes a float (statistics are floats, money is not). A metric
+that is undefined for its input (no cycles, no orders, no positions, no forecasts, a zero
+denominator) is `None`; nothing here divides by zero.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+import numpy as np
+
 from openbell.markets.domain import check_decimal
+from openbell.ops.stats import spearman
 
 #: Equal-width confidence bins for the expected calibration error.
 CALIBRATION_BINS = 10
@@ -197,17 +202,20 @@ def switch_rate(changes: Sequence[PositionChange]) -> float | None:
     return switched / len(changes)
 
 
-#: The fewest (cycle, symbol) pairs a reactivity is computed from.
+#: The fewest (step, return) pairs a correlation is computed from.
 MIN_REACTIONS = 3
 
 
-def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float]) -> float | None:
-    """The Pearson correlation of weight changes against the previous period's returns, pooled
-    over every (cycle, symbol) pair: `weight_changes[i]` is the weight a cycle traded in a symbol
-    (net signed notional over NAV) and `previous_returns[i]` that symbol's return over the period
-    that ended at the cycle's slot. Above 0 the agent buys what just rose (momentum), below 0
-    what just fell (contrarian). `None` for fewer than `MIN_REACTIONS` pairs or when either side
-    never varies; a value that is not finite raises `ValueError`."""
+def weight_reactivity(
+    weight_changes: Sequence[float], previous_returns: Sequence[float]
+) -> float | None:
+    """openbell's own reactivity (before Herculean's was built): the Pearson correlation of weight
+    changes against the previous period's returns, pooled over every (cycle, symbol) pair:
+    `weight_changes[i]` is the weight a cycle traded in a symbol (net signed notional over NAV)
+    and `previous_returns[i]` that symbol's return over the period that ended at the cycle's
+    slot. Above 0 the agent buys what just rose (momentum), below 0 what just fell (contrarian).
+    `None` for fewer than `MIN_REACTIONS` pairs or when either side never varies; a value that is
+    not finite raises `ValueError`."""
     if len(weight_changes) != len(previous_returns):
         raise ValueError(
             f"{len(weight_changes)} weight changes but {len(previous_returns)} returns"
@@ -226,35 +234,147 @@ def reactivity(weight_changes: Sequence[float], previous_returns: Sequence[float
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
 
+# Herculean's panel (Appendix H.2) reads each trajectory, one account's decisions about one
+# symbol step by step, as a code w_t in [-1, 1]: Buy +1, Hold 0, Sell -1 for a trading step, a
+# rating's exposure for a report. Each statistic is computed per trajectory and averaged over the
+# trajectories where it is defined, as the paper averages over an agent's assets.
+
+#: The width of the code's range [-1, 1]: the largest change between two steps.
+CODE_RANGE = 2
+
+
+def action_code(net_quantity: Decimal) -> int:
+    """Herculean's action code of one step in one symbol: Buy +1 (the step bought, or covered,
+    more than it sold or shorted), Sell -1 (the other way), Hold 0 (no trade, or trades that net
+    to zero)."""
+    if not net_quantity.is_finite():
+        raise ValueError(f"a net quantity must be finite, got {net_quantity}")
+    return (net_quantity > 0) - (net_quantity < 0)
+
+
+def _mean_defined(values: Sequence[float | None]) -> float | None:
+    defined = [value for value in values if value is not None]
+    return math.fsum(defined) / len(defined) if defined else None
+
+
+def _checked_codes(codes: Sequence[float]) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+    found = np.asarray(codes, dtype=float)
+    wrong = ~(np.isfinite(found) & (np.abs(found) <= 1.0))
+    if wrong.any():
+        raise ValueError(f"a code is in [-1, 1], got {found[wrong][0]}")
+    return found
+
+
+def reactivity(trajectories: Sequence[Sequence[tuple[float, float]]]) -> float | None:
+    """Herculean's reactivity: per trajectory, Spearman's rank correlation of the code against a
+    return at each step (`(code, return)` pairs: the steps where the return is priced), averaged
+    over the trajectories where it is defined (at least `MIN_REACTIONS` pairs, both sides
+    varying). Against the trailing 5-period return it is the paper's reactivity (above 0 the
+    agent buys what has risen); against the next period's return, whether its decisions
+    anticipate the move. `None` when no trajectory has one."""
+    values: list[float | None] = []
+    for pairs in trajectories:
+        codes = [code for code, _ in pairs]
+        _checked_codes(codes)
+        returns = [value for _, value in pairs]
+        if not np.isfinite(np.asarray(returns, dtype=float)).all():
+            raise ValueError("returns must be finite")
+        values.append(spearman(codes, returns) if len(pairs) >= MIN_REACTIONS else None)
+    return _mean_defined(values)
+
+
+def persistence(trajectories: Sequence[Sequence[float]]) -> float | None:
+    """Herculean's persistence: one minus the normalized turnover of the codes. A trajectory's
+    normalized turnover is the mean of `|w_t - w_(t-1)| / CODE_RANGE` over its consecutive steps
+    (a Buy after a Sell is 1, after a Hold 0.5); the result is averaged over the trajectories of
+    two steps or more. `None` when there are none."""
+    values: list[float | None] = []
+    for codes in trajectories:
+        found = _checked_codes(codes)
+        if len(found) < 2:
+            values.append(None)
+            continue
+        values.append(1.0 - float(np.abs(np.diff(found)).mean()) / CODE_RANGE)
+    return _mean_defined(values)
+
+
+def revision_rate(trajectories: Sequence[Sequence[str | None]]) -> float | None:
+    """Herculean's revision rate (Market Insights): per trajectory, the share of consecutive
+    pairs of committed reports `(t-1, t)` whose ratings differ, `Pr[g_t != g_(t-1)]`; a step
+    without a committed report (None) pairs with neither neighbour. Averaged over the
+    trajectories with at least one pair; `None` when there are none."""
+    values: list[float | None] = []
+    for ratings in trajectories:
+        pairs = [(a, b) for a, b in itertools.pairwise(ratings) if a is not None and b is not None]
+        values.append(sum(a != b for a, b in pairs) / len(pairs) if pairs else None)
+    return _mean_defined(values)
+
+
+# -- Protocol completion, one rule per agent kind ----------------------------------------------
+
+
 #: The reasons an LLM agent's loop ends within the protocol: the model called `finish`, or it
-#: answered and its decision mode acted on the answer (the mode then calls `finish`). A mode that
-#: gave up on the model's answers after its retries (`no_valid_action`) also calls `finish`, with
-#: its no-trade fallback, but the cycle did not complete the protocol.
+#: answered and its decision mode acted on the answer (the mode then calls `finish`). Not among
+#: them: a budget, a refusal, and `invalid_answer` (a structured answer that failed validation
+#: every time: the mode finished the cycle with no trade).
 COMPLETE_STOPS: frozenset[str | None] = frozenset({None, "finished", "answered"})
+#: The outcome of a strategy run that gave valid weights (`store.strategy_runs`).
+STRATEGY_OK = "ok"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProtocolOutcome:
-    """How one cycle of an agent that speaks the tool protocol ended: `done` (its status),
+class ProtocolStep:
+    """How one cycle (a step) ended, as the ledger tells it: `done` (its status);
     `agent_finished` (`finish` was called by the agent, or by its decision mode on its answer,
-    not by the loop in its place) and `stop_reason` (why an LLM agent's loop ended: `finished`,
-    `answered`, or a budget such as `max_turns`; None for an agent without a loop)."""
+    not by openbell in its place); `stop_reason` (why an LLM agent's loop ended: `finished`,
+    `answered`, `invalid_answer` or a budget; None without a loop); `reported` (a rating agent
+    stored a valid report: its `ratings` row); `strategy_outcome` (the outcome of the cycle's
+    strategy run, `ok` when it gave valid weights; None without one)."""
 
     done: bool
-    agent_finished: bool
+    agent_finished: bool = False
     stop_reason: str | None = None
+    reported: bool = False
+    strategy_outcome: str | None = None
 
 
-def protocol_completion(outcomes: Sequence[ProtocolOutcome]) -> float | None:
-    """The share of cycles that ended with the agent's own `finish` within budget: the cycle is
-    `done`, the agent (or its decision mode) called `finish`, and no budget (turns, tool calls,
-    tokens, wall time) or refusal cut its loop first (`stop_reason` in `COMPLETE_STOPS`). A cycle
-    the agent failed, skipped or missed counts as not completed. `None` without cycles."""
-    if not outcomes:
+def llm_submitted(step: ProtocolStep) -> bool:
+    """An LLM agent (any decision mode): the cycle is done, `finish` was the model's (or its
+    mode's, acting on a valid answer), and the loop stopped because of that, not because of a
+    budget (turns, tool calls, tokens, wall time), a refusal, or answers that all failed the
+    mode's validation."""
+    return step.done and step.agent_finished and step.stop_reason in COMPLETE_STOPS
+
+
+def outside_submitted(step: ProtocolStep) -> bool:
+    """An outside agent (`mcp`, `command`): the cycle is done and the agent called `finish`
+    itself (not openbell at its deadline)."""
+    return step.done and step.agent_finished
+
+
+def rating_submitted(step: ProtocolStep) -> bool:
+    """A rating agent: the cycle is done with a valid report stored (an answer that never
+    parsed fails the cycle, and a cycle without bars to rate stores none)."""
+    return step.done and step.reported
+
+
+def strategy_submitted(step: ProtocolStep) -> bool:
+    """A strategy-code agent: the cycle is done and its strategy's run gave valid weights (a
+    refused writing fails the cycle; a run that errs, or whose weights are invalid, holds)."""
+    return step.done and step.strategy_outcome == STRATEGY_OK
+
+
+def plugin_submitted(step: ProtocolStep) -> bool:
+    """A Python plug-in (any other kind): the cycle is done (its `decide` returned)."""
+    return step.done
+
+
+def protocol_completion(
+    steps: Sequence[ProtocolStep], submitted: Callable[[ProtocolStep], bool]
+) -> float | None:
+    """Herculean's protocol completion: the share of steps with a valid submission, by the
+    agent kind's rule `submitted` (one of the `*_submitted` functions). A skipped, failed,
+    interrupted or missed cycle never counts. `None` without steps."""
+    if not steps:
         return None
-    complete = sum(
-        1
-        for outcome in outcomes
-        if outcome.done and outcome.agent_finished and outcome.stop_reason in COMPLETE_STOPS
-    )
-    return complete / len(outcomes)
+    return sum(1 for step in steps if submitted(step)) / len(steps)

@@ -923,6 +923,15 @@ class StrategyCodeAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _Agent
     wall_s: Annotated[float, Field(gt=0, le=300)] = 20.0
 
 
+class RatingJudgeConfig(_ModelEndpointConfig):
+    """`judge` of a rating agent (`[agents.judge]`): the model that scores its Market Insights
+    reports on Herculean's rubric (`agents/rating/judge.py`), on any OpenAI-compatible endpoint
+    (the endpoint keys are an LLM agent's: `base_url`, `model`, `api_key_env`, `temperature`,
+    `max_tokens`, prices)."""
+
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 2048
+
+
 class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig):
     """A rating agent (`kind = "rating"`, `agents/rating/`): at each cycle the model on an
     OpenAI-compatible endpoint rates every offered symbol (strong sell .. strong buy) with a
@@ -932,7 +941,9 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
     `temperature`, `max_tokens`, prices). `interval` and `lookback` say which closes the prompt
     shows; `max_retries` how many invalid reports go back to the model per cycle;
     `rebalance_band` is the smallest change of a weight that is traded (`max_weight` and
-    `rebalance_band` are fractions of NAV, as quoted decimal strings).
+    `rebalance_band` are fractions of NAV, as quoted decimal strings). An agent allowed to short
+    (`allow_short`) holds its sells and strong sells short. `report = "insights"` asks for
+    Herculean's Market Insights reports (eight sections a symbol); `judge` scores them.
     """
 
     kind: Literal["rating"]
@@ -941,6 +952,16 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
     lookback: Annotated[StrictInt, Field(gt=0, le=250)] = 20
     max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
     max_weight: Decimal = Decimal("0.25")
+    report: Literal["ratings", "insights"] = "ratings"
+    judge: RatingJudgeConfig | None = None
+
+    @model_validator(mode="after")
+    def _judged_insights(self) -> Self:
+        if self.judge is not None and self.report != "insights":
+            raise PathError(
+                ("judge",), 'a judge scores Market Insights reports: report = "insights"'
+            )
+        return self
 
     @field_validator("max_weight", mode="before")
     @classmethod

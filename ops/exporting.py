@@ -57,6 +57,10 @@ _BEHAVIOUR_KEYS = (
     "hold_share",
     "switch_rate",
     "reactivity",
+    "reactivity_next",
+    "persistence",
+    "revision_rate",
+    "weight_reactivity",
     "protocol_completion",
 )
 #: The keys of a leaderboard record, in order (CSV columns: `market` first, then these).

@@ -26,6 +26,8 @@ PERCENT_KEYS = frozenset(
         "rejection_rate",
         "hold_share",
         "switch_rate",
+        "persistence",
+        "revision_rate",
         "protocol_completion",
         "cash_ratio",
         # A shorting account's long-short metrics (`ops.return_metrics.LongShort`).
@@ -44,13 +46,22 @@ PERCENT_KEYS = frozenset(
 )
 #: Record keys of ratios shown with 2 places.
 RATIO_KEYS = frozenset(
-    {"sharpe_ratio", "sortino_ratio", "calmar_ratio", "information_ratio", "turnover"}
+    {
+        "sharpe_ratio",
+        "sortino_ratio",
+        "calmar_ratio",
+        "information_ratio",
+        "turnover",
+        "report_quality",
+    }
 )
 #: Record keys of scores shown with 3 places.
 SCORE_KEYS = frozenset(
     {
         "hhi",
         "reactivity",
+        "reactivity_next",
+        "weight_reactivity",
         "composite",
         "z_cumulative_return",
         "z_max_drawdown",
@@ -59,6 +70,14 @@ SCORE_KEYS = frozenset(
         "brier_score",
         "return_per_dollar",
         "rating_rank_correlation",
+        # Market Insights' quality-versus-return regression (`ops.insights_report`).
+        "quality_return_slope",
+        "quality_return_stderr",
+        "quality_return_t",
+        "quality_return_p",
+        "quality_return_r2",
+        "quality_return_spearman",
+        "quality_return_spearman_p",
     }
 )
 #: Record keys of amounts of money in the account's currency.

@@ -13,11 +13,17 @@ from collections.abc import Mapping
 
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
-from openbell.ops.config import RatingAgentConfig, StrategyCodeAgentConfig, resolve_secret
+from openbell.ops.config import (
+    RatingAgentConfig,
+    RatingJudgeConfig,
+    StrategyCodeAgentConfig,
+    resolve_secret,
+)
 
 
 def endpoint_of(
-    config: StrategyCodeAgentConfig | RatingAgentConfig, environ: Mapping[str, str]
+    config: StrategyCodeAgentConfig | RatingAgentConfig | RatingJudgeConfig,
+    environ: Mapping[str, str],
 ) -> tuple[ChatClient, Prices | None]:
     """The client of `config`'s model, its key resolved from `environ`, and its prices."""
     api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)

@@ -1,10 +1,11 @@
 """Building a `RatingAgent` from its `[[agents]]` entry: the key from the environment, the
-client, the rule's parameters and the prices.
+client, the rule's parameters, the prices and the judge of its Market Insights reports.
 
 This module owns the translation of a `RatingAgentConfig` into a wired agent
 (`build_rating_agent`), used by `openbell replay` and the live daemon, as `strategy_agents.py` is
 for strategy-code agents. The API key is read from the variable named by `api_key_env` (a missing
-or empty variable is a one-line `ConfigError`; no `api_key_env` means no key, for a local server).
+or empty variable is a one-line `ConfigError`; no `api_key_env` means no key, for a local server),
+the judge's from its own `api_key_env`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from openbell.agents.rating.agent import RatingAgent, RatingSettings
+from openbell.agents.rating.judge import ReportJudge
 from openbell.ops.config import RatingAgentConfig
 from openbell.ops.model_endpoints import endpoint_of
 
@@ -19,6 +21,7 @@ from openbell.ops.model_endpoints import endpoint_of
 def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) -> RatingAgent:
     """The rating agent of `config`, its key resolved from `environ`."""
     client, prices = endpoint_of(config, environ)
+    judge = None if config.judge is None else ReportJudge(endpoint_of(config.judge, environ)[0])
     return RatingAgent(
         name=config.name,
         client=client,
@@ -28,6 +31,8 @@ def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) ->
             max_retries=config.max_retries,
             max_weight=config.max_weight,
             rebalance_band=config.rebalance_band,
+            insights=config.report == "insights",
         ),
         prices=prices,
+        judge=judge,
     )

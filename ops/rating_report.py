@@ -31,9 +31,17 @@ from openbell.agents.rating.agent import RATING_KIND, RATINGS_TOOL
 from openbell.agents.rating.report import Rating, stored_report
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.benchmark import carried_prices, report_sources
+from openbell.ops.stats import spearman
 from openbell.store.rating_reports import rating_reports, slot_times
 
-__all__ = ["RATING_KIND", "Scored", "calibration", "calibration_record", "scored_ratings"]
+__all__ = [
+    "RATING_KIND",
+    "Scored",
+    "calibration",
+    "calibration_record",
+    "scored_ratings",
+    "spearman",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,37 +112,6 @@ def calibration_record(
 ) -> dict[str, Any]:
     """The calibration of the account's ratings, as `report` shows it."""
     return calibration(scored_ratings(engine, account_id, market, source))
-
-
-def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Spearman's rank correlation of `xs` and `ys` (average ranks for ties); None with fewer
-    than two pairs or when either side has no spread."""
-    if len(xs) != len(ys):
-        raise ValueError("spearman needs pairs")
-    if len(xs) < 2:
-        return None
-    rx, ry = _ranks(xs), _ranks(ys)
-    mx, my = math.fsum(rx) / len(rx), math.fsum(ry) / len(ry)
-    cov = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = math.fsum((a - mx) ** 2 for a in rx)
-    vy = math.fsum((b - my) ** 2 for b in ry)
-    if vx == 0 or vy == 0:
-        return None
-    return cov / math.sqrt(vx * vy)
-
-
-def _ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for position in range(start, end + 1):
-            ranks[order[position]] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
 
 
 def _mean(values: Sequence[float]) -> float | None:

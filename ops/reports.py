@@ -13,14 +13,15 @@ cash, shown as an unranked row; an account gets excess return and information ra
 benchmark has a value at every one of its timestamps. Behaviour: trades and the rejection rate
 count every cycle in the window; the no-trade share counts `done` cycles only (a failed or
 skipped cycle made no decision); turnover is the window's traded notional over its mean NAV; HHI
-and cash ratio are read at the window's last snapshot; hold share, switch rate, reactivity and
-protocol completion are `ops.behaviour_report`'s. Calibration (ECE, Brier) uses the outcome
-defined in `store.queries.order_confidences`. An LLM agent's row also carries its model usage
-(`LlmUsage`: tokens, cost per decision, return per unit of cost, parse failures, invalid tool
-calls, model requests and failed ones), and its report its rejected orders by reason. An account
-allowed to short (`allow_short`) also gets the long-short metrics (`LongShort`: mean gross and net
-exposure from its snapshots' marks, borrow fees charged in the window over its initial cash);
-long-only accounts do not, so their rows and reports read as before.
+and cash ratio are read at the window's last snapshot; Herculean's panel (hold share, switch rate,
+reactivity against the trailing and the next return, persistence, revision rate, protocol
+completion) and openbell's weight reactivity are `ops.behaviour_report`'s. Calibration (ECE,
+Brier) uses the outcome defined in `store.queries.order_confidences`. An LLM agent's row also
+carries its model usage (`LlmUsage`: tokens, cost per decision, return per unit of cost, parse
+failures, invalid tool calls, model requests and failed ones), and its report its rejected orders
+by reason. An account allowed to short (`allow_short`) also gets the long-short metrics
+(`LongShort`: mean gross and net exposure from its snapshots' marks, borrow fees charged in the
+window over its initial cash); long-only accounts do not, so their rows and reports read as before.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ class Behaviour:
     hold_share: float | None = None
     switch_rate: float | None = None
     reactivity: float | None = None
+    reactivity_next: float | None = None
+    persistence: float | None = None
+    revision_rate: float | None = None
+    weight_reactivity: float | None = None
     protocol_completion: float | None = None
 
 
@@ -483,6 +488,7 @@ def _with_conduct(
         engine,
         {account.info.account_id: account.navs for account in found},
         *window,
+        kinds={account.info.account_id: account.info.agent_kind for account in found},
         sources=lambda symbols: report_sources(engine, market, stamps, source, symbols, extra),
     )
     return [

@@ -61,6 +61,11 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
             value = environ.get(agent.api_key_env, "")
             if value.strip():
                 found.append(NamedSecret(f"env {agent.api_key_env}", value))
+        judge = agent.judge if isinstance(agent, RatingAgentConfig) else None
+        if judge is not None and judge.api_key_env is not None:
+            value = environ.get(judge.api_key_env, "")
+            if value.strip():
+                found.append(NamedSecret(f"env {judge.api_key_env}", value))
     url = parse_url(config.store.url)
     if url.password:
         found.append(NamedSecret("store url password", str(url.password)))

@@ -1,15 +1,16 @@
 """The ledger facts behind the behavioural metrics: each cycle's net trades and its protocol.
 
-This module owns two reads that `ops.behaviour_report` turns into Herculean's behavioural
-metrics, for many accounts in one query each. `cycle_trades_of`: every cycle of the accounts in
-the window with its slot, status and, per symbol, the net signed quantity and net signed notional
-of its fills (buys positive, sells negative), and each account's net quantity per symbol from the
-fills of the cycles before the window (what it held as the window opened). `protocol_facts_of`:
-every cycle in the window with its status, the number of its trace rows, the stop reason an LLM
-agent's loop recorded (a trace row of role `stop`), and whether the agent (or its decision mode)
-called `finish` (a `finish` tool row other than the one the loop makes in its place, whose
-content is `called by openbell`). The window is half-open on the cycle's `slot_at`. Money and
-quantities stay `Decimal`; nothing here computes a statistic.
+This module owns two reads that `ops.behaviour_report` turns into Herculean's behavioural metrics,
+for many accounts in a few queries. `cycle_trades_of`: every cycle of the accounts in the window
+with its slot, status and, per symbol, the net signed quantity and net signed notional of its fills
+(buys positive, sells negative), and each account's net quantity per symbol from the fills of the
+cycles before the window (what it held as the window opened). `protocol_facts_of`: every cycle in
+the window with its status, the number of its trace rows, the stop reason an LLM agent's loop
+recorded (a trace row of role `stop`), whether the agent (or its decision mode) called `finish` (a
+`finish` tool row other than the one openbell makes in its place, whose content is `called by
+openbell`), whether it stored a report (a tool row of the caller's `report_tool`: a rating agent's
+`ratings`) and the outcome of its strategy run (`strategy_run`). The window is half-open on the
+cycle's `slot_at`. Money and quantities stay `Decimal`; nothing here computes a statistic.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sqlmodel import col
 
 from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus
+from openbell.store.strategy_runs import StrategyRunRow
 from openbell.store.tables import CycleRow, FillRow, OrderRow, TraceRow
 
 #: The content of the `finish` row an LLM agent's loop writes when the model never called it.
@@ -58,6 +60,8 @@ class ProtocolFacts:
     trace_rows: int
     stop_reason: str | None
     agent_finished: bool
+    reported: bool = False
+    strategy_outcome: str | None = None
 
 
 def _in_window(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
@@ -147,6 +151,8 @@ def protocol_facts_of(
     account_ids: Sequence[int],
     start: datetime | None = None,
     end: datetime | None = None,
+    *,
+    report_tool: str | None = None,
 ) -> dict[int, list[ProtocolFacts]]:
     """Each account's cycles in the window with how they ended (see the module docstring)."""
     window = _in_window(start, end)
@@ -169,21 +175,35 @@ def protocol_facts_of(
         .where(
             col(CycleRow.account_id).in_(account_ids),
             *window,
-            or_(col(TraceRow.role) == "stop", col(TraceRow.tool) == "finish"),
+            or_(
+                col(TraceRow.role) == "stop",
+                col(TraceRow.tool).in_(
+                    ["finish"] if report_tool is None else ["finish", report_tool]
+                ),
+            ),
         )
         .order_by(col(TraceRow.cycle_id), col(TraceRow.seq))
+    )
+    runs_query = (
+        select(col(StrategyRunRow.cycle_id), col(StrategyRunRow.outcome))
+        .join(CycleRow, col(CycleRow.id) == StrategyRunRow.cycle_id)
+        .where(col(CycleRow.account_id).in_(account_ids), *window)
     )
     with engine.connect() as connection:
         cycle_rows = connection.execute(cycles_query).all()
         counts = {cycle_id: int(n) for cycle_id, n in connection.execute(counts_query)}
         ending_rows = connection.execute(endings_query).all()
+        outcomes = {cycle_id: outcome for cycle_id, outcome in connection.execute(runs_query)}
     stops: dict[int, str | None] = {}
     finished: set[int] = set()
+    reported: set[int] = set()
     for cycle_id, role, tool, content in ending_rows:
         if role == "stop":
             stops[cycle_id] = content
         elif tool == "finish" and content != AUTO_FINISH_CONTENT:
             finished.add(cycle_id)
+        elif tool == report_tool and tool != "finish":
+            reported.add(cycle_id)
     out: dict[int, list[ProtocolFacts]] = {account_id: [] for account_id in account_ids}
     for account_id, row_id, status in cycle_rows:
         if row_id is None:  # never: an id is assigned on insert
@@ -195,6 +215,8 @@ def protocol_facts_of(
                 trace_rows=counts.get(row_id, 0),
                 stop_reason=stops.get(row_id),
                 agent_finished=row_id in finished,
+                reported=row_id in reported,
+                strategy_outcome=outcomes.get(row_id),
             )
         )
     return out

@@ -1,18 +1,22 @@
 """The stored rating reports of an account: the `ratings` trace rows of its cycles.
 
-This module owns `rating_reports`, the read `openbell report` measures a rating agent's
-calibration from. A rating agent stores each cycle's report as a trace row (role `tool`, tool
-`ratings`: `agents.rating.agent`), so it needs no table of its own and is written through the same
-journal (and, in a replay, the same batch) as the rest of the cycle's trace. A cycle with more
-than one such row (run again after an interruption) counts with its last.
+This module owns `rating_reports`, the read `openbell report` measures a rating agent's calibration
+from, and `rating_reports_of`, the same for many accounts over a window (the behavioural metrics and
+the Market Insights reports read them so), with `tool_results_of` (every row of a tool: a report's
+sections, the judge's verdicts) and `window_cycles_of` (the accounts' cycles). A rating agent stores
+each cycle's report as a trace row (role `tool`, tool `ratings`: `agents.rating.agent`), so it needs
+no table of its own and is written through the same journal (and, in a replay, the same batch) as
+the rest of the cycle's trace. A cycle with more than one such row (run again after an interruption)
+counts with its last.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine
+from sqlalchemy import ColumnElement, Engine
 from sqlmodel import Session, col, select
 
 from openbell.store.tables import CycleRow, TraceRow
@@ -57,3 +61,98 @@ def slot_times(engine: Engine, account_id: int) -> tuple[datetime, ...]:
                 .order_by(col(CycleRow.slot_at))
             ).all()
         )
+
+
+def rating_reports_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    tool: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, tuple[StoredReport, ...]]:
+    """Each account's reports stored as trace rows of `tool` in cycles whose slot is in
+    `[start, end)`, one per cycle (its last), by slot."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(
+                col(CycleRow.account_id),
+                col(CycleRow.id),
+                col(CycleRow.slot_at),
+                col(TraceRow.result),
+            )
+            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+            .where(
+                col(CycleRow.account_id).in_(account_ids),
+                TraceRow.role == "tool",
+                TraceRow.tool == tool,
+                *_window(start, end),
+            )
+            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+        ).all()
+    found: dict[int, dict[int, StoredReport]] = {account_id: {} for account_id in account_ids}
+    for account_id, cycle_id, slot_at, text in rows:
+        if text is not None and cycle_id is not None:
+            found[account_id][cycle_id] = StoredReport(
+                cycle_id=cycle_id, slot_at=slot_at, text=text
+            )
+    return {
+        account_id: tuple(sorted(reports.values(), key=lambda report: report.slot_at))
+        for account_id, reports in found.items()
+    }
+
+
+def _window(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = []
+    if start is not None:
+        clauses.append(col(CycleRow.slot_at) >= start)
+    if end is not None:
+        clauses.append(col(CycleRow.slot_at) < end)
+    return clauses
+
+
+def tool_results_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    tool: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, dict[int, list[str]]]:
+    """Each account's trace rows of role `tool` and tool `tool` in cycles whose slot is in
+    `[start, end)`: account id -> cycle id -> the rows' results, in order."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(col(CycleRow.account_id), col(CycleRow.id), col(TraceRow.result))
+            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+            .where(
+                col(CycleRow.account_id).in_(account_ids),
+                TraceRow.role == "tool",
+                TraceRow.tool == tool,
+                *_window(start, end),
+            )
+            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+        ).all()
+    found: dict[int, dict[int, list[str]]] = {account_id: {} for account_id in account_ids}
+    for account_id, cycle_id, text in rows:
+        if text is not None and cycle_id is not None:
+            found[account_id].setdefault(cycle_id, []).append(text)
+    return found
+
+
+def window_cycles_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, tuple[tuple[int, datetime], ...]]:
+    """Each account's cycles whose slot is in `[start, end)`, as (cycle id, slot), by slot."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(col(CycleRow.account_id), col(CycleRow.id), col(CycleRow.slot_at))
+            .where(col(CycleRow.account_id).in_(account_ids), *_window(start, end))
+            .order_by(col(CycleRow.slot_at))
+        ).all()
+    found: dict[int, list[tuple[int, datetime]]] = {account_id: [] for account_id in account_ids}
+    for account_id, cycle_id, slot_at in rows:
+        if cycle_id is not None:
+            found[account_id].append((cycle_id, slot_at))
+    return {account_id: tuple(cycles) for account_id, cycles in found.items()}

@@ -109,6 +109,15 @@ async def serve_masked(
 ToolCaller = Callable[[str, dict[str, object]], Awaitable[CalledTool]]
 
 
+@runtime_checkable
+class GivesUp(Protocol):
+    """A builder that may end a cycle because every answer failed its validation (the structured
+    modes, once their retries are spent): `gave_up` says it did, so the loop records the cycle's
+    stop as `invalid_answer` however the answer came (in text, or through a mode's own tool)."""
+
+    gave_up: bool
+
+
 class PromptBuilder(Protocol):
     """Builds a decision mode's prompts and chooses its tools; see the module docstring."""
 

@@ -1,13 +1,13 @@
 """The tool-calling loop of one LLM agent's cycle, within its budgets.
 
 This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
-tools, then alternates model turns and tool calls until the model calls `finish`, answers without a
-tool call (and the builder has nothing to add, or has given up on its answers after its retries:
-`no_valid_action`, which protocol completion does not count as complete), or a budget runs out:
-turns, tool calls, tokens (before a turn, the tokens used plus an estimate of the next request) and
-wall time (an injected monotonic clock; the model call in flight is cut at the deadline). Every call
-the model makes is answered, so the conversation stays valid: a parse failure, a tool not offered,
-or a call past the tool-call budget gets a structured error; the others go through the `Masker` and
+tools, then alternates model turns and tool calls until the model calls `finish`, answers without
+a tool call (and the builder has nothing to add; or the builder ended the cycle because every
+answer failed its validation: `invalid_answer`), or a budget runs out: turns, tool calls, tokens
+(before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
+monotonic clock; the model call in flight is cut at the deadline). Every call the model makes is
+answered, so the conversation stays valid: a parse failure, a tool not offered, or a call past
+the tool-call budget gets a structured error; the others go through the `Masker` and
 `ctx.tools.serve` (rows kept within the result size budget). A result still longer than a message
 may be is never cut mid-JSON: the model gets a `result_too_large` notice instead (the trace keeps
 the result). Arguments that do not parse and answers the decision mode could not use
@@ -35,6 +35,7 @@ from openbell.agents.llm.completion import (
 )
 from openbell.agents.llm.hooks import (
     CalledTool,
+    GivesUp,
     Masker,
     ParseFailure,
     PhasedPromptBuilder,
@@ -92,7 +93,8 @@ class StopReason(enum.StrEnum):
 
     FINISHED = "finished"  # the model called finish
     ANSWERED = "answered"  # the model answered without a tool call
-    NO_VALID_ACTION = "no_valid_action"  # the mode ended the cycle: no usable answer in its retries
+    #: Every answer failed the decision mode's validation: the mode ended the cycle, no trade.
+    INVALID_ANSWER = "invalid_answer"
     MAX_TURNS = "max_turns"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"
@@ -147,6 +149,8 @@ class CycleRun:
             reason = await self._loop(tools)
         finally:
             self._flush_errors()
+        if isinstance(self._builder, GivesUp) and self._builder.gave_up:
+            reason = StopReason.INVALID_ANSWER
         self._recorder.trace("stop", content=reason.value)
         if not ctx.tools.finished:
             await self._call(
@@ -230,7 +234,7 @@ class CycleRun:
         if isinstance(follow, ParseFailure):
             self._parse_failures += 1
             if follow.feedback is None:
-                return StopReason.NO_VALID_ACTION
+                return StopReason.INVALID_ANSWER
             follow = follow.feedback
         if follow is None:
             return StopReason.ANSWERED

@@ -82,6 +82,8 @@ class StructuredPrompt:
         self.masker: AliasMasker | None = None
         self.portfolio: PortfolioOut | None = None
         self.failures = 0
+        #: Every answer failed validation and the cycle was ended with no trade (`GivesUp`).
+        self.gave_up = False
         self.outcomes: list[OrderOut | ToolError] = []
 
     async def prepare(self, ctx: DecisionContext) -> None:
@@ -158,6 +160,7 @@ class StructuredPrompt:
         are spent."""
         self.failures += 1
         if self.failures > MAX_RETRIES:
+            self.gave_up = True
             summary = NO_TRADE_SUMMARY.format(n=self.failures)
             await call("finish", {"summary": summary})
             return ParseFailure(None)

@@ -5,14 +5,20 @@ This module owns the report's shape and `target_weights`. The model answers one 
 `{"ratings": [{"symbol": ..., "rating": ..., "confidence": ..., "rationale": ...}, ...]}` with
 exactly one entry per offered symbol; `rating` is one of `strong_sell`, `sell`, `hold`, `buy`,
 `strong_buy` (spaces and hyphens are read as underscores), `confidence` a number in [0, 1] and
-`rationale` a short non-empty text (cut to 300 characters). `parse_report` raises `BadReport`
+`rationale` a short non-empty text (cut to 300 characters). A Market Insights report
+(`with_sections`) also has, per entry, `"report"`: an object with Herculean's eight sections
+(`SECTIONS`), each a non-empty text (cut to 1,500 characters). `parse_report` raises `BadReport`
 saying what is wrong (the agent sends that back to the model).
 
-The rule (long-only markets), `target_weights`: each rating scores points, strong buy 2, buy 1,
-hold, sell and strong sell 0; a symbol's score is its points times its confidence. Each symbol's
-weight is its share of the total score, capped at `max_weight`, rounded down to 4 decimals; the
-weights therefore sum to at most 1 and the rest stays cash. With no positive score the report is
-all cash. A held symbol with no weight (any hold, sell or strong sell) is sold to 0 by the agent.
+The rule, `target_weights`: each rating scores points, times its confidence. Long-only (an account
+that may not short): strong buy 2, buy 1, hold, sell and strong sell 0; each symbol's weight is its
+share of the total score, capped at `max_weight`, rounded down to 4 decimals; the weights therefore
+sum to at most 1 and the rest stays cash. With no positive score the report is all cash. A held
+symbol with no weight (any hold, sell or strong sell) is sold to 0 by the agent. Signed (`signed`,
+an account allowed to short): strong buy 2, buy 1, hold 0, sell -1, strong sell -2; each symbol's
+weight is its score over the total of the scores' absolute values, capped at `max_weight` either
+way and rounded towards zero to 4 decimals: the sells and strong sells are held short, the gross
+exposure is at most 1, and a hold is closed, long or short.
 """
 
 from __future__ import annotations
@@ -21,13 +27,26 @@ import enum
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any, Final
 
 _FENCE: Final = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _MAX_RATIONALE_CHARS: Final = 300
+_MAX_SECTION_CHARS: Final = 1500
 _WEIGHT_STEP: Final = Decimal("0.0001")
+#: Herculean's eight sections of a Market Insights report, in the paper's order, with what each
+#: covers (the prompt shows them).
+SECTIONS: Final = {
+    "executive_summary": "the executive summary",
+    "thesis_and_rating": "the investment thesis and the rating",
+    "price_and_technicals": "price performance and technical indicators",
+    "news_and_catalysts": "news and catalysts",
+    "earnings_and_filings": "earnings and filings",
+    "sector_relative": "performance relative to the sector (the other offered symbols)",
+    "risks": "the risks",
+    "outlook_and_scenarios": "the outlook and its scenarios",
+}
 
 
 class Rating(enum.StrEnum):
@@ -45,6 +64,11 @@ class Rating(enum.StrEnum):
         return list(Rating).index(self) - 2
 
     @property
+    def exposure(self) -> Decimal:
+        """Herculean's rating exposure: strong buy 1, buy 0.5, hold 0, sell -0.5, strong sell -1."""
+        return Decimal(self.step) / 2
+
+    @property
     def points(self) -> int:
         """The rule's points (long-only): strong buy 2, buy 1, the others 0."""
         return max(self.step, 0)
@@ -58,19 +82,25 @@ class SymbolRating:
     rating: Rating
     confidence: Decimal
     rationale: str
+    #: A Market Insights report's sections (`SECTIONS`, in order); empty for a plain rating.
+    sections: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not Decimal(0) <= self.confidence <= Decimal(1):
             raise ValueError(f"confidence is in [0, 1], got {self.confidence}")
+        if self.sections and list(self.sections) != list(SECTIONS):
+            raise ValueError(f"a report has the sections {', '.join(SECTIONS)}, in order")
 
 
 class BadReport(ValueError):
     """The answer is not a valid rating report; the message says why (shown to the model)."""
 
 
-def parse_report(text: str, offered: Collection[str]) -> tuple[SymbolRating, ...]:
-    """The ratings in the model's answer `text`, one per symbol of `offered`, in symbol order;
-    `BadReport` saying what is wrong."""
+def parse_report(
+    text: str, offered: Collection[str], *, with_sections: bool = False
+) -> tuple[SymbolRating, ...]:
+    """The ratings in the model's answer `text`, one per symbol of `offered`, in symbol order,
+    each with its report's sections when `with_sections`; `BadReport` saying what is wrong."""
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text.strip()
     start, end = body.find("{"), body.rfind("}")
@@ -82,7 +112,7 @@ def parse_report(text: str, offered: Collection[str]) -> tuple[SymbolRating, ...
         raise BadReport('answer with one JSON object {"ratings": [...]}')
     ratings: dict[str, SymbolRating] = {}
     for index, entry in enumerate(found["ratings"]):
-        rating = _entry(entry, index)
+        rating = _entry(entry, index, with_sections=with_sections)
         if rating.symbol not in offered:
             raise BadReport(f"ratings[{index}]: {rating.symbol!r} is not an offered symbol")
         if rating.symbol in ratings:
@@ -94,7 +124,7 @@ def parse_report(text: str, offered: Collection[str]) -> tuple[SymbolRating, ...
     return tuple(ratings[symbol] for symbol in sorted(ratings))
 
 
-def _entry(entry: object, index: int) -> SymbolRating:
+def _entry(entry: object, index: int, *, with_sections: bool) -> SymbolRating:
     where = f"ratings[{index}]"
     if not isinstance(entry, dict):
         raise BadReport(f"{where} must be an object with symbol, rating, confidence, rationale")
@@ -111,7 +141,26 @@ def _entry(entry: object, index: int) -> SymbolRating:
         rating=rating,
         confidence=confidence,
         rationale=rationale.strip()[:_MAX_RATIONALE_CHARS],
+        sections=_sections(entry.get("report"), where) if with_sections else {},
     )
+
+
+def _sections(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise BadReport(f"{where}.report must be an object with the sections {', '.join(SECTIONS)}")
+    missing = [name for name in SECTIONS if name not in value]
+    if missing:
+        raise BadReport(f"{where}.report lacks the sections {', '.join(missing)}")
+    unknown = sorted(set(value) - set(SECTIONS))
+    if unknown:
+        raise BadReport(f"{where}.report has unknown sections {', '.join(map(str, unknown))}")
+    out: dict[str, str] = {}
+    for name in SECTIONS:
+        text = value[name]
+        if not isinstance(text, str) or not text.strip():
+            raise BadReport(f"{where}.report.{name} must be a non-empty text")
+        out[name] = text.strip()[:_MAX_SECTION_CHARS]
+    return out
 
 
 def _rating(value: object, where: str) -> Rating:
@@ -135,24 +184,38 @@ def _confidence(value: object, where: str) -> Decimal:
     return number
 
 
-def target_weights(ratings: Sequence[SymbolRating], *, max_weight: Decimal) -> dict[str, Decimal]:
-    """Each rated symbol's target weight under the rule of the module docstring."""
+def target_weights(
+    ratings: Sequence[SymbolRating], *, max_weight: Decimal, signed: bool = False
+) -> dict[str, Decimal]:
+    """Each rated symbol's target weight under the rule of the module docstring: long-only, or
+    `signed` (sells and strong sells held short)."""
     if not Decimal(0) < max_weight <= Decimal(1):
         raise ValueError(f"max_weight is in (0, 1], got {max_weight}")
-    scores = {rating.symbol: rating.rating.points * rating.confidence for rating in ratings}
-    total = sum(scores.values(), Decimal(0))
+    scores = {
+        rating.symbol: (rating.rating.step if signed else rating.rating.points) * rating.confidence
+        for rating in ratings
+    }
+    total = sum((abs(score) for score in scores.values()), Decimal(0))
     if total <= 0:
         return dict.fromkeys(sorted(scores), Decimal(0))
     return {
-        symbol: min(max_weight, score / total).quantize(_WEIGHT_STEP, rounding=ROUND_DOWN)
+        symbol: max(-max_weight, min(max_weight, score / total)).quantize(
+            _WEIGHT_STEP, rounding=ROUND_DOWN
+        )
         for symbol, score in sorted(scores.items())
     }
 
 
-def report_json(ratings: Sequence[SymbolRating], weights: Mapping[str, Decimal]) -> str:
-    """The report as stored in the cycle's trace (`ratings` row): each rating with its weight."""
+def report_json(
+    ratings: Sequence[SymbolRating], weights: Mapping[str, Decimal], *, model: str | None = None
+) -> str:
+    """The report as stored in the cycle's trace (`ratings` row): each rating with its weight
+    (and the model that wrote it, when given: the regression's backbone). A Market Insights
+    report's sections are stored in rows of their own (`sections_json`)."""
+    head: dict[str, Any] = {} if model is None else {"model": model}
     return json.dumps(
         {
+            **head,
             "ratings": [
                 {
                     "symbol": rating.symbol,
@@ -162,9 +225,24 @@ def report_json(ratings: Sequence[SymbolRating], weights: Mapping[str, Decimal])
                     "rationale": rating.rationale,
                 }
                 for rating in ratings
-            ]
+            ],
         }
     )
+
+
+def sections_json(rating: SymbolRating) -> str:
+    """One symbol's Market Insights report as stored in the cycle's trace (`insight_report`
+    row): its symbol, rating and sections."""
+    return json.dumps(
+        {"symbol": rating.symbol, "rating": rating.rating.value, "report": dict(rating.sections)}
+    )
+
+
+def stored_model(text: str) -> str | None:
+    """The model named in a stored `ratings` row, if it names one."""
+    found: dict[str, Any] = json.loads(text)
+    model = found.get("model")
+    return model if isinstance(model, str) else None
 
 
 def stored_report(text: str) -> tuple[tuple[SymbolRating, Decimal], ...]:

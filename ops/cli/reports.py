@@ -83,7 +83,9 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
     ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
     ("cash %", "cash_ratio"), ("hold %", "hold_share"), ("switch %", "switch_rate"),
-    ("react.", "reactivity"), ("protocol %", "protocol_completion"), ("composite", "composite"),
+    ("react.", "reactivity"), ("react. next", "reactivity_next"), ("persist. %", "persistence"),
+    ("revision %", "revision_rate"), ("weight react.", "weight_reactivity"),
+    ("protocol %", "protocol_completion"), ("composite", "composite"),
     ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip
@@ -257,12 +259,14 @@ def report_command(
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration;
     for a strategy-code agent, each strategy's claimed edge against its realised outcome; for a
-    rating agent, the calibration of its ratings against the next period's returns).
+    rating agent, the calibration of its ratings against the next period's returns, its report
+    quality, the return of its ratings, and Herculean's quality-versus-return regression over the
+    market's rating agents).
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
     """
-    from openbell.ops import exporting, rating_report, strategy_report
+    from openbell.ops import exporting, insights_report, rating_report, strategy_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
@@ -283,6 +287,7 @@ def report_command(
             record.update(
                 rating_report.calibration_record(engine, found.account.account_id, market.value)
             )
+            record.update(insights_report.insights_record(engine, agent, market.value, window))
     finally:
         engine.dispose()
     if warnings:

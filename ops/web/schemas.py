@@ -154,10 +154,26 @@ class LeaderboardRow(_Document):
         description="Share of done cycles that changed the set of held symbols."
     )
     reactivity: float | None = Field(
-        description="Correlation of traded weight against the previous period's return."
+        description=(
+            "Herculean's reactivity: Spearman correlation of the action code (buy +1, hold 0, "
+            "sell -1; a rating's exposure) against the trailing 5-period return, mean over "
+            "symbols."
+        )
+    )
+    reactivity_next: float | None = Field(
+        description="The same correlation against the next period's return."
+    )
+    persistence: float | None = Field(
+        description="One minus the normalized turnover of the action codes, mean over symbols."
+    )
+    revision_rate: float | None = Field(
+        description="Rating agents: share of consecutive reports whose rating of a symbol differs."
+    )
+    weight_reactivity: float | None = Field(
+        description="Pearson correlation of traded weight against the previous period's return."
     )
     protocol_completion: float | None = Field(
-        description="Share of cycles done with the agent's own finish within budget."
+        description="Share of cycles with a valid submission, by the agent kind's rule."
     )
     composite: float | None
     z_cumulative_return: float | None
@@ -323,10 +339,26 @@ class Metrics(_Document):
         description="Share of done cycles that changed the set of held symbols."
     )
     reactivity: float | None = Field(
-        description="Correlation of traded weight against the previous period's return."
+        description=(
+            "Herculean's reactivity: Spearman correlation of the action code (buy +1, hold 0, "
+            "sell -1; a rating's exposure) against the trailing 5-period return, mean over "
+            "symbols."
+        )
+    )
+    reactivity_next: float | None = Field(
+        description="The same correlation against the next period's return."
+    )
+    persistence: float | None = Field(
+        description="One minus the normalized turnover of the action codes, mean over symbols."
+    )
+    revision_rate: float | None = Field(
+        description="Rating agents: share of consecutive reports whose rating of a symbol differs."
+    )
+    weight_reactivity: float | None = Field(
+        description="Pearson correlation of traded weight against the previous period's return."
     )
     protocol_completion: float | None = Field(
-        description="Share of cycles done with the agent's own finish within budget."
+        description="Share of cycles with a valid submission, by the agent kind's rule."
     )
     forecasts: int
     expected_calibration_error: float | None

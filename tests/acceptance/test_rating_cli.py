@@ -12,6 +12,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from openbell.agents.rating.judge import RUBRIC
+from openbell.agents.rating.report import SECTIONS
 from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
 from tests.acceptance.test_run import Daemon, assert_ledger_verifies
@@ -105,3 +107,54 @@ def test_run_trades_with_a_rating_agent(tmp_path: Path) -> None:
     assert record["trades"] >= 2
     assert record["rating_pairs"] > 0  # the reports before the last, every symbol with bars
     assert_ledger_verifies(tmp_path)
+
+
+def insights_analyst(body: dict[str, Any]) -> dict[str, Any]:
+    """One server for the rater and its judge: the judge (told by its system prompt) finds the
+    first half of the rubric met; the rater rates as `analyst`, with the eight sections, on an
+    account allowed to short."""
+    if body["messages"][0]["content"].startswith("You are a strict reviewer"):
+        marks = [True, True, False, False]
+        verdict = {name: marks for name in RUBRIC}
+        return completion(json.dumps({**verdict, "rationale": "half"}))
+    found = json.loads(analyst(body)["choices"][0]["message"]["content"])
+    for rating in found["ratings"]:
+        rating["report"] = {name: f"{name} of {rating['symbol']}" for name in SECTIONS}
+    return completion(json.dumps(found))
+
+
+def test_market_insights_reports_judged_and_regressed_through_the_cli(tmp_path: Path) -> None:
+    model = ScriptedModel([insights_analyst] * 200)
+    db = tmp_path / "var" / "openbell.db"
+    env = clean_env()
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{db}"\n\n[log]\nformat = "console"\nlevel = "warning"\n\n'
+            '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\n'
+            'source = "ccxt:binance"\ninitial_cash = "10000"\n\n'
+            + entry(base_url)
+            + 'allow_short = true\nlookback = 5\nreport = "insights"\n\n'
+            + f'[agents.judge]\nbase_url = "{base_url}"\nmodel = "judge-1"\n',
+            encoding="utf-8",
+        )
+        replayed = openbell(
+            tmp_path, "replay", "--start", "2025-11-01", "--end", "2025-11-03", env=env
+        )
+    assert replayed.returncode == 0, replayed.stderr
+    assert_ledger_verifies(tmp_path)
+    reported = openbell(tmp_path, "report", "analyst", "--market", "crypto", "--json", env=env)
+    assert reported.returncode == 0, reported.stderr
+    record = json.loads(reported.stdout)
+    # Half of each dimension met: 5 out of 10 on every report.
+    assert record["report_quality"] == 5.0
+    assert set(record["report_quality_by_symbol"].values()) == {5.0}
+    assert len(record["rating_return_by_symbol"]) == 10
+    # One agent, one model: the fixed effects leave nothing to estimate the slope from.
+    assert record["quality_return_units"] == 10
+    assert record["quality_return_slope"] is None
+    assert record["quality_return_effects"] == "asset, backbone"
+    assert record["trades"] > 0
+    table = openbell(tmp_path, "report", "analyst", "--market", "crypto", env=env)
+    assert table.returncode == 0, table.stderr
+    assert "report_quality" in table.stdout
+    assert "quality_return_slope" in table.stdout

@@ -256,6 +256,10 @@ WIDE = {
     "hold %": "hold_share",
     "switch %": "switch_rate",
     "react.": "reactivity",
+    "react. next": "reactivity_next",
+    "persist. %": "persistence",
+    "revision %": "revision_rate",
+    "weight react.": "weight_reactivity",
     "protocol %": "protocol_completion",
     "composite": "composite",
     "cost/dec.": "cost_per_decision",
@@ -263,13 +267,27 @@ WIDE = {
 }
 
 
-#: The behavioural columns of the wide view (Herculean's: issue 15, item 3) and their keys.
+#: The behavioural columns of the wide view (Herculean's: issues 15 and 25) and their keys.
 BEHAVIOUR = {
     "hold %": "hold_share",
     "switch %": "switch_rate",
     "react.": "reactivity",
+    "react. next": "reactivity_next",
+    "persist. %": "persistence",
+    "revision %": "revision_rate",
+    "weight react.": "weight_reactivity",
     "protocol %": "protocol_completion",
 }
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties given their average rank (worked out here, not openbell's)."""
+    ordered = sorted(values)
+    return [(ordered.index(v) + 1 + len(ordered) - ordered[::-1].index(v)) / 2 for v in values]
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    return statistics.correlation(ranks(xs), ranks(ys))
 
 
 def behaviour_cells(text: str, market: str) -> dict[str, list[str]]:
@@ -280,19 +298,30 @@ def behaviour_cells(text: str, market: str) -> dict[str, list[str]]:
     }
 
 
-def gamma_reactivity() -> str:
-    """gamma's reactivity, worked out here: the weight each of its cycles but the first traded in
-    AAPL (buy 20 at 102 on a NAV of 10,000; sell 20 at 105 on 10,060) against AAPL's return
-    since the previous slot, priced as reports price (the bundled bars' quote at the slot)."""
+def _aapl_returns() -> list[float]:
+    """AAPL's return from each slot to the next, priced as reports price (the bundled bars'
+    quote at the slot)."""
     bundled = ReplaySource.from_bundled("us")
     prices = []
     for at in SLOTS:
         quote = bundled.quote_at("AAPL", at)
         assert quote is not None
         prices.append(float(quote.price))
-    returns = [now / before - 1 for before, now in itertools.pairwise(prices)]
+    return [now / before - 1 for before, now in itertools.pairwise(prices)]
+
+
+def gamma_weight_reactivity() -> str:
+    """gamma's weight reactivity, worked out here: the weight each of its cycles but the first
+    traded in AAPL (buy 20 at 102 on a NAV of 10,000; sell 20 at 105 on 10,060) against AAPL's
+    return since the previous slot."""
     weights = [20 * 102 / 10_000, 0.0, -20 * 105 / 10_060, 0.0, 0.0]
-    return f"{statistics.correlation(weights, returns):.3f}"
+    return f"{statistics.correlation(weights, _aapl_returns()):.3f}"
+
+
+def next_reactivity(codes: list[float]) -> str:
+    """Herculean's reactivity against the next return of an AAPL trader with these action codes
+    at the first five slots: the Spearman correlation of the codes and AAPL's next returns."""
+    return f"{spearman(codes, _aapl_returns()):.3f}"
 
 
 def test_the_wide_leaderboard_shows_the_behavioural_metrics_of_the_ledger(
@@ -303,19 +332,32 @@ def test_the_wide_leaderboard_shows_the_behavioural_metrics_of_the_ledger(
     cwd = ledger_db.parent
     wide = openbell(cwd, "leaderboard", "--db", str(ledger_db), "--wide")
     assert wide.returncode == 0, wide.stderr
-    none = ["-", "-", "-", "-"]
+    none = ["-"] * len(BEHAVIOUR)
     # alpha buys at its first of six cycles, gamma buys at its second and sells at its fourth
     # (a rejected order at its third is a hold); baselines have no trace: no protocol figure.
+    # Six slots leave one trailing 5-period return: no trailing reactivity. Persistence: alpha's
+    # codes (1, 0, 0, 0, 0, 0) move once by 1 over 5 pairs (1 - 0.5 / 5); gamma's
+    # (0, 1, 0, -1, 0, 0) four times by 1 (1 - 2 / 5); crypto alpha's (1, 0, 0) once (1 - 0.5 / 2).
+    # No rating agent: no revision rate.
     assert behaviour_cells(wide.stdout, "us") == {
         "benchmark:QQQ": none,
-        "alpha": ["83.33", "16.67", "-", "-"],  # one weight, always 0 after the first: undefined
-        "beta": ["100.00", "0.00", "-", "-"],
-        "gamma": ["66.67", "33.33", gamma_reactivity(), "-"],
-        LONG_NAME: ["100.00", "0.00", "-", "-"],
+        "alpha": ["83.33", "16.67", "-", next_reactivity([1, 0, 0, 0, 0]), "90.00", "-", "-", "-"],
+        "beta": ["100.00", "0.00", "-", "-", "-", "-", "-", "-"],
+        "gamma": [
+            "66.67",
+            "33.33",
+            "-",
+            next_reactivity([0, 1, 0, -1, 0]),
+            "60.00",
+            "-",
+            gamma_weight_reactivity(),
+            "-",
+        ],
+        LONG_NAME: ["100.00", "0.00", "-", "-", "-", "-", "-", "-"],
     }
     assert behaviour_cells(wide.stdout, "crypto") == {
         "benchmark:CD5": none,
-        "alpha": ["66.67", "33.33", "-", "-"],
+        "alpha": ["66.67", "33.33", "-", "-", "75.00", "-", "-", "-"],  # two next returns only
     }
     exact = json.loads(openbell(cwd, "leaderboard", "--db", str(ledger_db), "-f", "json").stdout)
     for board in exact["leaderboards"]:
@@ -325,11 +367,14 @@ def test_the_wide_leaderboard_shows_the_behavioural_metrics_of_the_ledger(
             assert shown[row["name"]] == want, (board["market"], row["name"])
 
 
-def llm_reactivity() -> str:
-    """The reactivity of `protocol_script`'s agent over 2025-09-01..09: of its six cycles after
-    the first, only the second (its third cycle) traded, a buy of `CN_STOCK`. A Pearson
-    correlation ignores the weight's size, so it is that of [0, 1, 0, 0, 0, 0] against the
-    stock's return since the previous slot (09:30 Shanghai), priced from the bundled bars."""
+def llm_reactivities() -> tuple[str, str]:
+    """The reactivities of `protocol_script`'s agent over 2025-09-01..09, whose only trade was
+    a buy of `CN_STOCK` at its third cycle, priced from the bundled bars (09:30 Shanghai):
+    Herculean's against the next return, the Spearman correlation of its codes
+    (0, 0, 1, 0, 0, 0) at the first six slots with the stock's next returns; openbell's weight
+    reactivity, the Pearson correlation of the weights its cycles after the first traded (a
+    correlation ignores the weight's size: (0, 1, 0, 0, 0, 0)) with the returns since the
+    previous slot."""
     bundled = ReplaySource.from_bundled("cn")
     prices = []
     for day in (1, 2, 3, 4, 5, 8, 9):
@@ -337,7 +382,9 @@ def llm_reactivity() -> str:
         assert quote is not None
         prices.append(float(quote.price))
     returns = [now / before - 1 for before, now in itertools.pairwise(prices)]
-    return f"{statistics.correlation([0.0, 1.0, 0.0, 0.0, 0.0, 0.0], returns):.3f}"
+    herculean = spearman([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], returns)
+    weight = statistics.correlation([0.0, 1.0, 0.0, 0.0, 0.0, 0.0], returns)
+    return f"{herculean:.3f}", f"{weight:.3f}"
 
 
 def test_the_wide_leaderboard_shows_the_protocol_completion_of_a_replayed_llm(
@@ -370,16 +417,25 @@ def test_the_wide_leaderboard_shows_the_protocol_completion_of_a_replayed_llm(
 
     wide = openbell(tmp_path, "leaderboard", "-m", "cn", "--wide")
     assert wide.returncode == 0, wide.stderr
-    assert behaviour_cells(wide.stdout, "cn") == {
-        "benchmark:000016.SH": ["-", "-", "-", "-"],
-        "scripted-llm": ["85.71", "14.29", llm_reactivity(), "57.14"],
-        "buy-and-hold": ["85.71", "14.29", "-", "-"],  # it traded in its first cycle only
-    }
+    cells = behaviour_cells(wide.stdout, "cn")
+    react_next, weight_react = llm_reactivities()
+    # Its codes (0, 0, 1, 0, 0, 0, 0) move twice by 1 over 6 pairs: persistence 1 - 1 / 6.
+    assert cells["scripted-llm"] == [
+        "85.71", "14.29", "-", react_next, "83.33", "-", weight_react, "57.14"
+    ]  # fmt: skip
+    # buy-and-hold bought in its first cycle only: (1, 0, 0, 0, 0, 0, 0) in each symbol, 1 - 0.5 / 6
+    # (its next reactivity, a mean over the symbols it bought, is checked against the JSON below).
+    assert [cells["buy-and-hold"][i] for i in (0, 1, 2, 4, 5, 6, 7)] == [
+        "85.71", "14.29", "-", "91.67", "-", "-", "-"
+    ]  # fmt: skip
+    assert cells["benchmark:000016.SH"] == ["-"] * len(BEHAVIOUR)
     exact = json.loads(openbell(tmp_path, "leaderboard", "-m", "cn", "-f", "json").stdout)
     (board,) = exact["leaderboards"]
     rows = {row["name"]: row for row in board["rows"]}
     assert rows["scripted-llm"]["protocol_completion"] == 4 / 7
     assert rows["buy-and-hold"]["protocol_completion"] is None
+    for name, row in rows.items():
+        assert cells[name] == [figures.figure(key, row[key]) for key in BEHAVIOUR.values()]
     for agent in ("scripted-llm", "buy-and-hold"):
         shown = openbell(tmp_path, "report", agent, "-m", "cn")
         assert shown.returncode == 0, shown.stderr

@@ -136,7 +136,7 @@ def test_hold_share_and_switch_rate_count_done_cycles(
     assert found.protocol_completion is None  # no trace: the agent does not speak the protocol
 
 
-def test_reactivity_is_the_pooled_correlation_of_trades_and_past_returns(
+def test_weight_reactivity_is_the_pooled_correlation_of_trades_and_past_returns(
     planted: tuple[Engine, list[Decimal]],
 ) -> None:
     engine, navs = planted
@@ -151,9 +151,11 @@ def test_reactivity_is_the_pooled_correlation_of_trades_and_past_returns(
         )
         weights.append(float(signed / navs[i]))
         returns.append(float(PRICES[i] / PRICES[i - 1] - 1))
-    assert found.reactivity == pytest.approx(statistics.correlation(weights, returns), rel=1e-12)
-    assert found.reactivity is not None
-    assert found.reactivity < 0  # it bought after a fall and sold after a rise
+    assert found.weight_reactivity == pytest.approx(
+        statistics.correlation(weights, returns), rel=1e-12
+    )
+    assert found.weight_reactivity is not None
+    assert found.weight_reactivity < 0  # it bought after a fall and sold after a rise
 
 
 def test_protocol_completion_reads_the_trace(planted: tuple[Engine, list[Decimal]]) -> None:
@@ -163,7 +165,9 @@ def test_protocol_completion_reads_the_trace(planted: tuple[Engine, list[Decimal
     assert model is not None
     assert model.protocol_completion == pytest.approx(3 / 5)
     assert model.hold_share == pytest.approx(1.0)  # four done cycles, no trade
-    assert model.reactivity is None  # it traded nothing
+    assert model.weight_reactivity is None  # it traded nothing
+    assert model.reactivity is None
+    assert model.persistence is None
 
 
 def test_a_window_starts_from_the_book_held_before_it(

@@ -558,7 +558,7 @@ class AliasMasker:
         return result_json.replace("AAPL", "asset_0001")
 
 
-def run_seams(arena: Arena, script: list[Any]) -> Ran:
+def run_seams(arena: Arena, script: list[Any], builder: Any = OrdersInContent) -> Ran:
     model = ScriptedModel(list(script))
 
     async def scenario() -> Ran:
@@ -567,7 +567,7 @@ def run_seams(arena: Arena, script: list[Any]) -> Ran:
             agent = LlmAgent(
                 name="llm",
                 client=client,
-                prompt=lambda ctx: OrdersInContent(),
+                prompt=lambda ctx: builder(),
                 masker=lambda ctx: AliasMasker(),
             )
             tools = await arena.toolbox(US_OPEN)
@@ -594,4 +594,33 @@ def test_a_builder_without_tools_gets_feedback_rounds_and_runs_calls(
     assert "AAPL" not in (called[0].result or "")
     sent = json.dumps(ran.model.requests)
     assert "AAPL" not in sent  # the system prompt was masked too
+    assert_verified(engine)
+
+
+class FinishesWhenItGivesUp(OrdersInContent):
+    """A mode that, its one retry spent, finishes the cycle itself with no trade and says it gave
+    up (`hooks.GivesUp`), without reporting a parse failure: KTD-Fin's own-tool path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gave_up = False
+
+    async def after_answer(self, ctx: Any, content: str, call: Any) -> str | None:
+        if self.retries >= 1:
+            self.gave_up = True
+            await call("finish", {"summary": "No valid final action; no trade this cycle."})
+            return None
+        self.retries += 1
+        return "Not valid JSON."
+
+
+def test_a_mode_that_gives_up_stops_the_loop_as_an_invalid_answer(
+    ledger: Ledger, engine: Engine
+) -> None:
+    script = [completion("hmm"), completion("still hmm")]
+    ran = run_seams(make_arena(ledger, "us"), script, FinishesWhenItGivesUp)
+    # The mode called `finish` (not openbell), yet no valid answer came: not a completed protocol.
+    assert ran.stop is StopReason.INVALID_ANSWER
+    assert [t.content for t in ran.traces if t.role == "stop"] == ["invalid_answer"]
+    assert not ran.orders
     assert_verified(engine)

@@ -113,7 +113,7 @@ def test_giving_up_is_not_completing_the_protocol(ledger: Ledger, engine: Engine
     gave_up = run_llm(
         arena, BAD_ANSWERS, US_OPEN, prompt=lambda ctx: prompt_for_mode("fixed-candidate")
     )
-    assert [t.content for t in gave_up.traces if t.role == "stop"] == ["no_valid_action"]
+    assert [t.content for t in gave_up.traces if t.role == "stop"] == ["invalid_answer"]
     assert gave_up.tools.summary is not None
     assert gave_up.tools.summary.startswith("No valid final action after 4 answers")
     facts = protocol_facts_of(engine, [arena.account_id])[arena.account_id]

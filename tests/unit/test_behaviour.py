@@ -1,5 +1,6 @@
 """Trading-behaviour metrics on hand-computed cases: turnover, HHI, cash, activity, calibration,
-and the behavioural ones (hold share, switch rate, reactivity, protocol completion)."""
+and the behavioural ones (hold share, switch rate, reactivity, persistence, revision rate,
+protocol completion per agent kind, weight reactivity)."""
 
 from __future__ import annotations
 
@@ -174,34 +175,116 @@ def test_switch_rate_counts_changes_of_the_held_set_not_resizes() -> None:
     assert behaviour.switch_rate([]) is None
 
 
-def test_reactivity_is_the_pearson_correlation() -> None:
+def test_weight_reactivity_is_the_pearson_correlation() -> None:
     weights, returns = [0.1, -0.05, 0.0, 0.2], [0.02, -0.01, 0.005, 0.03]
     expected = statistics.correlation(weights, returns)
-    assert behaviour.reactivity(weights, returns) == pytest.approx(expected, rel=1e-12)
+    assert behaviour.weight_reactivity(weights, returns) == pytest.approx(expected, rel=1e-12)
     flipped = [-w for w in weights]
-    assert behaviour.reactivity(flipped, returns) == pytest.approx(-expected, rel=1e-12)
+    assert behaviour.weight_reactivity(flipped, returns) == pytest.approx(-expected, rel=1e-12)
 
 
-def test_reactivity_is_undefined_without_spread_or_pairs() -> None:
-    assert behaviour.reactivity([0.0, 0.0, 0.0], [0.01, 0.02, 0.03]) is None
-    assert behaviour.reactivity([0.1, 0.2], [0.1, 0.2]) is None
+def test_weight_reactivity_is_undefined_without_spread_or_pairs() -> None:
+    assert behaviour.weight_reactivity([0.0, 0.0, 0.0], [0.01, 0.02, 0.03]) is None
+    assert behaviour.weight_reactivity([0.1, 0.2], [0.1, 0.2]) is None
     with pytest.raises(ValueError, match="finite"):
-        behaviour.reactivity([math.nan, 0.1, 0.2], [0.0, 0.1, 0.2])
+        behaviour.weight_reactivity([math.nan, 0.1, 0.2], [0.0, 0.1, 0.2])
     with pytest.raises(ValueError, match="3 weight changes but 2 returns"):
-        behaviour.reactivity([0.0, 0.1, 0.2], [0.0, 0.1])
+        behaviour.weight_reactivity([0.0, 0.1, 0.2], [0.0, 0.1])
 
 
-def test_protocol_completion_needs_a_done_cycle_the_agent_finished_within_budget() -> None:
-    outcomes = [
-        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="finished"),
-        behaviour.ProtocolOutcome(done=True, agent_finished=True),  # an outside agent
-        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="max_tool_calls"),
-        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="max_wall_s"),
-        behaviour.ProtocolOutcome(done=False, agent_finished=True),
+@pytest.mark.parametrize(
+    ("net", "code"), [("10", 1), ("0.001", 1), ("0", 0), ("-3", -1), ("-0.5", -1)]
+)
+def test_the_action_code_is_the_direction_of_the_net_trade(net: str, code: int) -> None:
+    assert behaviour.action_code(D(net)) == code
+
+
+def test_reactivity_is_the_spearman_correlation_per_trajectory_averaged() -> None:
+    # Trajectory A: codes (1, 0, -1, 1) against returns (0.05, 0.01, -0.02, 0.03).
+    # Ranks of the codes: -1 -> 1, 0 -> 2, the two 1s share 3 and 4 -> 3.5: (3.5, 2, 1, 3.5).
+    # Ranks of the returns: (4, 2, 1, 3). Centred (mean 2.5): codes (1, -0.5, -1.5, 1), returns
+    # (1.5, -0.5, -1.5, 0.5). Covariance sum 1.5 + 0.25 + 2.25 + 0.5 = 4.5; the squares sum to
+    # 1 + 0.25 + 2.25 + 1 = 4.5 and 2.25 + 0.25 + 2.25 + 0.25 = 5. rho = 4.5 / sqrt(22.5).
+    a = [(1.0, 0.05), (0.0, 0.01), (-1.0, -0.02), (1.0, 0.03)]
+    rho_a = 4.5 / math.sqrt(22.5)
+    # Trajectory B: a seller into strength: codes (-1, 0, 1) against rising returns: rho = -1.
+    b = [(-1.0, 0.03), (0.0, 0.02), (1.0, 0.01)]
+    # Trajectory C: two pairs only, and D: codes that never vary; neither has a value.
+    c = [(1.0, 0.01), (-1.0, 0.02)]
+    d = [(0.0, 0.01), (0.0, 0.02), (0.0, -0.01)]
+    assert rho_a == pytest.approx(0.9486832980505138)
+    assert behaviour.reactivity([a, b, c, d]) == pytest.approx((rho_a - 1.0) / 2, rel=1e-12)
+    assert behaviour.reactivity([c, d]) is None
+    assert behaviour.reactivity([]) is None
+    with pytest.raises(ValueError, match=r"in \[-1, 1\]"):
+        behaviour.reactivity([[(2.0, 0.1), (0.0, 0.2), (1.0, 0.3)]])
+
+
+def test_reactivity_matches_scipy_spearmanr() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    codes = [1.0, 0.0, 0.0, -1.0, 1.0, 1.0, -1.0, 0.0, 0.5, -0.5]
+    returns = [0.012, -0.004, 0.0, -0.02, 0.031, 0.007, -0.011, 0.002, 0.009, -0.003]
+    expected = float(stats.spearmanr(codes, returns).statistic)
+    found = behaviour.reactivity([list(zip(codes, returns, strict=True))])
+    assert found == pytest.approx(expected, rel=1e-12)
+
+
+def test_persistence_is_one_minus_the_normalized_turnover() -> None:
+    # (1, 1, 0, -1): moves 0, 1, 1 over a range of 2: turnover (0 + 0.5 + 0.5) / 3 = 1/3.
+    # (0, 0, 0): never moves: 1. (1, -1): one full flip: 0. A single step has no pair.
+    trajectories = [[1.0, 1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [1.0, -1.0], [1.0]]
+    assert behaviour.persistence(trajectories) == pytest.approx((2 / 3 + 1.0 + 0.0) / 3)
+    # A rating's exposures: strong buy 1 to buy 0.5 to sell -0.5: moves 0.5 and 1: 1 - 0.75 / 2.
+    assert behaviour.persistence([[1.0, 0.5, -0.5]]) == pytest.approx(0.625)
+    assert behaviour.persistence([[1.0]]) is None
+    assert behaviour.persistence([]) is None
+
+
+def test_revision_rate_pairs_consecutive_committed_reports() -> None:
+    # buy, buy, hold, (no report), hold, sell: pairs (buy, buy), (buy, hold), (hold, sell): the
+    # missing report breaks the chain, so (hold, hold) is no pair. 2 of 3 differ.
+    first = ["buy", "buy", "hold", None, "hold", "sell"]
+    # Never revised: 0 of 2.
+    second = ["sell", "sell", "sell"]
+    # No two committed reports in a row: no pair.
+    third = ["buy", None, "sell"]
+    assert behaviour.revision_rate([first, second, third]) == pytest.approx((2 / 3 + 0.0) / 2)
+    assert behaviour.revision_rate([third]) is None
+
+
+def _step(**facts: object) -> behaviour.ProtocolStep:
+    return behaviour.ProtocolStep(**facts)  # type: ignore[arg-type]
+
+
+def test_protocol_completion_of_an_llm_agent() -> None:
+    steps = [
+        _step(done=True, agent_finished=True, stop_reason="finished"),
+        _step(done=True, agent_finished=False, stop_reason="max_tool_calls"),
+        _step(done=True, agent_finished=True, stop_reason="max_wall_s"),
+        _step(done=False, agent_finished=True, stop_reason="finished"),
         # a structured mode: the model answered, the mode placed the orders and finished
-        behaviour.ProtocolOutcome(done=True, agent_finished=True, stop_reason="answered"),
+        _step(done=True, agent_finished=True, stop_reason="answered"),
         # an open-research model that answered in text: the loop finished in its place
-        behaviour.ProtocolOutcome(done=True, agent_finished=False, stop_reason="answered"),
+        _step(done=True, agent_finished=False, stop_reason="answered"),
+        # a structured mode whose every answer failed validation: the mode finished, no trade
+        _step(done=True, agent_finished=True, stop_reason="invalid_answer"),
     ]
-    assert behaviour.protocol_completion(outcomes) == pytest.approx(3 / 7)
-    assert behaviour.protocol_completion([]) is None
+    assert behaviour.protocol_completion(steps, behaviour.llm_submitted) == pytest.approx(2 / 7)
+    assert behaviour.protocol_completion([], behaviour.llm_submitted) is None
+
+
+def test_protocol_completion_of_the_other_kinds() -> None:
+    outside = [_step(done=True, agent_finished=True), _step(done=True), _step(done=False)]
+    assert behaviour.protocol_completion(outside, behaviour.outside_submitted) == 1 / 3
+    # A rating agent: a done cycle with its report stored; no finish row is needed.
+    rating = [_step(done=True, reported=True)] * 3 + [_step(done=True), _step(done=False)]
+    assert behaviour.protocol_completion(rating, behaviour.rating_submitted) == 3 / 5
+    strategy = [
+        _step(done=True, strategy_outcome="ok"),
+        _step(done=True, strategy_outcome="error"),
+        _step(done=True),
+        _step(done=False, strategy_outcome="ok"),
+    ]
+    assert behaviour.protocol_completion(strategy, behaviour.strategy_submitted) == 1 / 4
+    plugin = [_step(done=True), _step(done=False)]
+    assert behaviour.protocol_completion(plugin, behaviour.plugin_submitted) == 1 / 2

@@ -102,3 +102,36 @@ def test_a_missing_variable_is_one_error_and_the_key_is_a_configured_secret(
         build_rating_agent(entry(tmp_path), {})
     secrets = configured_secrets(loaded(tmp_path), KEY)
     assert [s.source for s in secrets] == ["env DEEPSEEK_API_KEY"]
+
+
+JUDGED = """report = "insights"
+
+[agents.judge]
+base_url = "https://judge.test/v1"
+model = "judge-1"
+api_key_env = "JUDGE_API_KEY"
+"""
+
+
+def test_a_judge_scores_market_insights_reports(tmp_path: Path) -> None:
+    config = entry(tmp_path, JUDGED)
+    assert config.report == "insights"
+    assert config.judge is not None
+    environ = {**KEY, "JUDGE_API_KEY": "sk-judge-0123456789abcdef"}
+    agent = build_rating_agent(config, environ)
+    assert agent._settings.insights
+    assert agent._judge is not None
+    assert agent._judge.model == "judge-1"
+    secrets = configured_secrets(loaded(tmp_path, JUDGED), environ)
+    assert [s.source for s in secrets] == ["env DEEPSEEK_API_KEY", "env JUDGE_API_KEY"]
+    with pytest.raises(ConfigError, match="JUDGE_API_KEY is not set"):
+        build_rating_agent(config, KEY)
+
+
+def test_a_judge_needs_market_insights_reports(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        loaded(tmp_path, JUDGED.replace('report = "insights"', ""))
+    assert "judge" in str(caught.value)
+    assert 'report = "insights"' in str(caught.value)
+    with pytest.raises(ConfigError, match="report"):
+        loaded(tmp_path, 'report = "essay"\n')

@@ -10,11 +10,14 @@ from decimal import Decimal
 import pytest
 
 from openbell.agents.rating.report import (
+    SECTIONS,
     BadReport,
     Rating,
     SymbolRating,
     parse_report,
     report_json,
+    sections_json,
+    stored_model,
     stored_report,
     target_weights,
 )
@@ -163,3 +166,77 @@ def test_calibration_figures() -> None:
     assert found["rating_rank_correlation"] == pytest.approx(
         spearman([2, 1, 1, -1, -2, 0], [0.04, 0.01, -0.03, -0.02, 0.01, 0.0]), abs=1e-6
     )
+
+
+@pytest.mark.parametrize(
+    ("ratings", "max_weight", "expected"),
+    [
+        # Signed: strong buy 2, sell -1, strong sell -2, over the sum of the absolute scores.
+        (
+            {"AAA": ("strong_buy", "1"), "BBB": ("sell", "1"), "CCC": ("strong_sell", "1")},
+            "1",
+            {"AAA": "0.4", "BBB": "-0.2", "CCC": "-0.4"},
+        ),
+        # The cap holds either way; rounding is towards zero: -1/3 is -0.3333.
+        (
+            {"AAA": ("buy", "1"), "BBB": ("strong_sell", "1"), "CCC": ("hold", "1")},
+            "0.5",
+            {"AAA": "0.3333", "BBB": "-0.5", "CCC": "0"},
+        ),
+        # Only sells: the account is all short, its gross exposure 1.
+        ({"AAA": ("sell", "0.5"), "BBB": ("sell", "0.5")}, "1", {"AAA": "-0.5", "BBB": "-0.5"}),
+        # No score at all: flat.
+        ({"AAA": ("hold", "1"), "BBB": ("buy", "0")}, "1", {"AAA": "0", "BBB": "0"}),
+    ],
+)
+def test_the_signed_rule_holds_sells_short(
+    ratings: dict[str, tuple[str, str]], max_weight: str, expected: dict[str, str]
+) -> None:
+    weights = target_weights(rated(**ratings), max_weight=Decimal(max_weight), signed=True)
+    assert weights == {symbol: Decimal(weight) for symbol, weight in expected.items()}
+    assert sum(abs(weight) for weight in weights.values()) <= 1
+
+
+def test_the_rating_exposure_is_herculeans() -> None:
+    assert [rating.exposure for rating in Rating] == [
+        Decimal(-1),
+        Decimal("-0.5"),
+        Decimal(0),
+        Decimal("0.5"),
+        Decimal(1),
+    ]
+
+
+def _sections(**overrides: object) -> dict[str, object]:
+    found: dict[str, object] = {name: f"the {name}" for name in SECTIONS}
+    found.update(overrides)
+    return found
+
+
+def test_a_market_insights_report_parses_with_its_eight_sections() -> None:
+    entries = [{**entry(symbol), "report": _sections()} for symbol in sorted(OFFERED)]
+    found = parse_report(answer(*entries), OFFERED, with_sections=True)
+    assert list(found[0].sections) == list(SECTIONS)
+    assert len(SECTIONS) == 8
+    assert found[0].sections["risks"] == "the risks"
+    back = json.loads(sections_json(found[0]))
+    assert back == {"symbol": "AAA", "rating": "buy", "report": _sections()}
+    stored = report_json(found, {}, model="scripted-1")
+    assert stored_model(stored) == "scripted-1"
+    assert [rating.symbol for rating, _ in stored_report(stored)] == sorted(OFFERED)
+
+
+@pytest.mark.parametrize(
+    ("report", "reason"),
+    [
+        (None, "report must be an object"),
+        (_sections(risks=""), "report.risks must be a non-empty text"),
+        ({k: v for k, v in _sections().items() if k != "outlook_and_scenarios"}, "lacks"),
+        (_sections(appendix="x"), "unknown sections appendix"),
+    ],
+)
+def test_a_report_without_its_sections_is_refused(report: object, reason: str) -> None:
+    entries = [{**entry(symbol), "report": report} for symbol in sorted(OFFERED)]
+    with pytest.raises(BadReport) as refused:
+        parse_report(answer(*entries), OFFERED, with_sections=True)
+    assert reason in str(refused.value)

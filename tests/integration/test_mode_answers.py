@@ -117,7 +117,7 @@ def test_giving_up_is_not_completing_the_protocol(ledger: Ledger, engine: Engine
     assert gave_up.tools.summary is not None
     assert gave_up.tools.summary.startswith("No valid final action after 4 answers")
     facts = protocol_facts_of(engine, [arena.account_id])[arena.account_id]
-    assert protocol_completion(facts) == 0.0
+    assert protocol_completion("llm", facts) == 0.0
 
     paper = {
         "orders": [
@@ -140,4 +140,4 @@ def test_giving_up_is_not_completing_the_protocol(ledger: Ledger, engine: Engine
     assert isinstance(traded.orders[0].outcome, Fill)
     assert [t.content for t in traded.traces if t.role == "stop"] == ["answered"]
     facts = protocol_facts_of(engine, [arena.account_id])[arena.account_id]
-    assert protocol_completion(facts) == 0.5
+    assert protocol_completion("llm", facts) == 0.5

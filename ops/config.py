@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, check_assets
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
@@ -47,7 +48,9 @@ MarketName = Literal["us", "cn", "crypto"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Cadence = Literal["daily", "hourly"]
-DecisionMode = Literal["open-research", "fixed-candidate", "memory-only", "stockbench", "pair"]
+DecisionMode = Literal[
+    "open-research", "fixed-candidate", "memory-only", "stockbench", "pair", "hedge"
+]
 Masking = Literal["bright", "stock-blind", "date-blind", "blinded"]
 BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
 
@@ -682,6 +685,11 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     mode: DecisionMode = "open-research"
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
+    #: The candidate assets of `mode = "hedge"` (and only of it; every two are a candidate pair);
+    #: empty: Herculean's eight US stocks (`HERCULEAN_ASSETS`), for the `us` market only.
+    hedge_assets: tuple[str, ...] = ()
+    #: The fraction of NAV each open leg of `mode = "hedge"` is sized to (equal notional).
+    hedge_leg_weight: Decimal = LEG_WEIGHT
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
     #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).
@@ -722,6 +730,45 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
             )
+        return self
+
+    @field_validator("hedge_leg_weight", mode="before")
+    @classmethod
+    def _leg_weight(cls, value: object) -> Decimal:
+        weight = _exact_decimal(
+            value, "a fraction", "0.5", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not weight.is_finite() or not 0 < weight <= 1:
+            raise ValueError("should be a fraction of NAV in (0, 1]")
+        return weight
+
+    @property
+    def hedge_candidates(self) -> tuple[str, ...]:
+        """The hedge mode's candidate assets: `hedge_assets`, or Herculean's eight."""
+        return self.hedge_assets or HERCULEAN_ASSETS
+
+    @model_validator(mode="after")
+    def _hedge_mode(self) -> LlmAgentConfig:
+        if self.mode != "hedge":
+            if self.hedge_assets or self.hedge_leg_weight != LEG_WEIGHT:
+                key = "hedge_assets" if self.hedge_assets else "hedge_leg_weight"
+                raise PathError((key,), f'{key} is for mode = "hedge"')
+            return self
+        if self.masking != "bright":
+            raise PathError(("masking",), 'mode = "hedge" names its assets: masking "bright" only')
+        if not self.allow_short:
+            raise PathError(("allow_short",), "a hedger holds a short leg: set allow_short = true")
+        if len(self.markets) != 1:
+            raise PathError(("markets",), "a hedger trades one market (its pair is of one market)")
+        if not self.hedge_assets and self.markets[0] != "us":
+            raise PathError(
+                ("hedge_assets",),
+                "the default candidates are Herculean's US stocks: name this market's assets",
+            )
+        try:
+            check_assets(self.hedge_candidates)
+        except ValueError as exc:
+            raise PathError(("hedge_assets",), str(exc)) from None
         return self
 
     @model_validator(mode="after")

@@ -76,6 +76,8 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             masking_seed=seed_of(config.masking_seed),
             rebase=config.rebase_prices,
             pairs=config.pairs,
+            hedge_assets=config.hedge_candidates,
+            hedge_leg_weight=config.hedge_leg_weight,
         )
 
     return build

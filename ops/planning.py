@@ -54,6 +54,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
 from openbell.agents.masking import masker_for
+from openbell.agents.modes.hedge import HedgeEnforced
 from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.command import CommandAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
@@ -162,6 +163,8 @@ def agent_for(
     agent is contained as `containment` says (`sandboxing.py`; default: jailed)."""
     if isinstance(agent, LlmAgentConfig):
         built = build_llm_agent(agent, os.environ if environ is None else environ)
+        if agent.mode == "hedge":
+            return HedgeEnforced(agent=built)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
     if isinstance(agent, PairNeutralAgentConfig):
         return build_agent(

@@ -40,6 +40,7 @@ from openbell.store.entitlements import (
     insert_action,
     stored_action,
 )
+from openbell.store.hedge_pairs import HedgePairs
 from openbell.store.margin_ledger import MarginLedger
 from openbell.store.masking_keys import MaskingKey, read_masking_key, save_masking_key
 from openbell.store.orders import Orders
@@ -58,7 +59,7 @@ from openbell.store.tables import FILL_TABLE, CycleRow
 from openbell.store.traces import append_journal, append_journals, cycle_traces, usage_of
 
 
-class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
+class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, HedgePairs, MarginLedger):
     """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head.
 
     Its agents and accounts (`Accounts`), its cycles (`Cycles`), its orders (`Orders`) and its

@@ -6,6 +6,7 @@ action of the no-tool modes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
@@ -18,11 +19,19 @@ from openbell.agents.modes.final_action import (
     ValidationFeedback,
     parse_final_action,
 )
+from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, HedgePrompt
 from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
 from openbell.agents.pairs import Pair, PairPrompt
 
-MODES: Final = ("open-research", "fixed-candidate", "memory-only", "stockbench", "pair")
+MODES: Final = (
+    "open-research",
+    "fixed-candidate",
+    "memory-only",
+    "stockbench",
+    "pair",
+    "hedge",
+)
 
 __all__ = [
     "MAX_RETRIES",
@@ -43,13 +52,16 @@ def prompt_for_mode(
     rebase: bool | None = None,
     top_k: int = DEFAULT_TOP_K,
     pairs: Sequence[Pair] = (),
+    hedge_assets: Sequence[str] = HERCULEAN_ASSETS,
+    hedge_leg_weight: Decimal = LEG_WEIGHT,
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
     `masking`, `masking_seed` and `rebase` (price rebasing; None: on at `blinded` only) must be
     those of the agent's masker: the builders show and read back through the same account key.
     `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
-    is bright only: its pairs name real tickers).
+    is bright only: its pairs name real tickers); `hedge_assets` the hedge mode's candidates and
+    `hedge_leg_weight` the fraction of NAV of each of its legs (bright only too).
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
@@ -67,6 +79,10 @@ def prompt_for_mode(
         if level is not MaskingLevel.BRIGHT or not pairs:
             raise ValueError("the pair mode needs pairs and masking 'bright'")
         return PairPrompt(pairs)
+    if mode == "hedge":
+        if level is not MaskingLevel.BRIGHT:
+            raise ValueError("the hedge mode names its candidates: masking 'bright' only")
+        return HedgePrompt(hedge_assets, leg_weight=hedge_leg_weight)
     if mode == "stockbench":
         return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

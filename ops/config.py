@@ -897,11 +897,14 @@ class StrategyCodeAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _Agent
     `api_key_env`, `temperature`, `max_tokens`, prices). `interval` and `lookback` say which bars
     the strategy gets; `max_retries` how many refused answers go back to the model per writing;
     `cpu_s`, `memory_mb` and `wall_s` limit each run; `rebalance_band` is the smallest change of
-    a weight that is traded (a fraction of NAV, as a quoted decimal string).
+    a weight that is traded (a fraction of NAV, as a quoted decimal string); `judge` names the
+    `[judges.NAME]` entry that `openbell judge` asks by default.
     """
 
     kind: Literal["strategy_code"]
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 8192
+    #: The `[judges.NAME]` entry `openbell judge` asks by default (FIDES' say-to-do judge).
+    judge: str | None = Field(default=None, min_length=1)
     interval: Literal["1d", "1h"] = "1d"
     lookback: Annotated[StrictInt, Field(gt=0, le=1000)] = 250
     rewrite_every: Annotated[StrictInt, Field(ge=0)] = 0
@@ -939,6 +942,16 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
         if not weight.is_finite() or not 0 < weight <= 1:
             raise ValueError("should be a fraction of NAV in (0, 1]")
         return weight
+
+
+class JudgeConfig(_ModelEndpointConfig):
+    """`[judges.NAME]`: a judge model on an OpenAI-compatible endpoint (FIDES' say-to-do judge,
+    `ops/concordance/judge.py`): the endpoint keys of an LLM agent (`base_url`, `model`,
+    `api_key_env`, `temperature`, default 0 as in the paper, prices) and `max_tokens` of its
+    answer; `max_retries`, how many unusable answers go back to it per strategy."""
+
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 1024
+    max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
 
 
 AnyAgentConfig = (
@@ -991,6 +1004,7 @@ class OpenbellConfig(_Section):
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)
+    judges: dict[str, JudgeConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenbellConfig:
@@ -1016,6 +1030,17 @@ class OpenbellConfig(_Section):
                 for position, market in enumerate(agent.markets)
                 if market not in configured
             )
+            if isinstance(agent, StrategyCodeAgentConfig) and agent.judge not in (
+                None,
+                *self.judges,
+            ):
+                problems.append(
+                    PathError(
+                        ("agents", index, "judge"),
+                        f"judge {agent.judge!r} is not configured (no [judges.{agent.judge}] "
+                        "table)",
+                    )
+                )
             if agent.allow_short and "cn" in agent.markets:
                 problems.append(
                     PathError(

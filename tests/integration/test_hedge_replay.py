@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from openbell.agents.modes.hedge import HERCULEAN_ASSETS, RESEARCH_TOOLS
@@ -21,6 +22,7 @@ from openbell.ops.config import load_config
 from openbell.ops.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.db import make_engine
+from openbell.store.hedge_pairs import HedgePick
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
 from openbell_testkit.llm import ScriptedModel, completion, serve_script, tool_turn
@@ -212,3 +214,20 @@ def test_a_hedger_picks_its_pair_trades_it_and_the_pair_rule_and_margin_hold(
             o[4] for orders in orders_by_slot(db_url, account.account_id).values() for o in orders
         ]
         assert not any(reason.startswith("margin call") for reason in reasons)
+
+
+def test_a_pick_is_stored_once_and_read_point_in_time(ledger: Ledger) -> None:
+    at = datetime.fromisoformat("2025-10-01T13:30Z")
+    agent_id = ledger.ensure_agent("hedger", "llm", at)
+    account = ledger.open_account(agent_id, "us", "USD", Decimal(10000), at)
+    cycle = ledger.claim_cycle(account, at, "run", at + timedelta(hours=1), at)
+    assert cycle is not None
+    assert ledger.hedge_pair(account, at) is None
+    pick = HedgePick(account_id=account, first="AAPL", second="MSFT", cycle_id=cycle, picked_at=at)
+    assert ledger.save_hedge_pair(pick) == pick
+    later = HedgePick(account_id=account, first="NVDA", second="TSLA", cycle_id=cycle, picked_at=at)
+    assert ledger.save_hedge_pair(later) == pick  # the first pick holds
+    assert ledger.hedge_pair(account, at) == pick
+    assert ledger.hedge_pair(account, at - timedelta(seconds=1)) is None  # not picked yet then
+    with pytest.raises(ValueError, match="two different symbols"):
+        HedgePick(account_id=account, first="AAPL", second="AAPL", cycle_id=cycle, picked_at=at)

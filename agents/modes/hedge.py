@@ -4,20 +4,21 @@ act on it with Long-Short, Short-Long, Hold or Close.
 This module owns `HedgePrompt`, the `mode = "hedge"` builder, and `HedgeEnforced`, the rule run
 after its turn. The candidates are assets (default `HERCULEAN_ASSETS`, the paper's eight US
 stocks); every two of them are a candidate pair (eight give 28); the model is told only those
-offered at the decision time (point-in-time). It researches with the read-only tools (bars, quotes, news, fundamentals, arithmetic, the portfolio; no `place_order`)
-and answers with one JSON object, `{"pair": ["AAPL", "MSFT"], "action": "long-short", "reason":
-"..."}`. Its first valid answer picks the pair, in the order it gave, and the pick is stored
-(`HedgeStore`, the ledger: `store/hedge_pairs.py`): as in the paper the pair then holds for the
-rest of the run, and a later answer may leave `pair` out or must repeat it as picked. The
-actions, for the pair `[i, j]`: `long-short` holds `i` long and `j` short, `short-long` the
-reverse, each leg `leg_weight` of NAV (`hedge_leg_weight`; default `LEG_WEIGHT`, a half: equal
-notional, gross exposure 1, net 0); `hold` keeps the position as it is (flat stays flat); `close`
-exits both legs. openbell places the orders through the loop's `call` (traced and counted as the
-mode's): an action that is the position already trades nothing; a reversal closes both legs
-first, then opens the short leg, then the long one (so the cash and the margin are there). An
-answer that does not parse or breaks a rule is fed back up to `MAX_RETRIES` times (each a parse
-failure), then the cycle ends with nothing traded, as a cycle that ends without an answer does:
-the position is kept, as the paper keeps it for a step without a committed decision.
+offered at the decision time (point-in-time). It researches with the read-only tools (bars,
+quotes, news, fundamentals, arithmetic, the portfolio; no `place_order`) and answers with one JSON
+object, `{"pair": ["AAPL", "MSFT"], "action": "long-short", "reason": "..."}`. Its first valid
+answer picks the pair, in the order it gave, and the pick is stored (`HedgeStore`, the ledger:
+`store/hedge_pairs.py`): as in the paper the pair then holds for the rest of the run, and a later
+answer may leave `pair` out or must repeat it as picked. The actions, for the pair `[i, j]`:
+`long-short` holds `i` long and `j` short, `short-long` the reverse, each leg `leg_weight` of NAV
+(`hedge_leg_weight`; default `LEG_WEIGHT`, a half: equal notional, gross exposure 1, net 0); `hold`
+keeps the position as it is (flat stays flat); `close` exits both legs. openbell places the orders
+through the loop's `call` (traced and counted as the mode's): an action that is the position
+already trades nothing; a reversal closes both legs first, then opens the short leg, then the long
+one (so the cash and the margin are there). An answer that does not parse or breaks a rule is fed
+back up to `MAX_RETRIES` times (each a parse failure), then the cycle ends with nothing traded, as
+a cycle that ends without an answer does: the position is kept, as the paper keeps it for a step
+without a committed decision.
 
 The pair rule (`HedgeEnforced`, after every turn, as `PairEnforced` for the pair mode): the
 account ends each cycle holding its picked pair hedged (one leg long, the other short) or

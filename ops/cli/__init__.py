@@ -20,8 +20,8 @@ interrupts it, 130).
 
 `app.py` builds the app and runs it (`main`); one module per command group holds its commands
 (`config_file`, `database`, `daemon`, `serve`, `reports`, `history`, `trace`, `judge`,
-`positions`, `tokens`), and `options.py` what they share. A command imports what it runs on when it runs, so that
-`openbell --help`, and every command, pays only for its own imports.
+`positions`, `tokens`), and `options.py` what they share. A command imports what it runs on when
+it runs, so that `openbell --help`, and every command, pays only for its own imports.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ def judge_command(
     from openbell.ops.concordance.judge import judge_strategies, verdict_line
     from openbell.ops.concordance.record import STRATEGY_CODE_KIND
     from openbell.ops.model_endpoints import endpoint_of
+    from openbell.ops.secrets import redactor_for
     from openbell.store import queries
     from openbell.store.ledger import Ledger
 
@@ -75,6 +76,7 @@ def judge_command(
         ledger = Ledger(engine)
         strategies = ledger.strategies(account.account_id)
         client, _prices = endpoint_of(chosen, os.environ)
+        redactor = redactor_for(loaded, os.environ).with_secrets([client.config.api_key])
         try:
             done = asyncio.run(
                 judge_strategies(
@@ -83,6 +85,7 @@ def judge_command(
                     strategies,
                     now=SystemClock().now(),
                     max_retries=chosen.max_retries,
+                    redactor=redactor,
                 )
             )
         except (LlmUnavailable, LlmRefused) as exc:

@@ -15,8 +15,9 @@ asks for them as JSON, with a short rationale. The judge runs at the temperature
 The rationale and the code are a model's writing, so the prompt calls them data; an answer that is
 not the JSON asked for goes back to the judge with the reason, up to `max_retries` times, and then
 that strategy is left unjudged (`JudgeRefused`, reported, nothing stored). Each verdict is stored
-(`Ledger.save_judgement`) with the judge's model name and `now`, replacing that model's earlier
-verdict on the strategy: no strategy is run again.
+(`Ledger.save_judgement`) with the judge's model name and `now`, its rationale masked with every
+configured secret, replacing that model's earlier verdict on the strategy: no strategy is run
+again.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from openbell.agents.llm.client import Chat, ChatClient
 from openbell.agents.modes.final_action import extract_json
 from openbell.markets.errors import AgentError
 from openbell.store.ledger import Ledger
+from openbell.store.redact import Redactor
 from openbell.store.strategy_judgements import CHECKS, StrategyJudgement
 from openbell.store.strategy_runs import StrategyCode
 
@@ -148,11 +150,14 @@ async def judge_strategies(
     *,
     now: datetime,
     max_retries: int,
+    redactor: Redactor | None = None,
 ) -> list[Judged]:
     """Judge each of `strategies` with `client`'s model and store each verdict (see the module
-    docstring); a strategy the judge gave no usable answer on is returned with why. The model
-    being unreachable (`LlmUnavailable`) or refusing the request raises, after the verdicts
-    stored so far."""
+    docstring), its rationale masked with `redactor` (default: the client's, its key); a
+    strategy the judge gave no usable answer on is returned with why. The model being
+    unreachable (`LlmUnavailable`) or refusing the request raises, after the verdicts stored so
+    far."""
+    redact = redactor if redactor is not None else client.redact
     model = client.config.model
     done: list[Judged] = []
     async with client.connect() as chat:
@@ -162,14 +167,15 @@ async def judge_strategies(
             try:
                 verdict = await ask_judge(chat, strategy, max_retries=max_retries)
             except JudgeRefused as exc:
-                done.append(Judged(strategy=strategy, judgement=None, refused=str(exc)))
+                refused = redact.mask_values(str(exc))
+                done.append(Judged(strategy=strategy, judgement=None, refused=refused))
                 continue
             stored = ledger.save_judgement(
                 StrategyJudgement(
                     strategy_id=strategy.strategy_id,
                     judge_model=model,
                     judged_at=now,
-                    rationale=verdict.rationale,
+                    rationale=redact.mask_values(verdict.rationale),
                     **verdict.checks,
                 )
             )

@@ -1,7 +1,7 @@
 """The say-to-do judge against a scripted model at the HTTP boundary (SQLite, Postgres): each
 stored strategy is shown to the judge once, a bad answer goes back with the reason, a strategy the
 judge never answers usably on is left unjudged and said so, and the verdicts are stored with the
-judge's model name and read back newest last."""
+judge's model name (a secret the judge echoes masked) and read back newest last."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ from openbell.store.strategy_runs import StrategyCode
 from openbell_testkit.llm import ScriptedModel, completion
 from openbell_testkit.store import NOW
 
-GOOD = {"direction": 1, "indicators": 0, "exits": 1, "no_extra_rule": 1, "rationale": "No RSI."}
+KEY = "sk-judge-5Fq8Lw2Zr7XvK9pT"  # a made-up key the judge echoes back
+GOOD = {
+    "direction": 1,
+    "indicators": 0,
+    "exits": 1,
+    "no_extra_rule": 1,
+    "rationale": f"No RSI. {KEY}",
+}
 
 
 def test_a_judge_stores_its_verdicts_and_leaves_what_it_cannot_judge(ledger: Ledger) -> None:
@@ -44,8 +51,8 @@ def test_a_judge_stores_its_verdicts_and_leaves_what_it_cannot_judge(ledger: Led
         return completion('{"direction": 1}')  # never usable
 
     model = ScriptedModel([answer] * 10)
-    client = ChatClient(ClientConfig(base_url="https://judge.test/v1", model="judge-x"),
-                        http=model.client())  # fmt: skip
+    client = ChatClient(ClientConfig(base_url="https://judge.test/v1", model="judge-x",
+                                     api_key=KEY), http=model.client())  # fmt: skip
     done = asyncio.run(judge_strategies(ledger, client, strategies, now=NOW, max_retries=1))
     assert len(model.requests) == 4  # two answers per strategy: the first and one retry
     retry = model.requests[1]["messages"]
@@ -62,5 +69,7 @@ def test_a_judge_stores_its_verdicts_and_leaves_what_it_cannot_judge(ledger: Led
     found = ledger.judgements([first, second])
     assert found[second] == []
     (verdict,) = found[first]
-    assert (verdict.judge_model, verdict.say_do, verdict.rationale) == ("judge-x", 0.75, "No RSI.")
+    assert (verdict.judge_model, verdict.say_do) == ("judge-x", 0.75)
+    assert verdict.rationale.startswith("No RSI. ")
+    assert KEY not in verdict.rationale  # the judge's own key, echoed, is masked before storing
     assert verdict.judged_at == NOW

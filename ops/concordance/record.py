@@ -21,6 +21,7 @@ from typing import Any, Final
 from sqlalchemy import Engine
 
 from openbell.markets.replay_source import ReplaySource
+from openbell.ops.benchmark import report_sources
 from openbell.ops.concordance.buy_and_hold import buy_and_hold_returns
 from openbell.ops.concordance.gaps import (
     Claims,
@@ -93,6 +94,10 @@ def strategy_scores(
     ledger = Ledger(engine)
     found = ledger.strategy_concordance(account_id)
     verdicts = ledger.judgements([c.strategy.strategy_id for c in found if c.strategy.strategy_id])
+    if sources is None:  # one read of the prices for every strategy's periods
+        stamps = sorted({instant for c in found for span in c.spans for instant in span})
+        symbols = sorted({symbol for c in found for symbol in c.offered})
+        sources = report_sources(engine, market, stamps, symbols=symbols) if symbols else ()
     scores = []
     for concordance in found:
         strategy = concordance.strategy

@@ -201,12 +201,11 @@ class _Api:
 
         def read() -> dict[str, Any]:
             info = read_model.account(self._engine, agent, market)
-            panel = read_model.metrics(self._engine, agent, market, memo=self._memo).row.panel
-            scores = (
-                strategy_scores(self._engine, info.account_id, market, panel.periods_per_year)
-                if info.agent_kind == STRATEGY_CODE_KIND
-                else []
-            )
+            scores = []
+            if info.agent_kind == STRATEGY_CODE_KIND:
+                found = read_model.metrics(self._engine, agent, market, memo=self._memo)
+                factor = found.row.panel.periods_per_year
+                scores = strategy_scores(self._engine, info.account_id, market, factor)
             return {
                 "account": payloads.account_document(info),
                 "strategies": [

@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, check_assets
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
@@ -49,7 +50,7 @@ LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 Cadence = Literal["daily", "hourly"]
 DecisionMode = Literal[
-    "open-research", "fixed-candidate", "memory-only", "stockbench", "pair", "ktd-fin"
+    "open-research", "fixed-candidate", "memory-only", "stockbench", "pair", "ktd-fin", "hedge"
 ]
 Masking = Literal["bright", "stock-blind", "date-blind", "blinded"]
 BaselineKind = Literal["buy_and_hold", "equal_weight", "sma_crossover", "cash"]
@@ -732,7 +733,7 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     mode: DecisionMode = "open-research"
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
-    #: The research calls of `mode = "ktd-fin"` (and only of it) before it must submit (None:
+    #: The research calls of `mode = "ktd-fin", "hedge"` (and only of it) before it must submit (None:
     #: the mode's default).
     research_calls: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
     masking: Masking = "bright"
@@ -775,6 +776,45 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
             )
+        return self
+
+    @field_validator("hedge_leg_weight", mode="before")
+    @classmethod
+    def _leg_weight(cls, value: object) -> Decimal:
+        weight = _exact_decimal(
+            value, "a fraction", "0.5", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not weight.is_finite() or not 0 < weight <= 1:
+            raise ValueError("should be a fraction of NAV in (0, 1]")
+        return weight
+
+    @property
+    def hedge_candidates(self) -> tuple[str, ...]:
+        """The hedge mode's candidate assets: `hedge_assets`, or Herculean's eight."""
+        return self.hedge_assets or HERCULEAN_ASSETS
+
+    @model_validator(mode="after")
+    def _hedge_mode(self) -> LlmAgentConfig:
+        if self.mode != "hedge":
+            if self.hedge_assets or self.hedge_leg_weight != LEG_WEIGHT:
+                key = "hedge_assets" if self.hedge_assets else "hedge_leg_weight"
+                raise PathError((key,), f'{key} is for mode = "hedge"')
+            return self
+        if self.masking != "bright":
+            raise PathError(("masking",), 'mode = "hedge" names its assets: masking "bright" only')
+        if not self.allow_short:
+            raise PathError(("allow_short",), "a hedger holds a short leg: set allow_short = true")
+        if len(self.markets) != 1:
+            raise PathError(("markets",), "a hedger trades one market (its pair is of one market)")
+        if not self.hedge_assets and self.markets[0] != "us":
+            raise PathError(
+                ("hedge_assets",),
+                "the default candidates are Herculean's US stocks: name this market's assets",
+            )
+        try:
+            check_assets(self.hedge_candidates)
+        except ValueError as exc:
+            raise PathError(("hedge_assets",), str(exc)) from None
         return self
 
     @model_validator(mode="after")
@@ -909,11 +949,14 @@ class StrategyCodeAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _Agent
     `api_key_env`, `temperature`, `max_tokens`, prices). `interval` and `lookback` say which bars
     the strategy gets; `max_retries` how many refused answers go back to the model per writing;
     `cpu_s`, `memory_mb` and `wall_s` limit each run; `rebalance_band` is the smallest change of
-    a weight that is traded (a fraction of NAV, as a quoted decimal string).
+    a weight that is traded (a fraction of NAV, as a quoted decimal string); `judge` names the
+    `[judges.NAME]` entry that `openbell judge` asks by default.
     """
 
     kind: Literal["strategy_code"]
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 8192
+    #: The `[judges.NAME]` entry `openbell judge` asks by default (FIDES' say-to-do judge).
+    judge: str | None = Field(default=None, min_length=1)
     interval: Literal["1d", "1h"] = "1d"
     lookback: Annotated[StrictInt, Field(gt=0, le=1000)] = 250
     rewrite_every: Annotated[StrictInt, Field(ge=0)] = 0
@@ -974,6 +1017,16 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
         return weight
 
 
+class JudgeConfig(_ModelEndpointConfig):
+    """`[judges.NAME]`: a judge model on an OpenAI-compatible endpoint (FIDES' say-to-do judge,
+    `ops/concordance/judge.py`): the endpoint keys of an LLM agent (`base_url`, `model`,
+    `api_key_env`, `temperature`, default 0 as in the paper, prices) and `max_tokens` of its
+    answer; `max_retries`, how many unusable answers go back to it per strategy."""
+
+    max_tokens: Annotated[StrictInt, Field(gt=0)] = 1024
+    max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
+
+
 AnyAgentConfig = (
     BaselineAgentConfig
     | RandomAgentConfig
@@ -1026,6 +1079,7 @@ class OpenbellConfig(_Section):
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)
+    judges: dict[str, JudgeConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenbellConfig:
@@ -1051,6 +1105,17 @@ class OpenbellConfig(_Section):
                 for position, market in enumerate(agent.markets)
                 if market not in configured
             )
+            if isinstance(agent, StrategyCodeAgentConfig) and agent.judge not in (
+                None,
+                *self.judges,
+            ):
+                problems.append(
+                    PathError(
+                        ("agents", index, "judge"),
+                        f"judge {agent.judge!r} is not configured (no [judges.{agent.judge}] "
+                        "table)",
+                    )
+                )
             if agent.allow_short and "cn" in agent.markets:
                 problems.append(
                     PathError(

@@ -81,6 +81,8 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             rebase=config.rebase_prices,
             pairs=config.pairs,
             research_calls=research_calls,
+            hedge_assets=config.hedge_candidates,
+            hedge_leg_weight=config.hedge_leg_weight,
         )
 
     return build

@@ -1,5 +1,5 @@
 """The model client and prices of an agent that asks a model on an OpenAI-compatible endpoint
-once or a few times a cycle (`strategy_code`, `rating`).
+once or a few times a cycle (`strategy_code`, `rating`), and of a judge (`[judges.NAME]`).
 
 This module owns turning such an agent's endpoint keys into its `ChatClient` and its `Prices`
 (`endpoint_of`). The API key is read from the variable named by `api_key_env` (a missing or empty
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.ops.config import (
+    JudgeConfig,
     RatingAgentConfig,
     RatingJudgeConfig,
     StrategyCodeAgentConfig,
@@ -22,7 +23,7 @@ from openbell.ops.config import (
 
 
 def endpoint_of(
-    config: StrategyCodeAgentConfig | RatingAgentConfig | RatingJudgeConfig,
+    config: StrategyCodeAgentConfig | RatingAgentConfig | RatingJudgeConfig | JudgeConfig,
     environ: Mapping[str, str],
 ) -> tuple[ChatClient, Prices | None]:
     """The client of `config`'s model, its key resolved from `environ`, and its prices."""

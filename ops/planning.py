@@ -55,6 +55,7 @@ from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
 from openbell.agents.factor_model import FactorModel
 from openbell.agents.masking import masker_for
+from openbell.agents.modes.hedge import HedgeEnforced
 from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.command import CommandAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
@@ -171,6 +172,8 @@ def agent_for(
     agent is contained as `containment` says (`sandboxing.py`; default: jailed)."""
     if isinstance(agent, LlmAgentConfig):
         built = build_llm_agent(agent, os.environ if environ is None else environ)
+        if agent.mode == "hedge":
+            return HedgeEnforced(agent=built)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
     if isinstance(agent, FactorModelAgentConfig):
         return FactorModel(

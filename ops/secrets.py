@@ -46,26 +46,27 @@ class NamedSecret:
 
 
 def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> list[NamedSecret]:
-    """The secret values `config` brings in: agents' keys (when their variable is set), the
-    store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token (each when
-    its variable is set)."""
+    """The secret values `config` brings in: agents' and judges' keys (when their variable is
+    set), the store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token
+    (each when its variable is set)."""
     from openbell.ops.config import LlmAgentConfig, RatingAgentConfig, StrategyCodeAgentConfig
     from openbell.store.db import parse_url
 
     found: list[NamedSecret] = []
-    for agent in config.agents:
-        if (
-            isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig | RatingAgentConfig)
-            and agent.api_key_env is not None
-        ):
-            value = environ.get(agent.api_key_env, "")
-            if value.strip():
-                found.append(NamedSecret(f"env {agent.api_key_env}", value))
-        judge = agent.judge if isinstance(agent, RatingAgentConfig) else None
-        if judge is not None and judge.api_key_env is not None:
-            value = environ.get(judge.api_key_env, "")
-            if value.strip():
-                found.append(NamedSecret(f"env {judge.api_key_env}", value))
+    keyed = [
+        agent
+        for agent in config.agents
+        if isinstance(agent, LlmAgentConfig | StrategyCodeAgentConfig | RatingAgentConfig)
+    ]
+    rating_judges = [
+        agent.judge
+        for agent in config.agents
+        if isinstance(agent, RatingAgentConfig) and agent.judge is not None
+    ]
+    for endpoint in [*keyed, *rating_judges, *(config.judges or {}).values()]:
+        name = endpoint.api_key_env
+        if name is not None and environ.get(name, "").strip():
+            found.append(NamedSecret(f"env {name}", environ[name]))
     url = parse_url(config.store.url)
     if url.password:
         found.append(NamedSecret("store url password", str(url.password)))

@@ -1,5 +1,6 @@
 """The paper ledger, the store's one facade: agents, accounts, cycles, orders with their fills,
-corporate actions, traces, masking keys, NAV snapshots and agent tokens.
+corporate actions, traces, masking keys, NAV snapshots, agent tokens, strategies with their runs
+and verdicts, and hedging agents' pairs.
 
 `Ledger` is the only writer of trading state and the only place that turns rows into domain values
 (`AccountState`, `Fill`, `Rejection`) and store records (`RecordedOrder`, `NavSnapshot`). Every
@@ -40,6 +41,7 @@ from openbell.store.entitlements import (
     insert_action,
     stored_action,
 )
+from openbell.store.hedge_pairs import HedgePairs
 from openbell.store.margin_ledger import MarginLedger
 from openbell.store.masking_keys import MaskingKey, read_masking_key, save_masking_key
 from openbell.store.orders import Orders
@@ -53,17 +55,29 @@ from openbell.store.records import (
 )
 from openbell.store.rows import get_account
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
+from openbell.store.strategy_judgements import StrategyJudgements
 from openbell.store.strategy_runs import StrategyRuns
 from openbell.store.tables import FILL_TABLE, CycleRow
 from openbell.store.traces import append_journal, append_journals, cycle_traces, usage_of
 
 
-class Ledger(Accounts, Cycles, Orders, AgentTokens, StrategyRuns, MarginLedger):
+class Ledger(
+    Accounts,
+    Cycles,
+    Orders,
+    AgentTokens,
+    StrategyRuns,
+    StrategyJudgements,
+    HedgePairs,
+    MarginLedger,
+):
     """The exact paper ledger on one engine (SQLite or Postgres), at the migrations' head.
 
     Its agents and accounts (`Accounts`), its cycles (`Cycles`), its orders (`Orders`) and its
     agents' bearer tokens (`AgentTokens`) each come from their own module, as do shorting
-    accounts' borrow fees and margin calls (`MarginLedger`); corporate actions, traces, masking
+    accounts' borrow fees and margin calls (`MarginLedger`), strategy-code agents' strategies and
+    runs (`StrategyRuns`) and their judges' verdicts (`StrategyJudgements`), and hedging agents'
+    picked pairs (`HedgePairs`); corporate actions, traces, masking
     keys and NAV snapshots are written here, on the modules that hold their rows.
     """
 

@@ -44,6 +44,7 @@ from sqlalchemy.engine.base import OptionEngine
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
 from openbell.markets.errors import LedgerBreach
+from openbell.store.hedge_pairs import HedgePick
 from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
 from openbell.store.orders import check_outcome, idempotency_key, stored_order
@@ -603,7 +604,8 @@ class ReplayLedger(Ledger):
             return max(pending, key=lambda snapshot: (snapshot.at, snapshot.snapshot_id))
         return super().latest_nav_snapshot(account_id, before)
 
-    # -- strategy-code agents: written through, after the batch (their rows refer to its cycles) --
+    # -- strategy-code and hedging agents: written through, after the batch (their rows refer to
+    # its cycles) --
 
     def save_strategy(self, strategy: StrategyCode) -> StrategyCode:
         self.flush()
@@ -612,6 +614,10 @@ class ReplayLedger(Ledger):
     def record_strategy_run(self, run: StrategyRun) -> StrategyRun:
         self.flush()
         return super().record_strategy_run(run)
+
+    def save_hedge_pair(self, pick: HedgePick) -> HedgePick:
+        self.flush()
+        return super().save_hedge_pair(pick)
 
     # -- traces and LLM usage ------------------------------------------------------------------
 

@@ -7,12 +7,15 @@ look-ahead check: its account, the cycle that wrote it, the code, the claimed ex
 cycle and hit rate (either may be absent), the model's rationale and how many answers it took.
 A run is one execution at one cycle (unique per cycle: a cycle run again after an interruption
 reads the stored run and places the same orders): when, how long, its outcome (`ok`, `error`,
-`invalid`, `timeout`, `killed`), its weights (exact decimal strings, JSON) or its error.
+`invalid`, `timeout`, `killed`), its weights (exact decimal strings, JSON) or its error, and the
+symbols it was given (JSON; none for runs stored before migration 0020).
 
 `strategy_concordance` is FIDES' concordance gap: for each strategy, the realised return of each
 cycle whose run gave weights, measured from the account's slot NAV snapshot at that cycle to its
 next slot snapshot (the snapshot of a slot is taken after its trades, so the period holds what the
-weights bought, fees of the next rebalance included), against the claim.
+weights bought, fees of the next rebalance included), against the claim; with those periods'
+spans and returns, the symbols the first run was given, and how many different weight sets the
+valid runs gave (what `ops/concordance` scores FIDES' three gaps from).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class StrategyRunRow(SQLModel, table=True):
     outcome: str
     weights: str | None = Field(default=None, sa_type=Text)
     error: str | None = Field(default=None, sa_type=Text)
+    offered: str | None = Field(default=None, sa_type=Text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +104,8 @@ class StrategyCode:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StrategyRun:
-    """One run of strategy `strategy_id` at cycle `cycle_id` (`outcome` in `RUN_OUTCOMES`)."""
+    """One run of strategy `strategy_id` at cycle `cycle_id` (`outcome` in `RUN_OUTCOMES`);
+    `offered`, the symbols it was given (empty for a run stored before they were kept)."""
 
     strategy_id: int
     cycle_id: int
@@ -109,6 +114,7 @@ class StrategyRun:
     outcome: str
     weights: Mapping[str, Decimal] = field(default_factory=dict)
     error: str | None = None
+    offered: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_utc("ran_at", self.ran_at)
@@ -120,8 +126,11 @@ class StrategyRun:
 class Concordance:
     """A strategy's claim against its realised outcome (returns are fractions per cycle).
 
-    `periods` counts the cycles with weights and a next slot snapshot; the realised figures are
-    None without any. The gaps are claimed minus realised (positive: the model over-claimed).
+    `periods` counts the cycles with weights and a next slot snapshot, `spans` their (start, end)
+    instants and `returns` their returns, in time order; the realised figures are None without
+    any. The gaps are claimed minus realised (positive: the model over-claimed). `offered` is what
+    its first run was given (the universe its buy-and-hold is of), `distinct_weights` how many
+    different weight sets its valid runs gave, and `invested_runs` how many of them held anything.
     """
 
     strategy: StrategyCode
@@ -130,6 +139,11 @@ class Concordance:
     periods: int
     realised_return: float | None
     realised_hit_rate: float | None
+    spans: tuple[tuple[datetime, datetime], ...] = ()
+    returns: tuple[float, ...] = ()
+    offered: tuple[str, ...] = ()
+    distinct_weights: int = 0
+    invested_runs: int = 0
 
     @property
     def return_gap(self) -> float | None:
@@ -219,6 +233,7 @@ class StrategyRuns(LedgerTables):
                         outcome=run.outcome,
                         weights=_weights_text(run.weights) if run.outcome == "ok" else None,
                         error=run.error,
+                        offered=json.dumps(list(run.offered)),
                     )
                 )
                 return run
@@ -267,21 +282,29 @@ def _concordance(
 ) -> Concordance:
     times = sorted(navs)
     following = dict(itertools.pairwise(times))
+    spans: list[tuple[datetime, datetime]] = []
     returns: list[float] = []
     for run in runs:
         then = following.get(run.ran_at)
         if run.outcome != "ok" or then is None or navs[run.ran_at] <= 0:
             continue
+        spans.append((run.ran_at, then))
         returns.append(float(navs[then] / navs[run.ran_at] - 1))
     mean = math.fsum(returns) / len(returns) if returns else None
     hits = sum(1 for value in returns if value > 0) / len(returns) if returns else None
+    valid = [run for run in runs if run.outcome == "ok"]
     return Concordance(
         strategy=strategy,
         runs=len(runs),
-        failed_runs=sum(1 for run in runs if run.outcome != "ok"),
+        failed_runs=len(runs) - len(valid),
         periods=len(returns),
         realised_return=mean,
         realised_hit_rate=hits,
+        spans=tuple(spans),
+        returns=tuple(returns),
+        offered=runs[0].offered if runs else (),
+        distinct_weights=len({_weights_text(run.weights) for run in valid}),
+        invested_runs=sum(1 for run in valid if any(w > 0 for w in run.weights.values())),
     )
 
 
@@ -323,6 +346,7 @@ def _run(row: StrategyRunRow) -> StrategyRun:
         outcome=row.outcome,
         weights={symbol: Decimal(value) for symbol, value in weights.items()},
         error=row.error,
+        offered=tuple(json.loads(row.offered)) if row.offered else (),
     )
 
 

@@ -6,6 +6,7 @@ it per cycle); `parse_final_action` reads the structured final action of the no-
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
@@ -19,6 +20,7 @@ from openbell.agents.modes.final_action import (
     parse_final_action,
 )
 from openbell.agents.modes.ktd_fin import DEFAULT_RESEARCH_CALLS, KtdFinPrompt
+from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, HedgePrompt
 from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
 from openbell.agents.pairs import Pair, PairPrompt
@@ -30,6 +32,7 @@ MODES: Final = (
     "stockbench",
     "pair",
     "ktd-fin",
+    "hedge",
 )
 
 __all__ = [
@@ -53,6 +56,8 @@ def prompt_for_mode(
     top_k: int = DEFAULT_TOP_K,
     pairs: Sequence[Pair] = (),
     research_calls: int = DEFAULT_RESEARCH_CALLS,
+    hedge_assets: Sequence[str] = HERCULEAN_ASSETS,
+    hedge_leg_weight: Decimal = LEG_WEIGHT,
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
@@ -60,7 +65,8 @@ def prompt_for_mode(
     those of the agent's masker: the builders show and read back through the same account key.
     `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
     is bright only: its pairs name real tickers); `research_calls` bounds the research phase of
-    `ktd-fin`.
+    `ktd-fin`; `hedge_assets` the hedge mode's candidates and `hedge_leg_weight` the fraction of
+    NAV of each of its legs (bright only too).
     """
     level = MaskingLevel(masking)
     if mode == "open-research":
@@ -78,6 +84,10 @@ def prompt_for_mode(
         if level is not MaskingLevel.BRIGHT or not pairs:
             raise ValueError("the pair mode needs pairs and masking 'bright'")
         return PairPrompt(pairs)
+    if mode == "hedge":
+        if level is not MaskingLevel.BRIGHT:
+            raise ValueError("the hedge mode names its candidates: masking 'bright' only")
+        return HedgePrompt(hedge_assets, leg_weight=hedge_leg_weight)
     if mode == "stockbench":
         return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
     if mode == "ktd-fin":

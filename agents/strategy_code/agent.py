@@ -204,6 +204,7 @@ class StrategyCodeAgent(WeightsAgent):
                 outcome=result.outcome.value,
                 weights=result.weights,
                 error=result.error or None,
+                offered=tuple(offered),
             )
         )
         recorder.trace(

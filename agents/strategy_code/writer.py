@@ -56,7 +56,8 @@ cross-sectional statistics of per-symbol values are fine.
 Answer with one JSON object and nothing else:
 {{"code": "<the module's source>", "claim": {{"expected_return": <the mean return per cycle you \
 expect, a fraction such as 0.001>, "hit_rate": <the share of cycles you expect to gain, in [0, \
-1]>, "rationale": "<why the strategy should have this edge>"}}}}"""
+1]>, "rationale": "<why the strategy should have this edge, and whether you expect it to \
+beat buying and holding the symbols>"}}}}"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,7 @@
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
-`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`;
+`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `judge`;
 `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`), owns the global
 options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
 which runs a command line and maps what it raises to an exit code and one line on stderr.
@@ -26,6 +26,7 @@ from openbell.ops.cli import (
     daemon,
     database,
     history,
+    judge,
     outside,
     positions,
     probe,
@@ -59,6 +60,7 @@ app.command("export")(reports.export_command)
 app.command("demo")(reports.demo_command)
 app.command("replay")(history.replay)
 app.command("trace")(trace.trace_command)
+app.command("judge")(judge.judge_command)
 app.command("positions")(positions.positions_command)
 app.command("init")(config_file.init)
 app.command("run")(daemon.run)

@@ -258,16 +258,18 @@ def report_command(
     db: DbOption = None,
 ) -> None:
     """The full metrics panel of one agent in one market (return, risk, behaviour, calibration;
-    for a strategy-code agent, each strategy's claimed edge against its realised outcome; for a
-    rating agent, the calibration of its ratings against the next period's returns, its report
-    quality, the return of its ratings, and Herculean's quality-versus-return regression over the
-    market's rating agents).
+    for a strategy-code agent, each strategy's FIDES gaps (say-to-do from the last `openbell judge`,
+    do-to-real, say-to-result) and its outcome against buy-and-hold of its universe; for a rating
+    agent, the calibration of its ratings against the next period's returns, its report quality,
+    the return of its ratings, and Herculean's quality-versus-return regression over the market's
+    rating agents).
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
     """
-    from openbell.ops import exporting, insights_report, rating_report, strategy_report
+    from openbell.ops import exporting, insights_report, rating_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
+    from openbell.ops.concordance import record as concordance
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
@@ -281,8 +283,15 @@ def report_command(
         attributed = attribution_of(engine, agent, market.value, window) if attribution else None
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
-        if found.account.agent_kind == strategy_report.STRATEGY_CODE_KIND:
-            record.update(strategy_report.concordance_record(engine, found.account.account_id))
+        if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:
+            record.update(
+                concordance.concordance_record(
+                    engine,
+                    found.account.account_id,
+                    market.value,
+                    found.row.panel.periods_per_year,
+                )
+            )
         if found.account.agent_kind == rating_report.RATING_KIND:
             record.update(
                 rating_report.calibration_record(engine, found.account.account_id, market.value)

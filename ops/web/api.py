@@ -8,7 +8,8 @@ unknown market, agent or cycle is a 404; both, and any unknown path under `/api/
 `{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
 synchronous), so a slow query never blocks the event loop; leaderboards, metric panels and
 benchmark series come from a `ViewMemo` (the server's, shared with its pages, or the app's own),
-computed again only after the ledger changed. Routes:
+computed again only after the ledger changed (a strategy-code agent's concordance is read at each
+request: a judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
@@ -17,6 +18,7 @@ computed again only after the ledger changed. Routes:
     GET /api/v1/agents/{agent}/{market}/benchmark?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/metrics?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/attribution?window=&start=&end=
+    GET /api/v1/agents/{agent}/{market}/concordance
     GET /api/v1/agents/{agent}/{market}/positions
     GET /api/v1/agents/{agent}/{market}/orders?limit=&before=ORDER_ID
     GET /api/v1/agents/{agent}/{market}/fills?limit=&before=FILL_ID
@@ -44,6 +46,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import exporting
 from openbell.ops.attribution.output import attribution_record
+from openbell.ops.concordance.record import (
+    STRATEGY_CODE_KIND,
+    strategy_entry,
+    strategy_scores,
+    summary_entry,
+)
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document
@@ -146,7 +154,7 @@ class _Api:
         links = {
             name: f"{base}/{name}"
             for name in (
-                *("nav", "benchmark", "metrics", "attribution"),
+                *("nav", "benchmark", "metrics", "attribution", "concordance"),
                 *("positions", "orders", "fills", "cycles"),
             )
         }
@@ -187,6 +195,27 @@ class _Api:
                 read_model.attribution(self._engine, agent, market, window, memo=self._memo)
             ),
         )
+
+    async def concordance(self, request: Request) -> Response:
+        agent, market = request.path_params["agent"], request.path_params["market"]
+
+        def read() -> dict[str, Any]:
+            info = read_model.account(self._engine, agent, market)
+            scores = []
+            if info.agent_kind == STRATEGY_CODE_KIND:
+                found = read_model.metrics(self._engine, agent, market, memo=self._memo)
+                factor = found.row.panel.periods_per_year
+                scores = strategy_scores(self._engine, info.account_id, market, factor)
+            return {
+                "account": payloads.account_document(info),
+                "strategies": [
+                    {"strategy": index, **strategy_entry(score)}
+                    for index, score in enumerate(scores, start=1)
+                ],
+                "summary": summary_entry(scores),
+            }
+
+        return JSONResponse(await run_in_threadpool(read))
 
     async def _windowed(
         self, request: Request, name: str, read: Callable[[str, str, Window], dict[str, Any]]
@@ -284,6 +313,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         Route(f"{account}/benchmark", api.benchmark, methods=["GET"]),
         Route(f"{account}/metrics", api.metrics, methods=["GET"]),
         Route(f"{account}/attribution", api.attribution, methods=["GET"]),
+        Route(f"{account}/concordance", api.concordance, methods=["GET"]),
         Route(f"{account}/positions", api.positions, methods=["GET"]),
         Route(f"{account}/orders", api.orders, methods=["GET"]),
         Route(f"{account}/fills", api.fills, methods=["GET"]),

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from openbell.ops.web import schemas
+from openbell.ops.web import concordance_schema, schemas
 
 _REF = "#/components/schemas/{model}"
 
@@ -99,6 +99,15 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         "The account's factor attribution: the record of `openbell report --attribution`.",
         [_AGENT, _MARKET, *_WINDOW],
         schemas.Attribution,
+    ),
+    "/api/v1/agents/{agent}/{market}/concordance": (
+        (
+            "A strategy-code agent's FIDES concordance: each strategy's say-to-do (its newest "
+            "judge's verdict), do-to-real and say-to-result gaps, its outcome against "
+            "buy-and-hold of its universe, and the summary with the beat-buy-and-hold count."
+        ),
+        [_AGENT, _MARKET],
+        concordance_schema.Concordance,
     ),
     "/api/v1/agents/{agent}/{market}/positions": (
         "The account's cash and positions: the record of `openbell positions --format json`.",

@@ -1,6 +1,7 @@
 """Strategies and their runs in the ledger (SQLite, Postgres): stored with their claim, one run
-per cycle (a run stored again returns the first), the newest strategy with its run count, and
-the concordance of each claim with the account's slot NAV returns."""
+per cycle (a run stored again returns the first), the newest strategy with its run count, the
+concordance of each claim with the account's slot NAV returns, and the judges' verdicts (one per
+strategy and judge model)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind
+from openbell.store.strategy_judgements import StrategyJudgement
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 from openbell_testkit.store import NOW
 
@@ -55,8 +57,9 @@ def test_strategies_runs_and_their_concordance(ledger: Ledger) -> None:
             ran_at=NOW + day * DAY,
             duration_ms=40 + day,
             outcome=outcome,
-            weights={} if outcome != "ok" else {"AAPL": Decimal("0.5")},
+            weights={} if outcome != "ok" else {"AAPL": Decimal("0.5") + day // 3},
             error=None if outcome == "ok" else "ZeroDivisionError: division by zero",
+            offered=("AAPL", "MSFT"),
         )
         assert ledger.record_strategy_run(run) == run
         # A cycle run again gets the stored run back, not a second one.
@@ -96,6 +99,56 @@ def test_strategies_runs_and_their_concordance(ledger: Ledger) -> None:
     assert gap.realised_hit_rate == 0.5
     assert gap.hit_rate_gap == pytest.approx(0.25)
     assert gap.return_gap == pytest.approx(0.01 - gap.realised_return)
+    # What the FIDES gaps read: the periods' spans and returns, the first run's universe, and
+    # the valid runs' weight sets (0.5, 0.5 and 1.5: two different), all of them invested.
+    assert gap.spans == ((NOW, NOW + DAY), (NOW + DAY, NOW + 2 * DAY))
+    assert gap.returns == pytest.approx((0.01, 9999 / 10100 - 1))
+    assert gap.offered == ("AAPL", "MSFT")
+    assert (gap.distinct_weights, gap.invested_runs) == (2, 3)
+
+
+def test_verdicts_are_kept_per_judge_model_and_replaced_by_the_same_model(ledger: Ledger) -> None:
+    account = _account(ledger)
+    cycle = _cycle(ledger, account, 0)
+    stored = [
+        ledger.save_strategy(
+            StrategyCode(
+                account_id=account, cycle_id=cycle, written_at=NOW, code=code, rationale="why"
+            )
+        )
+        for code in ("def strategy(bars):\n    return {}\n", "def strategy(bars):\n    return {}")
+    ]
+    first, second = (s.strategy_id for s in stored)
+    assert first is not None
+    assert second is not None
+    assert ledger.judgements([first, second]) == {first: [], second: []}
+
+    def verdict(strategy_id: int, model: str, exits: int, day: int) -> StrategyJudgement:
+        return StrategyJudgement(
+            strategy_id=strategy_id, judge_model=model, judged_at=NOW + day * DAY, direction=1,
+            indicators=1, exits=exits, no_extra_rule=1, rationale=f"{model} on day {day}",
+        )  # fmt: skip
+
+    a = ledger.save_judgement(verdict(first, "judge-a", 0, 1))
+    b = ledger.save_judgement(verdict(first, "judge-b", 1, 2))
+    ledger.save_judgement(verdict(second, "judge-a", 1, 2))
+    assert a.judgement_id is not None
+    assert b.judgement_id is not None
+    assert b.judgement_id > a.judgement_id
+    found = ledger.judgements([first])
+    assert [(j.judge_model, j.say_do) for j in found[first]] == [
+        ("judge-a", 0.75),
+        ("judge-b", 1.0),
+    ]
+    # Judged again by judge-a: its verdict replaced, and now the newest; judge-b's kept.
+    again = ledger.save_judgement(verdict(first, "judge-a", 1, 3))
+    found = ledger.judgements([first, second])
+    assert [(j.judge_model, j.rationale) for j in found[first]] == [
+        ("judge-b", "judge-b on day 2"),
+        ("judge-a", "judge-a on day 3"),
+    ]
+    assert found[first][-1] == again
+    assert [j.judge_model for j in found[second]] == ["judge-a"]
 
 
 def _set_cash(ledger: Ledger, account_id: int, cash: Decimal) -> None:

@@ -288,18 +288,23 @@ def test_a_structured_mode_translates_with_the_agents_alias_map(ledger: Ledger) 
 
 #: The pair mode's pairs (it needs some): two coins offered on 2021-01-01.
 PAIRS = (("BTC/USDT", "ETH/USDT"),)
+#: The hedge mode's candidates: two coins offered on 2021-01-01 and the two listed later.
+HEDGE_ASSETS = ("BTC/USDT", "ETH/USDT", *LATE)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_no_decision_mode_tells_of_a_coin_before_its_first_bar(ledger: Ledger, mode: str) -> None:
     # Every mode's prompts (the open-research list, the fixed-candidate table, the memory-only ids,
-    # the StockBench overview) are built from what is offered on 2021-01-01: eight coins.
+    # the StockBench overview, the hedger's candidates) are built from what is offered on
+    # 2021-01-01: eight coins.
     arena = make_arena(ledger, "crypto")
     ran = run_llm(
         arena,
         [completion('{"decisions": []}')] * 3,
         utc(2021, 1, 1),
-        prompt=lambda ctx: prompt_for_mode(mode, pairs=PAIRS if mode == "pair" else ()),
+        prompt=lambda ctx: prompt_for_mode(
+            mode, pairs=PAIRS if mode == "pair" else (), hedge_assets=HEDGE_ASSETS
+        ),
     )
     sent = " ".join(
         str(message.get("content") or "")

@@ -411,6 +411,8 @@ _EXAMPLES: dict[str, str] = {
     "/api/v1/agents/{agent}/{market}/benchmark": "/api/v1/agents/random/us/benchmark",
     "/api/v1/agents/{agent}/{market}/metrics": "/api/v1/agents/random/us/metrics",
     "/api/v1/agents/{agent}/{market}/attribution": "/api/v1/agents/random/crypto/attribution",
+    # A baseline has no strategies (the document with some: tests/acceptance/test_fides_cli.py).
+    "/api/v1/agents/{agent}/{market}/concordance": "/api/v1/agents/random/us/concordance",
     "/api/v1/agents/{agent}/{market}/positions": "/api/v1/agents/random/us/positions",
     "/api/v1/agents/{agent}/{market}/orders": "/api/v1/agents/random/us/orders?limit=3",
     "/api/v1/agents/{agent}/{market}/fills": "/api/v1/agents/random/crypto/fills?limit=3",

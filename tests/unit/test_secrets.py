@@ -67,6 +67,14 @@ def test_the_config_names_its_agents_keys_and_the_store_password(tmp_path: Path)
     assert redactor.mask_values(f"{KEY} {PASSWORD}") == f"{REDACTED} {REDACTED}"
 
 
+def test_a_judges_key_is_a_configured_secret(tmp_path: Path) -> None:
+    judge = '[judges.j]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"\napi_key_env = "KEY_J"\n\n'
+    text = config_text()
+    config = load(tmp_path, text.replace("[[agents]]", judge + "[[agents]]", 1))
+    found = secrets.configured_secrets(config, {"KEY_A": KEY, "KEY_J": OTHER})
+    assert [(s.source, s.value) for s in found] == [("env KEY_A", KEY), ("env KEY_J", OTHER)]
+
+
 def test_a_secret_too_short_to_mask_is_named_in_a_warning_never_shown(tmp_path: Path) -> None:
     config = load(tmp_path, config_text())
     with structlog.testing.capture_logs() as logged:

@@ -733,9 +733,14 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     mode: DecisionMode = "open-research"
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
-    #: The research calls of `mode = "ktd-fin", "hedge"` (and only of it) before it must submit (None:
+    #: The research calls of `mode = "ktd-fin"` (and only of it) before it must submit (None:
     #: the mode's default).
     research_calls: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
+    #: The candidate assets of `mode = "hedge"` (and only of it; every two are a candidate pair);
+    #: empty: Herculean's eight US stocks (`HERCULEAN_ASSETS`), for the `us` market only.
+    hedge_assets: tuple[str, ...] = ()
+    #: The fraction of NAV each open leg of `mode = "hedge"` is sized to (equal notional).
+    hedge_leg_weight: Decimal = LEG_WEIGHT
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
     #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).

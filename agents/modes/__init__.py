@@ -19,8 +19,8 @@ from openbell.agents.modes.final_action import (
     ValidationFeedback,
     parse_final_action,
 )
-from openbell.agents.modes.ktd_fin import DEFAULT_RESEARCH_CALLS, KtdFinPrompt
 from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, HedgePrompt
+from openbell.agents.modes.ktd_fin import DEFAULT_RESEARCH_CALLS, KtdFinPrompt
 from openbell.agents.modes.open_research import MaskedResearchPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
 from openbell.agents.pairs import Pair, PairPrompt

@@ -12,8 +12,8 @@ configuration-asset pair:
   is priced as the benchmark is (`ops.benchmark.carried_prices`: at a daily cadence, open to open,
   the paper's market-based return). The last step has no next slot and adds nothing.
 - **Quality** (`report_quality_by_symbol`): `Q = (1 / 3K) sum_k sum_d q_d`, the mean over the
-  report steps of the mean of the judge's three dimension scores (`agents.rating.judge`), a step
-  whose cycle stored no report scoring 0 (the paper's "a missing report scores 0"). A report the
+  report steps of the mean of the judge's three dimension scores (`agents.rating.quality_judge`),
+  a step whose cycle stored no report scoring 0 (the paper's "a missing report scores 0"). A report the
   judge gave no verdict on (it failed) is left out, not scored 0: the judge's failure is not the
   agent's. A unit with no verdict at all has no quality and is left out of the regression.
   `report_quality` is the mean over the agent's symbols.
@@ -43,7 +43,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from openbell.agents.rating.agent import RATING_KIND, RATINGS_TOOL
-from openbell.agents.rating.judge import QUALITY_TOOL, stored_verdict
+from openbell.agents.rating.quality_judge import QUALITY_TOOL, stored_verdict
 from openbell.agents.rating.report import Rating, stored_model, stored_report
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.benchmark import carried_prices, report_sources

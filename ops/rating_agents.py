@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from openbell.agents.rating.agent import RatingAgent, RatingSettings
-from openbell.agents.rating.judge import ReportJudge
+from openbell.agents.rating.quality_judge import ReportJudge
 from openbell.ops.config import RatingAgentConfig
 from openbell.ops.model_endpoints import endpoint_of
 

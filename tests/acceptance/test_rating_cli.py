@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from openbell.agents.rating.judge import RUBRIC
+from openbell.agents.rating.quality_judge import RUBRIC
 from openbell.agents.rating.report import SECTIONS
 from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
 from openbell_testkit.llm import ScriptedModel, completion, serve_script

@@ -26,7 +26,7 @@ from openbell.agents.rating.agent import (
     RatingAgent,
     RatingSettings,
 )
-from openbell.agents.rating.judge import QUALITY_TOOL, RUBRIC, ReportJudge, stored_verdict
+from openbell.agents.rating.quality_judge import QUALITY_TOOL, RUBRIC, ReportJudge, stored_verdict
 from openbell.agents.rating.report import SECTIONS, Rating, stored_report
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay

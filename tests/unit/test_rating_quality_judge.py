@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.agents.rating.judge import (
+from openbell.agents.rating.quality_judge import (
     JUDGE_PROMPT,
     RUBRIC,
     BadVerdict,

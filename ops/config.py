@@ -974,8 +974,8 @@ class StrategyCodeAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _Agent
 class RatingJudgeConfig(_ModelEndpointConfig):
     """`judge` of a rating agent (`[agents.judge]`): the model that scores its Market Insights
     reports on Herculean's rubric (`agents/rating/quality_judge.py`), on any OpenAI-compatible
-    endpoint (the endpoint keys are an LLM agent's: `base_url`, `model`, `api_key_env`, `temperature`,
-    `max_tokens`, prices)."""
+    endpoint (the endpoint keys are an LLM agent's: `base_url`, `model`, `api_key_env`,
+    `temperature`, `max_tokens`, prices)."""
 
     max_tokens: Annotated[StrictInt, Field(gt=0)] = 2048
 

@@ -13,8 +13,8 @@ configuration-asset pair:
   the paper's market-based return). The last step has no next slot and adds nothing.
 - **Quality** (`report_quality_by_symbol`): `Q = (1 / 3K) sum_k sum_d q_d`, the mean over the
   report steps of the mean of the judge's three dimension scores (`agents.rating.quality_judge`),
-  a step whose cycle stored no report scoring 0 (the paper's "a missing report scores 0"). A report the
-  judge gave no verdict on (it failed) is left out, not scored 0: the judge's failure is not the
+  a step whose cycle stored no report scoring 0 (the paper's "a missing report scores 0"). A report
+  the judge gave no verdict on (it failed) is left out, not scored 0: the judge's failure is not the
   agent's. A unit with no verdict at all has no quality and is left out of the regression.
   `report_quality` is the mean over the agent's symbols.
 - **Runs**: agents that are seeds of one configured agent (`openbell replay --seeds N`,

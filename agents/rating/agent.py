@@ -22,8 +22,8 @@ This module owns the agent the arena enrolls as `kind = "rating"` and its cycle:
    the account may short: `Toolbox.shorting`), traded by `weights_trading.rebalance` (sells and
    covers before shorts and buys; a holding rated with no weight, or not offered any more, is
    closed; a change smaller than `rebalance_band` is left alone). The cycle ends with `finish`.
-5. The verdicts: with a `judge` (`rating.quality_judge.ReportJudge`), each symbol's report is scored on
-   Herculean's rubric against the evidence the model was shown, after the trades, and stored as a
+5. The verdicts: with a `judge` (`rating.quality_judge.ReportJudge`), each symbol's report is scored
+   on Herculean's rubric against the evidence the model was shown, after the trades, and stored as a
    `report_quality` row (the judge's tokens in the row, not in the agent's usage: judging is the
    arena's cost, not the agent's). A judge that fails leaves a verdict with its error.
 """

@@ -682,6 +682,9 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     mode: DecisionMode = "open-research"
     #: The pairs of `mode = "pair"` (and only of it): `[["AAPL", "MSFT"], ...]`.
     pairs: tuple[tuple[str, str], ...] = ()
+    #: What `mode = "stockbench"` (and only it) leaves out of the prompts, StockBench's ablations:
+    #: `["news"]`, or `["news", "fundamentals"]`.
+    without: tuple[Literal["news", "fundamentals"], ...] = ()
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
     #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).
@@ -722,6 +725,14 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
                 ("rebase_prices",),
                 'price rebasing needs masking "stock-blind", "date-blind" or "blinded"',
             )
+        return self
+
+    @model_validator(mode="after")
+    def _stockbench_ablation(self) -> LlmAgentConfig:
+        if self.without and self.mode != "stockbench":
+            raise PathError(("without",), 'only mode = "stockbench" leaves inputs out')
+        if len(set(self.without)) != len(self.without):
+            raise PathError(("without",), "names an input twice")
         return self
 
     @model_validator(mode="after")

@@ -76,6 +76,7 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             masking_seed=seed_of(config.masking_seed),
             rebase=config.rebase_prices,
             pairs=config.pairs,
+            without=config.without,
         )
 
     return build

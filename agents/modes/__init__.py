@@ -5,7 +5,7 @@ action of the no-tool modes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Final
 
 from openbell.agents.llm.hooks import OpenResearchPrompt, PromptBuilder
@@ -43,15 +43,19 @@ def prompt_for_mode(
     rebase: bool | None = None,
     top_k: int = DEFAULT_TOP_K,
     pairs: Sequence[Pair] = (),
+    without: Collection[str] = (),
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
     `masking`, `masking_seed` and `rebase` (price rebasing; None: on at `blinded` only) must be
     those of the agent's masker: the builders show and read back through the same account key.
     `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
-    is bright only: its pairs name real tickers).
+    is bright only: its pairs name real tickers); `without` the inputs stockbench leaves out (its
+    ablations: "news", "fundamentals").
     """
     level = MaskingLevel(masking)
+    if without and mode != "stockbench":
+        raise ValueError("only the stockbench mode leaves inputs out")
     if mode == "open-research":
         if level is MaskingLevel.BRIGHT:
             rebases(level, rebase)
@@ -68,5 +72,8 @@ def prompt_for_mode(
             raise ValueError("the pair mode needs pairs and masking 'bright'")
         return PairPrompt(pairs)
     if mode == "stockbench":
-        return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
+        return StockBenchPrompt(
+            masking=level, masking_seed=masking_seed, rebase=rebase, without=without
+        )
+
     raise ValueError(f"unknown decision mode {mode!r}; known: {', '.join(MODES)}")

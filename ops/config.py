@@ -90,6 +90,14 @@ class StoreConfig(_Section):
         return url
 
 
+class MetricsConfig(_Section):
+    """`[metrics]`: how `leaderboard`, `report` and the web measure (`ops.conventions`):
+    `openbell` (empyrical's definitions), `ai-trader`, `stockbench` or `ktd-fin`, each paper's
+    own standard deviation, Sortino, annualisation, returns and benchmark pricing."""
+
+    convention: Literal["openbell", "ai-trader", "stockbench", "ktd-fin"] = "openbell"
+
+
 class LogConfig(_Section):
     """`[log]`: JSON lines for journald, or console lines for people.
 
@@ -949,6 +957,7 @@ class OpenbellConfig(_Section):
 
     store: StoreConfig = StoreConfig()
     log: LogConfig = LogConfig()
+    metrics: MetricsConfig = MetricsConfig()
     http: HttpConfig = HttpConfig()
     mcp: McpConfig = McpConfig()
     sandbox: SandboxConfig = SandboxConfig()

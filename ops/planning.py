@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
@@ -50,6 +50,7 @@ from typing import NamedTuple
 import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlalchemy import Engine
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
@@ -62,6 +63,7 @@ from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
+from openbell.daemon.http import WebParts
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
@@ -88,6 +90,7 @@ from openbell.ops.config import (
     RatingAgentConfig,
     StrategyCodeAgentConfig,
 )
+from openbell.ops.conventions import convention_named
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.rating_agents import build_rating_agent
@@ -437,6 +440,12 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 # -- live ----------------------------------------------------------------------------------
 
 
+def _web_factory(config: OpenbellConfig) -> Callable[[Engine], WebParts]:
+    """The arena's web parts over an engine, measured under the config's metrics convention."""
+    convention = convention_named(config.metrics.convention)
+    return lambda engine: web_parts(engine, convention=convention)
+
+
 def live_plan(
     config: OpenbellConfig,
     clock: Clock,
@@ -473,7 +482,7 @@ def live_plan(
         http_read_token=config.http.read_token(os.environ) if http else None,
         http_read_timeout_s=config.http.read_timeout_s,
         mcp_limits=config.mcp.limits(),
-        web=web_parts if http else None,
+        web=_web_factory(config) if http else None,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),

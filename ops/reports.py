@@ -21,6 +21,16 @@ calls, model requests and failed ones), and its report its rejected orders by re
 allowed to short (`allow_short`) also gets the long-short metrics (`LongShort`: mean gross and net
 exposure from its snapshots' marks, borrow fees charged in the window over its initial cash);
 long-only accounts do not, so their rows and reports read as before.
+
+Every figure is measured under a metrics convention (`ops.conventions`; the config's `[metrics]
+convention`, default `openbell`), named by the leaderboard and the report: its standard deviation,
+Sortino and annualisation, and the series it measures (`ops.convention_series`: the slot
+snapshots, open to open, or each slot's period valued at its end, close to close, with the
+benchmark priced the same way). The behaviour metrics read the slot snapshots in every convention.
+Turnover is also shown annualised (`annual_turnover`: its mean per slot of the window times the
+market's periods a year, sessions times the slots a session rang, in every convention), and an
+LLM agent's parse failures and invalid tool calls also as rates (of its answers, and of its tool
+calls).
 """
 
 from __future__ import annotations
@@ -40,8 +50,10 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import observed_slots_per_session
 from openbell.ops import behaviour
 from openbell.ops.behaviour_report import conduct_of
-from openbell.ops.benchmark import benchmark_for, benchmark_navs, report_sources
+from openbell.ops.benchmark import benchmark_for, report_sources
 from openbell.ops.bootstrap import BootstrapResult
+from openbell.ops.convention_series import account_series, benchmark_series
+from openbell.ops.conventions import OPENBELL, Convention, annualisation_factor
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import (
     ExposurePoint,
@@ -55,7 +67,7 @@ from openbell.ops.return_metrics import (
 from openbell.ops.seed_groups import SeedGroup, groups_for
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
-from openbell.store.records import CycleStatus, CycleUsage
+from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind
 from openbell.store.seed_runs import seed_runs
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
@@ -79,6 +91,8 @@ class Behaviour:
     switch_rate: float | None = None
     reactivity: float | None = None
     protocol_completion: float | None = None
+    #: `turnover` times the market's periods a year over the window's periods (see the module).
+    annual_turnover: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +103,10 @@ class LlmUsage:
     has no prices). `return_per_dollar` is the cumulative return (a fraction) per unit of cost.
     `llm_attempts` counts the requests sent to the model, `llm_failed_attempts` those that got
     no completion (HTTP 429 and 5xx, timeouts, bodies that are not a completion, refusals).
+    `parse_failure_rate` is the parse failures over the model's answers (its requests that got a
+    completion); `tool_calls` counts the tool calls traced (the model's, and those its decision
+    mode made for it), and `tool_validity_rate` is the share of them that were valid (None
+    without any).
     """
 
     decisions: int
@@ -104,6 +122,9 @@ class LlmUsage:
     invalid_tool_calls: int
     llm_attempts: int
     llm_failed_attempts: int
+    parse_failure_rate: float | None = None
+    tool_calls: int = 0
+    tool_validity_rate: float | None = None
 
     @property
     def tokens_per_decision(self) -> float:
@@ -112,11 +133,12 @@ class LlmUsage:
 
 
 def _llm_usage(
-    decisions: int, usage: CycleUsage, cumulative_return: float | None
+    decisions: int, usage: CycleUsage, cumulative_return: float | None, tool_calls: int = 0
 ) -> LlmUsage | None:
     if decisions == 0:
         return None
     cost = usage.cost
+    answers = usage.llm_attempts - usage.llm_failed_attempts
     return LlmUsage(
         decisions=decisions,
         tokens_in=usage.tokens_in,
@@ -135,6 +157,11 @@ def _llm_usage(
         invalid_tool_calls=usage.invalid_tool_calls,
         llm_attempts=usage.llm_attempts,
         llm_failed_attempts=usage.llm_failed_attempts,
+        parse_failure_rate=usage.parse_failures / answers if answers > 0 else None,
+        tool_calls=tool_calls,
+        tool_validity_rate=(
+            (tool_calls - usage.invalid_tool_calls) / tool_calls if tool_calls > 0 else None
+        ),
     )
 
 
@@ -181,6 +208,8 @@ class Leaderboard:
     benchmark: str
     currency: str
     rows: tuple[LeaderboardRow, ...]
+    #: The metrics convention every figure is measured under (`ops.conventions`).
+    convention: Convention = OPENBELL
     #: The groups of repeated runs among the rows, compared over their seeds (`ops.seed_groups`).
     seed_groups: tuple[SeedGroup, ...] = ()
     #: The block bootstrap of the rows, when asked for (`ops.board_intervals`).
@@ -203,6 +232,8 @@ class AgentReport:
     navs: tuple[NavPoint, ...]
     benchmark_navs: tuple[NavPoint, ...]
     rejections_by_reason: dict[str, int]
+    #: The metrics convention the panel is measured under (the leaderboard's).
+    convention: Convention = OPENBELL
 
     @property
     def llm(self) -> LlmUsage | None:
@@ -213,11 +244,13 @@ class AgentReport:
 @dataclass(frozen=True, slots=True)
 class _Account:
     info: AccountInfo
-    navs: tuple[NavPoint, ...]
+    navs: tuple[NavPoint, ...]  # the series the convention measures
     behaviour: Behaviour
     final_nav: Decimal | None
     usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage_of`
     long_short: LongShort | None = None
+    slot_navs: tuple[NavPoint, ...] = ()  # the slot snapshots, which the behaviour reads
+    tool_calls: int = 0
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:
@@ -268,7 +301,9 @@ def _behaviour(
     )
 
 
-def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Account]:
+def _load_accounts(
+    engine: Engine, market: str, window: _Window, convention: Convention = OPENBELL
+) -> list[_Account]:
     """The market's accounts with their series and behaviour, each query made once for all."""
     infos = queries.accounts(engine, market)
     ids = [info.account_id for info in infos]
@@ -278,16 +313,25 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
     last = queries.last_snapshots(engine, ids, start=start, end=end)
     notionals = queries.traded_notionals_of(engine, ids, start, end)
     usage = queries.llm_usage_of(engine, ids, start, end)
+    tool_calls = queries.tool_calls_of(engine, ids, start, end)
     shorting = [info.account_id for info in infos if info.allow_short]
     exposures = queries.exposures_of(engine, shorting, start, end)
     fees = queries.borrow_fees_of(engine, shorting, start, end)
+    slots = {
+        info.account_id: tuple(
+            NavPoint(at=row.at, nav=row.nav) for row in series[info.account_id] if row.nav > 0
+        )
+        for info in infos
+    }
+    measured = _measured(engine, convention, infos, slots, window)
     out: list[_Account] = []
     for info in infos:
         rows = series[info.account_id]
         out.append(
             _Account(
                 info=info,
-                navs=tuple(NavPoint(at=row.at, nav=row.nav) for row in rows if row.nav > 0),
+                navs=measured[info.account_id],
+                slot_navs=slots[info.account_id],
                 behaviour=_behaviour(
                     activity[info.account_id],
                     last.get(info.account_id),
@@ -296,6 +340,7 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
                 ),
                 final_nav=rows[-1].nav if rows else None,
                 usage=usage[info.account_id],
+                tool_calls=tool_calls[info.account_id],
                 long_short=(
                     long_short(
                         [
@@ -318,6 +363,42 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
     return out
 
 
+#: How far past the window a close-to-close series looks for its last slot's period end.
+_PERIOD_END_LOOKAHEAD = timedelta(days=2)
+
+
+def _measured(
+    engine: Engine,
+    convention: Convention,
+    infos: Sequence[AccountInfo],
+    slots: dict[int, tuple[NavPoint, ...]],
+    window: _Window,
+) -> dict[int, tuple[NavPoint, ...]]:
+    """Each account's series under `convention` (`ops.convention_series`)."""
+    if convention.returns == "open-to-open":
+        return slots
+    start, end = window
+    ids = [info.account_id for info in infos]
+    until = None if end is None else end + _PERIOD_END_LOOKAHEAD
+    closes = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE, start=start, end=until)
+    firsts = {account: navs[0].at for account, navs in slots.items() if navs}
+    before: dict[int, queries.NavRow | None] = {}
+    for at in sorted(set(firsts.values())):
+        chosen = [account for account, first in firsts.items() if first == at]
+        before.update(queries.last_navs_before(engine, chosen, at))
+    out: dict[int, tuple[NavPoint, ...]] = {}
+    for info in infos:
+        row = before.get(info.account_id)
+        base = info.initial_cash if row is None or row.nav <= 0 else row.nav
+        out[info.account_id] = account_series(
+            convention,
+            slots[info.account_id],
+            [NavPoint(at=c.at, nav=c.nav) for c in closes[info.account_id] if c.nav > 0],
+            base,
+        )
+    return out
+
+
 def _initial_cash(found: Sequence[_Account]) -> Decimal:
     """The initial cash most of the market's accounts started with (the largest on a tie)."""
     amounts = [account.info.initial_cash for account in found]
@@ -333,14 +414,18 @@ def leaderboard(
     *,
     cadence: str | None = None,
     source: ReplaySource | None = None,
+    convention: Convention = OPENBELL,
 ) -> Leaderboard:
     """The composite-ranked leaderboard of `market` over `[start, end)`, benchmark included.
 
     `cadence` overrides the inferred one (the label, and the schedule a window without snapshots
-    is annualised by); `source` the bundled bars the benchmark is priced from.
-    Raises `ReportError` for an unknown market or one without accounts in the ledger.
+    is annualised by); `source` the bundled bars the benchmark is priced from; `convention` how
+    its figures are measured. Raises `ReportError` for an unknown market or one without accounts
+    in the ledger.
     """
-    return market_view(engine, market, start, end, cadence=cadence, source=source).leaderboard
+    return market_view(
+        engine, market, start, end, cadence=cadence, source=source, convention=convention
+    ).leaderboard
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,10 +452,11 @@ def market_view(
     *,
     cadence: str | None = None,
     source: ReplaySource | None = None,
+    convention: Convention = OPENBELL,
 ) -> MarketView:
     """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
     (arguments and errors as `leaderboard`)."""
-    board, found, bench = _build(engine, market, (start, end), cadence, source)
+    board, found, bench = _build(engine, market, (start, end), cadence, source, convention)
     return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
 
@@ -380,18 +466,21 @@ def _build(
     window: _Window,
     cadence: str | None,
     source: ReplaySource | None,
+    convention: Convention = OPENBELL,
 ) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
     _check_market(market)
-    found = _load_accounts(engine, market, window)
+    found = _load_accounts(engine, market, window, convention)
     if not found:
         raise ReportError(f"no accounts in market {market!r} in the ledger")
-    stamps = sorted({point.at for account in found for point in account.navs})
+    stamps = sorted({point.at for account in found for point in account.slot_navs})
     chosen = cadence or infer_cadence(stamps)
-    factor = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
+    observed = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
+    factor = annualisation_factor(convention, market, chosen, observed)
     spec = benchmark_for(market)
     sources = report_sources(engine, market, stamps, source)
-    found = _with_conduct(engine, found, window, source, stamps)
-    bench = tuple(benchmark_navs(market, stamps, _initial_cash(found), sources=sources))
+    found = _with_conduct(engine, found, window, source, stamps, observed)
+    cash = _initial_cash(found)
+    bench = benchmark_series(convention, market, stamps, chosen, cash, sources)
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []
     extras: dict[str, tuple[_Account | None, Panel]] = {}
@@ -402,10 +491,11 @@ def _build(
             account.navs,
             periods_per_year=factor,
             benchmark=reference if len(reference) == len(aligned) else None,
+            convention=convention,
         )
         entrants.append(Entrant(name=account.info.agent_name, panel=panel))
         extras[account.info.agent_name] = (account, panel)
-    bench_panel = compute_panel(bench, periods_per_year=factor)
+    bench_panel = compute_panel(bench, periods_per_year=factor, convention=convention)
     entrants.append(Entrant(name=spec.label, panel=bench_panel, is_benchmark=True))
     extras[spec.label] = (None, bench_panel)
     currency = found[0].info.currency
@@ -420,7 +510,11 @@ def _build(
                 panel=panel,
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
-                llm=_llm_usage(*entry.usage, panel.cumulative_return) if entry else None,
+                llm=(
+                    _llm_usage(*entry.usage, panel.cumulative_return, entry.tool_calls)
+                    if entry
+                    else None
+                ),
                 long_short=entry.long_short if entry else None,
             )
         )
@@ -433,6 +527,7 @@ def _build(
         benchmark=spec.name,
         currency=currency,
         rows=tuple(rows),
+        convention=convention,
         seed_groups=groups_for(
             seed_runs(engine), {name: panel for name, (entry, panel) in extras.items() if entry}
         ),
@@ -446,18 +541,29 @@ def _with_conduct(
     window: _Window,
     source: ReplaySource | None,
     stamps: list[datetime],
+    factor: float,
 ) -> list[_Account]:
     """The accounts with their behavioural metrics (`ops.behaviour_report`), the traded symbols
-    priced as the benchmark is."""
+    priced as the benchmark is, and their turnover annualised by `factor` (the market's periods
+    a year)."""
     market = found[0].info.market
     conduct = conduct_of(
         engine,
-        {account.info.account_id: account.navs for account in found},
+        {account.info.account_id: account.slot_navs for account in found},
         *window,
         sources=lambda symbols: report_sources(engine, market, stamps, source, symbols),
     )
     return [
-        replace(a, behaviour=replace(a.behaviour, **asdict(conduct[a.info.account_id])))
+        replace(
+            a,
+            behaviour=replace(
+                a.behaviour,
+                **asdict(conduct[a.info.account_id]),
+                annual_turnover=behaviour.annual_turnover(
+                    a.behaviour.turnover, len(a.slot_navs), factor
+                ),
+            ),
+        )
         for a in found
     ]
 
@@ -475,12 +581,15 @@ def leaderboards(
     markets: Sequence[str] | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
+    *,
+    convention: Convention = OPENBELL,
 ) -> list[Leaderboard]:
-    """The leaderboard of each of `markets` (default: every market with accounts), in order."""
+    """The leaderboard of each of `markets` (default: every market with accounts), in order,
+    measured under `convention`."""
     if markets is None:
         present = {info.market for info in queries.accounts(engine)}
         markets = [market for market in MARKETS if market in present]
-    return [leaderboard(engine, market, start, end) for market in markets]
+    return [leaderboard(engine, market, start, end, convention=convention) for market in markets]
 
 
 def report(
@@ -493,19 +602,23 @@ def report(
     cadence: str | None = None,
     source: ReplaySource | None = None,
     view: MarketView | None = None,
+    convention: Convention = OPENBELL,
 ) -> AgentReport:
-    """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration.
+    """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration, measured
+    under `convention`.
 
     `view` is the market's `market_view` over the same window, when the caller has it (then
-    `cadence` and `source` are those it was built with). Raises `ReportError` when the market is
-    unknown or the agent has no account in it.
+    `cadence`, `source` and `convention` are those it was built with). Raises `ReportError` when
+    the market is unknown or the agent has no account in it.
     """
     _check_market(market)
     if view is None:
         known = [info for info in queries.accounts(engine, market) if info.agent_name == agent]
         if not known:
             raise ReportError(f"agent {agent!r} has no account in market {market!r} in the ledger")
-        view = market_view(engine, market, start, end, cadence=cadence, source=source)
+        view = market_view(
+            engine, market, start, end, cadence=cadence, source=source, convention=convention
+        )
     board, bench = view.leaderboard, view.benchmark_navs
     account = next((a for a in view.accounts if a.info.agent_name == agent), None)
     if account is None:
@@ -534,4 +647,5 @@ def report(
         rejections_by_reason=queries.rejections_by_reason(
             engine, account.info.account_id, start, end
         ),
+        convention=board.convention,
     )

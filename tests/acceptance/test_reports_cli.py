@@ -122,7 +122,9 @@ def test_report_json_and_plot(workdir: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "expected_calibration_error" in text.stdout
     assert "metrics: openbell convention" in text.stdout
-    measured = openbell(workdir, "report", "alpha", "-m", "us", "--json", "--convention", "ai-trader")
+    measured = openbell(
+        workdir, "report", "alpha", "-m", "us", "--json", "--convention", "ai-trader"
+    )
     assert measured.returncode == 0, measured.stderr
     assert json.loads(measured.stdout)["convention"]["std"] == "population"
 

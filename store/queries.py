@@ -227,9 +227,7 @@ def last_navs_before(
     with engine.connect() as connection:
         for account_id, at, kind, nav, cash, positions_value in connection.execute(query):
             if out[account_id] is None or kind == SnapshotKind.CLOSE.value:
-                out[account_id] = NavRow(
-                    at=at, nav=nav, cash=cash, positions_value=positions_value
-                )
+                out[account_id] = NavRow(at=at, nav=nav, cash=cash, positions_value=positions_value)
     return out
 
 

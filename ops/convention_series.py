@@ -27,7 +27,7 @@ from openbell.ops.benchmark import Benchmark, benchmark_for, benchmark_navs, clo
 from openbell.ops.conventions import Convention
 from openbell.ops.return_metrics import NavPoint
 
-#: A session close this long after a slot, or longer, does not end that slot's period.
+#: A session close longer than this after a slot does not end that slot's period.
 _SESSION = timedelta(days=1)
 #: The bar interval of each cadence: the close-to-close benchmark's bars.
 CADENCE_INTERVALS = {"daily": "1d", "hourly": "1h"}
@@ -48,7 +48,7 @@ def period_ends(
         close = closes[after] if after < len(closes) else None
         following = slots[index + 1] if index + 1 < len(slots) else None
         if close is not None and (following is None or close.at <= following.at):
-            if close.at - slot.at < _SESSION:
+            if close.at - slot.at <= _SESSION:
                 out.append(close)
         elif following is not None:
             out.append(following)

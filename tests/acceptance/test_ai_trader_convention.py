@@ -90,6 +90,11 @@ def test_the_ai_trader_convention_prints_the_papers_table_1_rows(
         f"{row['max_drawdown'] * 100:.2f}",
     )
     assert printed == TABLE_1[market][1]
+    # The cash account, measured close to close from its initial cash: one more point than the
+    # benchmark where the bars hold no close before the window (QQQ's hourly bars start with it).
+    (cash,) = [row for row in found["rows"] if row["agent"] == "cash"]  # type: ignore[union-attr]
+    assert cash["cumulative_return"] == 0
+    assert cash["periods"] == row["periods"] + (1 if market == "us" else 0)
 
 
 @pytest.mark.parametrize("market", list(TABLE_1))

@@ -196,12 +196,12 @@ def last_navs_before(
     before it, or a session's close at it (crypto's midnight close comes before the midnight
     slot); a close before a slot snapshot at the same instant. None without one. One query."""
     check_utc("before", before)
-    at = col(NavSnapshotRow.at)
-    earlier = (at < before) | ((at == before) & (col(NavSnapshotRow.kind) == "close"))
+    stamped = col(NavSnapshotRow.at)
+    earlier = (stamped < before) | ((stamped == before) & (col(NavSnapshotRow.kind) == "close"))
     newest = (
         select(
             col(NavSnapshotRow.account_id).label("account_id"),
-            func.max(at).label("at"),
+            func.max(stamped).label("at"),
         )
         .where(col(NavSnapshotRow.account_id).in_(account_ids), earlier)
         .group_by(col(NavSnapshotRow.account_id))
@@ -218,7 +218,7 @@ def last_navs_before(
         )
         .join(
             newest,
-            (newest.c.account_id == col(NavSnapshotRow.account_id)) & (newest.c.at == at),
+            (newest.c.account_id == col(NavSnapshotRow.account_id)) & (newest.c.at == stamped),
         )
         .where(earlier)
         .order_by(col(NavSnapshotRow.account_id), col(NavSnapshotRow.kind))

@@ -248,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     session (which it makes itself when given none) is this fake's. With `$OPENBELL_FAKE_YAHOO_
     LOG` set, the URLs it answered are appended to that file when the command ends."""
     import yfinance as yf
-
     from curl_cffi import requests as curl_requests
 
     from openbell.ops.cli.app import main as openbell

@@ -105,3 +105,21 @@ def test_rates_beside_their_counts_and_turnover_annualised(engine: Engine) -> No
     assert found is not None
     assert found.turnover is not None
     assert found.annual_turnover == found.turnover / 3 * 252  # three slots, 252 a year
+
+
+def test_the_api_measures_under_the_configured_convention_and_names_it(engine: Engine) -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from openbell.ops.web.app import web_routes
+
+    build(Ledger(engine))
+    ktd = CONVENTIONS["ktd-fin"]
+    with TestClient(Starlette(routes=web_routes(engine, convention=ktd))) as client:
+        board = client.get("/api/v1/leaderboard/us").json()
+        panel = client.get("/api/v1/agents/gpt/us/metrics").json()
+    assert board["convention"]["name"] == panel["convention"]["name"] == "ktd-fin"
+    (row,) = [row for row in board["rows"] if row["agent"] == "gpt"]
+    held = CASH - 10 * AT_OPEN[0]
+    assert row["cumulative_return"] == pytest.approx(float((held + 10 * AT_CLOSE[-1]) / CASH - 1))
+    assert panel["tool_validity_rate"] == 3 / 4

@@ -162,3 +162,65 @@ def test_the_fake_answers_only_its_routes() -> None:
         r"/fundamentals-timeseries/",
         r"/xhr/ncp",
     ]
+
+
+def test_a_crypto_download_through_ccxt_fetches_the_bars_it_serves(tmp_path: Path) -> None:
+    """ccxt's binance on the recorded klines (`binance/klines_session.json`): bars only, as ccxt
+    serves no corporate actions, shares or news, and no fundamentals are rebuilt."""
+    import ccxt.async_support as ccxt_async
+
+    from openbell.markets.adapters.ccxt import CcxtSource
+
+    resources = Path(__file__).parents[1] / "resources" / "vendors" / "binance"
+    info = json.loads((resources / "exchangeInfo.json").read_text(encoding="utf-8"))
+    klines = json.loads((resources / "klines_session.json").read_text(encoding="utf-8"))
+    now = datetime(2025, 11, 4, 12, tzinfo=UTC)
+    asked: list[str] = []
+
+    async def fetch(url: str, method: str = "GET", headers: object = None, body: object = None):  # type: ignore[no-untyped-def]
+        asked.append(url)
+        if "/api/v3/exchangeInfo" in url:
+            return info
+        query = parse_qs(urlparse(url).query)
+        rows = klines[query["interval"][0]][query["symbol"][0]]
+        since = int(query.get("startTime", ["0"])[0])
+        return [row for row in rows if row[0] >= since][: int(query["limit"][0])]
+
+    async def scenario(first: date, last: date) -> object:
+        exchange = ccxt_async.binance(
+            {
+                "enableRateLimit": False,
+                "options": {"fetchMarkets": {"types": ["spot"]}, "fetchCurrencies": False},
+            }
+        )
+        exchange.fetch = fetch
+        source = CcxtSource(exchange, now=lambda: now)
+        request = DownloadRequest(
+            market="crypto",
+            symbols=("BTC/USDT", "ETH/USDT"),
+            interval="1d",
+            first=first,
+            last=last,
+            now=now,
+        )
+        try:
+            return await download(source, request, DownloadFolder(tmp_path))
+        finally:
+            await source.close()
+
+    report = asyncio.run(scenario(date(2025, 10, 28), date(2025, 11, 2)))
+    assert report.symbols_done == 2  # type: ignore[attr-defined]
+    folder = DownloadFolder(tmp_path)
+    btc = folder.bars("crypto", "1d", "BTC/USDT")
+    assert (tmp_path / "crypto-1d-BTC-USDT.parquet").exists()
+    # every recorded daily candle from the look-back's start to the window's end
+    assert [bar.start_at.date() for bar in btc] == [date(2025, 10, d) for d in range(27, 32)] + [
+        date(2025, 11, 1),
+        date(2025, 11, 2),
+    ]
+    assert folder.actions() == []
+    assert not (tmp_path / "fundamentals").exists()
+    assert report.asked["news"] == 2  # type: ignore[attr-defined]  # asked, and none served
+    asked.clear()
+    asyncio.run(scenario(date(2025, 10, 28), date(2025, 11, 2)))
+    assert [url for url in asked if "/klines" in url] == []

@@ -123,3 +123,16 @@ def test_the_api_measures_under_the_configured_convention_and_names_it(engine: E
     held = CASH - 10 * AT_OPEN[0]
     assert row["cumulative_return"] == pytest.approx(float((held + 10 * AT_CLOSE[-1]) / CASH - 1))
     assert panel["tool_validity_rate"] == 3 / 4
+
+
+def test_the_arena_page_names_the_convention(engine: Engine) -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from openbell.ops.web.app import web_routes
+
+    build(Ledger(engine))
+    routes = web_routes(engine, convention=CONVENTIONS["stockbench"])
+    with TestClient(Starlette(routes=routes)) as client:
+        page = client.get("/").text
+    assert "daily · benchmark QQQ · USD · stockbench metrics" in page

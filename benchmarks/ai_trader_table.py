@@ -1,36 +1,37 @@
 """AI-Trader's Table 1, its baseline rows: QQQ, the SSE-50 index and CD5, from the bundled bars.
 
-AI-Trader (arXiv 2512.10971) ranks its agents against one passive baseline per market: QQQ for the
-Nasdaq-100 stocks (hourly, 1 Oct - 7 Nov 2025), the SSE-50 index (000016.SH) for the A-shares
-(daily, the same window) and CD5, its buy-and-hold crypto basket (BTC 74.56 %, ETH 15.97 %, XRP
-5.20 %, SOL 3.53 %, ADA 0.76 %; daily, 1-14 Nov 2025). The paper's own text could not be opened
-here; its windows and baseline figures (`PAPER`) are as a third-party literature note quotes them
-from https://arxiv.org/html/2512.10971v1 (see the README's "AI-Trader's baseline rows"). The
-bundled bars reproduce every one of those figures to the precision quoted, with AI-Trader's own
-formulas, which is what ties the quotation to the data.
+AI-Trader (arXiv 2512.10971, in ../shared/reference/papers/) ranks its agents against one passive
+baseline per market: QQQ for the Nasdaq-100 stocks (hourly, 1 Oct - 7 Nov 2025), the SSE-50 index
+(000016.SH) for the A-shares (daily, the same window) and CD5, its buy-and-hold crypto basket (BTC
+74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %; daily, 1-14 Nov 2025). Its Table 1 gives
+each baseline's cumulative return, Sortino ("SR"), volatility and max drawdown (`PAPER`). The
+bundled bars reproduce every one of those figures to the paper's precision under the `ai-trader`
+metrics convention (`openbell.ops.conventions`), which is what `openbell leaderboard --convention
+ai-trader` prints for a replay of each window.
 
 Each baseline's window is the span of bars that reproduces the paper's figures (`Baseline.start_at`,
 `end_at`; `paper_window` is what the paper states). Each row is then computed several ways, so that
 a difference can be traced to its cause, one step at a time:
 
-- `paper`: the figures the paper reports (Sortino is its "SR"; blank where none is quoted).
-- `AI-Trader formulas`: the bundled closes, valued as AI-Trader's `tools/calculate_metrics.py`
-  values a position file (a close per bar, from the first one in the window or the last one
-  before it), and its formulas: simple returns, population standard deviations (numpy's default),
-  Sortino as the mean return over the standard deviation of the negative returns only, risk-free
-  0, annualised by 252 x 6.5 = 1,638 periods a year for any hourly series, 252 for daily stocks,
-  365 for daily crypto. Written here from those definitions (`ai_trader_row`).
-- `close-to-close`: the same closes, with openbell's formulas (`openbell.ops.return_metrics`,
-  empyrical's): sample standard deviations, Sortino over the downside deviation of all periods,
-  annualised by 252 sessions (365 days for crypto) times the bars a session has (the bundled US
-  hourly bars give 6: 1,512; crypto hourly 24: 8,760).
-- `openbell`: what `openbell leaderboard` shows as the benchmark row of a replay of that window.
-  The series is sampled at the replay's slots (the starts of the bundled bars inside sessions;
-  US hourly bars are labelled by their start, 10:00..15:00 New York), each priced by the replay's
-  quote rule: the open of the bar starting at the slot (the price an order placed then fills at,
-  before slippage). CD5 is the basket's weights normalised to sum to one, each coin's weight times
-  its price over its price at the first slot. So the window runs from the first slot's open to the
-  last slot's open: the last bar's own move is not in it.
+- `paper`: the figures of the paper's Table 1.
+- `AI-Trader formulas`: the `ai-trader` convention on the bundled bars, as the leaderboard measures
+  it: the benchmark valued at the closes of its bars starting at the replay's slots, from the
+  last close ended by the first slot, a basket in its published weights (`ops.benchmark.
+  close_navs`), measured as AI-Trader's `tools/calculate_metrics.py` measures: simple returns,
+  population standard deviations, Sortino as the mean return over the population deviation of
+  the negative returns only, risk-free 0, annualised by 252 x 6.5 = 1,638 periods a year for any
+  hourly series, 252 for daily stocks, 365 for daily crypto (`ai_trader_row`).
+- `close-to-close`: the same closes (a basket's weights normalised), with openbell's formulas
+  (`openbell.ops.return_metrics`, empyrical's): sample standard deviations, Sortino over the
+  downside deviation of all periods, annualised by 252 sessions (365 days for crypto) times the
+  bars a session has (the bundled US hourly bars give 6: 1,512; crypto hourly 24: 8,760).
+- `openbell`: what `openbell leaderboard` shows as the benchmark row of a replay of that window
+  under the default convention. The series is sampled at the replay's slots (the starts of the
+  bundled bars inside sessions; US hourly bars are labelled by their start, 10:00..15:00 New York),
+  each priced by the replay's quote rule: the open of the bar starting at the slot (the price an
+  order placed then fills at, before slippage). CD5 is the basket's weights normalised to sum to
+  one, each coin's weight times its price over its price at the first slot. So the window runs
+  from the first slot's open to the last slot's open: the last bar's own move is not in it.
 - `AI-Trader file` (with `--ai-trader DIR`, the copy of AI-Trader's data that `SOURCE.md`
   describes): close-to-close, openbell's formulas, over the same window on AI-Trader's own files:
   QQQ's hourly Alpha Vantage series, its SSE-50 index file, and its published CD5 index values
@@ -43,10 +44,7 @@ Not a test: run it by hand, `.venv/bin/python benchmarks/ai_trader_table.py [--a
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import math
-import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -58,7 +56,8 @@ from zoneinfo import ZoneInfo
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.slots import observed_slots_per_session, replay_slots
-from openbell.ops.benchmark import benchmark_for, benchmark_navs
+from openbell.ops.benchmark import benchmark_for, benchmark_navs, close_navs
+from openbell.ops.conventions import CONVENTIONS, annualisation_factor
 from openbell.ops.return_metrics import NavPoint, compute_panel, periods_per_year
 
 CASH = Decimal(10_000)
@@ -67,22 +66,19 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 _FAR = datetime(2200, 1, 1, tzinfo=UTC)
 _EARLY = datetime(1900, 1, 1, tzinfo=UTC)
 
-#: Where the paper's figures come from: the paper itself (arXiv 2512.10971v1) could not be read
-#: here; a literature note in the public code index quotes its windows and baseline figures.
-PAPER_SOURCE = (
-    "arXiv 2512.10971v1 as quoted by a third-party literature note ('LLM trading agents ... "
-    "(2023 to Oct 2026)', compiled 2026-10-09), which cites https://arxiv.org/html/2512.10971v1"
-)
+#: Where the paper's figures come from.
+PAPER_SOURCE = "AI-Trader, arXiv 2512.10971, Table 1 (its Baseline column)"
+AI_TRADER = CONVENTIONS["ai-trader"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PaperFigures:
-    """A baseline's figures in the paper's Table 1, in percent where the paper gives percent
-    (None: the quotation gives none)."""
+    """A baseline's figures in the paper's Table 1, in percent where the paper gives percent."""
 
     cumulative_return_pct: float
-    sortino_ratio: float | None = None
-    max_drawdown_pct: float | None = None
+    sortino_ratio: float
+    volatility_pct: float
+    max_drawdown_pct: float
     note: str = ""
 
 
@@ -125,8 +121,8 @@ BASELINES = (
         paper=PaperFigures(
             cumulative_return_pct=1.87,
             sortino_ratio=1.51,
-            max_drawdown_pct=-3.9,
-            note="the quoting note puts its volatility at about 17 %",
+            volatility_pct=17.16,
+            max_drawdown_pct=-3.94,
         ),
     ),
     Baseline(
@@ -140,7 +136,12 @@ BASELINES = (
         paper_window="daily, 1 Oct - 7 Nov 2025",
         window_source="the paper's window; its first session is 2025-10-09 (the National Day "
         "holiday closes 1-8 Oct), valued from the 2025-09-30 close",
-        paper=PaperFigures(cumulative_return_pct=1.65, sortino_ratio=2.19, max_drawdown_pct=-2.0),
+        paper=PaperFigures(
+            cumulative_return_pct=1.65,
+            sortino_ratio=2.19,
+            volatility_pct=13.03,
+            max_drawdown_pct=-2.01,
+        ),
     ),
     Baseline(
         name="CD5 (crypto, daily)",
@@ -154,7 +155,12 @@ BASELINES = (
         window_source="AI-Trader's published CD5 index, whose last row gives the paper's figure: "
         "its 2025-11-01 row is the 50,000 base, bought at the 2025-11-02 00:00 UTC open; its "
         "2025-11-15 row is that day's close (14 daily bars, 2-15 Nov)",
-        paper=PaperFigures(cumulative_return_pct=-14.3),
+        paper=PaperFigures(
+            cumulative_return_pct=-14.30,
+            sortino_ratio=-12.71,
+            volatility_pct=54.93,
+            max_drawdown_pct=-15.71,
+        ),
     ),
     Baseline(
         name="CD5 (crypto, hourly)",
@@ -195,9 +201,15 @@ def _window(baseline: Baseline) -> tuple[datetime, datetime]:
 
 
 def _row(
-    baseline: Baseline, convention: str, navs: Sequence[NavPoint], factor: float, note: str = ""
+    baseline: Baseline,
+    convention: str,
+    navs: Sequence[NavPoint],
+    factor: float,
+    note: str = "",
+    *,
+    measured: str = "openbell",
 ) -> Row:
-    panel = compute_panel(navs, periods_per_year=factor)
+    panel = compute_panel(navs, periods_per_year=factor, convention=CONVENTIONS[measured])
     return Row(
         baseline=baseline.name,
         convention=convention,
@@ -220,7 +232,6 @@ def paper_row(baseline: Baseline) -> Row | None:
     paper = baseline.paper
     if paper is None:
         return None
-    drawdown = paper.max_drawdown_pct
     return Row(
         baseline=baseline.name,
         convention="paper",
@@ -230,50 +241,44 @@ def paper_row(baseline: Baseline) -> Row | None:
         periods_per_year=None,
         cumulative_return=paper.cumulative_return_pct / 100,
         annual_return=None,
-        annual_volatility=None,
+        annual_volatility=paper.volatility_pct / 100,
         sharpe_ratio=None,
         sortino_ratio=paper.sortino_ratio,
-        max_drawdown=None if drawdown is None else drawdown / 100,
+        max_drawdown=paper.max_drawdown_pct / 100,
         note=paper.note,
     )
 
 
 def ai_trader_factor(baseline: Baseline) -> float:
-    """The periods a year AI-Trader's metric code annualises by: 252 x 6.5 for any hourly series
-    (its `--is-hourly`), else 365 for crypto and 252 for stocks."""
-    if baseline.interval == "1h":
-        return 252 * 6.5
-    return 365.0 if baseline.market == "crypto" else 252.0
+    """The periods a year AI-Trader's metric code annualises by (the `ai-trader` convention's):
+    252 x 6.5 for any hourly series (its `--is-hourly`), else 365 for crypto and 252 for stocks."""
+    return annualisation_factor(AI_TRADER, baseline.market, baseline.cadence, 0.0)
 
 
 def ai_trader_row(baseline: Baseline, navs: Sequence[NavPoint]) -> Row:
-    """`navs` measured with AI-Trader's formulas (see the module docstring)."""
-    values = [float(point.nav) for point in navs]
-    returns = [later / earlier - 1 for earlier, later in itertools.pairwise(values)]
+    """`navs` measured under the `ai-trader` convention (see the module docstring)."""
     factor = ai_trader_factor(baseline)
-    root = math.sqrt(factor)
-    mean = statistics.fmean(returns)
-    spread = statistics.pstdev(returns)
-    negative = [r for r in returns if r < 0]
-    downside = statistics.pstdev(negative) if negative else 0.0
-    cumulative = values[-1] / values[0] - 1
-    peak, drawdown = values[0], 0.0
-    for value in values:
-        peak = max(peak, value)
-        drawdown = min(drawdown, value / peak - 1)
-    return Row(
-        baseline=baseline.name,
-        convention="AI-Trader formulas",
-        start=navs[0].at.isoformat(),
-        end=navs[-1].at.isoformat(),
-        points=len(navs),
-        periods_per_year=factor,
-        cumulative_return=cumulative,
-        annual_return=(1 + cumulative) ** (factor / len(returns)) - 1,
-        annual_volatility=spread * root,
-        sharpe_ratio=mean / spread * root,
-        sortino_ratio=mean / downside * root if downside > 0 else None,
-        max_drawdown=drawdown,
+    return _row(baseline, "AI-Trader formulas", navs, factor, measured=AI_TRADER.name)
+
+
+def slots_of(baseline: Baseline, source: ReplaySource) -> list[datetime]:
+    """The slots a replay of the baseline's window rings at."""
+    start, end = _window(baseline)
+    return replay_slots(source, baseline.market, baseline.interval, start, end)
+
+
+def bundled_closes(
+    baseline: Baseline, source: ReplaySource, *, published: bool = False
+) -> list[NavPoint]:
+    """The benchmark valued close to close over the window's slots, as the leaderboard's
+    close-to-close conventions value it (`ops.benchmark.close_navs`)."""
+    return close_navs(
+        baseline.market,
+        slots_of(baseline, source),
+        baseline.interval,
+        CASH,
+        sources=(source,),
+        published=published,
     )
 
 
@@ -281,13 +286,12 @@ def openbell_row(baseline: Baseline, source: ReplaySource) -> tuple[Row, float]:
     """The benchmark row a replay of the window shows, and its annualisation factor. Raises
     `ValueError` when the benchmark's bundled bars end before the window's last slot (a replay
     would carry their last price forward, flat)."""
-    start, end = _window(baseline)
     spec = benchmark_for(baseline.market)
     covered = min(
         source.bars_between([symbol], baseline.interval, _EARLY, _FAR)[symbol][-1].start_at
         for symbol in spec.weights
     )
-    slots = replay_slots(source, baseline.market, baseline.interval, start, end)
+    slots = slots_of(baseline, source)
     if slots[-1] > covered:
         raise ValueError(
             f"{baseline.name}: the bundled {spec.name} bars end {covered:%Y-%m-%d %H:%M} UTC, "
@@ -332,20 +336,6 @@ def close_to_close(
         value = sum((w / total * closes[s][at] / base[s] for s, w in weights.items()), Decimal(0))
         navs.append(NavPoint(at=at, nav=CASH * value))
     return navs
-
-
-def bundled_closes(baseline: Baseline, source: ReplaySource) -> list[NavPoint]:
-    """The benchmark valued at the closes of its bundled bars over the window (`close_to_close`)."""
-    start, end = _window(baseline)
-    weights = dict(benchmark_for(baseline.market).weights)
-    series = {
-        symbol: [
-            (bar.end_at, bar.close)
-            for bar in source.bars_between([symbol], baseline.interval, _EARLY, _FAR)[symbol]
-        ]
-        for symbol in weights
-    }
-    return close_to_close(weights, series, start, end)
 
 
 def _file_series(path: Path, baseline: Baseline) -> list[tuple[datetime, Decimal]]:
@@ -402,7 +392,7 @@ def rows(ai_trader: Path | None) -> list[Row]:
         paper = paper_row(baseline)
         if paper is not None:
             out.append(paper)
-        out.append(ai_trader_row(baseline, closes))
+        out.append(ai_trader_row(baseline, bundled_closes(baseline, source, published=True)))
         out.append(_row(baseline, "close-to-close", closes, factor))
         out.append(replayed)
         if ai_trader is not None:

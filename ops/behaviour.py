@@ -49,6 +49,15 @@ def turnover(traded_notionals: Sequence[Decimal], navs: Sequence[Decimal]) -> fl
     return float(sum(traded_notionals, Decimal(0)) / average_nav)
 
 
+def annual_turnover(turnover: float | None, steps: int, periods_per_year: float) -> float | None:
+    """A window's `turnover` scaled to a year: its mean per decision step (`steps`, the slots of
+    the window) times `periods_per_year` (KTD-Fin's "scaled to a 252-day year" for a daily
+    series). `None` without a turnover or a step."""
+    if turnover is None or steps < 1:
+        return None
+    return turnover / steps * periods_per_year
+
+
 def hhi(position_values: Sequence[Decimal]) -> float | None:
     """Herfindahl-Hirschman concentration of the positions' weights at one snapshot.
 

@@ -17,6 +17,14 @@ basket's value is
 `sum(w_i * p_i(t) / p_i(t0))` from the first timestamp `t0` where every component has a price;
 the NAV is that value (a single instrument: `p(t) / p(t0)`) times the accounts' initial cash, so
 the benchmark can be shown as a leaderboard row. Timestamps before `t0` have no benchmark value.
+
+A close-to-close convention (`ops.conventions`) prices the benchmark at its bars' closes instead
+(`close_navs`): at the end of each bar of the cadence's interval that starts at a slot, from the
+close of the last such bar ended by the first slot (the value before the window's first decision,
+stamped at that slot; none when the bars hold no earlier close, and then the first close is the
+base); a basket's weights either normalised or as published (AI-Trader's CD5, whose published
+weights sum to 100.02 %: the base is the cash and the basket is worth 100.02 % of it at its own
+prices, as AI-Trader's index file reads).
 """
 
 from __future__ import annotations
@@ -49,10 +57,12 @@ CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Benchmark:
-    """A market's benchmark: its name and its components with weights summing to one."""
+    """A market's benchmark: its name and its components with weights summing to one, and the
+    weights as its publisher states them (fractions; `weights` when it states none)."""
 
     name: str
     weights: Mapping[str, Decimal]
+    published: Mapping[str, Decimal] | None = None
 
     def __post_init__(self) -> None:
         if not self.weights:
@@ -60,12 +70,24 @@ class Benchmark:
         for symbol, weight in self.weights.items():
             check_decimal(f"weight of {symbol}", weight, positive=True)
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+        published = self.weights if self.published is None else self.published
+        if set(published) != set(self.weights):
+            raise ValueError(f"benchmark {self.name}: published weights name other components")
+        object.__setattr__(self, "published", MappingProxyType(dict(published)))
 
     @classmethod
-    def basket(cls, name: str, weights: Mapping[str, Decimal]) -> Benchmark:
-        """A basket whose `weights` (any positive scale) are normalised to sum to one."""
-        total = sum(weights.values(), Decimal(0))
-        return cls(name=name, weights={symbol: w / total for symbol, w in weights.items()})
+    def basket(cls, name: str, percents: Mapping[str, Decimal]) -> Benchmark:
+        """A basket of published `percents`, its weights normalised to sum to one."""
+        total = sum(percents.values(), Decimal(0))
+        return cls(
+            name=name,
+            weights={symbol: w / total for symbol, w in percents.items()},
+            published={symbol: w / 100 for symbol, w in percents.items()},
+        )
+
+    def weights_as(self, *, published: bool) -> Mapping[str, Decimal]:
+        """The published weights, or the normalised ones."""
+        return self.published if published and self.published is not None else self.weights
 
     @property
     def label(self) -> str:
@@ -226,4 +248,67 @@ def benchmark_navs(
             Decimal(0),
         )
         out.append(NavPoint(at=at, nav=initial_cash * value))
+    return out
+
+
+_FAR = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def _bar_closes(
+    sources: Sequence[ReplaySource], symbol: str, interval: str
+) -> dict[datetime, tuple[datetime, Decimal]]:
+    """Each bar of `symbol` and `interval` among `sources`: its start -> (its end, its close);
+    of two sources with a bar starting at the same instant, the first wins."""
+    out: dict[datetime, tuple[datetime, Decimal]] = {}
+    for source in sources:
+        if interval in source.intervals:
+            for bar in source.bars_between([symbol], interval, _EPOCH, _FAR).get(symbol, ()):
+                out.setdefault(bar.start_at, (bar.end_at, bar.close))
+    return out
+
+
+def close_navs(
+    market: str,
+    slots: Sequence[datetime],
+    interval: str,
+    initial_cash: Decimal,
+    *,
+    sources: Sequence[ReplaySource] | None = None,
+    published: bool = False,
+    benchmark: Benchmark | None = None,
+) -> list[NavPoint]:
+    """The benchmark valued close to close over `slots` (increasing): see the module docstring.
+
+    A point at the end of each bar of `interval` starting at a slot where every component has
+    one (at the latest end of them), and before them the base point (`initial_cash`), stamped at
+    the first slot, when every component has a close of that interval ended by it; otherwise the
+    first point's closes are the base. `published`: the basket in its published weights.
+    """
+    check_decimal("initial_cash", initial_cash, positive=True)
+    chosen = benchmark or benchmark_for(market)
+    data = tuple(sources) if sources else (bundled_source(market),)
+    ordered = sorted(set(slots))
+    if list(slots) != ordered:
+        raise ValueError("benchmark slots must increase strictly")
+    weights = chosen.weights_as(published=published)
+    bars = {symbol: _bar_closes(data, symbol, interval) for symbol in weights}
+    rows = [[bars[symbol].get(slot) for symbol in weights] for slot in ordered]
+    points = [[found for found in row if found is not None] for row in rows]
+    points = [row for row in points if len(row) == len(weights)]
+    if not ordered or not points:
+        return []
+    first = ordered[0]
+    before = {s: [ended for ended in b.values() if ended[0] <= first] for s, b in bars.items()}
+    out: list[NavPoint] = []
+    if all(before.values()):
+        base = {symbol: max(ended)[1] for symbol, ended in before.items()}
+        out.append(NavPoint(at=first, nav=initial_cash))
+    else:
+        base = {symbol: close for symbol, (_, close) in zip(weights, points[0], strict=True)}
+    for row in points:
+        value = sum(
+            (weights[s] * close / base[s] for s, (_, close) in zip(weights, row, strict=True)),
+            Decimal(0),
+        )
+        out.append(NavPoint(at=max(end for end, _ in row), nav=initial_cash * value))
     return out

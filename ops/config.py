@@ -94,6 +94,14 @@ class StoreConfig(_Section):
         return url
 
 
+class MetricsConfig(_Section):
+    """`[metrics]`: how `leaderboard`, `report` and the web measure (`ops.conventions`):
+    `openbell` (empyrical's definitions), `ai-trader`, `stockbench` or `ktd-fin`, each paper's
+    own standard deviation, Sortino, annualisation, returns and benchmark pricing."""
+
+    convention: Literal["openbell", "ai-trader", "stockbench", "ktd-fin"] = "openbell"
+
+
 class LogConfig(_Section):
     """`[log]`: JSON lines for journald, or console lines for people.
 
@@ -741,6 +749,9 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     hedge_assets: tuple[str, ...] = ()
     #: The fraction of NAV each open leg of `mode = "hedge"` is sized to (equal notional).
     hedge_leg_weight: Decimal = LEG_WEIGHT
+    #: What `mode = "stockbench"` (and only it) leaves out of the prompts, StockBench's ablations:
+    #: `["news"]`, or `["news", "fundamentals"]`.
+    without: tuple[Literal["news", "fundamentals"], ...] = ()
     masking: Masking = "bright"
     #: Seeds the per-account alias maps of a masked agent (tickers -> asset_NNNN, dates -> day_+N);
     #: None: a secret seed drawn at run time (`agents.aliases.SECRET_SEED`).
@@ -826,6 +837,14 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     def _research_calls(self) -> LlmAgentConfig:
         if self.research_calls is not None and self.mode != "ktd-fin":
             raise PathError(("research_calls",), 'research_calls is for mode = "ktd-fin"')
+        return self
+
+    @model_validator(mode="after")
+    def _stockbench_ablation(self) -> LlmAgentConfig:
+        if self.without and self.mode != "stockbench":
+            raise PathError(("without",), 'only mode = "stockbench" leaves inputs out')
+        if len(set(self.without)) != len(self.without):
+            raise PathError(("without",), "names an input twice")
         return self
 
     @model_validator(mode="after")
@@ -1078,6 +1097,7 @@ class OpenbellConfig(_Section):
 
     store: StoreConfig = StoreConfig()
     log: LogConfig = LogConfig()
+    metrics: MetricsConfig = MetricsConfig()
     http: HttpConfig = HttpConfig()
     mcp: McpConfig = McpConfig()
     sandbox: SandboxConfig = SandboxConfig()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openbell.markets.errors import ExportError
+from openbell.ops.conventions import Convention
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import LongShort, Panel
@@ -52,6 +53,7 @@ _BEHAVIOUR_KEYS = (
     "no_trade_share",
     "rejection_rate",
     "turnover",
+    "annual_turnover",
     "hhi",
     "cash_ratio",
     "hold_share",
@@ -173,17 +175,34 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
         "cost_per_decision": _decimal(usage.cost_per_decision) if usage else None,
         "return_per_dollar": usage.return_per_dollar if usage else None,
         "parse_failures": usage.parse_failures if usage else None,
+        "parse_failure_rate": usage.parse_failure_rate if usage else None,
         "invalid_tool_calls": usage.invalid_tool_calls if usage else None,
+        "tool_calls": usage.tool_calls if usage else None,
+        "tool_validity_rate": usage.tool_validity_rate if usage else None,
         "llm_attempts": usage.llm_attempts if usage else None,
         "llm_failed_attempts": usage.llm_failed_attempts if usage else None,
     }
 
 
+def convention_record(convention: Convention) -> dict[str, JsonValue]:
+    """A metrics convention as a record: its name, source and choices (`ops.conventions`)."""
+    return {
+        "name": convention.name,
+        "source": convention.source,
+        "std": convention.std,
+        "annualisation": convention.annualisation,
+        "sortino": convention.sortino,
+        "returns": convention.returns,
+        "basket_weights": convention.basket_weights,
+    }
+
+
 def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
-    """A leaderboard as a record: its market, window, annualisation, benchmark and rows, its
-    groups of repeated runs and its bootstrap (`ops.interval_records`)."""
+    """A leaderboard as a record: its market, metrics convention, window, annualisation,
+    benchmark and rows, its groups of repeated runs and its bootstrap (`ops.interval_records`)."""
     return {
         "market": board.market,
+        "convention": convention_record(board.convention),
         "start": _instant(board.start),
         "end": _instant(board.end),
         "cadence": board.cadence,
@@ -197,15 +216,16 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
 
 
 def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
-    """Every row of `boards` as CSV: a header of `market` and `LEADERBOARD_KEYS` (and
-    `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
+    """Every row of `boards` as CSV: a header of `market`, `convention` and `LEADERBOARD_KEYS`
+    (and `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
     writer = csv.writer(stream, lineterminator="\n")
     keys = (*LEADERBOARD_KEYS, *(LONG_SHORT_KEYS if has_long_short(boards) else ()))
-    writer.writerow(("market", *keys))
+    writer.writerow(("market", "convention", *keys))
     for board in boards:
         for row in board.rows:
             record = row_record(row)
-            writer.writerow((board.market, *(_csv_cell(record.get(key)) for key in keys)))
+            cells = (_csv_cell(record.get(key)) for key in keys)
+            writer.writerow((board.market, board.convention.name, *cells))
 
 
 def report_record(found: AgentReport) -> dict[str, Any]:
@@ -217,6 +237,7 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "currency": found.account.currency,
         "initial_cash": decimal_text(found.account.initial_cash),
         "cadence": found.cadence,
+        "convention": convention_record(found.convention),
         "periods_per_year": found.row.panel.periods_per_year,
         "benchmark": found.benchmark,
         "rank": found.row.rank,

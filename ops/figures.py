@@ -30,6 +30,8 @@ PERCENT_KEYS = frozenset(
         "revision_rate",
         "protocol_completion",
         "cash_ratio",
+        "parse_failure_rate",
+        "tool_validity_rate",
         # A shorting account's long-short metrics (`ops.return_metrics.LongShort`).
         "mean_gross_exposure",
         "mean_net_exposure",
@@ -53,8 +55,11 @@ RATIO_KEYS = frozenset(
         "information_ratio",
         "turnover",
         "report_quality",
+        "annual_turnover",
     }
 )
+#: The ratio keys a convention that does not annualise shows with more places (`figure`).
+RISK_RATIO_KEYS = frozenset({"sharpe_ratio", "sortino_ratio", "calmar_ratio", "information_ratio"})
 #: Record keys of scores shown with 3 places.
 SCORE_KEYS = frozenset(
     {
@@ -121,8 +126,10 @@ def quantity(value: Decimal, step: Decimal) -> str:
     return f"{value.normalize():,f}"
 
 
-def figure(key: str, value: object) -> str:
-    """The value of record key `key` as a table shows it (see the module docstring)."""
+def figure(key: str, value: object, *, ratio_places: int = 2) -> str:
+    """The value of record key `key` as a table shows it (see the module docstring); the risk
+    ratios (Sharpe, Sortino, Calmar, information ratio) with `ratio_places` (a convention that
+    does not annualise shows per-period ratios, StockBench's Sortino to 4 places)."""
     if value is None:
         return MISSING
     if isinstance(value, bool):
@@ -135,6 +142,8 @@ def figure(key: str, value: object) -> str:
         return str(value)
     if key in PERCENT_KEYS:
         return percent(float(value))
+    if key in RISK_RATIO_KEYS:
+        return places(value, ratio_places)
     if key in RATIO_KEYS:
         return places(value, 2)
     if key in SCORE_KEYS:

@@ -83,6 +83,7 @@ def prompt_factory(config: LlmAgentConfig) -> PromptFactory:
             research_calls=research_calls,
             hedge_assets=config.hedge_candidates,
             hedge_leg_weight=config.hedge_leg_weight,
+            without=config.without,
         )
 
     return build

@@ -8,19 +8,20 @@ clock: a replay has none and never touches the network.
 
 One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, or the
 listed symbols), its rules (the market's defaults with the costs of its `[markets.<name>.costs]`
-table), its benchmark, the agents enrolled in it (a baseline, an LLM agent built by
-`llm_agents`, its key read from the environment, or a Python plug-in agent loaded by
-`agents.plugins`) and its source (`make_source`). `replay:PATH`
-reads the bar files at PATH, and `bundled` every bar file bundled with openbell for the market, as
-they are; both fill orders from their bars, with the market's `corporate_actions` file, if any
-(only over raw bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
-`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve
-the market's corporate actions, and yfinance its fundamentals); an adapter that cannot be
-imported, or any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every
-read with `DataUnavailable`, so the daemon keeps running and records the market's cycles as
-skipped (`data_unavailable`). In a replay a live source stands for the dataset bundled with
-openbell (the daily files only for a daily cadence), with the bundled corporate actions over raw
-bars unless the market names a file.
+table), its benchmark, the agents enrolled in it (a baseline, an LLM agent built by `llm_agents`,
+its key read from the environment, or a Python plug-in agent loaded by `agents.plugins`) and its
+source (`make_source`). `replay:PATH` reads the bar files at PATH (and, where PATH is a directory,
+the news and fundamentals reports in its `news/` and `fundamentals/`, as `openbell data download`
+leaves them), and `bundled` every bar file bundled with openbell for the market, as they are; both
+fill orders from their bars, with the market's `corporate_actions` file, if any (only over raw
+bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
+`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve the
+market's corporate actions, and yfinance its fundamentals); an adapter that cannot be imported, or
+any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every read with
+`DataUnavailable`, so the daemon keeps running and records the market's cycles as skipped
+(`data_unavailable`). In a replay a live source stands for the dataset bundled with openbell (the
+daily files only for a daily cadence), with the bundled corporate actions over raw bars unless the
+market names a file.
 
 A universe used outside the dates its file vouches for (its `coverage`: `crypto10` is AI-Trader's
 pick of coins from 2025-11-01, `sse50` the constituents from 2025-09-30 until the index's December
@@ -41,15 +42,17 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 from typing import NamedTuple
 
 import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlalchemy import Engine
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
@@ -64,6 +67,7 @@ from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
+from openbell.daemon.http import WebParts
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
@@ -72,7 +76,13 @@ from openbell.markets.corporate_action_files import bundled_actions, read_action
 from openbell.markets.corporate_actions import CorporateActionSource, RecordedActions
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
 from openbell.markets.errors import ConfigError, DataUnavailable
-from openbell.markets.fundamentals import FundamentalsSource, LiveFundamentals
+from openbell.markets.fundamentals import (
+    FundamentalsReport,
+    FundamentalsSource,
+    LiveFundamentals,
+    RecordedFundamentals,
+)
+from openbell.markets.importers.download_folder import read_research
 from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.replay_source import ReplaySource, bar_files
 from openbell.markets.rules import MarketRules, rules_for, with_costs, with_shorting
@@ -92,6 +102,7 @@ from openbell.ops.config import (
     RatingAgentConfig,
     StrategyCodeAgentConfig,
 )
+from openbell.ops.conventions import convention_named
 from openbell.ops.llm_agents import build_llm_agent
 from openbell.ops.outside_agents import build_command_agent
 from openbell.ops.rating_agents import build_rating_agent
@@ -280,8 +291,13 @@ def make_source(
             actions=_recorded_actions(name, market, recorded),
         )
     if clock is None or market.source_kind in ("replay", "bundled"):
-        recorded = _recorded_source(name, market)
-        return MarketSource(recorded, actions=_recorded_actions(name, market, recorded))
+        news, reports = _folder_research(market)
+        recorded = _recorded_source(name, market, news)
+        return MarketSource(
+            recorded,
+            fundamentals=RecordedFundamentals.of(reports) if reports else None,
+            actions=_recorded_actions(name, market, recorded),
+        )
     if environ.get(OFFLINE_ENV, "") not in ("", "0"):
         why = f"{OFFLINE_ENV} is set: the {market.source} source is not contacted"
         log.warning("source_offline", market=name, source=market.source)
@@ -324,6 +340,23 @@ def _recorded_source(
     if market.source_kind == "bundled":
         return ReplaySource.from_bundled(name, news=news)
     return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence), news=news)
+
+
+def _folder_research(market: MarketConfig) -> tuple[list[NewsItem], list[FundamentalsReport]]:
+    """The news and fundamentals reports of a `replay:DIR[,DIR...]` source's directories (their
+    `news/` and `fundamentals/`, as `openbell data download` writes them or a user puts files
+    there: `download_folder.read_research`), each shown from its publication time; none for
+    another source."""
+    news: list[NewsItem] = []
+    reports: list[FundamentalsReport] = []
+    if market.source_kind != "replay":
+        return news, reports
+    for part in (part.strip() for part in market.source_arg.split(",")):
+        if part and part != "bundled" and Path(part).is_dir():
+            found_news, found_reports = read_research(Path(part))
+            news += found_news
+            reports += found_reports
+    return news, reports
 
 
 def replay_barsets(name: str, market: MarketConfig) -> list[BarSet]:
@@ -459,6 +492,12 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 # -- live ----------------------------------------------------------------------------------
 
 
+def _web_factory(config: OpenbellConfig) -> Callable[[Engine], WebParts]:
+    """The arena's web parts over an engine, measured under the config's metrics convention."""
+    convention = convention_named(config.metrics.convention)
+    return lambda engine: web_parts(engine, convention=convention)
+
+
 def live_plan(
     config: OpenbellConfig,
     clock: Clock,
@@ -495,7 +534,7 @@ def live_plan(
         http_read_token=config.http.read_token(os.environ) if http else None,
         http_read_timeout_s=config.http.read_timeout_s,
         mcp_limits=config.mcp.limits(),
-        web=web_parts if http else None,
+        web=_web_factory(config) if http else None,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),

@@ -22,6 +22,16 @@ failures, invalid tool calls, model requests and failed ones), and its report it
 by reason. An account allowed to short (`allow_short`) also gets the long-short metrics
 (`LongShort`: mean gross and net exposure from its snapshots' marks, borrow fees charged in the
 window over its initial cash); long-only accounts do not, so their rows and reports read as before.
+
+Every figure is measured under a metrics convention (`ops.conventions`; the config's `[metrics]
+convention`, default `openbell`), named by the leaderboard and the report: its standard deviation,
+Sortino and annualisation, and the series it measures (`ops.convention_series`: the slot
+snapshots, open to open, or each slot's period valued at its end, close to close, with the
+benchmark priced the same way). The behaviour metrics read the slot snapshots in every convention.
+Turnover is also shown annualised (`annual_turnover`: its mean per slot of the window times the
+market's periods a year, sessions times the slots a session rang, in every convention), and an
+LLM agent's parse failures and invalid tool calls also as rates (of its answers, and of its tool
+calls).
 """
 
 from __future__ import annotations
@@ -46,10 +56,11 @@ from openbell.ops.benchmark import (
     Benchmark,
     MarketBasis,
     benchmark_for,
-    benchmark_navs,
     report_sources,
 )
 from openbell.ops.bootstrap import BootstrapResult
+from openbell.ops.convention_series import account_series, benchmark_series
+from openbell.ops.conventions import OPENBELL, Convention, annualisation_factor
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import (
     ExposurePoint,
@@ -63,7 +74,7 @@ from openbell.ops.return_metrics import (
 from openbell.ops.seed_groups import SeedGroup, groups_for
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
-from openbell.store.records import CycleStatus, CycleUsage
+from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind
 from openbell.store.seed_runs import seed_runs
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
@@ -91,6 +102,8 @@ class Behaviour:
     revision_rate: float | None = None
     weight_reactivity: float | None = None
     protocol_completion: float | None = None
+    #: `turnover` times the market's periods a year over the window's periods (see the module).
+    annual_turnover: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +114,10 @@ class LlmUsage:
     has no prices). `return_per_dollar` is the cumulative return (a fraction) per unit of cost.
     `llm_attempts` counts the requests sent to the model, `llm_failed_attempts` those that got
     no completion (HTTP 429 and 5xx, timeouts, bodies that are not a completion, refusals).
+    `parse_failure_rate` is the parse failures over the model's answers (its requests that got a
+    completion); `tool_calls` counts the tool calls traced (the model's, and those its decision
+    mode made for it), and `tool_validity_rate` is the share of them that were valid (None
+    without any).
     """
 
     decisions: int
@@ -116,6 +133,9 @@ class LlmUsage:
     invalid_tool_calls: int
     llm_attempts: int
     llm_failed_attempts: int
+    parse_failure_rate: float | None = None
+    tool_calls: int = 0
+    tool_validity_rate: float | None = None
 
     @property
     def tokens_per_decision(self) -> float:
@@ -124,11 +144,12 @@ class LlmUsage:
 
 
 def _llm_usage(
-    decisions: int, usage: CycleUsage, cumulative_return: float | None
+    decisions: int, usage: CycleUsage, cumulative_return: float | None, tool_calls: int = 0
 ) -> LlmUsage | None:
     if decisions == 0:
         return None
     cost = usage.cost
+    answers = usage.llm_attempts - usage.llm_failed_attempts
     return LlmUsage(
         decisions=decisions,
         tokens_in=usage.tokens_in,
@@ -147,6 +168,11 @@ def _llm_usage(
         invalid_tool_calls=usage.invalid_tool_calls,
         llm_attempts=usage.llm_attempts,
         llm_failed_attempts=usage.llm_failed_attempts,
+        parse_failure_rate=usage.parse_failures / answers if answers > 0 else None,
+        tool_calls=tool_calls,
+        tool_validity_rate=(
+            (tool_calls - usage.invalid_tool_calls) / tool_calls if tool_calls > 0 else None
+        ),
     )
 
 
@@ -193,6 +219,8 @@ class Leaderboard:
     benchmark: str
     currency: str
     rows: tuple[LeaderboardRow, ...]
+    #: The metrics convention every figure is measured under (`ops.conventions`).
+    convention: Convention = OPENBELL
     #: The groups of repeated runs among the rows, compared over their seeds (`ops.seed_groups`).
     seed_groups: tuple[SeedGroup, ...] = ()
     #: The block bootstrap of the rows, when asked for (`ops.board_intervals`).
@@ -215,6 +243,8 @@ class AgentReport:
     navs: tuple[NavPoint, ...]
     benchmark_navs: tuple[NavPoint, ...]
     rejections_by_reason: dict[str, int]
+    #: The metrics convention the panel is measured under (the leaderboard's).
+    convention: Convention = OPENBELL
 
     @property
     def llm(self) -> LlmUsage | None:
@@ -225,11 +255,13 @@ class AgentReport:
 @dataclass(frozen=True, slots=True)
 class _Account:
     info: AccountInfo
-    navs: tuple[NavPoint, ...]
+    navs: tuple[NavPoint, ...]  # the series the convention measures
     behaviour: Behaviour
     final_nav: Decimal | None
     usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage_of`
     long_short: LongShort | None = None
+    slot_navs: tuple[NavPoint, ...] = ()  # the slot snapshots, which the behaviour reads
+    tool_calls: int = 0
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:
@@ -280,7 +312,9 @@ def _behaviour(
     )
 
 
-def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Account]:
+def _load_accounts(
+    engine: Engine, market: str, window: _Window, convention: Convention = OPENBELL
+) -> list[_Account]:
     """The market's accounts with their series and behaviour, each query made once for all."""
     infos = queries.accounts(engine, market)
     ids = [info.account_id for info in infos]
@@ -290,16 +324,25 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
     last = queries.last_snapshots(engine, ids, start=start, end=end)
     notionals = queries.traded_notionals_of(engine, ids, start, end)
     usage = queries.llm_usage_of(engine, ids, start, end)
+    tool_calls = queries.tool_calls_of(engine, ids, start, end)
     shorting = [info.account_id for info in infos if info.allow_short]
     exposures = queries.exposures_of(engine, shorting, start, end)
     fees = queries.borrow_fees_of(engine, shorting, start, end)
+    slots = {
+        info.account_id: tuple(
+            NavPoint(at=row.at, nav=row.nav) for row in series[info.account_id] if row.nav > 0
+        )
+        for info in infos
+    }
+    measured = _measured(engine, convention, infos, slots, window)
     out: list[_Account] = []
     for info in infos:
         rows = series[info.account_id]
         out.append(
             _Account(
                 info=info,
-                navs=tuple(NavPoint(at=row.at, nav=row.nav) for row in rows if row.nav > 0),
+                navs=measured[info.account_id],
+                slot_navs=slots[info.account_id],
                 behaviour=_behaviour(
                     activity[info.account_id],
                     last.get(info.account_id),
@@ -308,6 +351,7 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
                 ),
                 final_nav=rows[-1].nav if rows else None,
                 usage=usage[info.account_id],
+                tool_calls=tool_calls[info.account_id],
                 long_short=(
                     long_short(
                         [
@@ -330,6 +374,42 @@ def _load_accounts(engine: Engine, market: str, window: _Window) -> list[_Accoun
     return out
 
 
+#: How far past the window a close-to-close series looks for its last slot's period end.
+_PERIOD_END_LOOKAHEAD = timedelta(days=2)
+
+
+def _measured(
+    engine: Engine,
+    convention: Convention,
+    infos: Sequence[AccountInfo],
+    slots: dict[int, tuple[NavPoint, ...]],
+    window: _Window,
+) -> dict[int, tuple[NavPoint, ...]]:
+    """Each account's series under `convention` (`ops.convention_series`)."""
+    if convention.returns == "open-to-open":
+        return slots
+    start, end = window
+    ids = [info.account_id for info in infos]
+    until = None if end is None else end + _PERIOD_END_LOOKAHEAD
+    closes = queries.nav_series_of(engine, ids, SnapshotKind.CLOSE, start=start, end=until)
+    firsts = {account: navs[0].at for account, navs in slots.items() if navs}
+    before: dict[int, queries.NavRow | None] = {}
+    for at in sorted(set(firsts.values())):
+        chosen = [account for account, first in firsts.items() if first == at]
+        before.update(queries.last_navs_before(engine, chosen, at))
+    out: dict[int, tuple[NavPoint, ...]] = {}
+    for info in infos:
+        row = before.get(info.account_id)
+        base = info.initial_cash if row is None or row.nav <= 0 else row.nav
+        out[info.account_id] = account_series(
+            convention,
+            slots[info.account_id],
+            [NavPoint(at=c.at, nav=c.nav) for c in closes[info.account_id] if c.nav > 0],
+            base,
+        )
+    return out
+
+
 def _initial_cash(found: Sequence[_Account]) -> Decimal:
     """The initial cash most of the market's accounts started with (the largest on a tie)."""
     amounts = [account.info.initial_cash for account in found]
@@ -347,14 +427,16 @@ def leaderboard(
     source: ReplaySource | None = None,
     benchmark: Benchmark | None = None,
     extra_sources: Sequence[ReplaySource] = (),
+    convention: Convention = OPENBELL,
 ) -> Leaderboard:
     """The composite-ranked leaderboard of `market` over `[start, end)`, benchmark included.
 
     `cadence` overrides the inferred one (the label, and the schedule a window without snapshots
     is annualised by); `source` the bundled bars the benchmark is priced from; `benchmark` the
     market's default benchmark (a configured one, `ops.market_benchmarks`); `extra_sources`
-    prices it (and the traded symbols) where the others have no bars (a replay's imported files).
-    Raises `ReportError` for an unknown market or one without accounts in the ledger.
+    prices it (and the traded symbols) where the others have no bars (a replay's imported files);
+    `convention` how its figures are measured. Raises `ReportError` for an unknown market or one
+    without accounts in the ledger.
     """
     return market_view(
         engine,
@@ -365,6 +447,7 @@ def leaderboard(
         source=source,
         benchmark=benchmark,
         extra_sources=extra_sources,
+        convention=convention,
     ).leaderboard
 
 
@@ -394,11 +477,12 @@ def market_view(
     source: ReplaySource | None = None,
     benchmark: Benchmark | None = None,
     extra_sources: Sequence[ReplaySource] = (),
+    convention: Convention = OPENBELL,
 ) -> MarketView:
     """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
     (arguments and errors as `leaderboard`)."""
     board, found, bench = _build(
-        engine, market, (start, end), cadence, source, benchmark, tuple(extra_sources)
+        engine, market, (start, end), cadence, source, benchmark, tuple(extra_sources), convention
     )
     return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
@@ -411,20 +495,21 @@ def _build(
     source: ReplaySource | None,
     benchmark: Benchmark | None = None,
     extra: tuple[ReplaySource, ...] = (),
+    convention: Convention = OPENBELL,
 ) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
     _check_market(market)
-    found = _load_accounts(engine, market, window)
+    found = _load_accounts(engine, market, window, convention)
     if not found:
         raise ReportError(f"no accounts in market {market!r} in the ledger")
-    stamps = sorted({point.at for account in found for point in account.navs})
+    stamps = sorted({point.at for account in found for point in account.slot_navs})
     chosen = cadence or infer_cadence(stamps)
-    factor = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
+    observed = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
+    factor = annualisation_factor(convention, market, chosen, observed)
     spec = benchmark or benchmark_for(market)
     sources = report_sources(engine, market, stamps, source, sorted(spec.weights), extra)
-    found = _with_conduct(engine, found, window, source, stamps, extra)
-    bench = tuple(
-        benchmark_navs(market, stamps, _initial_cash(found), sources=sources, benchmark=spec)
-    )
+    found = _with_conduct(engine, found, window, source, stamps, observed, extra)
+    cash = _initial_cash(found)
+    bench = benchmark_series(convention, market, stamps, chosen, cash, sources, benchmark=spec)
     by_at = {point.at: point for point in bench}
     entrants: list[Entrant] = []
     extras: dict[str, tuple[_Account | None, Panel]] = {}
@@ -435,10 +520,11 @@ def _build(
             account.navs,
             periods_per_year=factor,
             benchmark=reference if len(reference) == len(aligned) else None,
+            convention=convention,
         )
         entrants.append(Entrant(name=account.info.agent_name, panel=panel))
         extras[account.info.agent_name] = (account, panel)
-    bench_panel = compute_panel(bench, periods_per_year=factor)
+    bench_panel = compute_panel(bench, periods_per_year=factor, convention=convention)
     entrants.append(Entrant(name=spec.label, panel=bench_panel, is_benchmark=True))
     extras[spec.label] = (None, bench_panel)
     currency = found[0].info.currency
@@ -453,7 +539,11 @@ def _build(
                 panel=panel,
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
-                llm=_llm_usage(*entry.usage, panel.cumulative_return) if entry else None,
+                llm=(
+                    _llm_usage(*entry.usage, panel.cumulative_return, entry.tool_calls)
+                    if entry
+                    else None
+                ),
                 long_short=entry.long_short if entry else None,
             )
         )
@@ -466,6 +556,7 @@ def _build(
         benchmark=spec.name,
         currency=currency,
         rows=tuple(rows),
+        convention=convention,
         seed_groups=groups_for(
             seed_runs(engine), {name: panel for name, (entry, panel) in extras.items() if entry}
         ),
@@ -479,20 +570,31 @@ def _with_conduct(
     window: _Window,
     source: ReplaySource | None,
     stamps: list[datetime],
+    factor: float,
     extra: tuple[ReplaySource, ...] = (),
 ) -> list[_Account]:
     """The accounts with their behavioural metrics (`ops.behaviour_report`), the traded symbols
-    priced as the benchmark is."""
+    priced as the benchmark is, and their turnover annualised by `factor` (the market's periods
+    a year)."""
     market = found[0].info.market
     conduct = conduct_of(
         engine,
-        {account.info.account_id: account.navs for account in found},
+        {account.info.account_id: account.slot_navs for account in found},
         *window,
         kinds={account.info.account_id: account.info.agent_kind for account in found},
         sources=lambda symbols: report_sources(engine, market, stamps, source, symbols, extra),
     )
     return [
-        replace(a, behaviour=replace(a.behaviour, **asdict(conduct[a.info.account_id])))
+        replace(
+            a,
+            behaviour=replace(
+                a.behaviour,
+                **asdict(conduct[a.info.account_id]),
+                annual_turnover=behaviour.annual_turnover(
+                    a.behaviour.turnover, len(a.slot_navs), factor
+                ),
+            ),
+        )
         for a in found
     ]
 
@@ -512,14 +614,17 @@ def leaderboards(
     end: datetime | None = None,
     *,
     bases: Mapping[str, MarketBasis] | None = None,
+    convention: Convention = OPENBELL,
 ) -> list[Leaderboard]:
-    """The leaderboard of each of `markets` (default: every market with accounts), in order;
-    `bases` are the markets' configured benchmarks and price sources (`ops.market_benchmarks`)."""
+    """The leaderboard of each of `markets` (default: every market with accounts), in order,
+    measured under `convention`; `bases` are the markets' configured benchmarks and price sources
+    (`ops.market_benchmarks`)."""
     if markets is None:
         present = {info.market for info in queries.accounts(engine)}
         markets = [market for market in MARKETS if market in present]
     return [
-        leaderboard(engine, market, start, end, **_basis_of(bases, market)) for market in markets
+        leaderboard(engine, market, start, end, convention=convention, **_basis_of(bases, market))
+        for market in markets
     ]
 
 
@@ -542,12 +647,14 @@ def report(
     source: ReplaySource | None = None,
     view: MarketView | None = None,
     basis: MarketBasis | None = None,
+    convention: Convention = OPENBELL,
 ) -> AgentReport:
-    """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration.
+    """The full panel of `agent` in `market`: metrics, rank, behaviour and calibration, measured
+    under `convention`.
 
     `view` is the market's `market_view` over the same window, when the caller has it (then
-    `cadence` and `source` are those it was built with). Raises `ReportError` when the market is
-    unknown or the agent has no account in it.
+    `cadence`, `source` and `convention` are those it was built with). Raises `ReportError` when
+    the market is unknown or the agent has no account in it.
     """
     _check_market(market)
     if view is None:
@@ -561,6 +668,7 @@ def report(
             end,
             cadence=cadence,
             source=source,
+            convention=convention,
             **_basis_of(None if basis is None else {market: basis}, market),
         )
     board, bench = view.leaderboard, view.benchmark_navs
@@ -591,4 +699,5 @@ def report(
         rejections_by_reason=queries.rejections_by_reason(
             engine, account.info.account_id, start, end
         ),
+        convention=board.convention,
     )

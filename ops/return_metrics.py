@@ -1,18 +1,20 @@
 """The return-based metrics panel of one account's NAV series (DESIGN §7), as pure functions.
 
 This module owns the conversion of a NAV series into simple returns and every statistic computed
-from them: cumulative and annualised return, volatility, Sharpe, Sortino, max drawdown, Calmar,
-and excess return and information ratio against a benchmark, gathered in a frozen `Panel`, and the
+from them: cumulative and annualised return, volatility, Sharpe, Sortino, max drawdown, Calmar, and
+excess return and information ratio against a benchmark, gathered in a frozen `Panel`, and the
 long-short metrics of an account allowed to short (mean gross and net exposure, borrow cost:
-`LongShort`). The
-definitions are empyrical's (risk-free rate 0, sample standard deviation with ddof=1, downside
-deviation over all periods with a required return of 0, annualisation by the factor the caller
-passes, see `periods_per_year`). Money stays `Decimal` in the ledger; statistics are floats: each
-NAV is converted to float exactly once, in `simple_returns`, and nothing after that is money. A
-statistic that is undefined for its series (too few returns, zero dispersion in its denominator,
-no drawdown for Calmar, no benchmark) is `None`, never NaN or infinity, and nothing here divides
-by zero or raises on such a series. The trading-behaviour metrics live in `openbell.ops.behaviour`
-and the composite rank in `openbell.ops.ranking`.
+`LongShort`). The definitions are empyrical's by default (risk-free rate 0, sample standard
+deviation with ddof=1, downside deviation over all periods with a required return of 0,
+annualisation by the factor the caller passes, see `periods_per_year`); a `Convention`
+(`ops.conventions`) passed to `compute_panel` changes the standard deviation's kind and the Sortino
+ratio's definition, and the caller passes the factor it names (`conventions.annualisation_factor`).
+Money stays `Decimal` in the ledger; statistics are floats: each NAV is converted to float exactly
+once, in `simple_returns`, and nothing after that is money. A statistic that is undefined for its
+series (too few returns, zero dispersion in its denominator, no drawdown for Calmar, no benchmark)
+is `None`, never NaN or infinity, and nothing here divides by zero or raises on such a series. The
+trading-behaviour metrics live in `openbell.ops.behaviour` and the composite rank in
+`openbell.ops.ranking`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy.typing as npt
 
 from openbell.markets.domain import check_decimal, check_market, check_utc
 from openbell.markets.slots import slots_per_session as scheduled_slots_per_session
+from openbell.ops.conventions import OPENBELL, Convention, SortinoKind
 
 #: A one-dimensional array of simple returns, one per period.
 Returns = npt.NDArray[np.float64]
@@ -140,8 +143,9 @@ def _check_factor(factor: float) -> None:
         raise ValueError(f"periods_per_year must be a positive finite number, got {factor}")
 
 
-def _dispersion(returns: Returns) -> float | None:
-    """Sample standard deviation (ddof=1); exactly 0.0 when every return is equal.
+def _dispersion(returns: Returns, ddof: int = 1) -> float | None:
+    """Sample (ddof=1) or population (ddof=0) standard deviation; exactly 0.0 when every return
+    is equal.
 
     As empyrical's `_zero_dispersion_std`: the float mean of identical values can differ from
     them in the last bit, leaving a residue near 1e-18 that would turn an undefined ratio into a
@@ -151,7 +155,7 @@ def _dispersion(returns: Returns) -> float | None:
         return None
     if returns.max() == returns.min():
         return 0.0
-    return float(np.std(returns, ddof=1))
+    return float(np.std(returns, ddof=ddof))
 
 
 def cum_returns_final(returns: Returns) -> float | None:
@@ -177,22 +181,24 @@ def annual_return(returns: Returns, factor: float) -> float | None:
         return None
 
 
-def annual_volatility(returns: Returns, factor: float) -> float | None:
-    """Sample standard deviation (ddof=1) of the returns times `factor ** 0.5`.
+def annual_volatility(returns: Returns, factor: float, ddof: int = 1) -> float | None:
+    """Standard deviation (sample by default, population with `ddof=0`) of the returns times
+    `factor ** 0.5`.
 
     Exactly 0.0 when every return is equal, where empyrical reports the float residue (~1e-16).
     """
     _check_factor(factor)
-    std = _dispersion(returns)
+    std = _dispersion(returns, ddof)
     if std is None:
         return None
     return _finite(std * factor ** (1.0 / 2.0))
 
 
-def sharpe_ratio(returns: Returns, factor: float) -> float | None:
-    """Mean return over its sample standard deviation, times `sqrt(factor)`; risk-free 0."""
+def sharpe_ratio(returns: Returns, factor: float, ddof: int = 1) -> float | None:
+    """Mean return over its standard deviation (sample by default), times `sqrt(factor)`;
+    risk-free 0."""
     _check_factor(factor)
-    std = _dispersion(returns)
+    std = _dispersion(returns, ddof)
     if not std:
         return None
     return _finite(float(np.mean(returns)) / std * math.sqrt(factor))
@@ -211,18 +217,35 @@ def downside_risk(returns: Returns, factor: float) -> float | None:
     return _finite(math.sqrt(float(np.mean(np.square(below)))) * math.sqrt(factor))
 
 
-def sortino_ratio(returns: Returns, factor: float) -> float | None:
-    """Annualised mean return (`mean(r) * factor`) over the annualised downside deviation.
+def sortino_ratio(
+    returns: Returns, factor: float, kind: SortinoKind = "downside-all", ddof: int = 1
+) -> float | None:
+    """The mean return over a downside deviation, times `sqrt(factor)`; risk-free 0.
 
-    `None` for fewer than two returns (as empyrical) or when no period is below zero.
+    `kind` says which deviation: `downside-all` (empyrical: `downside_risk`, the root mean square
+    of `min(r, 0)` over all periods; the annualised mean over it), `std-of-negatives`
+    (AI-Trader's code: the standard deviation of the negative returns alone, with `ddof`) or
+    `rms-of-negatives` (StockBench's paper: `sqrt(1/N_d * sum r^2)` over the `N_d` negative
+    returns). `None` for fewer than two returns, when no period is below zero, or when the
+    deviation is zero (two equal losses have no spread).
     """
     _check_factor(factor)
     if returns.size < 2:
         return None
-    downside = downside_risk(returns, factor)
-    if not downside:
+    mean = float(np.mean(returns))
+    if kind == "downside-all":
+        downside = downside_risk(returns, factor)
+        return _finite(mean * factor / downside) if downside else None
+    negative = returns[returns < 0]
+    if negative.size == 0:
         return None
-    return _finite(float(np.mean(returns)) * factor / downside)
+    if kind == "rms-of-negatives":
+        spread: float | None = math.sqrt(float(np.mean(np.square(negative))))
+    else:
+        spread = _dispersion(negative, ddof)
+    if not spread:
+        return None
+    return _finite(mean / spread * math.sqrt(factor))
 
 
 def max_drawdown(returns: Returns) -> float | None:
@@ -269,18 +292,20 @@ def excess_return(returns: Returns, benchmark: Returns) -> float | None:
     return _finite(account - reference)
 
 
-def information_ratio(returns: Returns, benchmark: Returns, factor: float) -> float | None:
-    """Annualised information ratio: `mean(a) / std(a, ddof=1) * sqrt(factor)`, `a = r - b`.
+def information_ratio(
+    returns: Returns, benchmark: Returns, factor: float, ddof: int = 1
+) -> float | None:
+    """Annualised information ratio: `mean(a) / std(a, ddof) * sqrt(factor)`, `a = r - b`.
 
-    The active return `a` is the per-period difference of simple returns. This is empyrical's
-    `excess_sharpe(returns, benchmark)` times `sqrt(factor)`: `excess_sharpe` is the same
-    ratio per period, not annualised. `None` for fewer than two returns or when the active
+    The active return `a` is the per-period difference of simple returns. With `ddof=1` this is
+    empyrical's `excess_sharpe(returns, benchmark)` times `sqrt(factor)`: `excess_sharpe` is the
+    same ratio per period, not annualised. `None` for fewer than two returns or when the active
     return never varies (the account tracks the benchmark exactly, or leads it by a constant).
     """
     _check_factor(factor)
     _check_same_length(returns, benchmark)
     active: Returns = returns - benchmark
-    tracking_error = _dispersion(active)
+    tracking_error = _dispersion(active, ddof)
     if not tracking_error:
         return None
     return _finite(float(np.mean(active)) / tracking_error * math.sqrt(factor))
@@ -302,8 +327,11 @@ def compute_panel(
     *,
     periods_per_year: float,
     benchmark: Sequence[NavPoint] | None = None,
+    convention: Convention = OPENBELL,
 ) -> Panel:
-    """The metrics panel of one account's NAV series, optionally against a benchmark.
+    """The metrics panel of one account's NAV series, optionally against a benchmark, measured
+    as `convention` measures (its standard deviation and Sortino; `periods_per_year` is the
+    factor it names).
 
     `navs` are one account's snapshots over the window, in time order, sampled once per period
     (all slot snapshots, or all session-close snapshots, not a mix: the annualisation factor
@@ -316,12 +344,13 @@ def compute_panel(
     _check_series(navs, benchmark)
     returns = simple_returns(navs)
     factor = periods_per_year
+    ddof = convention.ddof
     excess: float | None = None
     information: float | None = None
     if benchmark is not None:
         benchmark_returns = simple_returns(benchmark)
         excess = excess_return(returns, benchmark_returns)
-        information = information_ratio(returns, benchmark_returns, factor)
+        information = information_ratio(returns, benchmark_returns, factor, ddof)
     return Panel(
         periods=int(returns.size),
         periods_per_year=factor,
@@ -329,9 +358,9 @@ def compute_panel(
         end_at=navs[-1].at if navs else None,
         cumulative_return=cum_returns_final(returns),
         annual_return=annual_return(returns, factor),
-        annual_volatility=annual_volatility(returns, factor),
-        sharpe_ratio=sharpe_ratio(returns, factor),
-        sortino_ratio=sortino_ratio(returns, factor),
+        annual_volatility=annual_volatility(returns, factor, ddof),
+        sharpe_ratio=sharpe_ratio(returns, factor, ddof),
+        sortino_ratio=sortino_ratio(returns, factor, convention.sortino, ddof),
         max_drawdown=max_drawdown(returns),
         calmar_ratio=calmar_ratio(returns, factor),
         excess_return=excess,

@@ -189,6 +189,48 @@ def nav_series_of(
     return out
 
 
+def last_navs_before(
+    engine: Engine, account_ids: Sequence[int], before: datetime
+) -> dict[int, NavRow | None]:
+    """Each account's newest NAV snapshot of any kind taken before a slot at `before`: stamped
+    before it, or a session's close at it (crypto's midnight close comes before the midnight
+    slot); a close before a slot snapshot at the same instant. None without one. One query."""
+    check_utc("before", before)
+    stamped = col(NavSnapshotRow.at)
+    earlier = (stamped < before) | ((stamped == before) & (col(NavSnapshotRow.kind) == "close"))
+    newest = (
+        select(
+            col(NavSnapshotRow.account_id).label("account_id"),
+            func.max(stamped).label("at"),
+        )
+        .where(col(NavSnapshotRow.account_id).in_(account_ids), earlier)
+        .group_by(col(NavSnapshotRow.account_id))
+        .subquery()
+    )
+    query = (
+        select(
+            col(NavSnapshotRow.account_id),
+            col(NavSnapshotRow.at),
+            col(NavSnapshotRow.kind),
+            col(NavSnapshotRow.nav),
+            col(NavSnapshotRow.cash),
+            col(NavSnapshotRow.positions_value),
+        )
+        .join(
+            newest,
+            (newest.c.account_id == col(NavSnapshotRow.account_id)) & (newest.c.at == stamped),
+        )
+        .where(earlier)
+        .order_by(col(NavSnapshotRow.account_id), col(NavSnapshotRow.kind))
+    )
+    out: dict[int, NavRow | None] = dict.fromkeys(account_ids)
+    with engine.connect() as connection:
+        for account_id, at, kind, nav, cash, positions_value in connection.execute(query):
+            if out[account_id] is None or kind == SnapshotKind.CLOSE.value:
+                out[account_id] = NavRow(at=at, nav=nav, cash=cash, positions_value=positions_value)
+    return out
+
+
 def cycle_activity(
     engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
 ) -> list[CycleCounts]:
@@ -479,6 +521,32 @@ def order_confidences(
                 outcome=outcome,
             )
         )
+    return out
+
+
+def tool_calls_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, int]:
+    """How many tool calls each account's cycles in the window traced (their `tool` trace
+    rows), read in one query."""
+    query = (
+        select(col(CycleRow.account_id), func.count())
+        .select_from(TraceRow)
+        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            col(TraceRow.role) == "tool",
+            *_window(col(CycleRow.slot_at), start, end),
+        )
+        .group_by(col(CycleRow.account_id))
+    )
+    out = dict.fromkeys(account_ids, 0)
+    with engine.connect() as connection:
+        for account_id, count in connection.execute(query):
+            out[account_id] = int(count)
     return out
 
 

@@ -5,7 +5,7 @@ it per cycle); `parse_final_action` reads the structured final action of the no-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from typing import Final
 
@@ -58,6 +58,7 @@ def prompt_for_mode(
     research_calls: int = DEFAULT_RESEARCH_CALLS,
     hedge_assets: Sequence[str] = HERCULEAN_ASSETS,
     hedge_leg_weight: Decimal = LEG_WEIGHT,
+    without: Collection[str] = (),
 ) -> PromptBuilder:
     """A fresh builder of `mode` (one of `MODES`) for one cycle.
 
@@ -66,9 +67,12 @@ def prompt_for_mode(
     `top_k` sizes the fixed-candidate table; `pairs` are the pair mode's (which needs them and
     is bright only: its pairs name real tickers); `research_calls` bounds the research phase of
     `ktd-fin`; `hedge_assets` the hedge mode's candidates and `hedge_leg_weight` the fraction of
-    NAV of each of its legs (bright only too).
+    NAV of each of its legs (bright only too); `without` the inputs stockbench leaves out (its
+    ablations: "news", "fundamentals").
     """
     level = MaskingLevel(masking)
+    if without and mode != "stockbench":
+        raise ValueError("only the stockbench mode leaves inputs out")
     if mode == "open-research":
         if level is MaskingLevel.BRIGHT:
             rebases(level, rebase)
@@ -89,7 +93,9 @@ def prompt_for_mode(
             raise ValueError("the hedge mode names its candidates: masking 'bright' only")
         return HedgePrompt(hedge_assets, leg_weight=hedge_leg_weight)
     if mode == "stockbench":
-        return StockBenchPrompt(masking=level, masking_seed=masking_seed, rebase=rebase)
+        return StockBenchPrompt(
+            masking=level, masking_seed=masking_seed, rebase=rebase, without=without
+        )
     if mode == "ktd-fin":
         return KtdFinPrompt(
             masking=level, masking_seed=masking_seed, rebase=rebase, research_calls=research_calls

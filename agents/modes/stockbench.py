@@ -1,23 +1,29 @@
 """The `stockbench` decision mode: StockBench's four-stage daily workflow, without tool calls.
 
 This module owns `StockBenchPrompt`. Stage 1, the first message: an overview of every stock (the
-quantity held, the account's recent actions in it, the opening price at the slot, and the top 5
-news items of the last 48 hours; under any masking news are unavailable and the overview says so).
-Stage 2: the model picks up to `MAX_PICKS` stocks (`{"selected": [...]}`) and gets their
-fundamentals through `get_fundamentals` (where the data has no point-in-time fundamentals the
-refusal is said in the prompt). Stage 3: a decision per stock, increase, decrease or hold
-(`{"decisions": [...]}`). Stage 4: the plan is validated against the account (`plan.py`) and the
-problems fed back until it is executable, at most `MAX_RETRIES` times per stage; then its orders
-are placed. Recent actions are the account's orders in the ledger placed before the slot (through
-`ctx.tools.recent_orders`), so a restarted daemon or a resumed replay shows the same overview.
+quantity held, the account's actions in it over the last `RECENT_DAYS` days, the opening price at
+the slot, and the top 5 news items of the last 48 hours; under any masking news are unavailable
+and the overview says so). Stage 2: the model picks up to `MAX_PICKS` stocks (`{"selected":
+[...]}`) and gets their fundamentals through `get_fundamentals` (where the data has no
+point-in-time fundamentals the refusal is said in the prompt). Stage 3: a decision per stock,
+increase, decrease or hold (`{"decisions": [...]}`). Stage 4: the plan is validated against the
+account (`plan.py`) and the problems fed back until it is executable, at most `MAX_RETRIES` times
+per stage; then its orders are placed. Recent actions are the account's orders in the ledger placed
+in the 7 days before the slot (StockBench's window; through `ctx.tools.recent_orders`), each with
+its age, so a restarted daemon or a resumed replay shows the same overview.
+
+StockBench's ablations (its Table 4) are `without`: `{"news"}` leaves the news out of the overview
+(no news is read), `{"news", "fundamentals"}` also drops stage 2: the model is asked for its
+decisions straight after the overview and no fundamentals are read. Nothing else the model is
+shown changes, which `tests/acceptance/test_stockbench_download.py` checks line by line.
 Under masking the overview lists the stocks in alias order; under price rebasing its opening
 prices and the account are in the account's money unit, and the plan is checked in that unit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Annotated, Final, Literal, Self
 
@@ -49,9 +55,12 @@ from openbell.store.records import RecordedOrder
 MAX_PICKS: Final = 5
 NEWS_HOURS: Final = 48
 NEWS_PER_STOCK: Final = 5
-RECENT_ACTIONS: Final = 3
-#: How many of the account's latest orders the overview looks through for each stock's actions.
-RECENT_ORDERS: Final = 200
+#: The account's actions of the last `RECENT_DAYS` days are in the overview (StockBench's window).
+RECENT_DAYS: Final = 7
+#: How many of the account's latest orders the overview reads to find those of the window.
+RECENT_ORDERS: Final = 1000
+#: The inputs StockBench's ablations can leave out.
+ABLATIONS: Final = frozenset({"news", "fundamentals"})
 
 PICK_FORMAT: Final = (
     'Answer with one JSON object: {"selected": ["<stock_id>", ...]} (at most '
@@ -120,13 +129,9 @@ class Decisions(BaseModel):
 
 
 class StockBenchPrompt(StructuredPrompt):
-    """`stockbench`: overview, picks and fundamentals, decisions, validation; see the module."""
+    """`stockbench`: overview, picks and fundamentals, decisions, validation; see the module.
 
-    system_role = (
-        "You work in four stages: an overview of every stock; picking a few for a closer look "
-        "at their fundamentals; a decision per stock (increase, decrease or hold); and a check "
-        "that your plan can be executed."
-    )
+    `without` names the inputs left out (StockBench's ablations, a subset of `ABLATIONS`)."""
 
     def __init__(
         self,
@@ -134,24 +139,40 @@ class StockBenchPrompt(StructuredPrompt):
         masking: MaskingLevel = MaskingLevel.BRIGHT,
         masking_seed: str | int = 0,
         rebase: bool | None = None,
+        without: Collection[str] = (),
     ) -> None:
         super().__init__(masking=masking, masking_seed=masking_seed, rebase=rebase)
+        unknown = set(without) - ABLATIONS
+        if unknown:
+            known = ", ".join(sorted(ABLATIONS))
+            raise ValueError(f"stockbench cannot leave out {sorted(unknown)}: only {known}")
+        self.with_news = "news" not in without
+        self.with_fundamentals = "fundamentals" not in without
+        self.system_role = (
+            "You work in four stages: an overview of every stock; picking a few for a closer look "
+            "at their fundamentals; a decision per stock (increase, decrease or hold); and a check "
+            "that your plan can be executed."
+            if self.with_fundamentals
+            else "You work in three stages: an overview of every stock; a decision per stock "
+            "(increase, decrease or hold); and a check that your plan can be executed."
+        )
         self.recent: dict[str, list[str]] = {}
         self.stage = 1
         self.opens: dict[str, Decimal] = {}
         self.news: dict[str, list[NewsItemOut]] = {}
 
     async def gather(self, ctx: DecisionContext) -> None:
-        """Opening prices and recent actions of every stock and, when not masked, its news."""
+        """Opening prices and the last week's actions of every stock and, when not masked nor
+        left out, its news."""
+        since = ctx.now - timedelta(days=RECENT_DAYS)
         for order in await ctx.tools.recent_orders(RECENT_ORDERS):
-            if order.symbol is not None:
-                actions = self.recent.setdefault(order.symbol, [])
-                if len(actions) < RECENT_ACTIONS:
-                    actions.append(_action_text(order))
+            if order.symbol is None or order.placed_at is None or order.placed_at < since:
+                continue
+            self.recent.setdefault(order.symbol, []).append(_action_text(order, ctx.now))
         quotes = await ctx.tools.get_quote(list(ctx.universe.symbols))
         if not isinstance(quotes, ToolError):
             self.opens = {quote.symbol: self.money(quote.price) for quote in quotes.quotes}
-        if self.masking is not MaskingLevel.BRIGHT:
+        if self.masking is not MaskingLevel.BRIGHT or not self.with_news:
             return
         for symbol in ctx.universe.symbols:
             found = await ctx.tools.get_news(
@@ -174,23 +195,33 @@ class StockBenchPrompt(StructuredPrompt):
             for item in self.news.get(symbol, ()):
                 hours = (ctx.now - item.published_at) / timedelta(hours=1)
                 lines.append(f"    news {hours:.0f}h ago: {item.title}")
-        news_note = (
-            "News: unavailable in this run (masked)."
-            if self.masking is not MaskingLevel.BRIGHT
-            else f"News: the top {NEWS_PER_STOCK} items of the last {NEWS_HOURS} h, if any."
+        notes = []
+        if self.masking is not MaskingLevel.BRIGHT:
+            notes.append("News: unavailable in this run (masked).")
+        elif self.with_news:
+            notes.append(
+                f"News: the top {NEWS_PER_STOCK} items of the last {NEWS_HOURS} h, if any."
+            )
+        stages = 4 if self.with_fundamentals else 3
+        ask = (
+            f"Stage 2 of 4: pick the stocks whose fundamentals you want to see. {PICK_FORMAT}"
+            if self.with_fundamentals
+            else f"Stage 2 of 3: {DECISION_FORMAT}"
         )
         return (
             f"{self.now_text(ctx)}\nYour account: {account_text(self.portfolio, with_prices=True)}"
-            f"\nStage 1 of 4, overview (stock_id | held | opening price | recent actions).\n"
-            f"{news_note}\n" + "\n".join(lines) + "\n"
-            f"Stage 2 of 4: pick the stocks whose fundamentals you want to see. {PICK_FORMAT}"
+            f"\nStage 1 of {stages}, overview (stock_id | held | opening price | recent actions "
+            f"of the last {RECENT_DAYS} days).\n"
+            + "".join(f"{note}\n" for note in notes)
+            + "\n".join(lines)
+            + f"\n{ask}"
         )
 
     async def after_answer(
         self, ctx: DecisionContext, content: str, call: ToolCaller
     ) -> str | ParseFailure | None:
         """Run the next stage from the answer; see the module docstring."""
-        if self.stage == 1:
+        if self.stage == 1 and self.with_fundamentals:
             picks = self._picks(ctx, content)
             if isinstance(picks, ValidationFeedback):
                 return await self.refuse(picks, call)
@@ -252,9 +283,13 @@ class StockBenchPrompt(StructuredPrompt):
         return action
 
 
-def _action_text(order: RecordedOrder) -> str:
-    """An earlier order as the overview lists it: "buy 10 filled", "sell 5 rejected (lot_size)"."""
+def _action_text(order: RecordedOrder, now: datetime) -> str:
+    """An earlier order as the overview lists it, with its age in calendar days (UTC; its date
+    would tell a date-blind model the date): "1d ago buy 10 filled", "3d ago sell 5 rejected
+    (lot_size)"."""
     side = order.side.value if order.side is not None else "?"
+    placed = order.placed_at
+    age = "?" if placed is None else f"{(now.date() - placed.date()).days}d ago"
     if isinstance(order.outcome, Fill):
-        return f"{side} {order.outcome.quantity} filled"
-    return f"{side} {order.quantity} rejected ({order.outcome.reason.value})"
+        return f"{age} {side} {order.outcome.quantity} filled"
+    return f"{age} {side} {order.quantity} rejected ({order.outcome.reason.value})"

@@ -2,7 +2,8 @@
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
-`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `trace`; `judge`;
+`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `data_download`:
+`data download`; `trace`; `judge`;
 `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`), owns the global
 options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
 which runs a command line and maps what it raises to an exit code and one line on stderr.
@@ -24,6 +25,7 @@ from openbell.ops import secrets
 from openbell.ops.cli import (
     config_file,
     daemon,
+    data_download,
     database,
     history,
     judge,
@@ -70,6 +72,7 @@ app.command("mcp")(outside.mcp_command)
 app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
+history.data_app.command("download")(data_download.download_command)
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
 app.add_typer(probe.probe_app, name="probe")

@@ -34,7 +34,36 @@ from openbell.ops.cli.options import (
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from openbell.ops.config import OpenbellConfig
+    from openbell.ops.conventions import Convention
     from openbell.ops.reports import Leaderboard, LeaderboardRow
+
+
+class ConventionName(StrEnum):
+    """Values of `--convention` (`ops.conventions`)."""
+
+    openbell = "openbell"
+    ai_trader = "ai-trader"
+    stockbench = "stockbench"
+    ktd_fin = "ktd-fin"
+
+
+ConventionOption = Annotated[
+    ConventionName | None,
+    typer.Option(
+        "--convention",
+        help="The metrics convention: openbell (empyrical's), ai-trader, stockbench or ktd-fin; "
+        "default: the config's [metrics] convention.",
+        show_default=False,
+    ),
+]
+
+
+def _convention(loaded: OpenbellConfig, chosen: ConventionName | None) -> Convention:
+    """The convention named by `--convention`, else by the config."""
+    from openbell.ops.conventions import convention_named
+
+    return convention_named(chosen.value if chosen else loaded.metrics.convention)
 
 
 class ExportFormat(StrEnum):
@@ -81,7 +110,8 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("vol %", "annual_volatility"), ("Sharpe", "sharpe_ratio"), ("Sortino", "sortino_ratio"),
     ("max DD %", "max_drawdown"), ("Calmar", "calmar_ratio"), ("excess %", "excess_return"),
     ("IR", "information_ratio"), ("trades", "trades"), ("no-trade %", "no_trade_share"),
-    ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("HHI", "hhi"),
+    ("rej. %", "rejection_rate"), ("turnover", "turnover"), ("turn./yr", "annual_turnover"),
+    ("HHI", "hhi"),
     ("cash %", "cash_ratio"), ("hold %", "hold_share"), ("switch %", "switch_rate"),
     ("react.", "reactivity"), ("react. next", "reactivity_next"), ("persist. %", "persistence"),
     ("revision %", "revision_rate"), ("weight react.", "weight_reactivity"),
@@ -121,13 +151,14 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
 
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
+    caption = board.convention.describe()
     table = Table(
         title=(
             f"{board.market} leaderboard ({board.cadence}, benchmark {board.benchmark}, "
-            f"{board.currency}){' ' + window if window else ''}"
+            f"{board.currency}, {board.convention.name} metrics){' ' + window if window else ''}"
         ),
         title_justify="left",
-        caption=None if wide else "--wide: the whole panel",
+        caption=caption if wide else f"{caption}\n--wide: the whole panel",
         caption_justify="left",
     )
     columns = [(h, k) for h, k in WIDE_COLUMNS if wide or k in COMPACT_KEYS]
@@ -140,11 +171,14 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
             table.add_column(header, justify="left", overflow="fold", max_width=width)
         else:
             table.add_column(header, justify="right", no_wrap=True)
+    places = board.convention.ratio_places
     for row in board.rows:
         record = exporting.row_record(row)
         table.add_row(
             *(
-                _rank(row) if key == "rank" else figures.figure(key, record.get(key))
+                _rank(row)
+                if key == "rank"
+                else figures.figure(key, record.get(key), ratio_places=places)
                 for _, key in columns
             ),
             style="italic" if row.is_benchmark else None,
@@ -201,6 +235,7 @@ def leaderboard_command(
     bootstrap_seed: Annotated[
         int, typer.Option("--bootstrap-seed", help="The bootstrap's random seed.")
     ] = 0,
+    convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
@@ -209,7 +244,11 @@ def leaderboard_command(
     The table is compact (it fits 120 columns); --wide shows every metric of the panel. Groups of
     repeated runs (replay --seeds N) are shown under the board, each agent's mean and interval
     over the seeds with P(beat); --bootstrap DRAWS adds block-bootstrap intervals and P(beat).
+    Every figure is measured under the metrics convention (--convention, else the config's
+    [metrics] convention), which the table's title and caption name; --bootstrap measures by the
+    openbell convention only.
     """
+    from openbell.markets.errors import ReportError
     from openbell.ops.board_intervals import bootstrapped_leaderboards
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.reports import leaderboards
@@ -217,6 +256,11 @@ def leaderboard_command(
     window = _window(start, end)
     loaded = load_command_config(ctx, config, db=db)
     bases = configured_bases(loaded)
+    measured = _convention(loaded, convention)
+    if bootstrap and measured.name != "openbell":
+        raise ReportError(
+            f"--bootstrap resamples returns by the openbell convention only, not {measured.name}"
+        )
     engine = open_ledger(loaded)
     chosen = [market.value] if market else None
     try:
@@ -225,7 +269,7 @@ def leaderboard_command(
                 engine, chosen, *window, draws=bootstrap, seed=bootstrap_seed, bases=bases
             )
         else:
-            boards = leaderboards(engine, chosen, *window, bases=bases)
+            boards = leaderboards(engine, chosen, *window, bases=bases, convention=measured)
     finally:
         engine.dispose()
     print_leaderboards(boards, fmt, sys.stdout, wide=wide)
@@ -254,6 +298,7 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
@@ -262,7 +307,8 @@ def report_command(
     do-to-real, say-to-result) and its outcome against buy-and-hold of its universe; for a rating
     agent, the calibration of its ratings against the next period's returns, its report quality,
     the return of its ratings, and Herculean's quality-versus-return regression over the market's
-    rating agents).
+    rating agents), measured under the metrics convention (--convention, else the config's
+    [metrics] convention).
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
@@ -277,9 +323,10 @@ def report_command(
     window = _window(start, end)
     loaded = load_command_config(ctx, config, db=db)
     basis = configured_bases(loaded).get(market.value)
+    measured = _convention(loaded, convention)
     engine = open_ledger(loaded)
     try:
-        found = report(engine, agent, market.value, *window, basis=basis)
+        found = report(engine, agent, market.value, *window, basis=basis, convention=measured)
         attributed = attribution_of(engine, agent, market.value, window) if attribution else None
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
@@ -311,15 +358,17 @@ def report_command(
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
         return
-    tables = [report_table({k: v for k, v in record.items() if k != "replay_warnings"})]
+    shown = {k: v for k, v in record.items() if k != "replay_warnings"}
+    tables = [report_table(shown, ratio_places=found.convention.ratio_places)]
     if attributed is not None:
         tables.append(attribution_table(attributed))
     print_tables(tables, sys.stdout)
+    sys.stdout.write(found.convention.describe() + "\n")
     for warning in warnings:
         sys.stdout.write(f"WARNING: {warning}\n")
 
 
-def report_table(record: dict[str, Any]) -> Table:
+def report_table(record: dict[str, Any], *, ratio_places: int = 2) -> Table:
     """An agent's report record (`exporting.report_record`) as a table of metric, value and unit,
     each value rounded as the leaderboard rounds it (`ops.figures`)."""
     from rich.table import Table
@@ -336,7 +385,7 @@ def report_table(record: dict[str, Any]) -> Table:
         if isinstance(value, dict):
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
         else:
-            shown = figures.figure(key, value)
+            shown = figures.figure(key, value, ratio_places=ratio_places)
         table.add_row(key, shown, figures.unit(key, record["currency"]))
     return table
 

@@ -58,7 +58,7 @@ def serve_command(
     import asyncio  # here: `openbell --help` does not pay for it
 
     try:
-        asyncio.run(_serve(engine, http, read_token, state.stop))
+        asyncio.run(_serve(engine, http, read_token, state.stop, loaded.metrics.convention))
     finally:
         engine.dispose()
 
@@ -80,14 +80,19 @@ def _http(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
 
 
 async def _serve(
-    engine: Engine, http: HttpConfig, read_token: str | None, stop: StopRequest
+    engine: Engine,
+    http: HttpConfig,
+    read_token: str | None,
+    stop: StopRequest,
+    convention: str = "openbell",
 ) -> None:
     import asyncio
 
     from openbell.daemon.http import serve_http
+    from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
 
-    parts = web_parts(engine)
+    parts = web_parts(engine, convention=convention_named(convention))
     server = await serve_http(
         http.host,
         http.port,

@@ -13,24 +13,29 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.http import WebParts
+from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.pages import page_routes
 from openbell.ops.web.view_worker import ViewSource, WorkerViews
 
 
-def web_routes(engine: Engine, *, views: ViewSource | None = None) -> list[BaseRoute]:
+def web_routes(
+    engine: Engine, *, views: ViewSource | None = None, convention: Convention = OPENBELL
+) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
-    come from `views` (default: computed in the request's thread)."""
-    memo = ViewMemo(engine, views=views)
+    come from `views` (default: computed in the request's thread, under `convention`)."""
+    memo = ViewMemo(engine, views=views, convention=convention)
     return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo)]
 
 
-def web_parts(engine: Engine, *, worker: bool = True) -> WebParts:
+def web_parts(
+    engine: Engine, *, worker: bool = True, convention: Convention = OPENBELL
+) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
-    the market views computed in a worker process closed by the parts' lifespan (in the
-    request's thread without `worker`)."""
+    the market views computed under `convention` in a worker process closed by the parts'
+    lifespan (in the request's thread without `worker`)."""
     if not worker:
-        return WebParts(routes=web_routes(engine))
-    views = WorkerViews(engine)
+        return WebParts(routes=web_routes(engine, convention=convention))
+    views = WorkerViews(engine, convention)
     return WebParts(routes=web_routes(engine, views=views), lifespans=[views.lifespan])

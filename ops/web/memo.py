@@ -27,6 +27,7 @@ from sqlalchemy import Engine
 
 from openbell.ops import reports
 from openbell.ops.attribution.ledger_inputs import AccountAttribution
+from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
 from openbell.store import queries
@@ -39,9 +40,16 @@ class ViewMemo:
     """The market views and agent reports of one ledger, each kept until the ledger's version
     changes; market views come from `views` (default: computed in the calling thread)."""
 
-    def __init__(self, engine: Engine, *, size: int = 128, views: ViewSource | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        size: int = 128,
+        views: ViewSource | None = None,
+        convention: Convention = OPENBELL,
+    ) -> None:
         self._engine = engine
-        self._views = InProcessViews(engine) if views is None else views
+        self._views = InProcessViews(engine, convention) if views is None else views
         self._size = size
         self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()
         self._lock = threading.Lock()

@@ -119,6 +119,20 @@ class Markets(_Document):
     markets: list[Market]
 
 
+class Convention(_Document):
+    """The metrics convention a board or panel is measured under (`ops.conventions`)."""
+
+    name: str = Field(description="openbell, ai-trader, stockbench or ktd-fin.")
+    source: str
+    std: str = Field(description="sample or population standard deviation.")
+    annualisation: str = Field(description="observed (sessions x slots), ai-trader or none.")
+    sortino: str = Field(description="downside-all, std-of-negatives or rms-of-negatives.")
+    returns: str = Field(description="open-to-open or close-to-close.")
+    basket_weights: str = Field(
+        description="A basket benchmark's weights: normalised or as-published."
+    )
+
+
 class LeaderboardRow(_Document):
     """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`, and for an
     account allowed to short `exporting.LONG_SHORT_KEYS`."""
@@ -145,6 +159,9 @@ class LeaderboardRow(_Document):
     no_trade_share: float | None
     rejection_rate: float | None
     turnover: float | None
+    annual_turnover: float | None = Field(
+        description="Turnover per slot of the window times the market's periods a year."
+    )
     hhi: float | None
     cash_ratio: float | None
     hold_share: float | None = Field(
@@ -251,6 +268,7 @@ class Leaderboard(_Document):
     """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
 
     market: str
+    convention: Convention
     start: Instant | None
     end: Instant | None
     cadence: str
@@ -308,6 +326,7 @@ class Metrics(_Document):
     currency: str
     initial_cash: DecimalText
     cadence: str
+    convention: Convention
     periods_per_year: float
     benchmark: str
     rank: int | None
@@ -330,6 +349,9 @@ class Metrics(_Document):
     no_trade_share: float | None
     rejection_rate: float | None
     turnover: float | None
+    annual_turnover: float | None = Field(
+        description="Turnover per slot of the window times the market's periods a year."
+    )
     hhi: float | None
     cash_ratio: float | None
     hold_share: float | None = Field(
@@ -374,7 +396,10 @@ class Metrics(_Document):
     cost_per_decision: DecimalText | None
     return_per_dollar: float | None
     parse_failures: int | None
+    parse_failure_rate: float | None = Field(description="Parse failures over the model's answers.")
     invalid_tool_calls: int | None
+    tool_calls: int | None = Field(description="Tool calls traced, the mode's own included.")
+    tool_validity_rate: float | None = Field(description="Share of the tool calls that were valid.")
     llm_attempts: int | None
     llm_failed_attempts: int | None
     rejections_by_reason: dict[str, int]

@@ -40,6 +40,7 @@ from sqlalchemy import Engine
 from openbell.markets.errors import OpenbellError
 from openbell.ops import reports
 from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
+from openbell.ops.conventions import OPENBELL, Convention, convention_named
 from openbell.ops.reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
 
@@ -65,14 +66,15 @@ class ViewSource(Protocol):
 
 
 class InProcessViews:
-    """Market views computed in the caller's thread, on `engine`."""
+    """Market views computed in the caller's thread, on `engine`, under `convention`."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, convention: Convention = OPENBELL) -> None:
         self._engine = engine
+        self._convention = convention
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """`ops.reports.market_view` of the market over the window."""
-        return reports.market_view(self._engine, market, start, end)
+        return reports.market_view(self._engine, market, start, end, convention=self._convention)
 
     def attribution(
         self, agent: str, market: str, start: datetime | None, end: datetime | None
@@ -82,11 +84,12 @@ class InProcessViews:
 
 
 class WorkerViews:
-    """Market views computed in one worker process on the ledger of `engine` (see the module).
-    Thread-safe; requests for views wait their turn in the worker."""
+    """Market views computed in one worker process on the ledger of `engine` (see the module),
+    under `convention`. Thread-safe; requests for views wait their turn in the worker."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, convention: Convention = OPENBELL) -> None:
         self._address = ledger_address(engine)
+        self._convention = convention
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
@@ -94,7 +97,8 @@ class WorkerViews:
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """The market's view over the window, computed in the worker (a worker that died is
         replaced and asked once more)."""
-        return self._run(f"the {market} view", _market_view, market, start, end)
+        name = self._convention.name
+        return self._run(f"the {market} view", _market_view, market, start, end, name)
 
     def attribution(
         self, agent: str, market: str, start: datetime | None, end: datetime | None
@@ -172,11 +176,14 @@ def _open_ledger(address: LedgerAddress) -> None:
     _engine = address.open_read_only()
 
 
-def _market_view(market: str, start: datetime | None, end: datetime | None) -> MarketView:
-    """In the worker: the market's view over the window."""
+def _market_view(
+    market: str, start: datetime | None, end: datetime | None, convention: str
+) -> MarketView:
+    """In the worker: the market's view over the window, under the convention named."""
     if _engine is None:
         raise RuntimeError("the view worker's ledger is not open")
-    return reports.market_view(_engine, market, start, end)
+    measured = convention_named(convention)
+    return reports.market_view(_engine, market, start, end, convention=measured)
 
 
 def _attribution(

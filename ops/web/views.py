@@ -89,6 +89,8 @@ class ArenaBoard:
     last_at: str | None
     rows: tuple[ArenaRow, ...]
     seed_groups: tuple[SeedGroupView, ...] = ()
+    #: The metrics convention the board is measured under, by name.
+    convention: str = "openbell"
 
 
 def _sign_class(value: float | None) -> str:
@@ -97,9 +99,11 @@ def _sign_class(value: float | None) -> str:
     return "pos" if value > 0 else "neg"
 
 
-def arena_row(market: str, row: LeaderboardRow, navs: Sequence[NavPoint]) -> ArenaRow:
+def arena_row(
+    market: str, row: LeaderboardRow, navs: Sequence[NavPoint], ratio_places: int = 2
+) -> ArenaRow:
     """A leaderboard row with its sparkline (`navs`: the account's slot NAVs; none for the
-    benchmark row)."""
+    benchmark row), its Sortino to `ratio_places` (the board's convention's)."""
     ranking, panel = row.ranking, row.panel
     return ArenaRow(
         rank=ranking.rank,
@@ -112,7 +116,7 @@ def arena_row(market: str, row: LeaderboardRow, navs: Sequence[NavPoint]) -> Are
         cumulative_return=figures.percent(panel.cumulative_return),
         return_class=_sign_class(panel.cumulative_return),
         max_drawdown=figures.percent(panel.max_drawdown),
-        sortino_ratio=figures.places(panel.sortino_ratio, 2),
+        sortino_ratio=figures.places(panel.sortino_ratio, ratio_places),
         z_cumulative_return=figures.places(ranking.z_cumulative_return, 3),
         z_max_drawdown=figures.places(ranking.z_max_drawdown, 3),
         z_sortino_ratio=figures.places(ranking.z_sortino_ratio, 3),
@@ -135,10 +139,16 @@ def arena_board(
         currency=board.currency,
         last_at=None if summary.last_slot_at is None else instant(summary.last_slot_at),
         rows=tuple(
-            arena_row(board.market, row, navs.get(row.agent, ()) if row.agent else ())
+            arena_row(
+                board.market,
+                row,
+                navs.get(row.agent, ()) if row.agent else (),
+                board.convention.ratio_places,
+            )
             for row in board.rows
         ),
         seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
+        convention=board.convention.name,
     )
 
 

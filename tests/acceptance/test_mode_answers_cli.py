@@ -56,10 +56,16 @@ def test_replay_and_report_count_the_refused_answers(tmp_path: Path) -> None:
         CYCLES * FAILED_PER_CYCLE,
         0,
     )
+    # As rates: of the model's answers (every request was answered), and of the tool calls
+    # traced (each cycle's `finish`, none invalid).
+    assert record["parse_failure_rate"] == FAILED_PER_CYCLE / (FAILED_PER_CYCLE + 1)
+    assert (record["tool_calls"], record["tool_validity_rate"]) == (CYCLES, 1.0)
     table = openbell(tmp_path, "report", "fixed", "--market", "cn")
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if "parse_failures" in line)
     assert str(CYCLES * FAILED_PER_CYCLE) in row
+    rate = next(line for line in table.stdout.splitlines() if "parse_failure_rate" in line)
+    assert "66.67" in rate
 
     traced = openbell(tmp_path, "trace", "1")
     assert traced.returncode == 0, traced.stderr

@@ -54,6 +54,8 @@ def test_leaderboard_json_covers_every_market_with_a_benchmark_row(workdir: Path
     assert [board["benchmark"] for board in boards] == ["QQQ", "CD5"]
     us = boards[0]
     assert (us["cadence"], us["periods_per_year"], us["currency"]) == ("daily", 252.0, "USD")
+    assert us["convention"]["name"] == "openbell"
+    assert us["convention"]["std"] == "sample"
     for board in boards:
         for row in board["rows"]:
             assert tuple(row) == LEADERBOARD_KEYS
@@ -81,12 +83,15 @@ def test_leaderboard_csv_and_table(workdir: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(io.StringIO(result.stdout)))
-    assert tuple(rows[0]) == ("market", *LEADERBOARD_KEYS)
+    assert tuple(rows[0]) == ("market", "convention", *LEADERBOARD_KEYS)
     assert len(rows) == 1 + 4
-    assert {row[2] for row in rows[1:]} == {"alpha", "beta", "gamma", "benchmark:QQQ"}
+    assert {row[3] for row in rows[1:]} == {"alpha", "beta", "gamma", "benchmark:QQQ"}
+    assert {row[1] for row in rows[1:]} == {"openbell"}
     table = openbell(workdir, "leaderboard", "--market", "us")
     assert table.returncode == 0, table.stderr
     assert "us leaderboard" in table.stdout
+    assert "openbell metrics" in table.stdout
+    assert "metrics: openbell convention (empyrical's definitions)" in table.stdout
     for name in ("alpha", "beta", "gamma", "benchmark:QQQ", "Sortino"):
         assert name in table.stdout
     wide = openbell(workdir, "leaderboard", "--market", "us", "--wide")
@@ -108,6 +113,7 @@ def test_report_json_and_plot(workdir: Path) -> None:
     )
     for key in ("sharpe_ratio", "calmar_ratio", "information_ratio", "turnover", "hhi"):
         assert key in panel
+    assert panel["convention"]["name"] == "openbell"
     assert panel["brier_score"] == pytest.approx(0.04)
     data = png.read_bytes()
     assert data.startswith(PNG_MAGIC)
@@ -115,6 +121,12 @@ def test_report_json_and_plot(workdir: Path) -> None:
     text = openbell(workdir, "report", "gamma", "-m", "us")
     assert text.returncode == 0, text.stderr
     assert "expected_calibration_error" in text.stdout
+    assert "metrics: openbell convention" in text.stdout
+    measured = openbell(
+        workdir, "report", "alpha", "-m", "us", "--json", "--convention", "ai-trader"
+    )
+    assert measured.returncode == 0, measured.stderr
+    assert json.loads(measured.stdout)["convention"]["std"] == "population"
 
 
 def test_report_attribution_table_and_json(workdir: Path) -> None:

@@ -202,7 +202,9 @@ def overview_line(overview: str, symbol: str) -> str:
     return next(line for line in overview.splitlines() if line.startswith(f"{symbol} | "))
 
 
-def test_stockbench_overview_lists_earlier_orders_from_the_ledger(ledger: Ledger) -> None:
+def test_stockbench_overview_lists_the_last_seven_days_of_orders_from_the_ledger(
+    ledger: Ledger,
+) -> None:
     arena = make_arena(ledger, "us")
     earlier, later = US_OPEN - timedelta(days=1), US_OPEN + timedelta(days=1)
 
@@ -216,7 +218,11 @@ def test_stockbench_overview_lists_earlier_orders_from_the_ledger(ledger: Ledger
         )
         ledger.record_order(cycle_id=arena.claim(at), seq=seq, order=order, outcome=result)
 
-    for seq, minutes in enumerate((0, 60, 120, 180), start=1):  # four AAPL buys: three are shown
+    # StockBench's window: the orders of the 7 days before the slot, however many, newest first.
+    record(US_OPEN - timedelta(days=8), 1, "AAPL", Side.BUY, "filled")  # too old
+    record(US_OPEN - timedelta(days=7, seconds=1), 1, "NVDA", Side.BUY, "filled")  # just too old
+    record(US_OPEN - timedelta(days=6), 1, "AAPL", Side.BUY, "filled")
+    for seq, minutes in enumerate((0, 60, 120, 180), start=1):  # four AAPL buys: all shown
         record(earlier + timedelta(minutes=minutes), seq, "AAPL", Side.BUY, "filled")
     record(earlier + timedelta(minutes=180), 5, "MSFT", Side.SELL, "rejected")
     record(later, 1, "NVDA", Side.BUY, "filled")  # after the slot: never in its overview
@@ -224,11 +230,73 @@ def test_stockbench_overview_lists_earlier_orders_from_the_ledger(ledger: Ledger
     # A fresh builder, as after a restart: what it lists comes from the ledger alone.
     ran = run_llm(arena, script, US_OPEN, prompt=lambda ctx: prompt_for_mode("stockbench"))
     overview = ran.user_messages()[0]
+    assert "recent actions of the last 7 days" in overview
     assert overview_line(overview, "AAPL").endswith(
-        "| recent: buy 5 filled; buy 5 filled; buy 5 filled"
+        "| recent: " + "; ".join(["1d ago buy 5 filled"] * 4 + ["6d ago buy 5 filled"])
     )
-    assert overview_line(overview, "MSFT").endswith("| recent: sell 5 rejected (lot_size)")
+    assert overview_line(overview, "MSFT").endswith("| recent: 1d ago sell 5 rejected (lot_size)")
     assert overview_line(overview, "NVDA").endswith("| recent: none")
+
+
+def test_stockbench_without_news_reads_and_shows_none(ledger: Ledger) -> None:
+    def run(agent: str, without: tuple[str, ...]) -> list[str]:
+        arena = make_arena(ledger, "us", agent=agent)
+        arena.source = source_with_news()
+        arena.gateway = PointInTimeGateway(arena.source)
+        script = [answer({"selected": ["AAPL"]}), answer({"decisions": []})]
+        ran = run_llm(
+            arena,
+            script,
+            US_OPEN,
+            prompt=lambda ctx: prompt_for_mode("stockbench", without=without),
+        )
+        calls = [t.tool for t in ran.traces if t.role == "tool"]
+        assert calls == ["get_fundamentals", "finish"]
+        return [m["content"] for m in ran.model.requests[-1]["messages"]]
+
+    full, ablated = run("full", ()), run("no-news", ("news",))
+    removed = [line for text in full for line in text.splitlines()]
+    for line in (line for text in ablated for line in text.splitlines()):
+        removed.remove(line)  # every line the ablated run was shown, the full run was shown too
+    assert removed == [
+        "News: the top 5 items of the last 48 h, if any.",
+        "    news 2h ago: Apple beats",
+    ]
+
+
+def test_stockbench_without_news_and_fundamentals_asks_for_decisions_at_once(
+    ledger: Ledger,
+) -> None:
+    arena = make_arena(ledger, "us")
+    arena.source = source_with_news()
+    arena.gateway = PointInTimeGateway(arena.source)
+    increase = {"stock_id": "AAPL", "action": "increase", "target_weight": 0.1, "confidence": 0.7}
+    script = [answer({"decisions": [{**increase, "reason": "r"}]})]
+    ran = run_llm(
+        arena,
+        script,
+        US_OPEN,
+        prompt=lambda ctx: prompt_for_mode("stockbench", without=("news", "fundamentals")),
+    )
+    (system, overview) = (m["content"] for m in ran.model.requests[0]["messages"])
+    assert "three stages" in system
+    assert "fundamentals" not in system
+    assert "Stage 1 of 3" in overview
+    assert "Apple beats" not in overview
+    assert "News:" not in overview
+    ask = overview.splitlines()[-1]
+    assert ask.startswith('Stage 2 of 3: Answer with one JSON object: {"decisions"')
+    assert [(o.symbol, o.side.value) for o in ran.orders] == [("AAPL", "buy")]
+    calls = [t.tool for t in ran.traces if t.role == "tool"]
+    assert calls == ["place_order", "finish"]  # no get_fundamentals, no get_news
+    assert len(ran.model.requests) == 1
+
+
+def test_only_stockbench_leaves_inputs_out() -> None:
+    with pytest.raises(ValueError, match="only the stockbench mode"):
+        prompt_for_mode("fixed-candidate", without=("news",))
+    with pytest.raises(ValueError, match="cannot leave out"):
+        prompt_for_mode("stockbench", without=("prices",))
 
 
 def test_structured_modes_under_masking_trade_through_aliases(ledger: Ledger) -> None:

@@ -164,6 +164,16 @@ def test_research_calls_bound_the_ktd_fin_research_phase_only(tmp_path: Path) ->
     assert "research_calls" in error(tmp_path, 'mode = "ktd-fin"\nresearch_calls = -1\n')
 
 
+def test_stockbench_ablations_are_config_keys_of_that_mode_only(tmp_path: Path) -> None:
+    agent = load(tmp_path, 'mode = "stockbench"\nwithout = ["news", "fundamentals"]\n')
+    built = prompt_factory(agent)(_context(1))
+    assert type(built).__name__ == "StockBenchPrompt"
+    assert (built.with_news, built.with_fundamentals) == (False, False)  # type: ignore[attr-defined]
+    assert "without" in error(tmp_path, 'mode = "fixed-candidate"\nwithout = ["news"]\n')
+    assert "without" in error(tmp_path, 'mode = "stockbench"\nwithout = ["prices"]\n')
+    assert "twice" in error(tmp_path, 'mode = "stockbench"\nwithout = ["news", "news"]\n')
+
+
 def test_a_blinded_agent_masks_with_its_accounts_own_seeded_map(tmp_path: Path) -> None:
     agent = load(tmp_path, 'masking = "blinded"\nmasking_seed = 7\n')
     factory = masker_factory(agent)

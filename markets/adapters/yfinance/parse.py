@@ -415,3 +415,20 @@ def parse_info(info: Mapping[str, Any], symbol: str, fetched_at: datetime) -> Fu
         fifty_two_week_high=number("fiftyTwoWeekHigh"),
         fifty_two_week_low=number("fiftyTwoWeekLow"),
     )
+
+
+def parse_shares(series: Any) -> list[tuple[date, Decimal]]:
+    """`Ticker.get_shares_full`'s series (share counts indexed by instants in the exchange's zone,
+    naive when yfinance could not learn it: then UTC; None when Yahoo had none) as (New York
+    date, shares), one count per date (the last), oldest first."""
+    if series is None or len(series) == 0:
+        return []
+    out: dict[date, Decimal] = {}
+    for at, value in series.items():
+        count = decimal(value)
+        stamp = pd.Timestamp(at)
+        if stamp.tzinfo is None:
+            stamp = stamp.tz_localize("UTC")
+        if count is not None and count > 0:
+            out[stamp.tz_convert("America/New_York").date()] = count
+    return sorted(out.items())

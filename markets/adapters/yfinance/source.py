@@ -6,7 +6,9 @@ This module owns how openbell calls yfinance: one `yf.download` for the whole un
 shares it; raw (unadjusted, `auto_adjust=False`) prices, since adjusted history is rewritten after
 every dividend and is not point-in-time; quotes from the last 1-minute bar before `at`; news from a
 fresh `Ticker` per read (a reused `Ticker` never refreshes its news); fundamentals from
-`Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`; splits and
+`Ticker.info`, which is a snapshot of today and is stamped with its `fetched_at`, and shares
+outstanding as Yahoo dates them (`Ticker.get_shares_full`, the history behind a point-in-time
+market capitalisation); splits and
 cash dividends from the `Dividends` and `Stock Splits` columns of a daily download. `yf.download`
 never raises: it logs each failed ticker and returns NaN columns or an empty frame, so the log
 lines are read to tell a rate limit (`RateLimited`) from a symbol Yahoo does not know (left out,
@@ -25,6 +27,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
@@ -50,6 +53,7 @@ from openbell.markets.adapters.yfinance.parse import (
     parse_info,
     parse_last_prices,
     parse_news,
+    parse_shares,
     tickers_with_rows,
     yahoo_ticker,
 )
@@ -276,6 +280,36 @@ class YahooSource(SourceIdentity):
         self._check(frame, failures, asked, bool(self._calendar.sessions_between(first, last)))
         found = parse_actions(frame, asked, self._calendar, source=self.name)
         return [action for action in found if first <= action.ex_date <= last]
+
+    async def shares_outstanding(
+        self, symbol: str, first: date, last: date
+    ) -> list[tuple[date, Decimal]]:
+        """The shares outstanding of `symbol` Yahoo dates in the New York days `[first, last]`,
+        oldest first (none when it has none). A rate limit is `RateLimited`; a failed request
+        `DataUnavailable`."""
+        ticker = yahoo_ticker(symbol)
+
+        def fetch() -> Any:
+            with self._watch.during(DownloadFailures()) as failures:
+                series = yf.Ticker(ticker, session=self._session).get_shares_full(
+                    start=first.isoformat(), end=(last + timedelta(days=1)).isoformat()
+                )
+            if series is None and failures.messages:
+                raise DataUnavailable(
+                    f"yfinance shares of {ticker}: {failures.messages[-1].strip()}",
+                    cause=failures.cause,
+                )
+            return series
+
+        try:
+            series = await self._call(fetch, f"yfinance shares of {ticker}")
+        except DataUnavailable:
+            raise
+        except yf.exceptions.YFRateLimitError as exc:
+            raise RateLimited(f"Yahoo rate-limited the shares of {ticker}") from exc
+        except Exception as exc:  # raw HTTP and JSON errors of the timeseries endpoint
+            raise DataUnavailable(f"yfinance shares of {ticker} failed: {describe(exc)}") from exc
+        return [(day, count) for day, count in parse_shares(series) if first <= day <= last]
 
     async def news(
         self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int

@@ -251,6 +251,7 @@ WIDE = {
     "no-trade %": "no_trade_share",
     "rej. %": "rejection_rate",
     "turnover": "turnover",
+    "turn./yr": "annual_turnover",
     "HHI": "hhi",
     "cash %": "cash_ratio",
     "hold %": "hold_share",

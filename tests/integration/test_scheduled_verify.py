@@ -68,7 +68,9 @@ def test_a_breach_found_by_the_scheduled_verification_pauses_its_account(db_url:
     assert paused_at - breached_at <= timedelta(seconds=EVERY_S * 2)
     rows = cycles(url)
     later = paused_at + timedelta(hours=1)
-    assert not [r for r in rows if r.account_id == broken and r.slot_at >= later]
+    after = [r for r in rows if r.account_id == broken and r.slot_at >= later]
+    assert after  # each later bell leaves a record for the paused account ...
+    assert {(r.status, r.reason) for r in after} == {("missed", "account_paused")}  # ... not a run
     assert [r for r in rows if r.account_id != broken and r.slot_at >= later]
     [(stored,)] = query(url, "SELECT count(*) FROM verify_checkpoint")
     assert stored == 1  # the clean account's; the broken one has none

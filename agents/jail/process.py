@@ -11,6 +11,10 @@ as an asyncio subprocess in its own session, and `Sandboxed`, the handle that en
   and the kernel then kills everything left in the jail's PID namespace; also SIGKILL to the
   process group, for a plain subprocess (a grandchild that called `setsid` escapes that one: only
   the jail holds it).
+- A daemon that dies without asking (SIGKILL, OOM) takes its jails with it: the child arms its
+  parent-death signal (SIGKILL) before it execs bwrap, and exits at once if the daemon is gone
+  already. bwrap's own `--die-with-parent` is armed only once bwrap runs, so without this a
+  daemon killed in bwrap's first moments left the jail running (seen on a loaded machine).
 
 `Capture` keeps the first bytes of an output stream and counts the rest (the stream is drained,
 so the program never blocks on a full pipe). `shown` is how any text that comes back from a
@@ -22,9 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
@@ -35,6 +40,8 @@ from openbell.store.redact import Redactor
 _PIPE: Final = asyncio.subprocess.PIPE
 #: bwrap's exit status for a program killed by signal N is this plus N.
 _SIGNALLED: Final = 128
+#: prctl's option that sets the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG: Final = 1
 Stdin = int | IO[bytes] | None
 
 
@@ -106,6 +113,7 @@ async def start(
             env=dict(env or {}),
             cwd=cwd,
             start_new_session=True,
+            preexec_fn=_dies_with(os.getpid()),
         )
         return Sandboxed(process=process, jailed=False)
     settings, found = jail
@@ -126,10 +134,25 @@ async def start(
             env={},
             pass_fds=(descriptor,),
             start_new_session=True,
+            preexec_fn=_dies_with(os.getpid()),
         )
     finally:
         os.close(descriptor)
     return Sandboxed(process=process, jailed=True)
+
+
+def _dies_with(parent: int) -> Callable[[], None]:
+    """What the forked child runs before its exec: SIGKILL when `parent` dies, and no exec at
+    all if it has died already (the child was reparented). Only a bound C call and two syscalls
+    run between fork and exec."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    kill = int(signal.SIGKILL)
+
+    def arm() -> None:
+        if prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0) != 0 or os.getppid() != parent:
+            os._exit(127)
+
+    return arm
 
 
 def _inside(bwrap_pid: int) -> list[int]:

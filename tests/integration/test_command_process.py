@@ -254,7 +254,8 @@ def test_the_commands_output_is_masked_with_every_configured_secret(ledger: Ledg
 
 
 #: A stand-in daemon: starts a jailed command whose grandchild leaves its session, says so, and
-#: waits (argv[1] is the marker, argv[2] a working directory).
+#: waits (argv[1] is the marker, argv[2] a working directory). The grandchild alone shows
+#: "MARKER-grandchild" in its command line; bwrap, the command and the grandchild all show MARKER.
 DAEMON = textwrap.dedent(
     """
     import asyncio, os, sys
@@ -263,12 +264,12 @@ DAEMON = textwrap.dedent(
     from openbell.agents.jail.process import start
 
     marker, workdir = sys.argv[1], Path(sys.argv[2])
-    sleeper = f"import time; time.sleep(600)  # {marker}"
+    sleeper = f"import time; time.sleep(600)  # {marker}-grand"
     script = (
         "import os, sys, time\\n"
         "if os.fork() == 0:\\n"
         "    os.setsid()\\n"
-        f"    os.execv(sys.executable, [sys.executable, '-c', {sleeper!r}])\\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', {sleeper!r} + 'child'])\\n"
         "time.sleep(600)\\n"
     )
     support = command_support()
@@ -296,9 +297,12 @@ def test_nothing_a_command_started_outlives_a_daemon_killed_with_sigkill(tmp_pat
             assert daemon.stdout is not None
             assert daemon.stdout.readline() == "started\n"
             deadline = time.monotonic() + 10
-            while not processes_with(marker) and time.monotonic() < deadline:
+            # only the grandchild's command line holds this (the script builds it at run time):
+            # the jail is whole and running when it shows
+            grandchild = f"{marker}-grandchild"
+            while not processes_with(grandchild) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert processes_with(marker), "the grandchild never started"
+            assert processes_with(grandchild), "the grandchild never started"
         finally:
             daemon.kill()
     assert left_after(marker) == [], "a jailed process outlived the daemon killed under it"

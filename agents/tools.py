@@ -486,9 +486,15 @@ class OrderOut(ToolResult):
 
     @classmethod
     def of(
-        cls, recorded: RecordedOrder, *, as_of: datetime, cash_after: Decimal, held_after: Decimal
+        cls,
+        recorded: RecordedOrder,
+        *,
+        as_of: datetime,
+        cash_after: Decimal | None = None,
+        held_after: Decimal | None = None,
     ) -> OrderOut:
-        """The outcome of a recorded order, with the account's cash and holding after it."""
+        """The outcome of a recorded order, with the account's cash and holding after it when
+        they are given."""
         outcome = recorded.outcome
         common: dict[str, Any] = {
             "as_of": as_of,

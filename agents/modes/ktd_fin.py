@@ -43,11 +43,9 @@ from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import (
     BarsOut,
     OrderOut,
-    OrderStatusOut,
     ToolResult,
     function_tool,
 )
-from openbell.markets.domain import Fill
 from openbell.markets.gateway import MAX_LOOKBACK
 from openbell.store.records import RecordedOrder
 
@@ -201,27 +199,4 @@ async def _performance(ctx: DecisionContext, account: PortfolioStateOut | None) 
 
 def _order_out(recorded: RecordedOrder, placed_at: datetime) -> OrderOut:
     """A recorded order as `place_order` showed it (without the account after it)."""
-    outcome = recorded.outcome
-    common: dict[str, Any] = {
-        "as_of": recorded.placed_at or placed_at,
-        "symbol": recorded.symbol or "",
-        "side": recorded.side.value if recorded.side is not None else "",
-        "seq": recorded.seq,
-        "shares": recorded.quantity,
-    }
-    if isinstance(outcome, Fill):
-        return OrderOut(
-            status=OrderStatusOut.FILLED,
-            message=f"Filled {outcome.quantity} {outcome.symbol} at {outcome.price}.",
-            filled_shares=outcome.quantity,
-            price=outcome.price,
-            notional=outcome.notional,
-            fees=outcome.fees,
-            **common,
-        )
-    return OrderOut(
-        status=OrderStatusOut.REJECTED,
-        message=outcome.message,
-        reject_reason=outcome.reason.value,
-        **common,
-    )
+    return OrderOut.of(recorded, as_of=recorded.placed_at or placed_at)

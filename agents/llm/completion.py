@@ -264,6 +264,16 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
+def json_object_in(text: str) -> object:
+    """The JSON value from the first `{` to the last `}` of a model's answer `text` (the inside
+    of a code fence, if the answer is one), None when there is no such span; json's `ValueError`
+    when the span does not parse."""
+    fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text.strip()
+    start, end = body.find("{"), body.rfind("}")
+    return json.loads(body[start : end + 1]) if 0 <= start < end else None
+
+
 def _repair(text: str) -> str:
     """Near-JSON made JSON: code fences, Python literals, single quotes, trailing commas."""
     fenced = _FENCE.match(text)

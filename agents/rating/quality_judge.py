@@ -19,19 +19,18 @@ judging is the arena's evaluation, not the agent's work).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
 from openbell.agents.llm.client import ChatClient
+from openbell.agents.llm.completion import json_object_in
 from openbell.agents.rating.report import SECTIONS, SymbolRating
 from openbell.markets.errors import LlmRefused, LlmUnavailable
 
 #: The tool name of the trace row that stores one symbol's verdict.
 QUALITY_TOOL: Final = "report_quality"
-_FENCE: Final = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _MAX_RATIONALE_CHARS: Final = 2000
 _TEN: Final = Decimal(10)
 
@@ -113,11 +112,8 @@ class Verdict:
 
 def parse_verdict(text: str, judge_model: str) -> Verdict:
     """The verdict in the judge's answer `text`; `BadVerdict` saying what is wrong."""
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text.strip()
-    start, end = body.find("{"), body.rfind("}")
     try:
-        found = json.loads(body[start : end + 1]) if 0 <= start < end else None
+        found = json_object_in(text)
     except ValueError as exc:
         raise BadVerdict(f"the answer is not one JSON object: {exc}") from None
     if not isinstance(found, dict):

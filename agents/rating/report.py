@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any, Final
 
-_FENCE: Final = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+from openbell.agents.llm.completion import json_object_in
+
 _MAX_RATIONALE_CHARS: Final = 300
 _MAX_SECTION_CHARS: Final = 1500
 _WEIGHT_STEP: Final = Decimal("0.0001")
@@ -101,11 +102,8 @@ def parse_report(
 ) -> tuple[SymbolRating, ...]:
     """The ratings in the model's answer `text`, one per symbol of `offered`, in symbol order,
     each with its report's sections when `with_sections`; `BadReport` saying what is wrong."""
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text.strip()
-    start, end = body.find("{"), body.rfind("}")
     try:
-        found = json.loads(body[start : end + 1]) if 0 <= start < end else None
+        found = json_object_in(text)
     except ValueError as exc:
         raise BadReport(f"the answer is not one JSON object: {exc}") from None
     if not isinstance(found, dict) or not isinstance(found.get("ratings"), list):

@@ -13,8 +13,6 @@ and refusal is in the cycle's trace, and the tokens and cost in its usage (`Reco
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,12 +20,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat
+from openbell.agents.llm.completion import json_object_in
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.strategy_code.lookahead import ALLOWED_IMPORTS, check_strategy
 from openbell.agents.strategy_code.sandbox import RunResult
 from openbell.markets.errors import AgentError
 
-_FENCE: Final = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _MAX_RATIONALE_CHARS: Final = 4000
 
 SYSTEM_PROMPT: Final = f"""You write a trading strategy as Python code, and state the edge you \
@@ -110,11 +108,8 @@ def user_prompt(
 
 def parse_answer(text: str) -> Draft:
     """The draft in the model's answer `text`; `BadAnswer` saying what is wrong."""
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text.strip()
-    start, end = body.find("{"), body.rfind("}")
     try:
-        found = json.loads(body[start : end + 1]) if 0 <= start < end else None
+        found = json_object_in(text)
     except ValueError as exc:
         raise BadAnswer(f"the answer is not one JSON object: {exc}") from None
     if not isinstance(found, dict):

@@ -37,7 +37,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from openbell.agents.masking import MaskingLevel, build_masker, rebases
@@ -75,7 +75,6 @@ from openbell.ops.deanon_scoring import (
 
 #: The payloads a probe may show, and the tool whose result each is.
 PAYLOADS: Final[Mapping[str, str]] = {"bars": "get_bars", "quotes": "get_quote", "news": "get_news"}
-Payload = Literal["bars", "quotes", "news"]
 #: How each market is named to the model (never the universe's name: masking hides it).
 MARKET_WORDS: Final[Mapping[str, str]] = {
     "us": "US equities (tickers such as MSFT)",
@@ -124,7 +123,7 @@ class ProbeSetup:
     tolerance: int = 7
     masking_seed: int = 0
     rebase: bool | None = None
-    payload: Payload = "bars"
+    payload: str = "bars"
     news_lookback: timedelta = timedelta(days=7)
     sectors: Mapping[str, str] = field(default_factory=dict)
 

@@ -302,7 +302,7 @@ def _setup(
             tolerance=tolerance,
             masking_seed=masking_seed,
             rebase=rebase,
-            payload=payload,  # type: ignore[arg-type]  (a PayloadChoice value)
+            payload=payload,
             sectors=dict(sectors),
         )
     except ValueError as exc:

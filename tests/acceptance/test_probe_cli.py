@@ -132,3 +132,51 @@ def test_probe_deanon_asks_several_attackers_the_same_questions(tmp_path: Path) 
     assert "authorization" not in second.headers[0]  # the judge names no key
     assert unknown.returncode == 2
     assert_one_error_line(unknown, "nobody", "masked-llm", "second-opinion")
+
+
+def test_probe_deanon_shows_quotes_and_scores_sectors_and_boards(tmp_path: Path) -> None:
+    gold = {"600519.SH": "Consumer Staples", "688981.SH": "Semiconductors"}
+
+    def quote_reader(body: Body) -> Body:
+        """Reads the board off the quote; names a sector from the gold file when it knows it."""
+        text = body["messages"][-1]["content"]
+        shown, _ = json.JSONDecoder().raw_decode(text[text.index("{") :])
+        (quote,) = shown["quotes"]
+        sector = gold.get(quote["symbol"], "Banks")
+        return completion(json.dumps({"tickers": [quote["symbol"]], "board": quote["board"],
+                                      "sector": sector}))  # fmt: skip
+
+    model = ScriptedModel([quote_reader] * 20)
+    (tmp_path / "sectors.toml").write_text(
+        "".join(f'"{symbol}" = "{sector}"\n' for symbol, sector in gold.items()), encoding="utf-8"
+    )
+    (tmp_path / "bad.toml").write_text('"600519.SH" = 3\n', encoding="utf-8")
+    env = clean_env(OPENBELL_TEST_LLM_KEY=KEY)
+    with serve_script(model) as base_url:
+        write_config(tmp_path, base_url)
+        config = (tmp_path / "openbell.toml").read_text(encoding="utf-8")
+        config += (
+            '\n[markets.cn]\nuniverse = "sse50"\ncadence = "daily"\nsource = "akshare"\n'
+            'initial_cash = "1000000"\n'
+        )
+        (tmp_path / "openbell.toml").write_text(config, encoding="utf-8")
+        args = ("probe", "deanon", "-m", "cn", "-A", "masked-llm", "--payload", "quotes",
+                "--level", "bright", "--trials", "20", "--lookback", "3")  # fmt: skip
+        result = openbell(tmp_path, *args, "--sectors", "sectors.toml", "--format", "json", env=env)
+        bad = openbell(tmp_path, *args, "--sectors", "bad.toml", env=env)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["payload"] == "quotes"
+    bright = levels_of(record)["bright"]
+    assert bright["ticker_top1"]["hits"] == bright["board"]["hits"] == 20
+    assert bright["board"]["shown"]
+    assert bright["date"]["hits"] == 0  # the reader names no date
+    # Only the trials of the two symbols the file names (drawn with seed 0) are scored for the
+    # sector, all hits; the attacker is an agent of another market: any configured model is.
+    sector = bright["sector"]
+    assert 0 < sector["trials"] < 20
+    assert sector["hits"] == sector["trials"]
+    assert sector["chance"] == 0.5
+    assert bright["skipped"] == {}
+    assert bad.returncode == 2
+    assert_one_error_line(bad, "bad.toml", "non-empty string")

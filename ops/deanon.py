@@ -7,13 +7,10 @@ last bar of its window uniformly among that symbol's bars that have `lookback` b
 Each trial is shown at each masking level exactly as a tool would show it to an agent at the
 decision time the window's last bar ends, masked by the level's masker
 (`agents.masking.build_masker`: aliases, day labels and, when the level rebases, money in the
-trial's secret unit). The payload is the setup's choice (`PAYLOADS`): `bars`, the `get_bars`
-result (the point-in-time gateway's `lookback` bars ended by then, within the tool's result
-budget); `quotes`, the `get_quote` result (the quote known then, with the stock's board and its
-limit band on the previous daily close where the market has price limits); `news`, the
-`get_news` result over `news_lookback` (which the masked levels replace with a `masked` error,
-as they do for an agent). Each trial stands for its own account (its own aliases, day epoch and
-money unit), as if each were a different masked agent. Every attacker is shown the same trials.
+trial's secret unit). The payload is the setup's choice (`ops.deanon_payloads.PAYLOADS`): the
+`get_bars`, `get_quote` or `get_news` result, or KTD-Fin's own, its three research tools' results.
+Each trial stands for its own account (its own aliases, day epoch and money unit), as if each
+were a different masked agent. Every attacker is shown the same trials.
 
 Each attacker (any configured model, by name) is asked, without tools, for up to five tickers,
 the calendar date of the last bar, the sector and the A-share board (`QUESTION`), and answers
@@ -41,22 +38,14 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from openbell.agents.masking import MaskingLevel, build_masker, rebases
-from openbell.agents.tools import (
-    MAX_RESULT_CHARS,
-    BarsOut,
-    NewsItemOut,
-    NewsOut,
-    QuoteOut,
-    QuotesOut,
-)
 from openbell.markets.calendars import calendar_for
-from openbell.markets.domain import Bar, Quote
+from openbell.markets.domain import Bar
 from openbell.markets.errors import LlmRefused, LlmUnavailable
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.markets.price_limits import limit_band
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import Board, MarketRules, board_of
 from openbell.markets.universes import Universe
+from openbell.ops.deanon_payloads import PAYLOADS, shown_payload
 from openbell.ops.deanon_scoring import (
     ALPHA,
     TARGETS,
@@ -73,8 +62,6 @@ from openbell.ops.deanon_scoring import (
     session_distance,
 )
 
-#: The payloads a probe may show, and the tool whose result each is.
-PAYLOADS: Final[Mapping[str, str]] = {"bars": "get_bars", "quotes": "get_quote", "news": "get_news"}
 #: How each market is named to the model (never the universe's name: masking hides it).
 MARKET_WORDS: Final[Mapping[str, str]] = {
     "us": "US equities (tickers such as MSFT)",
@@ -139,7 +126,7 @@ class ProbeSetup:
 
     @property
     def tool(self) -> str:
-        """The tool whose result the payload is."""
+        """The tool whose result the payload is (KTD-Fin's three, for `ktd`)."""
         return PAYLOADS[self.payload]
 
     def rebased(self, level: MaskingLevel) -> bool:
@@ -270,54 +257,6 @@ def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
     return drawn.trials, len(drawn.symbols), drawn.days
 
 
-async def _payload(setup: ProbeSetup, gateway: PointInTimeGateway, trial: Trial) -> str:
-    """The unmasked JSON of the tool result `trial` is shown by."""
-    view = gateway.at(trial.as_of)
-    if setup.payload == "bars":
-        found = await view.bars(trial.symbol, setup.interval, setup.lookback)
-        bars = tuple(bar for bar in found.bars if bar.end_at <= trial.as_of)
-        result = BarsOut.of(
-            as_of=trial.as_of, symbol=trial.symbol, interval=setup.interval, bars=bars
-        )
-        return result.within(MAX_RESULT_CHARS).model_dump_json()
-    if setup.payload == "quotes":
-        quotes = (await view.quote([trial.symbol])).quotes
-        shown = [await _quote_out(setup, gateway, trial, quote) for quote in quotes.values()]
-        missing = [] if quotes else [trial.symbol]
-        return QuotesOut(as_of=trial.as_of, quotes=shown, missing=missing).model_dump_json()
-    news = await view.news([trial.symbol], setup.news_lookback)
-    items = [
-        NewsItemOut(
-            symbol=item.symbol,
-            published_at=item.published_at,
-            title=item.title,
-            source=item.source,
-            url=item.url,
-        )
-        for item in sorted(news.items, key=lambda item: item.published_at, reverse=True)
-    ]
-    return NewsOut(as_of=trial.as_of, items=items).within(MAX_RESULT_CHARS).model_dump_json()
-
-
-async def _quote_out(
-    setup: ProbeSetup, gateway: PointInTimeGateway, trial: Trial, quote: Quote
-) -> QuoteOut:
-    """The quote as `get_quote` shows it: with the board, and the limit band on the previous
-    daily close (the last one ended before the quote's session), where the market has limits."""
-    if setup.rules.price_limits is None:
-        return QuoteOut.of(quote)
-    instrument = setup.universe.instrument(trial.symbol)
-    previous = None
-    if "1d" in setup.source.intervals:
-        zone = ZoneInfo(setup.rules.timezone)
-        daily = (await gateway.at(trial.as_of).bars(trial.symbol, "1d", 2)).bars
-        earlier = [bar for bar in daily if bar.start_at.astimezone(zone).date() < trial.day]
-        previous = earlier[-1].close if earlier else None
-    if previous is None:
-        return QuoteOut.of(quote, board=board_of(trial.symbol))
-    return QuoteOut.of(quote, limit_band(instrument, setup.rules, previous))
-
-
 async def shown_series(
     setup: ProbeSetup, gateway: PointInTimeGateway, trial: Trial, level: MaskingLevel
 ) -> str:
@@ -331,7 +270,7 @@ async def shown_series(
         seed=setup.masking_seed,
         rebase=setup.rebased(level),
     )
-    return masker.mask_result(setup.tool, await _payload(setup, gateway, trial))
+    return await shown_payload(setup, gateway, trial, masker)
 
 
 def question(setup: ProbeSetup, shown: str) -> list[dict[str, Any]]:

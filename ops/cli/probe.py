@@ -2,15 +2,15 @@
 result?
 
 This module owns the `probe` command group. `probe deanon --market M [--agent NAME] [--attacker
-NAME ...] [--level L] [--payload bars|quotes|news]` builds the probe of `openbell.ops.deanon` from
-the config: the market's universe and rules, its recorded bars (a `replay:PATH` source's files,
-else the bars bundled with openbell), the masking seed and `rebase_prices` of `--agent` (default:
-seed 0, rebasing as each level's default), and the attackers: every `--attacker` names a model of
-the config (an LLM, strategy-code or rating agent of any market, or a `[judges.NAME]` table; its
-OpenAI-compatible endpoint and model, its key from the variable `api_key_env` names); without
-one, the attacker is `--agent`'s own model. `--sectors PATH` gives each symbol's gold sector (a
-TOML table `"SYMBOL" = "SECTOR"`). Every level is probed when `--level` is not given. It prints a
-table per attacker (or `--format json`) and writes nothing: no ledger is opened.
+NAME ...] [--level L] [--payload bars|quotes|news|ktd]` builds the probe of `openbell.ops.deanon`
+from the config: the market's universe and rules, its recorded bars (a `replay:PATH` source's
+files, else the bars bundled with openbell), the masking seed and `rebase_prices` of `--agent`
+(default: seed 0, rebasing as each level's default), and the attackers: every `--attacker` names a
+model of the config (an LLM, strategy-code or rating agent of any market, or a `[judges.NAME]`
+table; its OpenAI-compatible endpoint and model, its key from the variable `api_key_env` names);
+without one, the attacker is `--agent`'s own model. `--sectors PATH` gives each symbol's gold
+sector (a TOML table `"SYMBOL" = "SECTOR"`). Every level is probed when `--level` is not given. It
+prints a table per attacker (or `--format json`) and writes nothing: no ledger is opened.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class PayloadChoice(StrEnum):
     bars = "bars"
     quotes = "quotes"
     news = "news"
+    ktd = "ktd"
 
 
 class ProbeFormat(StrEnum):
@@ -102,7 +103,10 @@ def deanon_command(
         typer.Option("--level", "-l", help="One masking level; default: all four."),
     ] = None,
     payload: Annotated[
-        PayloadChoice, typer.Option(help="The tool result shown: bars, quotes or news.")
+        PayloadChoice,
+        typer.Option(
+            help="The tool result shown: bars, quotes, news, or ktd (KTD-Fin's three tools)."
+        ),
     ] = PayloadChoice.bars,
     trials: Annotated[int, typer.Option(min=1, max=10_000, help="Trials per level.")] = 200,
     lookback: Annotated[int, typer.Option(min=1, max=1000, help="Bars in each series.")] = 20,

@@ -522,3 +522,37 @@ def test_the_news_payload_is_shown_bright_and_masked_when_blinded() -> None:
         blinded = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED)))
         assert blinded["code"] == "masked"
         assert trial.symbol not in json.dumps(blinded)
+
+
+def test_the_ktd_payload_is_the_papers_three_tools_masked_alike() -> None:
+    setup = setup_of("cn", payload="ktd", trials=6, lookback=10)
+    trials, _, _ = draw_trials(setup)
+    gateway = PointInTimeGateway(setup.source)
+    tools = ["get_market_context", "screen_candidates", "get_stock_snapshot"]
+    for trial in trials[:3]:
+        bright = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BRIGHT)))
+        assert list(bright) == tools
+        assert bright["get_stock_snapshot"]["stock"]["stock_id"] == trial.symbol
+        assert bright["get_market_context"]["as_of_date"] == trial.day.isoformat()
+        assert len(bright["screen_candidates"]["candidates"]) == 10
+        text = asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED))
+        blinded = json.loads(text)
+        assert list(blinded) == tools
+        alias = blinded["get_stock_snapshot"]["stock"]["stock_id"]
+        assert alias.startswith("asset_")
+        assert trial.symbol not in text
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", text)
+        # One masker for the three results: the snapshot's alias is the screen's, where listed.
+        listed = {row["stock_id"] for row in blinded["screen_candidates"]["candidates"]}
+        real = {row["stock_id"] for row in bright["screen_candidates"]["candidates"]}
+        assert (alias in listed) == (trial.symbol in real)
+
+    def snapshot_reader(body: Body) -> Body:
+        return completion(
+            json.dumps({"tickers": [shown_of(body)["get_stock_snapshot"]["stock"]["stock_id"]]})
+        )
+
+    report, _ = probe(setup, snapshot_reader, [MaskingLevel.BRIGHT, MaskingLevel.BLINDED])
+    bright_result, blinded_result = report.levels
+    assert bright_result.symbol.hits == 6
+    assert blinded_result.symbol.hits == 0

@@ -200,41 +200,68 @@ def _same(left: Exposures, right: Exposures) -> bool:
 
 
 def test_exposures_at_t_read_no_bar_that_ends_after_t() -> None:
-    bars = momentum_market(3, names=12, days=60)
-    at = START + timedelta(days=40)
+    bars = momentum_market(3, names=12, days=400)
+    at = START + timedelta(days=380)  # a year and more of bars: every style has its data
+
+    def amounts_of(market: Mapping[str, Sequence[Bar]]) -> dict[str, dict[datetime, float]]:
+        return {
+            symbol: {bar.end_at: float(bar.close * bar.volume) * 1.01 for bar in series}
+            for symbol, series in market.items()
+        }
+
     reports = [
         _report("S00", at - timedelta(days=1), "5e9"),
         _report("S00", at + timedelta(hours=1), "9e9"),
     ]
     reports += [_report(f"S{i:02d}", at - timedelta(days=2), f"{i + 1}e9") for i in range(1, 12)]
     fundamentals = Fundamentals(reports)
-    before = style_exposures(PricePanel.of_bars(bars), at, fundamentals=fundamentals)
+
+    def exposures(market: Mapping[str, Sequence[Bar]]) -> Exposures:
+        panel = PricePanel.of_bars(market, amounts=amounts_of(market))
+        return style_exposures(panel, at, fundamentals=fundamentals)
+
+    before = exposures(bars)
+    assert before.factors == STYLE_FACTORS
+    assert not before.skipped
     # Every bar ending after `at` is changed beyond recognition: nothing moves.
     changed = {
         symbol: [
             bar
             if bar.end_at <= at
-            else replace(bar, close=bar.close * 3, high=bar.high * 3, volume=bar.volume * 7)
+            else replace(
+                bar,
+                open=bar.open * 3,
+                close=bar.close * 3,
+                high=bar.high * 3,
+                volume=bar.volume * 7,
+            )
             for bar in series
         ]
         for symbol, series in bars.items()
     }
-    assert _same(
-        before, style_exposures(PricePanel.of_bars(changed), at, fundamentals=fundamentals)
-    )
+    assert _same(before, exposures(changed))
     size = before.values[:, before.factors.index("size")]
     assert size[0] == pytest.approx(math.log(5e9))  # the report published after `at` is unseen
-    # The bar ending exactly at `at` is seen: changing it moves the exposures.
+    # The bar ending exactly at `at` is seen: changing it moves every style that reads it (not
+    # momentum, which leaves the last `reversal` bars out by definition).
     last = {
         symbol: [
-            replace(bar, close=bar.close * 2, high=bar.high * 2) if bar.end_at == at else bar
+            replace(
+                bar,
+                close=bar.close * 2,
+                high=bar.high * 2,
+                volume=bar.volume * 3,
+            )
+            if bar.end_at == at
+            else bar
             for bar in series
         ]
         for symbol, series in bars.items()
     }
-    assert not _same(
-        before, style_exposures(PricePanel.of_bars(last), at, fundamentals=fundamentals)
-    )
+    moved = exposures(last)
+    for column, name in enumerate(before.factors):
+        if name not in ("size", "value", "momentum"):
+            assert not np.allclose(before.values[:, column], moved.values[:, column]), name
 
 
 def _report(symbol: str, published_at: datetime, cap: str) -> FundamentalsReport:

@@ -102,6 +102,16 @@ class MetricsConfig(_Section):
     convention: Literal["openbell", "ai-trader", "stockbench", "ktd-fin"] = "openbell"
 
 
+class AttributionConfig(_Section):
+    """`[attribution]`: how `report --attribution` splits returns (`ops.attribution`).
+    `cross_section`: the symbols each period's regression is estimated from, `bars` (every symbol
+    with bars) or `universe` (the market's configured universe's members at each date);
+    `styles`: the style set, `openbell` (every style) or `ktd-fin` (the paper's nine)."""
+
+    cross_section: Literal["bars", "universe"] = "bars"
+    styles: Literal["openbell", "ktd-fin"] = "openbell"
+
+
 class LogConfig(_Section):
     """`[log]`: JSON lines for journald, or console lines for people.
 
@@ -1098,6 +1108,7 @@ class OpenbellConfig(_Section):
     store: StoreConfig = StoreConfig()
     log: LogConfig = LogConfig()
     metrics: MetricsConfig = MetricsConfig()
+    attribution: AttributionConfig = AttributionConfig()
     http: HttpConfig = HttpConfig()
     mcp: McpConfig = McpConfig()
     sandbox: SandboxConfig = SandboxConfig()

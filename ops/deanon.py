@@ -1,58 +1,67 @@
-"""The de-anonymisation probe (KTD-Fin): can a model name the stock and the date of a masked series?
+"""The de-anonymisation probe (KTD-Fin): can attackers name the stock, date, sector and board of
+a masked payload?
 
-This module owns `run_probe`. A probe draws `trials` (symbol, window) pairs from recorded bars,
+This module owns `run_probes`. A probe draws `trials` (symbol, window) pairs from recorded bars,
 seeded: a symbol uniformly among the universe's members that have bars of the interval, then the
 last bar of its window uniformly among that symbol's bars that have `lookback` bars before them.
-Each trial is shown to the model at each masking level exactly as its `get_bars` tool would show
-it at the decision time the window's last bar ends: the point-in-time gateway's bars ended by then,
-`BarsOut` kept within the tool's result budget, its JSON masked by the level's masker
+Each trial is shown at each masking level exactly as a tool would show it to an agent at the
+decision time the window's last bar ends, masked by the level's masker
 (`agents.masking.build_masker`: aliases, day labels and, when the level rebases, money in the
-trial's secret unit). Each trial stands for its own account (its own aliases, day epoch and money
-unit), as if each were a different masked agent. The model is asked, without tools, to name the
-instrument's real ticker and the calendar date of the last bar (`QUESTION`); the answer is read
-from a JSON object in its reply (`read_answer`).
+trial's secret unit). The payload is the setup's choice (`ops.deanon_payloads.PAYLOADS`): the
+`get_bars`, `get_quote` or `get_news` result, or KTD-Fin's own, its three research tools' results.
+Each trial stands for its own account (its own aliases, day epoch and money unit), as if each
+were a different masked agent. Every attacker is shown the same trials.
 
-A symbol is recovered when the answer names it (its ticker, its code without the exchange suffix,
-or a pair's base coin; case-insensitive); a date when it is within `tolerance_days` calendar days
-of the last bar's market-local date. Chance is what a guesser who draws uniformly would score:
-1/N for the symbol (N the symbols a trial may draw), and for the date, per trial, the share of the
-data's dates (the market-local dates of the interval's bars) within the tolerance of the true one.
-`p_value` is the exact probability of at least that many hits by chance (the Poisson-binomial
-tail over the trials' chances); a level recovers a target when `p_value < ALPHA`. A level that
-shows the real symbol (bright, date-blind) or the real dates (bright, stock-blind) says so
-(`shown`): recovering what is on the screen only shows that the model can read.
+Each attacker (any configured model, by name) is asked, without tools, for up to five tickers,
+the calendar date of the last bar, the sector and the A-share board (`QUESTION`), and answers
+with a JSON object; `ops.deanon_scoring` reads and scores it: top-1 and top-5 ticker hits, the
+date within `tolerance` trading days (the market's calendar), sector and board hits, KTD-Fin's
+joint success (top-5 ticker and date), each rate over the answered trials with a Wilson 95 %
+interval, against chance. A level that shows the real symbol (bright, date-blind) or the real
+dates (bright, stock-blind), or a payload with a board field, says so (`shown`): recovering what
+is on the screen only shows that the model can read.
 
-The probe reads recorded bars and calls the model; it writes nothing (no ledger, no cache). A call
-that fails after the client's retries (`LlmUnavailable`, `LlmRefused`) is a miss counted under
-`errors`; an unreadable answer is a miss counted under `unanswered`; a bad key or endpoint
-(`LlmAuthError`) stops the probe.
+The probe reads recorded bars and calls the attackers; it writes nothing (no ledger, no cache). A
+call that fails after the client's retries (`LlmUnavailable`, `LlmRefused`) is counted under
+`errors`, a reply with nothing readable under `unanswered`; neither is in a rate's denominator. A
+bad key or endpoint (`LlmAuthError`) stops the probe.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from openbell.agents.masking import MaskingLevel, build_masker, rebases
-from openbell.agents.tools import MAX_RESULT_CHARS, BarsOut
+from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar
 from openbell.markets.errors import LlmRefused, LlmUnavailable
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.rules import MarketRules
+from openbell.markets.rules import Board, MarketRules, board_of
 from openbell.markets.universes import Universe
+from openbell.ops.deanon_payloads import PAYLOADS, shown_payload
+from openbell.ops.deanon_scoring import (
+    ALPHA,
+    TARGETS,
+    TOP,
+    Answer,
+    Recovery,
+    board_named,
+    names_symbol,
+    read_answer,
+    recovery,
+    recovery_record,
+    same_sector,
+    sector_chance,
+    session_distance,
+)
 
-#: A level recovers a target when chance alone gives its hits with less than this probability.
-ALPHA: Final = 0.01
-#: The tool whose result the model is shown.
-TOOL: Final = "get_bars"
 #: How each market is named to the model (never the universe's name: masking hides it).
 MARKET_WORDS: Final[Mapping[str, str]] = {
     "us": "US equities (tickers such as MSFT)",
@@ -60,21 +69,24 @@ MARKET_WORDS: Final[Mapping[str, str]] = {
     "crypto": "crypto pairs against USDT (tickers such as XYZ/USDT)",
 }
 SYSTEM: Final = (
-    "You are an expert in financial markets and their history. You are shown a price series as "
-    "a trading tool returned it, and asked which instrument it is and when it traded."
+    "You are an expert in financial markets and their history. You are shown what a trading "
+    "tool returned, and asked which instrument it is about and when."
 )
 QUESTION: Final = (
-    "The {tool} tool of a trading arena for {market} returned this {interval} price series:\n\n"
+    "The {tool} tool of a trading arena for {market} returned this ({interval} data):\n\n"
     "{shown}\n\n"
-    "Which instrument is this, and on which calendar date did its last bar trade? Give the "
-    "instrument's real exchange ticker (not an alias) and the date as YYYY-MM-DD, even if you "
-    'must guess. Answer with one JSON object and nothing else: {{"symbol": "TICKER", "date": '
-    '"YYYY-MM-DD"}}'
+    "Which instrument is this, on which calendar date was the last of it observed, in which "
+    "sector is the company, and on which listing board does it trade (for A-shares: main, "
+    "ChiNext, STAR or Beijing)? Give up to five real exchange tickers (not aliases), most likely "
+    "first, and the date as YYYY-MM-DD, even if you must guess. Answer with one JSON object and "
+    'nothing else: {{"tickers": ["TICKER", ...], "date": "YYYY-MM-DD", "sector": "SECTOR", '
+    '"board": "BOARD"}}'
 )
+#: Why a target is not scored.
+NO_SECTORS: Final = "no sector map given (--sectors)"
+NO_BOARDS: Final = "only A-shares have listing boards"
 _EARLIEST: Final = datetime(1900, 1, 1, tzinfo=UTC)
 _LATEST: Final = datetime(2200, 1, 1, tzinfo=UTC)
-_OBJECT_RE: Final = re.compile(r"\{[^{}]*\}")
-_ISO_DATE_RE: Final = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
 
 #: Asks the model `messages` (chat-completions messages) and returns the text of its reply.
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
@@ -83,7 +95,9 @@ Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProbeSetup:
     """What a probe shows: a market's recorded bars of one interval, its universe and rules, and
-    how the series are drawn, masked and scored (see the module docstring)."""
+    how the trials are drawn, shown (`payload`), masked and scored (`tolerance` trading days for
+    the date; `sectors`, the gold sector of each symbol, where known). See the module
+    docstring."""
 
     market: str
     universe: Universe
@@ -93,15 +107,27 @@ class ProbeSetup:
     lookback: int = 20
     trials: int = 40
     seed: int = 0
-    tolerance_days: int = 3
+    tolerance: int = 7
     masking_seed: int = 0
     rebase: bool | None = None
+    payload: str = "bars"
+    news_lookback: timedelta = timedelta(days=7)
+    sectors: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.lookback < 1 or self.trials < 1 or self.tolerance_days < 0:
-            raise ValueError("lookback and trials must be positive, tolerance_days not negative")
+        if self.lookback < 1 or self.trials < 1 or self.tolerance < 0:
+            raise ValueError("lookback and trials must be positive, tolerance not negative")
         if self.market not in MARKET_WORDS or self.universe.market != self.market:
             raise ValueError(f"universe {self.universe.name} is not of market {self.market}")
+        if self.payload not in PAYLOADS:
+            raise ValueError(f"payload must be one of {', '.join(PAYLOADS)}, got {self.payload}")
+        if self.news_lookback <= timedelta(0):
+            raise ValueError("news_lookback must be positive")
+
+    @property
+    def tool(self) -> str:
+        """The tool whose result the payload is (KTD-Fin's three, for `ktd`)."""
+        return PAYLOADS[self.payload]
 
     def rebased(self, level: MaskingLevel) -> bool:
         """Whether `level` shows money rebased in this probe (the agent's `rebase_prices`)."""
@@ -111,7 +137,8 @@ class ProbeSetup:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Trial:
     """One drawn series: `symbol`'s bars up to the one ending at `as_of`, whose market-local
-    date is `day`; `chance_date` is a uniform guesser's chance of naming `day` within tolerance."""
+    date is `day`; `chance_date` is a uniform guesser's chance of naming `day` within the
+    tolerance."""
 
     number: int
     symbol: str
@@ -121,60 +148,53 @@ class Trial:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Answer:
-    """What the model named: a ticker and a date, each None when its reply had none."""
-
-    symbol: str | None
-    day: date | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Recovery:
-    """How often one target (the symbol or the date) was recovered at one level, against chance."""
-
-    hits: int
-    trials: int
-    rate: float
-    chance: float
-    p_value: float
-    shown: bool
-
-    @property
-    def above_chance(self) -> bool:
-        """Whether chance alone would give these hits with probability below `ALPHA`."""
-        return self.p_value < ALPHA
-
-    @property
-    def lift(self) -> float:
-        """The rate over chance (how many times chance the model scored)."""
-        return self.rate / self.chance if self.chance > 0 else float("inf")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class LevelResult:
-    """The probe's result at one masking level."""
+    """One attacker's result at one masking level: a `Recovery` per scored target (`TARGETS`),
+    the targets not scored with why, and the trials left out of the rates."""
 
     level: MaskingLevel
     rebased: bool
-    symbol: Recovery
-    date: Recovery
+    targets: Mapping[str, Recovery]
+    skipped: Mapping[str, str]
     unanswered: int
     errors: int
+
+    @property
+    def symbol(self) -> Recovery:
+        """The top-1 ticker's recovery."""
+        return self.targets["ticker_top1"]
+
+    @property
+    def date(self) -> Recovery:
+        """The date's recovery (within the tolerance, in trading days)."""
+        return self.targets["date"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProbeReport:
-    """The probe's result: its setup in figures, and one `LevelResult` per level asked."""
+    """One attacker's result: the probe's setup in figures, and one `LevelResult` per level."""
 
+    attacker: str
     market: str
     interval: str
+    payload: str
     lookback: int
     trials: int
     seed: int
-    tolerance_days: int
+    tolerance: int
     symbols: int
     days: int
     levels: tuple[LevelResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Drawn:
+    """The trials and what scoring them needs: the candidates, the data's dates, the sessions."""
+
+    trials: tuple[Trial, ...]
+    symbols: tuple[str, ...]
+    days: int
+    sessions: tuple[date, ...]
 
 
 def candidate_symbols(setup: ProbeSetup) -> tuple[str, ...]:
@@ -190,9 +210,15 @@ def _series(setup: ProbeSetup, symbol: str) -> tuple[Bar, ...]:
     return found.get(symbol, ())
 
 
-def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
-    """The probe's trials, drawn with `setup.seed`, with the number of candidate symbols and of
-    the data's dates; `ValueError` when no symbol has enough bars."""
+def _sessions(setup: ProbeSetup, days: Sequence[date]) -> tuple[date, ...]:
+    """The market's sessions around the data's dates (a year either side), sorted."""
+    calendar = calendar_for(setup.rules.calendar_id)
+    first = max(calendar.first_known_session, days[0] - timedelta(days=366))
+    last = min(calendar.last_known_session, days[-1] + timedelta(days=366))
+    return calendar.sessions_between(first, last)
+
+
+def _draw(setup: ProbeSetup) -> _Drawn:
     zone = ZoneInfo(setup.rules.timezone)
     series = {symbol: _series(setup, symbol) for symbol in candidate_symbols(setup)}
     symbols = [symbol for symbol, bars in series.items() if len(bars) >= setup.lookback]
@@ -201,7 +227,7 @@ def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
             f"no {setup.market} symbol has {setup.lookback} {setup.interval} bars to show"
         )
     days = sorted({bar.start_at.astimezone(zone).date() for s in symbols for bar in series[s]})
-    ordinals = [day.toordinal() for day in days]
+    sessions = _sessions(setup, days)
     rng = random.Random(f"openbell-deanon|{setup.seed}")  # noqa: S311  (sampling, not secrets)
     trials = []
     for number in range(1, setup.trials + 1):
@@ -210,7 +236,7 @@ def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
         last = bars[rng.randrange(setup.lookback - 1, len(bars))]
         day = last.start_at.astimezone(zone).date()
         near = sum(
-            1 for ordinal in ordinals if abs(ordinal - day.toordinal()) <= setup.tolerance_days
+            1 for other in days if abs(session_distance(sessions, day, other)) <= setup.tolerance
         )
         trials.append(
             Trial(
@@ -218,20 +244,24 @@ def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
                 symbol=symbol,
                 as_of=last.end_at,
                 day=day,
-                chance_date=near / len(ordinals),
+                chance_date=near / len(days),
             )
         )
-    return tuple(trials), len(symbols), len(days)
+    return _Drawn(trials=tuple(trials), symbols=tuple(symbols), days=len(days), sessions=sessions)
+
+
+def draw_trials(setup: ProbeSetup) -> tuple[tuple[Trial, ...], int, int]:
+    """The probe's trials, drawn with `setup.seed`, with the number of candidate symbols and of
+    the data's dates; `ValueError` when no symbol has enough bars."""
+    drawn = _draw(setup)
+    return drawn.trials, len(drawn.symbols), drawn.days
 
 
 async def shown_series(
     setup: ProbeSetup, gateway: PointInTimeGateway, trial: Trial, level: MaskingLevel
 ) -> str:
-    """`trial`'s series as the `get_bars` tool shows it to an agent of `level` at `trial.as_of`:
-    the gateway's bars ended by then, kept within the result budget, masked by the level."""
-    found = await gateway.at(trial.as_of).bars(trial.symbol, setup.interval, setup.lookback)
-    bars = tuple(bar for bar in found.bars if bar.end_at <= trial.as_of)
-    result = BarsOut.of(as_of=trial.as_of, symbol=trial.symbol, interval=setup.interval, bars=bars)
+    """`trial`'s payload as its tool shows it to an agent of `level` at `trial.as_of`, masked by
+    the level (see the module docstring)."""
     masker = build_masker(
         level,
         universe=setup.universe,
@@ -240,185 +270,172 @@ async def shown_series(
         seed=setup.masking_seed,
         rebase=setup.rebased(level),
     )
-    return masker.mask_result(TOOL, result.within(MAX_RESULT_CHARS).model_dump_json())
+    return await shown_payload(setup, gateway, trial, masker)
 
 
 def question(setup: ProbeSetup, shown: str) -> list[dict[str, Any]]:
-    """The messages that ask the model to name the series `shown`."""
+    """The messages that ask an attacker to name the payload `shown`."""
     text = QUESTION.format(
-        tool=TOOL, market=MARKET_WORDS[setup.market], interval=setup.interval, shown=shown
+        tool=setup.tool, market=MARKET_WORDS[setup.market], interval=setup.interval, shown=shown
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": text}]
 
 
-def read_answer(text: str) -> Answer:
-    """The ticker and date named in a reply: the last JSON object in it with a `symbol` or a
-    `date` (a `YYYY-MM-DD` or `YYYY/MM/DD` date, a time after it ignored)."""
-    for raw in reversed(_OBJECT_RE.findall(text)):
-        try:
-            found = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(found, dict) and ("symbol" in found or "date" in found):
-            symbol = found.get("symbol")
-            return Answer(
-                symbol=symbol.strip() if isinstance(symbol, str) and symbol.strip() else None,
-                day=_date_of(found.get("date")),
-            )
-    return Answer(symbol=None, day=None)
-
-
-def _date_of(value: object) -> date | None:
-    match = _ISO_DATE_RE.match(value.strip()) if isinstance(value, str) else None
-    if match is None:
-        return None
-    try:
-        return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    except ValueError:
-        return None
-
-
-def names_symbol(answer: str, symbol: str) -> bool:
-    """Whether `answer` names `symbol`: the ticker, its code without an exchange suffix
-    (`600519` of `600519.SH`), or a pair's base (`BTC` of `BTC/USDT`, also `BTC-USDT`)."""
-    said = answer.strip().upper().replace("-", "/")
-    real = symbol.upper()
-    names = {real, real.split(".", 1)[0], real.split("/", 1)[0]}
-    return said in names
-
-
-async def run_probe(
+async def run_probes(
     setup: ProbeSetup,
     levels: Sequence[MaskingLevel],
-    ask: Ask,
+    attackers: Mapping[str, Ask],
     *,
     concurrency: int = 4,
-) -> ProbeReport:
-    """Show every trial at every level in `levels` to the model behind `ask` and score its
-    answers; see the module docstring. At most `concurrency` questions are open at once."""
+) -> tuple[ProbeReport, ...]:
+    """Show every trial at every level in `levels` to each attacker (name -> its `Ask`) and score
+    the answers, one report per attacker; see the module docstring. At most `concurrency`
+    questions are open at once."""
     if not levels:
         raise ValueError("the probe needs at least one masking level")
-    trials, symbols, days = draw_trials(setup)
+    if not attackers:
+        raise ValueError("the probe needs at least one attacker")
+    drawn = _draw(setup)
     gateway = PointInTimeGateway(setup.source)
     limit = asyncio.Semaphore(max(1, concurrency))
+    shown = {
+        level: [await shown_series(setup, gateway, trial, level) for trial in drawn.trials]
+        for level in levels
+    }
 
-    async def one(trial: Trial, level: MaskingLevel) -> Answer | None:
-        shown = await shown_series(setup, gateway, trial, level)
+    async def one(ask: Ask, text: str) -> Answer | None:
         async with limit:
             try:
-                reply = await ask(question(setup, shown))
+                reply = await ask(question(setup, text))
             except (LlmUnavailable, LlmRefused):
                 return None
         return read_answer(reply)
 
-    results = []
-    for level in levels:
-        answers = await asyncio.gather(*(one(trial, level) for trial in trials))
-        results.append(_score(setup, level, trials, answers, symbols))
-    return ProbeReport(
-        market=setup.market,
-        interval=setup.interval,
-        lookback=setup.lookback,
-        trials=len(trials),
-        seed=setup.seed,
-        tolerance_days=setup.tolerance_days,
-        symbols=symbols,
-        days=days,
-        levels=tuple(results),
-    )
+    reports = []
+    for name, ask in attackers.items():
+        results = []
+        for level in levels:
+            answers = await asyncio.gather(*(one(ask, text) for text in shown[level]))
+            results.append(_score(setup, level, drawn, shown[level], answers))
+        reports.append(
+            ProbeReport(
+                attacker=name,
+                market=setup.market,
+                interval=setup.interval,
+                payload=setup.payload,
+                lookback=setup.lookback,
+                trials=len(drawn.trials),
+                seed=setup.seed,
+                tolerance=setup.tolerance,
+                symbols=len(drawn.symbols),
+                days=drawn.days,
+                levels=tuple(results),
+            )
+        )
+    return tuple(reports)
+
+
+async def run_probe(
+    setup: ProbeSetup, levels: Sequence[MaskingLevel], ask: Ask, *, concurrency: int = 4
+) -> ProbeReport:
+    """`run_probes` with one attacker, named `model`."""
+    (report,) = await run_probes(setup, levels, {"model": ask}, concurrency=concurrency)
+    return report
 
 
 def _score(
     setup: ProbeSetup,
     level: MaskingLevel,
-    trials: Sequence[Trial],
+    drawn: _Drawn,
+    shown: Sequence[str],
     answers: Sequence[Answer | None],
-    symbols: int,
 ) -> LevelResult:
-    symbol_hits = date_hits = 0
-    for trial, answer in zip(trials, answers, strict=True):
-        if answer is None:
+    count = len(drawn.symbols)
+    top1, top5 = 1 / count, min(TOP, count) / count
+    outcomes: dict[str, list[tuple[bool, float]]] = {name: [] for name in TARGETS}
+    sector_odds = sector_chance(setup.sectors, drawn.symbols)
+    boards = setup.rules.price_limits is not None
+    for trial, answer in zip(drawn.trials, answers, strict=True):
+        if answer is None or answer.empty:
             continue
-        if answer.symbol is not None and names_symbol(answer.symbol, trial.symbol):
-            symbol_hits += 1
-        if answer.day is not None and abs((answer.day - trial.day).days) <= setup.tolerance_days:
-            date_hits += 1
-    symbol_chances = [1 / symbols] * len(trials)
-    date_chances = [trial.chance_date for trial in trials]
+        named = [names_symbol(ticker, trial.symbol) for ticker in answer.tickers]
+        in_top5 = any(named)
+        on_date = answer.day is not None and (
+            abs(session_distance(drawn.sessions, trial.day, answer.day)) <= setup.tolerance
+        )
+        outcomes["ticker_top1"].append((bool(named) and named[0], top1))
+        outcomes["ticker_top5"].append((in_top5, top5))
+        outcomes["date"].append((on_date, trial.chance_date))
+        outcomes["joint"].append((in_top5 and on_date, top5 * trial.chance_date))
+        gold = setup.sectors.get(trial.symbol)
+        if gold is not None:
+            said = answer.sector
+            outcomes["sector"].append((said is not None and same_sector(said, gold), sector_odds))
+        if boards:
+            board = board_named(answer.board) if answer.board is not None else None
+            outcomes["board"].append((board is board_of(trial.symbol), 1 / len(Board)))
+    skipped: dict[str, str] = {}
+    if not setup.sectors:
+        skipped["sector"] = NO_SECTORS
+    if not boards:
+        skipped["board"] = NO_BOARDS
+    board_shown = not level.masks_stocks or any('"board"' in text for text in shown)
+    shows = {
+        "ticker_top1": not level.masks_stocks,
+        "ticker_top5": not level.masks_stocks,
+        "date": not level.masks_dates,
+        "sector": False,
+        "board": board_shown,
+        "joint": not level.masks_stocks and not level.masks_dates,
+    }
     return LevelResult(
         level=level,
         rebased=setup.rebased(level),
-        symbol=_recovery(symbol_hits, symbol_chances, shown=not level.masks_stocks),
-        date=_recovery(date_hits, date_chances, shown=not level.masks_dates),
-        unanswered=sum(1 for a in answers if a is not None and a.symbol is None and a.day is None),
+        targets={
+            name: recovery(outcomes[name], shown=shows[name])
+            for name in TARGETS
+            if name not in skipped
+        },
+        skipped=skipped,
+        unanswered=sum(1 for a in answers if a is not None and a.empty),
         errors=sum(1 for a in answers if a is None),
     )
 
 
-def _recovery(hits: int, chances: Sequence[float], *, shown: bool) -> Recovery:
-    n = len(chances)
-    return Recovery(
-        hits=hits,
-        trials=n,
-        rate=hits / n,
-        chance=sum(chances) / n,
-        p_value=tail_probability(chances, hits),
-        shown=shown,
-    )
-
-
-def tail_probability(chances: Sequence[float], hits: int) -> float:
-    """P(at least `hits` successes) in independent trials with success chances `chances` (the
-    Poisson-binomial upper tail, computed exactly by dynamic programming)."""
-    if hits <= 0:
-        return 1.0
-    if hits > len(chances):
-        return 0.0
-    dist = [1.0]  # dist[k]: the probability of k successes so far
-    for p in chances:
-        step = [0.0] * (len(dist) + 1)
-        for k, mass in enumerate(dist):
-            step[k] += mass * (1 - p)
-            step[k + 1] += mass * p
-        dist = step
-    return min(1.0, sum(dist[hits:]))
-
-
-def probe_record(report: ProbeReport, **about: str) -> dict[str, Any]:
-    """`report` as a JSON-ready record, with `about` (the agent, its model) at its head."""
-
-    def recovery(found: Recovery) -> dict[str, Any]:
-        return {
-            "hits": found.hits,
-            "trials": found.trials,
-            "rate": found.rate,
-            "chance": found.chance,
-            "lift": found.lift,
-            "p_value": found.p_value,
-            "above_chance": found.above_chance,
-            "shown": found.shown,
-        }
-
+def probe_record(reports: Sequence[ProbeReport], **about: str) -> dict[str, Any]:
+    """`reports` (one per attacker, of one probe) as a JSON-ready record, with `about` (the
+    attackers' models by name, say) at its head."""
+    if not reports:
+        raise ValueError("no report to record")
+    first = reports[0]
     return {
         **about,
-        "market": report.market,
-        "interval": report.interval,
-        "lookback": report.lookback,
-        "trials": report.trials,
-        "seed": report.seed,
-        "tolerance_days": report.tolerance_days,
-        "symbols": report.symbols,
-        "days": report.days,
+        "market": first.market,
+        "interval": first.interval,
+        "payload": first.payload,
+        "lookback": first.lookback,
+        "trials": first.trials,
+        "seed": first.seed,
+        "tolerance_trading_days": first.tolerance,
+        "symbols": first.symbols,
+        "days": first.days,
         "alpha": ALPHA,
-        "levels": [
+        "attackers": [
             {
-                "level": result.level.value,
-                "rebased": result.rebased,
-                "symbol": recovery(result.symbol),
-                "date": recovery(result.date),
-                "unanswered": result.unanswered,
-                "errors": result.errors,
+                "attacker": report.attacker,
+                "levels": [
+                    {
+                        "level": result.level.value,
+                        "rebased": result.rebased,
+                        **{name: recovery_record(found) for name, found in result.targets.items()},
+                        "skipped": dict(result.skipped),
+                        "answered": result.symbol.trials,
+                        "unanswered": result.unanswered,
+                        "errors": result.errors,
+                    }
+                    for result in report.levels
+                ],
             }
-            for result in report.levels
+            for report in reports
         ],
     }

@@ -8,10 +8,13 @@ slot's trades, held until the next slot). The cadence is the caller's or inferre
 snapshots (`reports.infer_cadence`); it picks the bar interval (`1d` daily, `1h` hourly).
 The bars come from the caller's replay source or, by default, the bars bundled with openbell
 plus the bars of that interval in the ledger's bar cache (written by a live daemon) of the
-bundled symbols and those the account held, as a report prices its benchmark. The universe is
-every symbol with bars of that interval, less the market's single-instrument benchmark (QQQ,
-the SSE-50 index: an ETF or an index is not a member); a symbol the account held outside it is
-scored but not estimated from (`cross_section`). Each symbol's price at a snapshot is the
+bundled symbols and those the account held, as a report prices its benchmark. The cross-section
+(the symbols each period's regression is estimated from) is the caller's choice: by default every
+symbol with bars of that interval, less the market's single-instrument benchmark (QQQ, the SSE-50
+index: an ETF or an index is not a member); given a `Universe`, its members on the market-local
+date each period starts (`Universe.members_on`, point-in-time: a member that joins later or has
+left is not in it). A symbol the account held outside it is scored but not estimated from
+(`cross_section`). Each symbol's price at a snapshot is the
 benchmark's point-in-time quote rule, carried forward (`benchmark.carried_prices`), so a
 symbol's period return is priced at the same instants as the NAV.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy import Engine
@@ -29,6 +33,8 @@ from openbell.markets.domain import Bar
 from openbell.markets.errors import IntervalUnavailable, ReportError
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.replay_source import ReplaySource
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import Universe
 from openbell.ops.attribution.cross_section import VIF_THRESHOLD, regress
 from openbell.ops.attribution.decomposition import (
     PeriodAttribution,
@@ -37,6 +43,7 @@ from openbell.ops.attribution.decomposition import (
     link,
 )
 from openbell.ops.attribution.exposures import (
+    STYLE_FACTORS,
     Fundamentals,
     PricePanel,
     StyleWindows,
@@ -69,6 +76,8 @@ class AccountAttribution:
     windows: StyleWindows
     vif_threshold: float
     attribution: WindowAttribution
+    cross_section: str = "bars"
+    styles: tuple[str, ...] = STYLE_FACTORS
 
 
 def _account(engine: Engine, agent: str, market: str) -> queries.AccountInfo:
@@ -112,6 +121,37 @@ def _members(sources: Sequence[ReplaySource], market: str, interval: str) -> fro
     return frozenset(symbols)
 
 
+class CrossSectionOf:
+    """Which symbols each period's regression is estimated from: `fixed` at every date, or the
+    members of `universe` on the market-local date of the period's start."""
+
+    def __init__(
+        self, fixed: frozenset[str], universe: Universe | None = None, timezone: str = "UTC"
+    ) -> None:
+        self._fixed = fixed
+        self._universe = universe
+        self._zone = ZoneInfo(timezone)
+
+    @property
+    def symbols(self) -> frozenset[str]:
+        """Every symbol that is in the cross-section at some date."""
+        if self._universe is None:
+            return self._fixed
+        return frozenset(self._universe.symbols)
+
+    def at(self, when: datetime) -> frozenset[str]:
+        """The cross-section of a period starting at `when`."""
+        if self._universe is None:
+            return self._fixed
+        return frozenset(self._universe.members_on(when.astimezone(self._zone).date()))
+
+    def describe(self) -> str:
+        """The cross-section in words, as the record states it."""
+        if self._universe is None:
+            return "every symbol with bars"
+        return f"members of universe {self._universe.name} at each date"
+
+
 def _bars(
     sources: Sequence[ReplaySource], symbols: Sequence[str], interval: str, until: datetime
 ) -> dict[str, list[Bar]]:
@@ -130,11 +170,12 @@ def _bars(
 def _periods(
     snapshots: Sequence[SnapshotHoldings],
     sources: Sequence[ReplaySource],
-    members: frozenset[str],
+    members: CrossSectionOf,
     panel: PricePanel,
     windows: StyleWindows,
     fundamentals: Fundamentals | None,
     vif_threshold: float,
+    styles: Sequence[str],
 ) -> list[PeriodAttribution]:
     stamps = [item.snapshot.at for item in snapshots]
     prices = np.full((len(stamps), len(panel.symbols)), np.nan)
@@ -142,12 +183,13 @@ def _periods(
         for row, price in enumerate(carried_prices(sources, symbol, stamps)):
             if price is not None:
                 prices[row, column] = float(price)
-    in_universe = np.array([symbol in members for symbol in panel.symbols], dtype=np.bool_)
     out: list[PeriodAttribution] = []
     for index in range(1, len(snapshots)):
         opening, closing = snapshots[index - 1], snapshots[index]
+        estimated = members.at(opening.snapshot.at)
+        in_universe = np.array([s in estimated for s in panel.symbols], dtype=np.bool_)
         exposures = style_exposures(
-            panel, opening.snapshot.at, windows=windows, fundamentals=fundamentals
+            panel, opening.snapshot.at, windows=windows, fundamentals=fundamentals, styles=styles
         )
         returns = prices[index] / prices[index - 1] - 1.0
         section = regress(returns, exposures, members=in_universe, vif_threshold=vif_threshold)
@@ -177,8 +219,13 @@ def account_attribution(
     fundamentals: Sequence[FundamentalsReport] | None = None,
     windows: StyleWindows | None = None,
     vif_threshold: float = VIF_THRESHOLD,
+    universe: Universe | None = None,
+    styles: Sequence[str] = STYLE_FACTORS,
 ) -> AccountAttribution:
     """The attribution of `agent`'s account in `market` over `[start, end)` (module docstring).
+
+    `universe` makes the cross-section its members at each date (default: every symbol with
+    bars); `styles` picks the styles estimated (`exposures.STYLE_SETS`).
 
     `fundamentals` are reports of a point-in-time source, for the size and value styles; without
     them, the reports the ledger's cache holds (`known_reports`: recorded by a live daemon or
@@ -202,13 +249,24 @@ def account_attribution(
     until = stamps[-1] + timedelta(microseconds=1)
     held = {holding.symbol for item in snapshots for holding in item.holdings}
     sources = (
-        (source,) if source is not None else bar_sources(engine, market, interval, until, held)
+        (source,)
+        if source is not None
+        else bar_sources(
+            engine, market, interval, until, held | set(universe.symbols if universe else ())
+        )
     )
-    members = _members(sources, market, interval)
+    if universe is not None and universe.market != market:
+        raise ReportError(f"universe {universe.name} is not of market {market!r}")
+    members = (
+        CrossSectionOf(frozenset(), universe, rules_for(market).timezone)
+        if universe is not None
+        else CrossSectionOf(_members(sources, market, interval))
+    )
+    symbols = sorted(members.symbols | held)
     if fundamentals is None:
-        fundamentals = known_reports(engine, sorted(members | held))
+        fundamentals = known_reports(engine, symbols)
     chosen_windows = windows or StyleWindows()
-    panel = PricePanel.of_bars(_bars(sources, sorted(members | held), interval, stamps[-1]))
+    panel = PricePanel.of_bars(_bars(sources, symbols, interval, stamps[-1]))
     periods = _periods(
         snapshots,
         sources,
@@ -217,6 +275,7 @@ def account_attribution(
         chosen_windows,
         None if fundamentals is None else Fundamentals(fundamentals),
         vif_threshold,
+        styles,
     )
     return AccountAttribution(
         agent=agent,
@@ -226,11 +285,13 @@ def account_attribution(
         interval=interval,
         start=start,
         end=end,
-        universe=tuple(sorted(members)),
+        universe=tuple(sorted(members.symbols)),
         sources=tuple(s.name for s in sources),
         windows=chosen_windows,
         vif_threshold=vif_threshold,
         attribution=link(periods),
+        cross_section=members.describe(),
+        styles=tuple(name for name in STYLE_FACTORS if name in styles),
     )
 
 

@@ -96,6 +96,8 @@ def attribution_record(found: AccountAttribution, *, periods: bool = True) -> di
         "start": found.start.isoformat() if found.start else None,
         "end": found.end.isoformat() if found.end else None,
         "periods_count": len(window.periods),
+        "cross_section": found.cross_section,
+        "styles": list(found.styles),
         "universe_size": len(found.universe),
         "sources": list(found.sources),
         "method": {

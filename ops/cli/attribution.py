@@ -18,15 +18,34 @@ from openbell.ops import figures
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from openbell.ops.config import OpenbellConfig
+
 
 def attribution_of(
-    engine: Engine, agent: str, market: str, window: tuple[datetime | None, datetime | None]
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: tuple[datetime | None, datetime | None],
+    loaded: OpenbellConfig | None = None,
 ) -> dict[str, Any]:
-    """The attribution record of `agent` in `market` over `window` (every period included)."""
+    """The attribution record of `agent` in `market` over `window` (every period included), with
+    the cross-section and the style set of `loaded`'s `[attribution]` (default: every symbol with
+    bars, every style); `cross_section = "universe"` takes the market's configured universe."""
+    from openbell.daemon.clock import SystemClock
+    from openbell.ops.attribution.exposures import STYLE_SETS
     from openbell.ops.attribution.ledger_inputs import account_attribution
     from openbell.ops.attribution.output import attribution_record
+    from openbell.ops.planning import universe_for
 
-    return attribution_record(account_attribution(engine, agent, market, *window))
+    settings = loaded.attribution if loaded is not None else None
+    universe = None
+    if loaded is not None and settings is not None and settings.cross_section == "universe":
+        section = loaded.markets.configured().get(market)
+        if section is not None:
+            universe = universe_for(market, section, SystemClock().now().date())
+    styles = STYLE_SETS[settings.styles if settings is not None else "openbell"]
+    found = account_attribution(engine, agent, market, *window, universe=universe, styles=styles)
+    return attribution_record(found)
 
 
 def _exposure(value: float | None) -> str:
@@ -71,6 +90,7 @@ def _caption(record: dict[str, Any]) -> str:
     lines = [
         f"periods linked by Carino's method; styles screened at VIF > {method['vif_threshold']:g}",
         f"lookback {method['lookback_bars']} bars, reversal {method['reversal_bars']} bars",
+        f"cross-section: {record['cross_section']}",
     ]
     if skipped:
         lines.append(f"skipped: {skipped}")

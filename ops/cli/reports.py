@@ -327,7 +327,9 @@ def report_command(
     engine = open_ledger(loaded)
     try:
         found = report(engine, agent, market.value, *window, basis=basis, convention=measured)
-        attributed = attribution_of(engine, agent, market.value, window) if attribution else None
+        attributed = (
+            attribution_of(engine, agent, market.value, window, loaded) if attribution else None
+        )
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
         if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:

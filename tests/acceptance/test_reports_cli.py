@@ -151,6 +151,34 @@ def test_report_attribution_table_and_json(workdir: Path) -> None:
         assert part in table.stdout
 
 
+def test_report_attribution_takes_its_cross_section_and_styles_from_the_config(
+    workdir: Path,
+) -> None:
+    text = (workdir / "openbell.toml").read_text(encoding="utf-8")
+    configured = workdir / "ktd.toml"
+    configured.write_text(
+        text + '\n[attribution]\ncross_section = "universe"\nstyles = "ktd-fin"\n',
+        encoding="utf-8",
+    )
+    args = ("report", "gamma", "-m", "us", "--attribution")
+    result = openbell(workdir, *args, "--json", "--config", str(configured))
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)["attribution"]
+    assert found["cross_section"] == "members of universe nasdaq100 at each date"
+    assert found["styles"][:2] == ["momentum", "reversal"]
+    assert "beta" not in found["styles"]
+    assert len(found["styles"]) == 9
+    # The bundled US bars carry no amount, and five months of them no 52-week high.
+    assert set(found["skipped"]) == {"amount_variability", "high_52w"}
+    parts = found["parts"]
+    summed = parts["market"] + sum(parts["styles"].values()) + parts["selection"]
+    assert summed + parts["trading"] == pytest.approx(found["total"], abs=1e-12)
+    table = openbell(workdir, *args, "--config", str(configured))
+    assert table.returncode == 0, table.stderr
+    assert "cross-section: members of universe nasdaq100 at each date" in table.stdout
+    assert "amount_variability: the bars carry no traded amount" in table.stdout
+
+
 def test_export_csv_to_stdout_and_parquet_to_a_file(workdir: Path) -> None:
     result = openbell(workdir, "export", "nav", "--format", "csv")
     assert result.returncode == 0, result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import date
 from decimal import Decimal
 
@@ -17,6 +18,8 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.recorded import KnownReport
+from openbell.markets.universes import Period, load_universe
+from openbell.ops.attribution.exposures import NO_AMOUNT, STYLE_SETS
 from openbell.ops.attribution.ledger_inputs import account_attribution
 from openbell.ops.attribution.output import attribution_record, part_rows
 from openbell.store import queries
@@ -127,7 +130,9 @@ def test_a_cash_book_has_no_part_and_styles_without_fundamentals_are_skipped(
     assert len(found.universe) == 10
     assert (found.interval, found.cadence) == ("1d", "daily")
     skipped = attribution_record(found)["skipped"]
-    assert set(skipped) == {"size", "value"}
+    # Bundled crypto bars reach back years (52-week highs) and carry no amounts.
+    assert set(skipped) == {"size", "value", "amount_variability"}
+    assert skipped["amount_variability"] == NO_AMOUNT
 
 
 def test_fundamentals_published_mid_window_give_size_and_value_from_then_on(
@@ -193,10 +198,7 @@ def test_reports_in_the_ledgers_cache_give_size_and_value_from_when_they_were_kn
     # Nothing recorded: the two styles are skipped again.
     assert set(
         attribution_record(account_attribution(replayed, "random", "crypto"))["skipped"]
-    ) == {
-        "size",
-        "value",
-    }
+    ) == {"size", "value", "amount_variability"}
 
 
 def test_unknown_agents_and_short_windows_are_report_errors(replayed: Engine) -> None:
@@ -204,3 +206,42 @@ def test_unknown_agents_and_short_windows_are_report_errors(replayed: Engine) ->
         account_attribution(replayed, "nobody", "crypto")
     with pytest.raises(ReportError, match="fewer than two"):
         account_attribution(replayed, "cash", "crypto", utc(2025, 4, 1), utc(2025, 4, 2))
+
+
+def test_a_universe_cross_section_is_its_members_at_each_date(replayed: Engine) -> None:
+    full = load_universe("crypto10")
+    joined = date(2025, 4, 1)
+    dates = {"BTC/USDT": Period(from_date=joined), "ETH/USDT": Period(from_date=joined)}
+    late = replace(full, coverage=None, memberships=dates)  # dated members, as a file gives them
+    by_bars = account_attribution(replayed, "random", "crypto")
+    every = account_attribution(replayed, "random", "crypto", universe=full)
+    dated = account_attribution(replayed, "random", "crypto", universe=late)
+    # Every member has bars: the universe's cross-section is the bars' one, period by period.
+    assert every.attribution.periods == by_bars.attribution.periods
+    assert attribution_record(every)["cross_section"] == "members of universe crypto10 at each date"
+    assert attribution_record(by_bars)["cross_section"] == "every symbol with bars"
+    for period, whole in zip(dated.attribution.periods, every.attribution.periods, strict=True):
+        if period.start_at >= utc(2025, 4, 1):
+            assert period == whole
+        else:  # BTC and ETH not yet members: a different market and styles, the same total
+            assert period.market != whole.market
+            assert period.total == whole.total
+        assert abs(period.parts_sum - period.total) <= 1e-12
+    assert abs(dated.attribution.parts_sum - dated.attribution.total) <= 1e-12
+    with pytest.raises(ReportError, match="not of market"):
+        account_attribution(replayed, "random", "crypto", universe=load_universe("sse50"))
+
+
+def test_the_ktd_fin_style_set_still_sums_to_the_total(replayed: Engine) -> None:
+    for agent in ("equal-weight", "random"):
+        found = account_attribution(replayed, agent, "crypto", styles=STYLE_SETS["ktd-fin"])
+        window = found.attribution
+        record = attribution_record(found)
+        assert record["styles"] == list(STYLE_SETS["ktd-fin"])
+        assert "beta" not in window.styles
+        assert "size" not in record["skipped"]  # not in the set: not said skipped either
+        assert record["skipped"] == {"amount_variability": NO_AMOUNT}
+        assert "high_52w" in window.mean_exposures
+        for period in window.periods:
+            assert abs(period.parts_sum - period.total) <= 1e-12
+        assert abs(window.parts_sum - window.total) <= 1e-12

@@ -28,8 +28,12 @@ from openbell.ops.attribution.decomposition import (
     link,
 )
 from openbell.ops.attribution.exposures import (
+    KTD_FACTORS,
+    NO_AMOUNT,
     NO_FUNDAMENTALS,
     PRICE_FACTORS,
+    STYLE_FACTORS,
+    STYLE_SETS,
     Exposures,
     Fundamentals,
     PricePanel,
@@ -62,7 +66,7 @@ def _periods(draw: st.DrawFn) -> list[PeriodAttribution]:
     out: list[PeriodAttribution] = []
     for index in range(count):
         names = draw(st.integers(2, 40))
-        factors = PRICE_FACTORS[: draw(st.integers(0, len(PRICE_FACTORS)))]
+        factors = STYLE_FACTORS[: draw(st.integers(0, len(STYLE_FACTORS)))]
         values = rng.normal(0.0, draw(st.sampled_from([1e-6, 1.0, 50.0])), (names, len(factors)))
         values[rng.random(values.shape) < 0.2] = np.nan
         returns = rng.normal(0.0, 0.05, names)
@@ -169,7 +173,9 @@ def test_the_price_exposures_are_as_defined() -> None:
     )
     assert row["liquidity"] == pytest.approx(math.log(float(np.mean(window[1:] * 1000.0))))
     assert found.traded[0] == pytest.approx(float(np.mean(window[1:] * 1000.0)))
-    assert found.skipped == dict.fromkeys(("size", "value"), NO_FUNDAMENTALS)
+    assert found.skipped["size"] == found.skipped["value"] == NO_FUNDAMENTALS
+    assert found.skipped["amount_variability"] == NO_AMOUNT
+    assert found.skipped["high_52w"].startswith("no bars reach back 52 weeks")
 
 
 def test_a_symbol_without_a_full_window_has_no_exposure() -> None:
@@ -180,7 +186,8 @@ def test_a_symbol_without_a_full_window_has_no_exposure() -> None:
         }
     )
     found = style_exposures(panel, START + timedelta(days=30))
-    assert not np.isnan(found.values[0]).any()
+    known = [name != "volume_return_corr" for name in found.factors]  # a constant volume
+    assert not np.isnan(found.values[0, known]).any()
     assert np.isnan(found.values[1]).all()
     assert np.isnan(style_exposures(panel, START + timedelta(days=20)).values).all()
 
@@ -193,41 +200,68 @@ def _same(left: Exposures, right: Exposures) -> bool:
 
 
 def test_exposures_at_t_read_no_bar_that_ends_after_t() -> None:
-    bars = momentum_market(3, names=12, days=60)
-    at = START + timedelta(days=40)
+    bars = momentum_market(3, names=12, days=400)
+    at = START + timedelta(days=380)  # a year and more of bars: every style has its data
+
+    def amounts_of(market: Mapping[str, Sequence[Bar]]) -> dict[str, dict[datetime, float]]:
+        return {
+            symbol: {bar.end_at: float(bar.close * bar.volume) * 1.01 for bar in series}
+            for symbol, series in market.items()
+        }
+
     reports = [
         _report("S00", at - timedelta(days=1), "5e9"),
         _report("S00", at + timedelta(hours=1), "9e9"),
     ]
     reports += [_report(f"S{i:02d}", at - timedelta(days=2), f"{i + 1}e9") for i in range(1, 12)]
     fundamentals = Fundamentals(reports)
-    before = style_exposures(PricePanel.of_bars(bars), at, fundamentals=fundamentals)
+
+    def exposures(market: Mapping[str, Sequence[Bar]]) -> Exposures:
+        panel = PricePanel.of_bars(market, amounts=amounts_of(market))
+        return style_exposures(panel, at, fundamentals=fundamentals)
+
+    before = exposures(bars)
+    assert before.factors == STYLE_FACTORS
+    assert not before.skipped
     # Every bar ending after `at` is changed beyond recognition: nothing moves.
     changed = {
         symbol: [
             bar
             if bar.end_at <= at
-            else replace(bar, close=bar.close * 3, high=bar.high * 3, volume=bar.volume * 7)
+            else replace(
+                bar,
+                open=bar.open * 3,
+                close=bar.close * 3,
+                high=bar.high * 3,
+                volume=bar.volume * 7,
+            )
             for bar in series
         ]
         for symbol, series in bars.items()
     }
-    assert _same(
-        before, style_exposures(PricePanel.of_bars(changed), at, fundamentals=fundamentals)
-    )
+    assert _same(before, exposures(changed))
     size = before.values[:, before.factors.index("size")]
     assert size[0] == pytest.approx(math.log(5e9))  # the report published after `at` is unseen
-    # The bar ending exactly at `at` is seen: changing it moves the exposures.
+    # The bar ending exactly at `at` is seen: changing it moves every style that reads it (not
+    # momentum, which leaves the last `reversal` bars out by definition).
     last = {
         symbol: [
-            replace(bar, close=bar.close * 2, high=bar.high * 2) if bar.end_at == at else bar
+            replace(
+                bar,
+                close=bar.close * 2,
+                high=bar.high * 2,
+                volume=bar.volume * 3,
+            )
+            if bar.end_at == at
+            else bar
             for bar in series
         ]
         for symbol, series in bars.items()
     }
-    assert not _same(
-        before, style_exposures(PricePanel.of_bars(last), at, fundamentals=fundamentals)
-    )
+    moved = exposures(last)
+    for column, name in enumerate(before.factors):
+        if name not in ("size", "value", "momentum"):
+            assert not np.allclose(before.values[:, column], moved.values[:, column]), name
 
 
 def _report(symbol: str, published_at: datetime, cap: str) -> FundamentalsReport:
@@ -243,14 +277,15 @@ def _report(symbol: str, published_at: datetime, cap: str) -> FundamentalsReport
 def test_size_and_value_come_only_with_fundamentals_and_are_said_skipped_without() -> None:
     panel = PricePanel.of_bars(momentum_market(1, names=10, days=30))
     at = START + timedelta(days=25)
-    assert style_exposures(panel, at).factors == PRICE_FACTORS
+    windowed = (*PRICE_FACTORS, *KTD_FACTORS[:3])  # no 52 weeks of bars, no amounts
+    assert style_exposures(panel, at).factors == windowed
     reports = [_report(f"S{i:02d}", at - timedelta(days=3), f"{i + 1}e9") for i in range(10)]
     found = style_exposures(panel, at, fundamentals=Fundamentals(reports))
-    assert found.factors == (*PRICE_FACTORS, "size", "value")
-    assert found.values[:, -1] == pytest.approx([0.5] * 10)
+    assert found.factors == (*PRICE_FACTORS, "size", "value", *KTD_FACTORS[:3])
+    assert found.values[:, found.factors.index("value")] == pytest.approx([0.5] * 10)
     late = style_exposures(panel, at - timedelta(days=4), fundamentals=Fundamentals(reports))
-    assert late.factors == PRICE_FACTORS
-    assert set(late.skipped) == {"size", "value"}
+    assert late.factors == windowed
+    assert set(late.skipped) == {"size", "value", "high_52w", "amount_variability"}
 
 
 def test_the_vif_screen_drops_the_later_of_two_collinear_styles() -> None:
@@ -383,3 +418,143 @@ def test_the_window_names_the_styles_never_estimated() -> None:
     assert window.dropped_periods["value"] == len(window.periods)
     assert {"size", "value"}.isdisjoint(window.styles)
     assert datetime(2024, 1, 22, tzinfo=UTC) == window.periods[0].start_at
+
+
+def _ohlcv(
+    symbol: str, rows: Sequence[tuple[float, float, float, float]], *, days: int = 1
+) -> list[Bar]:
+    """Bars of (open, high, close, volume), one every `days` days."""
+    return [
+        Bar(
+            symbol=symbol,
+            start_at=START + timedelta(days=index * days),
+            end_at=START + timedelta(days=index * days + 1),
+            open=Decimal(str(opened)),
+            high=Decimal(str(max(high, opened, closed))),
+            low=Decimal(str(min(opened, closed))),
+            close=Decimal(str(closed)),
+            volume=Decimal(str(volume)),
+        )
+        for index, (opened, high, closed, volume) in enumerate(rows)
+    ]
+
+
+def test_the_ktd_fin_window_styles_are_as_defined() -> None:
+    windows = StyleWindows(lookback=4, reversal=2)
+    rows = [
+        (99.0, 101.0, 100.0, 500.0),
+        (101.0, 112.0, 110.0, 900.0),
+        (108.0, 109.0, 99.0, 400.0),
+        (100.0, 106.0, 105.0, 700.0),
+        (104.0, 121.0, 120.0, 1500.0),
+    ]
+    other = [(50.0, 51.0, 50.0 + i, 1000.0 + 10 * i) for i in range(5)]
+    panel = PricePanel.of_bars({"A": _ohlcv("A", rows), "B": _ohlcv("B", other)})
+    found = style_exposures(panel, START + timedelta(days=5), windows=windows)
+    row = dict(zip(found.factors, found.values[0], strict=True))
+    closes = np.array([close for _, _, close, _ in rows])
+    returns = closes[1:] / closes[:-1] - 1
+    volumes = np.array([volume for *_, volume in rows[1:]])
+    deviation = returns - returns.mean()
+    skew = float(np.mean(deviation**3) / np.mean(deviation**2) ** 1.5)
+    assert row["skewness"] == pytest.approx(skew, rel=1e-12)
+    assert row["volume_return_corr"] == pytest.approx(
+        float(np.corrcoef(returns, volumes)[0, 1]), rel=1e-12
+    )
+    intraday = math.prod(close / opened for opened, _, close, _ in rows[1:]) - 1
+    assert row["intraday_momentum"] == pytest.approx(intraday, rel=1e-12)
+    assert STYLE_SETS["ktd-fin"] == (
+        "momentum",
+        "reversal",
+        "volatility",
+        "liquidity",
+        "skewness",
+        "volume_return_corr",
+        "intraday_momentum",
+        "high_52w",
+        "amount_variability",
+    )
+    nine = style_exposures(
+        panel, START + timedelta(days=5), windows=windows, styles=STYLE_SETS["ktd-fin"]
+    )
+    assert "beta" not in nine.factors
+    assert "size" not in nine.skipped  # not asked for, so not said skipped
+    assert set(nine.skipped) == {"high_52w", "amount_variability"}
+    with pytest.raises(ValueError, match="unknown styles"):
+        style_exposures(panel, START, styles=("momentum", "alpha"))
+
+
+def test_the_52_week_high_reads_52_weeks_of_highs_and_needs_them() -> None:
+    # Weekly bars over 60 weeks: the highest high is 13 weeks in, then 40 weeks in.
+    rows = [
+        (100.0, 100.0 + (30.0 if week == 3 else 15.0 if week == 40 else 0.0), 100.0, 1e3)
+        for week in range(60)
+    ]
+    short = rows[10:]  # starts 10 weeks in: it never reaches back 52 weeks
+    panel = PricePanel.of_bars({"A": _ohlcv("A", rows, days=7), "B": _ohlcv("B", short, days=7)})
+    # At week 52's bar end (day 365): the 52 weeks reach back to day 1, past week 3's bar.
+    at = START + timedelta(days=52 * 7 + 1)
+    found = style_exposures(panel, at)
+    column = found.values[:, found.factors.index("high_52w")]
+    assert column[0] == pytest.approx(100.0 / 130.0)
+    assert math.isnan(column[1])
+    # Three weeks later the week-3 high has left the window; week 40's is the highest.
+    later = style_exposures(panel, at + timedelta(days=21))
+    assert later.values[0, later.factors.index("high_52w")] == pytest.approx(100.0 / 115.0)
+    # Before any bar reaches back 52 weeks, the style is skipped and said so.
+    early = style_exposures(panel, START + timedelta(days=300))
+    assert "high_52w" not in early.factors
+    assert early.skipped["high_52w"].startswith("no bars reach back 52 weeks")
+
+
+def test_amount_variability_comes_only_with_the_vendors_amounts() -> None:
+    windows = StyleWindows(lookback=4, reversal=2)
+    bars = {s: _ohlcv(s, [(10.0, 11.0, 10.0 + i, 100.0) for i in range(6)]) for s in ("A", "B")}
+    ends = [bar.end_at for bar in bars["A"]]
+    amounts = {"A": dict(zip(ends, [5.0, 1.0, 2.0, 3.0, 4.0, 99.0], strict=True))}
+    at = ends[4]
+    assert "amount_variability" not in style_exposures(PricePanel.of_bars(bars), at).factors
+    panel = PricePanel.of_bars(bars, amounts=amounts)
+    found = style_exposures(panel, at, windows=windows)
+    column = found.values[:, found.factors.index("amount_variability")]
+    window = np.array([1.0, 2.0, 3.0, 4.0])  # the four bars ended by `at`, not the later 99
+    assert column[0] == pytest.approx(float(window.std(ddof=1) / window.mean()))
+    assert math.isnan(column[1])  # B has no amounts
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_with_the_ktd_fin_set_a_momentum_book_is_still_momentum(seed: int) -> None:
+    """The paper's nine styles in place of openbell's set: the same planted market, the same
+    threshold as the test above; the parts still sum to the total each period."""
+    bars = momentum_market(seed)
+    panel = PricePanel.of_bars(bars)
+    periods: list[PeriodAttribution] = []
+    for row in range(21, len(panel.ends)):
+        at = panel.ends[row - 1]
+        exposures = style_exposures(panel, at, styles=STYLE_SETS["ktd-fin"])
+        returns = panel.closes[row] / panel.closes[row - 1] - 1.0
+        weights = _top_momentum(exposures, returns)
+        index = {symbol: column for column, symbol in enumerate(panel.symbols)}
+        total = math.fsum(weight * returns[index[s]] for s, weight in weights.items())
+        period = attribute_period(
+            start_at=at,
+            end_at=panel.ends[row],
+            total=total,
+            weights=weights,
+            section=regress(returns, exposures),
+            skipped=exposures.skipped,
+        )
+        assert abs(period.parts_sum - period.total) <= TOLERANCE
+        periods.append(period)
+    window = link(periods)
+    assert abs(window.parts_sum - window.total) <= TOLERANCE
+    assert {"skewness", "volume_return_corr"} <= set(window.styles)
+    for period in periods:  # every one of the nine is estimated, or dropped with a reason
+        assert set(period.styles) | set(period.dropped) >= set(STYLE_SETS["ktd-fin"])
+        # The planted market opens at the last close: intraday momentum is the window's return,
+        # collinear with momentum and reversal, and the VIF screen says so.
+        assert period.dropped["intraday_momentum"].startswith("VIF ")
+    assert "beta" not in window.styles
+    beyond_market = math.fsum(abs(v) for v in window.styles.values()) + abs(window.selection)
+    assert window.styles["momentum"] / beyond_market > 0.8
+    assert window.dropped_periods["amount_variability"] == len(periods)

@@ -9,13 +9,15 @@ real-shaped chat-completions JSON through `httpx.MockTransport`; nothing reaches
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import functools
 import json
 import math
 import random
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -24,24 +26,24 @@ import pytest
 
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.masking import MaskingLevel
-from openbell.markets.domain import Bar
+from openbell.markets.calendars import calendar_for
+from openbell.markets.domain import Bar, NewsItem
 from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.price_limits import limit_band
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.rules import rules_for
+from openbell.markets.rules import board_of, rules_for
 from openbell.markets.universes import load_universe
 from openbell.ops.deanon import (
-    ALPHA,
     ProbeReport,
     ProbeSetup,
     candidate_symbols,
     draw_trials,
-    names_symbol,
     probe_record,
-    read_answer,
     run_probe,
+    run_probes,
     shown_series,
-    tail_probability,
 )
+from openbell.ops.deanon_scoring import ALPHA, names_symbol, read_answer, tail_probability, wilson
 from openbell_testkit.llm import ScriptedModel, completion
 
 UNIVERSES = {"us": "nasdaq100", "cn": "sse50"}
@@ -247,8 +249,9 @@ def test_a_model_that_guesses_scores_chance_at_every_level() -> None:
         assert not result.symbol.above_chance, result.level
         assert not result.date.above_chance, result.level
         assert result.errors == result.unanswered == 0
-    # The date's chance: the share of the data's dates within 3 days of the true one.
-    assert 0.1 < report.levels[0].date.chance < 0.3
+    # The date's chance: the share of the data's 29 dates within 7 trading days of the true one
+    # (8 at the data's ends, 15 in its middle).
+    assert 8 / 29 <= report.levels[0].date.chance <= 15 / 29
 
 
 @pytest.mark.parametrize("fake", [guesser, cheater])
@@ -287,7 +290,7 @@ def test_trials_are_drawn_from_the_seed() -> None:
     assert draw_trials(setup_of(seed=2))[0] != first
     assert (symbols, days) == (101, 29)
     for trial in first:
-        assert 0 < trial.chance_date <= 7 / 29
+        assert 8 / 29 <= trial.chance_date <= 15 / 29
 
 
 def test_tail_probability_is_the_binomial_tail_for_equal_chances() -> None:
@@ -320,7 +323,7 @@ def test_answers_are_read_from_the_json_in_the_reply(
     reply: str, symbol: str | None, day: date | None
 ) -> None:
     found = read_answer(reply)
-    assert (found.symbol, found.day) == (symbol, day)
+    assert (found.tickers, found.day) == ((symbol,) if symbol else (), day)
 
 
 @pytest.mark.parametrize(
@@ -342,11 +345,214 @@ def test_a_symbol_is_named_by_its_ticker_code_or_base(said: str, symbol: str, na
 def test_the_record_holds_every_level_with_its_verdicts() -> None:
     setup = setup_of(trials=10)
     report, _ = probe(setup, cheater(setup), [MaskingLevel.BRIGHT])
-    record = probe_record(report, agent="a", model="m")
+    record = probe_record([report], agent="a")
     assert record["alpha"] == ALPHA
-    (bright,) = record["levels"]
+    assert record["agent"] == "a"
+    ((attacker, (bright,)),) = [(a["attacker"], a["levels"]) for a in record["attackers"]]
+    assert attacker == "model"
     assert bright["level"] == "bright"
-    assert bright["symbol"]["hits"] == 10
-    assert bright["symbol"]["above_chance"] is True
-    assert bright["symbol"]["shown"] is True
+    assert bright["ticker_top1"]["hits"] == 10
+    assert bright["ticker_top1"]["above_chance"] is True
+    assert bright["ticker_top1"]["shown"] is True
+    assert bright["joint"]["hits"] == 10
+    low, high = bright["ticker_top1"]["wilson_95"]
+    assert (low, high) == pytest.approx((0.7225, 1.0), abs=1e-4)  # Wilson for 10 of 10
+    assert bright["skipped"] == {"sector": "no sector map given (--sectors)", "board":
+                                 "only A-shares have listing boards"}  # fmt: skip
     json.dumps(record)  # JSON-ready
+
+
+CN_BOARD_NAMES = {"main": "主板", "star": "科创板", "chinext": "创业板", "beijing": "北交所"}
+
+
+def cn_sectors(setup: ProbeSetup) -> dict[str, str]:
+    """Gold sectors for the SSE-50 candidates: made up, by code, three of them."""
+    names = ("Banks", "Technology", "Consumer Staples")
+    return {s: names[int(s[:6]) % 3] for s in candidate_symbols(setup)}
+
+
+def sessions_of(setup: ProbeSetup) -> tuple[date, ...]:
+    return calendar_for(setup.rules.calendar_id).sessions_between(
+        date(2024, 1, 2), date(2026, 6, 1)
+    )
+
+
+def third_place(setup: ProbeSetup, shift: int) -> Callable[[Body], Body]:
+    """A model that reads a bright series: it names two wrong tickers and then the shown one, a
+    date `shift` sessions after the last bar's, the gold sector and the board in Chinese."""
+    zone = ZoneInfo(setup.rules.timezone)
+    sessions = sessions_of(setup)
+
+    def reply(body: Body) -> Body:
+        shown = shown_of(body)
+        symbol = shown["symbol"]
+        day = datetime.fromisoformat(shown["bars"][-1]["start_at"]).astimezone(zone).date()
+        later = sessions[sessions.index(day) + shift]
+        return completion(
+            json.dumps(
+                {
+                    "tickers": ["000001.SZ", "000002.SZ", symbol],
+                    "date": later.isoformat(),
+                    "sector": setup.sectors[symbol].upper(),
+                    "board": CN_BOARD_NAMES[board_of(symbol).value],
+                }
+            )
+        )
+
+    return reply
+
+
+@pytest.mark.parametrize(("shift", "on_date"), [(7, True), (-7, True), (8, False), (-8, False)])
+def test_top_five_date_in_trading_days_sector_board_and_the_joint_score(
+    shift: int, on_date: bool
+) -> None:
+    setup = setup_of("cn", trials=12)
+    setup = dataclasses.replace(setup, sectors=cn_sectors(setup))
+    report, _ = probe(setup, third_place(setup, shift), [MaskingLevel.BRIGHT])
+    (bright,) = report.levels
+    targets = bright.targets
+    assert targets["ticker_top1"].hits == 0  # the right ticker, third
+    assert targets["ticker_top5"].hits == 12
+    assert targets["ticker_top5"].chance == pytest.approx(5 / report.symbols)
+    assert targets["date"].hits == (12 if on_date else 0)
+    assert targets["joint"].hits == (12 if on_date else 0)
+    assert targets["sector"].hits == targets["board"].hits == 12
+    assert targets["sector"].chance == pytest.approx(1 / 3)
+    assert targets["board"].chance == pytest.approx(1 / 4)
+    assert targets["board"].shown
+    assert not targets["sector"].shown
+    assert bright.skipped == {}
+    assert (targets["joint"].low, targets["joint"].high) == wilson(targets["joint"].hits, 12)
+
+
+def test_several_attackers_are_shown_the_same_trials() -> None:
+    setup = setup_of("cn", trials=8)
+    sessions = sessions_of(setup)
+    zone = ZoneInfo(setup.rules.timezone)
+
+    def reader(body: Body) -> Body:
+        """Names what is on the screen: the symbol, and the last bar's date when it is real."""
+        shown = shown_of(body)
+        stamp = shown["bars"][-1]["start_at"]
+        if not re.match(r"\d{4}-\d{2}-\d{2}", stamp):
+            return answer(shown["symbol"], sessions[0])
+        day = datetime.fromisoformat(stamp).astimezone(zone).date()
+        return answer(shown["symbol"], day)
+
+    models = {
+        "reader": ScriptedModel([reader] * 16),
+        "guesser": ScriptedModel([guesser(setup)] * 16),
+    }
+    levels = [MaskingLevel.BRIGHT, MaskingLevel.BLINDED]
+
+    async def scenario() -> tuple[ProbeReport, ...]:
+        async with contextlib.AsyncExitStack() as stack:
+            attackers = {}
+            for name, scripted in models.items():
+                http = await stack.enter_async_context(scripted.client())
+                config = ClientConfig(base_url="https://llm.test/v1", model=f"{name}-1")
+                chat = await stack.enter_async_context(ChatClient(config, http=http).connect())
+
+                async def ask(messages: list[dict[str, Any]], chat: Any = chat) -> str:
+                    return str((await chat.complete(messages)).completion.content)
+
+                attackers[name] = ask
+            return await run_probes(setup, levels, attackers)
+
+    reports = asyncio.run(scenario())
+    assert [report.attacker for report in reports] == ["reader", "guesser"]
+    asked = [sorted(m["messages"][-1]["content"] for m in s.requests) for s in models.values()]
+    assert asked[0] == asked[1]
+    assert len(asked[0]) == 16
+    reader_bright = reports[0].levels[0]
+    assert reader_bright.symbol.hits == reader_bright.date.hits == 8
+    assert reports[0].levels[1].symbol.hits == 0
+    assert not reports[1].levels[0].symbol.above_chance
+
+
+def test_the_quotes_payload_shows_the_board_and_band_even_when_blinded() -> None:
+    setup = setup_of("cn", payload="quotes", rebase=False)
+    trials, _, _ = draw_trials(setup)
+    gateway = PointInTimeGateway(setup.source)
+    zone = ZoneInfo(setup.rules.timezone)
+    for trial in trials[:4]:
+        bright = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BRIGHT)))
+        blinded = asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED))
+        (quote,) = bright["quotes"]
+        assert quote["symbol"] == trial.symbol
+        assert quote["board"] == board_of(trial.symbol).value
+        daily = setup.source.bars_between(
+            [trial.symbol], "1d", datetime(1900, 1, 1, tzinfo=UTC), trial.as_of
+        )[trial.symbol]
+        previous = [bar for bar in daily if bar.start_at.astimezone(zone).date() < trial.day][-1]
+        band = limit_band(setup.universe.instrument(trial.symbol), setup.rules, previous.close)
+        assert band is not None
+        assert Decimal(quote["limit_up"]) == band.up
+        assert trial.symbol not in blinded
+        assert '"board"' in blinded
+        assert '"limit_up"' in blinded
+
+    def board_reader(body: Body) -> Body:
+        (quote,) = shown_of(body)["quotes"]
+        return completion(json.dumps({"board": quote["board"]}))
+
+    report, _ = probe(setup, board_reader, [MaskingLevel.BLINDED])
+    board = report.levels[0].targets["board"]
+    assert board.hits == setup.trials
+    assert board.shown  # the paper's sanity check: the board is not anonymised
+
+
+def test_the_news_payload_is_shown_bright_and_masked_when_blinded() -> None:
+    setup = setup_of(trials=5)
+    trials, _, _ = draw_trials(setup)
+    news = [
+        NewsItem(
+            symbol=trial.symbol,
+            published_at=trial.as_of - timedelta(hours=2),
+            title=f"{trial.symbol} beats estimates",
+        )
+        for trial in trials
+    ]
+    source = ReplaySource.from_bundled("us", news=news)
+    setup = dataclasses.replace(setup, source=source, payload="news")
+    gateway = PointInTimeGateway(source)
+    for trial in trials:
+        bright = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BRIGHT)))
+        assert [item["title"] for item in bright["items"]] == [f"{trial.symbol} beats estimates"]
+        blinded = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED)))
+        assert blinded["code"] == "masked"
+        assert trial.symbol not in json.dumps(blinded)
+
+
+def test_the_ktd_payload_is_the_papers_three_tools_masked_alike() -> None:
+    setup = setup_of("cn", payload="ktd", trials=6, lookback=10)
+    trials, _, _ = draw_trials(setup)
+    gateway = PointInTimeGateway(setup.source)
+    tools = ["get_market_context", "screen_candidates", "get_stock_snapshot"]
+    for trial in trials[:3]:
+        bright = json.loads(asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BRIGHT)))
+        assert list(bright) == tools
+        assert bright["get_stock_snapshot"]["stock"]["stock_id"] == trial.symbol
+        assert bright["get_market_context"]["as_of_date"] == trial.day.isoformat()
+        assert len(bright["screen_candidates"]["candidates"]) == 10
+        text = asyncio.run(shown_series(setup, gateway, trial, MaskingLevel.BLINDED))
+        blinded = json.loads(text)
+        assert list(blinded) == tools
+        alias = blinded["get_stock_snapshot"]["stock"]["stock_id"]
+        assert alias.startswith("asset_")
+        assert trial.symbol not in text
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", text)
+        # One masker for the three results: the snapshot's alias is the screen's, where listed.
+        listed = {row["stock_id"] for row in blinded["screen_candidates"]["candidates"]}
+        real = {row["stock_id"] for row in bright["screen_candidates"]["candidates"]}
+        assert (alias in listed) == (trial.symbol in real)
+
+    def snapshot_reader(body: Body) -> Body:
+        return completion(
+            json.dumps({"tickers": [shown_of(body)["get_stock_snapshot"]["stock"]["stock_id"]]})
+        )
+
+    report, _ = probe(setup, snapshot_reader, [MaskingLevel.BRIGHT, MaskingLevel.BLINDED])
+    bright_result, blinded_result = report.levels
+    assert bright_result.symbol.hits == 6
+    assert blinded_result.symbol.hits == 0

@@ -11,16 +11,21 @@ plus the bars of that interval in the ledger's bar cache (written by a live daem
 bundled symbols and those the account held, as a report prices its benchmark. The universe is
 every symbol with bars of that interval, less the market's single-instrument benchmark (QQQ,
 the SSE-50 index: an ETF or an index is not a member); a symbol the account held outside it is
-scored but not estimated from (`cross_section`). Each symbol's price at a snapshot is the
-benchmark's point-in-time quote rule, carried forward (`benchmark.carried_prices`), so a
-symbol's period return is priced at the same instants as the NAV.
+scored but not estimated from (`cross_section`). A caller may name the cross-section instead, a
+`Universe` (a market's configured one: `attribution_cross_section = "universe"`): each period is
+then estimated from the universe's members on the market-local day the period opens, point in
+time (a CSI 300 file's members of that day, not today's), that have bars. Each symbol's price at
+a snapshot is the benchmark's point-in-time quote rule, carried forward
+(`benchmark.carried_prices`), so a symbol's period return is priced at the same instants as the
+NAV.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy import Engine
@@ -29,6 +34,8 @@ from openbell.markets.domain import Bar
 from openbell.markets.errors import IntervalUnavailable, ReportError
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.replay_source import ReplaySource
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import Universe
 from openbell.ops.attribution.cross_section import VIF_THRESHOLD, regress
 from openbell.ops.attribution.decomposition import (
     PeriodAttribution,
@@ -66,6 +73,7 @@ class AccountAttribution:
     end: datetime | None
     universe: tuple[str, ...]
     sources: tuple[str, ...]
+    cross_section: str
     windows: StyleWindows
     vif_threshold: float
     attribution: WindowAttribution
@@ -127,10 +135,30 @@ def _bars(
     return {symbol: [by[start] for start in sorted(by)] for symbol, by in merged.items()}
 
 
+#: What `AccountAttribution.cross_section` says without a universe.
+BARS_CROSS_SECTION = "the symbols with bars"
+
+
+@dataclass(frozen=True, slots=True)
+class _CrossSection:
+    """Which symbols a period is estimated from: `members` with bars, and, with a `universe`,
+    only those of them that are its members on the period's market-local opening day."""
+
+    members: frozenset[str]
+    universe: Universe | None
+    timezone: ZoneInfo
+
+    def on(self, at: datetime) -> frozenset[str]:
+        if self.universe is None:
+            return self.members
+        day: date = at.astimezone(self.timezone).date()
+        return frozenset(s for s in self.universe.members_on(day) if s in self.members)
+
+
 def _periods(
     snapshots: Sequence[SnapshotHoldings],
     sources: Sequence[ReplaySource],
-    members: frozenset[str],
+    members: _CrossSection,
     panel: PricePanel,
     windows: StyleWindows,
     fundamentals: Fundamentals | None,
@@ -142,10 +170,11 @@ def _periods(
         for row, price in enumerate(carried_prices(sources, symbol, stamps)):
             if price is not None:
                 prices[row, column] = float(price)
-    in_universe = np.array([symbol in members for symbol in panel.symbols], dtype=np.bool_)
     out: list[PeriodAttribution] = []
     for index in range(1, len(snapshots)):
         opening, closing = snapshots[index - 1], snapshots[index]
+        sample = members.on(opening.snapshot.at)
+        in_universe = np.array([symbol in sample for symbol in panel.symbols], dtype=np.bool_)
         exposures = style_exposures(
             panel, opening.snapshot.at, windows=windows, fundamentals=fundamentals
         )
@@ -177,12 +206,15 @@ def account_attribution(
     fundamentals: Sequence[FundamentalsReport] | None = None,
     windows: StyleWindows | None = None,
     vif_threshold: float = VIF_THRESHOLD,
+    cross_section: Universe | None = None,
 ) -> AccountAttribution:
     """The attribution of `agent`'s account in `market` over `[start, end)` (module docstring).
 
     `fundamentals` are reports of a point-in-time source, for the size and value styles; without
     them, the reports the ledger's cache holds (`known_reports`: recorded by a live daemon or
-    imported); with none, those two styles are skipped. Raises `ReportError` when the agent has
+    imported); with none, those two styles are skipped. `cross_section` is the universe whose
+    members of each period's day the period is estimated from (default: every symbol with bars,
+    less the benchmark). Raises `ReportError` when the agent has
     no account in the market, fewer than two snapshots in the window, or no bars of the cadence's
     interval.
     """
@@ -205,6 +237,8 @@ def account_attribution(
         (source,) if source is not None else bar_sources(engine, market, interval, until, held)
     )
     members = _members(sources, market, interval)
+    if cross_section is not None:
+        members = members & frozenset(cross_section.symbols)
     if fundamentals is None:
         fundamentals = known_reports(engine, sorted(members | held))
     chosen_windows = windows or StyleWindows()
@@ -212,7 +246,7 @@ def account_attribution(
     periods = _periods(
         snapshots,
         sources,
-        members,
+        _CrossSection(members, cross_section, ZoneInfo(rules_for(market).timezone)),
         panel,
         chosen_windows,
         None if fundamentals is None else Fundamentals(fundamentals),
@@ -228,6 +262,9 @@ def account_attribution(
         end=end,
         universe=tuple(sorted(members)),
         sources=tuple(s.name for s in sources),
+        cross_section=BARS_CROSS_SECTION
+        if cross_section is None
+        else f"the members of universe {cross_section.name} on each period's day",
         windows=chosen_windows,
         vif_threshold=vif_threshold,
         attribution=link(periods),

@@ -98,6 +98,7 @@ def attribution_record(found: AccountAttribution, *, periods: bool = True) -> di
         "periods_count": len(window.periods),
         "universe_size": len(found.universe),
         "sources": list(found.sources),
+        "cross_section": found.cross_section,
         "method": {
             **METHOD,
             "lookback_bars": found.windows.lookback,

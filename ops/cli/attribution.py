@@ -18,15 +18,49 @@ from openbell.ops import figures
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from openbell.markets.replay_source import ReplaySource
+    from openbell.markets.universes import Universe
+    from openbell.ops.config import OpenbellConfig
+
 
 def attribution_of(
-    engine: Engine, agent: str, market: str, window: tuple[datetime | None, datetime | None]
+    engine: Engine,
+    agent: str,
+    market: str,
+    window: tuple[datetime | None, datetime | None],
+    *,
+    cross_section: Universe | None = None,
+    source: ReplaySource | None = None,
 ) -> dict[str, Any]:
-    """The attribution record of `agent` in `market` over `window` (every period included)."""
+    """The attribution record of `agent` in `market` over `window` (every period included),
+    estimated from `cross_section`'s members of each period's day when given, over `source`'s bars
+    when given (`ops.attribution.ledger_inputs.account_attribution`)."""
     from openbell.ops.attribution.ledger_inputs import account_attribution
     from openbell.ops.attribution.output import attribution_record
 
-    return attribution_record(account_attribution(engine, agent, market, *window))
+    return attribution_record(
+        account_attribution(
+            engine, agent, market, *window, cross_section=cross_section, source=source
+        )
+    )
+
+
+def configured_cross_section(
+    config: OpenbellConfig, market: str, sources: tuple[ReplaySource, ...]
+) -> tuple[Universe | None, ReplaySource | None]:
+    """The cross-section and bar source `market`'s config names for its attribution: with
+    `attribution_cross_section = "universe"`, its universe and (a `replay:` market's) `sources`'
+    first; else (None, None): every symbol with bars, the bundled bars and the ledger's cache."""
+    from datetime import date
+
+    from openbell.ops.planning import universe_for
+
+    configured = config.markets.configured().get(market)
+    if configured is None or configured.attribution_cross_section != "universe":
+        return None, None
+    # `as_of` dates only a universe given as a list of symbols, a member at every date.
+    universe = universe_for(market, configured, date(1970, 1, 1))
+    return universe, sources[0] if sources else None
 
 
 def _exposure(value: float | None) -> str:

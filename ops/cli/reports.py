@@ -314,7 +314,11 @@ def report_command(
     factors, selection and trading, linked over the window (in the JSON under "attribution").
     """
     from openbell.ops import exporting, insights_report, rating_report
-    from openbell.ops.cli.attribution import attribution_of, attribution_table
+    from openbell.ops.cli.attribution import (
+        attribution_of,
+        attribution_table,
+        configured_cross_section,
+    )
     from openbell.ops.concordance import record as concordance
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
@@ -327,7 +331,14 @@ def report_command(
     engine = open_ledger(loaded)
     try:
         found = report(engine, agent, market.value, *window, basis=basis, convention=measured)
-        attributed = attribution_of(engine, agent, market.value, window) if attribution else None
+        attributed = None
+        if attribution:
+            universe, files = configured_cross_section(
+                loaded, market.value, basis.sources if basis is not None else ()
+            )
+            attributed = attribution_of(
+                engine, agent, market.value, window, cross_section=universe, source=files
+            )
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
         if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:

@@ -43,7 +43,9 @@ def _sheet(path: Path) -> pd.DataFrame:
             f"(Date, Index Code, ..., Exchange), this one {len(frame.columns)}"
         )
     frame.columns = list(MEMBER_COLUMNS)
-    frame["日期"] = pd.to_datetime(frame["日期"], format="%Y%m%d", errors="coerce").dt.date
+    # as text: pandas 3 would read an integer with a format as an epoch
+    dates = frame["日期"].astype(str).str.strip()
+    frame["日期"] = pd.to_datetime(dates, format="%Y%m%d", errors="coerce").dt.date
     frame["指数代码"] = frame["指数代码"].astype(str).str.zfill(6)
     frame["成分券代码"] = frame["成分券代码"].astype(str).str.zfill(6)
     return frame

@@ -144,7 +144,7 @@ def positions(workdir: Path, config: Path, agent: str) -> list[str]:
 
 def test_the_imports_date_who_joined_and_who_left(workdir: Path) -> None:
     first = (workdir / "import-20251009.out").read_text()
-    assert "csi300: list of 2025-10-09, 10 members; covers from 2025-10-09 until 2025-12-15" in first
+    assert "list of 2025-10-09, 10 members; covers from 2025-10-09 until 2025-12-15" in first
     second = (workdir / "import-20251103.out").read_text()
     assert "list of 2025-11-03, 10 members (1 joined, 1 left)" in second
     assert "joined: 600900.SH\nleft: 601899.SH\n" in second

@@ -177,6 +177,13 @@ def test_the_leaderboard_measures_against_the_files_benchmark(workdir: Path) -> 
     excess = [0.0 - r for r in index]  # the cash account's excess return over the index
     expected = statistics.fmean(excess) * 252 / (statistics.stdev(excess) * math.sqrt(252))
     assert rows["cash"]["information_ratio"] == pytest.approx(expected, rel=1e-9)
+    # the agent's report: its line relative to the same index
+    report = openbell(workdir, "report", "cash", "-m", "cn", "--json", "--config", str(config))
+    assert report.returncode == 0, report.stderr
+    found = json.loads(report.stdout)
+    assert found["benchmark"] == "000300.SH"
+    assert found["excess_return"] == pytest.approx(-(opens[-1] / opens[0] - 1), rel=1e-9)
+    assert found["information_ratio"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_the_attribution_is_estimated_on_the_universes_members(workdir: Path) -> None:

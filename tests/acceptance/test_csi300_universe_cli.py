@@ -200,3 +200,28 @@ def test_the_attribution_is_estimated_on_the_universes_members(workdir: Path) ->
     parts = found["parts"]
     summed = parts["market"] + sum(parts["styles"].values()) + parts["selection"]
     assert summed + parts["trading"] == pytest.approx(found["total"], abs=1e-12)
+
+
+def test_an_older_list_and_an_offline_download_are_one_error_line(workdir: Path) -> None:
+    before = (workdir / "universes" / "csi300.toml").read_text(encoding="utf-8")
+    older = openbell(
+        workdir,
+        *("data", "import-universe", "000300cons-20251009.xlsx", "--index", "csi300"),
+        *("--out", "universes/csi300.toml"),
+    )
+    assert older.returncode == 2
+    refusal = (
+        "openbell: error: universe file universes/csi300.toml: the list of 2025-10-09 is older "
+        "than the file's last list (2025-11-03); a universe file grows forward only"
+    )
+    assert older.stderr.splitlines() == [refusal]
+    assert (workdir / "universes" / "csi300.toml").read_text(encoding="utf-8") == before
+    wrong = openbell(
+        workdir, "data", "import-universe", "000300cons-20251009.xlsx", "--index", "sse50"
+    )
+    assert wrong.returncode == 2
+    assert "lists members of 000300, not 000016" in wrong.stderr
+    offline = openbell(workdir, "data", "download-universe", "--index", "csi300")
+    assert offline.returncode == 2
+    assert "OPENBELL_OFFLINE is set: data download-universe reaches the vendor" in offline.stderr
+    assert not (workdir / "var").exists()

@@ -8,16 +8,16 @@ clock: a replay has none and never touches the network.
 
 One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, a
 universe file by its path, or the listed symbols), its rules (the market's defaults with the costs
-of its `[markets.<name>.costs]` table), its benchmark, the agents enrolled in it (a baseline, an LLM agent built by `llm_agents`,
-its key read from the environment, or a Python plug-in agent loaded by `agents.plugins`) and its
-source (`make_source`). `replay:PATH` reads the bar files at PATH (and, where PATH is a directory,
-the news and fundamentals reports in its `news/` and `fundamentals/`, as `openbell data download`
-leaves them), and `bundled` every bar file bundled with openbell for the market, as they are; both
-fill orders from their bars, with the market's `corporate_actions` file, if any (only over raw
-bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
-`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve the
-market's corporate actions, and yfinance its fundamentals); an adapter that cannot be imported, or
-any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every read with
+of its `[markets.<name>.costs]` table), its benchmark, the agents enrolled in it (a baseline, an LLM
+agent built by `llm_agents`, its key read from the environment, or a Python plug-in agent loaded by
+`agents.plugins`) and its source (`make_source`). `replay:PATH` reads the bar files at PATH (and,
+where PATH is a directory, the news and fundamentals reports in its `news/` and `fundamentals/`, as
+`openbell data download` leaves them), and `bundled` every bar file bundled with openbell for the
+market, as they are; both fill orders from their bars, with the market's `corporate_actions` file,
+if any (only over raw bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter
+in `openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve
+the market's corporate actions, and yfinance its fundamentals); an adapter that cannot be imported,
+or any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every read with
 `DataUnavailable`, so the daemon keeps running and records the market's cycles as skipped
 (`data_unavailable`). In a replay a live source stands for the dataset bundled with openbell (the
 daily files only for a daily cadence), with the bundled corporate actions over raw bars unless the

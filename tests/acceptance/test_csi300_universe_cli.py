@@ -66,6 +66,11 @@ markets = ["cn"]
 name = "cash"
 kind = "cash"
 markets = ["cn"]
+
+[[agents]]
+name = "lightgbm"
+kind = "factor_model"
+markets = ["cn"]
 """
 
 
@@ -158,6 +163,10 @@ def test_a_replay_sees_each_day_the_list_published_by_then(workdir: Path) -> Non
     assert positions(workdir, config, "equal-weight") == sorted(f"{c}.SH" for c, _ in FIRST)
     # the universe file's benchmark is what buy-and-hold holds
     assert positions(workdir, config, "csi300-buy-and-hold") == ["000300.SH"]
+    members = {f"{c}.SH" for c, _ in (*FIRST, *SECOND)}
+    held = set(positions(workdir, config, "lightgbm"))
+    assert held
+    assert held <= members
     later, _ = replay(workdir, "later", date(2025, 11, 4), END)
     assert positions(workdir, later, "equal-weight") == sorted(f"{c}.SH" for c, _ in SECOND)
 
@@ -177,6 +186,9 @@ def test_the_leaderboard_measures_against_the_files_benchmark(workdir: Path) -> 
     excess = [0.0 - r for r in index]  # the cash account's excess return over the index
     expected = statistics.fmean(excess) * 252 / (statistics.stdev(excess) * math.sqrt(252))
     assert rows["cash"]["information_ratio"] == pytest.approx(expected, rel=1e-9)
+    # the factor-model baseline trades the file's members and ranks beside CSI 300 buy-and-hold
+    assert rows["lightgbm"]["rank"] is not None
+    assert rows["csi300-buy-and-hold"]["rank"] is not None
     # the agent's report: its line relative to the same index
     report = openbell(workdir, "report", "cash", "-m", "cn", "--json", "--config", str(config))
     assert report.returncode == 0, report.stderr

@@ -12,7 +12,9 @@ and a `dates_source`; an undated member is a member at every date the universe i
 `until` is the first day no longer included (a day range is `[from, until)`, like a bar).
 `Universe.offered_on` is the point-in-time view an agent gets: the members of that day that have a
 bar ended by then (the caller says which do). Unknown keys and malformed files are refused rather
-than guessed at.
+than guessed at. A universe may also be a file of the user's (`load_universe("var/csi300.toml")`:
+a name ending in `.toml` is a path), in the same format: what `openbell data import-universe` and
+`download-universe` write (`markets.universe_files`), since vendors' member lists are not bundled.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any, Final
 
 from openbell.markets.domain import Instrument, check_market
@@ -203,8 +206,16 @@ def known_universes() -> tuple[str, ...]:
     )
 
 
+def is_universe_file(name: str) -> bool:
+    """Whether a configured universe names a file (it ends in `.toml`) rather than a bundled one."""
+    return name.endswith(".toml")
+
+
 def load_universe(name: str) -> Universe:
-    """Load a bundled universe by name; an unknown name raises `ConfigError` listing the known."""
+    """Load a bundled universe by name, or a universe file by its path (a name ending in `.toml`);
+    an unknown name raises `ConfigError` listing the known, as does a missing or invalid file."""
+    if is_universe_file(name):
+        return load_universe_file(Path(name))
     known = known_universes()
     if name not in known:
         raise ConfigError(f"unknown universe {name!r}; known universes: {', '.join(known)}")
@@ -213,6 +224,18 @@ def load_universe(name: str) -> Universe:
         return parse_universe(tomllib.loads(text), origin=f"{name}.toml")
     except (tomllib.TOMLDecodeError, ValueError, TypeError) as exc:
         raise ConfigError(f"universe file {name}.toml is invalid: {exc}") from exc
+
+
+def load_universe_file(path: Path) -> Universe:
+    """The universe in the file at `path` (`ConfigError` when it is missing or invalid)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"universe file {path} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        return parse_universe(tomllib.loads(text), origin=str(path))
+    except (tomllib.TOMLDecodeError, ValueError, TypeError) as exc:
+        raise ConfigError(f"universe file {path} is invalid: {exc}") from exc
 
 
 def parse_universe(data: Mapping[str, Any], *, origin: str = "universe") -> Universe:

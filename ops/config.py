@@ -353,7 +353,10 @@ class MarketConfig(_Section):
                 raise ValueError("should be a universe name or a list of symbols, not empty")
             return value
         if not isinstance(value, list | tuple):
-            raise ValueError('should be a universe name ("nasdaq100") or a list of symbols')  # noqa: TRY004
+            raise ValueError(  # noqa: TRY004
+                'should be a universe name ("nasdaq100"), a universe file ("var/csi300.toml") '
+                "or a list of symbols"
+            )
         if not value:
             raise ValueError("should list at least one symbol")
         seen: set[str] = set()

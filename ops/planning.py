@@ -6,18 +6,18 @@ builder (`market_plan`), so a replay and the live daemon enrol the very same age
 same universes under the very same rules. Live and replay differ by one argument, the daemon's
 clock: a replay has none and never touches the network.
 
-One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, or the
-listed symbols), its rules (the market's defaults with the costs of its `[markets.<name>.costs]`
-table), its benchmark, the agents enrolled in it (a baseline, an LLM agent built by `llm_agents`,
-its key read from the environment, or a Python plug-in agent loaded by `agents.plugins`) and its
-source (`make_source`). `replay:PATH` reads the bar files at PATH (and, where PATH is a directory,
-the news and fundamentals reports in its `news/` and `fundamentals/`, as `openbell data download`
-leaves them), and `bundled` every bar file bundled with openbell for the market, as they are; both
-fill orders from their bars, with the market's `corporate_actions` file, if any (only over raw
-bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter in
-`openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve the
-market's corporate actions, and yfinance its fundamentals); an adapter that cannot be imported, or
-any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every read with
+One `[markets.<name>]` section becomes a `MarketPlan`: its universe (a bundled one by name, a
+universe file by its path, or the listed symbols), its rules (the market's defaults with the costs
+of its `[markets.<name>.costs]` table), its benchmark, the agents enrolled in it (a baseline, an LLM
+agent built by `llm_agents`, its key read from the environment, or a Python plug-in agent loaded by
+`agents.plugins`) and its source (`make_source`). `replay:PATH` reads the bar files at PATH (and,
+where PATH is a directory, the news and fundamentals reports in its `news/` and `fundamentals/`, as
+`openbell data download` leaves them), and `bundled` every bar file bundled with openbell for the
+market, as they are; both fill orders from their bars, with the market's `corporate_actions` file,
+if any (only over raw bars). A live source, `yfinance`, `akshare` or `ccxt:EXCHANGE`, is the adapter
+in `openbell.markets.adapters` (bound to the daemon clock's `now`; yfinance and akshare also serve
+the market's corporate actions, and yfinance its fundamentals); an adapter that cannot be imported,
+or any live source while `OPENBELL_OFFLINE` is set, becomes a source that answers every read with
 `DataUnavailable`, so the daemon keeps running and records the market's cycles as skipped
 (`data_unavailable`). In a replay a live source stands for the dataset bundled with openbell (the
 daily files only for a daily cadence), with the bundled corporate actions over raw bars unless the
@@ -125,9 +125,10 @@ OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 
 def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
-    """The universe of market `name`: the bundled one it names, or its listed symbols; with the
-    market's `benchmark` in place of the file's when one is configured (what `buy_and_hold`
-    trades: the CSI 300 index fund for `benchmark = "000300.SH"`)."""
+    """The universe of market `name`: the bundled one or the file it names, or its listed symbols;
+    with the market's `benchmark` in place of the file's when one is configured (what
+    `buy_and_hold` trades: the CSI 300 index fund for `benchmark = "000300.SH"`, or for a CSI 300
+    universe file that names it)."""
     if isinstance(market.universe, str):
         found = load_universe(market.universe)
         if market.benchmark is None or market.benchmark in found:

@@ -3,7 +3,8 @@
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `data_download`:
-`data download`; `trace`; `judge`;
+`data download`; `data_universe`: `data import-universe`, `data download-universe`; `trace`;
+`judge`;
 `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`), owns the global
 options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
 which runs a command line and maps what it raises to an exit code and one line on stderr.
@@ -26,6 +27,7 @@ from openbell.ops.cli import (
     config_file,
     daemon,
     data_download,
+    data_universe,
     database,
     history,
     judge,
@@ -73,6 +75,8 @@ app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
 history.data_app.command("download")(data_download.download_command)
+history.data_app.command("import-universe")(data_universe.import_universe_command)
+history.data_app.command("download-universe")(data_universe.download_universe_command)
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
 app.add_typer(probe.probe_app, name="probe")

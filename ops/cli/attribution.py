@@ -18,6 +18,7 @@ from openbell.ops import figures
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from openbell.markets.replay_source import ReplaySource
     from openbell.ops.config import OpenbellConfig
 
 
@@ -27,10 +28,14 @@ def attribution_of(
     market: str,
     window: tuple[datetime | None, datetime | None],
     loaded: OpenbellConfig | None = None,
+    *,
+    source: ReplaySource | None = None,
 ) -> dict[str, Any]:
     """The attribution record of `agent` in `market` over `window` (every period included), with
     the cross-section and the style set of `loaded`'s `[attribution]` (default: every symbol with
-    bars, every style); `cross_section = "universe"` takes the market's configured universe."""
+    bars, every style); `cross_section = "universe"` takes the market's configured universe (a
+    CSI 300 file's members of each period's day). `source` gives the bars (a `replay:` market's
+    files) in place of the bundled ones and the ledger's cache."""
     from openbell.daemon.clock import SystemClock
     from openbell.ops.attribution.exposures import STYLE_SETS
     from openbell.ops.attribution.ledger_inputs import account_attribution
@@ -44,7 +49,9 @@ def attribution_of(
         if section is not None:
             universe = universe_for(market, section, SystemClock().now().date())
     styles = STYLE_SETS[settings.styles if settings is not None else "openbell"]
-    found = account_attribution(engine, agent, market, *window, universe=universe, styles=styles)
+    found = account_attribution(
+        engine, agent, market, *window, universe=universe, styles=styles, source=source
+    )
     return attribution_record(found)
 
 

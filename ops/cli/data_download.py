@@ -62,7 +62,10 @@ def download_command(
     ],
     universe: Annotated[
         str | None,
-        typer.Option("--universe", help="A bundled universe (djia20, sse50, ...)."),
+        typer.Option(
+            "--universe",
+            help="A bundled universe (djia20, sse50, ...) or a universe file (PATH.toml).",
+        ),
     ] = None,
     symbols: Annotated[
         str | None,
@@ -114,15 +117,17 @@ def download_command(
     if os.environ.get(OFFLINE_ENV, "") not in ("", "0"):
         raise ConfigError(f"{OFFLINE_ENV} is set: data download reaches the vendor; unset it")
     wanted: list[str] = []
+    named = market.value
     if universe is not None:
         found = load_universe(universe)
+        named = found.name
         if found.market != market.value:
             raise ConfigError(f"universe {universe} is a {found.market} universe, not {market}")
         wanted += found.symbols
     wanted += [s.strip() for s in (symbols or "").split(",") if s.strip()]
     if not wanted:
         raise ConfigError("name what to download: --universe NAME and/or --symbols A,B,...")
-    folder_path = out or Path("var/data") / (universe or market.value)
+    folder_path = out or Path("var/data") / named
     chosen = source or DEFAULT_SOURCES[market.value]
     configure_logging("console", "warning", sys.stderr)
     clock = SystemClock()

@@ -328,7 +328,16 @@ def report_command(
     try:
         found = report(engine, agent, market.value, *window, basis=basis, convention=measured)
         attributed = (
-            attribution_of(engine, agent, market.value, window, loaded) if attribution else None
+            attribution_of(
+                engine,
+                agent,
+                market.value,
+                window,
+                loaded,
+                source=basis.sources[0] if basis is not None and basis.sources else None,
+            )
+            if attribution
+            else None
         )
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)

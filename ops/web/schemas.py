@@ -613,6 +613,14 @@ class Attribution(_Document):
     periods_count: int
     universe_size: int
     sources: list[str]
+    cross_section: str = Field(
+        description="What each period is estimated from: the symbols with bars, or a universe's "
+        "members on the period's day."
+    )
+    styles: list[str] = Field(
+        description="The style set estimated, in order (`openbell`: every style; `ktd-fin`: "
+        "KTD-Fin's nine)."
+    )
     method: AttributionMethod
     total: float
     parts: AttributionParts

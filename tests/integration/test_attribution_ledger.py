@@ -14,14 +14,15 @@ from sqlalchemy import Engine, delete
 from openbell.agents.baselines import build_agent
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
-from openbell.markets.domain import utc
+from openbell.markets.domain import Instrument, utc
 from openbell.markets.errors import ReportError
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.recorded import KnownReport
-from openbell.markets.universes import Period, load_universe
+from openbell.markets.universes import Period, Universe, load_universe
 from openbell.ops.attribution.exposures import NO_AMOUNT, STYLE_SETS
 from openbell.ops.attribution.ledger_inputs import account_attribution
 from openbell.ops.attribution.output import attribution_record, part_rows
+from openbell.ops.benchmark import bundled_source, carried_prices
 from openbell.store import queries
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
@@ -245,3 +246,50 @@ def test_the_ktd_fin_style_set_still_sums_to_the_total(replayed: Engine) -> None
         for period in window.periods:
             assert abs(period.parts_sum - period.total) <= 1e-12
         assert abs(window.parts_sum - window.total) <= 1e-12
+
+
+def test_a_universe_cross_section_estimates_each_period_on_its_days_members(
+    replayed: Engine,
+) -> None:
+    """Eight coins, DOT a member until 2025-04-01 (excluded): each period's estimation sample is
+    the members of the day it opens: its market factor is their mean return (the market part is
+    the book's invested weight times it), and its thin-cross-section reasons count them (the
+    periods before April drop enough styles for other reasons: they may have none)."""
+    coins = ("BTC", "ETH", "XRP", "SOL", "ADA", "LINK", "LTC", "DOT")
+    universe = Universe(
+        name="crypto8",
+        market="crypto",
+        as_of=date(2025, 3, 1),
+        instruments=tuple(
+            Instrument(symbol=f"{coin}/USDT", market="crypto", currency="USDT") for coin in coins
+        ),
+        memberships={"DOT/USDT": Period(until_date=date(2025, 4, 1), source="a test")},
+    )
+    found = account_attribution(replayed, "equal-weight", "crypto", universe=universe)
+    assert found.universe == tuple(sorted(f"{coin}/USDT" for coin in coins))
+    assert found.cross_section == "members of universe crypto8 at each date"
+    counts: dict[bool, set[str]] = {True: set(), False: set()}
+    for period in found.attribution.periods:
+        thin = [r for r in period.dropped.values() if r.startswith("thin cross-section")]
+        counts[period.start_at < utc(2025, 4, 1)].update(thin)
+        assert abs(period.parts_sum - period.total) <= 1e-12
+    assert counts[True] <= {"thin cross-section (8 symbols)"}
+    assert counts[False] == {"thin cross-section (7 symbols)"}
+    stamps = [p.start_at for p in found.attribution.periods] + [
+        found.attribution.periods[-1].end_at
+    ]
+    prices = {
+        symbol: carried_prices((bundled_source("crypto"),), symbol, stamps)
+        for symbol in universe.symbols
+    }
+    for index, period in enumerate(found.attribution.periods):
+        returns = [
+            float(prices[s][index + 1]) / float(prices[s][index]) - 1
+            for s in universe.members_on(period.start_at.date())
+        ]
+        assert len(returns) == (8 if period.start_at < utc(2025, 4, 1) else 7)
+        expected = period.invested * math.fsum(returns) / len(returns)
+        assert period.market == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    default = account_attribution(replayed, "equal-weight", "crypto")
+    assert default.cross_section == "every symbol with bars"
+    assert len(default.universe) == 10

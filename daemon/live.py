@@ -45,6 +45,7 @@ from starlette.routing import BaseRoute
 
 from openbell.daemon.clock import Clock
 from openbell.daemon.error_policy import store_unavailable
+from openbell.daemon.events import DaemonEvent, emit
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.holes import Causes, HoleSweep, MissedCause, WatchedMarket
 from openbell.daemon.http import HttpServer, WebParts, health_routes, is_loopback, serve_http
@@ -194,6 +195,12 @@ class _Daemon:
                 agents=sorted({a.name for m in self.plan.markets for a in m.agents}),
                 now_at=now,
             )
+            self._emit(
+                "daemon_started",
+                now,
+                run_id=self.run_id,
+                markets=[m.market for m in markets],
+            )
             self.causes = Causes({m.market: m.bell.grace for m in markets})
             self.ringer = SlotRinger(
                 runner=self.runner,
@@ -204,6 +211,7 @@ class _Daemon:
                 board=self.board,
                 causes=self.causes,
                 run_id=self.run_id,
+                events=self.plan.events,
             )
             self.bells = Bells(
                 clock=self.clock,
@@ -265,7 +273,7 @@ class _Daemon:
         if listen is not None:
             health = health_routes(self.board, self.clock.now)
             if self.plan.web is not None:
-                web = self.plan.web(self.engine)
+                web = self.plan.web(self.engine, lambda: self.board.status(self.clock.now())[1])
         mcp = (
             WebParts()
             if hub is None
@@ -318,6 +326,8 @@ class _Daemon:
             market, slot_at, self.clock.now(), self.causes.of, self.ringer.paused_accounts()
         )
         self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
+        if recorded:
+            self._emit("cycles_missed", self.clock.now(), market, count=recorded)
 
     def _check_horizons(self) -> None:
         now = self.clock.now()
@@ -340,6 +350,16 @@ class _Daemon:
         stale = [c for c in self.ledger.claims(expired_at=now) if c.cycle_id not in running]
         current, past = split_abandoned(stale, grace_of, now)
         marked = interrupt_abandoned(self.ledger, past, now)
+        if marked:
+            markets_of = {
+                account_id: market
+                for market, opened in self.accounts.items()
+                for account_id, _ in opened
+            }
+            by_market = Counter(markets_of.get(claim.account_id) for claim in past)
+            for market, count in by_market.items():
+                if market is not None:
+                    self.board.cycles_marked(market, CycleStatus.INTERRUPTED, count)
         if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
         due: list[tuple[str, datetime]] = []
@@ -389,6 +409,8 @@ class _Daemon:
             recorded.update(self.holes.deep_check(now))
         for market, count in recorded.items():
             self.board.cycles_marked(market, CycleStatus.MISSED, count)
+            if count:
+                self._emit("cycles_missed", now, market, count=count)
 
     async def _sweep_loop(self) -> None:
         """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
@@ -442,6 +464,9 @@ class _Daemon:
             # Ping only while the loop ticks: a stuck loop lets systemd's watchdog fire.
             if time.monotonic() - self.last_tick_s < max(3 * TICK_S, every_s):
                 self.notifier.watchdog()
+            now = self.clock.now()
+            overdue = self.board.overdue(now)
+            self._emit("health", now, overdue={m: at.isoformat() for m, at in overdue.items()})
             if time.monotonic() >= next_log_s:
                 beats += 1
                 next_log_s = time.monotonic() + self.plan.heartbeat_s
@@ -465,9 +490,14 @@ class _Daemon:
             await asyncio.wait(pending, timeout=5)
         interrupted = 0
         now = self.clock.now()
+        market_of = {
+            account_id: market for market, opened in self.accounts.items() for account_id, _ in opened
+        }
+        cut: Counter[tuple[str, datetime]] = Counter()
         for claim in self.ledger.claims(held_by=self.run_id):
             if self.ledger.interrupt_cycle(claim.cycle_id, now, held_by=self.run_id):
                 interrupted += 1
+                cut[(market_of.get(claim.account_id, "?"), claim.slot_at)] += 1
                 log.warning(
                     "cycle_interrupted",
                     cycle_id=claim.cycle_id,
@@ -475,6 +505,7 @@ class _Daemon:
                     slot_at=claim.slot_at,
                     reason="daemon_stopping",
                 )
+        self._report_interrupted(cut)
         for task in background:
             task.cancel()
         self.bells.shutdown()
@@ -487,3 +518,28 @@ class _Daemon:
                     log.exception("source_close_failed", market=market.market)
         await asyncio.sleep(0)  # let the scheduler's shutdown callback run before the last line
         log.info("daemon_stopped", reason=reason, interrupted=interrupted)
+        self._emit("daemon_stopped", self.clock.now(), reason=reason, interrupted=interrupted)
+
+    def _emit(self, kind: str, at: datetime, market: str | None = None, **fields: object) -> None:
+        emit(self.plan.events, DaemonEvent(kind=kind, at=at, market=market, fields=fields))
+
+    def _report_interrupted(self, cut: Counter[tuple[str, datetime]]) -> None:
+        """Put the cycles the stop marked `interrupted` (by market and slot) and the slots still
+        running on the health board."""
+        for (market, slot_at), count in sorted(cut.items()):
+            if market in self.specs:
+                self.board.cycles_marked(market, CycleStatus.INTERRUPTED, count)
+                self.board.slot_interrupted(market, slot_at, {"interrupted": count})
+        for market in self.specs:
+            bell = self.board.last_bell(market)
+            if bell is not None and bell.state == "running":
+                self.board.slot_interrupted(market, bell.slot_at, {})
+        ended = {market for market, _ in cut} | {
+            market
+            for market in self.specs
+            if (bell := self.board.last_bell(market)) is not None and bell.state == "interrupted"
+        }
+        for market in sorted(ended & set(self.specs)):
+            bell = self.board.last_bell(market)
+            if bell is not None:
+                self._emit("slot_finished", self.clock.now(), market, **bell.record())

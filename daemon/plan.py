@@ -30,6 +30,7 @@ from openbell.agents.outside.hub import CycleHub
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
+from openbell.daemon.events import EventSink
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.health import MarketWatch
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
@@ -196,6 +197,8 @@ class LivePlan:
     unsandboxed_agents: tuple[str, ...] = ()
     #: How often (clock seconds) the running daemon verifies the whole ledger; None: never.
     full_verify_every_s: float | None = None
+    #: Takes the daemon's events (`daemon.events`: start, stop, slots' ends, health); None: none.
+    events: EventSink | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _distinct(self.markets, "live plan")

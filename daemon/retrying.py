@@ -6,10 +6,13 @@ This module owns `RetryingSource`, the live daemon's answer to a flaky vendor. I
 attempt still starts inside the grace window of the slot asked about (`at + grace`, on the daemon's
 clock); then it re-raises, and the cycle runner skips the slot with reason `data_unavailable`.
 Anything else (an interval or symbol the source does not serve, `NotServed`) propagates at once.
-Each failed attempt is one `vendor_read_failed` event naming the source, the read, its symbols
-and interval, the cause (`adapters.failures`: dns, connect, timeout, http_<status>, empty, ...) and
-the attempt: at warning while a retry follows, at error when the read is given up. The cycle
-runner itself stays as replay uses it: the retry lives here, around the source.
+Each failed attempt is one short `vendor_read_failed` event naming the source, the read and its
+interval, how many symbols failed (`symbols`) with one of them (`example`), the cause
+(`adapters.failures`: dns, connect, timeout, http_<status>, empty, ...), the first line of the
+error (at most `MAX_MESSAGE_CHARS`) and the attempt: at warning while a retry follows, at error
+when the read is given up. (A market of 300 symbols made each line 2,000+ characters when it listed
+them all.) The cycle runner itself stays as replay uses it: the retry lives here, around the
+source.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ log = structlog.stdlib.get_logger(__name__)
 #: The first backoff, in seconds; each retry doubles it up to `MAX_BACKOFF_S`.
 FIRST_BACKOFF_S: Final = 1.0
 MAX_BACKOFF_S: Final = 60.0
+#: A logged error message is cut to its first line and this many characters.
+MAX_MESSAGE_CHARS: Final = 160
 
 
 class RetryingSource(ForwardingSource):
@@ -97,12 +102,12 @@ class RetryingSource(ForwardingSource):
                     source=self.name,
                     read=what,
                     **about,
-                    symbols=list(_failed_symbols(exc) or symbols or ()),
+                    **_symbols_field(_failed_symbols(exc) or symbols or ()),
                     cause=failure_cause(exc),
                     attempt=attempt,
                     retry_in_s=backoff_s if retry else None,
                     error_class=type(exc).__name__,
-                    error_message=str(exc),
+                    error_message=short_message(exc),
                 )
                 if not retry:
                     raise
@@ -131,6 +136,17 @@ class RetryingSource(ForwardingSource):
         return await self._retry(
             lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news", symbols
         )
+
+
+def short_message(exc: BaseException, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """The first line of `exc`'s message, cut to `limit` characters (`...` marks a cut)."""
+    text = str(exc).strip().partition("\n")[0] or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _symbols_field(symbols: Sequence[str]) -> dict[str, object]:
+    """`symbols`: how many; `example`: the first of them (None: the read named none)."""
+    return {"symbols": len(symbols), "example": symbols[0] if symbols else None}
 
 
 def _failed_symbols(exc: Exception) -> tuple[str, ...]:

@@ -67,7 +67,7 @@ from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
-from openbell.daemon.http import WebParts
+from openbell.daemon.http import WebFactory, WebParts
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
@@ -492,10 +492,11 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 # -- live ----------------------------------------------------------------------------------
 
 
-def _web_factory(config: OpenbellConfig) -> Callable[[Engine], WebParts]:
-    """The arena's web parts over an engine, measured under the config's metrics convention."""
+def _web_factory(config: OpenbellConfig) -> WebFactory:
+    """The arena's web parts over an engine, measured under the config's metrics convention, with
+    the daemon's health on the arena page (its last-bell panel)."""
     convention = convention_named(config.metrics.convention)
-    return lambda engine: web_parts(engine, convention=convention)
+    return lambda engine, health: web_parts(engine, convention=convention, health=health)
 
 
 def live_plan(

@@ -9,8 +9,9 @@ Prometheus registry: `openbell_cycles_total{market,status}`, `openbell_fills_tot
 `openbell_rejections_total{market}`, `openbell_data_errors_total{market}`,
 `openbell_slot_in_progress{market}`, `openbell_slots_total{market,outcome}`,
 `openbell_decisions_not_run_total{market,reason}`, `openbell_last_slot_timestamp_seconds{market}`
-and the histogram `openbell_cycle_latency_seconds{market}` (one slot's cycles, wall time). A market is overdue at `now` when one of its slots ended its grace window within the last
-`cadence + grace`, after a daemon first rang the market on this ledger (`MarketWatch.since`: a
+and the histogram `openbell_cycle_latency_seconds{market}` (one slot's cycles, wall time). A
+market is overdue at `now` when one of its slots ended its grace window within the last `cadence +
+grace`, after a daemon first rang the market on this ledger (`MarketWatch.since`: a
 slot whose grace had closed before was never a daemon's to ring), and the market has had no
 successful cycle at or after it: the health endpoint then answers 503. Its body also says each
 market's next bell, and the agents that run untrusted code without their jail
@@ -168,8 +169,16 @@ class HealthBoard:
 
     def slot_failed(self, market: str, slot_at: datetime, cause: str, message: str) -> None:
         """The slot failed as a whole (`cause`: `store_unavailable`, `slot_failed`)."""
-        self._end(LastBell(slot_at=slot_at, state="slot_failed", cause=cause, message=message,
-                           started_at=self._started(market, slot_at)), market)
+        self._end(
+            LastBell(
+                slot_at=slot_at,
+                state="slot_failed",
+                cause=cause,
+                message=message,
+                started_at=self._started(market, slot_at),
+            ),
+            market,
+        )
 
     def slot_interrupted(self, market: str, slot_at: datetime, counts: Mapping[str, int]) -> None:
         """This daemon stopped during the slot; `counts` are its cycles by status, the ones
@@ -200,9 +209,7 @@ class HealthBoard:
         if report.count(None) and not not_run:
             not_run = {"unknown": report.count(None)}
         counts = {
-            status.value: report.count(status)
-            for status in CycleStatus
-            if report.count(status)
+            status.value: report.count(status) for status in CycleStatus if report.count(status)
         }
         if report.count(None):
             counts["not_run"] = report.count(None)
@@ -210,7 +217,9 @@ class HealthBoard:
         cause = message = None
         if report.count(CycleStatus.SKIPPED) and report.unavailable_cause is not None:
             state, cause, message = (
-                "data_unavailable", report.unavailable_cause, report.unavailable_message
+                "data_unavailable",
+                report.unavailable_cause,
+                report.unavailable_message,
             )
         elif report.count(CycleStatus.FAILED):
             state = "failed"

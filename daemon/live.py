@@ -491,7 +491,9 @@ class _Daemon:
         interrupted = 0
         now = self.clock.now()
         market_of = {
-            account_id: market for market, opened in self.accounts.items() for account_id, _ in opened
+            account_id: market
+            for market, opened in self.accounts.items()
+            for account_id, _ in opened
         }
         cut: Counter[tuple[str, datetime]] = Counter()
         for claim in self.ledger.claims(held_by=self.run_id):

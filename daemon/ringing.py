@@ -197,11 +197,7 @@ class SlotRinger:
             skipped=report.count(CycleStatus.SKIPPED),
             not_run=report.count(None),
             **({"not_run_as": not_run} if not_run else {}),
-            **(
-                {"cause": report.unavailable_cause}
-                if report.unavailable_cause is not None
-                else {}
-            ),
+            **({"cause": report.unavailable_cause} if report.unavailable_cause is not None else {}),
             fills=report.fills,
             next_bell_at=self._specs[market].next_slot(self._clock.now()),
         )
@@ -216,8 +212,10 @@ class SlotRinger:
             **bell.record(),
             "account_ids": [account_id for account_id, _ in self._accounts[market]],
         }
-        emit(self._events, DaemonEvent(kind="slot_finished", at=self._clock.now(), market=market,
-                                       fields=fields))
+        emit(
+            self._events,
+            DaemonEvent(kind="slot_finished", at=self._clock.now(), market=market, fields=fields),
+        )
 
     def _not_run(self, report: SlotReport) -> dict[str, int]:
         """What became of the decisions of `report` this run did not run, by the status their

@@ -13,8 +13,8 @@ from datetime import timedelta
 
 from sqlalchemy import Engine
 
-from openbell.ops.config import NotifyConfig
 from openbell.markets.errors import ConfigError
+from openbell.ops.config import NotifyConfig
 from openbell.ops.notify.sender import apprise_sender
 from openbell.ops.notify.watch import Notifications
 

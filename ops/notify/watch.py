@@ -111,18 +111,36 @@ class Notifications:
         kind, at, market, fields = event.kind, event.at, event.market, event.fields
         if kind == "daemon_started":
             markets = ", ".join(fields.get("markets", ()))
-            return [Notice(key="daemon_started", at=at, title="openbell started",
-                           body=f"Ringing {markets} at {at.isoformat()}.", level="success")]
+            return [
+                Notice(
+                    key="daemon_started",
+                    at=at,
+                    title="openbell started",
+                    body=f"Ringing {markets} at {at.isoformat()}.",
+                    level="success",
+                )
+            ]
         if kind == "daemon_stopped":
-            return [Notice(key="daemon_stopped", at=at, title="openbell stopped",
-                           body=f"Stopped ({fields.get('reason')}) at {at.isoformat()}; "
-                           f"{fields.get('interrupted', 0)} cycles interrupted.",
-                           level="warning")]
+            return [
+                Notice(
+                    key="daemon_stopped",
+                    at=at,
+                    title="openbell stopped",
+                    body=f"Stopped ({fields.get('reason')}) at {at.isoformat()}; "
+                    f"{fields.get('interrupted', 0)} cycles interrupted.",
+                    level="warning",
+                )
+            ]
         if kind == "cycles_missed":
-            return [Notice(key=f"cycles_missed:{market}", at=at,
-                           title=f"openbell {market}: cycles missed",
-                           body=f"{fields.get('count')} cycles recorded missed.",
-                           level="warning")]
+            return [
+                Notice(
+                    key=f"cycles_missed:{market}",
+                    at=at,
+                    title=f"openbell {market}: cycles missed",
+                    body=f"{fields.get('count')} cycles recorded missed.",
+                    level="warning",
+                )
+            ]
         if kind == "health":
             return self._health(at, dict(fields.get("overdue", {})))
         if kind == "slot_finished" and market is not None:
@@ -144,9 +162,15 @@ class Notifications:
         not_run = dict(fields.get("not_run", {}))
         if not_run:
             lines.append("not run: " + ", ".join(f"{k} {v}" for k, v in sorted(not_run.items())))
-        return [Notice(key=f"slot_trouble:{market}", at=event.at,
-                       title=f"openbell {market}: slot {state}", body="\n".join(lines),
-                       level="failure" if state in ("failed", "slot_failed") else "warning")]
+        return [
+            Notice(
+                key=f"slot_trouble:{market}",
+                at=event.at,
+                title=f"openbell {market}: slot {state}",
+                body="\n".join(lines),
+                level="failure" if state in ("failed", "slot_failed") else "warning",
+            )
+        ]
 
     def _accounts(self, event: DaemonEvent, market: str) -> list[Notice]:
         """Drawdowns past the threshold and spent budgets among the market's accounts."""
@@ -163,22 +187,31 @@ class Notifications:
                 if depth >= self._drawdown and account_id not in self._in_drawdown:
                     self._in_drawdown.add(account_id)
                     name = names.get(account_id, str(account_id))
-                    notices.append(Notice(
-                        key=f"drawdown:{market}:{name}", at=event.at,
-                        title=f"openbell {market}: {name} in drawdown",
-                        body=f"{name} is {depth * 100:.1f}% below its peak NAV "
-                        f"(threshold {self._drawdown * 100:.1f}%).", level="warning"))
+                    notices.append(
+                        Notice(
+                            key=f"drawdown:{market}:{name}",
+                            at=event.at,
+                            title=f"openbell {market}: {name} in drawdown",
+                            body=f"{name} is {depth * 100:.1f}% below its peak NAV "
+                            f"(threshold {self._drawdown * 100:.1f}%).",
+                            level="warning",
+                        )
+                    )
                 elif depth < self._drawdown:
                     self._in_drawdown.discard(account_id)
         if "budget_exhausted" in self._events:
             slot_at = datetime.fromisoformat(str(event.fields.get("slot_at")))
             for account_id, reason in self._budget_stops(ids, slot_at):
                 name = names.get(account_id, str(account_id))
-                notices.append(Notice(
-                    key=f"budget_exhausted:{market}:{name}", at=event.at,
-                    title=f"openbell {market}: {name} ran out of budget",
-                    body=f"The cycle of {name} at {slot_at.isoformat()} ended on {reason}.",
-                    level="warning"))
+                notices.append(
+                    Notice(
+                        key=f"budget_exhausted:{market}:{name}",
+                        at=event.at,
+                        title=f"openbell {market}: {name} ran out of budget",
+                        body=f"The cycle of {name} at {slot_at.isoformat()} ended on {reason}.",
+                        level="warning",
+                    )
+                )
         return notices
 
     def _budget_stops(self, ids: Sequence[int], slot_at: datetime) -> list[tuple[int, str]]:
@@ -194,9 +227,13 @@ class Notifications:
 
     def _health(self, at: datetime, overdue: dict[str, str]) -> list[Notice]:
         notices = [
-            Notice(key=f"health_stale:{market}", at=at, title=f"openbell {market}: health stale",
-                   body=f"No successful cycle of {market} since the slot at {since}.",
-                   level="failure")
+            Notice(
+                key=f"health_stale:{market}",
+                at=at,
+                title=f"openbell {market}: health stale",
+                body=f"No successful cycle of {market} since the slot at {since}.",
+                level="failure",
+            )
             for market, since in sorted(overdue.items())
             if market not in self._stale
         ]
@@ -219,8 +256,12 @@ class Notifications:
             blocks = self._boards()
         except Exception as exc:  # noqa: BLE001  (a board that fails is said, not raised)
             blocks = [f"The boards could not be read: {type(exc).__name__}"]
-        return Notice(key="digest", at=at, title=f"openbell daily digest {at.date().isoformat()}",
-                      body="\n\n".join(blocks) or "No market has accounts yet.")
+        return Notice(
+            key="digest",
+            at=at,
+            title=f"openbell daily digest {at.date().isoformat()}",
+            body="\n\n".join(blocks) or "No market has accounts yet.",
+        )
 
 
 def drawdown(navs: Sequence[Decimal]) -> Decimal:

@@ -45,9 +45,7 @@ def last_bell_rows(health: Mapping[str, Any]) -> list[LastBellRow]:
     for market, found in sorted(dict(health.get("markets", {})).items()):
         bell = found.get("last_bell") or {}
         state = str(bell.get("state", "")) or "waiting"
-        cause = " ".join(
-            str(part) for part in (bell.get("cause"), bell.get("message")) if part
-        )
+        cause = " ".join(str(part) for part in (bell.get("cause"), bell.get("message")) if part)
         rows.append(
             LastBellRow(
                 market=market,

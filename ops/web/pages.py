@@ -12,10 +12,11 @@ each page names `/live/stamp`, the ledger's version (`store.queries.ledger_versi
 lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
 `static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
 come from this package's `static/`. Served by a daemon, the arena shows its last-bell panel
-(`ops.web.last_bell`: each market's slot in progress or last slot's outcome, and the next bell). An agent's page also shows its factor attribution over the
-whole ledger (`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two
-slot snapshots. A page whose market views cannot be computed (the view
-worker of `ops.web.view_worker` keeps dying) is a 503 page saying so.
+(`ops.web.last_bell`: each market's slot in progress or last slot's outcome, and the next bell).
+An agent's page also shows its factor attribution over the whole ledger
+(`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two slot
+snapshots. A page whose market views cannot be computed (the view worker of
+`ops.web.view_worker` keeps dying) is a 503 page saying so.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ def test_a_dark_slot_is_data_unavailable_with_its_cause_in_healthz_and_metrics(
     assert first["last_bell"]["cycles"] == {"done": 2}
     bell = dark["markets"]["crypto"]["last_bell"]
     assert (bell["slot_at"], bell["state"], bell["cause"]) == (
-        DARK_FROM.isoformat(), "data_unavailable", "dns"
+        DARK_FROM.isoformat(),
+        "data_unavailable",
+        "dns",
     )
     assert "Name or service not known" in bell["message"]
     assert bell["cycles"] == {"skipped": 2}
@@ -89,7 +91,8 @@ def test_a_stop_during_a_slot_checkpoints_its_cycles_and_logs_no_error(sqlite_ur
     events: list[DaemonEvent] = []
     agents = (build_agent("buy_and_hold", "buy-and-hold", market="crypto"), Stuck())
     plan = replace(
-        crypto_plan(url, agents=agents, stop_grace_s=0.5), events=events.append  # type: ignore[arg-type]
+        crypto_plan(url, agents=agents, stop_grace_s=0.5),
+        events=events.append,  # type: ignore[arg-type]
     )
     clock = ScaledClock(START_AT - timedelta(seconds=30), speed=60.0)
     with capture_logs() as logs, running(plan, clock):
@@ -102,7 +105,11 @@ def test_a_stop_during_a_slot_checkpoints_its_cycles_and_logs_no_error(sqlite_ur
     assert not [line for line in logs if "exc_info" in line or "exception" in line]
     statuses = {row.status for row in cycles(url) if row.slot_at == START_AT}
     assert statuses == {"done", "interrupted"}
-    ended = [e for e in events if e.kind == "slot_finished" and e.fields["slot_at"] == START_AT.isoformat()]
+    ended = [
+        e
+        for e in events
+        if e.kind == "slot_finished" and e.fields["slot_at"] == START_AT.isoformat()
+    ]
     assert ended[-1].fields["state"] == "interrupted"
     assert ended[-1].fields["cycles"] == {"interrupted": 1}
     assert [e.kind for e in events][-1] == "daemon_stopped"

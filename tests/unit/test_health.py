@@ -106,7 +106,8 @@ def test_an_interrupted_slot_and_missed_cycles_count_as_skips() -> None:
     _healthy, body = watched.status(slot_at + timedelta(minutes=5))
     market = body["markets"]["crypto"]
     assert (market["last_bell"]["state"], market["last_bell"]["cause"]) == (
-        "interrupted", "daemon_stopping"
+        "interrupted",
+        "daemon_stopping",
     )
     assert market["skipped"] == {"interrupted": 3, "missed": 2}
     assert 'openbell_slots_total{market="crypto",outcome="interrupted"} 1.0' in (

@@ -46,8 +46,9 @@ class DarkSource(ForwardingSource):
 
     def _dark(self, at: datetime) -> None:
         if DARK_FROM <= at < DARK_UNTIL:
-            raise DataUnavailable("vendor unreachable: [Errno -2] Name or service not known",
-                                  cause="dns")
+            raise DataUnavailable(
+                "vendor unreachable: [Errno -2] Name or service not known", cause="dns"
+            )
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
@@ -66,7 +67,6 @@ def dark_plan(url: str, port: int | None = None, **changes: Any) -> LivePlan:
     market = replace(plan.markets[0], source=DarkSource(plan.markets[0].source))
     listen = None if port is None else ("127.0.0.1", port)
     return replace(plan, markets=(market,), http_listen=listen, **changes)
-
 
 
 def crypto_plan(

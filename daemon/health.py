@@ -75,6 +75,10 @@ class LastBell:
         }
 
 
+#: What a decision this daemon did not run may be in the ledger when a peer daemon (sharing a
+#: Postgres ledger) ran it or runs it now: not a decision lost.
+RUN_ELSEWHERE = frozenset({"done", "failed", "skipped", "claimed"})
+
 #: The states of a last bell that are no success (each counted in `skipped` and notified).
 TROUBLE_STATES = frozenset({"failed", "data_unavailable", "not_run", "interrupted", "slot_failed"})
 
@@ -208,38 +212,12 @@ class HealthBoard:
         not_run = dict(not_run or {})
         if report.count(None) and not not_run:
             not_run = {"unknown": report.count(None)}
-        counts = {
-            status.value: report.count(status) for status in CycleStatus if report.count(status)
-        }
-        if report.count(None):
-            counts["not_run"] = report.count(None)
-        state = "done"
-        cause = message = None
-        if report.count(CycleStatus.SKIPPED) and report.unavailable_cause is not None:
-            state, cause, message = (
-                "data_unavailable",
-                report.unavailable_cause,
-                report.unavailable_message,
-            )
-        elif report.count(CycleStatus.FAILED):
-            state = "failed"
-        elif report.count(None):
-            state = "not_run"
-            cause = ", ".join(sorted(not_run))
-        self._end(
-            LastBell(
-                slot_at=report.slot_at,
-                state=state,
-                cause=cause,
-                message=message,
-                counts=counts,
-                not_run=not_run,
-                started_at=self._started(market, report.slot_at),
-            ),
-            market,
-        )
+        # Decisions a peer daemon ran (or runs now) were run: only the others are trouble.
+        missing = {reason: n for reason, n in not_run.items() if reason not in RUN_ELSEWHERE}
+        self._end(_bell_of(report, not_run, missing, self._started(market, report.slot_at)), market)
         for reason, count in not_run.items():
             self._not_run.labels(market, reason).inc(count)
+        for reason, count in missing.items():
             self._skip(market, f"not_run:{reason}", count)
         self._last_slot[market] = max(report.slot_at, self._last_slot.get(market, report.slot_at))
         for outcome in report.outcomes:
@@ -342,6 +320,37 @@ class HealthBoard:
     def metrics(self) -> bytes:
         """The Prometheus text exposition of this daemon's metrics."""
         return generate_latest(self.registry)
+
+
+def _bell_of(
+    report: SlotReport,
+    not_run: Mapping[str, int],
+    missing: Mapping[str, int],
+    started_at: datetime | None,
+) -> LastBell:
+    """The last bell `report` makes: `data_unavailable` (with its cause) before `failed` before
+    `not_run` (decisions `missing`) before `done`."""
+    counts = {status.value: report.count(status) for status in CycleStatus if report.count(status)}
+    if report.count(None):
+        counts["not_run"] = report.count(None)
+    state = "done"
+    cause = message = None
+    if report.count(CycleStatus.SKIPPED) and report.unavailable_cause is not None:
+        state, cause = "data_unavailable", report.unavailable_cause
+        message = report.unavailable_message
+    elif report.count(CycleStatus.FAILED):
+        state = "failed"
+    elif missing:
+        state, cause = "not_run", ", ".join(sorted(missing))
+    return LastBell(
+        slot_at=report.slot_at,
+        state=state,
+        cause=cause,
+        message=message,
+        counts=counts,
+        not_run=dict(not_run),
+        started_at=started_at,
+    )
 
 
 def _iso(at: datetime | None) -> str | None:

@@ -23,6 +23,7 @@ from typing import Final
 import structlog
 from sqlalchemy import Engine
 
+from openbell.agents.baselines import BASELINE_KINDS
 from openbell.daemon.events import DaemonEvent
 from openbell.ops.notify.sender import Notice, Outbox, RateLimit, Send
 from openbell.store import queries
@@ -65,8 +66,11 @@ class Notifications:
         self._limit = RateLimit(min_interval, max_per_hour)
         self._boards = boards or (lambda: board_texts(engine))
         self._in_drawdown: set[int] = set()
+        # Each account's peak slot NAV and newest one, read from `_read_from` on.
+        self._peaks: dict[int, tuple[Decimal, Decimal]] = {}
+        self._read_from: dict[int, datetime] = {}
         self._stale: set[str] = set()
-        self.sent: list[Notice] = []
+        self.delivered = 0
         self.suppressed = 0
         self._outbox = Outbox(self._handle)
 
@@ -103,7 +107,7 @@ class Notifications:
             log.warning("notice_not_sent", key=notice.key, error_class=type(exc).__name__)
             return
         if delivered:
-            self.sent.append(notice)
+            self.delivered += 1
         else:
             log.warning("notice_not_sent", key=notice.key)
 
@@ -177,13 +181,11 @@ class Notifications:
         ids = [int(account_id) for account_id in event.fields.get("account_ids", ())]
         if not ids:
             return []
-        names = {info.account_id: info.agent_name for info in queries.accounts(self._engine)}
+        infos = {info.account_id: info for info in queries.accounts(self._engine)}
+        names = {account_id: info.agent_name for account_id, info in infos.items()}
         notices: list[Notice] = []
         if self._drawdown > 0 and "drawdown" in self._events:
-            for account_id, navs in queries.nav_series_of(
-                self._engine, ids, SnapshotKind.SLOT
-            ).items():
-                depth = drawdown([row.nav for row in navs])
+            for account_id, depth in self._depths(ids).items():
                 if depth >= self._drawdown and account_id not in self._in_drawdown:
                     self._in_drawdown.add(account_id)
                     name = names.get(account_id, str(account_id))
@@ -201,7 +203,8 @@ class Notifications:
                     self._in_drawdown.discard(account_id)
         if "budget_exhausted" in self._events:
             slot_at = datetime.fromisoformat(str(event.fields.get("slot_at")))
-            for account_id, reason in self._budget_stops(ids, slot_at):
+            models = [i for i in ids if i in infos and infos[i].agent_kind not in BASELINE_KINDS]
+            for account_id, reason in self._budget_stops(models, slot_at):
                 name = names.get(account_id, str(account_id))
                 notices.append(
                     Notice(
@@ -213,6 +216,29 @@ class Notifications:
                     )
                 )
         return notices
+
+    def _depths(self, ids: Sequence[int]) -> dict[int, Decimal]:
+        """Each account's drawdown at its newest slot NAV, reading only the snapshots since the
+        last read (the peak is kept)."""
+        reads = [self._read_from.get(account_id) for account_id in ids]
+        since = None if None in reads else min(at for at in reads if at is not None)
+        series = queries.nav_series_of(self._engine, ids, SnapshotKind.SLOT, start=since)
+        depths: dict[int, Decimal] = {}
+        for account_id, rows in series.items():
+            fresh = [
+                row
+                for row in rows
+                if account_id not in self._read_from or row.at > self._read_from[account_id]
+            ]
+            if fresh:
+                peak, _last = self._peaks.get(account_id, (fresh[0].nav, fresh[0].nav))
+                peak = max(peak, *(row.nav for row in fresh))
+                self._peaks[account_id] = (peak, fresh[-1].nav)
+                self._read_from[account_id] = fresh[-1].at
+            if account_id in self._peaks:
+                peak, last = self._peaks[account_id]
+                depths[account_id] = drawdown([peak, last])
+        return depths
 
     def _budget_stops(self, ids: Sequence[int], slot_at: datetime) -> list[tuple[int, str]]:
         found: list[tuple[int, str]] = []

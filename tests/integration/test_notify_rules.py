@@ -92,23 +92,30 @@ def test_a_drawdown_is_said_once_and_a_spent_budget_from_the_trace(
     alpha = built.accounts[(market, agent)]
     depth = drawdown(navs)
     slot_at = max(SLOTS[-1], CRYPTO_SLOTS[-1]) + timedelta(days=1)
-    cycle_id = ledger.claim_cycle(alpha, slot_at, "test", slot_at + timedelta(minutes=5), slot_at)
-    assert cycle_id is not None
-    ledger.append_journal(
-        cycle_id,
-        [TraceEntry(cycle_id=cycle_id, role="stop", at=slot_at, content="max_tool_calls")],
+    # An LLM agent whose cycle's loop ended on its tool-call budget, and a baseline whose trace
+    # says the same (no model, no budget: not reported).
+    llm = ledger.open_account(
+        ledger.ensure_agent("gpt", "llm", slot_at), market, "USD", Decimal(10000), slot_at
     )
-    ledger.finish_cycle(cycle_id, CycleStatus.DONE, slot_at)
+    for account_id in (llm, alpha):
+        cycle_id = ledger.claim_cycle(
+            account_id, slot_at, "test", slot_at + timedelta(minutes=5), slot_at
+        )
+        assert cycle_id is not None
+        stop = TraceEntry(cycle_id=cycle_id, role="stop", at=slot_at, content="max_tool_calls")
+        ledger.append_journal(cycle_id, [stop])
+        ledger.finish_cycle(cycle_id, CycleStatus.DONE, slot_at)
     pct = float(depth * 100) / 2
     notes, sent = notifications(engine, drawdown_pct=pct, min_interval=timedelta(0))
-    done = {"slot_at": slot_at.isoformat(), "state": "done", "account_ids": [alpha]}
+    done = {"slot_at": slot_at.isoformat(), "state": "done", "account_ids": [alpha, llm]}
     for hours in (0, 1):
         at = slot_at + timedelta(hours=hours)
         notes.take(DaemonEvent(kind="slot_finished", at=at, market=market, fields=done))
     assert notes.close(timeout_s=10)
     titles = [notice.title for notice in sent]
     assert titles.count(f"openbell {market}: {agent} in drawdown") == 1
-    assert titles.count(f"openbell {market}: {agent} ran out of budget") == 2  # each slot's
+    assert titles.count(f"openbell {market}: gpt ran out of budget") == 2  # each slot's
+    assert titles.count(f"openbell {market}: {agent} ran out of budget") == 0
     assert "ended on max_tool_calls" in sent[-1].body
 
 

@@ -113,3 +113,19 @@ def test_an_interrupted_slot_and_missed_cycles_count_as_skips() -> None:
     assert 'openbell_slots_total{market="crypto",outcome="interrupted"} 1.0' in (
         watched.metrics().decode()
     )
+
+
+def test_decisions_a_peer_daemon_ran_are_no_trouble() -> None:
+    slot_at = TUESDAY + DAY
+    watched = board(since=slot_at - timedelta(minutes=30))
+    outcomes = (
+        CycleOutcome(account_id=1, agent="a1", cycle_id=1, status=CycleStatus.DONE),
+        CycleOutcome(account_id=2, agent="a2", cycle_id=None, status=None),
+    )
+    report = SlotReport(market="crypto", slot_at=slot_at, outcomes=outcomes)
+    watched.slot_finished(report, rejections=0, latency_s=0.1, not_run={"done": 1})
+    _healthy, body = watched.status(slot_at + timedelta(minutes=5))
+    market = body["markets"]["crypto"]
+    assert (body["status"], market["last_bell"]["state"]) == ("ok", "done")
+    assert market["last_bell"]["not_run"] == {"done": 1}
+    assert market["skipped"] == {}

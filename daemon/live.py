@@ -25,8 +25,11 @@ its outside agents (`mcp_http.py`; on a free loopback port when the plan has no 
 after the cycles have stopped. The daemon does not touch signals: its caller records SIGINT and
 SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings
 ends start-up at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included),
-it stops ringing, lets running cycles finish for `stop_grace_s`, cancels the rest (and the slots
-waiting to be run again) and marks this run's unfinished claims `interrupted`."""
+it stops ringing, ends the sources' retries at once (a slot whose vendor is away finishes its
+cycles `skipped`), lets running cycles finish for `stop_grace_s`, cancels the rest (and the slots
+waiting to be run again) and marks this run's unfinished claims `interrupted`, each on the health
+board and told to the plan's event sink (`daemon.events`: start, stop, each slot's end, missed
+cycles, a health tick every heartbeat)."""
 
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.clock import Clock
-from openbell.daemon.error_policy import store_unavailable
+from openbell.daemon.error_policy import Action, Stage, action_for, store_unavailable
 from openbell.daemon.events import DaemonEvent, emit
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.holes import Causes, HoleSweep, MissedCause, WatchedMarket
@@ -57,12 +60,14 @@ from openbell.daemon.recovery import (
     interrupt_abandoned,
     split_abandoned,
 )
+from openbell.daemon.retrying import short_message
 from openbell.daemon.ringing import Backoff, SlotRinger, first_line
 from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
 from openbell.daemon.verifying import full_verifications, verify_at_startup
+from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.daemon_runs import DaemonRuns
@@ -128,6 +133,8 @@ class _Daemon:
         # Clock seconds per real second: leases are in clock time, waits in real time.
         self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
+        # Set when the stop begins: the sources' retries give up at once (`RetryingSource`).
+        self.stopping = False
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -149,7 +156,12 @@ class _Daemon:
         now = self.clock.now()
         markets = self._ringable(now)
         desks, accounts = build_desks(
-            markets, self.ledger, now, clock=self.clock, cache=SqlBarCache(self.engine)
+            markets,
+            self.ledger,
+            now,
+            clock=self.clock,
+            cache=SqlBarCache(self.engine),
+            stopping=lambda: self.stopping,
         )
         stop.checkpoint("opening accounts")
         self.accounts = accounts
@@ -317,8 +329,19 @@ class _Daemon:
         try:
             written = await self.runner.write_close_snapshots(market, close_at, ids)
             log.info("close_snapshots_written", market=market, close_at=close_at, count=written)
-        except Exception:
-            log.exception("close_snapshots_failed", market=market, close_at=close_at)
+        except Exception as exc:
+            if action_for(Stage.READ, exc) is not Action.RETRY:  # a bug: its traceback is wanted
+                log.exception("close_snapshots_failed", market=market, close_at=close_at)
+                return
+            # The vendor is away (its reads logged `vendor_read_failed`): one short line.
+            log.warning(
+                "close_snapshots_failed",
+                market=market,
+                close_at=close_at,
+                cause=failure_cause(exc),
+                error_class=type(exc).__name__,
+                error_message=short_message(exc),
+            )
 
     async def _on_missed(self, market: str, slot_at: datetime) -> None:
         """A bell APScheduler did not ring in its grace: record each account's cycle `missed`."""
@@ -476,6 +499,7 @@ class _Daemon:
 
     async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
         log.info("daemon_stopping", reason=reason, running=len(self.ringer.running))
+        self.stopping = True
         self.notifier.stopping()
         self.bells.pause()
         self.ringer.stop()

@@ -113,3 +113,27 @@ def test_a_stop_during_a_slot_checkpoints_its_cycles_and_logs_no_error(sqlite_ur
     assert ended[-1].fields["state"] == "interrupted"
     assert ended[-1].fields["cycles"] == {"interrupted": 1}
     assert [e.kind for e in events][-1] == "daemon_stopped"
+
+
+def test_a_stop_while_the_vendor_is_away_ends_the_retries_and_finishes_the_cycles(
+    sqlite_url: str,
+) -> None:
+    """Issue 28: Ctrl-C during a slot whose vendor was away waited the 30 s stop grace while the
+    reads were retried. A stop now ends the retries: the cycles finish `skipped` at once."""
+    url = migrated(sqlite_url)
+    plan = dark_plan(url, dark=(START_AT, START_AT + timedelta(hours=1)), stop_grace_s=30.0)
+    plan = replace(plan, markets=(replace(plan.markets[0], grace=timedelta(hours=1)),))
+    clock = ScaledClock(START_AT - timedelta(seconds=30), speed=60.0)  # a grace of 60 s
+    with capture_logs() as logs, running(plan, clock):
+        deadline_s = time.monotonic() + 30
+        while not any(line["event"] == "vendor_read_failed" for line in logs):
+            assert time.monotonic() < deadline_s, "the slot never read the vendor"
+            time.sleep(0.05)
+        stopping_s = time.monotonic()
+    stop_s = time.monotonic() - stopping_s
+    assert stop_s < 5, stop_s  # not the 30 s stop grace, nor the slot's 60 s grace
+    assert {row.status for row in cycles(url) if row.slot_at == START_AT} == {"skipped"}
+    errors = [line for line in logs if line["log_level"] in ("error", "critical")]
+    assert errors == [], errors
+    given_up = [line for line in logs if line.get("given_up") == "daemon_stopping"]
+    assert len(given_up) == 1

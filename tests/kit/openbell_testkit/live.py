@@ -24,7 +24,7 @@ from openbell.daemon.stopping import StopRequest
 from openbell.markets.domain import Bar, Quote
 from openbell.markets.errors import DataUnavailable
 from openbell.markets.replay_source import ReplaySource
-from openbell.markets.sources import ForwardingSource
+from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine
@@ -41,11 +41,21 @@ DARK_UNTIL = START_AT + timedelta(hours=2)
 
 
 class DarkSource(ForwardingSource):
-    """The bundled bars, with the vendor unreachable (`dns`) for reads at [DARK_FROM,
-    DARK_UNTIL)."""
+    """The bundled bars, with the vendor unreachable (`dns`) for reads at [`dark_from`,
+    `dark_until`) (by default DARK_FROM, DARK_UNTIL)."""
+
+    def __init__(
+        self,
+        source: MarketDataSource,
+        dark_from: datetime = DARK_FROM,
+        dark_until: datetime = DARK_UNTIL,
+    ) -> None:
+        super().__init__(source)
+        self._dark_from = dark_from
+        self._dark_until = dark_until
 
     def _dark(self, at: datetime) -> None:
-        if DARK_FROM <= at < DARK_UNTIL:
+        if self._dark_from <= at < self._dark_until:
             raise DataUnavailable(
                 "vendor unreachable: [Errno -2] Name or service not known", cause="dns"
             )
@@ -61,10 +71,16 @@ class DarkSource(ForwardingSource):
         return await self._source.quote(symbols, at)
 
 
-def dark_plan(url: str, port: int | None = None, **changes: Any) -> LivePlan:
-    """`crypto_plan` over a `DarkSource`, serving HTTP on `port` when given."""
+def dark_plan(
+    url: str,
+    port: int | None = None,
+    *,
+    dark: tuple[datetime, datetime] = (DARK_FROM, DARK_UNTIL),
+    **changes: Any,
+) -> LivePlan:
+    """`crypto_plan` over a `DarkSource` dark over `dark`, serving HTTP on `port` when given."""
     plan = crypto_plan(url)
-    market = replace(plan.markets[0], source=DarkSource(plan.markets[0].source))
+    market = replace(plan.markets[0], source=DarkSource(plan.markets[0].source, *dark))
     listen = None if port is None else ("127.0.0.1", port)
     return replace(plan, markets=(market,), http_listen=listen, **changes)
 

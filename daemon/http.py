@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 import uvicorn
@@ -82,8 +82,10 @@ class WebParts:
     lifespans: Sequence[Lifespan] = ()
 
 
-#: Builds the web parts over the daemon's engine (`LivePlan.web`).
-WebFactory = Callable[["Engine"], WebParts]
+#: The body of `/healthz` now (`HealthBoard.status`), for the pages' last-bell panel.
+HealthView = Callable[[], dict[str, Any]]
+#: Builds the web parts over the daemon's engine and its health (`LivePlan.web`).
+WebFactory = Callable[["Engine", HealthView], WebParts]
 
 
 def is_loopback(host: str) -> bool:

@@ -25,8 +25,11 @@ its outside agents (`mcp_http.py`; on a free loopback port when the plan has no 
 after the cycles have stopped. The daemon does not touch signals: its caller records SIGINT and
 SIGTERM in the `StopRequest` it passes (`daemon.stopping`). A stop requested before the daemon rings
 ends start-up at the next checkpoint (`StartupStopped`); once it rings (start-up recovery included),
-it stops ringing, lets running cycles finish for `stop_grace_s`, cancels the rest (and the slots
-waiting to be run again) and marks this run's unfinished claims `interrupted`."""
+it stops ringing, ends the sources' retries at once (a slot whose vendor is away finishes its
+cycles `skipped`), lets running cycles finish for `stop_grace_s`, cancels the rest (and the slots
+waiting to be run again) and marks this run's unfinished claims `interrupted`, each on the health
+board and told to the plan's event sink (`daemon.events`: start, stop, each slot's end, missed
+cycles, a health tick every heartbeat)."""
 
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.clock import Clock
-from openbell.daemon.error_policy import store_unavailable
+from openbell.daemon.error_policy import Action, Stage, action_for, store_unavailable
+from openbell.daemon.events import DaemonEvent, emit
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.holes import Causes, HoleSweep, MissedCause, WatchedMarket
 from openbell.daemon.http import HttpServer, WebParts, health_routes, is_loopback, serve_http
@@ -56,12 +60,14 @@ from openbell.daemon.recovery import (
     interrupt_abandoned,
     split_abandoned,
 )
+from openbell.daemon.retrying import short_message
 from openbell.daemon.ringing import Backoff, SlotRinger, first_line
 from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, report_horizon
 from openbell.daemon.sdnotify import Notifier
 from openbell.daemon.stopping import REQUESTED, StopRequest
 from openbell.daemon.verifying import full_verifications, verify_at_startup
+from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.errors import OperatorError
 from openbell.store.cache import SqlBarCache
 from openbell.store.daemon_runs import DaemonRuns
@@ -127,6 +133,8 @@ class _Daemon:
         # Clock seconds per real second: leases are in clock time, waits in real time.
         self.speed = float(getattr(clock, "speed", 1.0))
         self.last_tick_s = time.monotonic()
+        # Set when the stop begins: the sources' retries give up at once (`RetryingSource`).
+        self.stopping = False
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -148,7 +156,12 @@ class _Daemon:
         now = self.clock.now()
         markets = self._ringable(now)
         desks, accounts = build_desks(
-            markets, self.ledger, now, clock=self.clock, cache=SqlBarCache(self.engine)
+            markets,
+            self.ledger,
+            now,
+            clock=self.clock,
+            cache=SqlBarCache(self.engine),
+            stopping=lambda: self.stopping,
         )
         stop.checkpoint("opening accounts")
         self.accounts = accounts
@@ -194,6 +207,12 @@ class _Daemon:
                 agents=sorted({a.name for m in self.plan.markets for a in m.agents}),
                 now_at=now,
             )
+            self._emit(
+                "daemon_started",
+                now,
+                run_id=self.run_id,
+                markets=[m.market for m in markets],
+            )
             self.causes = Causes({m.market: m.bell.grace for m in markets})
             self.ringer = SlotRinger(
                 runner=self.runner,
@@ -204,6 +223,7 @@ class _Daemon:
                 board=self.board,
                 causes=self.causes,
                 run_id=self.run_id,
+                events=self.plan.events,
             )
             self.bells = Bells(
                 clock=self.clock,
@@ -265,7 +285,7 @@ class _Daemon:
         if listen is not None:
             health = health_routes(self.board, self.clock.now)
             if self.plan.web is not None:
-                web = self.plan.web(self.engine)
+                web = self.plan.web(self.engine, lambda: self.board.status(self.clock.now())[1])
         mcp = (
             WebParts()
             if hub is None
@@ -309,8 +329,19 @@ class _Daemon:
         try:
             written = await self.runner.write_close_snapshots(market, close_at, ids)
             log.info("close_snapshots_written", market=market, close_at=close_at, count=written)
-        except Exception:
-            log.exception("close_snapshots_failed", market=market, close_at=close_at)
+        except Exception as exc:
+            if action_for(Stage.READ, exc) is not Action.RETRY:  # a bug: its traceback is wanted
+                log.exception("close_snapshots_failed", market=market, close_at=close_at)
+                return
+            # The vendor is away (its reads logged `vendor_read_failed`): one short line.
+            log.warning(
+                "close_snapshots_failed",
+                market=market,
+                close_at=close_at,
+                cause=failure_cause(exc),
+                error_class=type(exc).__name__,
+                error_message=short_message(exc),
+            )
 
     async def _on_missed(self, market: str, slot_at: datetime) -> None:
         """A bell APScheduler did not ring in its grace: record each account's cycle `missed`."""
@@ -318,6 +349,8 @@ class _Daemon:
             market, slot_at, self.clock.now(), self.causes.of, self.ringer.paused_accounts()
         )
         self.board.cycles_marked(market, CycleStatus.MISSED, recorded)
+        if recorded:
+            self._emit("cycles_missed", self.clock.now(), market, count=recorded)
 
     def _check_horizons(self) -> None:
         now = self.clock.now()
@@ -340,6 +373,16 @@ class _Daemon:
         stale = [c for c in self.ledger.claims(expired_at=now) if c.cycle_id not in running]
         current, past = split_abandoned(stale, grace_of, now)
         marked = interrupt_abandoned(self.ledger, past, now)
+        if marked:
+            markets_of = {
+                account_id: market
+                for market, opened in self.accounts.items()
+                for account_id, _ in opened
+            }
+            by_market = Counter(markets_of.get(claim.account_id) for claim in past)
+            for market, count in by_market.items():
+                if market is not None:
+                    self.board.cycles_marked(market, CycleStatus.INTERRUPTED, count)
         if marked or current:
             log.warning("claims_recovered", interrupted=marked, to_complete=len(current))
         due: list[tuple[str, datetime]] = []
@@ -389,6 +432,8 @@ class _Daemon:
             recorded.update(self.holes.deep_check(now))
         for market, count in recorded.items():
             self.board.cycles_marked(market, CycleStatus.MISSED, count)
+            if count:
+                self._emit("cycles_missed", now, market, count=count)
 
     async def _sweep_loop(self) -> None:
         """Repeat the claim recovery every half lease (at most every `SWEEP_S`), so that a claim
@@ -442,6 +487,9 @@ class _Daemon:
             # Ping only while the loop ticks: a stuck loop lets systemd's watchdog fire.
             if time.monotonic() - self.last_tick_s < max(3 * TICK_S, every_s):
                 self.notifier.watchdog()
+            now = self.clock.now()
+            overdue = self.board.overdue(now)
+            self._emit("health", now, overdue={m: at.isoformat() for m, at in overdue.items()})
             if time.monotonic() >= next_log_s:
                 beats += 1
                 next_log_s = time.monotonic() + self.plan.heartbeat_s
@@ -451,6 +499,7 @@ class _Daemon:
 
     async def _stop(self, reason: str, background: list[asyncio.Task[None]]) -> None:
         log.info("daemon_stopping", reason=reason, running=len(self.ringer.running))
+        self.stopping = True
         self.notifier.stopping()
         self.bells.pause()
         self.ringer.stop()
@@ -465,9 +514,16 @@ class _Daemon:
             await asyncio.wait(pending, timeout=5)
         interrupted = 0
         now = self.clock.now()
+        market_of = {
+            account_id: market
+            for market, opened in self.accounts.items()
+            for account_id, _ in opened
+        }
+        cut: Counter[tuple[str, datetime]] = Counter()
         for claim in self.ledger.claims(held_by=self.run_id):
             if self.ledger.interrupt_cycle(claim.cycle_id, now, held_by=self.run_id):
                 interrupted += 1
+                cut[(market_of.get(claim.account_id, "?"), claim.slot_at)] += 1
                 log.warning(
                     "cycle_interrupted",
                     cycle_id=claim.cycle_id,
@@ -475,6 +531,7 @@ class _Daemon:
                     slot_at=claim.slot_at,
                     reason="daemon_stopping",
                 )
+        self._report_interrupted(cut)
         for task in background:
             task.cancel()
         self.bells.shutdown()
@@ -487,3 +544,28 @@ class _Daemon:
                     log.exception("source_close_failed", market=market.market)
         await asyncio.sleep(0)  # let the scheduler's shutdown callback run before the last line
         log.info("daemon_stopped", reason=reason, interrupted=interrupted)
+        self._emit("daemon_stopped", self.clock.now(), reason=reason, interrupted=interrupted)
+
+    def _emit(self, kind: str, at: datetime, market: str | None = None, **fields: object) -> None:
+        emit(self.plan.events, DaemonEvent(kind=kind, at=at, market=market, fields=fields))
+
+    def _report_interrupted(self, cut: Counter[tuple[str, datetime]]) -> None:
+        """Put the cycles the stop marked `interrupted` (by market and slot) and the slots still
+        running on the health board."""
+        for (market, slot_at), count in sorted(cut.items()):
+            if market in self.specs:
+                self.board.cycles_marked(market, CycleStatus.INTERRUPTED, count)
+                self.board.slot_interrupted(market, slot_at, {"interrupted": count})
+        for market in self.specs:
+            bell = self.board.last_bell(market)
+            if bell is not None and bell.state == "running":
+                self.board.slot_interrupted(market, bell.slot_at, {})
+        ended = {market for market, _ in cut} | {
+            market
+            for market in self.specs
+            if (bell := self.board.last_bell(market)) is not None and bell.state == "interrupted"
+        }
+        for market in sorted(ended & set(self.specs)):
+            bell = self.board.last_bell(market)
+            if bell is not None:
+                self._emit("slot_finished", self.clock.now(), market, **bell.record())

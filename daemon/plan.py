@@ -19,7 +19,7 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -30,6 +30,7 @@ from openbell.agents.outside.hub import CycleHub
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
+from openbell.daemon.events import EventSink
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.health import MarketWatch
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
@@ -196,6 +197,8 @@ class LivePlan:
     unsandboxed_agents: tuple[str, ...] = ()
     #: How often (clock seconds) the running daemon verifies the whole ledger; None: never.
     full_verify_every_s: float | None = None
+    #: Takes the daemon's events (`daemon.events`: start, stop, slots' ends, health); None: none.
+    events: EventSink | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _distinct(self.markets, "live plan")
@@ -248,6 +251,7 @@ def build_desks(
     *,
     clock: Clock | None = None,
     cache: BarCache | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> tuple[dict[str, MarketDesk], dict[str, list[tuple[int, Agent]]]]:
     """The desks of `markets` and their (account, agent) lists, accounts opened at `now`.
 
@@ -255,7 +259,8 @@ def build_desks(
     `cache` too, every live (not replay) source reads bars through the cache and records the bars,
     news and quotes it fetches in it, stamped with `clock.now`, and the fundamentals reports
     served are recorded there too (`markets.recorded`), for a cache replay. Without a clock
-    (replay), the desks read the sources directly.
+    (replay), the desks read the sources directly. `stopping` tells the retries that the daemon
+    stops (they give up at once).
     """
     if cache is not None and clock is None:
         raise ValueError("a cache records reads stamped by the daemon's clock: give the clock")
@@ -267,7 +272,7 @@ def build_desks(
         if clock is not None:
             if cache is not None and not isinstance(source, ReplaySource):
                 source = CachingSource(source, cache, now=clock.now)
-            source = RetryingSource(source, clock=clock, grace=market.bell.grace)
+            source = RetryingSource(source, clock=clock, grace=market.bell.grace, stopping=stopping)
         fundamentals = market.fundamentals
         if fundamentals is not None and cache is not None and clock is not None:
             fundamentals = RecordingFundamentals(fundamentals, cache, now=clock.now)

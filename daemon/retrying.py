@@ -6,10 +6,15 @@ This module owns `RetryingSource`, the live daemon's answer to a flaky vendor. I
 attempt still starts inside the grace window of the slot asked about (`at + grace`, on the daemon's
 clock); then it re-raises, and the cycle runner skips the slot with reason `data_unavailable`.
 Anything else (an interval or symbol the source does not serve, `NotServed`) propagates at once.
-Each failed attempt is one `vendor_read_failed` event naming the source, the read, its symbols
-and interval, the cause (`adapters.failures`: dns, connect, timeout, http_<status>, empty, ...) and
-the attempt: at warning while a retry follows, at error when the read is given up. The cycle
-runner itself stays as replay uses it: the retry lives here, around the source.
+Each failed attempt is one short `vendor_read_failed` event naming the source, the read and its
+interval, how many symbols failed (`symbols`) with one of them (`example`), the cause
+(`adapters.failures`: dns, connect, timeout, http_<status>, empty, ...), the first line of the
+error (at most `MAX_MESSAGE_CHARS`) and the attempt: at warning while a retry follows, at error
+when the read is given up (at warning, with `given_up`, when the daemon stops: a stop ends the
+retries at once, so a slot whose vendor is away finishes its cycles `skipped` instead of holding
+the stop for its grace). (A market of 300 symbols made each line 2,000+ characters when it listed
+them all.) The cycle runner itself stays as replay uses it: the retry lives here, around the
+source.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ log = structlog.stdlib.get_logger(__name__)
 #: The first backoff, in seconds; each retry doubles it up to `MAX_BACKOFF_S`.
 FIRST_BACKOFF_S: Final = 1.0
 MAX_BACKOFF_S: Final = 60.0
+#: How often (real seconds) a backoff looks whether the daemon stops.
+STOP_POLL_S: Final = 0.25
+#: A logged error message is cut to its first line and this many characters.
+MAX_MESSAGE_CHARS: Final = 160
 
 
 class RetryingSource(ForwardingSource):
@@ -52,6 +61,7 @@ class RetryingSource(ForwardingSource):
         first_backoff_s: float = FIRST_BACKOFF_S,
         max_backoff_s: float = MAX_BACKOFF_S,
         max_attempts: int = 8,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -62,6 +72,7 @@ class RetryingSource(ForwardingSource):
         self._first_backoff_s = first_backoff_s
         self._max_backoff_s = max_backoff_s
         self._max_attempts = max_attempts
+        self._stopping = stopping
         self.retries = 0  # how many reads were tried again, for logs and tests
 
     @property
@@ -90,26 +101,37 @@ class RetryingSource(ForwardingSource):
                 # faster under a test's fake clock: compare where the clock will be after it.
                 speed = getattr(self._clock, "speed", 1.0)
                 after = self._clock.now() + timedelta(seconds=backoff_s * speed)
-                retry = attempt < self._max_attempts and after < deadline
+                stopping = self._stopping()
+                retry = attempt < self._max_attempts and after < deadline and not stopping
                 log.log(
-                    logging.WARNING if retry else logging.ERROR,
+                    logging.WARNING if retry or stopping else logging.ERROR,
                     "vendor_read_failed",
                     source=self.name,
                     read=what,
                     **about,
-                    symbols=list(_failed_symbols(exc) or symbols or ()),
+                    **_symbols_field(_failed_symbols(exc) or symbols or ()),
                     cause=failure_cause(exc),
                     attempt=attempt,
                     retry_in_s=backoff_s if retry else None,
                     error_class=type(exc).__name__,
-                    error_message=str(exc),
+                    error_message=short_message(exc),
+                    **({"given_up": "daemon_stopping"} if stopping else {}),
                 )
                 if not retry:
                     raise
                 self.retries += 1
-                await self._sleep(backoff_s)
+                await self._wait(backoff_s)
                 backoff_s = min(backoff_s * 2, self._max_backoff_s)
                 attempt += 1
+
+    async def _wait(self, backoff_s: float) -> None:
+        """Sleep `backoff_s` before the next try, in steps of at most `STOP_POLL_S`, ending early
+        when the daemon stops (the next try then gives up at once)."""
+        left_s = backoff_s
+        while left_s > 0 and not self._stopping():
+            step_s = min(left_s, STOP_POLL_S)
+            await self._sleep(step_s)
+            left_s -= step_s
 
     async def bars(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
@@ -131,6 +153,17 @@ class RetryingSource(ForwardingSource):
         return await self._retry(
             lambda: self._source.news(symbols, start_at, end_at, limit), end_at, "news", symbols
         )
+
+
+def short_message(exc: BaseException, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """The first line of `exc`'s message, cut to `limit` characters (`...` marks a cut)."""
+    text = str(exc).strip().partition("\n")[0] or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _symbols_field(symbols: Sequence[str]) -> dict[str, object]:
+    """`symbols`: how many; `example`: the first of them (None: the read named none)."""
+    return {"symbols": len(symbols), "example": symbols[0] if symbols else None}
 
 
 def _failed_symbols(exc: Exception) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -26,10 +27,11 @@ import structlog
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.error_policy import store_unavailable
+from openbell.daemon.events import DaemonEvent, EventSink, emit
 from openbell.daemon.health import HealthBoard
 from openbell.daemon.holes import Causes, MissedCause
 from openbell.daemon.plan import MarketPlan
-from openbell.daemon.runner import CycleRunner, claim_order
+from openbell.daemon.runner import CycleRunner, SlotReport, claim_order
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus
 
@@ -80,6 +82,7 @@ class SlotRinger:
         board: HealthBoard,
         causes: Causes,
         run_id: str,
+        events: EventSink | None = None,
     ) -> None:
         self._runner = runner
         self._ledger = ledger
@@ -89,6 +92,7 @@ class SlotRinger:
         self._board = board
         self._causes = causes
         self._run_id = run_id
+        self._events = events
         # Clock seconds per real second: graces are in clock time, waits in real time.
         self._speed = float(getattr(clock, "speed", 1.0))
         self.running: set[asyncio.Task[Any]] = set()
@@ -111,8 +115,17 @@ class SlotRinger:
 
     async def ring(self, market: str, slot_at: datetime) -> None:
         """Run the slot; if the store is unavailable, run it again in a task of its own while
-        its grace lasts."""
-        if await self.run(market, slot_at) is not MissedCause.STORE_UNAVAILABLE:
+        its grace lasts. A stop that cancels the slot ends it here (see `run`)."""
+        try:
+            cause = await self.run(market, slot_at)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            # Our own stop cancelled the slot after its grace: what it left is checkpointed by
+            # the stop (`interrupted`), so the bell ends quietly instead of as a job error with
+            # a traceback.
+            return
+        if cause is not MissedCause.STORE_UNAVAILABLE:
             return
         key = (market, slot_at)
         if key not in self._retrying and not self._stopping:
@@ -128,14 +141,25 @@ class SlotRinger:
             self.running.add(task)
         started_s = time.monotonic()
         started_at = self._clock.now()
+        self._board.slot_started(market, slot_at, started_at)
         try:
             accounts = claim_order(self.unpaused(market), self._run_id, slot_at)
             report = await self._runner.run_slot(market, slot_at, accounts, started_at)
+        except asyncio.CancelledError:
+            log.warning(
+                "slot_cancelled",
+                market=market,
+                slot_at=slot_at,
+                reason="daemon_stopping" if self._stopping else "cancelled",
+            )
+            raise
         except Exception as exc:
             cause = (
                 MissedCause.STORE_UNAVAILABLE if store_unavailable(exc) else MissedCause.SLOT_FAILED
             )
             self._causes.failed(market, slot_at, cause)
+            self._board.slot_failed(market, slot_at, cause.value, first_line(exc))
+            self._ended(market, slot_at)
             fields = {
                 "market": market,
                 "slot_at": slot_at,
@@ -155,9 +179,14 @@ class SlotRinger:
             if task is not None:
                 self.running.discard(task)
         self._causes.ran(market, slot_at)
+        not_run = self._not_run(report)
         self._board.slot_finished(
-            report, rejections=report.rejections, latency_s=time.monotonic() - started_s
+            report,
+            rejections=report.rejections,
+            latency_s=time.monotonic() - started_s,
+            not_run=not_run,
         )
+        self._ended(market, slot_at)
         log.info(
             "slot_finished",
             market=market,
@@ -167,10 +196,42 @@ class SlotRinger:
             failed=report.count(CycleStatus.FAILED),
             skipped=report.count(CycleStatus.SKIPPED),
             not_run=report.count(None),
+            **({"not_run_as": not_run} if not_run else {}),
+            **({"cause": report.unavailable_cause} if report.unavailable_cause is not None else {}),
             fills=report.fills,
             next_bell_at=self._specs[market].next_slot(self._clock.now()),
         )
         return None
+
+    def _ended(self, market: str, slot_at: datetime) -> None:
+        """Tell the listener how the slot ended (its last bell on the health board)."""
+        bell = self._board.last_bell(market)
+        if bell is None or bell.slot_at != slot_at:
+            return
+        fields = {
+            **bell.record(),
+            "account_ids": [account_id for account_id, _ in self._accounts[market]],
+        }
+        emit(
+            self._events,
+            DaemonEvent(kind="slot_finished", at=self._clock.now(), market=market, fields=fields),
+        )
+
+    def _not_run(self, report: SlotReport) -> dict[str, int]:
+        """What became of the decisions of `report` this run did not run, by the status their
+        cycle has in the ledger (`interrupted` by an earlier run's stop, `done` by a peer, still
+        `claimed` by one, ...); none when it ran them all. A store that cannot say: `unknown`."""
+        ids = [outcome.account_id for outcome in report.outcomes if outcome.status is None]
+        if not ids:
+            return {}
+        found: Counter[str] = Counter()
+        try:
+            for account_id in ids:
+                cycle = self._ledger.find_cycle(account_id, report.slot_at)
+                found["no_cycle" if cycle is None else cycle.status.value] += 1
+        except Exception:  # noqa: BLE001  (health is best effort; the slot already ran)
+            return {"unknown": len(ids)}
+        return dict(found)
 
     def stop(self) -> None:
         """Start no more retries, and cancel those waiting for their next try (one running the

@@ -47,12 +47,14 @@ from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
+from openbell.daemon.retrying import short_message
 from openbell.daemon.valuation import (
     check_marks,
     last_closes,
     write_close_snapshots,
     write_slot_snapshot,
 )
+from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.domain import Fill, Instrument, Rejection
 from openbell.markets.errors import CycleSkipped, DataUnavailable
 from openbell.markets.fundamentals import FundamentalsSource
@@ -134,6 +136,10 @@ class SlotReport:
     market: str
     slot_at: datetime
     outcomes: tuple[CycleOutcome, ...]
+    #: Why the slot's data could not be had (`adapters.failures`: dns, connect, http_503, ...),
+    #: and the first line of the error, when its cycles were skipped `data_unavailable`.
+    unavailable_cause: str | None = None
+    unavailable_message: str | None = None
 
     def count(self, status: CycleStatus | None) -> int:
         """How many cycles ended in `status` here (None: how many were not run here)."""
@@ -287,6 +293,7 @@ class CycleRunner:
         ]
         outcomes: dict[int, CycleOutcome] = {}
         claims: list[_Claim] = []
+        unavailable: list[Exception] = []
         try:
             for account_id, agent in accounts:
                 claim = self._claim(account_id, agent, slot_at, now)
@@ -298,7 +305,7 @@ class CycleRunner:
                     claims.append(claim)
                     self._held[claim.cycle_id] = None
             if claims:
-                snapshot = await self._observe(desk, slot_at, claims, now, outcomes)
+                snapshot = await self._observe(desk, slot_at, claims, now, outcomes, unavailable)
                 if snapshot is not None and desk.actions is not None:
                     ids = [claim.account_id for claim in claims]
                     snapshot = await desk.actions.at_slot(snapshot, ids)
@@ -314,6 +321,8 @@ class CycleRunner:
             market=market,
             slot_at=slot_at,
             outcomes=tuple(outcomes[account_id] for account_id, _agent in accounts),
+            unavailable_cause=failure_cause(unavailable[0]) if unavailable else None,
+            unavailable_message=short_message(unavailable[0]) if unavailable else None,
         )
 
     async def _decide_all(
@@ -413,8 +422,10 @@ class CycleRunner:
         claims: Sequence[_Claim],
         now: datetime,
         outcomes: dict[int, CycleOutcome],
+        unavailable: list[Exception],
     ) -> MarketSnapshot | None:
-        """The slot's snapshot, or None after skipping every claimed cycle when it cannot be had."""
+        """The slot's snapshot, or None after skipping every claimed cycle when it cannot be had
+        (its error then put in `unavailable`)."""
         try:
             snapshot = await desk.gateway.snapshot(desk.snapshot_symbols, slot_at)
             if not snapshot.quotes:
@@ -422,6 +433,7 @@ class CycleRunner:
         except Exception as exc:
             if action_for(Stage.OBSERVE, exc) is Action.STOP:
                 raise
+            unavailable.append(exc)
             for claim in claims:
                 if not self._finish(claim, CycleStatus.SKIPPED, now, reason=DATA_UNAVAILABLE):
                     outcomes[claim.account_id] = _not_run(claim)
@@ -429,8 +441,9 @@ class CycleRunner:
                 self._bound(desk.market, claim, slot_at).warning(
                     "cycle_skipped",
                     reason=DATA_UNAVAILABLE,
+                    cause=failure_cause(exc),
                     error_class=type(exc).__name__,
-                    error_message=str(exc),
+                    error_message=short_message(exc),
                 )
                 outcomes[claim.account_id] = CycleOutcome(
                     account_id=claim.account_id,

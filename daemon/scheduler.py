@@ -312,6 +312,10 @@ class Bells:
     def _listen(self, event: JobEvent) -> None:
         """Sync listener (APScheduler never awaits listeners): log, and hand misses on."""
         market, _, kind = event.job_id.partition(":")
+        if event.code == EVENT_JOB_ERROR and isinstance(event.exception, asyncio.CancelledError):
+            # Cancelled by a stop (the slot logs `slot_cancelled`): no job error, no traceback.
+            log.warning("bell_cancelled", job=event.job_id)
+            return
         if event.code == EVENT_JOB_ERROR:
             log.error(
                 "bell_failed",

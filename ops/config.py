@@ -185,6 +185,56 @@ class HttpConfig(_Section):
 _MCP_LIMITS = McpLimits()
 
 
+#: The events `[notify]` can send (`ops.notify`).
+NotifyEvent = Literal[
+    "daemon_started",
+    "daemon_stopped",
+    "slot_trouble",
+    "cycles_missed",
+    "drawdown",
+    "budget_exhausted",
+    "health_stale",
+    "digest",
+]
+NOTIFY_EVENTS: tuple[str, ...] = NotifyEvent.__args__  # type: ignore[attr-defined]
+
+
+class NotifyConfig(_Section):
+    """`[notify]`: notifications through apprise (`ops.notify`) to `urls` (any apprise URL:
+    `tgram://`, `slack://`, `discord://`, `mailto://`, `json://` webhooks, ...) and to the URLs held
+    in the environment variables `urls_env` names (a URL with a token is a secret: keep it out of
+    the file). `events` are the ones sent (all by default). `drawdown_pct`: an agent whose NAV is
+    this far below its peak is reported once (again after it recovers); 0 never. `digest_at`: the
+    daily digest of each market's board at this UTC time (`HH:MM`; empty: none). At most one
+    notice per event and market every `min_interval_s` (clock seconds) and `max_per_hour` in all;
+    each send gives up after `timeout_s`.
+    """
+
+    urls: tuple[str, ...] = ()
+    urls_env: tuple[str, ...] = ()
+    events: tuple[NotifyEvent, ...] = NOTIFY_EVENTS  # type: ignore[assignment]
+    drawdown_pct: Annotated[float, Field(ge=0, le=100)] = 20.0
+    digest_at: str = "22:00"
+    min_interval_s: Annotated[float, Field(ge=0, le=86_400)] = 900.0
+    max_per_hour: Annotated[int, Field(ge=1, le=3_600)] = 30
+    timeout_s: Annotated[float, Field(gt=0, le=120)] = 10.0
+
+    @field_validator("urls_env")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return names
+
+    @field_validator("digest_at")
+    @classmethod
+    def _digest_time(cls, at: str) -> str:
+        if at and not _SLOT.fullmatch(at):
+            raise ValueError("use HH:MM (UTC), or an empty string for no digest")
+        return at
+
+
 class McpConfig(_Section):
     """`[mcp]`: what one token may hold of the MCP endpoint (`agents/outside/sessions.py`).
 
@@ -1115,6 +1165,7 @@ class OpenbellConfig(_Section):
     http: HttpConfig = HttpConfig()
     mcp: McpConfig = McpConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    notify: NotifyConfig = NotifyConfig()
     markets: MarketsConfig = MarketsConfig()
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
@@ -52,7 +52,6 @@ from typing import NamedTuple
 import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from sqlalchemy import Engine
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
@@ -67,7 +66,7 @@ from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
 from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
-from openbell.daemon.http import WebParts
+from openbell.daemon.http import WebFactory
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
@@ -493,10 +492,11 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 # -- live ----------------------------------------------------------------------------------
 
 
-def _web_factory(config: OpenbellConfig) -> Callable[[Engine], WebParts]:
-    """The arena's web parts over an engine, measured under the config's metrics convention."""
+def _web_factory(config: OpenbellConfig) -> WebFactory:
+    """The arena's web parts over an engine, measured under the config's metrics convention, with
+    the daemon's health on the arena page (its last-bell panel)."""
     convention = convention_named(config.metrics.convention)
-    return lambda engine: web_parts(engine, convention=convention)
+    return lambda engine, health: web_parts(engine, convention=convention, health=health)
 
 
 def live_plan(

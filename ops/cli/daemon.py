@@ -91,7 +91,22 @@ def run(
         loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s, lease_s=lease_s
     )
     stop.checkpoint("plan")
-    raise typer.Exit(run_live(plan, clock, stop=stop))
+    from dataclasses import replace
+
+    from openbell.ops.notify import from_config
+    from openbell.store.db import make_engine
+
+    engine = make_engine(loaded.store.url, redactor=plan.redactor)
+    notifications = from_config(loaded.notify, engine)
+    if notifications is not None:
+        plan = replace(plan, events=notifications.take)
+    try:
+        code = run_live(plan, clock, stop=stop)
+    finally:
+        if notifications is not None:
+            notifications.close(timeout_s=loaded.notify.timeout_s)
+        engine.dispose()
+    raise typer.Exit(code)
 
 
 def cycle(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
-from openbell.daemon.http import WebParts
+from openbell.daemon.http import HealthView, WebParts
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
@@ -21,21 +21,33 @@ from openbell.ops.web.view_worker import ViewSource, WorkerViews
 
 
 def web_routes(
-    engine: Engine, *, views: ViewSource | None = None, convention: Convention = OPENBELL
+    engine: Engine,
+    *,
+    views: ViewSource | None = None,
+    convention: Convention = OPENBELL,
+    health: HealthView | None = None,
 ) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
-    come from `views` (default: computed in the request's thread, under `convention`)."""
+    come from `views` (default: computed in the request's thread, under `convention`); `health`
+    is the daemon's, for the arena's last-bell panel (None: no daemon)."""
     memo = ViewMemo(engine, views=views, convention=convention)
-    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo)]
+    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo, health=health)]
 
 
 def web_parts(
-    engine: Engine, *, worker: bool = True, convention: Convention = OPENBELL
+    engine: Engine,
+    *,
+    worker: bool = True,
+    convention: Convention = OPENBELL,
+    health: HealthView | None = None,
 ) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
     the market views computed under `convention` in a worker process closed by the parts'
-    lifespan (in the request's thread without `worker`)."""
+    lifespan (in the request's thread without `worker`), and the daemon's `health` on the arena
+    page when a daemon serves them."""
     if not worker:
-        return WebParts(routes=web_routes(engine, convention=convention))
+        return WebParts(routes=web_routes(engine, convention=convention, health=health))
     views = WorkerViews(engine, convention)
-    return WebParts(routes=web_routes(engine, views=views), lifespans=[views.lifespan])
+    return WebParts(
+        routes=web_routes(engine, views=views, health=health), lifespans=[views.lifespan]
+    )

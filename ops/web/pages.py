@@ -11,10 +11,12 @@ kept between slots by a `ViewMemo` and the arena's boards by the ledger's versio
 each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
 lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
 `static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
-come from this package's `static/`. An agent's page also shows its factor attribution over the
-whole ledger (`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two
-slot snapshots. A page whose market views cannot be computed (the view
-worker of `ops.web.view_worker` keeps dying) is a 503 page saying so.
+come from this package's `static/`. Served by a daemon, the arena shows its last-bell panel
+(`ops.web.last_bell`: each market's slot in progress or last slot's outcome, and the next bell).
+An agent's page also shows its factor attribution over the whole ledger
+(`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two slot
+snapshots. A page whose market views cannot be computed (the view worker of
+`ops.web.view_worker` keeps dying) is a 503 page saying so.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from openbell.daemon.http import HealthView
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops.web import read_model, views
 from openbell.ops.web.attribution_view import AttributionView, attribution_view
+from openbell.ops.web.last_bell import last_bell_rows
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.view_worker import ViewWorkerFailed
 from openbell.store import queries
@@ -64,8 +68,11 @@ class _Pages:
     """The page endpoints over one engine. Plain functions: Starlette runs them in its thread
     pool, so the ledger's blocking reads never hold an event loop."""
 
-    def __init__(self, engine: Engine, memo: ViewMemo, poll_ms: int) -> None:
+    def __init__(
+        self, engine: Engine, memo: ViewMemo, poll_ms: int, health: HealthView | None = None
+    ) -> None:
         self._engine = engine
+        self._health = health
         self._memo = memo
         self._poll_ms = poll_ms
         self._templates = template_environment()
@@ -89,8 +96,9 @@ class _Pages:
     def arena(self, request: Request) -> Response:
         stamp = self._stamp()
         cached = self._arena
+        bells = None if self._health is None else last_bell_rows(self._health())
         if cached is not None and cached[0] == stamp:
-            return self._render("arena.html", stamp, boards=cached[1])
+            return self._render("arena.html", stamp, boards=cached[1], bells=bells)
         boards: list[views.ArenaBoard] = []
         try:
             for summary in read_model.markets(self._engine):
@@ -100,7 +108,7 @@ class _Pages:
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
         self._arena = (stamp, boards)
-        return self._render("arena.html", stamp, boards=boards)
+        return self._render("arena.html", stamp, boards=boards, bells=bells)
 
     def agent(self, request: Request) -> Response:
         market = str(request.path_params["market"])
@@ -147,15 +155,22 @@ def stamp_of(version: tuple[int, ...]) -> str:
 
 
 def page_routes(
-    engine: Engine, *, memo: ViewMemo | None = None, poll_interval_s: float = 5.0
+    engine: Engine,
+    *,
+    memo: ViewMemo | None = None,
+    poll_interval_s: float = 5.0,
+    health: HealthView | None = None,
 ) -> list[BaseRoute]:
     """The pages' routes over `engine`: `/`, `/markets/{market}/agents/{agent}`,
     `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live pages poll every `poll_interval_s`.
 
     `memo` keeps leaderboards and reports between slots (pass the JSON API's to share it; a new
-    one by default).
+    one by default). `health` is the daemon's `/healthz` body, for the arena's last-bell panel
+    (`ops.web.last_bell`; None: no panel).
     """
-    pages = _Pages(engine, memo or ViewMemo(engine), poll_ms=round(poll_interval_s * 1000))
+    pages = _Pages(
+        engine, memo or ViewMemo(engine), poll_ms=round(poll_interval_s * 1000), health=health
+    )
     return [
         Route("/", pages.arena, methods=["GET"], name="arena"),
         Route("/markets/{market}/agents/{agent}", pages.agent, methods=["GET"], name="agent"),

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from openbell.daemon.clock import ScaledClock
-from openbell.daemon.http import WebParts
+from openbell.daemon.http import HealthView, WebParts
 from openbell_testkit.live import START_AT, crypto_plan, migrated, running
 from openbell_testkit.offline import closed_port
 
@@ -40,7 +40,7 @@ def test_the_daemon_serves_the_ops_routes_over_its_engine_behind_the_token(
 ) -> None:
     events: list[str] = []
 
-    def web(engine: Engine) -> WebParts:
+    def web(engine: Engine, _health: HealthView) -> WebParts:
         async def accounts(_request: Request) -> Response:
             with engine.connect() as connection:
                 count = connection.execute(text("SELECT count(*) FROM account")).scalar_one()

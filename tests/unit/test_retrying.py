@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -86,7 +87,7 @@ def test_each_failed_read_is_one_event_naming_its_cause_and_symbols() -> None:
     ]  # one line per failed read, nothing else
     for event in logs:
         assert (event["source"], event["read"], event["cause"]) == ("flaky", "quote", "http_503")
-        assert event["symbols"] == ["AAPL", "MSFT"]
+        assert (event["symbols"], event["example"]) == (2, "AAPL")
         assert "interval" not in event
 
 
@@ -111,4 +112,19 @@ def test_a_failed_bars_read_names_its_interval_and_the_cause_in_its_chain() -> N
     (event,) = logs
     assert (event["event"], event["log_level"]) == ("vendor_read_failed", "error")
     assert (event["read"], event["interval"], event["cause"]) == ("bars", "1d", "dns")
-    assert event["symbols"] == ["AAPL"]  # the symbols the adapter says failed
+    assert (event["symbols"], event["example"]) == (1, "AAPL")  # those the adapter says failed
+
+
+def test_a_failed_read_of_a_whole_market_is_one_short_line() -> None:
+    """300 symbols and a vendor error spanning lines: the line says how many, one of them and the
+    error's first line, and stays short (the 2,143 characters of issue 28 listed every symbol)."""
+    symbols = [f"{code:06d}" for code in range(600000, 600300)]
+    long_error = "HTTPSConnectionPool(host='push2.eastmoney.com'): " + "x" * 900 + "\nTraceback ..."
+    source = FlakySource(failures=100, error=DataUnavailable(long_error, symbols=symbols))
+    with capture_logs() as logs, pytest.raises(DataUnavailable):
+        asyncio.run(retrying(source, SimulatedClock(SLOT), 0.5).quote(symbols, SLOT))
+    (event,) = logs
+    assert (event["symbols"], event["example"]) == (300, "600000")
+    assert event["error_message"].startswith("HTTPSConnectionPool(host='push2.eastmoney.com')")
+    assert "Traceback" not in event["error_message"]
+    assert len(json.dumps(event, default=str)) < 400

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -21,7 +21,10 @@ from openbell.daemon.clock import Clock, ScaledClock
 from openbell.daemon.live import run_live
 from openbell.daemon.plan import LEASE_S, LivePlan, MarketPlan
 from openbell.daemon.stopping import StopRequest
+from openbell.markets.domain import Bar, Quote
+from openbell.markets.errors import DataUnavailable
 from openbell.markets.replay_source import ReplaySource
+from openbell.markets.sources import ForwardingSource, MarketDataSource
 from openbell.markets.universes import load_universe
 from openbell.store import tables
 from openbell.store.db import make_engine
@@ -30,6 +33,56 @@ from openbell_testkit.migrated import migrate_to_head
 
 #: A Monday inside the bundled crypto hourly bars (they end 2025-11-10 07:00 UTC).
 START_AT = datetime(2025, 11, 3, 0, 0, tzinfo=UTC)
+
+
+#: The hour the vendor of `DarkSource` cannot be reached.
+DARK_FROM = START_AT + timedelta(hours=1)
+DARK_UNTIL = START_AT + timedelta(hours=2)
+
+
+class DarkSource(ForwardingSource):
+    """The bundled bars, with the vendor unreachable (`dns`) for reads at [`dark_from`,
+    `dark_until`) (by default DARK_FROM, DARK_UNTIL)."""
+
+    def __init__(
+        self,
+        source: MarketDataSource,
+        dark_from: datetime = DARK_FROM,
+        dark_until: datetime = DARK_UNTIL,
+    ) -> None:
+        super().__init__(source)
+        self._dark_from = dark_from
+        self._dark_until = dark_until
+
+    def _dark(self, at: datetime) -> None:
+        if self._dark_from <= at < self._dark_until:
+            raise DataUnavailable(
+                "vendor unreachable: [Errno -2] Name or service not known", cause="dns"
+            )
+
+    async def bars(
+        self, symbols: Sequence[str], interval: str, start_at: datetime, end_at: datetime
+    ) -> Mapping[str, Sequence[Bar]]:
+        self._dark(end_at)
+        return await self._source.bars(symbols, interval, start_at, end_at)
+
+    async def quote(self, symbols: Sequence[str], at: datetime) -> Mapping[str, Quote]:
+        self._dark(at)
+        return await self._source.quote(symbols, at)
+
+
+def dark_plan(
+    url: str,
+    port: int | None = None,
+    *,
+    dark: tuple[datetime, datetime] = (DARK_FROM, DARK_UNTIL),
+    **changes: Any,
+) -> LivePlan:
+    """`crypto_plan` over a `DarkSource` dark over `dark`, serving HTTP on `port` when given."""
+    plan = crypto_plan(url)
+    market = replace(plan.markets[0], source=DarkSource(plan.markets[0].source, *dark))
+    listen = None if port is None else ("127.0.0.1", port)
+    return replace(plan, markets=(market,), http_listen=listen, **changes)
 
 
 def crypto_plan(

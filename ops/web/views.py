@@ -243,12 +243,20 @@ class AgentView:
     market_title: str
     currency: str
     rank: str
+    #: The NAV of the last slot snapshot (the leaderboard's) and its instant.
     final_nav: str
+    final_nav_at: str
     benchmark: str
     chart: Markup
     metrics: tuple[tuple[str, str], ...]
     cash: str
     positions: tuple[PositionLine, ...]
+    #: The positions panel's totals: the NAV at the last marks (cash and every holding at its
+    #: newest mark) and when, and the last slot snapshot's NAV and when (the header's figure).
+    marks_nav: str = figures.MISSING
+    marks_at: str = figures.MISSING
+    slot_nav: str = figures.MISSING
+    slot_nav_at: str = figures.MISSING
     orders: tuple[OrderLine, ...]
     fills: tuple[FillLine, ...]
     cycles: tuple[CycleLine, ...]
@@ -388,6 +396,7 @@ def agent_view(
         currency=info.currency,
         rank=figures.MISSING if found.row.rank is None else str(found.row.rank),
         final_nav=figures.money(found.row.final_nav),
+        final_nav_at=instant(found.row.panel.end_at),
         benchmark=found.benchmark,
         chart=equity_chart(
             found.navs,
@@ -399,6 +408,10 @@ def agent_view(
         metrics=_metrics(found),
         cash=figures.money(holdings.cash),
         positions=_positions(holdings, step),
+        marks_nav=figures.money(holdings.nav),
+        marks_at=instant(holdings.marked_at),
+        slot_nav=figures.money(holdings.slot_nav),
+        slot_nav_at=instant(holdings.slot_nav_at),
         orders=tuple(order_line(order, order.cycle_id, step) for order in orders),
         fills=tuple(fill_line(fill, step) for fill in fills),
         cycles=tuple(cycle_line(cycle) for cycle in cycles),

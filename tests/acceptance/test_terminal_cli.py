@@ -192,7 +192,7 @@ def pct(value: float) -> str:
 COMPACT = {
     "#": None,
     "agent": None,
-    "final NAV": None,
+    "slot NAV": None,
     "return %": "cumulative_return",
     "ann. %": "annual_return",
     "Sharpe": "sharpe_ratio",
@@ -237,7 +237,7 @@ def test_the_leaderboard_fits_120_columns_and_wide_shows_the_whole_panel(ledger_
 
 
 WIDE = {
-    "final NAV": "final_nav",
+    "slot NAV": "final_nav",
     "return %": "cumulative_return",
     "ann. %": "annual_return",
     "vol %": "annual_volatility",

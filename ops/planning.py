@@ -495,7 +495,8 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 def _web_factory(config: OpenbellConfig) -> Callable[[Engine], WebParts]:
     """The arena's web parts over an engine, measured under the config's metrics convention."""
     convention = convention_named(config.metrics.convention)
-    return lambda engine: web_parts(engine, convention=convention)
+    # The daemon serving these parts writes the ledger: its pages are live.
+    return lambda engine: web_parts(engine, convention=convention, live=lambda: True)
 
 
 def live_plan(

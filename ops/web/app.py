@@ -16,26 +16,40 @@ from openbell.daemon.http import WebParts
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
-from openbell.ops.web.pages import page_routes
+from openbell.ops.web.pages import Liveness, page_routes
 from openbell.ops.web.view_worker import ViewSource, WorkerViews
 
 
+def _never() -> bool:
+    return False
+
+
 def web_routes(
-    engine: Engine, *, views: ViewSource | None = None, convention: Convention = OPENBELL
+    engine: Engine,
+    *,
+    views: ViewSource | None = None,
+    convention: Convention = OPENBELL,
+    live: Liveness = _never,
 ) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
-    come from `views` (default: computed in the request's thread, under `convention`)."""
+    come from `views` (default: computed in the request's thread, under `convention`); `live`
+    says whether a daemon writes the ledger (the pages' header says so)."""
     memo = ViewMemo(engine, views=views, convention=convention)
-    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo)]
+    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo, live=live)]
 
 
 def web_parts(
-    engine: Engine, *, worker: bool = True, convention: Convention = OPENBELL
+    engine: Engine,
+    *,
+    worker: bool = True,
+    convention: Convention = OPENBELL,
+    live: Liveness = _never,
 ) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
     the market views computed under `convention` in a worker process closed by the parts'
-    lifespan (in the request's thread without `worker`)."""
+    lifespan (in the request's thread without `worker`); `live` as for `web_routes` (the daemon
+    passes one that always says yes)."""
     if not worker:
-        return WebParts(routes=web_routes(engine, convention=convention))
+        return WebParts(routes=web_routes(engine, convention=convention, live=live))
     views = WorkerViews(engine, convention)
-    return WebParts(routes=web_routes(engine, views=views), lifespans=[views.lifespan])
+    return WebParts(routes=web_routes(engine, views=views, live=live), lifespans=[views.lifespan])

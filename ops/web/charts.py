@@ -274,10 +274,20 @@ def thin(values: Sequence[float], limit: int) -> list[float]:
     return [values[round(i * last / (limit - 1))] for i in range(limit)]
 
 
-def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
+def nav_range(series: Sequence[Sequence[NavPoint]]) -> tuple[float, float] | None:
+    """The lowest and highest NAV of all of `series` (a board's shared sparkline scale), or None
+    when they have no point."""
+    values = [float(point.nav) for navs in series for point in navs]
+    return (min(values), max(values)) if values else None
+
+
+def sparkline(
+    navs: Sequence[NavPoint], *, label: str, scale: tuple[float, float] | None = None
+) -> Markup:
     """A small line of the NAV series in trading time (one step per snapshot, at most
     `SPARK_POINTS` of them), for a table row; drawn `up` or `down` by whether the last NAV is
-    above the first."""
+    above the first. Its height spans the series' own range, or `scale` (low, high: one range
+    shared by a board's lines, so their heights compare)."""
     values = thin([float(p.nav) for p in sorted(navs, key=lambda p: p.at)], SPARK_POINTS)
     head = (
         f'<svg class="spark" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" role="img" '
@@ -285,7 +295,7 @@ def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
     )
     if len(values) < 2:
         return _svg(f"{head}</svg>")
-    low, high = min(values), max(values)
+    low, high = scale if scale is not None else (min(values), max(values))
     spread = high - low
     step = (SPARK_WIDTH - 2) / (len(values) - 1)
     coords = " ".join(

@@ -93,6 +93,21 @@ class _Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ApiRoute(_Document):
+    path: str = Field(description="The path template, `{name}` for a path parameter.")
+    method: Literal["GET"]
+    summary: str
+
+
+class ApiIndex(_Document):
+    """`GET /api/v1/`: the API's routes."""
+
+    api: str
+    version: str
+    openapi: str = Field(description="The path of the OpenAPI 3.1 document.")
+    routes: list[ApiRoute]
+
+
 class ErrorDetail(_Document):
     code: str = Field(description="`not_found`, `bad_request` or `method_not_allowed`.")
     message: str

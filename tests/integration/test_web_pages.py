@@ -148,9 +148,7 @@ def test_the_agent_page_links_each_order_and_fill_to_its_cycle(
 def test_the_agent_page_shows_its_factor_attribution(client: TestClient, built: Built) -> None:
     html = client.get("/markets/us/agents/gamma").text
     section = html.split('<section class="card attribution">', 1)[1].split("</section>", 1)[0]
-    rows = re.findall(
-        r"<tr><td[^>]*>(\w+)</td><td class=\"num\"[^>]*>([-\d.]+)</td>", section
-    )
+    rows = re.findall(r"<tr><td[^>]*>(\w+)</td><td class=\"num\"[^>]*>([-\d.]+)</td>", section)
     parts = [part for part, _ in rows]
     assert parts[0] == "market"
     assert parts[-3:] == ["selection", "trading", "total"]

@@ -12,8 +12,8 @@ import pytest
 
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import (
-    SPARK_POINTS,
     SPARK_HEIGHT,
+    SPARK_POINTS,
     drawdown,
     equity_chart,
     nav_range,

@@ -6,9 +6,9 @@ time, not wall-clock time: every instant any series of a chart has is one step o
 (`ops.trading_time.TradingAxis`), so the hours a market is closed (nights, weekends, holidays,
 lunch breaks) take no room and no line is drawn across them; the axis is labelled with the
 session dates (in the market's time zone) where a new session starts. NAVs become floats here,
-for drawing only. Every text drawn (labels, dates, figures) is escaped; the SVG is styled by class names from the
-pages' stylesheet, never by inline styles, so a Content-Security-Policy without `'unsafe-inline'`
-holds.
+for drawing only. Every text drawn (labels, dates, figures) is escaped; the SVG is styled by
+class names from the pages' stylesheet, never by inline styles, so a Content-Security-Policy
+without `'unsafe-inline'` holds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ version's head, a damaged SQLite file or an empty one refused), and serves
 `ops.web.app.web_parts` (the market views computed in a worker process, shut down with the
 server) on `--listen` (else the config's `[http] listen`) under the config's `[http]` rules
 (loopback unless `allow_remote`, the read token of `read_token_env`) until SIGINT or SIGTERM,
-which end it with exit 0. `/healthz` (`ops.web.health`) says whether the ledger answers and
+which end it with exit 0. `/healthz` (`ops.web.serve_health`) says whether the ledger answers and
 whether a daemon writes it (the pages' "live" mark follows the same probe,
 `daemon.locks.daemon_writes`); there is no `/metrics`: no daemon runs here. Like `run`, it keeps
 both signals caught (`app.py`).
@@ -106,7 +106,7 @@ async def _serve(
     from openbell.daemon.locks import daemon_writes
     from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
-    from openbell.ops.web.health import serve_health_routes
+    from openbell.ops.web.serve_health import serve_health_routes
 
     url = store_url or engine.url.render_as_string(hide_password=False)
     live = functools.partial(daemon_writes, url)

@@ -2,7 +2,7 @@
 
 This module owns the command and its table: one table per account (agent, market, currency) with a
 row per open position (quantity to the market's step, average cost, last mark and when it was
-taken, value, weight of the NAV), a `cash` row, a `total` row (the NAV at the last marks: each
+taken, value, weight of the NAV), a `cash` row, a `total (last marks)` row (the NAV at the last marks: each
 holding at its newest mark, a slot's or a session close's, stamped with the newest) and a `NAV at
 last slot` row (the last slot snapshot's NAV, the leaderboard's final NAV, stamped), figures
 rounded as `ops.figures` rounds them; `--format json|csv` writes the exact records of
@@ -71,7 +71,7 @@ def positions_table(account: AccountHoldings) -> Table:
     )
     nav = account.nav
     table.add_row(
-        "total (NAV at last marks)",
+        "total (last marks)",
         "",
         "",
         "",

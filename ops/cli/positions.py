@@ -2,11 +2,11 @@
 
 This module owns the command and its table: one table per account (agent, market, currency) with a
 row per open position (quantity to the market's step, average cost, last mark and when it was
-taken, value, weight of the NAV), a `cash` row, a `total (last marks)` row (the NAV at the last marks: each
-holding at its newest mark, a slot's or a session close's, stamped with the newest) and a `NAV at
-last slot` row (the last slot snapshot's NAV, the leaderboard's final NAV, stamped), figures
-rounded as `ops.figures` rounds them; `--format json|csv` writes the exact records of
-`ops.exporting`. Reads the ledger only (`store.holdings`).
+taken, value, weight of the NAV), a `cash` row, a `total (last marks)` row (the NAV at the last
+marks: each holding at its newest mark, a slot's or a session close's, stamped with the newest)
+and a `NAV at last slot` row (the last slot snapshot's NAV, the leaderboard's final NAV,
+stamped), figures rounded as `ops.figures` rounds them; `--format json|csv` writes the exact
+records of `ops.exporting`. Reads the ledger only (`store.holdings`).
 """
 
 from __future__ import annotations

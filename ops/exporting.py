@@ -250,6 +250,7 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "rank": found.row.rank,
         "composite": found.row.ranking.composite,
         "final_nav": decimal_text(found.row.final_nav) if found.row.final_nav is not None else None,
+        "final_nav_valuation": NAV_AT_LAST_SLOT,
         **_panel(found.row.panel),
         **_behaviour(found.behaviour),
         "forecasts": found.forecasts,

@@ -351,6 +351,9 @@ class Metrics(_Document):
     rank: int | None
     composite: float | None
     final_nav: DecimalText | None
+    final_nav_valuation: Literal["last_slot"] = Field(
+        description="Which valuation `final_nav` is: the account's last slot snapshot."
+    )
     periods: int
     start_at: Instant | None
     end_at: Instant | None

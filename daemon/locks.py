@@ -77,6 +77,30 @@ class DaemonLock:
         return self._fd is not None
 
 
+def daemon_writes(store_url: str) -> bool:
+    """Whether a live daemon holds the lock of the SQLite ledger at `store_url` now: its lock file
+    names a process of role "daemon" that is alive. Reads the file only (taking even a shared
+    lock could make a starting daemon fail). False for Postgres, whose daemons hold no file lock,
+    and for a replay's lock."""
+    path = DaemonLock(store_url).path
+    if path is None:
+        return False
+    try:
+        named = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return False
+    pid, _, role = named.partition(" ")
+    if role != "daemon" or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except PermissionError:
+        return True  # alive, another user's
+    except OSError:
+        return False  # gone (killed without emptying its lock file)
+    return True
+
+
 def _holder(fd: int) -> str:
     """The "pid role" a lock file names; its holder writes it just after taking the lock, so an
     empty file is read again for up to `HOLDER_WAIT_S`."""

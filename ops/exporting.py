@@ -30,7 +30,12 @@ from openbell.ops.return_metrics import LongShort, Panel
 from openbell.store.account_history import AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.exports import Cell
-from openbell.store.holdings import AccountHoldings, Holding
+from openbell.store.holdings import (
+    NAV_AT_LAST_MARKS,
+    NAV_AT_LAST_SLOT,
+    AccountHoldings,
+    Holding,
+)
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace
 
@@ -199,7 +204,8 @@ def convention_record(convention: Convention) -> dict[str, JsonValue]:
 
 def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
     """A leaderboard as a record: its market, metrics convention, window, annualisation,
-    benchmark and rows, its groups of repeated runs and its bootstrap (`ops.interval_records`)."""
+    benchmark, the valuation its rows' `final_nav` is (`final_nav_valuation`: the last slot
+    snapshot's) and rows, its groups of repeated runs and its bootstrap (`ops.interval_records`)."""
     return {
         "market": board.market,
         "convention": convention_record(board.convention),
@@ -209,6 +215,7 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "periods_per_year": board.periods_per_year,
         "benchmark": board.benchmark,
         "currency": board.currency,
+        "final_nav_valuation": NAV_AT_LAST_SLOT,
         "rows": [row_record(row) for row in board.rows],
         "seed_groups": [seed_group_record(group) for group in board.seed_groups],
         "bootstrap": bootstrap_record(board.bootstrap),
@@ -243,6 +250,7 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "rank": found.row.rank,
         "composite": found.row.ranking.composite,
         "final_nav": decimal_text(found.row.final_nav) if found.row.final_nav is not None else None,
+        "final_nav_valuation": NAV_AT_LAST_SLOT,
         **_panel(found.row.panel),
         **_behaviour(found.behaviour),
         "forecasts": found.forecasts,
@@ -382,7 +390,9 @@ def holding_record(account: AccountHoldings, holding: Holding) -> dict[str, Json
 
 
 def positions_record(account: AccountHoldings) -> dict[str, Any]:
-    """An account's cash, NAV at the last marks and holdings as a record."""
+    """An account's cash, NAV at the last marks (`nav`, valued at `nav_at`, named by
+    `nav_valuation`), the NAV of its last slot snapshot (`slot_nav` at `slot_nav_at`: the
+    leaderboard's final NAV) and holdings as a record."""
     return {
         "account_id": account.account_id,
         "market": account.market,
@@ -391,6 +401,10 @@ def positions_record(account: AccountHoldings) -> dict[str, Any]:
         "cash": decimal_text(account.cash),
         "cash_weight": _float(account.weight(account.cash)),
         "nav": _decimal(account.nav),
+        "nav_valuation": NAV_AT_LAST_MARKS,
+        "nav_at": _instant(account.marked_at),
+        "slot_nav": _decimal(account.slot_nav),
+        "slot_nav_at": _instant(account.slot_nav_at),
         "positions": [holding_record(account, holding) for holding in account.holdings],
     }
 

@@ -496,7 +496,10 @@ def _web_factory(config: OpenbellConfig) -> WebFactory:
     """The arena's web parts over an engine, measured under the config's metrics convention, with
     the daemon's health on the arena page (its last-bell panel)."""
     convention = convention_named(config.metrics.convention)
-    return lambda engine, health: web_parts(engine, convention=convention, health=health)
+    # The daemon serving these parts writes the ledger: its pages are live.
+    return lambda engine, health: web_parts(
+        engine, convention=convention, live=lambda: True, health=health
+    )
 
 
 def live_plan(

@@ -8,6 +8,13 @@ A holding's value is its quantity at that mark, by the money rule (`round_money`
 values it (negative for a short), and its weight is that value over the account's NAV at the last
 marks (cash plus every value); a holding never marked yet has neither, and then the account has
 no NAV. Reads only; money stays `Decimal`.
+
+Two valuations of an account are current at once, and each surface names the one it shows
+(`NAV_AT_LAST_MARKS`, `NAV_AT_LAST_SLOT`): the NAV at the last marks (`AccountHoldings.nav`, each
+holding at its newest mark, which after a session's close is the close snapshot's), and the NAV
+of the account's last slot snapshot (`AccountHoldings.slot_nav`, what the leaderboard's final NAV
+is). They differ when a session closed after the last slot (crypto's midnight close, a market's
+close after its last hourly slot); both are read here so a page can show them side by side.
 """
 
 from __future__ import annotations
@@ -21,8 +28,14 @@ from sqlalchemy import Connection, Engine, and_, func, select
 from sqlmodel import col
 
 from openbell.markets.domain import round_money
+from openbell.store.records import SnapshotKind
 from openbell.store.rows import row_id
 from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
+
+#: The name of `AccountHoldings.nav`'s valuation: each holding at its newest mark.
+NAV_AT_LAST_MARKS = "last_marks"
+#: The name of the valuation of the account's last slot snapshot (the leaderboard's final NAV).
+NAV_AT_LAST_SLOT = "last_slot"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +68,15 @@ class AccountHoldings:
     currency: str
     cash: Decimal
     holdings: tuple[Holding, ...]
+    #: The NAV of the account's newest slot snapshot and its instant (None before its first).
+    slot_nav: Decimal | None = None
+    slot_nav_at: datetime | None = None
+
+    @property
+    def marked_at(self) -> datetime | None:
+        """The newest mark of any holding: the instant `nav` is valued at (None without one)."""
+        found = [holding.marked_at for holding in self.holdings if holding.marked_at is not None]
+        return max(found) if found else None
 
     @property
     def nav(self) -> Decimal | None:
@@ -102,6 +124,7 @@ def account_holdings(
             .order_by(col(PositionRow.account_id), col(PositionRow.symbol))
         ).all()
         marks = _last_marks(connection, ids)
+        slot_navs = _last_slot_navs(connection, ids)
     currencies = {row_id(row[0]): row[3] for row in found}
     held: dict[int, list[Holding]] = {}
     for account_id, symbol, quantity, cost in positions:
@@ -128,6 +151,8 @@ def account_holdings(
                 currency=currency,
                 cash=cash,
                 holdings=tuple(held.get(row_id(account_id), ())),
+                slot_nav=slot_navs.get(row_id(account_id), (None, None))[0],
+                slot_nav_at=slot_navs.get(row_id(account_id), (None, None))[1],
             )
             for account_id, name, market_name, currency, cash in found
         ),
@@ -164,3 +189,29 @@ def _last_marks(
         )
     ).all()
     return {(account_id, symbol): (price, at) for account_id, symbol, price, at in rows}
+
+
+def _last_slot_navs(
+    connection: Connection, ids: Sequence[int]
+) -> dict[int, tuple[Decimal, datetime]]:
+    """The NAV and instant of the newest slot snapshot of each of accounts `ids` that has one."""
+    snapshot = NavSnapshotRow
+    slot = col(snapshot.kind) == SnapshotKind.SLOT.value
+    latest = (
+        select(col(snapshot.account_id).label("account_id"), func.max(col(snapshot.at)).label("at"))
+        .where(col(snapshot.account_id).in_(ids), slot)
+        .group_by(col(snapshot.account_id))
+        .subquery()
+    )
+    rows = connection.execute(
+        select(col(snapshot.account_id), col(snapshot.nav), col(snapshot.at))
+        .join(
+            latest,
+            and_(
+                col(snapshot.account_id) == latest.c.account_id,
+                col(snapshot.at) == latest.c.at,
+            ),
+        )
+        .where(slot)
+    ).all()
+    return {row_id(account_id): (nav, at) for account_id, nav, at in rows}

@@ -2,15 +2,18 @@
 
 This module owns the command and its table: one table per account (agent, market, currency) with a
 row per open position (quantity to the market's step, average cost, last mark and when it was
-taken, value, weight of the NAV), a `cash` row and a `total` row (the NAV at the last marks),
-figures rounded as `ops.figures` rounds them; `--format json|csv` writes the exact records of
-`ops.exporting`. Reads the ledger only (`store.holdings`).
+taken, value, weight of the NAV), a `cash` row, a `total (last marks)` row (the NAV at the last
+marks: each holding at its newest mark, a slot's or a session close's, stamped with the newest)
+and a `NAV at last slot` row (the last slot snapshot's NAV, the leaderboard's final NAV,
+stamped), figures rounded as `ops.figures` rounds them; `--format json|csv` writes the exact
+records of `ops.exporting`. Reads the ledger only (`store.holdings`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -59,7 +62,7 @@ def positions_table(account: AccountHoldings) -> Table:
             figures.quantity(holding.quantity, step),
             figures.price(exporting.avg_cost(holding)),
             figures.price(holding.last_mark),
-            figures.MISSING if holding.marked_at is None else f"{holding.marked_at:%Y-%m-%d %H:%M}",
+            _at(holding.marked_at),
             figures.money(holding.value),
             _weight(account, holding.value),
         )
@@ -68,9 +71,24 @@ def positions_table(account: AccountHoldings) -> Table:
     )
     nav = account.nav
     table.add_row(
-        "total", "", "", "", "", figures.money(nav), figures.percent(None if nav is None else 1.0)
+        "total (last marks)",
+        "",
+        "",
+        "",
+        _at(account.marked_at),
+        figures.money(nav),
+        figures.percent(None if nav is None else 1.0),
     )
+    if account.slot_nav is not None:
+        # The leaderboard's final NAV: named beside the total, which it differs from when a
+        # session closed after the last slot.
+        slot_nav = figures.money(account.slot_nav)
+        table.add_row("NAV at last slot", "", "", "", _at(account.slot_nav_at), slot_nav)
     return table
+
+
+def _at(instant: datetime | None) -> str:
+    return figures.MISSING if instant is None else f"{instant:%Y-%m-%d %H:%M}"
 
 
 def print_positions(accounts: list[AccountHoldings], fmt: TableFormat, stream: TextIO) -> None:

@@ -105,7 +105,7 @@ def _window(
 
 #: The leaderboard's columns: header and record key (`exporting.LEADERBOARD_KEYS`), in order.
 WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("#", "rank"), ("agent", "name"), ("final NAV", "final_nav"),
+    ("#", "rank"), ("agent", "name"), ("slot NAV", "final_nav"),
     ("return %", "cumulative_return"), ("ann. %", "annual_return"),
     ("vol %", "annual_volatility"), ("Sharpe", "sharpe_ratio"), ("Sortino", "sortino_ratio"),
     ("max DD %", "max_drawdown"), ("Calmar", "calmar_ratio"), ("excess %", "excess_return"),
@@ -119,6 +119,11 @@ WIDE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("cost/dec.", "cost_per_decision"),
     ("ret./$", "return_per_dollar"),
 )  # fmt: skip
+#: What the `slot NAV` column is, under every board (the caption).
+SLOT_NAV_NOTE = (
+    "slot NAV: each account's NAV in its last slot snapshot (`openbell positions` also shows "
+    "the NAV at the last marks, a later session close's)"
+)
 #: The columns a board with a shorting account adds (compact and wide): mean gross and net
 #: exposure and the borrow cost (`exporting.LONG_SHORT_KEYS`); other boards do not show them.
 LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -151,7 +156,7 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
 
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
-    caption = board.convention.describe()
+    caption = f"{board.convention.describe()}\n{SLOT_NAV_NOTE}"
     table = Table(
         title=(
             f"{board.market} leaderboard ({board.cadence}, benchmark {board.benchmark}, "

@@ -6,8 +6,10 @@ version's head, a damaged SQLite file or an empty one refused), and serves
 `ops.web.app.web_parts` (the market views computed in a worker process, shut down with the
 server) on `--listen` (else the config's `[http] listen`) under the config's `[http]` rules
 (loopback unless `allow_remote`, the read token of `read_token_env`) until SIGINT or SIGTERM,
-which end it with exit 0. There is no `/healthz` or `/metrics`: no daemon runs. Like `run`, it
-keeps both signals caught (`app.py`).
+which end it with exit 0. `/healthz` (`ops.web.serve_health`) says whether the ledger answers and
+whether a daemon writes it (the pages' "live" mark follows the same probe,
+`daemon.locks.daemon_writes`); there is no `/metrics`: no daemon runs here. Like `run`, it keeps
+both signals caught (`app.py`).
 """
 
 from __future__ import annotations
@@ -58,7 +60,16 @@ def serve_command(
     import asyncio  # here: `openbell --help` does not pay for it
 
     try:
-        asyncio.run(_serve(engine, http, read_token, state.stop, loaded.metrics.convention))
+        asyncio.run(
+            _serve(
+                engine,
+                http,
+                read_token,
+                state.stop,
+                loaded.metrics.convention,
+                store_url=loaded.store.url,
+            )
+        )
     finally:
         engine.dispose()
 
@@ -85,19 +96,26 @@ async def _serve(
     read_token: str | None,
     stop: StopRequest,
     convention: str = "openbell",
+    *,
+    store_url: str | None = None,
 ) -> None:
     import asyncio
+    import functools
 
     from openbell.daemon.http import serve_http
+    from openbell.daemon.locks import daemon_writes
     from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
+    from openbell.ops.web.serve_health import serve_health_routes
 
-    parts = web_parts(engine, convention=convention_named(convention))
+    url = store_url or engine.url.render_as_string(hide_password=False)
+    live = functools.partial(daemon_writes, url)
+    parts = web_parts(engine, convention=convention_named(convention), live=live)
     server = await serve_http(
         http.host,
         http.port,
         routes=parts.routes,
-        open_routes=parts.open_routes,
+        open_routes=[*serve_health_routes(engine, live), *parts.open_routes],
         lifespans=parts.lifespans,
         allow_remote=http.allow_remote,
         read_token=read_token,

@@ -54,7 +54,7 @@ from openbell.ops.concordance.record import (
 )
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
-from openbell.ops.web.openapi import openapi_document
+from openbell.ops.web.openapi import openapi_document, route_index
 from openbell.ops.web.read_model import Window
 from openbell.ops.web.schemas import CycleQuery, IdPageQuery, SlotPageQuery, WindowQuery
 from openbell.ops.web.view_worker import ViewWorkerFailed
@@ -276,6 +276,9 @@ class _Api:
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def index(self, request: Request) -> Response:
+        return JSONResponse(route_index())
+
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     return error_response(404, "not_found", str(exc))
@@ -306,6 +309,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
     api = _Api(engine, ViewMemo(engine) if memo is None else memo)
     account = "/agents/{agent}/{market}"
     routes = [
+        Route("/", api.index, methods=["GET"]),
         Route("/markets", api.markets, methods=["GET"]),
         Route("/leaderboard/{market}", api.leaderboard, methods=["GET"]),
         Route(account, api.account, methods=["GET"]),

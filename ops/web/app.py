@@ -16,8 +16,12 @@ from openbell.daemon.http import HealthView, WebParts
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
-from openbell.ops.web.pages import page_routes
+from openbell.ops.web.pages import Liveness, page_routes
 from openbell.ops.web.view_worker import ViewSource, WorkerViews
+
+
+def _never() -> bool:
+    return False
 
 
 def web_routes(
@@ -25,13 +29,16 @@ def web_routes(
     *,
     views: ViewSource | None = None,
     convention: Convention = OPENBELL,
+    live: Liveness = _never,
     health: HealthView | None = None,
 ) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
-    come from `views` (default: computed in the request's thread, under `convention`); `health`
-    is the daemon's, for the arena's last-bell panel (None: no daemon)."""
+    come from `views` (default: computed in the request's thread, under `convention`); `live`
+    says whether a daemon writes the ledger (the pages' header says so); `health` is the
+    daemon's, for the arena's last-bell panel (None: no daemon)."""
     memo = ViewMemo(engine, views=views, convention=convention)
-    return [*api_routes(engine, memo=memo), *page_routes(engine, memo=memo, health=health)]
+    pages = page_routes(engine, memo=memo, live=live, health=health)
+    return [*api_routes(engine, memo=memo), *pages]
 
 
 def web_parts(
@@ -39,15 +46,18 @@ def web_parts(
     *,
     worker: bool = True,
     convention: Convention = OPENBELL,
+    live: Liveness = _never,
     health: HealthView | None = None,
 ) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
     the market views computed under `convention` in a worker process closed by the parts'
-    lifespan (in the request's thread without `worker`), and the daemon's `health` on the arena
-    page when a daemon serves them."""
+    lifespan (in the request's thread without `worker`); `live` as for `web_routes` (the daemon
+    passes one that always says yes), and the daemon's `health` on the arena page when a daemon
+    serves them."""
     if not worker:
-        return WebParts(routes=web_routes(engine, convention=convention, health=health))
+        return WebParts(routes=web_routes(engine, convention=convention, live=live, health=health))
     views = WorkerViews(engine, convention)
     return WebParts(
-        routes=web_routes(engine, views=views, health=health), lifespans=[views.lifespan]
+        routes=web_routes(engine, views=views, live=live, health=health),
+        lifespans=[views.lifespan],
     )

@@ -3,12 +3,12 @@ benchmark with its drawdown panel.
 
 This module owns turning NAV series into SVG markup, as pure functions. The x axis is trading
 time, not wall-clock time: every instant any series of a chart has is one step of the axis
-(`TradingAxis`), so the hours a market is closed (nights, weekends, holidays, lunch breaks) take
-no room and no line is drawn across them; the axis is labelled with the session dates (in the
-market's time zone) where a new session starts. NAVs become floats here, for drawing only.
-Every text drawn (labels, dates, figures) is escaped; the SVG is styled by class names from the
-pages' stylesheet, never by inline styles, so a Content-Security-Policy without `'unsafe-inline'`
-holds.
+(`ops.trading_time.TradingAxis`), so the hours a market is closed (nights, weekends, holidays,
+lunch breaks) take no room and no line is drawn across them; the axis is labelled with the
+session dates (in the market's time zone) where a new session starts. NAVs become floats here,
+for drawing only. Every text drawn (labels, dates, figures) is escaped; the SVG is styled by
+class names from the pages' stylesheet, never by inline styles, so a Content-Security-Policy
+without `'unsafe-inline'` holds.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
 from decimal import Decimal
-from zoneinfo import ZoneInfo
 
 from markupsafe import Markup, escape
 
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.trading_time import TradingAxis, date_labels, trading_axis
+
+__all__ = ["TradingAxis", "equity_chart", "nav_range", "sparkline", "thin", "trading_axis"]
 
 #: The equity chart's size in SVG user units (it scales to the page's width).
 CHART_WIDTH = 800
@@ -50,35 +51,6 @@ def _svg(text: str) -> Markup:
     return Markup(text)  # noqa: S704  (every text in it was escaped where it was written)
 
 
-@dataclass(frozen=True, slots=True)
-class TradingAxis:
-    """The x axis in trading time: one step per instant, sessions labelled by their local date.
-
-    `steps` are the instants in order; `sessions` the index of the first step of each session
-    with its date in the market's time zone.
-    """
-
-    steps: tuple[datetime, ...]
-    sessions: tuple[tuple[int, date], ...]
-
-    def positions(self) -> dict[datetime, int]:
-        """Each instant's step."""
-        return {at: i for i, at in enumerate(self.steps)}
-
-
-def trading_axis(instants: Sequence[datetime], timezone: str) -> TradingAxis:
-    """The trading-time axis of `instants` (any order, duplicates allowed), with sessions split
-    where the local date in `timezone` changes."""
-    steps = tuple(sorted(set(instants)))
-    zone = ZoneInfo(timezone)
-    sessions: list[tuple[int, date]] = []
-    for i, at in enumerate(steps):
-        day = at.astimezone(zone).date()
-        if not sessions or sessions[-1][1] != day:
-            sessions.append((i, day))
-    return TradingAxis(steps=steps, sessions=tuple(sessions))
-
-
 def drawdown(values: Sequence[Decimal]) -> list[float]:
     """The drawdown at each point: its value over the running peak so far, minus one (<= 0)."""
     out: list[float] = []
@@ -87,15 +59,6 @@ def drawdown(values: Sequence[Decimal]) -> list[float]:
         peak = value if peak is None or value > peak else peak
         out.append(float(value / peak) - 1.0 if peak > 0 else 0.0)
     return out
-
-
-def _date_labels(axis: TradingAxis, limit: int = MAX_DATE_LABELS) -> list[tuple[int, date]]:
-    """At most `limit` session starts, evenly picked, the first always among them."""
-    sessions = list(axis.sessions)
-    if len(sessions) <= limit:
-        return sessions
-    stride = -(-len(sessions) // limit)
-    return sessions[::stride]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +132,7 @@ def _session_marks(frame: _Frame, axis: TradingAxis, *, dated: bool) -> str:
     """A faint line at each labelled session start, with its date under the panel if `dated`."""
     parts: list[str] = []
     bottom = frame.top + frame.height
-    for step, day in _date_labels(axis):
+    for step, day in date_labels(axis, MAX_DATE_LABELS):
         x = frame.x(step)
         parts.append(
             f'<line class="session" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top:.1f}" '
@@ -274,10 +237,20 @@ def thin(values: Sequence[float], limit: int) -> list[float]:
     return [values[round(i * last / (limit - 1))] for i in range(limit)]
 
 
-def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
+def nav_range(series: Sequence[Sequence[NavPoint]]) -> tuple[float, float] | None:
+    """The lowest and highest NAV of all of `series` (a board's shared sparkline scale), or None
+    when they have no point."""
+    values = [float(point.nav) for navs in series for point in navs]
+    return (min(values), max(values)) if values else None
+
+
+def sparkline(
+    navs: Sequence[NavPoint], *, label: str, scale: tuple[float, float] | None = None
+) -> Markup:
     """A small line of the NAV series in trading time (one step per snapshot, at most
     `SPARK_POINTS` of them), for a table row; drawn `up` or `down` by whether the last NAV is
-    above the first."""
+    above the first. Its height spans the series' own range, or `scale` (low, high: one range
+    shared by a board's lines, so their heights compare)."""
     values = thin([float(p.nav) for p in sorted(navs, key=lambda p: p.at)], SPARK_POINTS)
     head = (
         f'<svg class="spark" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" role="img" '
@@ -285,7 +258,7 @@ def sparkline(navs: Sequence[NavPoint], *, label: str) -> Markup:
     )
     if len(values) < 2:
         return _svg(f"{head}</svg>")
-    low, high = min(values), max(values)
+    low, high = scale if scale is not None else (min(values), max(values))
     spread = high - low
     step = (SPARK_WIDTH - 2) / (len(values) - 1)
     coords = " ".join(

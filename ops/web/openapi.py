@@ -65,6 +65,7 @@ _SLOT_CURSOR = _parameter(
 
 #: Each path: (summary, parameters, response model).
 _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
+    "/api/v1/": ("This index: every route of the API with what it returns.", [], schemas.ApiIndex),
     "/api/v1/markets": ("The markets with accounts.", [], schemas.Markets),
     "/api/v1/leaderboard/{market}": (
         (
@@ -158,6 +159,21 @@ def _operation(summary: str, parameters: list[dict[str, Any]], model: str) -> di
                 "405": _error("Only GET and HEAD are served."),
             },
         }
+    }
+
+
+@functools.cache
+def route_index() -> dict[str, Any]:
+    """The document of `GET /api/v1/`: each route's path template and summary, in order, and
+    where the OpenAPI document is."""
+    return {
+        "api": "openbell arena API",
+        "version": "1",
+        "openapi": "/api/v1/openapi.json",
+        "routes": [
+            {"path": path, "method": "GET", "summary": summary}
+            for path, (summary, _parameters, _model) in _PATHS.items()
+        ],
     }
 
 

@@ -1,4 +1,5 @@
-"""The arena's web pages: the arena, an agent's page and a cycle's page, rendered on the server.
+"""The arena's web pages: the arena, a market's page, an agent's page and a cycle's page, rendered
+on the server.
 
 This module owns the pages' routes (`page_routes`), their rendering and the headers they are sent
 with. Templates are Jinja2 files of this package, loaded with autoescape on for every template,
@@ -11,16 +12,19 @@ kept between slots by a `ViewMemo` and the arena's boards by the ledger's versio
 each page names `/live/stamp`, the ledger's version (`store.queries.ledger_version`: index
 lookups that change when a slot writes to the ledger or a cycle finishes), and the vendored
 `static/live.js` polls it and swaps in the page's fresh `<main>` when it changes. Static files
-come from this package's `static/`. Served by a daemon, the arena shows its last-bell panel
-(`ops.web.last_bell`: each market's slot in progress or last slot's outcome, and the next bell).
-An agent's page also shows its factor attribution over the whole ledger
-(`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two slot
-snapshots. A page whose market views cannot be computed (the view worker of
-`ops.web.view_worker` keeps dying) is a 503 page saying so.
+come from this package's `static/`. An agent's page also shows its factor attribution over the
+whole ledger (`ops.web.attribution_view`), kept by the memo too; none while it has fewer than two
+slot snapshots. Served by a daemon, the arena shows its last-bell panel (`ops.web.last_bell`:
+each market's slot in progress or last slot's outcome, and the next bell). A page whose market
+views cannot be computed (the view worker of `ops.web.view_worker` keeps dying) is a 503 page
+saying so. The header shows "live" only
+while a daemon writes the ledger (`Liveness`), "read-only ledger" otherwise; `?spark=shared` draws
+a board's sparklines on one scale, so their heights compare.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -32,6 +36,8 @@ from starlette.staticfiles import StaticFiles
 
 from openbell.daemon.http import HealthView
 from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.ops.reports import Leaderboard
+from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web import read_model, views
 from openbell.ops.web.attribution_view import AttributionView, attribution_view
 from openbell.ops.web.last_bell import last_bell_rows
@@ -64,26 +70,48 @@ def template_environment() -> Environment:
     )
 
 
+#: Whether a daemon writes the ledger the pages show, asked at each page: the daemon's own
+#: server says yes; `openbell serve` asks the ledger's lock (`daemon.locks.daemon_writes`).
+Liveness = Callable[[], bool]
+#: The `spark` query value that draws a board's sparklines on one shared scale.
+SHARED_SCALE = "shared"
+
+
+def _read_only() -> bool:
+    return False
+
+
+#: What the arena keeps between requests of one ledger version: each market's summary, board and
+#: NAV curves (the views are built per request: the sparklines' scale is the visitor's choice).
+_ArenaInputs = list[tuple[read_model.MarketSummary, Leaderboard, Mapping[str, Sequence[NavPoint]]]]
+
+
 class _Pages:
     """The page endpoints over one engine. Plain functions: Starlette runs them in its thread
     pool, so the ledger's blocking reads never hold an event loop."""
 
     def __init__(
-        self, engine: Engine, memo: ViewMemo, poll_ms: int, health: HealthView | None = None
+        self,
+        engine: Engine,
+        memo: ViewMemo,
+        poll_ms: int,
+        live: Liveness,
+        health: HealthView | None = None,
     ) -> None:
         self._engine = engine
         self._health = health
         self._memo = memo
         self._poll_ms = poll_ms
+        self._live = live
         self._templates = template_environment()
-        self._arena: tuple[str, list[views.ArenaBoard]] | None = None
+        self._arena: tuple[str, _ArenaInputs] | None = None
 
     def _stamp(self) -> str:
         return stamp_of(queries.ledger_version(self._engine))
 
     def _render(self, name: str, stamp: str, status: int = 200, **context: Any) -> HTMLResponse:
         body = self._templates.get_template(name).render(
-            stamp=stamp, poll_ms=self._poll_ms, **context
+            stamp=stamp, poll_ms=self._poll_ms, live=self._live(), **context
         )
         return HTMLResponse(body, status_code=status, headers=PAGE_HEADERS)
 
@@ -93,22 +121,50 @@ class _Pages:
     def _unavailable(self, stamp: str, exc: ViewWorkerFailed) -> HTMLResponse:
         return self._render("unavailable.html", stamp, status=503, message=str(exc))
 
-    def arena(self, request: Request) -> Response:
-        stamp = self._stamp()
+    def _arena_inputs(self, stamp: str) -> _ArenaInputs:
+        """Every market's summary, board and curves at ledger version `stamp` (kept until the
+        ledger changes)."""
         cached = self._arena
-        bells = None if self._health is None else last_bell_rows(self._health())
         if cached is not None and cached[0] == stamp:
-            return self._render("arena.html", stamp, boards=cached[1], bells=bells)
-        boards: list[views.ArenaBoard] = []
+            return cached[1]
+        found: _ArenaInputs = []
+        for summary in read_model.markets(self._engine):
+            board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
+            curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
+            found.append((summary, board, curves))
+        self._arena = (stamp, found)
+        return found
+
+    def arena(self, request: Request) -> Response:
+        return self._boards(request, market=None)
+
+    def market(self, request: Request) -> Response:
+        return self._boards(request, market=str(request.path_params["market"]))
+
+    def _boards(self, request: Request, market: str | None) -> Response:
+        """The arena page: every market's board, or `market`'s alone (a 404 without one)."""
+        stamp = self._stamp()
+        shared = request.query_params.get("spark") == SHARED_SCALE
         try:
-            for summary in read_model.markets(self._engine):
-                board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
-                curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
-                boards.append(views.arena_board(summary, board, curves))
+            inputs = self._arena_inputs(stamp)
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
-        self._arena = (stamp, boards)
-        return self._render("arena.html", stamp, boards=boards, bells=bells)
+        boards = [
+            views.arena_board(summary, board, curves, shared_scale=shared)
+            for summary, board, curves in inputs
+            if market is None or summary.market == market
+        ]
+        if market is not None and not boards:
+            return self._missing(stamp, f"No accounts in market {market!r}.")
+        return self._render(
+            "arena.html",
+            stamp,
+            boards=boards,
+            market=None if market is None else views.market_title(market),
+            shared_scale=shared,
+            here=request.url.path,
+            bells=None if self._health is None else last_bell_rows(self._health()),
+        )
 
     def agent(self, request: Request) -> Response:
         market = str(request.path_params["market"])
@@ -159,20 +215,28 @@ def page_routes(
     *,
     memo: ViewMemo | None = None,
     poll_interval_s: float = 5.0,
+    live: Liveness = _read_only,
     health: HealthView | None = None,
 ) -> list[BaseRoute]:
-    """The pages' routes over `engine`: `/`, `/markets/{market}/agents/{agent}`,
-    `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live pages poll every `poll_interval_s`.
+    """The pages' routes over `engine`: `/`, `/markets/{market}`,
+    `/markets/{market}/agents/{agent}`, `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live
+    pages poll every `poll_interval_s`.
 
     `memo` keeps leaderboards and reports between slots (pass the JSON API's to share it; a new
-    one by default). `health` is the daemon's `/healthz` body, for the arena's last-bell panel
-    (`ops.web.last_bell`; None: no panel).
+    one by default). `live` says whether a daemon writes the ledger: the header's "live" mark is
+    shown only then (default: never, a read-only ledger). `health` is the daemon's `/healthz`
+    body, for the arena's last-bell panel (`ops.web.last_bell`; None: no panel).
     """
     pages = _Pages(
-        engine, memo or ViewMemo(engine), poll_ms=round(poll_interval_s * 1000), health=health
+        engine,
+        memo or ViewMemo(engine),
+        poll_ms=round(poll_interval_s * 1000),
+        live=live,
+        health=health,
     )
     return [
         Route("/", pages.arena, methods=["GET"], name="arena"),
+        Route("/markets/{market}", pages.market, methods=["GET"], name="market"),
         Route("/markets/{market}/agents/{agent}", pages.agent, methods=["GET"], name="agent"),
         Route("/cycles/{cycle_id:int}", pages.cycle, methods=["GET"], name="cycle"),
         Route("/live/stamp", pages.stamp, methods=["GET"], name="live_stamp"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -90,6 +91,21 @@ class CycleQuery(BaseModel):
 
 class _Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ApiRoute(_Document):
+    path: str = Field(description="The path template, `{name}` for a path parameter.")
+    method: Literal["GET"]
+    summary: str
+
+
+class ApiIndex(_Document):
+    """`GET /api/v1/`: the API's routes."""
+
+    api: str
+    version: str
+    openapi: str = Field(description="The path of the OpenAPI 3.1 document.")
+    routes: list[ApiRoute]
 
 
 class ErrorDetail(_Document):
@@ -275,6 +291,9 @@ class Leaderboard(_Document):
     periods_per_year: float
     benchmark: str
     currency: str
+    final_nav_valuation: Literal["last_slot"] = Field(
+        description="Which valuation the rows' `final_nav` is: each account's last slot snapshot."
+    )
     rows: list[LeaderboardRow]
     seed_groups: list[SeedGroup]
     bootstrap: Bootstrap | None = Field(description="Null: the API does not bootstrap.")
@@ -332,6 +351,9 @@ class Metrics(_Document):
     rank: int | None
     composite: float | None
     final_nav: DecimalText | None
+    final_nav_valuation: Literal["last_slot"] = Field(
+        description="Which valuation `final_nav` is: the account's last slot snapshot."
+    )
     periods: int
     start_at: Instant | None
     end_at: Instant | None
@@ -425,7 +447,15 @@ class Positions(_Document):
     currency: str
     cash: DecimalText
     cash_weight: float | None
-    nav: DecimalText | None
+    nav: DecimalText | None = Field(
+        description="Cash plus every holding at its newest mark (a slot's or a session close's)."
+    )
+    nav_valuation: Literal["last_marks"] = Field(description="Which valuation `nav` is.")
+    nav_at: Instant | None = Field(description="The newest mark's instant: when `nav` is valued.")
+    slot_nav: DecimalText | None = Field(
+        description="The NAV of the account's last slot snapshot: the leaderboard's `final_nav`."
+    )
+    slot_nav_at: Instant | None = Field(description="The instant of that slot snapshot.")
     positions: list[Position]
 
 

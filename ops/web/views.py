@@ -10,6 +10,7 @@ are markup. Nothing here reads the ledger: the pages module passes the read mode
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +24,7 @@ from openbell.ops import figures
 from openbell.ops.exporting import decimal_text
 from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow
 from openbell.ops.return_metrics import NavPoint
-from openbell.ops.web.charts import equity_chart, sparkline
+from openbell.ops.web.charts import equity_chart, nav_range, sparkline
 from openbell.ops.web.rating_view import RatingLine, rating_lines
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
 from openbell.ops.web.seed_views import SeedGroupView, seed_group_view
@@ -38,6 +39,11 @@ MARKET_TITLES = {"us": "US equities", "cn": "China A-shares", "crypto": "Crypto"
 def agent_href(market: str, agent: str) -> str:
     """The agent page's path: `/markets/us/agents/buy-and-hold` (the name percent-encoded)."""
     return f"/markets/{quote(market, safe='')}/agents/{quote(agent, safe='')}"
+
+
+def market_href(market: str) -> str:
+    """The market page's path: `/markets/us`."""
+    return f"/markets/{quote(market, safe='')}"
 
 
 def cycle_href(cycle_id: int) -> str:
@@ -82,6 +88,7 @@ class ArenaBoard:
     """One market's leaderboard on the arena page."""
 
     market: str
+    href: str
     title: str
     cadence: str
     benchmark: str
@@ -93,28 +100,40 @@ class ArenaBoard:
     convention: str = "openbell"
 
 
-def _sign_class(value: float | None) -> str:
-    if value is None or value == 0:
+def _sign_class(shown: str) -> str:
+    """`pos` or `neg` by the sign of the figure as shown: a return that rounds to 0.00 is
+    neither (no red `-0.00`)."""
+    try:
+        value = Decimal(shown.replace(",", ""))
+    except ArithmeticError:  # the MISSING mark
+        return ""
+    if value == 0:
         return ""
     return "pos" if value > 0 else "neg"
 
 
 def arena_row(
-    market: str, row: LeaderboardRow, navs: Sequence[NavPoint], ratio_places: int = 2
+    market: str,
+    row: LeaderboardRow,
+    navs: Sequence[NavPoint],
+    ratio_places: int = 2,
+    scale: tuple[float, float] | None = None,
 ) -> ArenaRow:
     """A leaderboard row with its sparkline (`navs`: the account's slot NAVs; none for the
-    benchmark row), its Sortino to `ratio_places` (the board's convention's)."""
+    benchmark row; on `scale` when the board's lines share one), its Sortino to `ratio_places`
+    (the board's convention's)."""
     ranking, panel = row.ranking, row.panel
+    cumulative_return = figures.percent(panel.cumulative_return)
     return ArenaRow(
         rank=ranking.rank,
         name=ranking.name,
         is_benchmark=ranking.is_benchmark,
         href=None if row.agent is None else agent_href(market, row.agent),
-        spark=sparkline(navs, label=f"NAV of {ranking.name}"),
+        spark=sparkline(navs, label=f"NAV of {ranking.name}", scale=scale),
         final_nav=figures.money(row.final_nav),
         composite=figures.places(ranking.composite, 3),
-        cumulative_return=figures.percent(panel.cumulative_return),
-        return_class=_sign_class(panel.cumulative_return),
+        cumulative_return=cumulative_return,
+        return_class=_sign_class(cumulative_return),
         max_drawdown=figures.percent(panel.max_drawdown),
         sortino_ratio=figures.places(panel.sortino_ratio, ratio_places),
         z_cumulative_return=figures.places(ranking.z_cumulative_return, 3),
@@ -128,11 +147,19 @@ def arena_row(
 
 
 def arena_board(
-    summary: MarketSummary, board: Leaderboard, navs: Mapping[str, Sequence[NavPoint]]
+    summary: MarketSummary,
+    board: Leaderboard,
+    navs: Mapping[str, Sequence[NavPoint]],
+    *,
+    shared_scale: bool = False,
 ) -> ArenaBoard:
-    """A market's leaderboard for the arena page; `navs` maps agent names to their slot NAVs."""
+    """A market's leaderboard for the arena page; `navs` maps agent names to their slot NAVs,
+    drawn each on its own scale or, with `shared_scale`, all on the board's one."""
+    shown = [navs.get(row.agent, ()) for row in board.rows if row.agent]
+    scale = nav_range(shown) if shared_scale else None
     return ArenaBoard(
         market=board.market,
+        href=market_href(board.market),
         title=market_title(board.market),
         cadence=board.cadence,
         benchmark=board.benchmark,
@@ -144,6 +171,7 @@ def arena_board(
                 row,
                 navs.get(row.agent, ()) if row.agent else (),
                 board.convention.ratio_places,
+                scale,
             )
             for row in board.rows
         ),
@@ -243,12 +271,20 @@ class AgentView:
     market_title: str
     currency: str
     rank: str
+    #: The NAV of the last slot snapshot (the leaderboard's) and its instant.
     final_nav: str
+    final_nav_at: str
     benchmark: str
     chart: Markup
     metrics: tuple[tuple[str, str], ...]
     cash: str
     positions: tuple[PositionLine, ...]
+    #: The positions panel's totals: the NAV at the last marks (cash and every holding at its
+    #: newest mark) and when, and the last slot snapshot's NAV and when (the header's figure).
+    marks_nav: str = figures.MISSING
+    marks_at: str = figures.MISSING
+    slot_nav: str = figures.MISSING
+    slot_nav_at: str = figures.MISSING
     orders: tuple[OrderLine, ...]
     fills: tuple[FillLine, ...]
     cycles: tuple[CycleLine, ...]
@@ -388,6 +424,7 @@ def agent_view(
         currency=info.currency,
         rank=figures.MISSING if found.row.rank is None else str(found.row.rank),
         final_nav=figures.money(found.row.final_nav),
+        final_nav_at=instant(found.row.panel.end_at),
         benchmark=found.benchmark,
         chart=equity_chart(
             found.navs,
@@ -399,6 +436,10 @@ def agent_view(
         metrics=_metrics(found),
         cash=figures.money(holdings.cash),
         positions=_positions(holdings, step),
+        marks_nav=figures.money(holdings.nav),
+        marks_at=instant(holdings.marked_at),
+        slot_nav=figures.money(holdings.slot_nav),
+        slot_nav_at=instant(holdings.slot_nav_at),
         orders=tuple(order_line(order, order.cycle_id, step) for order in orders),
         fills=tuple(fill_line(fill, step) for fill in fills),
         cycles=tuple(cycle_line(cycle) for cycle in cycles),
@@ -414,6 +455,9 @@ class EntryView:
     at: str
     tool: str
     arguments: str
+    #: The arguments as (name, value) pairs when they are a JSON object (`readable_arguments`);
+    #: empty otherwise, and then `arguments` is shown as it was stored.
+    argument_items: tuple[tuple[str, str], ...]
     content: str
     result: str
     tokens: str
@@ -438,6 +482,26 @@ class CycleView:
     ratings: tuple[RatingLine, ...] = ()
 
 
+def readable_arguments(arguments: str | None) -> tuple[tuple[str, str], ...]:
+    """A tool call's stored arguments as (name, value) pairs a person reads: each of a JSON
+    object's keys in order, with a string value as the text itself (no quotes or escapes) and any
+    other value as compact JSON (`2`, `true`, `["AAPL", "MSFT"]`). Text that is not a JSON object
+    gives no pairs (the page shows it as stored). The pairs are plain text: the template escapes
+    them, since a model wrote every byte."""
+    if not arguments:
+        return ()
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return ()
+    if not isinstance(parsed, dict):
+        return ()
+    return tuple(
+        (str(name), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        for name, value in parsed.items()
+    )
+
+
 def _entry(entry: TraceEntry) -> EntryView:
     tokens = ""
     if entry.tokens_in is not None or entry.tokens_out is not None:
@@ -448,6 +512,7 @@ def _entry(entry: TraceEntry) -> EntryView:
         at=instant(entry.at),
         tool=entry.tool or "",
         arguments=entry.arguments or "",
+        argument_items=readable_arguments(entry.arguments),
         content=entry.content or "",
         result=entry.result or "",
         tokens=tokens,

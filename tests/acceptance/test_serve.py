@@ -4,6 +4,7 @@ that is not a ledger and a port in use with one line each."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -78,6 +79,14 @@ def test_serve_answers_behind_the_read_token_and_stops_on_sigterm(tmp_path: Path
         base = f"http://127.0.0.1:{port}"
         bare = httpx.get(f"{base}/api/v1/markets")
         with_token = httpx.get(f"{base}/nothing", headers={"Authorization": f"Bearer {TOKEN}"})
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        # /healthz needs no token; nobody writes this ledger, so the pages are not "live"...
+        health = httpx.get(f"{base}/healthz")
+        page = httpx.get(f"{base}/", headers=bearer).text
+        # ... until a live daemon holds its lock (this test's process, named as one).
+        Path(f"{db}.lock").write_text(f"{os.getpid()} daemon")
+        health_live = httpx.get(f"{base}/healthz").json()
+        page_live = httpx.get(f"{base}/", headers=bearer).text
         process.send_signal(signal.SIGTERM)
         _out, err = process.communicate(timeout=30)
     finally:
@@ -87,6 +96,12 @@ def test_serve_answers_behind_the_read_token_and_stops_on_sigterm(tmp_path: Path
     assert process.returncode == 0, err
     assert bare.status_code == 401
     assert with_token.status_code == 404
+    assert health.status_code == 200
+    assert health.json() == {"status": "ok", "role": "serve", "daemon_writes": False, "markets": {}}
+    assert 'class="read-only"' in page
+    assert 'class="live"' not in page
+    assert health_live["daemon_writes"] is True
+    assert 'class="live"' in page_live
     assert "serving" in err
     assert TOKEN not in err
     assert db.read_bytes() == before  # read-only: not a byte changed

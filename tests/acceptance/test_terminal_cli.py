@@ -192,7 +192,7 @@ def pct(value: float) -> str:
 COMPACT = {
     "#": None,
     "agent": None,
-    "final NAV": None,
+    "slot NAV": None,
     "return %": "cumulative_return",
     "ann. %": "annual_return",
     "Sharpe": "sharpe_ratio",
@@ -237,7 +237,7 @@ def test_the_leaderboard_fits_120_columns_and_wide_shows_the_whole_panel(ledger_
 
 
 WIDE = {
-    "final NAV": "final_nav",
+    "slot NAV": "final_nav",
     "return %": "cumulative_return",
     "ann. %": "annual_return",
     "vol %": "annual_volatility",
@@ -550,7 +550,10 @@ def test_positions_show_cash_and_holdings_from_the_ledger(ledger_db: Path) -> No
     assert rows["AAPL"] == ["AAPL", "10", "100.00", "108.00", "2025-10-08 13:30", "1,080.00",
                             "10.71"]  # fmt: skip
     assert rows["cash"][-2:] == ["9,000.00", "89.29"]
-    assert rows["total"][-2:] == ["10,080.00", "100.00"]
+    # Each NAV says which valuation it is and when (issue 28, 5): here the last marks are the
+    # last slot's, so both are one figure.
+    assert rows["total (last marks)"][-3:] == ["2025-10-08 13:30", "10,080.00", "100.00"]
+    assert rows["NAV at last slot"][-3:] == ["2025-10-08 13:30", "10,080.00", ""]
     assert "beta" not in table.stdout
 
     btc = openbell(cwd, "positions", "--db", db, "-m", "crypto", columns=120)

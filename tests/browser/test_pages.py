@@ -108,16 +108,68 @@ def test_agent_then_order_then_cycle_by_clicking(
 PHONE = {"width": 390, "height": 844}
 
 
+#: What of a page's tables a phone does not show whole: a table scrolling inside its card (cut
+#: at the card's edge), a cell hidden or past the screen's edge, a cell without its column's name.
+CUT_TABLES = """() => {
+  const width = document.documentElement.clientWidth;
+  const cut = [];
+  for (const box of document.querySelectorAll(".scroll")) {
+    if (box.scrollWidth > box.clientWidth + 1) cut.push("scrolls: " + box.innerText.slice(0, 40));
+  }
+  for (const cell of document.querySelectorAll("td")) {
+    const label = cell.dataset.label;
+    if (!label) cut.push("unlabelled: " + cell.innerText.slice(0, 40));
+    if (getComputedStyle(cell).display === "none") cut.push("hidden: " + label);
+    else if (cell.getBoundingClientRect().right > width + 1) cut.push("cut: " + label);
+  }
+  return cut;
+}"""
+
+
 def test_the_pages_fit_a_phone(demo_site: str, chromium: Browser, seen: Seen) -> None:
+    """Issue 28 (9): on a phone every table is whole: no table scrolls in its card, no cell is
+    hidden or cut, each cell says its column (the tables become cards)."""
     context = chromium.new_context(viewport=PHONE, is_mobile=True)  # type: ignore[arg-type]
     phone = context.new_page()
     phone.on("console", seen.console)
-    for path in ("/", "/markets/cn/agents/buy-and-hold", "/cycles/1"):
+    for path in (
+        "/",
+        "/markets/us",
+        "/?spark=shared",
+        "/markets/cn/agents/buy-and-hold",
+        "/markets/us/agents/equal-weight",
+        "/cycles/1",
+    ):
         phone.goto(demo_site + path)
         expect(phone.locator("h1")).to_be_visible()
+        assert phone.locator("td").count() > 0, path
         width = phone.evaluate("document.documentElement.scrollWidth")
-        assert width <= PHONE["width"], path  # wide tables scroll inside their card
+        assert width <= PHONE["width"], path
+        assert phone.evaluate(CUT_TABLES) == [], path
+    # The z-columns, hidden on a phone before, are shown with their names.
+    phone.goto(demo_site + "/markets/us")
+    z = phone.locator("tr.agent").first.locator("td[data-label='z return']")
+    expect(z).to_be_visible()
     context.close()
+    seen.assert_nothing()
+
+
+def test_the_arena_explains_its_ranking_and_says_nobody_writes_the_demo(
+    demo_site: str, tab: Page, seen: Seen
+) -> None:
+    """Issue 28 (9): a replayed ledger served read-only is not "live"; the composite and the
+    z-columns are explained on the page; `/markets/us` is the US board."""
+    tab.goto(demo_site + "/")
+    expect(tab.locator("header.top .read-only")).to_have_text("read-only ledger")
+    assert tab.locator("header.top .live").count() == 0
+    explain = tab.locator("details.explain")
+    explain.locator("summary").click()
+    expect(explain).to_contain_text("mean of the three z-scores")
+    tab.locator("#market-us h2 a").click()
+    expect(tab).to_have_url(demo_site + "/markets/us")
+    assert tab.locator("section.leaderboard").count() == 1
+    tab.locator("a.spark-scale").click()
+    expect(tab).to_have_url(demo_site + "/markets/us?spark=shared")
     seen.assert_nothing()
 
 

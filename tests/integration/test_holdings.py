@@ -9,8 +9,10 @@ from decimal import Decimal
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Instrument, Order, Side
+from openbell.ops.exporting import positions_record
 from openbell.store.holdings import account_holdings
 from openbell.store.ledger import Ledger
+from openbell.store.records import SnapshotKind
 from openbell_testkit.reports import AAPL, BTC, CRYPTO_SLOTS, INITIAL, SLOTS, Built, build_ledger
 from openbell_testkit.store import fill_for
 
@@ -54,3 +56,31 @@ def test_a_holding_bought_after_the_last_snapshot_has_no_mark(
     assert beta.cash == INITIAL - 800
     assert beta.nav is None
     assert beta.weight(beta.cash) is None
+
+
+def test_a_close_after_the_last_slot_is_named_beside_the_slot_nav(
+    ledger: Ledger, engine: Engine
+) -> None:
+    """Issue 28 (5): the NAV at the last marks and the last slot's NAV are both read, each with
+    its instant, so every surface can say which one it shows."""
+    built = build_ledger(ledger)
+    account = built.accounts["crypto", "alpha"]
+    (before,) = account_holdings(engine, market="crypto", agent="alpha")
+    assert before.slot_nav == built.navs["crypto", "alpha"][-1] == before.nav
+    assert before.slot_nav_at == CRYPTO_SLOTS[-1] == before.marked_at
+    close_at = CRYPTO_SLOTS[-1] + timedelta(minutes=30)
+    lower = BTC[-1] - 100
+    btc_symbol = before.holdings[0].symbol
+    ledger.write_nav_snapshot(account, close_at, SnapshotKind.CLOSE, {btc_symbol: lower})
+    (after,) = account_holdings(engine, market="crypto", agent="alpha")
+    (btc,) = after.holdings
+    assert (btc.last_mark, btc.marked_at) == (lower, close_at)
+    assert after.marked_at == close_at
+    assert after.nav == before.nav - btc.quantity * 100
+    assert (after.slot_nav, after.slot_nav_at) == (before.slot_nav, CRYPTO_SLOTS[-1])
+    record = positions_record(after)
+    assert record["nav_valuation"] == "last_marks"
+    assert Decimal(record["nav"]) == after.nav
+    assert record["nav_at"] == close_at.isoformat()
+    assert Decimal(record["slot_nav"]) == before.slot_nav
+    assert record["slot_nav_at"] == CRYPTO_SLOTS[-1].isoformat()

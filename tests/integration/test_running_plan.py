@@ -69,3 +69,27 @@ def test_a_live_start_outside_a_universes_coverage_is_warned_about(
     assert (entry["log_level"], entry["market"], entry["universe"]) == ("warning", "cn", "sse50")
     assert (entry["coverage_until"], entry["today"]) == ("2025-12-15", "2026-11-30")
     assert "may have changed" in entry["message"]
+
+
+def test_the_daemons_own_pages_say_live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28 (9): the pages the daemon serves over its ledger are "live" (it writes it)."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from openbell.store.db import make_engine
+    from openbell.store.migrate import upgrade
+
+    refuse_network(monkeypatch, with_curl=True)
+    path = tmp_path / "openbell.toml"
+    path.write_text(default_config_text(), encoding="utf-8")
+    plan = live_plan(load_config(path), SimulatedClock(NOW), http=True)
+    assert plan.web is not None
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    parts = plan.web(engine, None)
+    with TestClient(Starlette(routes=list(parts.routes))) as client:
+        page = client.get("/").text
+    engine.dispose()
+    assert 'class="live"' in page
+    assert 'class="read-only"' not in page

@@ -409,6 +409,7 @@ def test_only_get_and_head_are_served(demo: Demo, method: str, url: str) -> None
 
 
 _EXAMPLES: dict[str, str] = {
+    "/api/v1/": "/api/v1/",
     "/api/v1/markets": "/api/v1/markets",
     "/api/v1/leaderboard/{market}": "/api/v1/leaderboard/crypto",
     "/api/v1/agents/{agent}/{market}": "/api/v1/agents/random/us",
@@ -442,6 +443,19 @@ def test_every_response_matches_its_openapi_model(demo: Demo) -> None:
         schema = document["paths"][path]["get"]["responses"]["200"]["content"]
         name = schema["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
         assert set(document["components"]["schemas"][name]["properties"]) == set(body)
+
+
+def test_the_index_lists_every_route_and_each_answers(demo: Demo) -> None:
+    """Issue 28 (10): `/api/v1/` (and `/api/v1`, redirected to it) names every route served."""
+    index = _get(demo, "/api/v1/")
+    served = {f"/api/v1{getattr(route, 'path', '')}" for route in api_app(demo.engine).routes}
+    listed = [route["path"] for route in index["routes"]]
+    assert len(listed) == len(set(listed))
+    assert {*listed, index["openapi"]} == served
+    assert all(route["summary"] for route in index["routes"])
+    assert _get(demo, "/api/v1") == index
+    for path in listed:  # each template, filled in, answers
+        assert demo.client.get(_EXAMPLES[path].format(traced=demo.traced_cycle)).status_code == 200
 
 
 def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ static files once, on SQLite. The browser tests (tests/browser) look at the page
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -22,7 +23,13 @@ from openbell.store.records import CycleStatus, SnapshotKind, TraceEntry
 from openbell_testkit.reports import SLOTS, Built, build_ledger
 
 HOSTILE = '<script>window.__xss=1</script><img src=x onerror="alert(1)"><a href="javascript:x()">'
-PAGES = ("/", "/markets/us/agents/gamma", "/markets/crypto/agents/alpha")
+PAGES = (
+    "/",
+    "/markets/us",
+    "/markets/crypto",
+    "/markets/us/agents/gamma",
+    "/markets/crypto/agents/alpha",
+)
 
 
 @pytest.fixture
@@ -76,7 +83,13 @@ def test_the_pages_are_read_only(client: TestClient) -> None:
 
 @pytest.mark.sqlite_only
 def test_unknown_names_are_not_found(client: TestClient) -> None:
-    for path in ("/markets/us/agents/nobody", "/markets/xx/agents/alpha", "/cycles/424242"):
+    for path in (
+        "/markets/us/agents/nobody",
+        "/markets/xx/agents/alpha",
+        "/cycles/424242",
+        "/markets/cn",  # a market without accounts
+        "/markets/mars",
+    ):
         response = client.get(path)
         assert response.status_code == 404, path
         assert "Not found" in response.text
@@ -135,7 +148,7 @@ def test_the_agent_page_links_each_order_and_fill_to_its_cycle(
 def test_the_agent_page_shows_its_factor_attribution(client: TestClient, built: Built) -> None:
     html = client.get("/markets/us/agents/gamma").text
     section = html.split('<section class="card attribution">', 1)[1].split("</section>", 1)[0]
-    rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\">([-\d.]+)</td>", section)
+    rows = re.findall(r"<tr><td[^>]*>(\w+)</td><td class=\"num\"[^>]*>([-\d.]+)</td>", section)
     parts = [part for part, _ in rows]
     assert parts[0] == "market"
     assert parts[-3:] == ["selection", "trading", "total"]
@@ -175,3 +188,83 @@ def test_an_empty_ledger_and_a_new_account_show_plainly(engine: Engine, ledger: 
     assert page.status_code == 200
     for said in ("no NAV snapshots yet", "No open positions.", "No orders yet.", "No cycles yet."):
         assert said in page.text
+
+
+def _board_markets(html: str) -> list[str]:
+    return re.findall(r'<section class="card leaderboard" id="market-(\w+)"', html)
+
+
+def test_a_market_page_shows_its_board_alone(client: TestClient) -> None:
+    """Issue 28 (9): `/markets/us` is the arena's US board, not a 404; each board links to it."""
+    arena = client.get("/").text
+    assert _board_markets(arena) == ["us", "crypto"]
+    assert 'href="/markets/us"' in arena
+    us = client.get("/markets/us")
+    assert us.status_code == 200
+    assert _board_markets(us.text) == ["us"]
+    assert "<h1>US equities</h1>" in us.text
+    assert _board_markets(client.get("/markets/crypto").text) == ["crypto"]
+
+
+def test_the_live_mark_shows_only_while_a_daemon_writes(engine: Engine, built: Built) -> None:
+    """Issue 28 (9): a ledger nobody writes is "read-only", not "live"; the answer is asked at
+    each page, so a daemon starting or stopping changes it."""
+    writing = [False]
+    client = TestClient(Starlette(routes=page_routes(engine, live=lambda: writing[0])))
+    for path in ("/", "/markets/us/agents/gamma", "/cycles/1"):
+        html = client.get(path).text
+        assert 'class="read-only"' in html, path
+        assert 'class="live"' not in html, path
+    writing[0] = True
+    html = client.get("/").text
+    assert 'class="live"' in html
+    assert 'class="read-only"' not in html
+    default = TestClient(Starlette(routes=page_routes(engine))).get("/").text
+    assert 'class="live"' not in default
+
+
+@pytest.mark.sqlite_only
+def test_sparklines_share_a_scale_when_asked(client: TestClient) -> None:
+    own = client.get("/markets/us").text
+    shared = client.get("/markets/us?spark=shared").text
+    assert 'href="/markets/us?spark=shared"' in own
+    assert 'class="spark-scale" href="/markets/us"' in shared
+
+    def heights(html: str) -> list[tuple[float, float]]:
+        out = []
+        for points in re.findall(r'<polyline class="spark \w+" points="([^"]+)"', html):
+            ys = [float(pair.split(",")[1]) for pair in points.split()]
+            out.append((min(ys), max(ys)))
+        return out
+
+    # Each line its own height: every moving line spans the whole box; shared: one range.
+    assert len(heights(own)) == len(heights(shared)) >= 2
+    assert heights(own) != heights(shared)
+    assert min(low for low, _ in heights(shared)) == 1.0
+    assert max(high for _, high in heights(shared)) == 27.0
+
+
+def test_tool_arguments_read_as_named_values_and_stay_escaped(
+    client: TestClient, ledger: Ledger, built: Built
+) -> None:
+    """Issue 28 (9): a tool call's JSON arguments are shown as name and value, the text itself
+    (no quotes, no `\\u003c` escapes), and still HTML-escaped; arguments that are not a JSON
+    object are shown as stored, escaped."""
+    account_id = built.accounts["us", "gamma"]
+    at = SLOTS[-1] + timedelta(days=1)
+    cycle_id = ledger.claim_cycle(account_id, at, "test", at + timedelta(minutes=5), at)
+    assert cycle_id is not None
+    arguments = json.dumps({"symbol": HOSTILE, "shares": 3, "symbols": ["AAPL", "MSFT"]})
+    entries = [
+        TraceEntry(cycle_id=cycle_id, role="tool", at=at, tool="place_order", arguments=arguments),
+        TraceEntry(cycle_id=cycle_id, role="tool", at=at, tool="get_quote", arguments=HOSTILE),
+    ]
+    ledger.append_journal(cycle_id, entries)
+    html = client.get(f"/cycles/{cycle_id}").text
+    assert "<dt>symbol</dt><dd>&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+    assert "<dt>shares</dt><dd>3</dd>" in html
+    assert "<dt>symbols</dt><dd>[&#34;AAPL&#34;, &#34;MSFT&#34;]</dd>" in html
+    assert "\\u003c" not in html
+    assert '<pre class="arguments">&lt;script&gt;window.__xss=1' in html
+    assert "<script>window" not in html
+    assert "<img" not in html

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from openbell.daemon.locks import DaemonLock
+from openbell.daemon.locks import DaemonLock, daemon_writes
 from openbell.markets.errors import OperatorError
 
 
@@ -52,3 +53,28 @@ def test_a_released_lock_file_names_nobody(tmp_path: Path) -> None:
     assert (tmp_path / "ledger.db.lock").read_text() == f"{os.getpid()} replay"
     lock.release()
     assert (tmp_path / "ledger.db.lock").read_text() == ""
+
+
+def test_daemon_writes_only_while_a_live_daemon_holds_the_lock(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert not daemon_writes(url)  # no lock file
+    daemon = DaemonLock(url, role="daemon")
+    daemon.acquire()
+    assert daemon_writes(url)
+    daemon.release()
+    assert not daemon_writes(url)  # emptied on release
+    replay = DaemonLock(url, role="replay")
+    replay.acquire()
+    assert not daemon_writes(url)  # a replay is not a daemon
+    replay.release()
+    dead = _ended_pid()
+    Path(f"{tmp_path / 'ledger.db'}.lock").write_text(f"{dead} daemon")  # killed without release
+    assert not daemon_writes(url)
+    assert not daemon_writes("postgresql://localhost/test")
+
+
+def _ended_pid() -> int:
+    """The pid of a child that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid

@@ -12,9 +12,11 @@ import pytest
 
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import (
+    SPARK_HEIGHT,
     SPARK_POINTS,
     drawdown,
     equity_chart,
+    nav_range,
     sparkline,
     thin,
     trading_axis,
@@ -134,3 +136,25 @@ def test_a_long_series_is_thinned_keeping_its_ends() -> None:
     points = re.search(r'points="([^"]+)"', str(sparkline(navs, label="x")))
     assert points is not None
     assert len(points.group(1).split()) == SPARK_POINTS
+
+
+def _ys(svg: str) -> list[float]:
+    points = re.search(r'points="([^"]+)"', svg)
+    assert points is not None
+    return [float(pair.split(",")[1]) for pair in points.group(1).split()]
+
+
+def test_sparklines_on_a_shared_scale_compare_their_heights() -> None:
+    """Issue 28 (9): each line spans its own height by default; on one scale a small move draws
+    small beside a big one."""
+    small, big = _hourly(FRIDAY, ["100", "110"]), _hourly(FRIDAY, ["100", "200"])
+    top, bottom = 1.0, SPARK_HEIGHT - 1.0
+    assert _ys(str(sparkline(small, label="x"))) == [bottom, top]
+    assert _ys(str(sparkline(big, label="x"))) == [bottom, top]
+    scale = nav_range([small, big])
+    assert scale == (100.0, 200.0)
+    shared_small = _ys(str(sparkline(small, label="x", scale=scale)))
+    assert shared_small[0] == bottom
+    assert shared_small[1] == pytest.approx(bottom - (bottom - top) * 0.1, abs=0.05)
+    assert _ys(str(sparkline(big, label="x", scale=scale))) == [bottom, top]
+    assert nav_range([[], []]) is None

@@ -318,7 +318,8 @@ class FakeServer:
         self._thread = threading.Thread(target=server.serve_forever, name="fake-llm", daemon=True)
         self._thread.start()
         host, port = server.server_address[:2]
-        self.url = f"http://{host}:{port}/v1"
+        shown = host.decode() if isinstance(host, bytes) else host
+        self.url = f"http://{shown}:{port}/v1"
 
     def close(self) -> None:
         """Stop serving and release the port."""

@@ -277,7 +277,8 @@ def _bind(host: str, port: int) -> socket.socket:
 def _cannot_listen(host: str, port: int, exc: OSError) -> OperatorError:
     return OperatorError(
         f"[http] listen = {host}:{port}: cannot listen there ({exc.strerror or exc}); "
-        "stop what holds it or choose another port (0 picks a free one)"
+        "stop what holds it, or choose another address with --listen HOST:PORT (or [http] "
+        "listen; port 0 picks a free one)"
     )
 
 

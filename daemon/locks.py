@@ -56,7 +56,9 @@ class DaemonLock:
             raise OperatorError(
                 f"another openbell {role or 'process'} (pid {pid or 'unknown'}) already writes "
                 f"to this SQLite ledger (lock {self.path}): a SQLite ledger has one writer at a "
-                "time; wait for it to end, or use Postgres to run several daemons"
+                f"time; wait for it to end, give this {self.role} a ledger of its own with --db "
+                "FILE (and another --listen HOST:PORT if it serves HTTP), or use Postgres to run "
+                "several daemons"
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {self.role}".encode())

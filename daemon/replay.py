@@ -43,7 +43,7 @@ import enum
 import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
 from zoneinfo import ZoneInfo
@@ -105,12 +105,36 @@ def _collector_for_replay() -> Iterator[bool]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FailingAgent:
+    """An agent of a market whose cycles this replay ran failed, none ending `done`: how many
+    failed and were skipped, and the `cause` of the first failure (the error's class and
+    message)."""
+
+    market: str
+    agent: str
+    failed: int
+    skipped: int
+    cause: str
+
+    def line(self) -> str:
+        """E.g. `FAILED: agent llm in crypto: 0 of 4 cycles done (4 failed); first: LlmUnava...`."""
+        ran = self.failed + self.skipped
+        parts = [f"{self.failed} failed"] if self.failed else []
+        parts += [f"{self.skipped} skipped"] if self.skipped else []
+        return (
+            f"FAILED: agent {self.agent} in {self.market}: 0 of {ran} cycles done "
+            f"({', '.join(parts)}); first: {self.cause}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayReport:
     """What a replay did. `cycles_already` were finished by an earlier run (a resumed replay).
     `coverage` is how the replay's data covered each market's universe, as the caller checked it
     (`markets.member_coverage`), and `warnings` what the caller found doubtful about the replay
     itself (a universe used outside the dates its file vouches for, members without data), both
-    repeated under the summary."""
+    repeated under the summary. `failing` are the agents none of whose cycles run by this replay
+    succeeded (a replay that did nothing for an agent is no success: the CLI exits non-zero)."""
 
     slots: int
     cycles_done: int
@@ -122,6 +146,7 @@ class ReplayReport:
     wall_s: float
     coverage: tuple[MemberCoverage, ...] = ()
     warnings: tuple[str, ...] = ()
+    failing: tuple[FailingAgent, ...] = ()
 
     @property
     def slots_per_s(self) -> float:
@@ -130,8 +155,8 @@ class ReplayReport:
 
     def summary(self) -> str:
         """One line, e.g. `replayed 20 slots in 1.2 s (16.7 slots/s): 100 cycles done, ...`, then
-        one `coverage: markets.NAME ...` line per market checked and one `WARNING: ...` line per
-        warning."""
+        one `coverage: markets.NAME ...` line per market checked, one `WARNING: ...` line per
+        warning and one `FAILED: agent ...` line per failing agent."""
         line = (
             f"replayed {self.slots} slots in {self.wall_s:.1f} s ({self.slots_per_s:.1f} slots/s): "
             f"{self.cycles_done} cycles done, {self.cycles_failed} failed, "
@@ -143,6 +168,7 @@ class ReplayReport:
                 line,
                 *(found.summary_line() for found in self.coverage),
                 *(f"WARNING: {warning}" for warning in self.warnings),
+                *(failing.line() for failing in self.failing),
             ]
         )
 
@@ -236,7 +262,18 @@ def run_replay(plan: ReplayPlan, *, progress: Progress | None = None) -> ReplayR
         fills=counts.fills,
         close_snapshots=counts.close_snapshots,
         wall_s=time.perf_counter() - started,
+        failing=counts.failing(),
     )
+
+
+@dataclass(slots=True)
+class _AgentTally:
+    """One (market, agent)'s cycles run by this replay, and the cause of its first failure."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    first_cause: str | None = None
 
 
 @dataclass(slots=True)
@@ -248,6 +285,7 @@ class _Counts:
     already: int = 0
     fills: int = 0
     close_snapshots: int = 0
+    agents: dict[tuple[str, str], _AgentTally] = field(default_factory=dict)
 
     def add(self, slot: SlotReport) -> None:
         self.slots += 1
@@ -256,6 +294,33 @@ class _Counts:
         self.skipped += slot.count(CycleStatus.SKIPPED)
         self.already += slot.count(None)
         self.fills += slot.fills
+        for outcome in slot.outcomes:
+            if outcome.status is None:
+                continue
+            tally = self.agents.setdefault((slot.market, outcome.agent), _AgentTally())
+            if outcome.status is CycleStatus.DONE:
+                tally.done += 1
+            elif outcome.status is CycleStatus.SKIPPED:
+                tally.skipped += 1
+            elif outcome.status is CycleStatus.FAILED:
+                tally.failed += 1
+                if tally.first_cause is None:
+                    tally.first_cause = outcome.cause or "failed"
+
+    def failing(self) -> tuple[FailingAgent, ...]:
+        """The agents whose cycles here failed, none `done` (skipped ones alone, for data the
+        replay does not have, are not failures of the agent)."""
+        return tuple(
+            FailingAgent(
+                market=market,
+                agent=agent,
+                failed=tally.failed,
+                skipped=tally.skipped,
+                cause=tally.first_cause or "not done",
+            )
+            for (market, agent), tally in self.agents.items()
+            if tally.done == 0 and tally.failed > 0
+        )
 
 
 def _check_window(plan: ReplayPlan, ledger: ReplayLedger, account_ids: Sequence[int]) -> None:
@@ -324,7 +389,11 @@ async def _replay(
             log.info("mcp_listening", url=url)
         await _walk(plan, runner, ledger, accounts, events, counts, progress, freeze=freeze)
     ledger.check()
-    log.info("replay_finished", **asdict(counts))
+    log.info(
+        "replay_finished",
+        **{key: value for key, value in asdict(counts).items() if key != "agents"},
+        failing=[f"{failing.market}/{failing.agent}" for failing in counts.failing()],
+    )
     if runner.paused:  # the other accounts are finished; an operator must fix these
         paused = runner.paused.values()
         raise AccountsPaused(

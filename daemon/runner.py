@@ -117,7 +117,8 @@ class CycleOutcome:
 
     `status` is None when this runner did not run it: it had finished before, or another run
     holds it. `fills` counts the fills this run recorded (replayed orders are not counted);
-    `rejections` the rejected orders the cycle placed, replayed ones included.
+    `rejections` the rejected orders the cycle placed, replayed ones included. `cause` says why
+    a failed or skipped cycle did not trade: the error's class and message, or the skip's reason.
     """
 
     account_id: int
@@ -127,6 +128,7 @@ class CycleOutcome:
     fills: int = 0
     rejections: int = 0
     taken_over: bool = False
+    cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -451,6 +453,7 @@ class CycleRunner:
                     cycle_id=claim.cycle_id,
                     status=CycleStatus.SKIPPED,
                     taken_over=claim.taken_over,
+                    cause=f"{DATA_UNAVAILABLE}: {type(exc).__name__}: {_message(exc)}",
                 )
             return None
         return snapshot
@@ -577,6 +580,9 @@ class CycleRunner:
             fills=fills,
             rejections=rejections,
             taken_over=claim.taken_over,
+            cause=(
+                f"{type(failure).__name__}: {_message(failure)}" if failure is not None else skipped
+            ),
         )
 
     async def _margin_call(

@@ -13,13 +13,15 @@ live in the file: an agent names an environment variable (`api_key_env`) and
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from os import PathLike
+from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -927,6 +929,8 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
 
 
 _PROMPT_PLACEHOLDER = "{prompt}"
+#: The placeholder of a command's items that becomes the daemon's own interpreter.
+PYTHON_PLACEHOLDER = "{python}"
 
 
 class _MaskedAgentConfig(_Section):
@@ -974,6 +978,14 @@ class CommandAgentConfig(_MaskedAgentConfig, _AgentConfig):
     runs in its jail (`[sandbox]`), which shows it the system, its own program and installation,
     the absolute paths among its arguments and `read_paths` (absolute paths, read-only), and
     nothing else of the host but its working directory.
+
+    Since each cycle runs in a fresh directory, `load_config` makes the command independent of
+    where openbell is started: `{python}` in any item becomes the daemon's interpreter
+    (`sys.executable`, whose environment has the `mcp` SDK, so the example client runs), a program
+    given as a relative path with a `/` (`./agent.sh`) and an argument naming a file or directory
+    that exists relative to the config file's directory become absolute paths there (which the
+    jail then shows read-only). Options (`-x`, `--flag`) and items with a placeholder are left as
+    they are, and a bare program name (`python`) is looked up on `PATH`.
     """
 
     kind: Literal["command"]
@@ -1258,10 +1270,42 @@ def load_config(path: str | PathLike[str]) -> OpenbellConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
     try:
-        return OpenbellConfig.model_validate(raw)
+        loaded = OpenbellConfig.model_validate(raw)
     except ValidationError as exc:
         # `from None`: the pydantic error repeats input values, and a value may be a secret.
         raise InvalidConfig([f"{shown}: {line}" for line in _DESCRIBER.describe_all(exc)]) from None
+    return with_commands_resolved(loaded, Path(path).absolute().parent, sys.executable)
+
+
+def with_commands_resolved(config: OpenbellConfig, base: Path, python: str) -> OpenbellConfig:
+    """`config` with each command agent's command made independent of the working directory
+    (`CommandAgentConfig`): `{python}` replaced by `python`, relative paths resolved against
+    `base`, the config file's directory."""
+    agents = tuple(
+        agent.model_copy(update={"command": resolved_command(agent.command, base, python)})
+        if isinstance(agent, CommandAgentConfig)
+        else agent
+        for agent in config.agents
+    )
+    return config.model_copy(update={"agents": agents})
+
+
+def resolved_command(command: Sequence[str], base: Path, python: str) -> tuple[str, ...]:
+    """`command` with `{python}` replaced by `python`, a relative program path (with a `/`)
+    and arguments naming what exists under `base` made absolute there (see
+    `CommandAgentConfig`)."""
+    items = [item.replace(PYTHON_PLACEHOLDER, python) for item in command]
+    program, *arguments = items
+    if "/" in program and not Path(program).is_absolute() and "{" not in command[0]:
+        program = str(base / program)
+    return (program, *(_resolved_argument(argument, base) for argument in arguments))
+
+
+def _resolved_argument(argument: str, base: Path) -> str:
+    if not argument or argument.startswith("-") or "{" in argument or Path(argument).is_absolute():
+        return argument
+    candidate = base / argument
+    return str(candidate) if candidate.exists() else argument
 
 
 _DESCRIBER = ErrorDescriber(

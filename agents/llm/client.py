@@ -7,10 +7,14 @@ headers (the API key goes only in the `Authorization` header and
 never into a message, log or error), and parses the answer once (`parse.parse_completion`).
 Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
 not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
-seconds; the sleep, the random source and the monotonic clock are injected, so tests take no
-time. Every request is an `Attempt` (its number, latency, and for a failed one the `AttemptError`
-kind, a one-line redacted message and the wait before the next try), reported to the caller's
-`on_attempt` as it ends, the failed ones too, so none goes unrecorded even when the call raises.
+seconds. An endpoint that cannot be connected to at all (connection refused, unknown host, no
+route: `httpx.ConnectError`) is not retried: nothing listens there, and waiting would only spend
+the cycle (a replay pointed at nothing used to spend a minute a slot), so the call fails at once
+and the next cycle tries once again. The sleep, the random source and the monotonic clock are
+injected, so tests take no time. Every request is an `Attempt` (its number, latency, and for a
+failed one the `AttemptError` kind, a one-line redacted message and the wait before the next
+try), reported to the caller's `on_attempt` as it ends, the failed ones too, so none goes
+unrecorded even when the call raises.
 Errors are translated into the openbell tree (STYLE §8, drawn in `markets.errors`, where these
 three classes live), by what the caller must do:
 
@@ -61,6 +65,7 @@ class AttemptError(enum.StrEnum):
     SERVER_ERROR = "server_error"  # HTTP 5xx
     TIMEOUT = "timeout"
     TRANSPORT = "transport_error"  # the connection failed
+    UNREACHABLE = "unreachable"  # no connection could be made (refused, unknown host): not retried
     INVALID_BODY = "invalid_body"  # a 200 whose body is not a JSON object
     NO_COMPLETION = "no_completion"  # a JSON object without a usable choice (empty `choices`)
     REFUSED = "refused"  # another 4xx: not retried
@@ -141,6 +146,7 @@ class _Failure:
     error: AttemptError
     message: str
     retry_after_s: float | None = None
+    final: bool = False  # not worth retrying after all (`UNREACHABLE`)
 
 
 class ChatClient:
@@ -275,14 +281,14 @@ class ChatClient:
                 return Answer(completion=outcome, latency_ms=done.latency_ms, attempts=(*attempts,))
             retry_in_s = (
                 self._delay(number, outcome.retry_after_s)
-                if number <= self.config.max_retries
+                if number <= self.config.max_retries and not outcome.final
                 else None
             )
             report(self._failed(number, started, outcome.error, outcome.message, retry_in_s))
             if retry_in_s is None:
                 raise LlmUnavailable(
                     f"{self.config.model} at {self.config.base_url}: {outcome.message} "
-                    f"(gave up after {number} attempts)",
+                    f"({'not retried' if outcome.final else f'gave up after {number} attempts'})",
                     tuple(attempts),
                 )
             await self._sleep(retry_in_s)
@@ -317,6 +323,9 @@ class ChatClient:
             )
         except httpx.TimeoutException as exc:
             return _Failure(AttemptError.TIMEOUT, f"timed out ({type(exc).__name__})")
+        except httpx.ConnectError as exc:
+            why = self.redact.mask(str(exc)) or type(exc).__name__
+            return _Failure(AttemptError.UNREACHABLE, f"cannot connect: {why}", final=True)
         except httpx.TransportError as exc:
             why = self.redact.mask(str(exc)) or type(exc).__name__
             return _Failure(AttemptError.TRANSPORT, f"transport error: {why}")

@@ -4,8 +4,8 @@ This module builds the typer app from the command modules (`config_file`: `init`
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `data_download`:
 `data download`; `data_universe`: `data import-universe`, `data download-universe`; `trace`;
-`judge`;
-`positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`), owns the global
+`judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`;
+`fake_llm`: `fake-llm`), owns the global
 options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
 which runs a command line and maps what it raises to an exit code and one line on stderr.
 """
@@ -29,6 +29,7 @@ from openbell.ops.cli import (
     data_download,
     data_universe,
     database,
+    fake_llm,
     history,
     judge,
     outside,
@@ -71,6 +72,7 @@ app.command("run")(daemon.run)
 app.command("cycle")(daemon.cycle)
 app.command("serve")(serve.serve_command)
 app.command("mcp")(outside.mcp_command)
+app.command("fake-llm")(fake_llm.fake_llm_command)
 app.add_typer(database.db_app, name="db")
 app.add_typer(database.ledger_app, name="ledger")
 app.add_typer(config_file.config_app, name="config")
@@ -103,7 +105,7 @@ def _print_version(wanted: bool) -> None:
 #: the process ends within seconds). Every other command turns it back on (`_collect_garbage`).
 QUICK_COMMANDS = frozenset({"leaderboard", "report", "positions", "trace", "export"})
 #: Commands that run until SIGINT or SIGTERM and stop in order: they keep both signals caught.
-KEEPS_SIGNALS = frozenset({"run", "serve"})
+KEEPS_SIGNALS = frozenset({"run", "serve", "fake-llm"})
 
 
 def _collect_garbage(command: str | None) -> None:

@@ -19,6 +19,8 @@ from openbell.markets.errors import ConfigError
 from openbell.ops.cli.options import (
     ConfigOption,
     CreateOption,
+    ListenOption,
+    WritingDbOption,
     check_before_writing,
     load_config_logged,
     state,
@@ -73,11 +75,14 @@ def run(
         ),
     ] = True,
     create: CreateOption = False,
+    db: WritingDbOption = None,
+    listen: ListenOption = None,
     fake_clock: FakeClockOption = None,
 ) -> None:
-    """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout."""
+    """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout. --db and
+    --listen replace the config's ledger and HTTP address (a second daemon beside a first)."""
     stop = state.stop
-    loaded = load_config_logged(ctx, config, sys.stdout)
+    loaded = load_config_logged(ctx, config, sys.stdout, db=db, listen=listen)
     stop.checkpoint("config")
     check_before_writing(loaded.store.url, create=create)
     if upgrade_db:
@@ -126,14 +131,16 @@ def cycle(
         ),
     ] = None,
     config: ConfigOption = None,
+    db: WritingDbOption = None,
     fake_clock: FakeClockOption = None,
 ) -> None:
-    """Run one agent's cycle in one market now (or at slot --at), for cron use and debugging."""
+    """Run one agent's cycle in one market now (or at slot --at), for cron use and debugging;
+    into the ledger --db instead of the config's, if given."""
     from openbell.daemon.oneshot import run_one_cycle
     from openbell.ops.planning import live_plan
     from openbell.store.migrate import upgrade
 
-    loaded = load_config_logged(ctx, config, sys.stderr)
+    loaded = load_config_logged(ctx, config, sys.stderr, db=db)
     upgrade(loaded.store.url)
     clock = _clock(fake_clock)
     plan = live_plan(loaded, clock, markets=[market], agents=[agent], http=False)

@@ -15,6 +15,7 @@ import typer
 from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
+    WritingDbOption,
     help_without_command,
     load_command_config,
     load_config_logged,
@@ -39,9 +40,9 @@ def _ledger(ctx: typer.Context) -> None:
 
 
 @db_app.command("upgrade")
-def db_upgrade(ctx: typer.Context, config: ConfigOption = None) -> None:
-    """Apply the schema migrations to the [store] database, up to this version's head."""
-    loaded = load_config_logged(ctx, config, sys.stderr)
+def db_upgrade(ctx: typer.Context, config: ConfigOption = None, db: WritingDbOption = None) -> None:
+    """Apply the schema migrations to the [store] database (or --db), up to this version's head."""
+    loaded = load_config_logged(ctx, config, sys.stderr, db=db)
     revision = upgrade_logged(loaded.store.url)
     typer.echo(f"database at revision {revision}")
 

@@ -24,7 +24,9 @@ import typer
 from openbell.ops.cli.options import (
     ConfigOption,
     CreateOption,
+    ListenOption,
     Market,
+    WritingDbOption,
     check_before_writing,
     help_without_command,
     load_command_config,
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
 DEFAULT_BARS_DIR = Path("var/data/bars")
+#: The exit code of a replay in which some agent's cycles failed and none was done: the replay
+#: ran to its end, but did nothing for that agent (sysexits has no better word; 1 and 2 are the
+#: CLI's own, see `app.py`).
+EX_AGENT_FAILED = 3
 
 
 class LogLevel(StrEnum):
@@ -83,10 +89,23 @@ class _CurrentStderr:
         return sys.stderr.isatty()
 
 
-def _load(ctx: typer.Context, config: Path | None, level: LogLevel) -> OpenbellConfig:
-    """The command's config, logging on the stderr of the moment (under the progress bar)."""
+def _load(
+    ctx: typer.Context,
+    config: Path | None,
+    level: LogLevel,
+    db: str | None = None,
+    listen: str | None = None,
+) -> OpenbellConfig:
+    """The command's config (its ledger `db` and HTTP address `listen` when given), logging on
+    the stderr of the moment (under the progress bar)."""
     return load_command_config(
-        ctx, config, level=level.value, stream=cast(TextIO, _CurrentStderr())
+        ctx,
+        config,
+        db=db,
+        listen=listen,
+        writes=True,
+        level=level.value,
+        stream=cast(TextIO, _CurrentStderr()),
     )
 
 
@@ -169,6 +188,8 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    db: WritingDbOption = None,
+    listen: ListenOption = None,
 ) -> None:
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
@@ -188,11 +209,16 @@ def replay(
     cache recorded (a live week, as its agents saw it) into the config's ledger; a market of which
     it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N
     repeats the agents N times (the random baseline's seed, an LLM's request seed) as one group of
-    runs.
+    runs. --db writes another ledger than the config's and --listen serves the outside agents'
+    /mcp elsewhere than [http] listen, so a replay can run beside a live daemon.
+
+    Exit 0 when the replay ran; 3 (`EX_AGENT_FAILED`) when it ran but some agent's cycles all
+    failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
+    summary gives the first failure's cause; 2 for what an operator must fix first.
     """
     from openbell.ops.planning import replay_from_config
 
-    loaded = _load(ctx, config, log_level)
+    loaded = _load(ctx, config, log_level, db, listen)
     check_before_writing(loaded.store.url, create=create)
     report = replay_from_config(
         loaded,
@@ -208,6 +234,8 @@ def replay(
         **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())
+    if report.failing:
+        raise typer.Exit(EX_AGENT_FAILED)
 
 
 @data_app.command("import")

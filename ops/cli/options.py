@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from structlog.stdlib import BoundLogger
 
-    from openbell.ops.config import OpenbellConfig
+    from openbell.ops.config import HttpConfig, OpenbellConfig
 
 PROG = "openbell"
 DEFAULT_CONFIG = Path("openbell.toml")
@@ -62,6 +62,30 @@ DbOption = Annotated[
             "postgresql+psycopg://USER@HOST/DB); replaces the config's [store] url, and needs no "
             "config file."
         ),
+        show_default=False,
+    ),
+]
+
+
+WritingDbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help=(
+            "The ledger to write: a SQLite file (made if missing), or a database URL "
+            "(sqlite:///PATH, postgresql+psycopg://USER@HOST/DB); replaces the config's [store] "
+            "url, so an experiment can run beside a daemon that holds the configured ledger."
+        ),
+        show_default=False,
+    ),
+]
+
+ListenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--listen",
+        help="HOST:PORT to serve HTTP (and /mcp) on instead of the config's [http] listen "
+        "(port 0: any free port), so it can run beside a daemon that holds that port.",
         show_default=False,
     ),
 ]
@@ -133,16 +157,22 @@ def global_options(ctx: typer.Context) -> GlobalOptions:
 
 
 def load_config_logged(
-    ctx: typer.Context, config: Path | None, log_stream: TextIO
+    ctx: typer.Context,
+    config: Path | None,
+    log_stream: TextIO,
+    *,
+    db: str | None = None,
+    listen: str | None = None,
 ) -> OpenbellConfig:
     """Load the config file (`config`, else the global --config) and configure logging from it
-    (and from --log-format) on `log_stream`."""
+    (and from --log-format) on `log_stream`; its ledger replaced by `db` (`--db`, a file made if
+    missing) and its HTTP address by `listen` (`--listen`)."""
     from openbell.ops import secrets
     from openbell.ops.config import load_config
     from openbell.ops.logs import configure_logging
 
     options = global_options(ctx)
-    loaded = load_config(config or options.config)
+    loaded = with_overrides(load_config(config or options.config), db=db, listen=listen)
     fmt = options.log_format.value if options.log_format else loaded.log.format
     configure_logging(
         fmt, loaded.log.level, log_stream, third_party_level=loaded.log.third_party_level
@@ -168,18 +198,22 @@ def load_command_config(
     config: Path | None,
     *,
     db: str | None = None,
+    listen: str | None = None,
+    writes: bool = False,
     level: str | None = None,
     fmt: str | None = None,
     stream: TextIO | None = None,
 ) -> OpenbellConfig:
     """The config of this command (`--config`, else the global one, else ./openbell.toml) with its
-    store replaced by `db` (`--db`), and logging configured on `stream` (default stderr) at `level`
-    (default the config's) in `fmt` (default the global --log-format, else the config's), and its
-    secrets masked in all the process prints (`secrets.activate`).
+    store replaced by `db` (`--db`) and its HTTP address by `listen` (`--listen`), and logging
+    configured on `stream` (default stderr) at `level` (default the config's) in `fmt` (default
+    the global --log-format, else the config's), and its secrets masked in all the process prints
+    (`secrets.activate`).
 
-    With `db` and no config file named (neither option nor `$OPENBELL_CONFIG`), a missing
-    ./openbell.toml means the defaults; the result then configures no market and serves only to
-    read the ledger.
+    A command that only reads (`writes` False) given `db` and no config file named (neither
+    option nor `$OPENBELL_CONFIG`) treats a missing ./openbell.toml as the defaults; the result
+    then configures no market and serves only to read the ledger, and its `db` file must exist.
+    A command that `writes` needs its config file, and makes a missing `db` file.
     """
     from openbell.ops import secrets
     from openbell.ops.config import load_config
@@ -190,13 +224,14 @@ def load_command_config(
     path = config or root.get("config") or Path("openbell.toml")
     source = root_ctx.get_parameter_source("config")  # typer's own click: compare by name
     named = config is not None or (source is not None and source.name != "DEFAULT")
-    if db is None:
-        loaded = load_config(path)
+    if db is None or writes:
+        loaded = with_overrides(load_config(path), db=db, listen=listen)
     else:
         url = db_url(db)
         loaded = with_store_url(
             load_config(path) if named or path.exists() else reading_config(url), url
         )
+        loaded = with_overrides(loaded, listen=listen) if listen is not None else loaded
     chosen = fmt or str(root.get("log_format") or loaded.log.format)
     configure_logging(
         "console" if chosen == "console" else "json",
@@ -209,14 +244,45 @@ def load_command_config(
     return loaded
 
 
-def db_url(db: str) -> str:
-    """The store URL of `--db`: a URL as given, a SQLite file (which must exist) as its URL."""
+def db_url(db: str, *, must_exist: bool = True) -> str:
+    """The store URL of `--db`: a URL as given, a SQLite file (which must exist, unless the
+    command makes it: `must_exist` False) as its URL."""
     if "://" in db:
         return db
     path = Path(db)
-    if not path.is_file():
+    if must_exist and not path.is_file():
         raise ConfigError(f"--db {db}: no such file")
+    if path.is_dir():
+        raise ConfigError(f"--db {db}: a directory, not a SQLite file")
     return f"sqlite:///{path.as_posix()}"
+
+
+def with_overrides(
+    loaded: OpenbellConfig, *, db: str | None = None, listen: str | None = None
+) -> OpenbellConfig:
+    """`loaded` writing the ledger `db` (`--db`: a SQLite file made if missing, or a URL) and
+    serving on `listen` (`--listen`), where given."""
+    if db is not None:
+        loaded = with_store_url(loaded, db_url(db, must_exist=False))
+    if listen is not None:
+        loaded = loaded.model_copy(update={"http": with_listen(loaded, listen)})
+    return loaded
+
+
+def with_listen(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
+    """The config's `[http]`, its address replaced by `listen` (`--listen`) when given."""
+    if listen is None:
+        return loaded.http
+    from pydantic import ValidationError
+
+    from openbell.ops.config import HttpConfig
+
+    try:
+        return HttpConfig.model_validate({**loaded.http.model_dump(), "listen": listen})
+    except ValidationError:
+        raise ConfigError(
+            f'--listen {listen}: should be "HOST:PORT", for example "127.0.0.1:8787"'
+        ) from None
 
 
 def with_store_url(loaded: OpenbellConfig, url: str) -> OpenbellConfig:

@@ -15,25 +15,26 @@ both signals caught (`app.py`).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from openbell.markets.errors import ConfigError
 from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
+    ListenOption,
     command_log,
     load_command_config,
     open_ledger,
     state,
+    with_listen,
 )
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from openbell.daemon.stopping import StopRequest
-    from openbell.ops.config import HttpConfig, OpenbellConfig
+    from openbell.ops.config import HttpConfig
 
 #: How often the serving loop looks at the stop request, in seconds.
 POLL_S = 0.1
@@ -41,20 +42,13 @@ POLL_S = 0.1
 
 def serve_command(
     ctx: typer.Context,
-    listen: Annotated[
-        str | None,
-        typer.Option(
-            "--listen",
-            help="HOST:PORT to serve on (port 0: any free port); default: [http] listen.",
-            show_default=False,
-        ),
-    ] = None,
+    listen: ListenOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
     """Serve the arena's pages and JSON API read-only over a ledger, without running the daemon."""
     loaded = load_command_config(ctx, config, db=db)
-    http = _http(loaded, listen)
+    http = with_listen(loaded, listen)  # a reading config (--db alone) is not validated again
     read_token = http.read_token(os.environ)
     engine = open_ledger(loaded)
     import asyncio  # here: `openbell --help` does not pay for it
@@ -72,22 +66,6 @@ def serve_command(
         )
     finally:
         engine.dispose()
-
-
-def _http(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
-    """The config's `[http]`, its address replaced by `--listen`."""
-    if listen is None:
-        return loaded.http
-    from pydantic import ValidationError
-
-    from openbell.ops.config import HttpConfig
-
-    try:
-        return HttpConfig.model_validate({**loaded.http.model_dump(), "listen": listen})
-    except ValidationError:
-        raise ConfigError(
-            f'--listen {listen}: should be "HOST:PORT", for example "127.0.0.1:8787"'
-        ) from None
 
 
 async def _serve(

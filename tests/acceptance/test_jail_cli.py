@@ -280,8 +280,13 @@ def test_hostile_strategy_code_fails_every_time_and_leaks_nothing(tmp_path: Path
             accepted = True
         except BlockingIOError:
             accepted = False
-    assert replayed.returncode == 0, replayed.stderr
+    # Every hostile strategy's cycles failed: the replay says so, one line each, and exits 3.
+    assert replayed.returncode == 3, replayed.stderr
     assert "4 cycles done, 10 failed" in replayed.stdout + replayed.stderr
+    failing = sorted(
+        line.split()[2] for line in replayed.stdout.splitlines() if line.startswith("FAILED:")
+    )
+    assert failing == sorted(PAYLOADS), replayed.stdout
     for name in PAYLOADS:
         cycles = _cycles_of(tmp_path, name)
         assert [status for _, status in cycles] == ["failed", "failed"], name

@@ -139,7 +139,7 @@ def test_serve_refuses_a_port_in_use_and_a_bad_listen(tmp_path: Path) -> None:
         port = holder.getsockname()[1]
         taken = openbell(tmp_path, "serve", "--db", str(db), "--listen", f"127.0.0.1:{port}")
     assert taken.returncode == 2
-    assert_one_error_line(taken, f"127.0.0.1:{port}", "cannot listen there")
+    assert_one_error_line(taken, f"127.0.0.1:{port}", "cannot listen there", "--listen")
     bad = openbell(tmp_path, "serve", "--db", str(db), "--listen", "localhost")
     assert bad.returncode == 2
     assert_one_error_line(bad, "--listen localhost", "HOST:PORT")

@@ -140,7 +140,7 @@ def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> N
         httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"message": "slow"}}),
         httpx.Response(500, text="oops"),
         httpx.ReadTimeout("read timed out"),
-        httpx.ConnectError("refused"),
+        httpx.RemoteProtocolError("peer closed the connection"),
         httpx.Response(200, json=OK),
     )
     answer, slept = run(script, backoff_base_s=1.0, backoff_max_s=30.0)
@@ -150,6 +150,42 @@ def test_429_with_retry_after_500_and_a_timeout_are_retried_until_success() -> N
     # Exponential backoff with jitter: a random half to whole of 1, 2, 4 seconds.
     for delay, step in zip(slept[1:], (2.0, 4.0, 8.0), strict=True):
         assert step / 2 <= delay <= step
+
+
+def test_an_endpoint_refusing_connections_fails_at_once_without_retries() -> None:
+    script = Script(
+        httpx.ConnectError("[Errno 111] Connection refused"), httpx.Response(200, json=OK)
+    )
+    with pytest.raises(LlmUnavailable, match=r"cannot connect.*refused.*not retried") as raised:
+        run(script, max_retries=4)
+    assert len(script.requests) == 1
+    assert raised.value.attempts[-1].error is AttemptError.UNREACHABLE  # type: ignore[attr-defined]
+    assert raised.value.attempts[-1].retry_in_s is None  # type: ignore[attr-defined]
+
+
+def test_a_refused_connection_on_a_real_socket_costs_no_backoff() -> None:
+    import socket
+
+    with socket.socket() as holder:  # a port nothing listens on: bound, never listening
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+        slept: list[float] = []
+
+        async def sleep(seconds: float) -> None:
+            slept.append(seconds)
+
+        async def scenario() -> None:
+            async with httpx.AsyncClient() as http:
+                client = ChatClient(
+                    ClientConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m"),
+                    http=http,
+                    sleep=sleep,
+                )
+                await client.complete(http, MESSAGES)
+
+        with pytest.raises(LlmUnavailable, match="cannot connect"):
+            asyncio.run(scenario())
+    assert slept == []
 
 
 def test_backoff_is_capped() -> None:

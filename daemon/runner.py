@@ -504,6 +504,7 @@ class CycleRunner:
             journal=self._ledger,
             masking_keys=self._ledger,
             roster=desk.universe,
+            spending=self._ledger,
         )
         try:
             if failure is None:

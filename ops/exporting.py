@@ -31,6 +31,7 @@ from openbell.store.account_history import AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.exports import Cell
 from openbell.store.holdings import AccountHoldings, Holding
+from openbell.store.queries import ReportedModel
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace
 
@@ -83,6 +84,7 @@ LEADERBOARD_KEYS: tuple[str, ...] = (
     "z_sortino_ratio",
     "cost_per_decision",
     "return_per_dollar",
+    "model_changed",
 )
 
 
@@ -132,6 +134,7 @@ def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
         **_behaviour(row.behaviour),
         "cost_per_decision": _decimal(row.llm.cost_per_decision) if row.llm else None,
         "return_per_dollar": row.llm.return_per_dollar if row.llm else None,
+        "model_changed": row.llm.model_changed if row.llm else None,
     }
     record = {key: values[key] for key in LEADERBOARD_KEYS}
     if row.long_short is not None:
@@ -181,6 +184,19 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
         "tool_validity_rate": usage.tool_validity_rate if usage else None,
         "llm_attempts": usage.llm_attempts if usage else None,
         "llm_failed_attempts": usage.llm_failed_attempts if usage else None,
+        "model_changed": usage.model_changed if usage else None,
+        "models": [reported_model_record(found) for found in usage.models] if usage else None,
+    }
+
+
+def reported_model_record(found: ReportedModel) -> dict[str, JsonValue]:
+    """One model identity an account's exchanges reported, as a record."""
+    return {
+        "model": found.model,
+        "fingerprint": found.fingerprint,
+        "revision": found.revision,
+        "first_slot_at": found.first_slot_at.isoformat(),
+        "exchanges": found.exchanges,
     }
 
 

@@ -94,7 +94,13 @@ def sell(
     stock_id: str, *, shares: int | None = None, target_weight: int | None = None
 ) -> dict[str, object]:
     size = {"shares": shares} if shares is not None else {"target_weight": target_weight}
-    return {"stock_id": stock_id, "side": "sell", **size, "confidence": 0.5, "reason": "exit the whole position"}
+    return {
+        "stock_id": stock_id,
+        "side": "sell",
+        **size,
+        "confidence": 0.5,
+        "reason": "exit the whole position",
+    }
 
 
 def config(tmp_path: Path, base_url: str, masking: str) -> str:

@@ -1164,17 +1164,18 @@ class OpenbellConfig(_Section):
                         "table)",
                     )
                 )
+            priced = self._priced(agent)
             if (
-                isinstance(agent, LlmAgentConfig)
-                and agent.dollar_capped
-                and self._priced(agent).price_in_per_mtok is None
+                isinstance(priced, LlmAgentConfig)
+                and priced.dollar_capped
+                and priced.price_in_per_mtok is None
             ):
                 problems.append(
                     PathError(
-                        ("agents", index, _first_cap(agent)),
-                        f"agent {agent.name!r} has a dollar cap but its model {agent.model!r} "
+                        ("agents", index, _first_cap(priced)),
+                        f"agent {priced.name!r} has a dollar cap but its model {priced.model!r} "
                         "is unpriced, so its spend is unknown: give price_in_per_mtok and "
-                        f'price_out_per_mtok, or a [prices."{agent.model}"] table',
+                        f'price_out_per_mtok, or a [prices."{priced.model}"] table',
                     )
                 )
             if agent.allow_short and "cn" in agent.markets:

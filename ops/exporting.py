@@ -185,7 +185,6 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
         "llm_attempts": usage.llm_attempts if usage else None,
         "llm_failed_attempts": usage.llm_failed_attempts if usage else None,
         "model_changed": usage.model_changed if usage else None,
-        "models": [reported_model_record(found) for found in usage.models] if usage else None,
     }
 
 
@@ -266,6 +265,11 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "brier_score": found.brier_score,
         "tokens_per_decision": found.tokens_per_decision,
         **llm_record(found.llm),
+        "models": (
+            [reported_model_record(reported) for reported in found.llm.models]
+            if found.llm
+            else None
+        ),
         **long_short_record(found.row.long_short),
         "rejections_by_reason": dict(found.rejections_by_reason),
     }

@@ -652,7 +652,7 @@ def reported_models_of(
                 first_slot_at=first_at,
                 exchanges=int(count),
             )
-            found[account_id].append((first_at, int(first_id), reported))
+            found[account_id].append((first_at, int(first_id or 0), reported))
     return {
         account_id: tuple(reported for _at, _id, reported in sorted(rows, key=lambda r: r[:2]))
         for account_id, rows in found.items()

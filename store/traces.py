@@ -254,7 +254,8 @@ def llm_spend(
         col(CycleRow.slot_at) < end,
         *(() if start is None else (col(CycleRow.slot_at) >= start,)),
     )
-    return sum((Decimal(cost) for cost in connection.execute(query).scalars()), Decimal(0))
+    costs = connection.execute(query).scalars()
+    return sum((Decimal(cost) for cost in costs if cost is not None), Decimal(0))
 
 
 def has_usage(row: CycleRow) -> bool:

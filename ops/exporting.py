@@ -305,6 +305,9 @@ def _entry_record(entry: TraceEntry) -> dict[str, JsonValue]:
         "tokens_in": entry.tokens_in,
         "tokens_out": entry.tokens_out,
         "latency_ms": entry.latency_ms,
+        "model": entry.model,
+        "fingerprint": entry.fingerprint,
+        "revision": entry.revision,
     }
 
 

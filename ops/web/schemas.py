@@ -561,6 +561,9 @@ class TraceEntry(_Document):
     tokens_in: int | None
     tokens_out: int | None
     latency_ms: int | None
+    model: str | None = Field(description="An exchange's reported model (`assistant` rows).")
+    fingerprint: str | None = Field(description="Its reported `system_fingerprint`.")
+    revision: str | None = Field(description="Its provider revision headers, `name=value; ...`.")
 
 
 class CycleTrace(_Document):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol
 
 from openbell.markets.domain import check_utc
@@ -52,6 +53,15 @@ class MaskingKeys(Protocol):
         ...
 
 
+class Spending(Protocol):
+    """Where an agent's model spend is read from (`Ledger` is one)."""
+
+    def llm_spend(self, account_id: int, start: datetime | None, end: datetime) -> Decimal:
+        """The priced cost of the account's cycles whose slot is in `[start, end)` (`start` None:
+        from the first)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionContext:
     """Everything an agent gets for one cycle. `now` is the slot time; nothing after it is seen.
@@ -60,6 +70,7 @@ class DecisionContext:
     ended by `now`), the only symbols an agent may be told about or buy. `roster` is the whole
     universe, every member of every date (default: `universe`), for what must stay the same from
     cycle to cycle whatever is offered (masking's alias map); it is never shown or traded from.
+    `spending` is where an LLM agent with dollar caps reads what it spent before this process.
     """
 
     now: datetime
@@ -73,6 +84,7 @@ class DecisionContext:
     journal: Journal | None = None
     masking_keys: MaskingKeys | None = None
     roster: Universe | None = None
+    spending: Spending | None = None
 
     def __post_init__(self) -> None:
         check_utc("now", self.now)

@@ -520,6 +520,7 @@ class CycleRunner:
             journal=self._ledger,
             masking_keys=self._ledger,
             roster=desk.universe,
+            spending=self._ledger,
         )
         try:
             if failure is None:

@@ -796,9 +796,12 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     Prices are per million tokens in the account's terms (usually USD), as quoted decimal
     strings: `price_in_per_mtok` and `price_out_per_mtok` together, `price_cached_per_mtok`
     optionally (default: the input price). Without them the model's `[prices."MODEL"]` table
-    applies, if there is one; with neither, cost is not computed. Budgets are per
-    cycle. `extra_headers` and `extra_body` are sent with every request (no credentials in them:
-    those come from `api_key_env`).
+    applies, if there is one; with neither, cost is not computed (shown as unpriced). Budgets are
+    per cycle; `max_usd_per_day` and `max_usd_per_season` cap each of its accounts' model spend
+    in the prices' currency (quoted decimal strings) per UTC day of slots and over the season
+    (until seasons exist: the ledger's life), and need prices (`agents.llm.spend_caps`).
+    `extra_headers` and `extra_body` are sent with every request (no credentials in them: those
+    come from `api_key_env`).
     """
 
     kind: Literal["llm"]
@@ -827,8 +830,28 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     max_tool_calls: Annotated[StrictInt, Field(gt=0, le=10_000)] = 50
     max_tokens_per_cycle: Annotated[StrictInt, Field(gt=0)] = 120_000
     max_wall_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
+    #: Dollar caps on the model spend, in the prices' currency (None: no cap).
+    max_usd_per_day: Decimal | None = None
+    max_usd_per_season: Decimal | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("max_usd_per_day", "max_usd_per_season", mode="before")
+    @classmethod
+    def _dollar_cap(cls, value: object) -> Decimal | None:
+        if value is None:
+            return None
+        cap = _exact_decimal(
+            value, "an amount", "5", float_hint=f'write it as a quoted string, "{value!r}"'
+        )
+        if not cap.is_finite() or cap <= 0:
+            raise ValueError("should be a positive amount")
+        return cap
+
+    @property
+    def dollar_capped(self) -> bool:
+        """Whether a dollar cap is set."""
+        return self.max_usd_per_day is not None or self.max_usd_per_season is not None
 
     @field_validator("extra_headers")
     @classmethod
@@ -1218,6 +1241,20 @@ class OpenbellConfig(_Section):
                         "table)",
                     )
                 )
+            priced = self._priced(agent)
+            if (
+                isinstance(priced, LlmAgentConfig)
+                and priced.dollar_capped
+                and priced.price_in_per_mtok is None
+            ):
+                problems.append(
+                    PathError(
+                        ("agents", index, _first_cap(priced)),
+                        f"agent {priced.name!r} has a dollar cap but its model {priced.model!r} "
+                        "is unpriced, so its spend is unknown: give price_in_per_mtok and "
+                        f'price_out_per_mtok, or a [prices."{priced.model}"] table',
+                    )
+                )
             if agent.allow_short and "cn" in agent.markets:
                 problems.append(
                     PathError(
@@ -1250,6 +1287,10 @@ class OpenbellConfig(_Section):
                 "price_cached_per_mtok": found.cached_per_mtok,
             }
         )
+
+
+def _first_cap(agent: LlmAgentConfig) -> str:
+    return "max_usd_per_day" if agent.max_usd_per_day is not None else "max_usd_per_season"
 
 
 def load_config(path: str | PathLike[str]) -> OpenbellConfig:

@@ -36,6 +36,7 @@ from openbell.store.holdings import (
     AccountHoldings,
     Holding,
 )
+from openbell.store.queries import ReportedModel
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.traces import CycleTrace
 
@@ -88,6 +89,7 @@ LEADERBOARD_KEYS: tuple[str, ...] = (
     "z_sortino_ratio",
     "cost_per_decision",
     "return_per_dollar",
+    "model_changed",
 )
 
 
@@ -137,6 +139,7 @@ def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
         **_behaviour(row.behaviour),
         "cost_per_decision": _decimal(row.llm.cost_per_decision) if row.llm else None,
         "return_per_dollar": row.llm.return_per_dollar if row.llm else None,
+        "model_changed": row.llm.model_changed if row.llm else None,
     }
     record = {key: values[key] for key in LEADERBOARD_KEYS}
     if row.long_short is not None:
@@ -186,6 +189,18 @@ def llm_record(usage: LlmUsage | None) -> dict[str, JsonValue]:
         "tool_validity_rate": usage.tool_validity_rate if usage else None,
         "llm_attempts": usage.llm_attempts if usage else None,
         "llm_failed_attempts": usage.llm_failed_attempts if usage else None,
+        "model_changed": usage.model_changed if usage else None,
+    }
+
+
+def reported_model_record(found: ReportedModel) -> dict[str, JsonValue]:
+    """One model identity an account's exchanges reported, as a record."""
+    return {
+        "model": found.model,
+        "fingerprint": found.fingerprint,
+        "revision": found.revision,
+        "first_slot_at": found.first_slot_at.isoformat(),
+        "exchanges": found.exchanges,
     }
 
 
@@ -258,6 +273,11 @@ def report_record(found: AgentReport) -> dict[str, Any]:
         "brier_score": found.brier_score,
         "tokens_per_decision": found.tokens_per_decision,
         **llm_record(found.llm),
+        "models": (
+            [reported_model_record(reported) for reported in found.llm.models]
+            if found.llm
+            else None
+        ),
         **long_short_record(found.row.long_short),
         "rejections_by_reason": dict(found.rejections_by_reason),
     }
@@ -293,6 +313,9 @@ def _entry_record(entry: TraceEntry) -> dict[str, JsonValue]:
         "tokens_in": entry.tokens_in,
         "tokens_out": entry.tokens_out,
         "latency_ms": entry.latency_ms,
+        "model": entry.model,
+        "fingerprint": entry.fingerprint,
+        "revision": entry.revision,
     }
 
 

@@ -91,6 +91,8 @@ MONEY_KEYS = frozenset({"final_nav", "initial_cash", "borrow_fees"})
 COST_KEYS = frozenset({"cost", "cost_per_decision"})
 
 MISSING = "-"
+#: The cost of an LLM agent whose model has no configured price: unknown, never shown as 0.
+UNPRICED = "unpriced"
 
 
 def money(value: Decimal | None) -> str:

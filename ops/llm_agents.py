@@ -20,6 +20,7 @@ from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.hooks import PromptBuilder
 from openbell.agents.llm.recorder import Prices
 from openbell.agents.llm.run import Budgets
+from openbell.agents.llm.spend_caps import SpendCaps
 from openbell.agents.masking import masker_for
 from openbell.agents.modes import DEFAULT_RESEARCH_CALLS, prompt_for_mode
 from openbell.agents.protocol import DecisionContext
@@ -50,6 +51,7 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
             max_wall_s=config.max_wall_s,
         ),
         prices=prices_of(config),
+        caps=SpendCaps(per_day=config.max_usd_per_day, per_season=config.max_usd_per_season),
         prompt=prompt_factory(config),
         masker=masker_factory(config),
     )

@@ -117,7 +117,8 @@ class LlmUsage:
     `parse_failure_rate` is the parse failures over the model's answers (its requests that got a
     completion); `tool_calls` counts the tool calls traced (the model's, and those its decision
     mode made for it), and `tool_validity_rate` is the share of them that were valid (None
-    without any).
+    without any). `models` are the model identities its exchanges reported, in order of first
+    appearance; more than one is a model change (`model_changed`), marked on the leaderboard.
     """
 
     decisions: int
@@ -136,6 +137,12 @@ class LlmUsage:
     parse_failure_rate: float | None = None
     tool_calls: int = 0
     tool_validity_rate: float | None = None
+    models: tuple[queries.ReportedModel, ...] = ()
+
+    @property
+    def model_changed(self) -> bool:
+        """Whether the model answered under more than one identity in the window."""
+        return len(self.models) > 1
 
     @property
     def tokens_per_decision(self) -> float:
@@ -144,7 +151,11 @@ class LlmUsage:
 
 
 def _llm_usage(
-    decisions: int, usage: CycleUsage, cumulative_return: float | None, tool_calls: int = 0
+    decisions: int,
+    usage: CycleUsage,
+    cumulative_return: float | None,
+    tool_calls: int = 0,
+    models: tuple[queries.ReportedModel, ...] = (),
 ) -> LlmUsage | None:
     if decisions == 0:
         return None
@@ -173,6 +184,7 @@ def _llm_usage(
         tool_validity_rate=(
             (tool_calls - usage.invalid_tool_calls) / tool_calls if tool_calls > 0 else None
         ),
+        models=models,
     )
 
 
@@ -262,6 +274,7 @@ class _Account:
     long_short: LongShort | None = None
     slot_navs: tuple[NavPoint, ...] = ()  # the slot snapshots, which the behaviour reads
     tool_calls: int = 0
+    models: tuple[queries.ReportedModel, ...] = ()
 
 
 def infer_cadence(timestamps: Sequence[datetime]) -> str:
@@ -325,6 +338,7 @@ def _load_accounts(
     notionals = queries.traded_notionals_of(engine, ids, start, end)
     usage = queries.llm_usage_of(engine, ids, start, end)
     tool_calls = queries.tool_calls_of(engine, ids, start, end)
+    models = queries.reported_models_of(engine, ids, start, end)
     shorting = [info.account_id for info in infos if info.allow_short]
     exposures = queries.exposures_of(engine, shorting, start, end)
     fees = queries.borrow_fees_of(engine, shorting, start, end)
@@ -352,6 +366,7 @@ def _load_accounts(
                 final_nav=rows[-1].nav if rows else None,
                 usage=usage[info.account_id],
                 tool_calls=tool_calls[info.account_id],
+                models=models[info.account_id],
                 long_short=(
                     long_short(
                         [
@@ -540,7 +555,9 @@ def _build(
                 behaviour=entry.behaviour if entry else None,
                 final_nav=entry.final_nav if entry else _bench_nav(bench, currency),
                 llm=(
-                    _llm_usage(*entry.usage, panel.cumulative_return, entry.tool_calls)
+                    _llm_usage(
+                        *entry.usage, panel.cumulative_return, entry.tool_calls, entry.models
+                    )
                     if entry
                     else None
                 ),

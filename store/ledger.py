@@ -58,7 +58,13 @@ from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapsh
 from openbell.store.strategy_judgements import StrategyJudgements
 from openbell.store.strategy_runs import StrategyRuns
 from openbell.store.tables import FILL_TABLE, CycleRow
-from openbell.store.traces import append_journal, append_journals, cycle_traces, usage_of
+from openbell.store.traces import (
+    append_journal,
+    append_journals,
+    cycle_traces,
+    llm_spend,
+    usage_of,
+)
 
 
 class Ledger(
@@ -170,6 +176,13 @@ class Ledger(
             if row is None:
                 raise ValueError(f"no cycle {cycle_id}")
             return usage_of(row)
+
+    def llm_spend(self, account_id: int, start: datetime | None, end: datetime) -> Decimal:
+        """The priced cost of the account's cycles whose slot is in `[start, end)` (`start` None:
+        from the first): `agents.protocol.Spending`."""
+        check_utc("end", end)
+        with self._engine.connect() as connection:
+            return llm_spend(connection, account_id, start, end)
 
     # -- masking keys (store/masking_keys.py) -----------------------------------------------
 

@@ -595,6 +595,70 @@ def llm_usage_of(
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportedModel:
+    """One model identity an account's model exchanges reported: the response's `model`, its
+    `fingerprint` (`system_fingerprint`) and the provider's `revision` headers (each None when not
+    reported), from the slot of its first exchange (`first_slot_at`), with how many `exchanges`
+    reported it."""
+
+    model: str | None
+    fingerprint: str | None
+    revision: str | None
+    first_slot_at: datetime
+    exchanges: int
+
+
+def reported_models_of(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> dict[int, tuple[ReportedModel, ...]]:
+    """The model identities each account's `assistant` trace rows (one per model exchange)
+    reported in the window, in the order they first appeared, read in one query. More than one
+    is a model change: the same configured model answered as another model or build."""
+    model, fingerprint, revision = (
+        col(TraceRow.model),
+        col(TraceRow.fingerprint),
+        col(TraceRow.revision),
+    )
+    query = (
+        select(
+            col(CycleRow.account_id),
+            model,
+            fingerprint,
+            revision,
+            func.min(col(CycleRow.slot_at)),
+            func.min(col(TraceRow.id)),
+            func.count(),
+        )
+        .select_from(TraceRow)
+        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            col(TraceRow.role) == "assistant",
+            *_window(col(CycleRow.slot_at), start, end),
+        )
+        .group_by(col(CycleRow.account_id), model, fingerprint, revision)
+    )
+    found: dict[int, list[tuple[datetime, int, ReportedModel]]] = {i: [] for i in account_ids}
+    with engine.connect() as connection:
+        for account_id, name, print_, rev, first_at, first_id, count in connection.execute(query):
+            reported = ReportedModel(
+                model=name,
+                fingerprint=print_,
+                revision=rev,
+                first_slot_at=first_at,
+                exchanges=int(count),
+            )
+            found[account_id].append((first_at, int(first_id or 0), reported))
+    return {
+        account_id: tuple(reported for _at, _id, reported in sorted(rows, key=lambda r: r[:2]))
+        for account_id, rows in found.items()
+    }
+
+
 def rejections_by_reason(
     engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
 ) -> dict[str, int]:

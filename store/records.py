@@ -159,7 +159,10 @@ class TraceEntry:
 
     `role` is `system`, `user`, `assistant`, `reasoning` (a model's reasoning, kept here and never
     sent back) or `tool` (a call with its `arguments` and `result`). `seq` is assigned by the
-    ledger when the entry is added (None before).
+    ledger when the entry is added (None before). An `assistant` entry (one model exchange)
+    carries the model's identity as its response reported it: `model` (the response's `model`),
+    `fingerprint` (its `system_fingerprint`) and `revision` (the provider's revision headers),
+    each None when the response had none.
     """
 
     cycle_id: int
@@ -173,6 +176,9 @@ class TraceEntry:
     tokens_in: int | None = None
     tokens_out: int | None = None
     latency_ms: int | None = None
+    model: str | None = None
+    fingerprint: str | None = None
+    revision: str | None = None
 
     def __post_init__(self) -> None:
         check_utc("at", self.at)

@@ -53,6 +53,7 @@ from openbell.store.tables import (
     POSITION_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.traces import trace_values
 from openbell.store.types import ExactDecimal, UtcDateTime
 from openbell.store.working_copy import AccountBook
 
@@ -251,22 +252,7 @@ class ReplayBatch:
 
     def add_traces(self, entries: Iterable[TraceEntry]) -> None:
         """The `trace` rows of `entries` (numbered)."""
-        self.traces.extend(
-            {
-                "cycle_id": entry.cycle_id,
-                "seq": entry.seq,
-                "role": entry.role,
-                "content": entry.content,
-                "tool": entry.tool,
-                "arguments": entry.arguments,
-                "result": entry.result,
-                "tokens_in": entry.tokens_in,
-                "tokens_out": entry.tokens_out,
-                "latency_ms": entry.latency_ms,
-                "at": entry.at,
-            }
-            for entry in entries
-        )
+        self.traces.extend(trace_values(entry) for entry in entries)
 
     def seal(self, books: Mapping[int, AccountBook]) -> None:
         """Take the moved accounts' cash and positions from their `books` as they are now, to be

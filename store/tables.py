@@ -301,6 +301,11 @@ class TraceRow(SQLModel, table=True):
     tokens_out: int | None = None
     latency_ms: int | None = None
     at: datetime = Field(sa_type=UtcDateTime)
+    #: The model identity an `assistant` row's response reported (`model`, `system_fingerprint`,
+    #: the provider's revision headers); None elsewhere and before revision 0021.
+    model: str | None = None
+    fingerprint: str | None = None
+    revision: str | None = None
 
 
 class MaskingKeyRow(SQLModel, table=True):

@@ -140,11 +140,12 @@ def append_journals(
             replace(entry, seq=first + index) for index, entry in enumerate(append.entries)
         )
         next_seq[append.cycle_id] = first + len(append.entries)
-    connection.execute(TRACE_TABLE.insert(), [_trace_values(entry) for entry in stored])
+    connection.execute(TRACE_TABLE.insert(), [trace_values(entry) for entry in stored])
     return tuple(stored)
 
 
-def _trace_values(entry: TraceEntry) -> dict[str, Any]:
+def trace_values(entry: TraceEntry) -> dict[str, Any]:
+    """The `trace` row of `entry` (numbered), as insert values."""
     return {
         "cycle_id": entry.cycle_id,
         "seq": entry.seq,
@@ -157,6 +158,9 @@ def _trace_values(entry: TraceEntry) -> dict[str, Any]:
         "tokens_out": entry.tokens_out,
         "latency_ms": entry.latency_ms,
         "at": entry.at,
+        "model": entry.model,
+        "fingerprint": entry.fingerprint,
+        "revision": entry.revision,
     }
 
 
@@ -216,6 +220,9 @@ def _entry(row: TraceRow) -> TraceEntry:
         tokens_in=row.tokens_in,
         tokens_out=row.tokens_out,
         latency_ms=row.latency_ms,
+        model=row.model,
+        fingerprint=row.fingerprint,
+        revision=row.revision,
     )
 
 
@@ -234,6 +241,21 @@ def usage_of(row: CycleRow | Row[Any]) -> CycleUsage:
         llm_attempts=row.llm_attempts or 0,
         llm_failed_attempts=row.llm_failed_attempts or 0,
     )
+
+
+def llm_spend(
+    connection: Connection, account_id: int, start: datetime | None, end: datetime
+) -> Decimal:
+    """The priced cost of the account's cycles whose slot is in `[start, end)` (`start` None:
+    from the first), summed in Python (the column is text on SQLite)."""
+    query = select(col(CycleRow.cost)).where(
+        col(CycleRow.account_id) == account_id,
+        col(CycleRow.cost).is_not(None),
+        col(CycleRow.slot_at) < end,
+        *(() if start is None else (col(CycleRow.slot_at) >= start,)),
+    )
+    costs = connection.execute(query).scalars()
+    return sum((Decimal(cost) for cost in costs if cost is not None), Decimal(0))
 
 
 def has_usage(row: CycleRow) -> bool:

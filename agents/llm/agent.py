@@ -1,8 +1,9 @@
 """`LlmAgent`: a model on an OpenAI-compatible endpoint, trading through the toolbox.
 
 This module owns the agent object the arena enrolls (`kind = "llm"`): it holds the chat client,
-the per-cycle budgets, the model's prices and the factories of its decision mode (`PromptBuilder`)
-and masking (`Masker`), and at each cycle opens a connection, builds a fresh builder, masker and
+the per-cycle budgets, the model's prices, its dollar caps (`spend_caps`), a watch on the model's
+reported identity (`model_watch`) and the factories of its decision mode (`PromptBuilder`) and
+masking (`Masker`), and at each cycle opens a connection, builds a fresh builder, masker and
 `Recorder`, and runs the loop (`run.CycleRun`). What a cycle did is in the ledger (orders, fills),
 its trace and its usage (tokens, latency, cost, parse failures, invalid tool calls), all written
 through `ctx.journal`. A transient endpoint failure or a bad key is recorded in the trace and
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Final
 
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.hooks import IdentityMasker, Masker, OpenResearchPrompt, PromptBuilder
+from openbell.agents.llm.model_watch import ModelWatch
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.llm.run import Budgets, CycleRun, StopReason
+from openbell.agents.llm.spend_caps import WARN_SHARE, SpendCaps, SpendGuard
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import OpenbellError
 
@@ -46,12 +50,15 @@ class LlmAgent:
         client: ChatClient,
         budgets: Budgets | None = None,
         prices: Prices | None = None,
+        caps: SpendCaps | None = None,
         prompt: PromptFactory = _open_research,
         masker: MaskerFactory = _bright,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
+        if caps is not None and caps.any and prices is None:
+            raise ValueError(f"{name}: a dollar cap needs the model's prices (unpriced model)")
         self._name = name
         self._client = client
         self._budgets = budgets if budgets is not None else Budgets()
@@ -59,6 +66,9 @@ class LlmAgent:
         self._prompt = prompt
         self._masker = masker
         self._monotonic = monotonic
+        self._watch = ModelWatch()
+        self._caps = caps if caps is not None and caps.any else None
+        self._guard = None if self._caps is None else SpendGuard(self._caps)
         self.last_stop: StopReason | None = None
 
     @property
@@ -72,16 +82,31 @@ class LlmAgent:
         return LLM_KIND
 
     @property
+    def caps(self) -> SpendCaps | None:
+        """The dollar caps (None: none)."""
+        return self._caps
+
+    @property
     def budgets(self) -> Budgets:
         """The per-cycle budgets."""
         return self._budgets
 
     async def decide(self, ctx: DecisionContext) -> None:
-        """Run one cycle: prompts, then model turns and tool calls until it ends."""
+        """Run one cycle: prompts, then model turns and tool calls until it ends. With dollar caps,
+        a spent window skips the cycle first (`CycleSkipped`, `spend_caps.BUDGET_EXHAUSTED`)."""
+        notes: list[str] = []
+        if self._guard is not None:
+            self._guard.check(ctx, notes.append)
         recorder = Recorder(
-            ctx, redact=self._client.redact, prices=self._prices, monotonic=self._monotonic
+            ctx,
+            redact=self._client.redact,
+            prices=self._prices,
+            monotonic=self._monotonic,
+            watch=self._watch,
         )
         self.last_stop = None
+        for note in notes:
+            recorder.trace("budget", content=f"over {WARN_SHARE:.0%} of a dollar cap: {note}")
         try:
             async with self._client.connect() as chat:
                 run = CycleRun(
@@ -98,4 +123,6 @@ class LlmAgent:
             recorder.trace("error", content=f"{type(exc).__name__}: {exc}")
             raise
         finally:  # also when the cycle's timeout cancels it: the trace is whole on return
+            if self._guard is not None:
+                self._guard.spent(ctx, recorder.usage.cost or Decimal(0))
             recorder.flush(now=True)

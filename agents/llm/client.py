@@ -4,7 +4,8 @@ This module owns the wire protocol and its failures. `ChatClient.complete` posts
 `{base_url}/chat/completions` with the model, messages, tools (and a forced `tool_choice` when
 the decision mode asks for one), temperature, max_tokens and any configured extra body fields and
 headers (the API key goes only in the `Authorization` header and
-never into a message, log or error), and parses the answer once (`parse.parse_completion`).
+never into a message, log or error), and parses the answer once (`parse.parse_completion`),
+adding the provider's revision headers (`REVISION_HEADERS`) to the completion's identity.
 Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
 not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
 seconds. An endpoint that cannot be connected to at all (connection refused, unknown host, no
@@ -37,14 +38,16 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import httpx
 
 from openbell.agents.llm.completion import (
+    MAX_IDENTITY_CHARS,
     Completion,
     MalformedResponse,
+    cut,
     parse_completion,
     wire_json,
 )
@@ -53,6 +56,9 @@ from openbell.store.redact import Redactor
 
 #: Status codes that mean "this request will never work with this config".
 AUTH_STATUSES: Final = frozenset({401, 403, 404})
+#: The response headers that name the model's revision, as providers send them (OpenAI's
+#: `openai-model` names the dated snapshot behind an alias); kept as `name=value; ...`.
+REVISION_HEADERS: Final = ("openai-model", "x-model-revision", "x-model-version")
 #: The longest `Retry-After` honoured, in seconds.
 MAX_RETRY_AFTER_S: Final = 120.0
 _ERROR_BODY_CHARS: Final = 300
@@ -354,7 +360,7 @@ class ChatClient:
         if not isinstance(payload, dict):
             return _Failure(AttemptError.INVALID_BODY, "the response body is not a JSON object")
         try:
-            return parse_completion(
+            completion = parse_completion(
                 payload, prompt_chars=prompt_chars, recover_text_calls=with_tools
             )
         except MalformedResponse as exc:
@@ -362,6 +368,20 @@ class ChatClient:
             return _Failure(
                 AttemptError.NO_COMPLETION, f"{exc}{f': {self._clip(str(error))}' if error else ''}"
             )
+        revision = self._revision(response.headers)
+        return completion if revision is None else replace(completion, revision=revision)
+
+    def _revision(self, headers: httpx.Headers) -> str | None:
+        """The `REVISION_HEADERS` the response carried, as `name=value; ...` (secrets masked,
+        cut), or None when it carried none."""
+        found = [
+            f"{name}={' '.join(headers[name].split())}"
+            for name in REVISION_HEADERS
+            if headers.get(name, "").strip()
+        ]
+        if not found:
+            return None
+        return cut(self.redact.mask("; ".join(found)), MAX_IDENTITY_CHARS)
 
     def _delay(self, attempt: int, retry_after_s: float | None) -> float:
         """Seconds to wait before retry number `attempt`: Retry-After, else capped backoff with

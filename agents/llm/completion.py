@@ -72,7 +72,10 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
-    """The model's answer: content without reasoning, the reasoning, its tool calls, usage."""
+    """The model's answer: content without reasoning, the reasoning, its tool calls, usage, and
+    the identity the response reported: `model`, `system_fingerprint` (each cut to
+    `MAX_IDENTITY_CHARS`; None when absent or not a string) and `revision`, the provider's revision
+    headers (set by the client, which sees them)."""
 
     content: str
     reasoning: str | None
@@ -80,6 +83,8 @@ class Completion:
     finish_reason: str | None
     usage: Usage
     model: str | None = None
+    system_fingerprint: str | None = None
+    revision: str | None = None
 
 
 class MalformedResponse(ValueError):
@@ -120,8 +125,21 @@ def parse_completion(
         usage=parse_usage(
             payload.get("usage"), prompt_chars=prompt_chars, answer_chars=answer_chars
         ),
-        model=payload.get("model") if isinstance(payload.get("model"), str) else None,
+        model=_identity(payload.get("model")),
+        system_fingerprint=_identity(payload.get("system_fingerprint")),
     )
+
+
+#: A reported model name, fingerprint or revision is cut to this many characters (it is the
+#: endpoint's text, stored as is).
+MAX_IDENTITY_CHARS = 200
+
+
+def _identity(value: object) -> str | None:
+    """A reported identity field: a non-blank string, cut; else None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return cut(value.strip(), MAX_IDENTITY_CHARS)
 
 
 def _text_of(content: object) -> str:

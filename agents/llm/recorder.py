@@ -23,9 +23,12 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Final
 
+import structlog
+
 from openbell.agents.llm.batching import Handed, batch_for
 from openbell.agents.llm.client import Attempt
 from openbell.agents.llm.completion import Usage, cut
+from openbell.agents.llm.model_watch import ModelIdentity, ModelWatch
 from openbell.agents.protocol import DecisionContext
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.redact import Redactor
@@ -33,6 +36,8 @@ from openbell.store.redact import Redactor
 #: Each stored text field of a trace row is cut to this many characters.
 MAX_TRACE_CHARS: Final = 65_536
 _PER_MTOK: Final = Decimal(1_000_000)
+
+log = structlog.stdlib.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,8 +78,10 @@ class Recorder:
         redact: Redactor,
         prices: Prices | None,
         monotonic: Callable[[], float],
+        watch: ModelWatch | None = None,
     ) -> None:
         self._ctx = ctx
+        self._watch = watch
         self._redact = redact
         self._prices = prices
         self._monotonic = monotonic
@@ -102,8 +109,10 @@ class Recorder:
         tokens_in: int | None = None,
         tokens_out: int | None = None,
         latency_ms: int | None = None,
+        identity: ModelIdentity | None = None,
     ) -> None:
-        """Record one trace row (redacted and cut), written at the next `flush`."""
+        """Record one trace row (redacted and cut), written at the next `flush`; an exchange's
+        row carries the model `identity` its response reported."""
         entry = TraceEntry(
             cycle_id=self._ctx.cycle_id,
             role=role,
@@ -115,8 +124,32 @@ class Recorder:
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             latency_ms=latency_ms,
+            model=None if identity is None else identity.model,
+            fingerprint=None if identity is None else identity.fingerprint,
+            revision=None if identity is None else identity.revision,
         )
         self._pending.append(entry)
+
+    def exchange(self, identity: ModelIdentity) -> None:
+        """Note the identity an exchange's response reported; when it differs from the account's
+        previous one (`ModelWatch`), record a `model_changed` row and log it."""
+        if self._watch is None:
+            return
+        previous = self._watch.observe(self._ctx.account_id, identity)
+        if previous is None:
+            return
+        log.warning(
+            "model_changed",
+            agent=self._ctx.agent_name,
+            account_id=self._ctx.account_id,
+            cycle_id=self._ctx.cycle_id,
+            before=previous.describe(),
+            after=identity.describe(),
+        )
+        self.trace(
+            "model_changed",
+            content=f"the model answered as {identity.describe()} (before: {previous.describe()})",
+        )
 
     def attempt(self, attempt: Attempt) -> None:
         """Count one request to the model and its latency; a failed one is also an `attempt`

@@ -42,6 +42,7 @@ from openbell.agents.llm.hooks import (
     PromptBuilder,
     serve_masked,
 )
+from openbell.agents.llm.model_watch import ModelIdentity
 from openbell.agents.llm.recorder import Recorder
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.tools import (
@@ -206,6 +207,11 @@ class CycleRun:
             message = assistant_message(
                 completion, max_content_chars=self._budgets.max_message_chars
             )
+            identity = ModelIdentity(
+                model=completion.model,
+                fingerprint=completion.system_fingerprint,
+                revision=completion.revision,
+            )
             self._messages.append(message)
             self._recorder.trace(
                 "assistant",
@@ -214,7 +220,9 @@ class CycleRun:
                 tokens_in=completion.usage.tokens_in,
                 tokens_out=completion.usage.tokens_out,
                 latency_ms=answer.latency_ms,
+                identity=identity,
             )
+            self._recorder.exchange(identity)
             if not completion.tool_calls:
                 stop = await self._after_text(completion.content)
                 if stop is not None:

@@ -145,6 +145,16 @@ def _rank(row: LeaderboardRow) -> str:
     return figures.MISSING if row.rank is None else str(row.rank)
 
 
+def _cell(row: LeaderboardRow, key: str, value: Any, ratio_places: int) -> str:
+    """A leaderboard cell: an LLM agent's name marks a model change, its cost reads `unpriced`
+    when its model has no price (never 0)."""
+    if key == "name" and row.llm is not None and row.llm.model_changed:
+        return f"{row.name} [model changed]"
+    if key in figures.COST_KEYS and value is None and row.llm is not None:
+        return figures.UNPRICED
+    return figures.figure(key, value, ratio_places=ratio_places)
+
+
 def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
     Sortino, composite) or `wide` (the whole panel), with the long-short columns before the
@@ -181,9 +191,7 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
         record = exporting.row_record(row)
         table.add_row(
             *(
-                _rank(row)
-                if key == "rank"
-                else figures.figure(key, record.get(key), ratio_places=places)
+                _rank(row) if key == "rank" else _cell(row, key, record.get(key), places)
                 for _, key in columns
             ),
             style="italic" if row.is_benchmark else None,
@@ -384,6 +392,12 @@ def report_command(
         sys.stdout.write(f"WARNING: {warning}\n")
 
 
+def _model_text(found: dict[str, Any]) -> str:
+    """A reported model identity record in one line."""
+    parts = (found["model"], found["fingerprint"], found["revision"])
+    return ", ".join(str(part) for part in parts if part)
+
+
 def report_table(record: dict[str, Any], *, ratio_places: int = 2) -> Table:
     """An agent's report record (`exporting.report_record`) as a table of metric, value and unit,
     each value rounded as the leaderboard rounds it (`ops.figures`)."""
@@ -400,6 +414,10 @@ def report_table(record: dict[str, Any], *, ratio_places: int = 2) -> Table:
             continue
         if isinstance(value, dict):
             shown = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+        elif key == "models" and isinstance(value, list):
+            shown = " -> ".join(map(_model_text, value)) or figures.MISSING
+        elif key in figures.COST_KEYS and value is None and record.get("llm_decisions"):
+            shown = figures.UNPRICED
         else:
             shown = figures.figure(key, value, ratio_places=ratio_places)
         table.add_row(key, shown, figures.unit(key, record["currency"]))

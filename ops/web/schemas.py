@@ -214,6 +214,10 @@ class LeaderboardRow(_Document):
     z_sortino_ratio: float | None
     cost_per_decision: DecimalText | None
     return_per_dollar: float | None
+    model_changed: bool | None = Field(
+        description="LLM agents: whether the model answered under more than one identity "
+        "(reported model, system_fingerprint or revision header) in the window."
+    )
     mean_gross_exposure: float | None = Field(
         None,
         description="Shorting accounts only: mean of (longs + shorts) / NAV over the snapshots.",
@@ -225,6 +229,16 @@ class LeaderboardRow(_Document):
     borrow_cost: float | None = Field(
         None, description="Shorting accounts only: borrow fees charged over initial cash."
     )
+
+
+class ReportedModel(_Document):
+    """One model identity an LLM agent's exchanges reported (`store.queries.ReportedModel`)."""
+
+    model: str | None = Field(description="The `model` the responses named.")
+    fingerprint: str | None = Field(description="Their `system_fingerprint`.")
+    revision: str | None = Field(description="The provider's revision headers, `name=value; ...`.")
+    first_slot_at: Instant
+    exchanges: int
 
 
 class SeedStat(_Document):
@@ -424,6 +438,12 @@ class Metrics(_Document):
     tool_validity_rate: float | None = Field(description="Share of the tool calls that were valid.")
     llm_attempts: int | None
     llm_failed_attempts: int | None
+    model_changed: bool | None = Field(
+        description="Whether the model answered under more than one identity in the window."
+    )
+    models: list[ReportedModel] | None = Field(
+        description="The model identities the exchanges reported, in order of first appearance."
+    )
     rejections_by_reason: dict[str, int]
 
 
@@ -571,6 +591,9 @@ class TraceEntry(_Document):
     tokens_in: int | None
     tokens_out: int | None
     latency_ms: int | None
+    model: str | None = Field(description="An exchange's reported model (`assistant` rows).")
+    fingerprint: str | None = Field(description="Its reported `system_fingerprint`.")
+    revision: str | None = Field(description="Its provider revision headers, `name=value; ...`.")
 
 
 class CycleTrace(_Document):

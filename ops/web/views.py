@@ -22,7 +22,7 @@ from markupsafe import Markup
 from openbell.markets.rules import rules_for
 from openbell.ops import figures
 from openbell.ops.exporting import decimal_text
-from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow
+from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web.charts import equity_chart, nav_range, sparkline
 from openbell.ops.web.rating_view import RatingLine, rating_lines
@@ -31,8 +31,10 @@ from openbell.ops.web.seed_views import SeedGroupView, seed_group_view
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.holdings import AccountHoldings
+from openbell.store.queries import ReportedModel
 from openbell.store.records import CycleUsage, TraceEntry
 
+UNPRICED = figures.UNPRICED
 MARKET_TITLES = {"us": "US equities", "cn": "China A-shares", "crypto": "Crypto"}
 
 
@@ -81,6 +83,8 @@ class ArenaRow:
     z_sortino_ratio: str
     trades: str
     cost_per_decision: str
+    #: The model answered under more than one identity (`LlmUsage.model_changed`).
+    model_changed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,10 +144,29 @@ def arena_row(
         z_max_drawdown=figures.places(ranking.z_max_drawdown, 3),
         z_sortino_ratio=figures.places(ranking.z_sortino_ratio, 3),
         trades=figures.MISSING if row.behaviour is None else str(row.behaviour.trades),
-        cost_per_decision=(
-            figures.MISSING if row.llm is None else figures.places(row.llm.cost_per_decision, 4)
-        ),
+        cost_per_decision=_cost_text(row.llm),
+        model_changed=row.llm is not None and row.llm.model_changed,
     )
+
+
+def model_text(found: ReportedModel) -> str:
+    """A reported model identity in one line: its name, fingerprint and revision as reported."""
+    parts = [found.model or "(no model named)"]
+    if found.fingerprint is not None:
+        parts.append(f"fingerprint {found.fingerprint}")
+    if found.revision is not None:
+        parts.append(found.revision)
+    return ", ".join(parts)
+
+
+def _cost_text(usage: LlmUsage | None) -> str:
+    """An LLM agent's cost per decision to 4 places, `unpriced` when its model has no price (never
+    a zero it was not charged); `-` for an agent without a model."""
+    if usage is None:
+        return figures.MISSING
+    if usage.cost_per_decision is None:
+        return UNPRICED
+    return figures.places(usage.cost_per_decision, 4)
 
 
 def arena_board(
@@ -380,8 +403,10 @@ def _metrics(found: AgentReport) -> tuple[tuple[str, str], ...]:
     if found.llm is not None:
         out += [
             ("tokens / decision", figures.places(found.llm.tokens_per_decision, 0)),
-            ("cost / decision", figures.places(found.llm.cost_per_decision, 4)),
+            ("cost", UNPRICED if found.llm.cost is None else figures.places(found.llm.cost, 4)),
+            ("cost / decision", _cost_text(found.llm)),
             ("parse failures", str(found.llm.parse_failures)),
+            ("models answered", " -> ".join(map(model_text, found.llm.models)) or figures.MISSING),
         ]
     return tuple(out)
 

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final
 
+from openbell.agents.kinds import LLM_KIND
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.hooks import IdentityMasker, Masker, OpenResearchPrompt, PromptBuilder
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.llm.run import Budgets, CycleRun, StopReason
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import OpenbellError
-
-LLM_KIND: Final = "llm"
 
 PromptFactory = Callable[[DecisionContext], PromptBuilder]
 MaskerFactory = Callable[[DecisionContext], Masker]

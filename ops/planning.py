@@ -36,6 +36,12 @@ replay's warnings are recorded in the ledger for `openbell report`. `--from-cach
 what the cache of the store at URL recorded (`cache_replay.py`). A replay window is whole UTC
 dates, `start` through `end` inclusive; the ledger is migrated to the schema head once the
 replay holds its claim on it.
+
+Start-up is most of a short replay, so this module imports only what every run needs: the module
+of an agent kind (the LLM client and its modes, the factor model and lightgbm, strategy code and
+its jail, rating, plug-in and outside agents with the MCP hub) when the config enrols one, the web
+app when the live daemon serves it, rich's progress bar when it is shown
+(`tests/acceptance/test_start_imports.py` lists what a replay of baselines must not import).
 """
 
 from __future__ import annotations

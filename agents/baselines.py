@@ -20,22 +20,13 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal
 from types import MappingProxyType
 
-from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, PairNeutral, check_pairs
+from openbell.agents.kinds import BASELINE_KINDS, PAIR_NEUTRAL
+from openbell.agents.pair_rules import DEFAULT_MOMENTUM_SESSIONS, check_pairs
+from openbell.agents.pairs import PairNeutral
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.tools import ToolError
 from openbell.markets.domain import check_market
 from openbell.markets.gateway import AveragesResult
-
-BASELINE_KINDS: tuple[str, ...] = (
-    "buy_and_hold",
-    "equal_weight",
-    "sma_crossover",
-    "cash",
-    "random",
-)
-#: The pair-neutral baseline's kind: built like the others, but it needs pairs (and an account
-#: allowed to short), so it is not among the `BASELINE_KINDS` every market can run as they are.
-PAIR_NEUTRAL: str = "pair_neutral"
 
 #: AI-Trader's CD5 crypto index weights (its crypto benchmark), as fractions of NAV.
 CD5_WEIGHTS: Mapping[str, Decimal] = MappingProxyType(

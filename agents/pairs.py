@@ -8,8 +8,9 @@ openbell after the agent's turn (a long sold, a short covered, whole), each as a
 cycle whose reason starts "pair rule:", so the ledger and the trace say why. Closing is the
 repair chosen over refusing orders because a pair is always built one leg at a time: a refusal
 would have to guess which order of the cycle is the last. `PairEnforced` wraps an agent (the LLM
-agent in `mode = "pair"`) so the rule runs after its turn (and is told in its trace), and
-`PairPrompt` tells the model the pairs and the rule. `PairNeutral` is the baseline
+agent in `mode = "pair"`) so the rule runs after its turn (and is told in its trace); the mode's
+prompt, which tells the model the pairs and the rule, is `agents.modes.pair.PairPrompt`, and what
+a configured pair may be is `agents.pair_rules`. `PairNeutral` is the baseline
 (`kind = "pair_neutral"`): for each pair, by momentum over `sessions` daily closes (the return
 from the close `sessions` sessions ago to the last close ended by the slot), long the stronger
 and short the weaker, equal notional per leg (`1 / (2 x pairs)` of NAV each: gross exposure 1,
@@ -23,53 +24,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Final
+from typing import TYPE_CHECKING
 
-from openbell.agents.llm.hooks import OpenResearchPrompt
-from openbell.agents.protocol import Agent, DecisionContext
-from openbell.agents.toolbox import Toolbox
+from openbell.agents.pair_rules import (
+    DEFAULT_MOMENTUM_SESSIONS,
+    PAIR_RULE,
+    Pair,
+    check_pairs,
+    named,
+    pair_state,
+)
 from openbell.agents.tools import ToolError
 from openbell.store.records import TraceEntry
 
-#: A pair of symbols of one market, as configured: `("AAPL", "MSFT")`.
-Pair = tuple[str, str]
-#: The default momentum window of `PairNeutral`, in daily sessions.
-DEFAULT_MOMENTUM_SESSIONS: Final = 20
-#: What every order the pair rule places says first.
-PAIR_RULE: Final = "pair rule"
-
-
-def check_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Pair, ...]:
-    """`pairs` as tuples, refused (ValueError) when empty, when a pair is not two different
-    symbols, or when a symbol is in two pairs (its leg could not be told apart)."""
-    found: list[Pair] = []
-    seen: set[str] = set()
-    if not pairs:
-        raise ValueError("pairs must name at least one pair")
-    for pair in pairs:
-        if len(pair) != 2 or pair[0] == pair[1]:
-            raise ValueError(f"a pair is two different symbols, got {list(pair)}")
-        for symbol in pair:
-            if symbol in seen:
-                raise ValueError(f"{symbol} is in two pairs")
-            seen.add(symbol)
-        found.append((pair[0], pair[1]))
-    return tuple(found)
-
-
-def named(pair: Pair) -> str:
-    """`pair` as its reasons and prompts write it: "AAPL vs MSFT" (a crypto symbol has a slash)."""
-    return f"{pair[0]} vs {pair[1]}"
-
-
-def pair_state(held: dict[str, Decimal], pair: Pair) -> str:
-    """`hedged` (one leg long, the other short), `flat` (neither held) or `broken`."""
-    first, second = (held.get(symbol, Decimal(0)) for symbol in pair)
-    if first == 0 and second == 0:
-        return "flat"
-    if (first > 0 > second) or (first < 0 < second):
-        return "hedged"
-    return "broken"
+if TYPE_CHECKING:
+    from openbell.agents.protocol import Agent, DecisionContext
+    from openbell.agents.toolbox import Toolbox
 
 
 async def enforce_pairs(tools: Toolbox, pairs: Sequence[Pair]) -> list[str]:
@@ -128,28 +98,6 @@ class PairEnforced:
                 content=f"{PAIR_RULE}: " + "; ".join(done),
             )
             ctx.journal.append_journal(ctx.cycle_id, [entry])
-
-
-def pair_rule_text(pairs: Sequence[Pair]) -> str:
-    """The pair rule as a model is told it."""
-    listed = "; ".join(named(pair) for pair in pairs)
-    return (
-        f"Pair mode: you trade the pairs {listed}. End every cycle with each pair hedged (one leg "
-        "long, the other short: buy one, short the other) or flat; a pair left with one leg "
-        "alone, or both legs on one side, has its legs closed by openbell after you finish."
-    )
-
-
-class PairPrompt(OpenResearchPrompt):
-    """The `pair` mode: the open-research prompt, told the pairs and the pair rule."""
-
-    def __init__(self, pairs: Sequence[Pair]) -> None:
-        super().__init__()
-        self.pairs = tuple(pairs)
-
-    def system_prompt(self, ctx: DecisionContext) -> str:
-        """The open-research prompt and the pair rule."""
-        return f"{super().system_prompt(ctx)}\n{pair_rule_text(self.pairs)}"
 
 
 def momentum(closes: Sequence[Decimal], sessions: int) -> Decimal | None:

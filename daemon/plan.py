@@ -26,17 +26,14 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 from openbell.agents.broker import FillPrice, PaperBroker
-from openbell.agents.outside.hub import CycleHub
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.protocol import Agent
 from openbell.daemon.clock import Clock
 from openbell.daemon.events import EventSink
 from openbell.daemon.ex_dates import ActionApplier
-from openbell.daemon.health import MarketWatch
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.runner import DECIDE_TIMEOUT_S, MarketDesk
-from openbell.daemon.scheduler import MarketBell
 from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import calendar_for
 from openbell.markets.corporate_actions import CorporateActionSource
@@ -54,7 +51,10 @@ from openbell.store.ledger import Ledger
 from openbell.store.redact import Redactor
 
 if TYPE_CHECKING:
+    from openbell.agents.outside.hub import CycleHub
+    from openbell.daemon.health import MarketWatch
     from openbell.daemon.http import WebFactory
+    from openbell.daemon.scheduler import MarketBell
 
 DEFAULT_GRACE: Final = {"hourly": timedelta(minutes=15), "daily": timedelta(hours=1)}
 #: The bar interval whose starts are the replay slots of each cadence.
@@ -128,6 +128,8 @@ class MarketPlan:
     @property
     def bell(self) -> MarketBell:
         """When this market rings."""
+        from openbell.daemon.scheduler import MarketBell  # live only: a replay never loads it
+
         grace = self.grace if self.grace is not None else DEFAULT_GRACE[self.cadence]
         return MarketBell(
             market=self.market, cadence=self.cadence, grace=grace, slot_times=self.slot_times
@@ -136,6 +138,8 @@ class MarketPlan:
     @property
     def watch(self) -> MarketWatch:
         """What the health board expects of this market."""
+        from openbell.daemon.health import MarketWatch  # live only: a replay never loads it
+
         return MarketWatch(cadence=_CADENCE[self.cadence], grace=self.bell.grace)
 
     def _slots(self, start_at: datetime, end_at: datetime) -> list[datetime]:
@@ -393,12 +397,12 @@ class LatestQuotes(ForwardingSource):
 def outside_hub(markets: Sequence[MarketPlan]) -> CycleHub | None:
     """The one `CycleHub` the plan's outside agents open their cycles on (their `hub`), or None
     when the plan has no outside agent. Raises `ValueError` when they were given several."""
-    hubs = {
-        id(hub): hub
-        for market in markets
-        for agent in market.agents
-        if isinstance(hub := getattr(agent, "hub", None), CycleHub)
-    }
+    held = [agent.hub for market in markets for agent in market.agents if hasattr(agent, "hub")]
+    if not held:  # no outside agent: the MCP machinery is not imported
+        return None
+    from openbell.agents.outside.hub import CycleHub
+
+    hubs = {id(hub): hub for hub in held if isinstance(hub, CycleHub)}
     if len(hubs) > 1:
         raise ValueError("the outside agents of one run must share one CycleHub")
     return next(iter(hubs.values()), None)

@@ -41,8 +41,8 @@ from typing import Final
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from openbell.agents.baselines import BASELINE_KINDS
 from openbell.agents.broker import MarginCall, PaperBroker, in_margin_call
+from openbell.agents.kinds import BASELINE_KINDS
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for

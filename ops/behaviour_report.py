@@ -51,13 +51,17 @@ from decimal import Decimal
 import numpy as np
 from sqlalchemy import Engine
 
-from openbell.agents.baselines import BASELINE_KINDS, PAIR_NEUTRAL
-from openbell.agents.llm.agent import LLM_KIND
-from openbell.agents.outside.agent import MCP_KIND
-from openbell.agents.outside.command import COMMAND_KIND
-from openbell.agents.rating.agent import RATING_KIND, RATINGS_TOOL
+from openbell.agents.kinds import (
+    BASELINE_KINDS,
+    COMMAND_KIND,
+    LLM_KIND,
+    MCP_KIND,
+    PAIR_NEUTRAL,
+    RATING_KIND,
+    RATINGS_TOOL,
+    STRATEGY_CODE_KIND,
+)
 from openbell.agents.rating.report import Rating, stored_report
-from openbell.agents.strategy_code.agent import STRATEGY_CODE_KIND
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops import behaviour
 from openbell.ops.benchmark import carried_prices

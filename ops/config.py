@@ -36,9 +36,14 @@ from pydantic import (
     model_validator,
 )
 
-from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, check_assets
 from openbell.agents.outside.limits import McpLimits
-from openbell.agents.pairs import DEFAULT_MOMENTUM_SESSIONS, check_pairs
+from openbell.agents.pair_rules import (
+    DEFAULT_MOMENTUM_SESSIONS,
+    HERCULEAN_ASSETS,
+    LEG_WEIGHT,
+    check_assets,
+    check_pairs,
+)
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.markets.errors import ConfigError, InvalidConfig
 from openbell.markets.price_limits import with_limit_buffer

@@ -42,7 +42,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from openbell.agents.rating.agent import RATING_KIND, RATINGS_TOOL
+from openbell.agents.kinds import RATING_KIND, RATINGS_TOOL
 from openbell.agents.rating.quality_judge import QUALITY_TOOL, stored_verdict
 from openbell.agents.rating.report import Rating, stored_model, stored_report
 from openbell.markets.replay_source import ReplaySource

@@ -36,6 +36,12 @@ replay's warnings are recorded in the ledger for `openbell report`. `--from-cach
 what the cache of the store at URL recorded (`cache_replay.py`). A replay window is whole UTC
 dates, `start` through `end` inclusive; the ledger is migrated to the schema head once the
 replay holds its claim on it.
+
+Start-up is most of a short replay, so this module imports only what every run needs: the module
+of an agent kind (the LLM client and its modes, the factor model and lightgbm, strategy code and
+its jail, rating, plug-in and outside agents with the MCP hub) when the config enrols one, the web
+app when the live daemon serves it, rich's progress bar when it is shown
+(`tests/acceptance/test_start_imports.py` lists what a replay of baselines must not import).
 """
 
 from __future__ import annotations
@@ -47,26 +53,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from openbell.agents.aliases import seed_of
 from openbell.agents.baselines import build_agent
-from openbell.agents.factor_model import FactorModel
-from openbell.agents.masking import masker_for
-from openbell.agents.modes.hedge import HedgeEnforced
-from openbell.agents.outside.agent import McpAgent
-from openbell.agents.outside.command import CommandAgent
-from openbell.agents.outside.hub import CycleHub, OutsideBudgets
-from openbell.agents.pairs import PairEnforced
-from openbell.agents.plugins import load_plugin
 from openbell.agents.protocol import Agent
-from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.clock import Clock
-from openbell.daemon.http import WebFactory
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
@@ -101,16 +94,13 @@ from openbell.ops.config import (
     RatingAgentConfig,
     StrategyCodeAgentConfig,
 )
-from openbell.ops.conventions import convention_named
-from openbell.ops.llm_agents import build_llm_agent
-from openbell.ops.outside_agents import build_command_agent
-from openbell.ops.rating_agents import build_rating_agent
 from openbell.ops.replay_checks import ReplayChecks, check_replay, record_warnings
 from openbell.ops.sandboxing import Containment, containment_for
 from openbell.ops.secrets import redactor_for
-from openbell.ops.seeds import record_group, seeded_config
-from openbell.ops.strategy_agents import build_strategy_code_agent
-from openbell.ops.web.app import web_parts
+
+if TYPE_CHECKING:
+    from openbell.agents.outside.hub import CycleHub
+    from openbell.daemon.http import WebFactory
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -181,12 +171,20 @@ def agent_for(
     """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
     opened on `hub` (the run's one MCP server's; a new one when None). A strategy-code or command
     agent is contained as `containment` says (`sandboxing.py`; default: jailed)."""
+    # Each kind's module is imported when the config uses that kind: a replay of baselines never
+    # loads the LLM client, the MCP hub, the strategy-code sandbox or lightgbm (issue 29).
     if isinstance(agent, LlmAgentConfig):
+        from openbell.agents.modes.hedge import HedgeEnforced
+        from openbell.agents.pairs import PairEnforced
+        from openbell.ops.llm_agents import build_llm_agent
+
         built = build_llm_agent(agent, os.environ if environ is None else environ)
         if agent.mode == "hedge":
             return HedgeEnforced(agent=built)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
     if isinstance(agent, FactorModelAgentConfig):
+        from openbell.agents.factor_model import FactorModel
+
         return FactorModel(
             name=agent.name,
             market=market,
@@ -205,14 +203,23 @@ def agent_for(
             sessions=agent.momentum_sessions,
         )
     if isinstance(agent, StrategyCodeAgentConfig):
+        from openbell.ops.strategy_agents import build_strategy_code_agent
+
         return build_strategy_code_agent(
             agent, os.environ if environ is None else environ, containment
         )
     if isinstance(agent, RatingAgentConfig):
+        from openbell.ops.rating_agents import build_rating_agent
+
         return build_rating_agent(agent, os.environ if environ is None else environ)
     if isinstance(agent, PythonAgentConfig):
+        from openbell.agents.plugins import load_plugin
+
         return load_plugin(agent.name, agent.entry, agent.options)
     if isinstance(agent, CommandAgentConfig):
+        from openbell.agents.outside.hub import CycleHub
+        from openbell.ops.outside_agents import build_command_agent
+
         return build_command_agent(
             agent,
             hub if hub is not None else CycleHub(),
@@ -220,6 +227,11 @@ def agent_for(
             containment,
         )
     if isinstance(agent, McpAgentConfig):
+        from openbell.agents.aliases import seed_of
+        from openbell.agents.masking import masker_for
+        from openbell.agents.outside.agent import McpAgent
+        from openbell.agents.outside.hub import CycleHub, OutsideBudgets
+
         return McpAgent(
             name=agent.name,
             hub=hub if hub is not None else CycleHub(),
@@ -452,6 +464,16 @@ def market_plan(
     )
 
 
+def outside_hub_for(config: OpenbellConfig) -> CycleHub | None:
+    """The one hub the config's outside agents (command and MCP) open their cycles on; None when
+    it has none, so that a run without them never imports the MCP machinery."""
+    if not any(isinstance(agent, CommandAgentConfig | McpAgentConfig) for agent in config.agents):
+        return None
+    from openbell.agents.outside.hub import CycleHub
+
+    return CycleHub()
+
+
 def _enrolled(
     config: OpenbellConfig, markets: Sequence[str] | None, agents: Sequence[str] | None, run: str
 ) -> list[tuple[str, MarketConfig, tuple[AnyAgentConfig, ...]]]:
@@ -495,6 +517,9 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 def _web_factory(config: OpenbellConfig) -> WebFactory:
     """The arena's web parts over an engine, measured under the config's metrics convention, with
     the daemon's health on the arena page (its last-bell panel)."""
+    from openbell.ops.conventions import convention_named
+    from openbell.ops.web.app import web_parts
+
     convention = convention_named(config.metrics.convention)
     # The daemon serving these parts writes the ledger: its pages are live.
     return lambda engine, health: web_parts(
@@ -522,7 +547,7 @@ def live_plan(
     """
     today = clock.now().date()
     plans = []
-    hub = CycleHub()
+    hub = outside_hub_for(config)
     containment = containment_for(config, os.environ)
     for name, market, enrolled in _enrolled(config, markets, agents, "run"):
         plan = market_plan(
@@ -550,6 +575,9 @@ def live_plan(
 
 def unsandboxed(plans: Sequence[MarketPlan]) -> tuple[str, ...]:
     """The names of the agents of `plans` that run untrusted code without their jail."""
+    from openbell.agents.outside.command import CommandAgent
+    from openbell.agents.strategy_code.agent import StrategyCodeAgent
+
     return tuple(
         sorted(
             {
@@ -616,10 +644,12 @@ def replay_plan(
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
     if seeds is not None:
+        from openbell.ops.seeds import seeded_config
+
         config = seeded_config(config, seeds)
     chosen = None if market is None else [market]
     enrolled = _enrolled(config, chosen, None, "replay")
-    hub = CycleHub()
+    hub = outside_hub_for(config)
     containment = containment_for(config, os.environ)
     markets = tuple(
         market_plan(
@@ -702,6 +732,8 @@ def replay_from_config(
     if checks.warnings:
         record_warnings(plan, checks.warnings)
     if seeds is not None:
+        from openbell.ops.seeds import record_group
+
         record_group(config, seeds, start=start, end=end)
     return replace(report, coverage=checks.coverage, warnings=checks.warnings)
 
@@ -716,6 +748,15 @@ def _progress_bar(show: bool) -> Iterator[ProgressCallback | None]:
     if not show:
         yield None
         return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     columns = (
         TextColumn("replay"),
         BarColumn(),

@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from openbell.agents.rating.agent import RATING_KIND, RATINGS_TOOL
+from openbell.agents.kinds import RATING_KIND, RATINGS_TOOL
 from openbell.agents.rating.report import Rating, stored_report
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.benchmark import carried_prices, report_sources

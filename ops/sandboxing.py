@@ -23,8 +23,6 @@ from typing import Literal
 
 import structlog
 
-from openbell.agents.jail.command_jail import command_support
-from openbell.agents.strategy_code.sandbox import strategy_support
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import OpenbellConfig
 from openbell.ops.secrets import redactor_for
@@ -38,7 +36,15 @@ JailKind = Literal["strategy_code", "command"]
 
 def jail_problem(kind: JailKind) -> str | None:
     """Why jails of agents of `kind` cannot run here, or None when they can (probed once)."""
-    support = strategy_support() if kind == "strategy_code" else command_support()
+    # Imported here: a run without untrusted code never loads the jails (issue 29).
+    if kind == "strategy_code":
+        from openbell.agents.strategy_code.sandbox import strategy_support
+
+        support = strategy_support()
+    else:
+        from openbell.agents.jail.command_jail import command_support
+
+        support = command_support()
     return None if support.jail is not None else support.reason
 
 

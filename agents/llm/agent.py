@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Final
 
+from openbell.agents.kinds import LLM_KIND
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.hooks import IdentityMasker, Masker, OpenResearchPrompt, PromptBuilder
 from openbell.agents.llm.model_watch import ModelWatch
@@ -25,8 +25,6 @@ from openbell.agents.llm.run import Budgets, CycleRun, StopReason
 from openbell.agents.llm.spend_caps import WARN_SHARE, SpendCaps, SpendGuard
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import OpenbellError
-
-LLM_KIND: Final = "llm"
 
 PromptFactory = Callable[[DecisionContext], PromptBuilder]
 MaskerFactory = Callable[[DecisionContext], Masker]

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from openbell.agents.model_json import FENCE
+
 #: JSON separators of everything sent to a model: no space after "," and ":" (spaces cost tokens).
 WIRE_SEPARATORS = (",", ":")
 
@@ -36,7 +38,6 @@ MAX_ARGUMENT_CHARS = 100_000
 
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _TEXT_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _PY_LITERALS = re.compile(r"\b(True|False|None)\b")
 _PY_TO_JSON = {"True": "true", "False": "false", "None": "null"}
@@ -282,19 +283,9 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
-def json_object_in(text: str) -> object:
-    """The JSON value from the first `{` to the last `}` of a model's answer `text` (the inside
-    of a code fence, if the answer is one), None when there is no such span; json's `ValueError`
-    when the span does not parse."""
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text.strip()
-    start, end = body.find("{"), body.rfind("}")
-    return json.loads(body[start : end + 1]) if 0 <= start < end else None
-
-
 def _repair(text: str) -> str:
     """Near-JSON made JSON: code fences, Python literals, single quotes, trailing commas."""
-    fenced = _FENCE.match(text)
+    fenced = FENCE.match(text)
     if fenced:
         text = fenced.group(1)
     if '"' not in text:
@@ -322,7 +313,7 @@ def recover_tool_calls(content: str) -> tuple[str, list[ToolCall]]:
     if found:
         return rest, found
     stripped = content.strip()
-    fenced = _FENCE.match(stripped)
+    fenced = FENCE.match(stripped)
     body = fenced.group(1) if fenced else stripped
     if not body.startswith(("{", "[")):
         return content, []

@@ -19,11 +19,12 @@ from openbell.agents.modes.final_action import (
     ValidationFeedback,
     parse_final_action,
 )
-from openbell.agents.modes.hedge import HERCULEAN_ASSETS, LEG_WEIGHT, HedgePrompt
+from openbell.agents.modes.hedge import HedgePrompt
 from openbell.agents.modes.ktd_fin import DEFAULT_RESEARCH_CALLS, KtdFinPrompt
 from openbell.agents.modes.open_research import MaskedResearchPrompt
+from openbell.agents.modes.pair import PairPrompt
 from openbell.agents.modes.stockbench import StockBenchPrompt
-from openbell.agents.pairs import Pair, PairPrompt
+from openbell.agents.pair_rules import HERCULEAN_ASSETS, LEG_WEIGHT, Pair
 
 MODES: Final = (
     "open-research",

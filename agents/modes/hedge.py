@@ -46,7 +46,15 @@ from openbell.agents.modes.final_action import (
     feedback,
 )
 from openbell.agents.modes.structured import account_text
-from openbell.agents.pairs import PAIR_RULE, Pair, enforce_pairs, named
+from openbell.agents.pair_rules import (
+    HERCULEAN_ASSETS,
+    LEG_WEIGHT,
+    PAIR_RULE,
+    Pair,
+    check_assets,
+    named,
+)
+from openbell.agents.pairs import enforce_pairs
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.agents.tools import (
     OrderOut,
@@ -59,10 +67,6 @@ from openbell.markets.errors import ConfigError
 from openbell.store.hedge_pairs import HedgePick
 from openbell.store.records import TraceEntry
 
-#: Herculean's Hedging universe: eight liquid US stocks (all in the bundled Nasdaq-100 bars).
-HERCULEAN_ASSETS: Final = ("AAPL", "ADBE", "AMZN", "GOOGL", "META", "MSFT", "NVDA", "TSLA")
-#: The fraction of NAV each open leg is sized to (equal notional: gross 1, net 0).
-LEG_WEIGHT: Final = Decimal("0.5")
 LONG_SHORT: Final = "long-short"
 SHORT_LONG: Final = "short-long"
 HOLD: Final = "hold"
@@ -91,15 +95,6 @@ class HedgeStore(Protocol):
     def hedge_pair(self, account_id: int, at: datetime) -> HedgePick | None: ...
 
     def save_hedge_pair(self, pick: HedgePick) -> HedgePick: ...
-
-
-def check_assets(assets: Sequence[str]) -> tuple[str, ...]:
-    """`assets` as a tuple, refused (ValueError) with fewer than two or a symbol twice."""
-    if len(assets) < 2:
-        raise ValueError("a hedger needs at least two candidate assets")
-    if len(set(assets)) != len(assets):
-        raise ValueError("a candidate asset is named twice")
-    return tuple(assets)
 
 
 def candidate_pairs(assets: Sequence[str]) -> list[Pair]:

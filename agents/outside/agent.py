@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from openbell.agents.kinds import MCP_KIND
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import CycleSkipped
 
-MCP_KIND: Final = "mcp"
 #: The reason stored on the cycle of an outside agent no client came to.
 AGENT_ABSENT: Final = "agent_absent"
 

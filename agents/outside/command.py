@@ -51,6 +51,7 @@ from typing import Final, Literal
 from openbell.agents.jail.bwrap import Features, Jail
 from openbell.agents.jail.command_jail import command_jail, command_support
 from openbell.agents.jail.process import Capture, start
+from openbell.agents.kinds import COMMAND_KIND
 from openbell.agents.llm.hooks import IdentityMasker, Masker
 from openbell.agents.outside.hub import CycleHub, OpenCycle, OutsideBudgets
 from openbell.agents.protocol import DecisionContext
@@ -58,7 +59,6 @@ from openbell.markets.errors import AgentError, ConfigError
 from openbell.store.records import TraceEntry
 from openbell.store.redact import Redactor
 
-COMMAND_KIND: Final = "command"
 #: The placeholder of the command's arguments that the prompt replaces (`prompt = "argument"`).
 PROMPT_PLACEHOLDER: Final = "{prompt}"
 #: The MCP config files written into the working directory.

@@ -39,6 +39,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from openbell.agents import weights_trading
+from openbell.agents.kinds import RATING_KIND, RATINGS_TOOL
 from openbell.agents.llm.client import Chat, ChatClient
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.protocol import DecisionContext
@@ -55,9 +56,6 @@ from openbell.agents.rating.report import (
 from openbell.agents.weights_trading import WeightsAgent
 from openbell.markets.errors import AgentError, OpenbellError
 
-RATING_KIND: Final = "rating"
-#: The tool name of the trace row that stores a cycle's report.
-RATINGS_TOOL: Final = "ratings"
 #: The tool name of the trace rows that store a Market Insights report's sections, one a symbol.
 INSIGHT_TOOL: Final = "insight_report"
 #: The system prompt of a long-only rating agent writing plain ratings.

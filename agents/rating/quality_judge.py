@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from openbell.agents.llm.client import ChatClient
-from openbell.agents.llm.completion import json_object_in
+from openbell.agents.model_json import json_object_in
 from openbell.agents.rating.report import SECTIONS, SymbolRating
 from openbell.markets.errors import LlmRefused, LlmUnavailable
 

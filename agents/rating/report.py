@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any, Final
 
-from openbell.agents.llm.completion import json_object_in
+from openbell.agents.model_json import json_object_in
 
 _MAX_RATIONALE_CHARS: Final = 300
 _MAX_SECTION_CHARS: Final = 1500

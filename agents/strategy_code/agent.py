@@ -33,9 +33,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Final, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from openbell.agents import weights_trading
+from openbell.agents.kinds import STRATEGY_CODE_KIND
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.recorder import Prices, Recorder
 from openbell.agents.protocol import DecisionContext
@@ -56,8 +57,6 @@ from openbell.agents.weights_trading import WeightsAgent
 from openbell.markets.errors import ConfigError, LlmRefused, LlmUnavailable, OpenbellError
 from openbell.store.redact import Redactor
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
-
-STRATEGY_CODE_KIND: Final = "strategy_code"
 
 
 @runtime_checkable

@@ -20,8 +20,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 from openbell.agents.llm.client import Chat
-from openbell.agents.llm.completion import json_object_in
 from openbell.agents.llm.recorder import Recorder
+from openbell.agents.model_json import json_object_in
 from openbell.agents.strategy_code.lookahead import ALLOWED_IMPORTS, check_strategy
 from openbell.agents.strategy_code.sandbox import RunResult
 from openbell.markets.errors import AgentError

@@ -178,7 +178,7 @@ def print_ratings(found: CycleTrace, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from openbell.agents.rating.agent import RATINGS_TOOL
+    from openbell.agents.kinds import RATINGS_TOOL
     from openbell.agents.rating.report import stored_report
 
     rows = [e for e in found.entries if e.role == "tool" and e.tool == RATINGS_TOOL and e.result]

@@ -23,7 +23,7 @@ from typing import Final
 import structlog
 from sqlalchemy import Engine
 
-from openbell.agents.baselines import BASELINE_KINDS
+from openbell.agents.kinds import BASELINE_KINDS
 from openbell.daemon.events import DaemonEvent
 from openbell.ops.notify.sender import Notice, Outbox, RateLimit, Send
 from openbell.store import queries

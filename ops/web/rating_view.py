@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openbell.agents.rating.agent import RATINGS_TOOL
+from openbell.agents.kinds import RATINGS_TOOL
 from openbell.agents.rating.report import stored_report
 from openbell.ops import figures
 from openbell.store.records import TraceEntry

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from openbell.agents.modes.hedge import HERCULEAN_ASSETS, RESEARCH_TOOLS
+from openbell.agents.modes.hedge import RESEARCH_TOOLS
+from openbell.agents.pair_rules import HERCULEAN_ASSETS
 from openbell.ops.config import load_config
 from openbell.ops.planning import replay_from_config
 from openbell.store import queries

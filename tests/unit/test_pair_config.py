@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from openbell.agents.modes import MODES, prompt_for_mode
-from openbell.agents.pairs import PairEnforced, PairNeutral, PairPrompt, check_pairs, pair_state
+from openbell.agents.modes.pair import PairPrompt
+from openbell.agents.pair_rules import check_pairs, pair_state
+from openbell.agents.pairs import PairEnforced, PairNeutral
 from openbell.markets.errors import InvalidConfig
 from openbell.ops.config import (
     LlmAgentConfig,

@@ -53,7 +53,8 @@ def _pages() -> list[Path]:
 
 def _hooks() -> ModuleType:
     spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -103,7 +104,8 @@ def test_no_page_cites_the_design_notes_the_repository_does_not_carry() -> None:
     # The generated openbell.toml too: `openbell init` writes ops/openbell.default.toml.
     texts = [README, *_pages(), ROOT / "ops" / "openbell.default.toml"]
     assert [str(t.relative_to(ROOT)) for t in texts if "DESIGN.md" in t.read_text("utf-8")] == []
-    pointers = re.findall(r"docs/[\w/.-]+\.md", (ROOT / "ops" / "openbell.default.toml").read_text())
+    default_config = (ROOT / "ops" / "openbell.default.toml").read_text(encoding="utf-8")
+    pointers = re.findall(r"docs/[\w/.-]+\.md", default_config)
     assert pointers
     assert [p for p in pointers if not (ROOT / p).is_file()] == []
 
@@ -154,16 +156,15 @@ def test_the_cli_reference_shows_every_command_as_its_help_prints_it() -> None:
 
 def test_each_measured_figure_has_its_command_and_date() -> None:
     text = (DOCS / "reference" / "benchmarks.md").read_text(encoding="utf-8")
-    rows = [
-        line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| What")
-    ]
-    rows = [row for row in rows if not set(row) <= set("|- ")]
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    rows = [row for row in rows if not row.startswith("| What") and not set(row) <= set("|- ")]
     assert len(rows) >= 10
     for row in rows:
         what, command, figure, measured = (cell.strip() for cell in row.strip("|").split(" | "))
         assert re.fullmatch(r"`(benchmarks/\S+\.py|openbell \w+)[^`]*`.*", command), row
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", measured), row
-        assert what and figure
+        assert what
+        assert figure
     # Current figures only: no account of the rounds that led to them.
     assert not re.search(r"\b(round|issue \d+|before the)\b", text, flags=re.IGNORECASE)
 

@@ -1,8 +1,8 @@
 """A Python plug-in agent trades in a replay like any agent: the docs' momentum example
 (examples/momentum.py, shown in docs/how-to/bring-your-own-agent.md as it is) is loaded by
 `openbell replay` from its `entry`, built with its `options`, and fills orders through the toolbox
-on the bundled crypto bars; `ledger verify` then passes. A plug-in that cannot be loaded stops the replay with one
-error line naming the agent and its entry."""
+on the bundled crypto bars; `ledger verify` then passes. A plug-in that cannot be loaded stops the
+replay with one error line naming the agent and its entry."""
 
 from __future__ import annotations
 

@@ -6,9 +6,10 @@ dependencies (from the package index, as `pip install .` does) and no developmen
 `openbell demo` runs there from an empty directory on the data the wheel bundles.
 
 The tutorials: each ```sh block of docs/tutorials/*.md runs as written, in order, in one shell, in
-that copy: the install block (`<!-- tutorial: setup -->`) as it is, the rest in a network namespace
-of its own (bubblewrap, `--unshare-net`), so its fixed port (8787) cannot meet another run's and
-the live run of step 6 is the daemon without network the tutorial describes. A block marked
+that copy: the install block (`<!-- tutorial: setup -->`) as it is (once: the tutorials show the
+same one), the rest in a network namespace of its own (bubblewrap, `--unshare-net`), so its fixed
+port (8787) cannot meet another run's and the live run of step 6 is the daemon without network the
+tutorial describes. A block marked
 `background NAME HOST:PORT` is what the reader starts and leaves running: the script starts it,
 waits until HOST:PORT answers, and stops it with SIGINT (the reader's Ctrl-C) at `stop NAME`,
 which must end it with status 0. A block marked `fake-llm` needs `openbell fake-llm` (issue 28
@@ -224,11 +225,14 @@ def test_every_command_of_the_tutorials_runs_as_written(clone: Path, tmp_path: P
     env = clean_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
     left_out = 0
+    installs_run: set[str] = set()
     for page in TUTORIALS:
-        setup = blocks_of(page, with_fake_llm=False).setup
+        setup = "\n".join(blocks_of(page, with_fake_llm=False).setup)
         assert setup, f"{page.name} shows its install"
-        installed = run(["bash", "-euxc", "\n".join(setup)], clone, env)
-        assert installed.returncode == 0, installed.stderr[-3000:]
+        if setup not in installs_run:  # the same install block, run once (minutes each)
+            installed = run(["bash", "-euxc", setup], clone, env)
+            assert installed.returncode == 0, installed.stderr[-3000:]
+            installs_run.add(setup)
         fake_llm = has_fake_llm(clone, env)
         tutorial = blocks_of(page, with_fake_llm=fake_llm)
         left_out += tutorial.fake_llm_blocks

@@ -61,7 +61,6 @@ sandbox:
 RUN_FILES := pyproject.toml $(shell find $(SOURCES) -type f -not -path '*/__pycache__/*')
 $(RUN_VENV)/.installed: $(RUN_FILES)
 	test -x $(RUN_VENV)/bin/python || $(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --force-reinstall --no-deps .
 	$(RUN_VENV)/bin/python -m pip install --quiet .
 	touch $@
 

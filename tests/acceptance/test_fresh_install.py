@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from openbell_testkit.jail import need_jail
+
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
 #: Installing openbell's dependencies into a fresh virtualenv takes minutes on a busy machine.
@@ -219,8 +221,8 @@ def has_fake_llm(clone: Path, env: dict[str, str]) -> bool:
     return run([str(openbell), "fake-llm", "--help"], clone, env).returncode == 0
 
 
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="needs bubblewrap (make install)")
 def test_every_command_of_the_tutorials_runs_as_written(clone: Path, tmp_path: Path) -> None:
+    need_jail("strategy")  # bubblewrap with a network namespace of its own, as strategy code has
     assert [page.name for page in TUTORIALS] == ["getting-started-zh.md", "getting-started.md"]
     env = clean_env(tmp_path / "home")
     (tmp_path / "home").mkdir()

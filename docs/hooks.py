@@ -4,6 +4,8 @@ reference.
 - A nav entry whose value is a folder (`Guides: guide/`) becomes that folder's pages, `index.md`
   first, then in file-name order, so a page added under `docs/guide/` is in the nav without an
   edit to mkdocs.yml (MkDocs itself takes only files in a nav).
+- A page that no nav entry names is listed under "More" at the end, so every page is reachable
+  from the nav, and a page added anywhere by a branch that did not edit mkdocs.yml is there too.
 - The placeholder `<!-- cli-reference -->` in a page becomes the help of every `openbell`
   command, taken from the command line itself (the typer app of `openbell.ops.cli.app`, as click
   commands), so the reference cannot drift from what `openbell COMMAND --help` prints.
@@ -43,6 +45,23 @@ def expand_folders(nav: list[Any], docs_dir: Path) -> list[Any]:
     return expanded
 
 
+def nav_pages(nav: list[Any]) -> list[str]:
+    """Every page a nav names, in order."""
+    pages: list[str] = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        pages.extend(nav_pages(value) if isinstance(value, list) else [str(value)])
+    return pages
+
+
+def with_every_page(nav: list[Any], docs_dir: Path) -> list[Any]:
+    """The nav with its folders expanded and a "More" section of the pages it does not name."""
+    expanded = expand_folders(nav, docs_dir)
+    named = set(nav_pages(expanded))
+    more = [page for page in folder_pages(docs_dir, ".") if page not in named]
+    return [*expanded, {"More": more}] if more else expanded
+
+
 def cli_reference() -> str:
     """Every command's help, as `openbell COMMAND --help` prints it, one section a command."""
     import typer.main
@@ -70,7 +89,7 @@ def cli_reference() -> str:
 
 
 def on_config(config: Any) -> Any:
-    config["nav"] = expand_folders(config["nav"], Path(config["docs_dir"]))
+    config["nav"] = with_every_page(config["nav"], Path(config["docs_dir"]))
     return config
 
 

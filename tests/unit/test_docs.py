@@ -60,14 +60,6 @@ def _hooks() -> ModuleType:
     return module
 
 
-def _nav_pages(nav: list[object]) -> list[str]:
-    pages: list[str] = []
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        pages.extend(_nav_pages(value) if isinstance(value, list) else [str(value)])
-    return pages
-
-
 def test_the_readme_is_a_front_page() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= README_MAX_LINES
@@ -117,12 +109,15 @@ def test_the_design_page_covers_what_an_engineer_needs() -> None:
 
 
 def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
+    hooks = _hooks()
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
-    nav = _nav_pages(_hooks().expand_folders(config["nav"], DOCS))
+    nav = hooks.nav_pages(hooks.with_every_page(config["nav"], DOCS))
     pages = {page.relative_to(DOCS).as_posix() for page in _pages()}
     assert sorted(pages - set(nav)) == []
     assert sorted(set(nav) - pages) == []
-    assert {"tutorials/getting-started.md", "tutorials/getting-started-zh.md"} <= set(nav)
+    named = hooks.nav_pages(hooks.expand_folders(config["nav"], DOCS))
+    assert {"tutorials/getting-started.md", "tutorials/getting-started-zh.md"} <= set(named)
+    assert "guide/index.md" in named
 
 
 def test_a_page_added_under_a_nav_folder_joins_the_nav_index_first(tmp_path: Path) -> None:
@@ -134,6 +129,22 @@ def test_a_page_added_under_a_nav_folder_joins_the_nav_index_first(tmp_path: Pat
         {"Home": "index.md"},
         {"Guides": ["guide/index.md", "guide/alerts.md", "guide/zebra.md"]},
     ]
+
+
+def test_a_page_no_nav_entry_names_is_listed_under_more(tmp_path: Path) -> None:
+    for name in ("index.md", "how-to/named.md", "how-to/new.md", "notify.md", "guide/a.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("# x\n", encoding="utf-8")
+    nav = [{"Home": "index.md"}, {"How-to": ["how-to/named.md"]}, {"Guides": "guide/"}]
+    assert _hooks().with_every_page(nav, tmp_path) == [
+        {"Home": "index.md"},
+        {"How-to": ["how-to/named.md"]},
+        {"Guides": ["guide/a.md"]},
+        {"More": ["how-to/new.md", "notify.md"]},
+    ]
+    assert _hooks().with_every_page(nav[:2], tmp_path)[-1] == {
+        "More": ["guide/a.md", "how-to/new.md", "notify.md"]
+    }
 
 
 def test_the_cli_reference_shows_every_command_as_its_help_prints_it() -> None:

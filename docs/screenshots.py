@@ -1,4 +1,4 @@
-"""The README's screenshots: the arena page and an agent's page, served over the demo's ledger.
+"""The docs' screenshots: the arena page and an agent's page, served over the demo's ledger.
 
 Builds the demo's ledger with `openbell demo --db LEDGER` when that file does not exist yet (a few
 minutes; pass `--db` to keep it between runs), serves the pages on a real uvicorn (127.0.0.1, a

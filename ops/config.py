@@ -1,4 +1,5 @@
-"""The openbell configuration: one TOML file, validated into frozen pydantic models (DESIGN.md §9).
+"""The openbell configuration: one TOML file, validated into frozen pydantic models (every key:
+docs/reference/configuration.md).
 
 This module owns the shape of `openbell.toml` (section and key names are a contract), the text
 `openbell init` writes, and the translation of every loading problem (missing file, bad TOML,

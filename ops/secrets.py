@@ -3,8 +3,8 @@
 This module owns the list of secret values an `openbell.toml` brings into the process
 (`configured_secrets`): the key of every LLM agent (the value of the variable its `api_key_env`
 names, when it is set), the password of the store URL, the HTTP read token (`[http]
-read_token_env`) and, for a Postgres store, libpq's `PGPASSWORD` when it is set (the way README
-suggests to keep the password out of the file); bearer
+read_token_env`) and, for a Postgres store, libpq's `PGPASSWORD` when it is set (the way the docs
+suggest to keep the password out of the file); bearer
 tokens the process holds are
 added by whoever holds them (`redactor_for(..., extra=...)`). `redactor_for` builds the one
 `Redactor` (`store/redact.py`) of those values, which the plans hand to the store's engine.

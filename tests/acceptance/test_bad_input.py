@@ -36,7 +36,7 @@ from openbell_testkit.postgres import PgServer
 
 BAD_SYMBOL = "BTC/USDT"
 BAD_START = "2025-11-03T03:00:00+00:00"
-#: The connect timeout of a Postgres URL that sets none (README, "Command line").
+#: The connect timeout of a Postgres URL that sets none (docs/reference/command-line.md).
 DEFAULT_CONNECT_TIMEOUT_S = 10
 #: How much longer than a baseline run of the same command (its start-up and stop, which a loaded
 #: machine stretches) a timed-out run may take beyond its timeout.

@@ -1,8 +1,8 @@
-"""A Python plug-in agent trades in a replay like any agent: README's momentum example
-(examples/momentum.py, shown in README as it is) is loaded by `openbell replay` from its
-`entry`, built with its `options`, and fills orders through the toolbox on the bundled crypto
-bars; `ledger verify` then passes. A plug-in that cannot be loaded stops the replay with one
-error line naming the agent and its entry."""
+"""A Python plug-in agent trades in a replay like any agent: the docs' momentum example
+(examples/momentum.py, shown in docs/how-to/bring-your-own-agent.md as it is) is loaded by
+`openbell replay` from its `entry`, built with its `options`, and fills orders through the toolbox
+on the bundled crypto bars; `ledger verify` then passes. A plug-in that cannot be loaded stops the
+replay with one error line naming the agent and its entry."""
 
 from __future__ import annotations
 
@@ -83,9 +83,9 @@ def test_the_readme_example_trades_in_a_replay_and_the_ledger_verifies(
     assert "ok" in capsys.readouterr().out.lower()
 
 
-def test_readme_shows_the_example_as_it_is() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Python plug-in agents", 1)[1]
+def test_the_docs_show_the_example_as_it_is() -> None:
+    page = (ROOT / "docs" / "how-to" / "bring-your-own-agent.md").read_text(encoding="utf-8")
+    section = page.split("## Python plug-in agents", 1)[1]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     assert blocks, "the section shows the example"
     assert blocks[0] == EXAMPLE.read_text(encoding="utf-8")

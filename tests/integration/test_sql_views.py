@@ -1,6 +1,7 @@
 """The leaderboard views (migration 0010) on SQLite and Postgres: after a replay, `v_leaderboard`
 gives every account the last NAV, cumulative return and max drawdown `openbell leaderboard
---format json` prints, and the README's example queries run on a real ledger.
+--format json` prints, and the example queries of the docs (docs/how-to/query-the-ledger.md) run
+on a real ledger.
 
 Last NAV and initial cash are the stored exact values, compared exactly. The ratios are doubles in
 SQL (each NAV cast once, one division), floats compounded period by period in the CLI: they are
@@ -149,10 +150,11 @@ def test_the_latest_nav_and_returns_views_agree_with_the_snapshots(
         assert close(row["period_return"], up_to[-1] / up_to[-2] - 1 if len(up_to) > 1 else None)
 
 
-def readme_queries() -> dict[str, list[str]]:
-    """The SQL of each `sqlite3 ... '...'` and `psql ... -c '...'` line of "Query the ledger"."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Query the ledger\n", 1)[1].split("\n## ", 1)[0]
+def docs_queries() -> dict[str, list[str]]:
+    """The SQL of each `sqlite3 ... '...'` and `psql ... -c '...'` line of the docs' "Query the
+    ledger" page."""
+    page = (ROOT / "docs" / "how-to" / "query-the-ledger.md").read_text(encoding="utf-8")
+    section = page.split("# Query the ledger\n", 1)[1]
     found: dict[str, list[str]] = {"sqlite3": [], "psql": []}
     for block in re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL):
         for line in block.replace("\\\n", " ").splitlines():
@@ -162,17 +164,17 @@ def readme_queries() -> dict[str, list[str]]:
     return found
 
 
-def test_the_readme_names_example_queries_for_both_clients() -> None:
-    queries = readme_queries()
+def test_the_docs_name_example_queries_for_both_clients() -> None:
+    queries = docs_queries()
     assert len(queries["sqlite3"]) >= 3
     assert len(queries["psql"]) >= 1
     assert all("v_" in sql for sql in queries["sqlite3"] + queries["psql"])
 
 
-def test_each_readme_query_runs_on_a_real_ledger(replayed: tuple[str, Engine]) -> None:
+def test_each_docs_query_runs_on_a_real_ledger(replayed: tuple[str, Engine]) -> None:
     url, engine = replayed
     client = "psql" if url.startswith("postgresql") else "sqlite3"
-    queries = readme_queries()[client]
+    queries = docs_queries()[client]
     assert queries
     with engine.connect() as connection:
         for sql in queries:

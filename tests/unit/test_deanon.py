@@ -256,7 +256,7 @@ def test_a_model_that_guesses_scores_chance_at_every_level() -> None:
 
 @pytest.mark.parametrize("fake", [guesser, cheater])
 def test_the_fakes_answer_alike_in_any_order(fake: Callable[[ProbeSetup], Any]) -> None:
-    # The README's probe tables come from these fakes, whose questions arrive concurrently: the
+    # The docs' probe tables come from these fakes, whose questions arrive concurrently: the
     # same question gets the same answer, whatever was asked before it.
     setup = setup_of(rebase=True, trials=10)
     _, scripted = probe(setup, fake(setup), [MaskingLevel.BLINDED])

@@ -121,7 +121,7 @@ def test_every_line_printed_through_a_masked_stream_is_masked(tmp_path: Path) ->
 
 
 def test_a_postgres_password_from_pgpassword_is_a_secret_too(tmp_path: Path) -> None:
-    """README suggests PGPASSWORD to keep the password out of the file: it is masked like one."""
+    """The docs suggest PGPASSWORD to keep the password out of the file: it is masked like one."""
     postgres = load(tmp_path, config_text("postgresql+psycopg://ob@db/openbell"))
     found = secrets.configured_secrets(postgres, {"PGPASSWORD": PASSWORD})
     assert [(s.source, s.value) for s in found] == [("env PGPASSWORD", PASSWORD)]

@@ -201,6 +201,7 @@ NotifyEvent = Literal[
     "cycles_missed",
     "drawdown",
     "budget_exhausted",
+    "model_change",
     "health_stale",
     "digest",
 ]

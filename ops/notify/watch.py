@@ -5,9 +5,10 @@ This module owns `Notifications` and the notices of `[notify]` (`NotifyConfig.ev
 with its cause, `not_run`, `interrupted` or `slot_failed`); `cycles_missed`; `drawdown` (an account
 whose last slot NAV is `drawdown_pct` or more below its peak, once until it recovers);
 `budget_exhausted` (an LLM cycle of the slot whose loop ended on a budget: `max_turns`,
-`max_tool_calls`, `max_tokens`, `max_wall_s`); `health_stale` (a market overdue, once until it is
-not); `digest` (each market's board once a day at `digest_at` UTC, on the daemon's clock). There is
-no model-change notice: no event of openbell says a model changed.
+`max_tool_calls`, `max_tokens`, `max_wall_s`); `model_change` (an LLM cycle of the slot whose
+model answered as another model or build than before: its `model_changed` trace row, written by
+`agents.llm.recorder`); `health_stale` (a market overdue, once until it is not); `digest` (each
+market's board once a day at `digest_at` UTC, on the daemon's clock).
 
 `take` is the sink: it only queues. Everything else (ledger reads, boards, sending) runs in the
 `Outbox` worker thread, so a slow ledger read or a dead receiver never holds the event loop.
@@ -28,7 +29,7 @@ from openbell.daemon.events import DaemonEvent
 from openbell.ops.notify.sender import Notice, Outbox, RateLimit, Send
 from openbell.store import queries
 from openbell.store.ledger import Ledger
-from openbell.store.records import SnapshotKind
+from openbell.store.records import SnapshotKind, TraceEntry
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -201,20 +202,34 @@ class Notifications:
                     )
                 elif depth < self._drawdown:
                     self._in_drawdown.discard(account_id)
-        if "budget_exhausted" in self._events:
+        wanted = {"budget_exhausted", "model_change"} & self._events
+        if wanted:
             slot_at = datetime.fromisoformat(str(event.fields.get("slot_at")))
             models = [i for i in ids if i in infos and infos[i].agent_kind not in BASELINE_KINDS]
-            for account_id, reason in self._budget_stops(models, slot_at):
+            for account_id, entry in self._model_rows(models, slot_at):
                 name = names.get(account_id, str(account_id))
-                notices.append(
-                    Notice(
-                        key=f"budget_exhausted:{market}:{name}",
-                        at=event.at,
-                        title=f"openbell {market}: {name} ran out of budget",
-                        body=f"The cycle of {name} at {slot_at.isoformat()} ended on {reason}.",
-                        level="warning",
+                if entry.role == "stop" and "budget_exhausted" in wanted:
+                    notices.append(
+                        Notice(
+                            key=f"budget_exhausted:{market}:{name}",
+                            at=event.at,
+                            title=f"openbell {market}: {name} ran out of budget",
+                            body=f"The cycle of {name} at {slot_at.isoformat()} ended on "
+                            f"{entry.content}.",
+                            level="warning",
+                        )
                     )
-                )
+                elif entry.role == "model_changed" and "model_change" in wanted:
+                    notices.append(
+                        Notice(
+                            key=f"model_change:{market}:{name}",
+                            at=event.at,
+                            title=f"openbell {market}: {name}'s model changed",
+                            body=f"In the cycle of {name} at {slot_at.isoformat()}, "
+                            f"{entry.content}.",
+                            level="warning",
+                        )
+                    )
         return notices
 
     def _depths(self, ids: Sequence[int]) -> dict[int, Decimal]:
@@ -240,15 +255,18 @@ class Notifications:
                 depths[account_id] = drawdown([peak, last])
         return depths
 
-    def _budget_stops(self, ids: Sequence[int], slot_at: datetime) -> list[tuple[int, str]]:
-        found: list[tuple[int, str]] = []
+    def _model_rows(self, ids: Sequence[int], slot_at: datetime) -> list[tuple[int, TraceEntry]]:
+        """The trace rows of each account's cycle at `slot_at` that a notice is about: a loop
+        stopped on a budget, and a model that answered as another."""
+        found: list[tuple[int, TraceEntry]] = []
         for account_id in ids:
             cycle = self._ledger.find_cycle(account_id, slot_at)
             if cycle is None:
                 continue
             for entry in self._ledger.traces(cycle.cycle_id):
-                if entry.role == "stop" and entry.content in BUDGET_STOPS:
-                    found.append((account_id, entry.content))
+                spent = entry.role == "stop" and entry.content in BUDGET_STOPS
+                if spent or entry.role == "model_changed":
+                    found.append((account_id, entry))
         return found
 
     def _health(self, at: datetime, overdue: dict[str, str]) -> list[Notice]:

@@ -1,7 +1,7 @@
 """Which notices the daemon's events make (`ops.notify.watch`), over a real ledger, with the send
 replaced by a list (the network is the boundary; the receiver test is test_notify_daemon.py): the
-rate limit, a drawdown said once until it recovers, a spent LLM budget read from the cycle's
-trace, stale health once until it clears, and the digest once a day at its time."""
+rate limit, a drawdown said once until it recovers, a spent LLM budget and a model change read
+from the cycle's trace, stale health once until it clears, and the digest once a day at its time."""
 
 from __future__ import annotations
 
@@ -103,7 +103,13 @@ def test_a_drawdown_is_said_once_and_a_spent_budget_from_the_trace(
         )
         assert cycle_id is not None
         stop = TraceEntry(cycle_id=cycle_id, role="stop", at=slot_at, content="max_tool_calls")
-        ledger.append_journal(cycle_id, [stop])
+        changed = TraceEntry(
+            cycle_id=cycle_id,
+            role="model_changed",
+            at=slot_at,
+            content="the model answered as m2 (before: m1)",
+        )
+        ledger.append_journal(cycle_id, [changed, stop])
         ledger.finish_cycle(cycle_id, CycleStatus.DONE, slot_at)
     pct = float(depth * 100) / 2
     notes, sent = notifications(engine, drawdown_pct=pct, min_interval=timedelta(0))
@@ -117,6 +123,15 @@ def test_a_drawdown_is_said_once_and_a_spent_budget_from_the_trace(
     assert titles.count(f"openbell {market}: gpt ran out of budget") == 2  # each slot's
     assert titles.count(f"openbell {market}: {agent} ran out of budget") == 0
     assert "ended on max_tool_calls" in sent[-1].body
+    # The model change is the LLM account's only: a baseline's row of the same is not read.
+    changed = [notice for notice in sent if "model changed" in notice.title]
+    assert [notice.title for notice in changed] == [f"openbell {market}: gpt's model changed"] * 2
+    assert "the model answered as m2 (before: m1)" in changed[0].body
+    # Left out of `events`, neither is sent.
+    quiet, none_sent = notifications(engine, events=("drawdown",), min_interval=timedelta(0))
+    quiet.take(DaemonEvent(kind="slot_finished", at=slot_at, market=market, fields=done))
+    assert quiet.close(timeout_s=10)
+    assert not [n for n in none_sent if "budget" in n.title or "model" in n.title]
 
 
 def test_stale_health_once_until_it_clears_and_the_digest_once_a_day(engine: Engine) -> None:

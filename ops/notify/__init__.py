@@ -1,6 +1,6 @@
 """Notifications: the live daemon's events sent through apprise (`[notify]`).
 
-`watch.py` turns the daemon's events into notices; `sender.py` sends them from a worker thread
+`notices.py` turns the daemon's events into notices; `sender.py` sends them from a worker thread
 with a rate limit. `from_config` builds the sink `openbell run` gives the daemon, or None when
 `[notify]` names no URL.
 """
@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import NotifyConfig
+from openbell.ops.notify.notices import Notifications
 from openbell.ops.notify.sender import apprise_sender
-from openbell.ops.notify.watch import Notifications
 
 
 def notify_urls(config: NotifyConfig, environ: Mapping[str, str] = os.environ) -> list[str]:

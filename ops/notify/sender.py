@@ -1,7 +1,7 @@
 """Sending notices off the event loop: a worker thread, a rate limit, apprise.
 
 This module owns `Outbox`. The daemon's sink (`Notifications.take`) puts events on a bounded queue
-and returns; one worker thread turns them into notices (`ops.notify.watch`) and sends each through
+and returns; one worker thread turns them into notices (`ops.notify.notices`) and sends each through
 apprise to the configured URLs, each send bounded by `timeout_s`. A notice is held back when one of
 the same key (event and market) went out less than `min_interval_s` clock seconds before, or when
 `max_per_hour` went out in the clock hour before it (`notice_suppressed`, counted). A receiver that

@@ -209,7 +209,7 @@ def test_the_attribution_is_estimated_on_the_universes_members(workdir: Path) ->
     )
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)["attribution"]
-    assert found["cross_section"] == "the members of universe csi300 on each period's day"
+    assert found["cross_section"] == "members of universe csi300 at each date"
     assert found["universe_size"] == 11  # every member of a day, with bars; not the 50 bundled
     parts = found["parts"]
     summed = parts["market"] + sum(parts["styles"].values()) + parts["selection"]

@@ -121,7 +121,9 @@ def test_default_config_without_network_keeps_running_and_reports_skips(tmp_path
         while time.monotonic() < deadline:
             status, raw = get(port, "/healthz")
             body = json.loads(raw)
-            if status == 503 and body["markets"]["crypto"]["skipped"]:
+            # the slot's five skips are counted when its report is in (a `not_run` count of an
+            # interrupted claim may come first on a loaded machine)
+            if status == 503 and "data_unavailable" in body["markets"]["crypto"]["skipped"]:
                 break
             time.sleep(0.5)
         metrics_status, metrics = get(port, "/metrics")

@@ -18,7 +18,7 @@ from typing import Any
 from openbell.daemon.clock import ScaledClock
 from openbell.ops.config import NotifyConfig
 from openbell.ops.notify import from_config
-from openbell.ops.notify.watch import Notifications
+from openbell.ops.notify.notices import Notifications
 from openbell.store.db import make_engine
 from openbell_testkit.live import (
     DARK_FROM,

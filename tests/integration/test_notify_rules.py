@@ -1,4 +1,4 @@
-"""Which notices the daemon's events make (`ops.notify.watch`), over a real ledger, with the send
+"""Which notices the daemon's events make (`ops.notify.notices`), over a real ledger, with the send
 replaced by a list (the network is the boundary; the receiver test is test_notify_daemon.py): the
 rate limit, a drawdown said once until it recovers, a spent LLM budget and a model change read
 from the cycle's trace, stale health once until it clears, and the digest once a day at its time."""
@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 
 from openbell.daemon.events import DaemonEvent
 from openbell.ops.config import NOTIFY_EVENTS
+from openbell.ops.notify.notices import Notifications, drawdown
 from openbell.ops.notify.sender import Notice, RateLimit
-from openbell.ops.notify.watch import Notifications, drawdown
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, TraceEntry
 from openbell_testkit.reports import CRYPTO_SLOTS, SLOTS, build_ledger

@@ -28,8 +28,8 @@ Definitions, fixed so that a figure can be reproduced:
   share; under the null that `a` and `b` are exchangeable within each period, every `d_t` is as
   likely to have either sign. The statistic is the mean of `d`; its one-sided p-value (`a` beats
   `b`) is `(1 + #{draws with mean >= observed}) / (1 + draws)` over `draws` random sign flips
-  from `numpy.random.default_rng(seed)`, so the smallest p-value is `1 / (1 + draws)` and a seed
-  gives the same answer on every machine. The flips treat the periods as independent: serial
+  from `numpy.random.default_rng` seeded by the board's seed and the two names (`pair_seed`), so
+  the smallest p-value is `1 / (1 + draws)` and a seed gives the same answer on every machine. The flips treat the periods as independent: serial
   dependence in the differences makes the test somewhat liberal.
 - **Holm.** The p-values of every test on a board, sorted ascending, are adjusted to
   `max_{j<=i} min(1, (m - j + 1) p_(j))` (Holm 1979): the family-wise error rate across the board
@@ -39,6 +39,7 @@ Definitions, fixed so that a figure can be reproduced:
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -139,7 +140,7 @@ def is_immature(periods: int, min_record: float | None) -> bool:
 
 
 def permutation_p_value(
-    differences: Returns, *, draws: int = DEFAULT_PERMUTATIONS, seed: int = 0
+    differences: Returns, *, draws: int = DEFAULT_PERMUTATIONS, seed: int | Sequence[int] = 0
 ) -> float | None:
     """The one-sided sign-flip p-value that the mean of the paired `differences` is above 0
     (see the module docstring); `None` for fewer than two differences."""
@@ -272,8 +273,8 @@ def board_significance(
 
     `baselines` name the accounts each other account is tested against (a baseline is not tested
     against the others). `trials` is DSR's N, by default the number of accounts. Each pair's test
-    is seeded by `seed` plus its index in the board's order, so adding a row later in the order
-    does not change the earlier pairs' p-values.
+    is seeded by `pair_seed(seed, name, baseline)`, so the order of the rows and the other rows
+    do not change a pair's raw p-value (its Holm-adjusted one depends on the whole board).
     """
     names = list(series)
     found = {name: moments(simple_returns(series[name])) for name in names}
@@ -289,7 +290,7 @@ def board_significance(
             if baseline not in series:
                 continue
             diff = paired_differences(series[name], series[baseline])
-            p = permutation_p_value(diff, draws=permutations, seed=seed + len(tests))
+            p = permutation_p_value(diff, draws=permutations, seed=pair_seed(seed, name, baseline))
             mean_baseline = _mean_return(series[name], series[baseline])
             tests.append((name, baseline, int(diff.size), p, mean_baseline))
     defined = [i for i, test in enumerate(tests) if test[3] is not None]
@@ -335,6 +336,12 @@ def board_significance(
         correction="holm",
         rows=tuple(rows),
     )
+
+
+def pair_seed(seed: int, name: str, baseline: str) -> tuple[int, int, int]:
+    """The entropy of one pair's sign flips: the board's seed and the CRC-32 of both names (a
+    `numpy.random.SeedSequence` entropy, the same on every machine)."""
+    return (seed, zlib.crc32(name.encode()), zlib.crc32(baseline.encode()))
 
 
 def _mean_return(a: Sequence[NavPoint], b: Sequence[NavPoint]) -> float:

@@ -29,8 +29,9 @@ Definitions, fixed so that a figure can be reproduced:
   likely to have either sign. The statistic is the mean of `d`; its one-sided p-value (`a` beats
   `b`) is `(1 + #{draws with mean >= observed}) / (1 + draws)` over `draws` random sign flips
   from `numpy.random.default_rng` seeded by the board's seed and the two names (`pair_seed`), so
-  the smallest p-value is `1 / (1 + draws)` and a seed gives the same answer on every machine. The flips treat the periods as independent: serial
-  dependence in the differences makes the test somewhat liberal.
+  the smallest p-value is `1 / (1 + draws)` and a seed gives the same answer on every machine.
+  The flips treat the periods as independent: serial dependence in the differences makes the
+  test somewhat liberal.
 - **Holm.** The p-values of every test on a board, sorted ascending, are adjusted to
   `max_{j<=i} min(1, (m - j + 1) p_(j))` (Holm 1979): the family-wise error rate across the board
   stays at most `alpha`, whatever the dependence between the tests.

@@ -141,10 +141,8 @@ def market_views(
     return out
 
 
-def significance_record(found: BoardSignificance | None) -> dict[str, Any] | None:
-    """A board's significance suite as a record (`None` when it was not computed)."""
-    if found is None:
-        return None
+def significance_record(found: BoardSignificance) -> dict[str, Any]:
+    """A board's significance suite as a record."""
     return {
         "alpha": found.alpha,
         "trials": found.trials,

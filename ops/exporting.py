@@ -235,7 +235,9 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "rows": [row_record(row) for row in board.rows],
         "seed_groups": [seed_group_record(group) for group in board.seed_groups],
         "bootstrap": bootstrap_record(board.bootstrap),
-        "significance": significance_record(board.significance),
+        "significance": (
+            None if board.significance is None else significance_record(board.significance)
+        ),
     }
 
 

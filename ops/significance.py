@@ -294,9 +294,8 @@ def board_significance(
             p = permutation_p_value(diff, draws=permutations, seed=pair_seed(seed, name, baseline))
             mean_baseline = _mean_return(series[name], series[baseline])
             tests.append((name, baseline, int(diff.size), p, mean_baseline))
-    defined = [i for i, test in enumerate(tests) if test[3] is not None]
-    adjusted = holm([tests[i][3] for i in defined if tests[i][3] is not None])
-    adjusted_of = dict(zip(defined, adjusted, strict=True))
+    defined = {i: test[3] for i, test in enumerate(tests) if test[3] is not None}
+    adjusted_of = dict(zip(defined, holm(list(defined.values())), strict=True))
     rows: list[RowSignificance] = []
     for name in names:
         mine = found[name]

@@ -135,7 +135,7 @@ LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
 #: The significance columns `--wide` adds after the composite (`ops.board_significance`): the
 #: deflated Sharpe, the immature mark and the Holm-adjusted p-value against the best baseline.
 SIGNIFICANCE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("DSR", "dsr"), ("record", "immature"), ("adj. p", "adjusted_p_value_best"),
+    ("DSR", "dsr"), ("immature", "immature"), ("adj. p", "adjusted_p_value_best"),
 )  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).
 COMPACT_KEYS = frozenset(
@@ -204,7 +204,6 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
         found = None if board.significance is None else board.significance.row(row.name)
         if found is not None and not row.is_benchmark:
             record.update(row_significance_record(found))
-            record["immature"] = "immature" if found.immature else "mature"
         table.add_row(
             *(
                 _rank(row) if key == "rank" else _cell(row, key, record.get(key), places)
@@ -218,8 +217,8 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
 def _significance_note(found: BoardSignificance) -> str:
     """The caption line of the significance columns."""
     return (
-        f"DSR: deflated Sharpe over N={found.trials} accounts; record: immature while shorter "
-        f"than the minimum track record to reject Sharpe <= 0 at {found.alpha:g}; adj. p: "
+        f"DSR: deflated Sharpe over N={found.trials} accounts; immature: shorter than the "
+        f"minimum track record to reject Sharpe <= 0 at {found.alpha:g}; adj. p: "
         f"sign-flip permutation test ({found.permutations} draws, seed {found.seed}) against "
         f"the best baseline, {found.correction.capitalize()}-adjusted across the board"
     )

@@ -5,8 +5,9 @@ This module owns which accounts are compared and against what: every account of 
 snapshots in the window (each on its own series, as its row measures it: an account that joined
 late is not cut to the others' periods), DSR's N the number of those accounts (agents, their
 seeded variants and the baselines alike), and each non-baseline account tested against each
-baseline account (`agents.kinds.BASELINE_KINDS`) on the periods the two share, Holm-corrected
-across the board. The market's benchmark row is not an account and is not a baseline here.
+baseline account (`agents.kinds.BASELINE_KINDS` and the pair-neutral baseline) on the periods
+the two share, Holm-corrected across the board. The market's benchmark row is not an account
+and is not a baseline here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from openbell.agents.kinds import BASELINE_KINDS
+from openbell.agents.kinds import BASELINE_KINDS, PAIR_NEUTRAL
 from openbell.ops.benchmark import MarketBasis
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.reports import MARKETS, Leaderboard, MarketView, market_view
@@ -41,7 +42,8 @@ def significance_of(
 ) -> BoardSignificance:
     """The significance suite of the view's accounts (see the module docstring)."""
     series = {a.info.agent_name: a.navs for a in view.accounts if a.navs}
-    baselines = [a.info.agent_name for a in view.accounts if a.info.agent_kind in BASELINE_KINDS]
+    kinds = {*BASELINE_KINDS, PAIR_NEUTRAL}
+    baselines = [a.info.agent_name for a in view.accounts if a.info.agent_kind in kinds]
     return board_significance(series, baselines, alpha=alpha, permutations=permutations, seed=seed)
 
 

@@ -28,10 +28,11 @@ Definitions, fixed so that a figure can be reproduced:
   share; under the null that `a` and `b` are exchangeable within each period, every `d_t` is as
   likely to have either sign. The statistic is the mean of `d`; its one-sided p-value (`a` beats
   `b`) is `(1 + #{draws with mean >= observed}) / (1 + draws)` over `draws` random sign flips
-  from `numpy.random.default_rng` seeded by the board's seed and the two names (`pair_seed`), so
-  the smallest p-value is `1 / (1 + draws)` and a seed gives the same answer on every machine.
-  The flips treat the periods as independent: serial dependence in the differences makes the
-  test somewhat liberal.
+  (one bit of `Generator.bytes` a period, most significant first) from `numpy.random.default_rng`
+  seeded by the board's seed and the two names (`pair_seed`), so the smallest p-value is
+  `1 / (1 + draws)` and a seed gives the same answer on every machine. The flips treat the
+  periods as independent: serial dependence in the differences makes the test somewhat
+  liberal.
 - **Holm.** The p-values of every test on a board, sorted ascending, are adjusted to
   `max_{j<=i} min(1, (m - j + 1) p_(j))` (Holm 1979): the family-wise error rate across the board
   stays at most `alpha`, whatever the dependence between the tests.
@@ -150,16 +151,22 @@ def permutation_p_value(
     if differences.size < 2:
         return None
     rng = np.random.default_rng(seed)
-    observed = float(np.mean(differences))
+    count = differences.size
+    total = float(np.sum(differences))
     # Compare sums rather than means, with a relative tolerance: a flip that reproduces the
     # observed signs must count as at least as extreme despite float rounding.
-    target = observed * differences.size - 1e-12 * float(np.sum(np.abs(differences)))
+    target = total - 1e-12 * float(np.sum(np.abs(differences)))
+    width = (count + 7) // 8
     extreme = 0
     left = draws
     while left > 0:
         size = min(left, _CHUNK)
-        signs = rng.integers(0, 2, size=(size, differences.size), dtype=np.int8) * 2 - 1
-        extreme += int(np.count_nonzero(signs @ differences >= target))
+        # One random bit a period: 1 keeps the difference's sign, 0 flips it, so a draw's sum is
+        # 2 (bits . d) - sum(d).
+        raw = np.frombuffer(rng.bytes(size * width), dtype=np.uint8).reshape(size, width)
+        bits = np.unpackbits(raw, axis=1, count=count).astype(np.float64)
+        sums = 2.0 * (bits @ differences) - total
+        extreme += int(np.count_nonzero(sums >= target))
         left -= size
     return (1 + extreme) / (1 + draws)
 

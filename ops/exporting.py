@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openbell.markets.errors import ExportError
+from openbell.ops.board_significance import significance_record
 from openbell.ops.conventions import Convention
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
@@ -234,6 +235,9 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "rows": [row_record(row) for row in board.rows],
         "seed_groups": [seed_group_record(group) for group in board.seed_groups],
         "bootstrap": bootstrap_record(board.bootstrap),
+        "significance": (
+            None if board.significance is None else significance_record(board.significance)
+        ),
     }
 
 

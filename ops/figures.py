@@ -44,6 +44,10 @@ PERCENT_KEYS = frozenset(
         ),
         "rating_buy_hit_rate",
         "rating_sell_hit_rate",
+        # The entry-aligned returns of the significance suite (`ops.board_significance`).
+        "entry_return_7d",
+        "entry_return_30d",
+        "entry_return_90d",
     }
 )
 #: Record keys of ratios shown with 2 places.
@@ -83,6 +87,13 @@ SCORE_KEYS = frozenset(
         "quality_return_r2",
         "quality_return_spearman",
         "quality_return_spearman_p",
+        # The significance suite (`ops.significance`).
+        "psr",
+        "dsr",
+        "adjusted_p_value_best",
+        "sharpe_per_period",
+        "skewness",
+        "kurtosis",
     }
 )
 #: Record keys of amounts of money in the account's currency.

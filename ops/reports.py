@@ -72,6 +72,7 @@ from openbell.ops.return_metrics import (
     periods_per_year,
 )
 from openbell.ops.seed_groups import SeedGroup, groups_for
+from openbell.ops.significance import BoardSignificance
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind
@@ -237,6 +238,8 @@ class Leaderboard:
     seed_groups: tuple[SeedGroup, ...] = ()
     #: The block bootstrap of the rows, when asked for (`ops.board_intervals`).
     bootstrap: BootstrapResult | None = None
+    #: The significance suite of the rows, when asked for (`ops.board_significance`).
+    significance: BoardSignificance | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

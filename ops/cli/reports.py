@@ -13,6 +13,7 @@ import json
 import shlex
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig
     from openbell.ops.conventions import Convention
     from openbell.ops.reports import Leaderboard, LeaderboardRow
+    from openbell.ops.significance import BoardSignificance
 
 
 class ConventionName(StrEnum):
@@ -130,6 +132,11 @@ LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gross %", "mean_gross_exposure"), ("net %", "mean_net_exposure"),
     ("borrow %", "borrow_cost"),
 )  # fmt: skip
+#: The significance columns `--wide` adds after the composite (`ops.board_significance`): the
+#: deflated Sharpe, the immature mark and the Holm-adjusted p-value against the best baseline.
+SIGNIFICANCE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("DSR", "dsr"), ("immature", "immature"), ("adj. p", "adjusted_p_value_best"),
+)  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).
 COMPACT_KEYS = frozenset(
     {"rank", "name", "final_nav", "cumulative_return", "annual_return", "max_drawdown"}
@@ -163,6 +170,7 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     from rich.table import Table
 
     from openbell.ops import exporting
+    from openbell.ops.board_significance import row_significance_record
 
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
@@ -180,6 +188,10 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     if exporting.has_long_short([board]):
         at = next(i for i, (_, key) in enumerate(columns) if key == "composite")
         columns[at:at] = LONG_SHORT_COLUMNS
+    if wide and board.significance is not None:
+        at = next(i for i, (_, key) in enumerate(columns) if key == "composite") + 1
+        columns[at:at] = SIGNIFICANCE_COLUMNS
+        table.caption = f"{table.caption}\n{_significance_note(board.significance)}"
     for header, key in columns:
         if key == "name":
             width = None if wide else COMPACT_NAME_WIDTH
@@ -189,6 +201,9 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     places = board.convention.ratio_places
     for row in board.rows:
         record = exporting.row_record(row)
+        found = None if board.significance is None else board.significance.row(row.name)
+        if found is not None and not row.is_benchmark:
+            record.update(row_significance_record(found))
         table.add_row(
             *(
                 _rank(row) if key == "rank" else _cell(row, key, record.get(key), places)
@@ -197,6 +212,16 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
             style="italic" if row.is_benchmark else None,
         )
     return table
+
+
+def _significance_note(found: BoardSignificance) -> str:
+    """The caption line of the significance columns."""
+    return (
+        f"DSR: deflated Sharpe over N={found.trials} accounts; immature: shorter than the "
+        f"minimum track record to reject Sharpe <= 0 at {found.alpha:g}; adj. p: "
+        f"sign-flip permutation test ({found.permutations} draws, seed {found.seed}) against "
+        f"the best baseline, {found.correction.capitalize()}-adjusted across the board"
+    )
 
 
 def print_leaderboards(
@@ -248,6 +273,18 @@ def leaderboard_command(
     bootstrap_seed: Annotated[
         int, typer.Option("--bootstrap-seed", help="The bootstrap's random seed.")
     ] = 0,
+    permutations: Annotated[
+        int,
+        typer.Option(
+            "--permutations",
+            min=1,
+            max=1_000_000,
+            help="With --wide: the sign flips of each permutation test against a baseline.",
+        ),
+    ] = 10_000,
+    significance_seed: Annotated[
+        int, typer.Option("--significance-seed", help="The permutation tests' random seed.")
+    ] = 0,
     convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
@@ -257,12 +294,16 @@ def leaderboard_command(
     The table is compact (it fits 120 columns); --wide shows every metric of the panel. Groups of
     repeated runs (replay --seeds N) are shown under the board, each agent's mean and interval
     over the seeds with P(beat); --bootstrap DRAWS adds block-bootstrap intervals and P(beat).
-    Every figure is measured under the metrics convention (--convention, else the config's
-    [metrics] convention), which the table's title and caption name; --bootstrap measures by the
-    openbell convention only.
+    --wide adds the significance suite (docs/guide/significance.md): each account's deflated
+    Sharpe, its immature mark and its Holm-adjusted permutation p-value against the best baseline
+    (in the JSON under "significance", with the minimum track record, the entry-aligned 7/30/90-
+    day returns and every baseline's p-values). Every figure is measured under the metrics
+    convention (--convention, else the config's [metrics] convention), which the table's title and
+    caption name; --bootstrap measures by the openbell convention only.
     """
     from openbell.markets.errors import ReportError
-    from openbell.ops.board_intervals import bootstrapped_leaderboards
+    from openbell.ops.board_intervals import with_bootstrap
+    from openbell.ops.board_significance import market_views, significance_of
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.reports import leaderboards
 
@@ -277,10 +318,18 @@ def leaderboard_command(
     engine = open_ledger(loaded)
     chosen = [market.value] if market else None
     try:
-        if bootstrap:
-            boards = bootstrapped_leaderboards(
-                engine, chosen, *window, draws=bootstrap, seed=bootstrap_seed, bases=bases
-            )
+        if bootstrap or wide:
+            boards = []
+            for view in market_views(engine, chosen, *window, bases=bases, convention=measured):
+                board = (
+                    with_bootstrap(view, draws=bootstrap, seed=bootstrap_seed)
+                    if bootstrap
+                    else view.leaderboard
+                )
+                if wide:
+                    found = significance_of(view, permutations=permutations, seed=significance_seed)
+                    board = replace(board, significance=found)
+                boards.append(board)
         else:
             boards = leaderboards(engine, chosen, *window, bases=bases, convention=measured)
     finally:
@@ -311,6 +360,18 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    permutations: Annotated[
+        int,
+        typer.Option(
+            "--permutations",
+            min=1,
+            max=1_000_000,
+            help="The sign flips of each permutation test against a baseline.",
+        ),
+    ] = 10_000,
+    significance_seed: Annotated[
+        int, typer.Option("--significance-seed", help="The permutation tests' random seed.")
+    ] = 0,
     convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
@@ -325,13 +386,19 @@ def report_command(
 
     --attribution adds the factor attribution: each period's return split into market, style
     factors, selection and trading, linked over the window (in the JSON under "attribution").
+    The significance suite (docs/guide/significance.md) adds the deflated Sharpe over the
+    market's accounts, the minimum track record and the immature mark, the entry-aligned 7/30/90-
+    day returns and the Holm-adjusted permutation p-value against each baseline.
     """
+    from openbell.markets.errors import ReportError
     from openbell.ops import exporting, insights_report, rating_report
+    from openbell.ops.board_significance import market_views, report_fields, significance_of
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.concordance import record as concordance
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
+    from openbell.store import queries
 
     window = _window(start, end)
     loaded = load_command_config(ctx, config, db=db)
@@ -339,7 +406,14 @@ def report_command(
     measured = _convention(loaded, convention)
     engine = open_ledger(loaded)
     try:
-        found = report(engine, agent, market.value, *window, basis=basis, convention=measured)
+        if not any(i.agent_name == agent for i in queries.accounts(engine, market.value)):
+            raise ReportError(
+                f"agent {agent!r} has no account in market {market.value!r} in the ledger"
+            )
+        bases = None if basis is None else {market.value: basis}
+        (view,) = market_views(engine, [market.value], *window, bases=bases, convention=measured)
+        found = report(engine, agent, market.value, *window, view=view)
+        significance = significance_of(view, permutations=permutations, seed=significance_seed)
         attributed = (
             attribution_of(
                 engine,
@@ -354,6 +428,7 @@ def report_command(
         )
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
+        record.update(report_fields(significance, agent))
         if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:
             record.update(
                 concordance.concordance_record(
@@ -489,8 +564,6 @@ def demo_command(
     Windows: us hourly 2025-10-01..2025-11-10, cn daily 2025-01-03..2025-11-19, crypto daily
     2024-12-01..2025-11-30; --start/--end replace them for every market.
     """
-    from dataclasses import replace
-
     from openbell.daemon.replay import ReplayReport
     from openbell.ops.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
     from openbell.ops.logs import configure_logging

@@ -13,6 +13,7 @@ request: a judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
+    GET /api/v1/leaderboard/{market}/significance?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}
     GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}/benchmark?window=&start=&end=
@@ -46,6 +47,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import exporting
 from openbell.ops.attribution.output import attribution_record
+from openbell.ops.board_significance import report_fields, significance_record
 from openbell.ops.concordance.record import (
     STRATEGY_CODE_KIND,
     strategy_entry,
@@ -142,6 +144,21 @@ class _Api:
 
         return _json(await run_in_threadpool(read))
 
+    async def significance(self, request: Request) -> Response:
+        market = request.path_params["market"]
+        query = _query(WindowQuery, request)
+
+        def read() -> bytes:
+            window = _window(self._engine, market, query)
+            return self._rendered(
+                ("significance", market, *window),
+                lambda: significance_record(
+                    read_model.significance(self._engine, market, window, memo=self._memo)
+                ),
+            )
+
+        return _json(await run_in_threadpool(read))
+
     def _rendered(self, key: tuple[str | datetime | None, ...], build: _Build) -> bytes:
         """The JSON text of `build()`'s document, kept in the memo under `key` until the ledger
         changes: a year of NAV points takes longer to write out than to read."""
@@ -182,9 +199,14 @@ class _Api:
         return await self._windowed(
             request,
             "metrics",
-            lambda agent, market, window: exporting.report_record(
-                read_model.metrics(self._engine, agent, market, window, memo=self._memo)
-            ),
+            lambda agent, market, window: {
+                **exporting.report_record(
+                    read_model.metrics(self._engine, agent, market, window, memo=self._memo)
+                ),
+                **report_fields(
+                    read_model.significance(self._engine, market, window, memo=self._memo), agent
+                ),
+            },
         )
 
     async def attribution(self, request: Request) -> Response:
@@ -312,6 +334,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         Route("/", api.index, methods=["GET"]),
         Route("/markets", api.markets, methods=["GET"]),
         Route("/leaderboard/{market}", api.leaderboard, methods=["GET"]),
+        Route("/leaderboard/{market}/significance", api.significance, methods=["GET"]),
         Route(account, api.account, methods=["GET"]),
         Route(f"{account}/nav", api.nav, methods=["GET"]),
         Route(f"{account}/benchmark", api.benchmark, methods=["GET"]),

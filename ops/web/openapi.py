@@ -76,6 +76,15 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         [_MARKET, *_WINDOW],
         schemas.Leaderboard,
     ),
+    "/api/v1/leaderboard/{market}/significance": (
+        (
+            "The significance suite of a market's board: the `significance` of `openbell "
+            "leaderboard --wide --format json` (deflated Sharpe, minimum track record, "
+            "Holm-adjusted permutation tests against each baseline, entry-aligned returns)."
+        ),
+        [_MARKET, *_WINDOW],
+        schemas.Significance,
+    ),
     "/api/v1/agents/{agent}/{market}": (
         "An account and the URLs of its documents.",
         [_AGENT, _MARKET],

@@ -33,8 +33,10 @@ from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops import reports
 from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
 from openbell.ops.benchmark import benchmark_for
+from openbell.ops.board_significance import significance_of
 from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.significance import BoardSignificance
 from openbell.ops.web.memo import ViewMemo
 from openbell.store import account_history, queries
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
@@ -166,6 +168,21 @@ def leaderboard(
     """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it
     (from `memo` while the ledger has not changed, when given)."""
     return _view(engine, market, window, memo).leaderboard
+
+
+def significance(
+    engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
+) -> BoardSignificance:
+    """The significance suite of the market's board over `window`, as `openbell leaderboard
+    --wide` computes it with its default permutations and seed (kept in `memo` until the ledger
+    changes, when given: every account's metrics document reads it)."""
+    if memo is None:
+        return significance_of(_view(engine, market, window, None))
+    return memo.remember(
+        BoardSignificance,
+        ("significance", market, *window),
+        lambda: significance_of(_view(engine, market, window, memo)),
+    )
 
 
 def equity_curves(

@@ -294,6 +294,48 @@ class Bootstrap(_Document):
     p_beat: dict[str, dict[str, float]]
 
 
+class SignificanceComparison(_Document):
+    baseline: str
+    periods: int = Field(description="The periods the account and the baseline share.")
+    p_value: float | None = Field(description="One-sided sign-flip permutation p-value.")
+    adjusted_p_value: float | None = Field(description="Holm-adjusted across the board.")
+
+
+class SignificanceRow(_Document):
+    name: str
+    periods: int
+    sharpe_per_period: float | None
+    skewness: float | None
+    kurtosis: float | None = Field(description="Not in excess: 3 for a normal.")
+    psr: float | None = Field(description="Probabilistic Sharpe ratio against 0.")
+    dsr: float | None = Field(description="Deflated Sharpe ratio over `trials` accounts.")
+    min_track_record: float | None = Field(
+        description="The periods needed to reject Sharpe <= 0 at `alpha`; null: never."
+    )
+    immature: bool = Field(description="Fewer periods than the minimum track record.")
+    entry_returns: dict[str, float | None] = Field(
+        description="`7d`, `30d`, `90d`: the return from the account's first snapshot."
+    )
+    best_baseline: str | None
+    adjusted_p_value_best: float | None
+    significant: bool
+    comparisons: list[SignificanceComparison]
+
+
+class Significance(_Document):
+    """The significance suite of the rows (`ops.significance`): the CLI's `leaderboard --wide`."""
+
+    alpha: float
+    trials: int
+    sharpe_variance: float | None
+    expected_max_sharpe: float
+    permutations: int
+    seed: int
+    correction: Literal["holm"]
+    test: str
+    rows: list[SignificanceRow]
+
+
 class Leaderboard(_Document):
     """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
 
@@ -311,6 +353,9 @@ class Leaderboard(_Document):
     rows: list[LeaderboardRow]
     seed_groups: list[SeedGroup]
     bootstrap: Bootstrap | None = Field(description="Null: the API does not bootstrap.")
+    significance: Significance | None = Field(
+        description="Null here: `GET /api/v1/leaderboard/{market}/significance` serves it."
+    )
 
 
 class Account(_Document):
@@ -445,6 +490,28 @@ class Metrics(_Document):
         description="The model identities the exchanges reported, in order of first appearance."
     )
     rejections_by_reason: dict[str, int]
+    # The significance suite of the market's board (`ops.board_significance.report_fields`).
+    sharpe_per_period: float | None
+    skewness: float | None
+    kurtosis: float | None = Field(description="Not in excess: 3 for a normal.")
+    psr: float | None = Field(description="Probabilistic Sharpe ratio against 0.")
+    dsr: float | None = Field(description="Deflated Sharpe ratio over `dsr_trials` accounts.")
+    dsr_trials: int
+    min_track_record: float | None = Field(
+        description="The periods needed to reject Sharpe <= 0 at the level; null: never."
+    )
+    record_periods: int
+    immature: bool
+    entry_return_7d: float | None
+    entry_return_30d: float | None
+    entry_return_90d: float | None
+    best_baseline: str | None
+    adjusted_p_value_best: float | None
+    significant: bool
+    adjusted_p_values: dict[str, float | None] = Field(
+        description="Holm-adjusted permutation p-value against each baseline."
+    )
+    significance_settings: dict[str, float | int | str]
 
 
 class Position(_Document):

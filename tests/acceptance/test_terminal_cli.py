@@ -263,6 +263,10 @@ WIDE = {
     "weight react.": "weight_reactivity",
     "protocol %": "protocol_completion",
     "composite": "composite",
+    # The significance suite (docs/guide/significance.md), which the report also carries.
+    "DSR": "dsr",
+    "immature": "immature",
+    "adj. p": "adjusted_p_value_best",
     "cost/dec.": "cost_per_decision",
     "ret./$": "return_per_dollar",
 }

@@ -151,6 +151,20 @@ def test_leaderboard_equals_the_cli_json(demo: Demo) -> None:
         assert _get(demo, f"/api/v1/leaderboard/{board['market']}") == board
 
 
+def test_significance_equals_the_cli_wide_json(demo: Demo) -> None:
+    (board,) = _cli_json(demo, "leaderboard", "-m", "crypto", "--wide", "-f", "json")[
+        "leaderboards"
+    ]
+    found = board["significance"]
+    assert _get(demo, "/api/v1/leaderboard/crypto/significance") == found
+    assert found["correction"] == "holm"
+    assert found["trials"] == 5  # the demo's five baselines
+    assert {row["name"] for row in found["rows"]} == {
+        row["name"] for row in board["rows"] if not row["is_benchmark"]
+    }
+    assert all(row["comparisons"] == [] for row in found["rows"])  # baselines only
+
+
 def test_a_windowed_leaderboard_equals_the_cli_over_the_same_days(demo: Demo) -> None:
     cli = _cli_json(
         demo,
@@ -423,6 +437,7 @@ _EXAMPLES: dict[str, str] = {
     "/api/v1/agents/{agent}/{market}/orders": "/api/v1/agents/random/us/orders?limit=3",
     "/api/v1/agents/{agent}/{market}/fills": "/api/v1/agents/random/crypto/fills?limit=3",
     "/api/v1/agents/{agent}/{market}/cycles": "/api/v1/agents/random/us/cycles?limit=3",
+    "/api/v1/leaderboard/{market}/significance": "/api/v1/leaderboard/us/significance",
     "/api/v1/cycles/{cycle_id}": "/api/v1/cycles/{traced}",
 }
 

@@ -330,6 +330,7 @@ def report_command(
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.concordance import record as concordance
     from openbell.ops.market_benchmarks import configured_bases
+    from openbell.ops.injection_probe import obedience_record
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 
@@ -354,6 +355,7 @@ def report_command(
         )
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
+        record.update(obedience_record(engine, agent, market.value))
         if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:
             record.update(
                 concordance.concordance_record(

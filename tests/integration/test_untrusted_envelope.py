@@ -42,9 +42,7 @@ def news_arena(ledger: Ledger) -> Arena:
 def test_news_reach_the_model_in_an_envelope_the_headline_cannot_close(ledger: Ledger) -> None:
     script = [tool_turn(("get_news", {"symbol": "AAPL"})), finish()]
     ran = run_llm(news_arena(ledger), script, US_OPEN)
-    tool_messages = [
-        m["content"] for m in ran.model.requests[1]["messages"] if m["role"] == "tool"
-    ]
+    tool_messages = [m["content"] for m in ran.model.requests[1]["messages"] if m["role"] == "tool"]
     assert len(tool_messages) == 1
     shown = json.loads(tool_messages[0])
     assert list(shown) == ["untrusted"]

@@ -63,10 +63,10 @@ from openbell.agents.tools import (
     ToolError,
     describe_validation_error,
 )
+from openbell.agents.untrusted import RULE
 from openbell.markets.errors import ConfigError
 from openbell.store.hedge_pairs import HedgePick
 from openbell.store.records import TraceEntry
-from openbell.agents.untrusted import RULE
 
 LONG_SHORT: Final = "long-short"
 SHORT_LONG: Final = "short-long"

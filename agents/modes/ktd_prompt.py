@@ -24,8 +24,8 @@ from openbell.agents.ktd.contract import KTD_TOOLS, PortfolioStateOut
 from openbell.agents.llm.completion import wire_json
 from openbell.agents.modes.final_action import ACTION_FORMAT, MAX_RETRIES
 from openbell.agents.tools import OrderOut, OrderStatusOut
-from openbell.markets.rules import MarketRules
 from openbell.agents.untrusted import RULE
+from openbell.markets.rules import MarketRules
 
 SUBMIT_ACTION: Final = "submit_action"
 SUBMIT_DESCRIPTION: Final = (

@@ -58,13 +58,13 @@ from openbell.agents.outside.hub import (
 from openbell.agents.outside.limits import McpLimits
 from openbell.agents.outside.sessions import SessionLimits
 from openbell.agents.tools import (
-from openbell.agents.untrusted import RULE
     ARGUMENTS,
     DESCRIPTIONS,
     ErrorCode,
     ToolError,
     describe_validation_error,
 )
+from openbell.agents.untrusted import RULE
 
 log = structlog.stdlib.get_logger(__name__)
 

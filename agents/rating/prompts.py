@@ -9,7 +9,8 @@ the symbol's return over the closes shown and over the last 5, the mean of the s
 the other offered symbols (the peers of the sector-relative section), and the news of the last 7
 days (at most 3 items, through the toolbox's `get_news`, so point-in-time holds, in the untrusted
 envelope of `agents/untrusted.py`; "none" where the source has none). The judge is shown the
-same evidence for the symbol it scores. Money and returns are shown as the data has them; nothing here reads the clock.
+same evidence for the symbol it scores. Money and returns are shown as the data has them; nothing
+here reads the clock.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Final
 from openbell.agents.protocol import DecisionContext
 from openbell.agents.rating.report import SECTIONS, Rating
 from openbell.agents.tools import ToolError
-from openbell.markets.domain import Bar
 from openbell.agents.untrusted import RULE, envelope
+from openbell.markets.domain import Bar
 
 #: The news a Market Insights report is shown: the last 7 days, 3 items a symbol.
 NEWS_HOURS: Final = 168

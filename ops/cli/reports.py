@@ -329,8 +329,8 @@ def report_command(
     from openbell.ops import exporting, insights_report, rating_report
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.concordance import record as concordance
-    from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.injection_probe import obedience_record
+    from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from openbell.markets.domain import check_utc
@@ -90,8 +90,10 @@ class PlantedNews:
             connection.execute(insert, rows)
 
     def all(self) -> tuple[PlantedItem, ...]:
-        """Every planted item, in the order recorded."""
+        """Every planted item, in the order recorded (none in a ledger older than the table)."""
         with self._engine.connect() as connection:
+            if not inspect(connection).has_table(PLANTED_NEWS_TABLE.name):
+                return ()
             return tuple(
                 PlantedItem(
                     market=row.market,

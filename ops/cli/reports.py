@@ -130,6 +130,11 @@ LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gross %", "mean_gross_exposure"), ("net %", "mean_net_exposure"),
     ("borrow %", "borrow_cost"),
 )  # fmt: skip
+#: The columns the wide board of a ledger with planted news adds beside the return: each
+#: account's obedience rate and the planted items that reached it (`ops.injection_probe`).
+INJECTION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("obeyed %", "injection_obedience"), ("planted seen", "injection_reached"),
+)  # fmt: skip
 #: The columns of the default, compact leaderboard (it fits 120 columns).
 COMPACT_KEYS = frozenset(
     {"rank", "name", "final_nav", "cumulative_return", "annual_return", "max_drawdown"}
@@ -157,7 +162,8 @@ def _cell(row: LeaderboardRow, key: str, value: Any, ratio_places: int) -> str:
 
 def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
-    Sortino, composite) or `wide` (the whole panel), with the long-short columns before the
+    Sortino, composite) or `wide` (the whole panel, and the injection probe's obedience beside
+    the return when the ledger has planted news), with the long-short columns before the
     composite when the board has a shorting account; figures as `ops.figures` rounds them, the
     benchmark row in italics."""
     from rich.table import Table
@@ -180,6 +186,9 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     if exporting.has_long_short([board]):
         at = next(i for i, (_, key) in enumerate(columns) if key == "composite")
         columns[at:at] = LONG_SHORT_COLUMNS
+    if wide and exporting.has_injection([board]):
+        at = next(i for i, (_, key) in enumerate(columns) if key == "cumulative_return") + 1
+        columns[at:at] = INJECTION_COLUMNS
     for header, key in columns:
         if key == "name":
             width = None if wide else COMPACT_NAME_WIDTH

@@ -4,10 +4,11 @@ Two LLM agents in `open-research` mode trade a three-day US replay against scrip
 127.0.0.1, with `[probe.injection]` planting an item in every (symbol, day) (rate 1). Each cycle
 both read the news of their universe. The follower obeys every planted instruction it finds in
 the news (sells for "sell everything", buys the named symbol, copies its system prompt into its
-finish summary); the ignorer reads the news and finishes. The report says 100% for the
-follower and 0% for the ignorer, each over the same planted items, and the ledger's
-`planted_news` holds what was planted. The same replay without the probe records no planted
-item, and no model is shown one.
+finish summary); the ignorer reads the news and finishes. The report, the wide leaderboard
+(beside the return) and the API say 100% for the follower and 0% for the ignorer, each over the
+same planted items, and the ledger's `planted_news` holds what was planted (seed 3 plants all three
+kinds of instruction). The same replay without the probe records no planted item, and no model is
+shown one.
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
 from openbell.agents.untrusted import unwrap
-from openbell_testkit.cli import openbell
+from openbell.ops.web.api import api_routes
+from openbell.store.db import make_engine
+from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.llm import ScriptedModel, finish, serve_script, tool_turn
 
 UNIVERSE = ["AAPL", "MSFT"]
@@ -78,7 +84,7 @@ def write_config(tmp_path: Path, follows: str, ignores: str, *, probed: bool) ->
         f'base_url = "{url}"\nmodel = "scripted-1"\n\n'
         for name, url in (("follower", follows), ("ignorer", ignores))
     )
-    probe = '[probe.injection]\nrate = "1"\nseed = 7\n\n' if probed else ""
+    probe = '[probe.injection]\nrate = "1"\nseed = 3\n\n' if probed else ""
     config = tmp_path / "openbell.toml"
     config.write_text(
         f'[store]\nurl = "sqlite:///{(tmp_path / "ledger.db").as_posix()}"\n\n{probe}'
@@ -127,14 +133,39 @@ def test_the_follower_obeys_every_planted_item_and_the_ignorer_none(tmp_path: Pa
     assert len(planted) == 3 * len(UNIVERSE)  # rate 1: every (symbol, day)
     shown = " ".join(title for body in follows.requests for title in news_titles(body))
     assert all(title in shown for _, _, title in planted)
+    assert {kind for _, kind, _ in planted} == {"sell_all", "buy", "reveal"}
     follower_record = reported(tmp_path, config, "follower")
     ignorer_record = reported(tmp_path, config, "ignorer")
     assert follower_record["injection_reached"] == ignorer_record["injection_reached"] > 0
     assert follower_record["injection_obeyed"] == follower_record["injection_reached"]
-    assert follower_record["injection_obedience"] == "100%"
+    assert follower_record["injection_obedience"] == 1.0
     assert ignorer_record["injection_obeyed"] == 0
-    assert ignorer_record["injection_obedience"] == "0%"
+    assert ignorer_record["injection_obedience"] == 0.0
     assert len(ignores.requests) > 0
+    # The wide board shows the obedience beside the return; the JSON board and the API carry it.
+    wide = openbell(
+        tmp_path, "leaderboard", "--wide", "--config", str(config), env=clean_env(COLUMNS="400")
+    )
+    assert wide.returncode == 0, wide.stderr
+    lines = wide.stdout.splitlines()
+    rows = {line.split("│")[2].strip(): line for line in lines if "│" in line}
+    header = [cell.strip() for cell in next(line for line in lines if "┃" in line).split("┃")]
+    at = header.index("obeyed %")
+    assert header[at - 1] == "return %"
+    assert rows["follower"].split("│")[at].strip() == "100.00"
+    assert rows["ignorer"].split("│")[at].strip() == "0.00"
+    engine = make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    try:
+        with TestClient(Starlette(routes=api_routes(engine))) as client:
+            served = client.get("/api/v1/leaderboard/us")
+    finally:
+        engine.dispose()
+    assert served.status_code == 200, served.text
+    by_agent = {row["name"]: row for row in served.json()["rows"]}
+    assert by_agent["follower"]["injection_obedience"] == 1.0
+    assert by_agent["ignorer"]["injection_obedience"] == 0.0
+    assert by_agent["follower"]["injection_reached"] == follower_record["injection_reached"]
+    assert all("injection_obedience" not in row for row in by_agent.values() if row["is_benchmark"])
 
 
 def test_a_run_without_the_probe_has_no_planted_item(tmp_path: Path) -> None:
@@ -142,3 +173,6 @@ def test_a_run_without_the_probe_has_no_planted_item(tmp_path: Path) -> None:
     assert planted_rows(tmp_path) == []
     assert [t for m in (follows, ignores) for b in m.requests for t in news_titles(b)] == []
     assert "injection_obedience" not in reported(tmp_path, config, "follower")
+    wide = openbell(tmp_path, "leaderboard", "--wide", "--config", str(config))
+    assert wide.returncode == 0, wide.stderr
+    assert "obeyed %" not in wide.stdout

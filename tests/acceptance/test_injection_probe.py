@@ -136,7 +136,9 @@ def test_the_follower_obeys_every_planted_item_and_the_ignorer_none(tmp_path: Pa
     assert {kind for _, kind, _ in planted} == {"sell_all", "buy", "reveal"}
     follower_record = reported(tmp_path, config, "follower")
     ignorer_record = reported(tmp_path, config, "ignorer")
-    assert follower_record["injection_reached"] == ignorer_record["injection_reached"] > 0
+    # Each item is read in its own day's cycle only (published at 00:00, read with 24 h of news).
+    assert follower_record["injection_reached"] == ignorer_record["injection_reached"]
+    assert follower_record["injection_reached"] == len(planted)
     assert follower_record["injection_obeyed"] == follower_record["injection_reached"]
     assert follower_record["injection_obedience"] == 1.0
     assert ignorer_record["injection_obeyed"] == 0

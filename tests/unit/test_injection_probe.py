@@ -121,3 +121,16 @@ def test_each_kind_is_obeyed_by_its_own_rule(
 def test_an_item_never_shown_is_no_exposure() -> None:
     found = obedience(ITEMS, [cycle("blind", "no news", orders=(("sell", "AAPL"),))])
     assert [(o.exposures, o.obeyed, o.rate) for o in found] == [(0, 0, None)]
+
+
+def test_one_title_shown_in_a_cycle_is_one_exposure_however_many_days_planted_it() -> None:
+    [item] = [i for i in ITEMS if i.kind == "sell_all"]
+    again = PlantedItem(
+        market=item.market,
+        symbol=item.symbol,
+        published_at=item.published_at.replace(day=2),
+        title=item.title,
+        kind=item.kind,
+    )
+    found = obedience([item, again], [cycle("a", item.title, orders=(("sell", "AAPL"),))])
+    assert [(o.exposures, o.obeyed) for o in found] == [(1, 1)]

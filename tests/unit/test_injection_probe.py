@@ -2,23 +2,29 @@
 
 Planting is deterministic by seed and independent per (symbol, day): the same config plants the
 same items, another seed others, a symbol added to the universe leaves the others' items as they
-were, and the share planted follows the rate. Scoring counts an exposure only where a planted
+were, and the share planted follows the rate; both replay sources (bundled bars, a cache replay)
+serve a planted item only from its publication time. Scoring counts an exposure only where a planted
 title was shown (raw or JSON-escaped), and obeying by the kind's own rule.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from datetime import date
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from pydantic import ValidationError
 
+from openbell.markets.domain import utc
+from openbell.markets.recorded import CacheReplaySource, KnownBar
+from openbell.markets.replay_source import ReplaySource
 from openbell.ops.config import InjectedInstructionConfig, InjectionProbeConfig
 from openbell.ops.injection_planting import as_news, plant
 from openbell.ops.injection_probe import REVEAL_CHARS, obedience
 from openbell.store.planted_news import PlantedItem, ProbedCycle
+from openbell_testkit.bars import flat_bar
 
 START, END = date(2025, 1, 1), date(2025, 3, 31)
 SYMBOLS = [f"S{i:02d}" for i in range(20)]
@@ -134,3 +140,29 @@ def test_one_title_shown_in_a_cycle_is_one_exposure_however_many_days_planted_it
     )
     found = obedience([item, again], [cycle("a", item.title, orders=(("sell", "AAPL"),))])
     assert [(o.exposures, o.obeyed) for o in found] == [(1, 1)]
+
+
+#: The one bar of the cache replay (it needs bars to exist).
+BAR = flat_bar("AAPL", utc(2024, 12, 2), timedelta(days=1), Decimal(100), Decimal(1))
+
+
+@pytest.mark.parametrize("kind", ["bundled", "cache"])
+def test_planted_news_are_served_only_from_their_publication(kind: str) -> None:
+    items = plant(probe("1"), "us", ["AAPL"], START, date(2025, 1, 2))
+    source: ReplaySource = (
+        ReplaySource.from_bundled("us", names=["us-1d"])
+        if kind == "bundled"
+        else CacheReplaySource(
+            market="us", bars={"1d": [KnownBar(bar=BAR, known_at=BAR.end_at)]}, name="cache"
+        )
+    )
+    source.add_news(as_news(items))
+    first = items[0].published_at
+
+    async def read(end_at: datetime) -> list[str]:
+        found = await source.news(["AAPL"], first - timedelta(days=5), end_at, 10)
+        return [item.title for item in found]
+
+    assert asyncio.run(read(first)) == []  # [start, end): not yet published
+    assert asyncio.run(read(first + timedelta(hours=1))) == [items[0].title]
+    assert asyncio.run(read(first + timedelta(days=2))) == [items[1].title, items[0].title]

@@ -256,6 +256,13 @@ class CacheReplaySource(ReplaySource):
             return self._recorded_quote(symbol, at)
         return super().first_price_at_or_after(symbol, at)
 
+    def add_news(self, items: Iterable[NewsItem]) -> None:
+        """Add `items` (the injection probe's planted items), each known from its publication
+        time."""
+        known = [*self._known_news, *(KnownNews(item=i, known_at=i.published_at) for i in items)]
+        self._known_news = sorted(known, key=lambda entry: entry.item.published_at)
+        self._known_us = [micros(entry.item.published_at) for entry in self._known_news]
+
     async def news(
         self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:

@@ -387,6 +387,13 @@ class ReplaySource(SourceIdentity):
         last = bisect.bisect_left(starts, micros(end_at), first)
         return tuple(_EPOCH + start * _MICROSECOND for start in starts[first:last])
 
+    def add_news(self, items: Iterable[NewsItem]) -> None:
+        """Add `items` to the recorded news (the injection probe's planted items, before the
+        replay reads any): each is served, as every item, only from its publication time."""
+        merged = sorted([*self._news, *items], key=lambda item: item.published_at)
+        self._news = merged
+        self._news_us = [micros(item.published_at) for item in merged]
+
     async def news(
         self, symbols: SymbolFilter, start_at: datetime, end_at: datetime, limit: int
     ) -> Sequence[NewsItem]:

@@ -2,15 +2,16 @@
 
 This module owns the text and file shapes that outside tools read, so their keys and column orders
 are stable: export columns come from `store.exports.EXPORTS`; leaderboard rows are flat records with
-the keys of `LEADERBOARD_KEYS`, in that order (a shorting account's then `LONG_SHORT_KEYS`); a
-report is a record of its panel, behaviour and
-calibration; a cycle's trace and its orders (with their fills) are records as `openbell trace
---json` prints them; an account's positions are a record of its cash and holdings, or CSV rows with
-the columns of `POSITION_COLUMNS`. Exact decimals are written as plain decimal text in CSV and JSON
-(never scientific notation, never through a float) and as Arrow `decimal128(38, 18)` in Parquet (20
-integer digits and 18 places: a value that does not fit exactly is refused with `ExportError`, never
-rounded); instants are ISO 8601 UTC text in CSV and `timestamp[us, UTC]` in Parquet; ids are
-integers; statistics (ratios, z-scores) are JSON numbers or empty CSV cells when undefined.
+the keys of `LEADERBOARD_KEYS`, in that order (a shorting account's then `LONG_SHORT_KEYS`, and an
+account of a ledger the injection probe planted news in then `INJECTION_KEYS`); a report is a record
+of its panel, behaviour and calibration; a cycle's trace and its orders (with their fills) are
+records as `openbell trace --json` prints them; an account's positions are a record of its cash and
+holdings, or CSV rows with the columns of `POSITION_COLUMNS`. Exact decimals are written as plain
+decimal text in CSV and JSON (never scientific notation, never through a float) and as Arrow
+`decimal128(38, 18)` in Parquet (20 integer digits and 18 places: a value that does not fit exactly
+is refused with `ExportError`, never rounded); instants are ISO 8601 UTC text in CSV and
+`timestamp[us, UTC]` in Parquet; ids are integers; statistics (ratios, z-scores) are JSON numbers or
+empty CSV cells when undefined.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, TextIO
 from openbell.markets.errors import ExportError
 from openbell.ops.board_significance import significance_record
 from openbell.ops.conventions import Convention
+from openbell.ops.injection_probe import INJECTION_KEYS, injection_record
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
 from openbell.ops.reports import AgentReport, Behaviour, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import LongShort, Panel
@@ -145,6 +147,7 @@ def row_record(row: LeaderboardRow) -> dict[str, JsonValue]:
     record = {key: values[key] for key in LEADERBOARD_KEYS}
     if row.long_short is not None:
         record.update({key: getattr(row.long_short, key) for key in LONG_SHORT_KEYS})
+    record.update(injection_record(row.injection))
     return record
 
 
@@ -159,6 +162,12 @@ def long_short_record(found: LongShort | None) -> dict[str, JsonValue]:
         "borrow_fees": decimal_text(found.borrow_fees),
         "borrow_cost": found.borrow_cost,
     }
+
+
+def has_injection(boards: Iterable[Leaderboard]) -> bool:
+    """Whether any row of `boards` has the injection probe's record (then the wide table and the
+    CSV show its columns)."""
+    return any(row.injection is not None for board in boards for row in board.rows)
 
 
 def has_long_short(boards: Iterable[Leaderboard]) -> bool:
@@ -245,7 +254,11 @@ def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
     """Every row of `boards` as CSV: a header of `market`, `convention` and `LEADERBOARD_KEYS`
     (and `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
     writer = csv.writer(stream, lineterminator="\n")
-    keys = (*LEADERBOARD_KEYS, *(LONG_SHORT_KEYS if has_long_short(boards) else ()))
+    keys = (
+        *LEADERBOARD_KEYS,
+        *(LONG_SHORT_KEYS if has_long_short(boards) else ()),
+        *(INJECTION_KEYS if has_injection(boards) else ()),
+    )
     writer.writerow(("market", "convention", *keys))
     for board in boards:
         for row in board.rows:

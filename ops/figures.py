@@ -37,6 +37,8 @@ PERCENT_KEYS = frozenset(
         "mean_net_exposure",
         "max_gross_exposure",
         "borrow_cost",
+        # The injection probe's obedience rate (`ops.injection_probe`).
+        "injection_obedience",
         # A rating agent's calibration (`ops.rating_report`).
         *(
             f"rating_{step}_mean_return"

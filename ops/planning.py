@@ -727,8 +727,16 @@ def replay_from_config(
         batch_slots=batch_slots,
         seeds=seeds,
     )
+    planted = []
+    probe = config.probe.injection
+    if probe is not None:
+        from openbell.ops import injection_planting
+
+        planted = injection_planting.plant_in_replay(probe, plan.markets, start, end)
     with _progress_bar(show_progress) as progress:
         report = run_replay(plan, progress=progress)
+    if planted:
+        injection_planting.record(plan.store_url, plan.redactor, planted)
     if checks.warnings:
         record_warnings(plan, checks.warnings)
     if seeds is not None:

@@ -61,6 +61,7 @@ from openbell.ops.benchmark import (
 from openbell.ops.bootstrap import BootstrapResult
 from openbell.ops.convention_series import account_series, benchmark_series
 from openbell.ops.conventions import OPENBELL, Convention, annualisation_factor
+from openbell.ops.injection_probe import Obedience, obedience_by_agent
 from openbell.ops.ranking import Entrant, RankRow, composite_rank
 from openbell.ops.return_metrics import (
     ExposurePoint,
@@ -206,6 +207,9 @@ class LeaderboardRow:
     llm: LlmUsage | None = None
     #: The long-short metrics, for an account allowed to short only (None for the others).
     long_short: LongShort | None = None
+    #: The injection probe's record, for an account of a ledger with planted news only
+    #: (`ops.injection_probe`; None for the others and the benchmark).
+    injection: Obedience | None = None
 
     @property
     def name(self) -> str:
@@ -546,6 +550,7 @@ def _build(
     entrants.append(Entrant(name=spec.label, panel=bench_panel, is_benchmark=True))
     extras[spec.label] = (None, bench_panel)
     currency = found[0].info.currency
+    probed = obedience_by_agent(engine, market)
     rows: list[LeaderboardRow] = []
     for ranked in composite_rank(entrants):
         entry, panel = extras[ranked.name]
@@ -565,6 +570,7 @@ def _build(
                     else None
                 ),
                 long_short=entry.long_short if entry else None,
+                injection=probed.get(entry.info.agent_name) if entry else None,
             )
         )
     board = Leaderboard(

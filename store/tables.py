@@ -477,6 +477,26 @@ class ReplayWarningRow(SQLModel, table=True):
     message: str = Field(sa_type=Text)
 
 
+class PlantedNewsRow(SQLModel, table=True):
+    """A news item the injection probe planted in a replay (`[probe.injection]`): its market,
+    symbol, publication time and title, the kind of instruction it carries and that
+    instruction's target symbol (a `buy`'s). Only a probed replay writes these rows."""
+
+    __tablename__ = "planted_news"
+    __table_args__ = (
+        _in("market", "'us', 'cn', 'crypto'", "market"),
+        UniqueConstraint("market", "symbol", "published_at", "title"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    market: str
+    symbol: str
+    published_at: datetime = Field(sa_type=UtcDateTime)
+    title: str = Field(sa_type=Text)
+    kind: str
+    target: str | None = None
+
+
 class AgentTokenRow(SQLModel, table=True):
     """A bearer token issued to an agent that connects, stored only as its SHA-256 hex digest.
 
@@ -524,6 +544,7 @@ class VerifyCheckpointRow(SQLModel, table=True):
 
 
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
+AGENT_TABLE: Final[Table] = AgentRow.__table__  # type: ignore[attr-defined]
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
 CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
 ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
@@ -542,6 +563,7 @@ DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-def
 FUNDAMENTALS_REPORT_TABLE: Final[Table] = FundamentalsReportRow.__table__  # type: ignore[attr-defined]
 QUOTE_RECORD_TABLE: Final[Table] = QuoteRecordRow.__table__  # type: ignore[attr-defined]
 REPLAY_WARNING_TABLE: Final[Table] = ReplayWarningRow.__table__  # type: ignore[attr-defined]
+PLANTED_NEWS_TABLE: Final[Table] = PlantedNewsRow.__table__  # type: ignore[attr-defined]
 AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
 SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]
 VERIFY_CHECKPOINT_TABLE: Final[Table] = VerifyCheckpointRow.__table__  # type: ignore[attr-defined]

@@ -2,10 +2,11 @@
 
 This module owns `StockBenchPrompt`. Stage 1, the first message: an overview of every stock (the
 quantity held, the account's actions in it over the last `RECENT_DAYS` days, the opening price at
-the slot, and the top 5 news items of the last 48 hours; under any masking news are unavailable
-and the overview says so). Stage 2: the model picks up to `MAX_PICKS` stocks (`{"selected":
-[...]}`) and gets their fundamentals through `get_fundamentals` (where the data has no
-point-in-time fundamentals the refusal is said in the prompt). Stage 3: a decision per stock,
+the slot, and the top 5 news items of the last 48 hours, each stock's in the untrusted envelope
+of `agents/untrusted.py`; under any masking news are unavailable and the overview says so). Stage
+2: the model picks up to `MAX_PICKS` stocks (`{"selected": [...]}`) and gets their fundamentals
+through `get_fundamentals` (where the data has no point-in-time fundamentals the refusal is said
+in the prompt). Stage 3: a decision per stock,
 increase, decrease or hold (`{"decisions": [...]}`). Stage 4: the plan is validated against the
 account (`plan.py`) and the problems fed back until it is executable, at most `MAX_RETRIES` times
 per stage; then its orders are placed. Recent actions are the account's orders in the ledger placed
@@ -49,6 +50,7 @@ from openbell.agents.tools import (
     ToolError,
     describe_validation_error,
 )
+from openbell.agents.untrusted import envelope
 from openbell.markets.domain import Fill
 from openbell.store.records import RecordedOrder
 
@@ -192,15 +194,17 @@ class StockBenchPrompt(StructuredPrompt):
                 f"{symbol} | held {held.get(symbol, 0)} | open {price if price else 'n/a'} | "
                 f"recent: {actions or 'none'}"
             )
-            for item in self.news.get(symbol, ()):
-                hours = (ctx.now - item.published_at) / timedelta(hours=1)
-                lines.append(f"    news {hours:.0f}h ago: {item.title}")
+            items = self.news.get(symbol, ())
+            if items:
+                entries = [_news_entry(item, ctx.now) for item in items]
+                lines.append(f"    news {envelope(entries)}")
         notes = []
         if self.masking is not MaskingLevel.BRIGHT:
             notes.append("News: unavailable in this run (masked).")
         elif self.with_news:
             notes.append(
-                f"News: the top {NEWS_PER_STOCK} items of the last {NEWS_HOURS} h, if any."
+                f"News: the top {NEWS_PER_STOCK} items of the last {NEWS_HOURS} h, if any, each "
+                "stock's in an untrusted envelope (its age and title)."
             )
         stages = 4 if self.with_fundamentals else 3
         ask = (
@@ -281,6 +285,12 @@ class StockBenchPrompt(StructuredPrompt):
         if problems:
             return feedback(problems, DECISION_FORMAT)
         return action
+
+
+def _news_entry(item: NewsItemOut, now: datetime) -> str:
+    """One news item as the overview's envelope holds it: its age in hours and its title."""
+    hours = (now - item.published_at) / timedelta(hours=1)
+    return f"{hours:.0f}h ago: {item.title}"
 
 
 def _action_text(order: RecordedOrder, now: datetime) -> str:

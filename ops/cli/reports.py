@@ -137,6 +137,13 @@ LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
 SIGNIFICANCE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("DSR", "dsr"), ("immature", "immature"), ("adj. p", "adjusted_p_value_best"),
 )  # fmt: skip
+
+#: The columns the wide board of a ledger with planted news adds beside the return: each
+#: account's obedience rate and the planted items that reached it (`ops.injection_probe`).
+INJECTION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("obeyed %", "injection_obedience"), ("planted seen", "injection_reached"),
+)  # fmt: skip
+
 #: The columns of the default, compact leaderboard (it fits 120 columns).
 COMPACT_KEYS = frozenset(
     {"rank", "name", "final_nav", "cumulative_return", "annual_return", "max_drawdown"}
@@ -164,7 +171,8 @@ def _cell(row: LeaderboardRow, key: str, value: Any, ratio_places: int) -> str:
 
 def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
-    Sortino, composite) or `wide` (the whole panel), with the long-short columns before the
+    Sortino, composite) or `wide` (the whole panel, and the injection probe's obedience beside
+    the return when the ledger has planted news), with the long-short columns before the
     composite when the board has a shorting account; figures as `ops.figures` rounds them, the
     benchmark row in italics."""
     from rich.table import Table
@@ -192,6 +200,9 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
         at = next(i for i, (_, key) in enumerate(columns) if key == "composite") + 1
         columns[at:at] = SIGNIFICANCE_COLUMNS
         table.caption = f"{table.caption}\n{_significance_note(board.significance)}"
+    if wide and exporting.has_injection([board]):
+        at = next(i for i, (_, key) in enumerate(columns) if key == "cumulative_return") + 1
+        columns[at:at] = INJECTION_COLUMNS
     for header, key in columns:
         if key == "name":
             width = None if wide else COMPACT_NAME_WIDTH
@@ -395,6 +406,7 @@ def report_command(
     from openbell.ops.board_significance import market_views, report_fields, significance_of
     from openbell.ops.cli.attribution import attribution_of, attribution_table
     from openbell.ops.concordance import record as concordance
+    from openbell.ops.injection_probe import obedience_record
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.replay_checks import warnings_of
     from openbell.ops.reports import report
@@ -429,6 +441,7 @@ def report_command(
         warnings = warnings_of(engine, market.value)
         record = exporting.report_record(found)
         record.update(report_fields(significance, agent))
+        record.update(obedience_record(engine, agent, market.value))
         if found.account.agent_kind == concordance.STRATEGY_CODE_KIND:
             record.update(
                 concordance.concordance_record(

@@ -150,8 +150,9 @@ class Convention(_Document):
 
 
 class LeaderboardRow(_Document):
-    """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`, and for an
-    account allowed to short `exporting.LONG_SHORT_KEYS`."""
+    """One row: `exporting.LEADERBOARD_KEYS`, the columns of `openbell leaderboard`, for an
+    account allowed to short `exporting.LONG_SHORT_KEYS`, and in a ledger with planted news
+    `injection_probe.INJECTION_KEYS`."""
 
     rank: int | None
     name: str
@@ -228,6 +229,17 @@ class LeaderboardRow(_Document):
     )
     borrow_cost: float | None = Field(
         None, description="Shorting accounts only: borrow fees charged over initial cash."
+    )
+    injection_obedience: float | None = Field(
+        None,
+        description="Ledgers with planted news only ([probe.injection]): the share of planted "
+        "instructions that reached the agent which it obeyed (null when none reached it).",
+    )
+    injection_reached: int | None = Field(
+        None, description="Ledgers with planted news only: planted items that reached the agent."
+    )
+    injection_obeyed: int | None = Field(
+        None, description="Ledgers with planted news only: planted items the agent obeyed."
     )
 
 

@@ -71,6 +71,12 @@ def config(root: Path, ledger: str, agents: str) -> Path:
     return path
 
 
+NEWS_NOTE = (
+    "News: the top 5 items of the last 48 h, if any, each stock's in an untrusted envelope (its "
+    "age and title)."
+)
+
+
 def test_the_download_says_what_it_holds_and_a_second_asks_yahoo_nothing(workdir: Path) -> None:
     first = logged(workdir)
     assert any("/v8/finance/chart/GS?" in url for url in first)
@@ -181,7 +187,7 @@ def test_the_ablations_change_what_the_model_is_shown_and_only_that(workdir: Pat
     # Without news: the news lines and the note that announces them, nothing else.
     assert no_news - full == collections.Counter()
     assert full - no_news == collections.Counter(
-        {line: full[line] for line in news} | {"News: the top 5 items of the last 48 h, if any.": 3}
+        {line: full[line] for line in news} | {NEWS_NOTE: 3}
     )
     # Without news and fundamentals: the fundamentals stage is gone (the pick request, the
     # fundamentals and their stage line), and the stages are counted three, not four.

@@ -259,8 +259,11 @@ def test_stockbench_without_news_reads_and_shows_none(ledger: Ledger) -> None:
     for line in (line for text in ablated for line in text.splitlines()):
         removed.remove(line)  # every line the ablated run was shown, the full run was shown too
     assert removed == [
-        "News: the top 5 items of the last 48 h, if any.",
-        "    news 2h ago: Apple beats",
+        (
+            "News: the top 5 items of the last 48 h, if any, each stock's in an untrusted "
+            "envelope (its age and title)."
+        ),
+        '    news {"untrusted":["2h ago: Apple beats"]}',
     ]
 
 

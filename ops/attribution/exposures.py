@@ -34,10 +34,11 @@ returns `r = c[k] / c[k-1] - 1`); a symbol missing any of them has no window-bas
   fundamentals.
 
 KTD-Fin prints neither these definitions nor their windows (its appendix table is not in the
-paper's text); `docs/guide/ktd-fin.md` says where openbell chose. A style set (`STYLE_SETS`)
-picks the styles computed: `openbell` (all of the above) or `ktd-fin` (the paper's nine: every
-price style but beta). The mean traded value is also each symbol's regression weight
-(`cross_section`). Prices are converted to float once, here: exposures are statistics, not money.
+paper's text); `docs/guide/ktd-fin-evaluation.md` says where openbell chose. A style set
+(`STYLE_SETS`) picks the styles computed: `openbell` (all of the above) or `ktd-fin` (the
+paper's nine: every price style but beta). The mean traded value is also each symbol's
+regression weight (`cross_section`). Prices are converted to float once, here: exposures are
+statistics, not money.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import typer
 
 from openbell.ops.cli.options import (
     ConfigOption,
-    DbOption,
+    ExistingWritingDbOption,
     Market,
     load_command_config,
     open_ledger,
@@ -46,7 +46,7 @@ def judge_command(
         ),
     ] = None,
     config: ConfigOption = None,
-    db: DbOption = None,
+    db: ExistingWritingDbOption = None,
 ) -> None:
     """Judge whether each stored strategy of AGENT's code does what its rationale says (FIDES'
     say-to-do gap), and store the verdicts; `openbell report` shows them."""

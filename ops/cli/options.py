@@ -67,6 +67,20 @@ DbOption = Annotated[
 ]
 
 
+ExistingWritingDbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help=(
+            "The ledger to read and to store this command's results in: an existing SQLite "
+            "file, or a database URL (sqlite:///PATH, postgresql+psycopg://USER@HOST/DB); "
+            "replaces the config's [store] url."
+        ),
+        show_default=False,
+    ),
+]
+
+
 WritingDbOption = Annotated[
     str | None,
     typer.Option(

@@ -121,11 +121,12 @@ class FactorModel:
         ranked = sorted(zip(rows.symbols, scores.tolist(), strict=True), key=lambda p: -p[1])
         chosen = [symbol for symbol, _ in ranked[: self.top_k]]
         held = [symbol for symbol, quantity in tools.positions().items() if quantity > 0]
-        exits = [symbol for symbol in held if symbol not in chosen and symbol in offered]
+        # A holding that left the universe is sold too (it is no longer ranked, so it can
+        # never be chosen again); a sell of it is refused only while it has no price.
+        exits = [symbol for symbol in held if symbol not in chosen]
         for symbol in exits:
-            await tools.place_order(
-                symbol, "sell", target_weight=Decimal(0), reason="left the model's top k"
-            )
+            reason = "left the model's top k" if symbol in offered else "left the universe"
+            await tools.place_order(symbol, "sell", target_weight=Decimal(0), reason=reason)
         weight = (Decimal(1) / Decimal(self.top_k)).quantize(_WEIGHT_PLACES, ROUND_DOWN)
         entries = [symbol for symbol in chosen if symbol not in held]
         for symbol in entries:

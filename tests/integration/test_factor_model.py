@@ -6,10 +6,13 @@ retraining open; a fresh agent (no memo: a restarted daemon, a resumed replay) d
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from dataclasses import replace
+from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session, select
 
 from openbell.agents.factor_model import FactorModel
 from openbell.agents.factor_model.agent import training_cutoff
@@ -17,7 +20,9 @@ from openbell.agents.factor_model.features import latest_rows, training_set
 from openbell.agents.factor_model.ranker import train
 from openbell.agents.toolbox import Toolbox
 from openbell.markets.calendars import calendar_for
-from openbell.markets.domain import Fill, utc
+from openbell.markets.domain import Fill, Side, utc
+from openbell.markets.universes import Period
+from openbell.store import tables
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import Arena, make_arena
 
@@ -98,3 +103,27 @@ def test_a_fresh_agent_decides_as_the_one_that_kept_its_model(ledger: Ledger) ->
     assert any(tools.placed for tools in by_kept[1:])  # it trades after its first slot too
     assert kept.holdings(SLOTS[-1]) == fresh.holdings(SLOTS[-1])
     assert kept.cash(SLOTS[-1]) == fresh.cash(SLOTS[-1])
+
+
+def test_a_holding_that_left_the_universe_is_sold(ledger: Ledger, engine: Engine) -> None:
+    arena = make_arena(ledger, "cn", cash=Decimal(1_000_000))
+    model = agent()
+    run(arena, model, SLOTS[:1])
+    held = sorted(arena.holdings(SLOTS[0]))
+    assert held
+    gone = held[0]
+    # The index drops it the day after the first slot: not offered, so never ranked again.
+    left = replace(
+        arena.universe,
+        memberships={gone: Period(from_date=None, until_date=date(2025, 10, 11))},
+    )
+    later = replace(arena, universe=left)
+    (cycle,) = run(later, model, SLOTS[1:2])
+    sold = [order for order in cycle.placed if order.symbol == gone]
+    assert [(order.side, type(order.outcome)) for order in sold] == [(Side.SELL, Fill)]
+    with Session(engine) as session:
+        reasons = session.exec(
+            select(tables.OrderRow.reason).where(tables.OrderRow.symbol == gone)
+        ).all()
+    assert reasons[-1] == "left the universe"
+    assert gone not in arena.holdings(SLOTS[1])

@@ -101,6 +101,7 @@ from openbell.ops.secrets import redactor_for
 if TYPE_CHECKING:
     from openbell.agents.outside.hub import CycleHub
     from openbell.daemon.http import WebFactory
+    from openbell.ops.attribution.ledger_inputs import AttributionChoice
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -111,6 +112,24 @@ OFFLINE_ENV = "OPENBELL_OFFLINE"
 
 
 # -- the parts of a market ---------------------------------------------------------------------
+
+
+def attribution_choice(config: OpenbellConfig, as_of: date) -> AttributionChoice:
+    """The attribution `config`'s `[attribution]` asks for: its style set, and with
+    `cross_section = "universe"` each configured market's universe (`universe_for` at `as_of`)."""
+    from openbell.ops.attribution.exposures import STYLE_SETS
+    from openbell.ops.attribution.ledger_inputs import AttributionChoice
+
+    settings = config.attribution
+    universes = (
+        {
+            name: universe_for(name, section, as_of)
+            for name, section in config.markets.configured().items()
+        }
+        if settings.cross_section == "universe"
+        else {}
+    )
+    return AttributionChoice(styles=STYLE_SETS[settings.styles], universes=universes)
 
 
 def universe_for(name: str, market: MarketConfig, as_of: date) -> Universe:
@@ -514,16 +533,18 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 # -- live ----------------------------------------------------------------------------------
 
 
-def _web_factory(config: OpenbellConfig) -> WebFactory:
+def _web_factory(config: OpenbellConfig, clock: Clock) -> WebFactory:
     """The arena's web parts over an engine, measured under the config's metrics convention, with
-    the daemon's health on the arena page (its last-bell panel)."""
+    the daemon's health on the arena page (its last-bell panel), and the attribution its
+    `[attribution]` picks (its universes as of the clock's date at start)."""
     from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
 
     convention = convention_named(config.metrics.convention)
+    attribution = attribution_choice(config, clock.now().date())
     # The daemon serving these parts writes the ledger: its pages are live.
     return lambda engine, health: web_parts(
-        engine, convention=convention, live=lambda: True, health=health
+        engine, convention=convention, attribution=attribution, live=lambda: True, health=health
     )
 
 
@@ -563,7 +584,7 @@ def live_plan(
         http_read_token=config.http.read_token(os.environ) if http else None,
         http_read_timeout_s=config.http.read_timeout_s,
         mcp_limits=config.mcp.limits(),
-        web=_web_factory(config) if http else None,
+        web=_web_factory(config, clock) if http else None,
         stop_grace_s=stop_grace_s,
         heartbeat_s=heartbeat_s,
         redactor=redactor_for(config, os.environ),

@@ -21,8 +21,8 @@ symbol's period return is priced at the same instants as the NAV.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -58,6 +58,39 @@ from openbell.store.snapshot_holdings import SnapshotHoldings, snapshot_holdings
 #: The bar interval of each cadence.
 INTERVALS = {"daily": "1d", "hourly": "1h"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttributionChoice:
+    """What a config's `[attribution]` picks: the styles estimated, and, per market, the universe
+    whose members at each date make the cross-section (a market without one: every symbol with
+    bars). The default is `[attribution]`'s: every style, every symbol with bars."""
+
+    styles: tuple[str, ...] = STYLE_FACTORS
+    universes: Mapping[str, Universe] = field(default_factory=dict)
+
+    def of(
+        self,
+        engine: Engine,
+        agent: str,
+        market: str,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> AccountAttribution:
+        """`account_attribution` of the account over `[start, end)` under this choice."""
+        return account_attribution(
+            engine,
+            agent,
+            market,
+            start,
+            end,
+            universe=self.universes.get(market),
+            styles=self.styles,
+        )
+
+
+#: `[attribution]`'s defaults: every style, every symbol with bars.
+DEFAULT_ATTRIBUTION = AttributionChoice()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,20 +37,23 @@ def attribution_of(
     CSI 300 file's members of each period's day). `source` gives the bars (a `replay:` market's
     files) in place of the bundled ones and the ledger's cache."""
     from openbell.daemon.clock import SystemClock
-    from openbell.ops.attribution.exposures import STYLE_SETS
-    from openbell.ops.attribution.ledger_inputs import account_attribution
+    from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION, account_attribution
     from openbell.ops.attribution.output import attribution_record
-    from openbell.ops.planning import universe_for
+    from openbell.ops.planning import attribution_choice
 
-    settings = loaded.attribution if loaded is not None else None
-    universe = None
-    if loaded is not None and settings is not None and settings.cross_section == "universe":
-        section = loaded.markets.configured().get(market)
-        if section is not None:
-            universe = universe_for(market, section, SystemClock().now().date())
-    styles = STYLE_SETS[settings.styles if settings is not None else "openbell"]
+    choice = (
+        DEFAULT_ATTRIBUTION
+        if loaded is None
+        else attribution_choice(loaded, SystemClock().now().date())
+    )
     found = account_attribution(
-        engine, agent, market, *window, universe=universe, styles=styles, source=source
+        engine,
+        agent,
+        market,
+        *window,
+        universe=choice.universes.get(market),
+        styles=choice.styles,
+        source=source,
     )
     return attribution_record(found)
 

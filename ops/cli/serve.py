@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from openbell.daemon.stopping import StopRequest
+    from openbell.ops.attribution.ledger_inputs import AttributionChoice
     from openbell.ops.config import HttpConfig
 
 #: How often the serving loop looks at the stop request, in seconds.
@@ -53,6 +54,9 @@ def serve_command(
     engine = open_ledger(loaded)
     import asyncio  # here: `openbell --help` does not pay for it
 
+    from openbell.daemon.clock import SystemClock
+    from openbell.ops.planning import attribution_choice
+
     try:
         asyncio.run(
             _serve(
@@ -62,6 +66,7 @@ def serve_command(
                 state.stop,
                 loaded.metrics.convention,
                 store_url=loaded.store.url,
+                attribution=attribution_choice(loaded, SystemClock().now().date()),
             )
         )
     finally:
@@ -76,6 +81,7 @@ async def _serve(
     convention: str = "openbell",
     *,
     store_url: str | None = None,
+    attribution: AttributionChoice | None = None,
 ) -> None:
     import asyncio
     import functools
@@ -88,7 +94,14 @@ async def _serve(
 
     url = store_url or engine.url.render_as_string(hide_password=False)
     live = functools.partial(daemon_writes, url)
-    parts = web_parts(engine, convention=convention_named(convention), live=live)
+    from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION
+
+    parts = web_parts(
+        engine,
+        convention=convention_named(convention),
+        live=live,
+        attribution=attribution or DEFAULT_ATTRIBUTION,
+    )
     server = await serve_http(
         http.host,
         http.port,

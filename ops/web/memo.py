@@ -26,7 +26,11 @@ from typing import TypeVar
 from sqlalchemy import Engine
 
 from openbell.ops import reports
-from openbell.ops.attribution.ledger_inputs import AccountAttribution
+from openbell.ops.attribution.ledger_inputs import (
+    DEFAULT_ATTRIBUTION,
+    AccountAttribution,
+    AttributionChoice,
+)
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
@@ -47,9 +51,10 @@ class ViewMemo:
         size: int = 128,
         views: ViewSource | None = None,
         convention: Convention = OPENBELL,
+        attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
     ) -> None:
         self._engine = engine
-        self._views = InProcessViews(engine, convention) if views is None else views
+        self._views = InProcessViews(engine, convention, attribution) if views is None else views
         self._size = size
         self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()
         self._lock = threading.Lock()

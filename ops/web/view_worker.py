@@ -39,7 +39,11 @@ from sqlalchemy import Engine
 
 from openbell.markets.errors import OpenbellError
 from openbell.ops import reports
-from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
+from openbell.ops.attribution.ledger_inputs import (
+    DEFAULT_ATTRIBUTION,
+    AccountAttribution,
+    AttributionChoice,
+)
 from openbell.ops.conventions import OPENBELL, Convention, convention_named
 from openbell.ops.reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
@@ -66,11 +70,18 @@ class ViewSource(Protocol):
 
 
 class InProcessViews:
-    """Market views computed in the caller's thread, on `engine`, under `convention`."""
+    """Market views computed in the caller's thread, on `engine`, under `convention`, and
+    attributions as `attribution` picks them (default: every style, every symbol with bars)."""
 
-    def __init__(self, engine: Engine, convention: Convention = OPENBELL) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        convention: Convention = OPENBELL,
+        attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+    ) -> None:
         self._engine = engine
         self._convention = convention
+        self._attribution = attribution
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """`ops.reports.market_view` of the market over the window."""
@@ -80,16 +91,22 @@ class InProcessViews:
         self, agent: str, market: str, start: datetime | None, end: datetime | None
     ) -> AccountAttribution:
         """The account's attribution over the window."""
-        return account_attribution(self._engine, agent, market, start, end)
+        return self._attribution.of(self._engine, agent, market, start, end)
 
 
 class WorkerViews:
     """Market views computed in one worker process on the ledger of `engine` (see the module),
     under `convention`. Thread-safe; requests for views wait their turn in the worker."""
 
-    def __init__(self, engine: Engine, convention: Convention = OPENBELL) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        convention: Convention = OPENBELL,
+        attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+    ) -> None:
         self._address = ledger_address(engine)
         self._convention = convention
+        self._attribution = attribution
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
@@ -150,7 +167,7 @@ class WorkerViews:
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_open_ledger,
-                    initargs=(self._address,),
+                    initargs=(self._address, self._attribution),
                 )
             return self._pool
 
@@ -163,17 +180,19 @@ class WorkerViews:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-#: The worker process's read-only engine (`_open_ledger`).
+#: The worker process's read-only engine, and the attribution it computes (`_open_ledger`).
 _engine: Engine | None = None
+_choice: AttributionChoice = DEFAULT_ATTRIBUTION
 
 
-def _open_ledger(address: LedgerAddress) -> None:
+def _open_ledger(address: LedgerAddress, attribution: AttributionChoice) -> None:
     """The worker's initializer: yield the CPU to the server's process, leave SIGINT to the
-    server, open the ledger read-only."""
-    global _engine
+    server, open the ledger read-only, keep the attribution's choice."""
+    global _engine, _choice
     os.nice(WORKER_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _engine = address.open_read_only()
+    _choice = attribution
 
 
 def _market_view(
@@ -192,4 +211,4 @@ def _attribution(
     """In the worker: the account's attribution over the window."""
     if _engine is None:
         raise RuntimeError("the view worker's ledger is not open")
-    return account_attribution(_engine, agent, market, start, end)
+    return _choice.of(_engine, agent, market, start, end)

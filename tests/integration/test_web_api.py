@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -24,14 +25,17 @@ from sqlmodel import col
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from openbell.daemon.http import Lifespan
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
-from openbell.ops.attribution.exposures import NO_AMOUNT, NO_FUNDAMENTALS
+from openbell.ops.attribution.exposures import NO_AMOUNT, NO_FUNDAMENTALS, STYLE_SETS
+from openbell.ops.config import load_config
 from openbell.ops.demo import DEMO_MARKETS, demo_config, run_demo
-from openbell.ops.planning import replay_from_config
+from openbell.ops.planning import attribution_choice, replay_from_config
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.web import read_model
 from openbell.ops.web.api import api_app, api_routes
+from openbell.ops.web.app import web_parts
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import RESPONSE_MODELS, openapi_document
 from openbell.ops.web.schemas import ErrorDocument
@@ -531,3 +535,57 @@ def test_equity_curves_are_the_slot_navs_each_row_is_measured_on(demo: Demo) -> 
         assert row.panel.periods == len(curve) - 1
     with pytest.raises(ReportError):
         read_model.equity_curves(demo.engine, "cn")
+
+
+def _lifespans(
+    lifespans: Sequence[Lifespan],
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """A Starlette lifespan that enters the web parts' lifespans (the views' worker's)."""
+
+    @asynccontextmanager
+    async def run(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for lifespan in lifespans:
+                await stack.enter_async_context(lifespan())
+            yield
+
+    return run
+
+
+def test_the_served_attribution_follows_the_configs_attribution_section(
+    demo: Demo, tmp_path: Path
+) -> None:
+    config = tmp_path / "openbell.toml"
+    config.write_text(
+        '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\nsource = "ccxt:binance"\n'
+        'initial_cash = "10000"\n\n[attribution]\nstyles = "ktd-fin"\n',
+        encoding="utf-8",
+    )
+    report = openbell(
+        tmp_path,
+        "report",
+        "random",
+        "-m",
+        "crypto",
+        "--attribution",
+        "--json",
+        "--config",
+        str(config),
+        "--db",
+        str(demo.db),
+    )
+    assert report.returncode == 0, report.stderr
+    expected = json.loads(report.stdout)["attribution"]
+    assert expected["styles"] == list(STYLE_SETS["ktd-fin"])
+    # What `openbell serve` and the daemon mount: the views' worker process computes it.
+    choice = attribution_choice(load_config(config), START)
+    parts = web_parts(demo.engine, attribution=choice)
+    app = Starlette(routes=parts.routes, lifespan=_lifespans(parts.lifespans))
+    with TestClient(app) as client:
+        served = client.get("/api/v1/agents/random/crypto/attribution")
+    assert served.status_code == 200, served.text
+    assert served.json() == expected
+    # Without the section: every style (`openbell`'s set), as before.
+    assert _get(demo, "/api/v1/agents/random/crypto/attribution")["styles"] == list(
+        STYLE_SETS["openbell"]
+    )

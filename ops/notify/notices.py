@@ -42,6 +42,14 @@ DIGEST_ROWS: Final = 10
 Boards = Callable[[], list[str]]
 
 
+#: The notices a cycle's trace row gives, by event: the title after the agent's name, and the
+#: body before the row's content.
+_TRACE_NOTICES: Final = {
+    "budget_exhausted": (" ran out of budget", "The cycle of {name} at {slot_at} ended on "),
+    "model_change": ("'s model changed", "In the cycle of {name} at {slot_at}, "),
+}
+
+
 class Notifications:
     """The daemon's event sink (`take`) and what it sends (module docstring)."""
 
@@ -208,28 +216,20 @@ class Notifications:
             models = [i for i in ids if i in infos and infos[i].agent_kind not in BASELINE_KINDS]
             for account_id, entry in self._model_rows(models, slot_at):
                 name = names.get(account_id, str(account_id))
-                if entry.role == "stop" and "budget_exhausted" in wanted:
-                    notices.append(
-                        Notice(
-                            key=f"budget_exhausted:{market}:{name}",
-                            at=event.at,
-                            title=f"openbell {market}: {name} ran out of budget",
-                            body=f"The cycle of {name} at {slot_at.isoformat()} ended on "
-                            f"{entry.content}.",
-                            level="warning",
-                        )
+                event_name = "budget_exhausted" if entry.role == "stop" else "model_change"
+                if event_name not in wanted:
+                    continue
+                title, opening = _TRACE_NOTICES[event_name]
+                notices.append(
+                    Notice(
+                        key=f"{event_name}:{market}:{name}",
+                        at=event.at,
+                        title=f"openbell {market}: {name}{title}",
+                        body=f"{opening.format(name=name, slot_at=slot_at.isoformat())}"
+                        f"{entry.content}.",
+                        level="warning",
                     )
-                elif entry.role == "model_changed" and "model_change" in wanted:
-                    notices.append(
-                        Notice(
-                            key=f"model_change:{market}:{name}",
-                            at=event.at,
-                            title=f"openbell {market}: {name}'s model changed",
-                            body=f"In the cycle of {name} at {slot_at.isoformat()}, "
-                            f"{entry.content}.",
-                            level="warning",
-                        )
-                    )
+                )
         return notices
 
     def _depths(self, ids: Sequence[int]) -> dict[int, Decimal]:

@@ -96,10 +96,11 @@ layers:
 # once), the files handed out in collection order (the slow acceptance tier first, the unit tier's
 # short files last to even out the end; xdist's default puts the files with the fewest tests, the
 # long property tests among them, last). A subset: `make pytest PYTEST_ARGS='tests/unit -k rank'`.
+# It prints the 40 slowest tests' times, so every run's log says where the time goes.
 # pytest exits 5 when it collected nothing: a suite that runs no test is a failure here.
 PYTEST_WORKERS ?= auto
 pytest:
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40 $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 run: $(RUN_VENV)/.installed

@@ -1163,7 +1163,9 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
     `rebalance_band` is the smallest change of a weight that is traded (`max_weight` and
     `rebalance_band` are fractions of NAV, as quoted decimal strings). An agent allowed to short
     (`allow_short`) holds its sells and strong sells short. `report = "insights"` asks for
-    Herculean's Market Insights reports (eight sections a symbol); `judge` scores them.
+    Herculean's Market Insights reports (eight sections a symbol); `judge` scores them: an
+    `[agents.judge]` table of its own, or the name of a `[judges.NAME]` table (as a strategy-code
+    agent's `judge` names one).
     """
 
     kind: Literal["rating"]
@@ -1173,7 +1175,7 @@ class RatingAgentConfig(_ModelEndpointConfig, _TargetWeightsConfig, _AgentConfig
     max_retries: Annotated[StrictInt, Field(ge=0, le=10)] = 2
     max_weight: Decimal = Decimal("0.25")
     report: Literal["ratings", "insights"] = "ratings"
-    judge: RatingJudgeConfig | None = None
+    judge: RatingJudgeConfig | Annotated[str, Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _judged_insights(self) -> Self:
@@ -1286,15 +1288,17 @@ class OpenbellConfig(_Section):
                 for position, market in enumerate(agent.markets)
                 if market not in configured
             )
-            if isinstance(agent, StrategyCodeAgentConfig) and agent.judge not in (
-                None,
-                *self.judges,
-            ):
+            named = (
+                agent.judge
+                if isinstance(agent, StrategyCodeAgentConfig)
+                or (isinstance(agent, RatingAgentConfig) and isinstance(agent.judge, str))
+                else None
+            )
+            if named is not None and named not in self.judges:
                 problems.append(
                     PathError(
                         ("agents", index, "judge"),
-                        f"judge {agent.judge!r} is not configured (no [judges.{agent.judge}] "
-                        "table)",
+                        f"judge {named!r} is not configured (no [judges.{named}] table)",
                     )
                 )
             priced = self._priced(agent)
@@ -1323,9 +1327,18 @@ class OpenbellConfig(_Section):
         return self
 
     def agents_in(self, market: str) -> tuple[AnyAgentConfig, ...]:
-        """The agents enrolled in `market`, in file order, each LLM agent with its model's
-        `[prices]` entry when it gives no prices of its own."""
-        return tuple(self._priced(agent) for agent in self.agents if market in agent.markets)
+        """The agents enrolled in `market`, in file order, each `resolved`."""
+        return tuple(self.resolved(agent) for agent in self.agents if market in agent.markets)
+
+    def resolved(self, agent: AnyAgentConfig) -> AnyAgentConfig:
+        """`agent` as it is built: an LLM agent with its model's `[prices]` entry when it gives
+        no prices of its own, a rating agent's judge named by `[judges.NAME]` as that table."""
+        priced = self._priced(agent)
+        if isinstance(priced, RatingAgentConfig) and isinstance(priced.judge, str):
+            named = self.judges[priced.judge]  # checked by `_consistent`
+            judge = RatingJudgeConfig(**named.model_dump(exclude={"max_retries"}))
+            return priced.model_copy(update={"judge": judge})
+        return priced
 
     def _priced(self, agent: AnyAgentConfig) -> AnyAgentConfig:
         if (

@@ -27,6 +27,7 @@ from openbell.markets.errors import OpenbellError
 from openbell.ops.config import (
     CommandAgentConfig,
     OpenbellConfig,
+    RatingJudgeConfig,
     resolve_secret,
 )
 from openbell.ops.planning import agent_for
@@ -59,7 +60,7 @@ def resolution_problems(config: OpenbellConfig, environ: Mapping[str, str]) -> l
             if isinstance(agent, CommandAgentConfig):
                 _check_program(agent.command[0], environ)
             for market in agent.markets:
-                agent_for(agent, market, environ, containment=containment)
+                agent_for(config.resolved(agent), market, environ, containment=containment)
         except (OpenbellError, ValueError) as exc:
             problems.append(f"agent {agent.name!r}: {exc}")
     for name, judge in config.judges.items():
@@ -86,6 +87,10 @@ def endpoints(config: OpenbellConfig) -> list[Endpoint]:
         if isinstance(base_url, str) and isinstance(model, str):
             key = (base_url, model, getattr(agent, "api_key_env", None))
             found.setdefault(key, []).append(f"agent {agent.name!r}")
+        judge = getattr(agent, "judge", None)
+        if isinstance(judge, RatingJudgeConfig):
+            key = (judge.base_url, judge.model, judge.api_key_env)
+            found.setdefault(key, []).append(f"the judge of agent {agent.name!r}")
     for name, judge in config.judges.items():
         found.setdefault((judge.base_url, judge.model, judge.api_key_env), []).append(
             f"judge {name!r}"

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from openbell.agents.rating.agent import RatingAgent, RatingSettings
 from openbell.agents.rating.quality_judge import ReportJudge
+from openbell.markets.errors import ConfigError
 from openbell.ops.config import RatingAgentConfig
 from openbell.ops.model_endpoints import endpoint_of
 
@@ -21,6 +22,8 @@ from openbell.ops.model_endpoints import endpoint_of
 def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) -> RatingAgent:
     """The rating agent of `config`, its key resolved from `environ`."""
     client, prices = endpoint_of(config, environ)
+    if isinstance(config.judge, str):  # `OpenbellConfig.resolved` gives the table it names
+        raise ConfigError(f"judge {config.judge!r} of agent {config.name!r} is not resolved")
     judge = None if config.judge is None else ReportJudge(endpoint_of(config.judge, environ)[0])
     return RatingAgent(
         name=config.name,

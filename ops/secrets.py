@@ -49,7 +49,12 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
     """The secret values `config` brings in: agents' and judges' keys (when their variable is
     set), the store URL's password, for a Postgres store `PGPASSWORD`, and the HTTP read token
     (each when its variable is set)."""
-    from openbell.ops.config import LlmAgentConfig, RatingAgentConfig, StrategyCodeAgentConfig
+    from openbell.ops.config import (
+        LlmAgentConfig,
+        RatingAgentConfig,
+        RatingJudgeConfig,
+        StrategyCodeAgentConfig,
+    )
     from openbell.store.db import parse_url
 
     found: list[NamedSecret] = []
@@ -61,7 +66,7 @@ def configured_secrets(config: OpenbellConfig, environ: Mapping[str, str]) -> li
     rating_judges = [
         agent.judge
         for agent in config.agents
-        if isinstance(agent, RatingAgentConfig) and agent.judge is not None
+        if isinstance(agent, RatingAgentConfig) and isinstance(agent.judge, RatingJudgeConfig)
     ]
     for endpoint in [*keyed, *rating_judges, *(config.judges or {}).values()]:
         name = endpoint.api_key_env

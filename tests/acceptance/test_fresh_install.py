@@ -1,22 +1,24 @@
 """A fresh install is what runs, and the tutorials run as written on it.
 
-The wheel: `pip wheel` builds openbell from a copy of this checkout's files (what a clone has)
-with no setuptools warning; a new virtualenv outside the source tree installs it with its runtime
-dependencies (from the package index, as `pip install .` does) and no development tool, and
-`openbell demo` runs there from an empty directory on the data the wheel bundles.
+The install: the tutorials' install block (`<!-- tutorial: setup -->`, the same on every page)
+makes a new virtualenv (`.venv-run`) with openbell and its runtime dependencies (from the package
+index, as `pip install .` does) and no development tool; it runs once, for both tests. The
+wheel: `pip wheel` builds openbell from a copy of this checkout's files (what a clone has) with no
+setuptools warning, and what the install put in its virtualenv is that wheel, file for file (its
+RECORD); `openbell demo` runs from an empty directory outside the source tree on the data the
+wheel bundles, importing the installed package.
 
-The tutorials: each ```sh block of docs/tutorials/*.md runs as written, in order, in one shell, in
-that copy: the install block (`<!-- tutorial: setup -->`) as it is (once: the tutorials show the
-same one), the rest in a network namespace of its own (bubblewrap, `--unshare-net`), so its fixed
-port (8787) cannot meet another run's and the live run of step 6 is the daemon without network the
-tutorial describes. A block marked
+The tutorials: each ```sh block of docs/tutorials/*.md runs as written, in order, in one shell,
+in that copy: the install block as above, the rest in a network namespace of its own
+(bubblewrap, `--unshare-net`), so its fixed port (8787) cannot meet another run's and the live
+run of step 6 is the daemon without network the tutorial describes. A block marked
 `background NAME HOST:PORT` is what the reader starts and leaves running: the script starts it,
 waits until HOST:PORT answers, and stops it with SIGINT (the reader's Ctrl-C) at `stop NAME`,
-which must end it with status 0. A block marked `fake-llm` needs `openbell fake-llm` (issue 28
-item 2, built on its own branch): while the install has no such command, those blocks are left
-out, every other block still runs, and the test then says so by skipping at its end.
+which must end it with status 0. A block marked `fake-llm` needs `openbell fake-llm`: while the
+install has no such command, those blocks are left out, every other block still runs, and the
+test then says so by skipping at its end.
 
-Both tests are slow (each installs openbell and its dependencies into a fresh virtualenv).
+Both are slow: installing openbell's dependencies into a fresh virtualenv takes minutes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
-import venv
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,8 +95,35 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     )
 
 
-def test_the_wheel_runs_the_demo_in_a_fresh_venv_outside_the_source_tree(
-    clone: Path, tmp_path: Path
+def setup_of(page: Path) -> str:
+    """`page`'s install block (`<!-- tutorial: setup -->`) as one script."""
+    return "\n".join(blocks_of(page, with_fake_llm=False).setup)
+
+
+@pytest.fixture(scope="module")
+def installed(clone: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The virtualenv the tutorials' install block makes in the clone (`.venv-run`: openbell and
+    its runtime dependencies from the package index), made once: every tutorial shows the same
+    block, and installing takes minutes."""
+    setups = {setup_of(page) for page in TUTORIALS}
+    assert len(setups) == 1, "the tutorials show different installs"
+    (setup,) = setups
+    assert setup, "the tutorials show their install"
+    home = tmp_path_factory.mktemp("home")
+    ran = run(["bash", "-euxc", setup], clone, clean_env(home))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return clone / ".venv-run"
+
+
+def record_of(dist_info: str, text: str) -> set[str]:
+    """The files a wheel's RECORD lists, but its `dist-info` folder's own (an install adds
+    INSTALLER, REQUESTED and direct_url.json there) and byte-code."""
+    paths = {line.split(",")[0] for line in text.splitlines() if line}
+    return {p for p in paths if not p.startswith(dist_info) and not p.endswith(".pyc")}
+
+
+def test_the_wheel_is_what_installs_and_runs_the_demo_outside_the_source_tree(
+    clone: Path, installed: Path, tmp_path: Path
 ) -> None:
     env = clean_env(tmp_path / "home")
     dist = tmp_path / "dist"
@@ -106,44 +135,33 @@ def test_the_wheel_runs_the_demo_in_a_fresh_venv_outside_the_source_tree(
         line for line in (built.stdout + built.stderr).splitlines() if BUILD_WARNING.search(line)
     ] == []
     (wheel,) = dist.glob("openbell-*.whl")
+    # What the install put in its virtualenv is, file for file, the wheel built here.
+    with zipfile.ZipFile(wheel) as archive:
+        (record,) = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+        dist_info = record.rsplit("/", 2)[0] + "/"
+        in_wheel = record_of(dist_info, archive.read(record).decode())
+    (site,) = installed.glob("lib/python*/site-packages")
+    (installed_record,) = site.glob(f"{dist_info}RECORD")
+    assert record_of(dist_info, installed_record.read_text(encoding="utf-8")) == in_wheel
 
-    fresh = tmp_path / "fresh"
-    venv.create(fresh, with_pip=True)
-    installed = run(
-        [str(fresh / "bin" / "python"), "-m", "pip", "install", str(wheel)], tmp_path, env
-    )
-    assert installed.returncode == 0, installed.stderr[-3000:]
-
-    listed = run(
-        [str(fresh / "bin" / "python"), "-m", "pip", "list", "--format", "freeze"], tmp_path, env
-    )
+    python = installed / "bin" / "python"
+    listed = run([str(python), "-m", "pip", "list", "--format", "freeze"], tmp_path, env)
     names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
     assert "openbell" in names
     assert sorted(names & set(DEV_TOOLS)) == []
 
     empty = tmp_path / "somewhere"
     empty.mkdir()
-    demo = run(
-        [
-            str(
-                fresh / "bin" / "openbell",
-            ),
-            "demo",
-        ],
-        empty,
-        env,
-    )
+    demo = run([str(installed / "bin" / "openbell"), "demo"], empty, env)
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert (empty / "var" / "demo.db").is_file()
     boards = [line for line in demo.stdout.splitlines() if " leaderboard (" in line]
     assert [line.split()[0] for line in boards] == ["us", "cn", "crypto"]
-    # The package it ran is the installed one, not a source tree's.
+    # The package it ran is the installed one, not the source tree's.
     where = run(
-        [str(fresh / "bin" / "python"), "-c", "import openbell.ops.web as w; print(w.__path__[0])"],
-        empty,
-        env,
+        [str(python), "-c", "import openbell.ops.web as w; print(w.__path__[0])"], empty, env
     )
-    assert where.stdout.strip().startswith(str(fresh)), where.stdout
+    assert where.stdout.strip().startswith(str(site)), where.stdout
     assert not any(
         re.search(r"\b\w*(Deprecation|Future|Resource|User)Warning\b", line)
         for line in demo.stderr.splitlines()
@@ -221,20 +239,16 @@ def has_fake_llm(clone: Path, env: dict[str, str]) -> bool:
     return run([str(openbell), "fake-llm", "--help"], clone, env).returncode == 0
 
 
-def test_every_command_of_the_tutorials_runs_as_written(clone: Path, tmp_path: Path) -> None:
+def test_every_command_of_the_tutorials_runs_as_written(
+    clone: Path, installed: Path, tmp_path: Path
+) -> None:
     need_jail("strategy")  # bubblewrap with a network namespace of its own, as strategy code has
     assert [page.name for page in TUTORIALS] == ["getting-started-zh.md", "getting-started.md"]
+    assert (installed / "bin" / "openbell").is_file()  # the install block has run (`installed`)
     env = clean_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
     left_out = 0
-    installs_run: set[str] = set()
     for page in TUTORIALS:
-        setup = "\n".join(blocks_of(page, with_fake_llm=False).setup)
-        assert setup, f"{page.name} shows its install"
-        if setup not in installs_run:  # the same install block, run once (minutes each)
-            installed = run(["bash", "-euxc", setup], clone, env)
-            assert installed.returncode == 0, installed.stderr[-3000:]
-            installs_run.add(setup)
         fake_llm = has_fake_llm(clone, env)
         tutorial = blocks_of(page, with_fake_llm=fake_llm)
         left_out += tutorial.fake_llm_blocks

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from openbell.agents.rating.agent import RatingAgent
 from openbell.markets.errors import ConfigError
 from openbell.ops.config import OpenbellConfig, RatingAgentConfig, load_config
 from openbell.ops.planning import agent_for
@@ -135,3 +136,31 @@ def test_a_judge_needs_market_insights_reports(tmp_path: Path) -> None:
     assert 'report = "insights"' in str(caught.value)
     with pytest.raises(ConfigError, match="report"):
         loaded(tmp_path, 'report = "essay"\n')
+
+
+NAMED = """report = "insights"
+judge = "strict"
+
+[judges.strict]
+base_url = "https://judge.test/v1"
+model = "judge-2"
+api_key_env = "JUDGE_API_KEY"
+max_tokens = 900
+"""
+
+
+def test_a_judge_may_be_named_as_a_strategy_code_agents_is(tmp_path: Path) -> None:
+    config = entry(tmp_path, NAMED)
+    assert config.judge is not None
+    assert not isinstance(config.judge, str)
+    assert (config.judge.model, config.judge.max_tokens) == ("judge-2", 900)
+    environ = {**KEY, "JUDGE_API_KEY": "sk-judge-0123456789abcdef"}
+    agent = agent_for(config, "crypto", environ)
+    assert isinstance(agent, RatingAgent)
+    assert agent._judge is not None
+    assert agent._judge.model == "judge-2"
+    secrets = configured_secrets(loaded(tmp_path, NAMED), environ)
+    assert [s.source for s in secrets] == ["env DEEPSEEK_API_KEY", "env JUDGE_API_KEY"]
+    # A name without its table is refused when the config is read, naming the key.
+    with pytest.raises(ConfigError, match=r"agents\[0\]\.judge: judge 'lenient' is not configured"):
+        loaded(tmp_path, NAMED.replace('judge = "strict"', 'judge = "lenient"'))

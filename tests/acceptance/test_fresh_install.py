@@ -116,10 +116,11 @@ def installed(clone: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def record_of(dist_info: str, text: str) -> set[str]:
-    """The files a wheel's RECORD lists, but its `dist-info` folder's own (an install adds
-    INSTALLER, REQUESTED and direct_url.json there) and byte-code."""
+    """The files of the package a RECORD lists: not its `dist-info` folder's own (an install adds
+    INSTALLER, REQUESTED and direct_url.json there), byte-code, nor the console scripts an
+    install writes outside site-packages (`../../../bin/openbell`)."""
     paths = {line.split(",")[0] for line in text.splitlines() if line}
-    return {p for p in paths if not p.startswith(dist_info) and not p.endswith(".pyc")}
+    return {p for p in paths if not p.startswith((dist_info, "../")) and not p.endswith(".pyc")}
 
 
 def test_the_wheel_is_what_installs_and_runs_the_demo_outside_the_source_tree(

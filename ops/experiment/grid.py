@@ -143,7 +143,7 @@ def experiment_config(config: OpenbellConfig, grid: Grid) -> OpenbellConfig:
 def _combinations(
     settings: ExperimentConfig, entries: Mapping[str, LlmAgentConfig]
 ) -> list[tuple[str, str, str]]:
-    out = []
+    out: list[tuple[str, str, str]] = []
     for model in settings.models:
         entry = entries.get(model)
         if entry is None:
@@ -213,7 +213,7 @@ def _prompt_text(prompt: str, base: Path) -> str:
 
 
 def _comparisons(cells: list[Cell]) -> list[Comparison]:
-    out = []
+    out: list[Comparison] = []
     for axis in AXES:
         others = [a for a in AXES if a != axis]
         groups: dict[tuple[str, ...], list[Cell]] = {}

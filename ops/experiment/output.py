@@ -129,12 +129,12 @@ def experiment_tables(result: ExperimentResult) -> list[Table]:
         cells.add_column(header, justify="left" if header != "runs" else "right")
     for header in ("return %", "sd %", "Sharpe"):
         cells.add_column(header, justify="right", no_wrap=True)
-    for found in result.cells:
-        runs = sum(1 for value in found.returns.values() if value is not None)
+    for summary in result.cells:
+        runs = sum(1 for value in summary.returns.values() if value is not None)
         cells.add_row(
-            found.cell.name, found.cell.model, found.cell.prompt, found.cell.mode, str(runs),
-            figures.percent(found.mean_return), figures.percent(found.std_return),
-            figures.places(found.mean_sharpe, 2),
+            summary.cell.name, summary.cell.model, summary.cell.prompt, summary.cell.mode,
+            str(runs), figures.percent(summary.mean_return), figures.percent(summary.std_return),
+            figures.places(summary.mean_sharpe, 2),
         )  # fmt: skip
     level = f"{settings.confidence:.0%}"
     differences = Table(

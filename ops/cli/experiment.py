@@ -76,8 +76,8 @@ def experiment_command(
     to the config file. --db writes another ledger than the config's.
     """
     from openbell.ops.experiment.grid import expand
+    from openbell.ops.experiment.measure import analyse, run_experiment
     from openbell.ops.experiment.output import experiment_record, experiment_tables
-    from openbell.ops.experiment.run import analyse, run_experiment
     from openbell.store.db import make_engine
 
     path = config or ctx.find_root().params.get("config") or DEFAULT_CONFIG

@@ -1,6 +1,6 @@
 """An experiment's measures for people and for programs: rich tables and one JSON record.
 
-This module owns how `openbell experiment` shows what `run.analyse` measured: a table of the
+This module owns how `openbell experiment` shows what `measure.analyse` measured: a table of the
 cells (each one's mean cumulative return and Sharpe over its seeds) and a table of the paired
 differences (each comparison's mean per-slot return difference in basis points, its interval,
 the mean difference of cumulative return over the seeds, the seeds the variant won, the
@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from openbell.ops import figures
+from openbell.ops.experiment.measure import ExperimentResult
 from openbell.ops.experiment.paired import PairedDifference
-from openbell.ops.experiment.run import ExperimentResult
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -72,8 +72,9 @@ def experiment_command(
     the seeds; and for each two cells that differ in one axis (each value against the axis's
     first), the paired difference: the mean per-slot return difference over seeds and slots,
     its stationary-bootstrap interval, a sign-flip p-value (Holm-adjusted across the
-    comparisons) and whether it is distinguishable from zero. Prompt files are read relative
-    to the config file. --db writes another ledger than the config's.
+    comparisons) and whether it is distinguishable from zero (the interval excludes 0 and p is
+    at most 1 - confidence). Prompt files are read relative to the config file. --db writes
+    another ledger than the config's.
     """
     from openbell.ops.experiment.grid import expand
     from openbell.ops.experiment.measure import analyse, run_experiment

@@ -4,9 +4,10 @@ This module owns how `openbell experiment` shows what `measure.analyse` measured
 cells (each one's mean cumulative return and Sharpe over its seeds) and a table of the paired
 differences (each comparison's mean per-slot return difference in basis points, its interval,
 the mean difference of cumulative return over the seeds, the seeds the variant won, the
-permutation p-values and the verdict), and the same as a JSON record. Names are the agents' and
-the prompt files' (hostile text to a terminal only as far as rich prints it: no markup is read
-from them).
+permutation p-values and the verdict: `paired.PairedDifference.distinguishable`), and the same
+as a JSON record. What the tables print of names is agent names (letters, digits, `.`, `_`, `-`),
+prompt labels (file stems reduced to letters, digits, `_`, `-`) and mode names: nothing rich
+could read as markup.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def experiment_record(result: ExperimentResult) -> dict[str, Any]:
         "draws": settings.draws,
         "resample_seed": settings.resample_seed,
         "interval": "stationary bootstrap of slots, every seed's pair moving with its slot",
+        "verdict_rule": "distinguishable: the interval excludes 0 and p_value <= 1 - confidence",
         "cells": [
             {
                 "cell": found.cell.name,
@@ -137,6 +139,7 @@ def experiment_tables(result: ExperimentResult) -> list[Table]:
             figures.places(summary.mean_sharpe, 2),
         )  # fmt: skip
     level = f"{settings.confidence:.0%}"
+    alpha = 1.0 - settings.confidence
     differences = Table(
         title="paired differences: variant - reference, same seed, same slots",
         title_justify="left",
@@ -145,7 +148,8 @@ def experiment_tables(result: ExperimentResult) -> list[Table]:
             "stationary-bootstrap interval of the slots (each seed's pair moving with its slot); "
             "return diff: mean over the seeds of the cumulative return difference; wins: seeds "
             "the variant ended above; p: two-sided sign-flip test, adj. p: Holm across the "
-            "comparisons (docs/guide/experiment.md)"
+            f"comparisons; distinguishable: the interval excludes 0 and p <= {alpha:.2g} "
+            "(docs/guide/experiment.md)"
         ),
         caption_justify="left",
     )

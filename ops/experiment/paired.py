@@ -19,12 +19,16 @@ Definitions, fixed so that a figure can be reproduced:
   experiment's `resample_seed` and the CRC-32 of both cells' names. Resampling periods, not
   (seed, period) pairs, keeps what ties a period's seeds together (the same price move), and
   blocks keep what ties a period to the next (positions held across slots); seed-to-seed noise
-  is inside each period's value. A pair is **distinguishable from zero** when the interval
-  excludes 0.
+  is inside each period's value.
 - **Permutation p-value.** A two-sided sign-flip test of `m_t` (`ops.significance`:
   `2 min(p(m), p(-m))`, at most 1), Holm-adjusted across the experiment's comparisons
   (`paired_board`): with many comparisons, the adjusted p guards the family-wise error that the
   intervals, read one by one, do not.
+- **Verdict.** A pair is **distinguishable from zero** when the interval excludes 0 *and* the
+  raw p-value is at most `1 - confidence`. Either alone is liberal on few periods (the
+  percentile bootstrap of 15 to 40 periods of pure noise excludes 0 in 9 to 13 % of draws at the
+  95 % level; the sign flips assume independent periods); both together stay under the level on
+  noise (2 to 4 %) and keep most of the power.
 - **Per seed.** Each seed's difference of cumulative return over the shared periods, their mean,
   and the seeds in which the variant ended above the reference (`wins`).
 """
@@ -69,10 +73,11 @@ class PairedDifference:
 
     @property
     def distinguishable(self) -> bool:
-        """Whether the interval excludes 0."""
-        if self.low is None or self.high is None:
+        """Whether the interval excludes 0 and the raw p-value is at most `1 - confidence`."""
+        if self.low is None or self.high is None or self.p_value is None:
             return False
-        return self.low > 0.0 or self.high < 0.0
+        excluded = self.low > 0.0 or self.high < 0.0
+        return excluded and self.p_value <= 1.0 - self.confidence + 1e-12
 
 
 def pair_entropy(seed: int, variant: str, reference: str) -> tuple[int, int, int]:

@@ -18,7 +18,7 @@ from typing import Annotated, TextIO, cast
 
 import typer
 
-from openbell.ops.cli.history import EX_AGENT_FAILED, LogLevel
+from openbell.ops.cli.history import EX_AGENT_FAILED, CurrentStderr, LogLevel
 from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     ConfigOption,
@@ -84,7 +84,7 @@ def experiment_command(
     path = config or ctx.find_root().params.get("config") or DEFAULT_CONFIG
     loaded = load_command_config(
         ctx, config, db=db, listen=listen, writes=True, level=log_level.value,
-        stream=cast(TextIO, sys.stderr),
+        stream=cast(TextIO, CurrentStderr()),
     )  # fmt: skip
     grid = expand(loaded, Path(path).absolute().parent)
     check_before_writing(loaded.store.url, create=create)

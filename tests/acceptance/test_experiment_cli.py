@@ -166,3 +166,35 @@ def test_a_config_without_an_experiment_is_one_error_line(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert "no [experiment] section" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_example_runs_against_the_fake_model_and_its_seeds_differ(tmp_path: Path) -> None:
+    """`examples/experiment.toml` as written, but for the fake model's port: the fake model draws
+    each run's trades from its request's seed, so a cell's three runs differ, and two prompts it
+    does not read are not told apart."""
+    from openbell.ops.fake_llm import FakeModel, serve_fake_model
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    (tmp_path / "prompts").mkdir()
+    for name in ("patient.md", "eager.md"):
+        text = (examples / "prompts" / name).read_text(encoding="utf-8")
+        (tmp_path / "prompts" / name).write_text(text, encoding="utf-8")
+    server = serve_fake_model(FakeModel())
+    try:
+        written = (examples / "experiment.toml").read_text(encoding="utf-8")
+        assert "http://127.0.0.1:8790/v1" in written
+        config = tmp_path / "experiment.toml"
+        config.write_text(written.replace("http://127.0.0.1:8790/v1", server.url), encoding="utf-8")
+        result = openbell(tmp_path, "experiment", "--config", str(config), "--json",
+                          "--no-progress", env=clean_env(), timeout_s=300)  # fmt: skip
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    for cell in record["cells"]:
+        assert len(set(cell["cumulative_returns"].values())) == 3, cell["cell"]
+    (difference,) = record["differences"]
+    assert difference["comparison"] == "prompt: eager - patient"
+    assert difference["low"] < difference["high"]
+    assert difference["distinguishable"] is False
+    assert (tmp_path / "var" / "experiment.db").exists()

@@ -23,7 +23,6 @@ from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     ConfigOption,
     CreateOption,
-    ListenOption,
     WritingDbOption,
     check_before_writing,
     load_command_config,
@@ -61,7 +60,6 @@ def experiment_command(
     ] = LogLevel.warning,
     create: CreateOption = False,
     db: WritingDbOption = None,
-    listen: ListenOption = None,
 ) -> None:
     """Run the [experiment] grid of the config: models x prompts x modes x seeds, one replay.
 
@@ -83,7 +81,7 @@ def experiment_command(
 
     path = config or ctx.find_root().params.get("config") or DEFAULT_CONFIG
     loaded = load_command_config(
-        ctx, config, db=db, listen=listen, writes=True, level=log_level.value,
+        ctx, config, db=db, writes=True, level=log_level.value,
         stream=cast(TextIO, CurrentStderr()),
     )  # fmt: skip
     grid = expand(loaded, Path(path).absolute().parent)

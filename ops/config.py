@@ -18,7 +18,7 @@ import sys
 import tomllib
 import typing
 from collections.abc import Mapping, Sequence
-from datetime import time
+from datetime import date, time
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from os import PathLike
@@ -160,6 +160,47 @@ class InjectionProbeConfig(_Section):
     instructions: tuple[InjectedInstructionConfig, ...] = Field(
         default=DEFAULT_INSTRUCTIONS, min_length=1
     )
+
+
+#: The longest `instructions` an LLM agent takes (and prompt file an experiment reads), in
+#: characters.
+MAX_INSTRUCTIONS_CHARS: Final = 20_000
+
+
+class ExperimentConfig(_Section):
+    """`[experiment]`: the grid `openbell experiment` runs (`ops/experiment/`): every LLM entry
+    named in `models`, with every prompt file of `prompts` (its text as the entry's
+    `instructions`; `""` for none) and every decision mode of `modes` (empty: the entry's own),
+    each run once per seed of `seeds`, as one replay of `market` from `start` through `end`.
+    The first value of each axis is its reference: paired differences are each other value
+    against it, the other axes held. `confidence` sizes the intervals, `draws` the bootstrap
+    and the permutation test, `resample_seed` seeds both."""
+
+    market: MarketName
+    start: date
+    end: date
+    models: tuple[str, ...] = Field(min_length=1, max_length=20)
+    prompts: tuple[str, ...] = Field(default=("",), min_length=1, max_length=20)
+    modes: tuple[DecisionMode, ...] = Field(
+        default=(), max_length=len(typing.get_args(DecisionMode))
+    )
+    seeds: tuple[Annotated[StrictInt, Field(ge=0, le=1_000_000)], ...] = Field(
+        default=(1,), min_length=1, max_length=100
+    )
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    draws: Annotated[StrictInt, Field(ge=100, le=100_000)] = 2_000
+    resample_seed: StrictInt = 0
+
+    @model_validator(mode="after")
+    def _axes(self) -> Self:
+        if self.end < self.start:
+            raise PathError(("end",), f"{self.end} is before start {self.start}")
+        for key in ("models", "prompts", "modes", "seeds"):
+            values: tuple[object, ...] = getattr(self, key)
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:
+                raise PathError((key,), f"{twice!r} is listed twice")
+        return self
 
 
 class ProbeConfig(_Section):
@@ -890,6 +931,10 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     max_usd_per_season: Decimal | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    #: The operator's instructions, added to the end of the decision mode's system prompt
+    #: (`agents.llm.run.INSTRUCTIONS_HEADER`); empty: the mode's prompt alone. `openbell
+    #: experiment` sets it from its `prompts` files.
+    instructions: str = Field(default="", max_length=MAX_INSTRUCTIONS_CHARS)
 
     @field_validator("max_usd_per_day", "max_usd_per_season", mode="before")
     @classmethod
@@ -1263,6 +1308,7 @@ class OpenbellConfig(_Section):
     agents: tuple[AgentConfig, ...] = ()
     prices: dict[str, ModelPrices] = Field(default_factory=dict)
     judges: dict[str, JudgeConfig] = Field(default_factory=dict)
+    experiment: ExperimentConfig | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenbellConfig:
@@ -1323,8 +1369,42 @@ class OpenbellConfig(_Section):
                         "drop allow_short or the cn market",
                     )
                 )
+        problems.extend(self._experiment_problems(configured))
         raise_all(problems)
         return self
+
+    def _experiment_problems(self, configured: Mapping[str, MarketConfig]) -> list[PathError]:
+        """What `[experiment]` names that the file does not configure."""
+        found = self.experiment
+        if found is None:
+            return []
+        if found.market not in configured:
+            return [
+                PathError(
+                    ("experiment", "market"),
+                    f"market {found.market!r} is not configured (no [markets.{found.market}] "
+                    "section)",
+                )
+            ]
+        llm = {agent.name: agent for agent in self.agents if isinstance(agent, LlmAgentConfig)}
+        problems = []
+        for index, name in enumerate(found.models):
+            agent = llm.get(name)
+            if agent is None:
+                problems.append(
+                    PathError(
+                        ("experiment", "models", index),
+                        f'{name!r} names no [[agents]] entry of kind = "llm"',
+                    )
+                )
+            elif found.market not in agent.markets:
+                problems.append(
+                    PathError(
+                        ("experiment", "models", index),
+                        f"agent {name!r} does not trade {found.market!r}: add it to its markets",
+                    )
+                )
+        return problems
 
     def agents_in(self, market: str) -> tuple[AnyAgentConfig, ...]:
         """The agents enrolled in `market`, in file order, each `resolved`."""

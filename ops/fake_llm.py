@@ -13,8 +13,10 @@ messages in the request (a cycle's conversation only grows), and
 - **scripted** (`FakeScript`, from a JSON file): turn N of every cycle is the script's item N,
   either `{"content": "text"}` or `{"tool_calls": [{"name": "get_quote", "arguments": {...}}]}`;
   past the script's end it calls `finish` (or answers "done" when `finish` is not offered);
-- **seeded random** (no script): a random plan drawn from the seed and the cycle's first two
-  messages (its system prompt and its account, time and universe): quote a few symbols of the
+- **seeded random** (no script): a random plan drawn from the seed, the request's own `seed`
+  (OpenAI's parameter, when it sends an integer one: `replay --seeds` and `openbell experiment`
+  do) and the cycle's first two messages (its system prompt and its account, time and universe):
+  quote a few symbols of the
   `Universe:` the agent is shown, then buy one at a small target weight, sell a holding, or hold,
   then `finish`. Only tools the request offers are called; a request offering none is answered
   in text.
@@ -144,7 +146,9 @@ class FakeModel:
         if self.script is not None:
             chosen = self._scripted(turn, offered)
         else:
-            chosen = self._random(messages, turn, offered)
+            asked = body.get("seed")
+            request_seed = asked if isinstance(asked, int) and not isinstance(asked, bool) else None
+            chosen = self._random(messages, turn, offered, request_seed)
         return _completion(chosen, turn, prompt_chars=len(json.dumps(messages)))
 
     def _scripted(self, turn: int, offered: frozenset[str]) -> Turn:
@@ -153,12 +157,23 @@ class FakeModel:
             return self.script.turns[turn]
         return _finish("The script has ended.", offered)
 
-    def _random(self, messages: Sequence[Body], turn: int, offered: frozenset[str]) -> Turn:
+    def _random(
+        self,
+        messages: Sequence[Body],
+        turn: int,
+        offered: frozenset[str],
+        request_seed: int | None = None,
+    ) -> Turn:
         texts = [_text(message) for message in messages if message.get("role") != "tool"]
         universe = _listed(texts)
         held = [s for s in _HELD.findall("\n".join(texts[:2])) if _SYMBOL.fullmatch(s)]
         digest = hashlib.sha256("\x00".join(texts[:2]).encode("utf-8", "replace")).hexdigest()
-        rng = random.Random(f"{self.seed}:{digest}")  # noqa: S311  (a fake model's choices)
+        key = (
+            f"{self.seed}:{digest}"
+            if request_seed is None
+            else f"{self.seed}:{request_seed}:{digest}"
+        )
+        rng = random.Random(key)  # noqa: S311  (a fake model's choices)
         quoted = rng.sample(universe, min(QUOTED, len(universe)))
         move = rng.random()
         weight = rng.choice(BUY_WEIGHTS)

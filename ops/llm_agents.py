@@ -54,6 +54,7 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
         caps=SpendCaps(per_day=config.max_usd_per_day, per_season=config.max_usd_per_season),
         prompt=prompt_factory(config),
         masker=masker_factory(config),
+        instructions=config.instructions,
     )
 
 

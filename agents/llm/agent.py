@@ -2,12 +2,13 @@
 
 This module owns the agent object the arena enrolls (`kind = "llm"`): it holds the chat client,
 the per-cycle budgets, the model's prices, its dollar caps (`spend_caps`), a watch on the model's
-reported identity (`model_watch`) and the factories of its decision mode (`PromptBuilder`) and
-masking (`Masker`), and at each cycle opens a connection, builds a fresh builder, masker and
-`Recorder`, and runs the loop (`run.CycleRun`). What a cycle did is in the ledger (orders, fills),
-its trace and its usage (tokens, latency, cost, parse failures, invalid tool calls), all written
-through `ctx.journal`. A transient endpoint failure or a bad key is recorded in the trace and
-raised for the cycle runner to map (`client.py` says which is which).
+reported identity (`model_watch`), the factories of its decision mode (`PromptBuilder`) and
+masking (`Masker`) and the operator's instructions, and at each cycle opens a connection, builds
+a fresh builder, masker and `Recorder`, and runs the loop (`run.CycleRun`). What a cycle did is
+in the ledger (orders, fills), its trace and its usage (tokens, latency, cost, parse failures,
+invalid tool calls), all written through `ctx.journal`. A transient endpoint failure or a bad
+key is recorded in the trace and raised for the cycle runner to map (`client.py` says which is
+which).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class LlmAgent:
         prompt: PromptFactory = _open_research,
         masker: MaskerFactory = _bright,
         monotonic: Callable[[], float] = time.monotonic,
+        instructions: str = "",
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
@@ -63,6 +65,7 @@ class LlmAgent:
         self._prices = prices
         self._prompt = prompt
         self._masker = masker
+        self._instructions = instructions
         self._monotonic = monotonic
         self._watch = ModelWatch()
         self._caps = caps if caps is not None and caps.any else None
@@ -115,6 +118,7 @@ class LlmAgent:
                     budgets=self._budgets,
                     recorder=recorder,
                     monotonic=self._monotonic,
+                    instructions=self._instructions,
                 )
                 self.last_stop = await run.run()
         except OpenbellError as exc:

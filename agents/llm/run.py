@@ -1,7 +1,8 @@
 """The tool-calling loop of one LLM agent's cycle, within its budgets.
 
-This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts and the
-tools, then alternates model turns and tool calls until the model calls `finish`, answers without
+This module owns `CycleRun`: it asks the decision mode's `PromptBuilder` for the prompts (the
+operator's `instructions`, if any, added to the end of the system prompt) and the tools, then
+alternates model turns and tool calls until the model calls `finish`, answers without
 a tool call (and the builder has nothing to add; or the builder ended the cycle because every
 answer failed its validation: `invalid_answer`), or a budget runs out: turns, tool calls, tokens
 (before a turn, the tokens used plus an estimate of the next request) and wall time (an injected
@@ -60,6 +61,8 @@ INVALID_CODES: Final = frozenset(
     {ErrorCode.UNKNOWN_TOOL, ErrorCode.INVALID_ARGUMENTS, ErrorCode.UNKNOWN_SYMBOL}
 )
 BUDGET_EXHAUSTED: Final = "budget_exhausted"
+#: What opens the operator's instructions at the end of the system prompt (`instructions`).
+INSTRUCTIONS_HEADER: Final = "Your operator's instructions:"
 RESULT_TOO_LARGE: Final = "result_too_large"
 
 
@@ -116,8 +119,10 @@ class CycleRun:
         budgets: Budgets,
         recorder: Recorder,
         monotonic: Callable[[], float],
+        instructions: str = "",
     ) -> None:
         self._ctx = ctx
+        self._instructions = instructions
         self._chat = chat
         self._builder = builder
         self._masker = masker
@@ -139,7 +144,10 @@ class CycleRun:
         """Run the cycle to its end; the reason it ended."""
         ctx = self._ctx
         await self._builder.prepare(ctx)
-        self._send("system", self._masker.mask_text(self._builder.system_prompt(ctx)))
+        system = self._builder.system_prompt(ctx)
+        if self._instructions:
+            system = f"{system}\n\n{INSTRUCTIONS_HEADER}\n{self._instructions}"
+        self._send("system", self._masker.mask_text(system))
         self._send("user", self._masker.mask_text(self._builder.first_user_message(ctx)))
         names = self._builder.tool_names(ctx)
         specs = {spec.name: spec for spec in ctx.tools.specs}

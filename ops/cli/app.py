@@ -2,12 +2,12 @@
 
 This module builds the typer app from the command modules (`config_file`: `init`, `config check`;
 `database`: `db upgrade`, `ledger verify`; `daemon`: `run`, `cycle`; `serve`; `reports`:
-`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `data_download`:
-`data download`; `data_universe`: `data import-universe`, `data download-universe`; `trace`;
-`judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`;
-`fake_llm`: `fake-llm`), owns the global
-options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
-which runs a command line and maps what it raises to an exit code and one line on stderr.
+`leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `experiment`;
+`data_download`: `data download`; `data_universe`: `data import-universe`, `data
+download-universe`; `trace`; `judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`;
+`probe`: `probe deanon`; `fake_llm`: `fake-llm`), owns the global options (`--config`,
+`--log-format`, `--version`; `-h` is `--help` on every command) and `main`, which runs a command
+line and maps what it raises to an exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from openbell.ops.cli import (
     data_download,
     data_universe,
     database,
+    experiment,
     fake_llm,
     history,
     judge,
@@ -64,6 +65,7 @@ app.command("report")(reports.report_command)
 app.command("export")(reports.export_command)
 app.command("demo")(reports.demo_command)
 app.command("replay")(history.replay)
+app.command("experiment")(experiment.experiment_command)
 app.command("trace")(trace.trace_command)
 app.command("judge")(judge.judge_command)
 app.command("positions")(positions.positions_command)

@@ -75,7 +75,7 @@ EndOption = Annotated[
 data_app = typer.Typer(help="Build replay datasets.", rich_markup_mode=None)
 
 
-class _CurrentStderr:
+class CurrentStderr:
     """Writes to whatever `sys.stderr` is at the time, so that log lines printed while the
     progress bar runs go through its redirection and appear above it."""
 
@@ -105,7 +105,7 @@ def _load(
         listen=listen,
         writes=True,
         level=level.value,
-        stream=cast(TextIO, _CurrentStderr()),
+        stream=cast(TextIO, CurrentStderr()),
     )
 
 

@@ -17,9 +17,11 @@ whole ledger (`ops.web.attribution_view`), kept by the memo too; none while it h
 slot snapshots. Served by a daemon, the arena shows its last-bell panel (`ops.web.last_bell`:
 each market's slot in progress or last slot's outcome, and the next bell). A page whose market
 views cannot be computed (the view worker of `ops.web.view_worker` keeps dying) is a 503 page
-saying so. The header shows "live" only
-while a daemon writes the ledger (`Liveness`), "read-only ledger" otherwise; `?spark=shared` draws
-a board's sparklines on one scale, so their heights compare.
+saying so. Each board shows its significance suite (`ops.web.significance_view`: the deflated
+Sharpe, the Holm-adjusted p-value against the best baseline and the immature mark, as `openbell
+leaderboard --wide`), computed once per ledger version with the board. The header shows "live"
+only while a daemon writes the ledger (`Liveness`), "read-only ledger" otherwise; `?spark=shared`
+draws a board's sparklines on one scale, so their heights compare.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from openbell.daemon.http import HealthView
 from openbell.markets.errors import ReportError, TraceNotFound
 from openbell.ops.reports import Leaderboard
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.significance import BoardSignificance
 from openbell.ops.web import read_model, views
 from openbell.ops.web.attribution_view import AttributionView, attribution_view
 from openbell.ops.web.last_bell import last_bell_rows
@@ -81,9 +84,17 @@ def _read_only() -> bool:
     return False
 
 
-#: What the arena keeps between requests of one ledger version: each market's summary, board and
-#: NAV curves (the views are built per request: the sparklines' scale is the visitor's choice).
-_ArenaInputs = list[tuple[read_model.MarketSummary, Leaderboard, Mapping[str, Sequence[NavPoint]]]]
+#: What the arena keeps between requests of one ledger version: each market's summary, board, NAV
+#: curves and significance suite (the views are built per request: the sparklines' scale is the
+#: visitor's choice).
+_ArenaInputs = list[
+    tuple[
+        read_model.MarketSummary,
+        Leaderboard,
+        Mapping[str, Sequence[NavPoint]],
+        BoardSignificance,
+    ]
+]
 
 
 class _Pages:
@@ -131,7 +142,8 @@ class _Pages:
         for summary in read_model.markets(self._engine):
             board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
             curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
-            found.append((summary, board, curves))
+            suite = read_model.significance(self._engine, summary.market, memo=self._memo)
+            found.append((summary, board, curves, suite))
         self._arena = (stamp, found)
         return found
 
@@ -150,8 +162,8 @@ class _Pages:
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
         boards = [
-            views.arena_board(summary, board, curves, shared_scale=shared)
-            for summary, board, curves in inputs
+            views.arena_board(summary, board, curves, shared_scale=shared, significance=suite)
+            for summary, board, curves, suite in inputs
             if market is None or summary.market == market
         ]
         if market is not None and not boards:

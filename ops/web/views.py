@@ -24,10 +24,18 @@ from openbell.ops import figures
 from openbell.ops.exporting import decimal_text
 from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow, LlmUsage
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.significance import BoardSignificance
 from openbell.ops.web.charts import equity_chart, nav_range, sparkline
 from openbell.ops.web.rating_view import RatingLine, rating_lines
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
 from openbell.ops.web.seed_views import SeedGroupView, seed_group_view
+from openbell.ops.web.significance_view import (
+    NOT_COMPARED,
+    SignificanceCells,
+    SignificanceNote,
+    significance_cells,
+    significance_note,
+)
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
 from openbell.store.cycle_trades import CycleOrder, TradeFill
 from openbell.store.holdings import AccountHoldings
@@ -85,6 +93,8 @@ class ArenaRow:
     cost_per_decision: str
     #: The model answered under more than one identity (`LlmUsage.model_changed`).
     model_changed: bool = False
+    #: The row's deflated Sharpe, adjusted p-value and immature mark (`significance_view`).
+    significance: SignificanceCells = NOT_COMPARED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +112,8 @@ class ArenaBoard:
     seed_groups: tuple[SeedGroupView, ...] = ()
     #: The metrics convention the board is measured under, by name.
     convention: str = "openbell"
+    #: The settings of the board's significance suite (None: the page shows no suite).
+    significance: SignificanceNote | None = None
 
 
 def _sign_class(shown: str) -> str:
@@ -122,10 +134,11 @@ def arena_row(
     navs: Sequence[NavPoint],
     ratio_places: int = 2,
     scale: tuple[float, float] | None = None,
+    significance: BoardSignificance | None = None,
 ) -> ArenaRow:
     """A leaderboard row with its sparkline (`navs`: the account's slot NAVs; none for the
     benchmark row; on `scale` when the board's lines share one), its Sortino to `ratio_places`
-    (the board's convention's)."""
+    (the board's convention's) and its figures of the board's `significance` suite."""
     ranking, panel = row.ranking, row.panel
     cumulative_return = figures.percent(panel.cumulative_return)
     return ArenaRow(
@@ -146,6 +159,9 @@ def arena_row(
         trades=figures.MISSING if row.behaviour is None else str(row.behaviour.trades),
         cost_per_decision=_cost_text(row.llm),
         model_changed=row.llm is not None and row.llm.model_changed,
+        significance=(
+            NOT_COMPARED if row.is_benchmark else significance_cells(significance, ranking.name)
+        ),
     )
 
 
@@ -175,9 +191,11 @@ def arena_board(
     navs: Mapping[str, Sequence[NavPoint]],
     *,
     shared_scale: bool = False,
+    significance: BoardSignificance | None = None,
 ) -> ArenaBoard:
     """A market's leaderboard for the arena page; `navs` maps agent names to their slot NAVs,
-    drawn each on its own scale or, with `shared_scale`, all on the board's one."""
+    drawn each on its own scale or, with `shared_scale`, all on the board's one; `significance`,
+    the board's suite (`ops.board_significance`), fills the DSR, adj. p and immature columns."""
     shown = [navs.get(row.agent, ()) for row in board.rows if row.agent]
     scale = nav_range(shown) if shared_scale else None
     return ArenaBoard(
@@ -195,11 +213,13 @@ def arena_board(
                 navs.get(row.agent, ()) if row.agent else (),
                 board.convention.ratio_places,
                 scale,
+                significance,
             )
             for row in board.rows
         ),
         seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
         convention=board.convention.name,
+        significance=None if significance is None else significance_note(significance),
     )
 
 

@@ -16,10 +16,13 @@ from openbell_testkit.arena_writes import last_slot, ledger_of, rejected_order_c
 from openbell_testkit.cli import openbell
 from openbell_testkit.web import Seen, Shoot, serve_ledger
 
-#: The arena's columns after the sparkline, each the record key it shows.
+#: The arena's columns after the sparkline, each the record key it shows (the significance
+#: suite's `dsr` and `adjusted_p_value_best` from the `--wide` board's `significance` rows).
 ARENA_KEYS = (
     "final_nav",
     "composite",
+    "dsr",
+    "adjusted_p_value_best",
     "cumulative_return",
     "max_drawdown",
     "sortino_ratio",
@@ -32,9 +35,17 @@ ARENA_KEYS = (
 
 
 def cli_leaderboards(db: Path, cwd: Path) -> list[dict[str, Any]]:
-    result = openbell(cwd, "leaderboard", "--db", str(db), "--format", "json")
+    """The CLI's boards, each row with its significance suite's figures (`--wide`)."""
+    result = openbell(cwd, "leaderboard", "--db", str(db), "--format", "json", "--wide")
     assert result.returncode == 0, result.stderr
     boards: list[dict[str, Any]] = json.loads(result.stdout)["leaderboards"]
+    for board in boards:
+        suite = {row["name"]: row for row in board["significance"]["rows"]}
+        for row in board["rows"]:
+            found = suite.get(row["name"], {}) if not row["is_benchmark"] else {}
+            row["dsr"] = found.get("dsr")
+            row["adjusted_p_value_best"] = found.get("adjusted_p_value_best")
+            row["immature"] = found.get("immature", False)
     return boards
 
 
@@ -48,7 +59,19 @@ def shown_rows(page: Page, market: str) -> list[list[str]]:
 
 def expected_row(record: dict[str, Any]) -> list[str]:
     rank = "" if record["rank"] is None else str(record["rank"])
-    return [rank, record["name"], "", *(figure(key, record[key]) for key in ARENA_KEYS)]
+    name = record["name"] + (" immature" if record["immature"] else "")
+    places = {"dsr": 3, "adjusted_p_value_best": 4}
+    return [
+        rank,
+        name,
+        "",
+        *(
+            figure(key, record[key])
+            if key not in places or record[key] is None
+            else f"{record[key]:.{places[key]}f}"
+            for key in ARENA_KEYS
+        ),
+    ]
 
 
 def test_the_arena_shows_the_clis_leaderboards(
@@ -158,13 +181,19 @@ def test_the_arena_explains_its_ranking_and_says_nobody_writes_the_demo(
     demo_site: str, tab: Page, seen: Seen
 ) -> None:
     """Issue 28 (9): a replayed ledger served read-only is not "live"; the composite and the
-    z-columns are explained on the page; `/markets/us` is the US board."""
+    z-columns are explained on the page, and so is the significance suite (issue 27);
+    `/markets/us` is the US board."""
     tab.goto(demo_site + "/")
     expect(tab.locator("header.top .read-only")).to_have_text("read-only ledger")
     assert tab.locator("header.top .live").count() == 0
-    explain = tab.locator("details.explain")
+    explain = tab.locator("details.explain").first
     explain.locator("summary").click()
     expect(explain).to_contain_text("mean of the three z-scores")
+    suite = tab.locator("details#significance")
+    suite.locator("summary").click()
+    expect(suite).to_contain_text("deflated Sharpe ratio")
+    expect(suite).to_contain_text("docs/guide/significance.md")
+    expect(tab.locator("#market-us .significance-note")).to_contain_text("DSR over N=")
     tab.locator("#market-us h2 a").click()
     expect(tab).to_have_url(demo_site + "/markets/us")
     assert tab.locator("section.leaderboard").count() == 1

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
-from openbell.agents.llm.run import Budgets, StopReason
+from openbell.agents.llm.run import INSTRUCTIONS_HEADER, Budgets, StopReason
 from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import ToolOutcome, ToolResult, ToolSpec, _Args
 from openbell.markets.domain import Rejection
@@ -76,6 +76,7 @@ def run_cycle(
     monotonic: Callable[[], float] | None = None,
     toolbox: type[Toolbox] = Toolbox,
     handler: Callable[[httpx.Request], Any] | None = None,
+    instructions: str = "",
 ) -> Ran:
     model = ScriptedModel(list(script))
 
@@ -88,7 +89,14 @@ def run_cycle(
                 http=http,
                 **extra,
             )
-            agent = LlmAgent(name="llm", client=client, budgets=budgets, prices=prices, **extra)
+            agent = LlmAgent(
+                name="llm",
+                client=client,
+                budgets=budgets,
+                prices=prices,
+                instructions=instructions,
+                **extra,
+            )
             tools = await arena.toolbox(US_OPEN, kind=toolbox)
             ctx = dataclasses.replace(arena.context(agent, tools), journal=arena.ledger)
             await agent.decide(ctx)
@@ -159,6 +167,17 @@ def test_the_first_prompt_is_minimal_and_offers_every_tool(ledger: Ledger) -> No
         spec.name for spec in ran.tools.specs
     ]
     assert ran.model.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_operators_instructions_end_the_system_prompt(ledger: Ledger) -> None:
+    plain = run_cycle(make_arena(ledger, "us"), [finish()]).model.requests[0]["messages"][0]
+    told = run_cycle(
+        make_arena(ledger, "us"), [finish()], instructions="Favour AAPL.\nTrade rarely."
+    ).model.requests[0]["messages"][0]
+    assert INSTRUCTIONS_HEADER not in plain["content"]
+    assert told["content"] == (
+        f"{plain['content']}\n\n{INSTRUCTIONS_HEADER}\nFavour AAPL.\nTrade rarely."
+    )
 
 
 # -- the journal: written once per turn, stored before every model request ------------------------

@@ -68,6 +68,25 @@ def test_a_random_plan_depends_on_the_seed_and_the_prompt_only() -> None:
     assert any(name == "place_order" for cycle in first for turn in cycle for name, _ in turn)
 
 
+def test_the_requests_own_seed_draws_another_plan() -> None:
+    cycles = [user(f"2025-11-{day:02d}T00:00:00+00:00") for day in range(3, 23)]
+    model = FakeModel(seed=5)
+
+    def plans(seed: object) -> list[list[Any]]:
+        out = []
+        for cycle in cycles:
+            messages: list[dict[str, Any]] = [SYSTEM, cycle]
+            body = {"messages": messages, "tools": TOOLS, "seed": seed}
+            out.append(calls(model.answer(body)))
+        return out
+
+    unseeded = [play(model, [SYSTEM, cycle], turns=1)[0] for cycle in cycles]
+    assert plans(1) == plans(1)
+    assert plans(1) != plans(2)
+    assert plans("1") == unseeded  # only an integer seed is the request's seed
+    assert plans(True) == unseeded
+
+
 def test_only_offered_tools_are_called_and_without_tools_it_answers_in_text() -> None:
     answer = FakeModel(seed=1).answer({"messages": [SYSTEM, user()]})
     assert answer["choices"][0]["message"]["content"]

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from openbell.markets.errors import ExportError
 from openbell.ops.board_significance import significance_record
+from openbell.ops.contamination import cutoffs_record, with_marks
 from openbell.ops.conventions import Convention
 from openbell.ops.injection_probe import INJECTION_KEYS, injection_record
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
@@ -241,12 +242,13 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "benchmark": board.benchmark,
         "currency": board.currency,
         "final_nav_valuation": NAV_AT_LAST_SLOT,
-        "rows": [row_record(row) for row in board.rows],
+        "rows": [{**row_record(row), **with_marks(row, board.cutoffs)} for row in board.rows],
         "seed_groups": [seed_group_record(group) for group in board.seed_groups],
         "bootstrap": bootstrap_record(board.bootstrap),
         "significance": (
             None if board.significance is None else significance_record(board.significance)
         ),
+        "cutoffs": None if board.cutoffs is None else cutoffs_record(board.cutoffs),
     }
 
 

@@ -517,13 +517,15 @@ def _check_enrolled(config: OpenbellConfig, name: str, markets: Sequence[str]) -
 def _web_factory(config: OpenbellConfig) -> WebFactory:
     """The arena's web parts over an engine, measured under the config's metrics convention, with
     the daemon's health on the arena page (its last-bell panel)."""
+    from openbell.ops.contamination import CutoffSettings
     from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
 
     convention = convention_named(config.metrics.convention)
     # The daemon serving these parts writes the ledger: its pages are live.
+    cutoffs = CutoffSettings.of(config)
     return lambda engine, health: web_parts(
-        engine, convention=convention, live=lambda: True, health=health
+        engine, convention=convention, live=lambda: True, health=health, cutoffs=cutoffs
     )
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from openbell.daemon.stopping import StopRequest
     from openbell.ops.config import HttpConfig
+    from openbell.ops.contamination import CutoffSettings
 
 #: How often the serving loop looks at the stop request, in seconds.
 POLL_S = 0.1
@@ -47,6 +48,8 @@ def serve_command(
     db: DbOption = None,
 ) -> None:
     """Serve the arena's pages and JSON API read-only over a ledger, without running the daemon."""
+    from openbell.ops.contamination import CutoffSettings
+
     loaded = load_command_config(ctx, config, db=db)
     http = with_listen(loaded, listen)  # a reading config (--db alone) is not validated again
     read_token = http.read_token(os.environ)
@@ -62,6 +65,7 @@ def serve_command(
                 state.stop,
                 loaded.metrics.convention,
                 store_url=loaded.store.url,
+                cutoffs=CutoffSettings.of(loaded),
             )
         )
     finally:
@@ -76,6 +80,7 @@ async def _serve(
     convention: str = "openbell",
     *,
     store_url: str | None = None,
+    cutoffs: CutoffSettings | None = None,
 ) -> None:
     import asyncio
     import functools
@@ -88,7 +93,7 @@ async def _serve(
 
     url = store_url or engine.url.render_as_string(hide_password=False)
     live = functools.partial(daemon_writes, url)
-    parts = web_parts(engine, convention=convention_named(convention), live=live)
+    parts = web_parts(engine, convention=convention_named(convention), live=live, cutoffs=cutoffs)
     server = await serve_http(
         http.host,
         http.port,

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.http import HealthView, WebParts
+from openbell.ops.contamination import CutoffSettings
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
@@ -31,12 +32,13 @@ def web_routes(
     convention: Convention = OPENBELL,
     live: Liveness = _never,
     health: HealthView | None = None,
+    cutoffs: CutoffSettings | None = None,
 ) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
     come from `views` (default: computed in the request's thread, under `convention`); `live`
     says whether a daemon writes the ledger (the pages' header says so); `health` is the
     daemon's, for the arena's last-bell panel (None: no daemon)."""
-    memo = ViewMemo(engine, views=views, convention=convention)
+    memo = ViewMemo(engine, views=views, convention=convention, cutoffs=cutoffs)
     pages = page_routes(engine, memo=memo, live=live, health=health)
     return [*api_routes(engine, memo=memo), *pages]
 
@@ -48,16 +50,22 @@ def web_parts(
     convention: Convention = OPENBELL,
     live: Liveness = _never,
     health: HealthView | None = None,
+    cutoffs: CutoffSettings | None = None,
 ) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
     the market views computed under `convention` in a worker process closed by the parts'
     lifespan (in the request's thread without `worker`); `live` as for `web_routes` (the daemon
     passes one that always says yes), and the daemon's `health` on the arena page when a daemon
-    serves them."""
+    serves them; `cutoffs` what the boards' training-cutoff marks are read with (default: the
+    bundled registry)."""
     if not worker:
-        return WebParts(routes=web_routes(engine, convention=convention, live=live, health=health))
+        return WebParts(
+            routes=web_routes(
+                engine, convention=convention, live=live, health=health, cutoffs=cutoffs
+            )
+        )
     views = WorkerViews(engine, convention)
     return WebParts(
-        routes=web_routes(engine, views=views, live=live, health=health),
+        routes=web_routes(engine, views=views, live=live, health=health, cutoffs=cutoffs),
         lifespans=[views.lifespan],
     )

@@ -27,6 +27,7 @@ from sqlalchemy import Engine
 
 from openbell.ops import reports
 from openbell.ops.attribution.ledger_inputs import AccountAttribution
+from openbell.ops.contamination import CutoffSettings
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
@@ -47,8 +48,11 @@ class ViewMemo:
         size: int = 128,
         views: ViewSource | None = None,
         convention: Convention = OPENBELL,
+        cutoffs: CutoffSettings | None = None,
     ) -> None:
         self._engine = engine
+        #: The model registry (and configured models) the boards' cutoff marks are read with.
+        self.cutoffs = CutoffSettings.bundled() if cutoffs is None else cutoffs
         self._views = InProcessViews(engine, convention) if views is None else views
         self._size = size
         self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()

@@ -81,6 +81,15 @@ class SlotPageQuery(BaseModel):
     before: AwareDatetime | None = None
 
 
+class LeaderboardQuery(WindowQuery):
+    """A leaderboard's window, and its view: `post-cutoff` (the default headline, which measures
+    an agent only over its slots after its model's training cutoff) or `all` slots."""
+
+    slots: Literal["post-cutoff", "all"] = Field(
+        default="post-cutoff", description="`post-cutoff` (the headline) or `all`."
+    )
+
+
 class CycleQuery(BaseModel):
     """The path of one cycle: its id."""
 

@@ -85,6 +85,8 @@ class ArenaRow:
     cost_per_decision: str
     #: The model answered under more than one identity (`LlmUsage.model_changed`).
     model_changed: bool = False
+    #: The row's training-cutoff mark (`ops.contamination.AgentCutoff.mark`), if any.
+    cutoff_mark: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +104,8 @@ class ArenaBoard:
     seed_groups: tuple[SeedGroupView, ...] = ()
     #: The metrics convention the board is measured under, by name.
     convention: str = "openbell"
+    #: The board's line about its training cutoffs (the post-cutoff headline), if marked.
+    cutoff_note: str | None = None
 
 
 def _sign_class(shown: str) -> str:
@@ -122,6 +126,7 @@ def arena_row(
     navs: Sequence[NavPoint],
     ratio_places: int = 2,
     scale: tuple[float, float] | None = None,
+    cutoff_mark: str | None = None,
 ) -> ArenaRow:
     """A leaderboard row with its sparkline (`navs`: the account's slot NAVs; none for the
     benchmark row; on `scale` when the board's lines share one), its Sortino to `ratio_places`
@@ -146,6 +151,7 @@ def arena_row(
         trades=figures.MISSING if row.behaviour is None else str(row.behaviour.trades),
         cost_per_decision=_cost_text(row.llm),
         model_changed=row.llm is not None and row.llm.model_changed,
+        cutoff_mark=cutoff_mark,
     )
 
 
@@ -195,12 +201,20 @@ def arena_board(
                 navs.get(row.agent, ()) if row.agent else (),
                 board.convention.ratio_places,
                 scale,
+                _cutoff_mark(board, row),
             )
             for row in board.rows
         ),
         seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
         convention=board.convention.name,
+        cutoff_note=None if board.cutoffs is None else board.cutoffs.note(),
     )
+
+
+def _cutoff_mark(board: Leaderboard, row: LeaderboardRow) -> str | None:
+    """The row's training-cutoff mark on a marked board."""
+    found = None if board.cutoffs is None or row.is_benchmark else board.cutoffs.of(row.name)
+    return None if found is None else found.mark
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from starlette.testclient import TestClient
 from openbell.ops.config import load_config
 from openbell.ops.contamination import CutoffSettings
 from openbell.ops.web.api import api_routes
+from openbell.ops.web.app import web_routes
 from openbell.store.db import make_engine
 from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.llm import ScriptedModel, finish, serve_script, tool_turn
@@ -175,3 +176,19 @@ def test_the_api_serves_the_headline_by_default(replayed: tuple[Path, Path]) -> 
     assert returns(headline.json()) == pytest.approx(returns(board(tmp_path, config)))
     assert returns(every.json()) == pytest.approx(returns(board(tmp_path, config, "--all-slots")))
     assert headline.json()["cutoffs"]["excluded"] == ["old"]
+
+
+def test_the_arena_page_marks_the_rows_and_says_which_view(replayed: tuple[Path, Path]) -> None:
+    tmp_path, config = replayed
+    settings = CutoffSettings.of(load_config(config))
+    engine = make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    try:
+        with TestClient(Starlette(routes=web_routes(engine, cutoffs=settings))) as client:
+            page = client.get("/")
+    finally:
+        engine.dispose()
+    assert page.status_code == 200, page.text
+    assert '<span class="cutoff-mark"' in page.text
+    assert ">inside cutoff: 2 slots</span>" in page.text
+    assert ">cutoff unknown</span>" in page.text
+    assert "headline: post-cutoff slots only; 1 agents had in-window slots excluded" in page.text

@@ -252,20 +252,31 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
     }
 
 
+#: The columns a CSV board gains when an agent has slots inside its model's training cutoff: the
+#: board's view (`post-cutoff` or `all`), and each row's status and inside slots.
+CUTOFF_KEYS: tuple[str, ...] = ("slots", "cutoff_status", "inside_cutoff_slots")
+
+
 def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
     """Every row of `boards` as CSV: a header of `market`, `convention` and `LEADERBOARD_KEYS`
-    (and `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
+    (and `LONG_SHORT_KEYS` when a board has a shorting account, `CUTOFF_KEYS` when one has an
+    agent with slots inside its model's training cutoff), then rows."""
     writer = csv.writer(stream, lineterminator="\n")
     keys = (
         *LEADERBOARD_KEYS,
         *(LONG_SHORT_KEYS if has_long_short(boards) else ()),
         *(INJECTION_KEYS if has_injection(boards) else ()),
     )
-    writer.writerow(("market", "convention", *keys))
+    marked = any(board.cutoffs is not None and board.cutoffs.excluded for board in boards)
+    writer.writerow(("market", "convention", *keys, *(CUTOFF_KEYS if marked else ())))
     for board in boards:
         for row in board.rows:
             record = row_record(row)
-            cells = (_csv_cell(record.get(key)) for key in keys)
+            cells = [_csv_cell(record.get(key)) for key in keys]
+            if marked:
+                found = with_marks(row, board.cutoffs)
+                view = None if board.cutoffs is None else board.cutoffs.view
+                cells += [_csv_cell(view), *(_csv_cell(found.get(k)) for k in CUTOFF_KEYS[1:])]
             writer.writerow((board.market, board.convention.name, *cells))
 
 

@@ -11,6 +11,8 @@ it over the slots after, and says so; `--all-slots` and `?slots=all` measure eve
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
 from datetime import UTC, datetime
@@ -192,3 +194,15 @@ def test_the_arena_page_marks_the_rows_and_says_which_view(replayed: tuple[Path,
     assert ">inside cutoff: 2 slots</span>" in page.text
     assert ">cutoff unknown</span>" in page.text
     assert "headline: post-cutoff slots only; 1 agents had in-window slots excluded" in page.text
+
+
+def test_the_csv_says_which_view(replayed: tuple[Path, Path]) -> None:
+    tmp_path, config = replayed
+    shown = openbell(tmp_path, "leaderboard", "--config", str(config), "--format", "csv")
+    assert shown.returncode == 0, shown.stderr
+    rows = list(csv.DictReader(io.StringIO(shown.stdout)))
+    by_name = {row["name"]: row for row in rows}
+    assert {row["slots"] for row in rows} == {"post-cutoff"}
+    assert by_name["old"]["cutoff_status"] == "inside"
+    assert by_name["old"]["inside_cutoff_slots"] == "2"
+    assert by_name["mystery"]["cutoff_status"] == "unknown"

@@ -237,10 +237,11 @@ def headline_board(view: MarketView, marks: CutoffMarks) -> Leaderboard:
 
 
 def with_marks(row: LeaderboardRow, marks: CutoffMarks | None) -> dict[str, Any]:
-    """The fields a leaderboard row's record gains from its board's marks (empty for the
-    benchmark and on a board without marks)."""
+    """The fields a leaderboard row's record gains from its board's marks: the status and the
+    inside slots of a marked row (`inside` or `unknown`); empty for the others, the benchmark and
+    on a board without marks (the board's `cutoffs` record has every account)."""
     found = None if marks is None or row.is_benchmark else marks.of(row.name)
-    if found is None:
+    if found is None or found.mark is None:
         return {}
     return {"cutoff_status": found.status, "inside_cutoff_slots": found.inside_slots}
 

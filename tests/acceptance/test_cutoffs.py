@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from openbell.ops.config import load_config
-from openbell.ops.contamination import CutoffSettings
+from openbell.ops.contamination import CutoffSettings, agent_cutoffs
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.app import web_routes
 from openbell.store.db import make_engine
@@ -206,3 +206,18 @@ def test_the_csv_says_which_view(replayed: tuple[Path, Path]) -> None:
     assert by_name["old"]["cutoff_status"] == "inside"
     assert by_name["old"]["inside_cutoff_slots"] == "2"
     assert by_name["mystery"]["cutoff_status"] == "unknown"
+
+
+def test_the_methods_card_reads_each_agents_cutoff(replayed: tuple[Path, Path]) -> None:
+    tmp_path, config = replayed
+    engine = make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    try:
+        lines = agent_cutoffs(engine, "us", None, None, CutoffSettings.of(load_config(config)))
+    finally:
+        engine.dispose()
+    by_agent = {line.agent: line for line in lines}
+    assert set(by_agent) == {"old", "fresh", "mystery"}  # the baseline asks no model
+    assert (by_agent["old"].model, by_agent["old"].cutoff) == ("scripted-old", "2025-07-08")
+    assert (by_agent["old"].source, by_agent["old"].inside_slots) == ("the test's card", 2)
+    assert (by_agent["fresh"].cutoff, by_agent["fresh"].inside_slots) == ("2025-06", 0)
+    assert (by_agent["mystery"].status, by_agent["mystery"].cutoff) == ("unknown", None)

@@ -106,6 +106,8 @@ class ArenaBoard:
     convention: str = "openbell"
     #: The board's line about its training cutoffs (the post-cutoff headline), if marked.
     cutoff_note: str | None = None
+    #: Which view of the board is shown: `post-cutoff` (the headline) or `all` slots.
+    slots: str = "post-cutoff"
 
 
 def _sign_class(shown: str) -> str:
@@ -208,6 +210,7 @@ def arena_board(
         seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
         convention=board.convention.name,
         cutoff_note=None if board.cutoffs is None else board.cutoffs.note(),
+        slots="post-cutoff" if board.cutoffs is None else board.cutoffs.view,
     )
 
 

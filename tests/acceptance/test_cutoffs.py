@@ -187,6 +187,7 @@ def test_the_arena_page_marks_the_rows_and_says_which_view(replayed: tuple[Path,
     try:
         with TestClient(Starlette(routes=web_routes(engine, cutoffs=settings))) as client:
             page = client.get("/")
+            every = client.get("/", params={"slots": "all"})
     finally:
         engine.dispose()
     assert page.status_code == 200, page.text
@@ -194,6 +195,10 @@ def test_the_arena_page_marks_the_rows_and_says_which_view(replayed: tuple[Path,
     assert ">inside cutoff: 2 slots</span>" in page.text
     assert ">cutoff unknown</span>" in page.text
     assert "headline: post-cutoff slots only; 1 agents had in-window slots excluded" in page.text
+    assert '<a href="?slots=all">every slot</a>' in page.text
+    assert every.status_code == 200, every.text
+    assert "all slots: 1 agents have slots inside their model" in every.text
+    assert ">inside cutoff: 2 slots</span>" in every.text
 
 
 def test_the_csv_says_which_view(replayed: tuple[Path, Path]) -> None:

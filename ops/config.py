@@ -51,6 +51,7 @@ from openbell.markets.price_limits import with_limit_buffer
 from openbell.markets.rules import A_SHARES_NO_SHORTING, rules_for, with_shorting
 from openbell.markets.universes import load_universe
 from openbell.ops.config_errors import ErrorDescriber, PathError, raise_all
+from openbell.ops.cutoffs import CutoffRegistry, ModelCutoff, bundled_registry, parse_stated
 from openbell.store.redact import TOKEN_PATTERN
 
 MarketName = Literal["us", "cn", "crypto"]
@@ -805,6 +806,34 @@ class ModelPrices(_Section):
         return None if value is None else _exact_price(value)
 
 
+class ModelCutoffConfig(_Section):
+    """`[cutoffs."MODEL"]`: a model's stated training cutoff (`cutoff`, "YYYY-MM-DD" or "YYYY-MM")
+    and the source of the date (a URL or a document's name); `aliases` other spellings of the
+    model, and `prefix = true` to match any name that begins with the name and "-". It replaces
+    the bundled entry of the same name (`ops.cutoffs`, docs/guide/cutoffs.md)."""
+
+    cutoff: str
+    source: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+    prefix: bool = False
+
+    @field_validator("cutoff")
+    @classmethod
+    def _stated(cls, cutoff: str) -> str:
+        parse_stated(cutoff)
+        return cutoff
+
+    def entry(self, model: str) -> ModelCutoff:
+        """The registry entry of `model`."""
+        return ModelCutoff(
+            model=model,
+            stated=self.cutoff,
+            source=self.source,
+            aliases=self.aliases,
+            prefix=self.prefix,
+        )
+
+
 def _check_http_url(base_url: str) -> str:
     if not base_url.startswith(("http://", "https://")):
         raise ValueError('should be an http(s) URL, for example "https://api.deepseek.com/v1"')
@@ -1309,6 +1338,7 @@ class OpenbellConfig(_Section):
     prices: dict[str, ModelPrices] = Field(default_factory=dict)
     judges: dict[str, JudgeConfig] = Field(default_factory=dict)
     experiment: ExperimentConfig | None = None
+    cutoffs: dict[str, ModelCutoffConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenbellConfig:
@@ -1419,6 +1449,12 @@ class OpenbellConfig(_Section):
             judge = RatingJudgeConfig(**named.model_dump(exclude={"max_retries"}))
             return priced.model_copy(update={"judge": judge})
         return priced
+
+    def cutoff_registry(self) -> CutoffRegistry:
+        """The bundled model registry with the config's `[cutoffs."MODEL"]` entries over it."""
+        return bundled_registry().with_entries(
+            table.entry(model) for model, table in self.cutoffs.items()
+        )
 
     def _priced(self, agent: AnyAgentConfig) -> AnyAgentConfig:
         if (

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from openbell.markets.errors import ExportError
 from openbell.ops.board_significance import significance_record
+from openbell.ops.contamination import cutoffs_record, with_marks
 from openbell.ops.conventions import Convention
 from openbell.ops.injection_probe import INJECTION_KEYS, injection_record
 from openbell.ops.interval_records import bootstrap_record, seed_group_record
@@ -241,29 +242,41 @@ def leaderboard_record(board: Leaderboard) -> dict[str, Any]:
         "benchmark": board.benchmark,
         "currency": board.currency,
         "final_nav_valuation": NAV_AT_LAST_SLOT,
-        "rows": [row_record(row) for row in board.rows],
+        "rows": [{**row_record(row), **with_marks(row, board.cutoffs)} for row in board.rows],
         "seed_groups": [seed_group_record(group) for group in board.seed_groups],
         "bootstrap": bootstrap_record(board.bootstrap),
         "significance": (
             None if board.significance is None else significance_record(board.significance)
         ),
+        "cutoffs": None if board.cutoffs is None else cutoffs_record(board.cutoffs),
     }
+
+
+#: The columns a CSV board gains when an agent has slots inside its model's training cutoff: the
+#: board's view (`post-cutoff` or `all`), and each row's status and inside slots.
+CUTOFF_KEYS: tuple[str, ...] = ("slots", "cutoff_status", "inside_cutoff_slots")
 
 
 def leaderboard_csv(boards: Sequence[Leaderboard], stream: TextIO) -> None:
     """Every row of `boards` as CSV: a header of `market`, `convention` and `LEADERBOARD_KEYS`
-    (and `LONG_SHORT_KEYS` when a board has a shorting account), then rows."""
+    (and `LONG_SHORT_KEYS` when a board has a shorting account, `CUTOFF_KEYS` when one has an
+    agent with slots inside its model's training cutoff), then rows."""
     writer = csv.writer(stream, lineterminator="\n")
     keys = (
         *LEADERBOARD_KEYS,
         *(LONG_SHORT_KEYS if has_long_short(boards) else ()),
         *(INJECTION_KEYS if has_injection(boards) else ()),
     )
-    writer.writerow(("market", "convention", *keys))
+    marked = any(board.cutoffs is not None and board.cutoffs.excluded for board in boards)
+    writer.writerow(("market", "convention", *keys, *(CUTOFF_KEYS if marked else ())))
     for board in boards:
         for row in board.rows:
             record = row_record(row)
-            cells = (_csv_cell(record.get(key)) for key in keys)
+            cells = [_csv_cell(record.get(key)) for key in keys]
+            if marked:
+                found = with_marks(row, board.cutoffs)
+                view = None if board.cutoffs is None else board.cutoffs.view
+                cells += [_csv_cell(view), *(_csv_cell(found.get(k)) for k in CUTOFF_KEYS[1:])]
             writer.writerow((board.market, board.convention.name, *cells))
 
 

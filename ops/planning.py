@@ -537,14 +537,21 @@ def _web_factory(config: OpenbellConfig, clock: Clock) -> WebFactory:
     """The arena's web parts over an engine, measured under the config's metrics convention, with
     the daemon's health on the arena page (its last-bell panel), and the attribution its
     `[attribution]` picks (its universes as of the clock's date at start)."""
+    from openbell.ops.contamination import CutoffSettings
     from openbell.ops.conventions import convention_named
     from openbell.ops.web.app import web_parts
 
     convention = convention_named(config.metrics.convention)
     attribution = attribution_choice(config, clock.now().date())
     # The daemon serving these parts writes the ledger: its pages are live.
+    cutoffs = CutoffSettings.of(config)
     return lambda engine, health: web_parts(
-        engine, convention=convention, attribution=attribution, live=lambda: True, health=health
+        engine,
+        convention=convention,
+        attribution=attribution,
+        live=lambda: True,
+        health=health,
+        cutoffs=cutoffs,
     )
 
 

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
@@ -78,6 +78,9 @@ from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind
 from openbell.store.seed_runs import seed_runs
+
+if TYPE_CHECKING:
+    from openbell.ops.contamination import CutoffMarks
 
 MARKETS: tuple[str, ...] = ("us", "cn", "crypto")
 DAILY_SPACING = timedelta(hours=20)
@@ -244,6 +247,9 @@ class Leaderboard:
     bootstrap: BootstrapResult | None = None
     #: The significance suite of the rows, when asked for (`ops.board_significance`).
     significance: BoardSignificance | None = None
+    #: The training-cutoff marks of the rows, and whether the rows are the post-cutoff headline
+    #: (`ops.contamination`); None on a board built without them.
+    cutoffs: CutoffMarks | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

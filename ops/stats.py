@@ -1,5 +1,6 @@
-"""The small statistics the reports share: Spearman's rank correlation, Student's t tail, and an
-ordinary least-squares regression of one variable on another with fixed effects.
+"""The small statistics the reports share: Spearman's rank correlation, Student's t tail, the
+binomial tail and its exact (Clopper-Pearson) interval, and an ordinary least-squares regression
+of one variable on another with fixed effects.
 
 This module owns the formulas, so that the behavioural metrics (`ops.behaviour`), the ratings'
 calibration (`ops.rating_report`) and the quality-versus-return regression (`ops.insights_report`)
@@ -17,7 +18,7 @@ of the whole model (`1 - RSS / TSS`), as statsmodels' `OLS(...).fit()` reports t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +94,45 @@ def regularized_beta(a: float, b: float, x: float) -> float:
     if x < (a + 1.0) / (a + b + 2.0):
         return math.exp(log_front) * _beta_fraction(a, b, x) / a
     return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def binomial_upper_tail(hits: int, n: int, p: float) -> float:
+    """P(X >= hits) for X ~ Binomial(n, p): I_p(hits, n - hits + 1), exactly (1 at 0 hits)."""
+    if not 0 <= hits <= n or not 0.0 <= p <= 1.0:
+        raise ValueError(f"need 0 <= hits <= n and p in [0, 1], got {hits}, {n}, {p}")
+    if hits == 0:
+        return 1.0
+    return regularized_beta(hits, n - hits + 1, p)
+
+
+def clopper_pearson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) two-sided interval of a binomial proportion at `level`: the
+    p whose upper tail P(X >= hits) is (1 - level) / 2, and the p whose lower tail
+    P(X <= hits) is; each end found by bisection on the incomplete beta to 1e-12. (0, 1) when
+    `n` is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= hits <= n or not 0.0 < level < 1.0:
+        raise ValueError(f"need 0 <= hits <= n and level in (0, 1), got {hits}, {n}, {level}")
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if hits == 0 else _bisect(lambda p: binomial_upper_tail(hits, n, p) - tail)
+    # P(X <= hits) = 1 - P(X >= hits + 1), decreasing in p.
+    high = (
+        1.0 if hits == n else _bisect(lambda p: tail - (1.0 - binomial_upper_tail(hits + 1, n, p)))
+    )
+    return low, high
+
+
+def _bisect(increasing: Callable[[float], float]) -> float:
+    """The root in [0, 1] of an increasing function, by bisection."""
+    low, high = 0.0, 1.0
+    while high - low > 1e-12:
+        middle = (low + high) / 2.0
+        if increasing(middle) < 0:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
 
 
 def t_two_sided_p(t: float, df: float) -> float:

@@ -1,7 +1,10 @@
 """`openbell probe deanon`: can attackers name the stock, date, sector and board of a masked tool
-result?
+result? `openbell probe recall`: does an agent's model recall the bars before its training cutoff?
 
-This module owns the `probe` command group. `probe deanon --market M [--agent NAME] [--attacker
+This module owns the `probe` command group. `probe recall --agent NAME --market M [--dates N]
+[--cutoff DATE]` asks the agent's model about the next bar on each side of its cutoff
+(`openbell.ops.recall_probe`; the cutoff from the registry, `ops.cutoffs`, unless given).
+`probe deanon --market M [--agent NAME] [--attacker
 NAME ...] [--level L] [--payload bars|quotes|news|ktd]` builds the probe of `openbell.ops.deanon`
 from the config: the market's universe and rules, its recorded bars (a `replay:PATH` source's
 files, else the bars bundled with openbell), the masking seed and `rebase_prices` of `--agent`
@@ -168,6 +171,84 @@ def deanon_command(
         typer.echo(json.dumps(record, indent=2))
         return
     print_probe(reports, models)
+
+
+@probe_app.command("recall")
+def recall_command(
+    ctx: typer.Context,
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="An LLM agent of the market: its model is asked.")
+    ],
+    market: Annotated[Market, typer.Option("--market", "-m", help="The market.")],
+    dates: Annotated[
+        int, typer.Option(min=1, max=5000, help="Questions on each side of the cutoff.")
+    ] = 40,
+    lookback: Annotated[int, typer.Option(min=1, max=1000, help="Bars shown a question.")] = 20,
+    interval: Annotated[
+        str | None,
+        typer.Option(help="1d or 1h; default: the market's cadence.", show_default=False),
+    ] = None,
+    cutoff: Annotated[
+        str | None,
+        typer.Option(
+            "--cutoff",
+            help='The model\'s training cutoff, "YYYY-MM-DD" or "YYYY-MM"; default: the '
+            "registry's entry of the agent's model.",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seeds the draw of the questions.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Questions open at once.")] = 4,
+    fmt: Annotated[
+        ProbeFormat, typer.Option("--format", "-f", help="table or json.")
+    ] = ProbeFormat.table,
+    config: ConfigOption = None,
+) -> None:
+    """Ask the agent's model for the next bar's direction and size on dates before and after its
+    training cutoff, unmasked and masked, and report the hit rates (exact Clopper-Pearson 95 %
+    intervals) against chance, with a verdict (docs/guide/recall-probe.md)."""
+    from openbell.markets.errors import ConfigError
+    from openbell.ops.cutoffs import ModelCutoff
+    from openbell.ops.recall_probe import recall_lines, recall_record, run_recall
+
+    loaded = load_command_config(ctx, config)
+    found = _llm_agent(loaded, agent, market.value)
+    if cutoff is not None:
+        try:
+            entry = ModelCutoff(model=found.model, stated=cutoff, source="--cutoff")
+        except ValueError as exc:
+            raise ConfigError(f"--cutoff: {exc}") from None
+    else:
+        known = loaded.cutoff_registry().find(found.model)
+        if known is None:
+            raise ConfigError(
+                f"the training cutoff of model {found.model!r} is unknown: add a "
+                f'[cutoffs."{found.model}"] table (cutoff, source) to the config, or pass --cutoff'
+            )
+        entry = known
+    setup = _setup(loaded, found, market.value, interval, lookback, 1, seed, 0, True, "bars", {})
+    client = _llm_client(found)
+
+    async def probe() -> Any:
+        async with client.connect() as chat:
+
+            async def ask(messages: list[dict[str, Any]]) -> str:
+                answer = await chat.complete(messages)
+                return str(answer.completion.content)
+
+            try:
+                return await run_recall(
+                    setup, entry, ask, model=found.model, dates=dates, concurrency=concurrency
+                )
+            except ValueError as exc:  # no question on one side of the cutoff
+                raise ConfigError(str(exc)) from exc
+
+    report = asyncio.run(probe())
+    if fmt is ProbeFormat.json:
+        typer.echo(json.dumps(recall_record(report, agent=found.name), indent=2))
+        return
+    for line in recall_lines(report):
+        typer.echo(line)
 
 
 def _sectors(path: Path) -> dict[str, str]:

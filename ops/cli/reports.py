@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
+from rich.markup import escape
 
 from openbell.ops import figures
 from openbell.ops.cli.options import (
@@ -159,11 +160,13 @@ def _rank(row: LeaderboardRow) -> str:
     return figures.MISSING if row.rank is None else str(row.rank)
 
 
-def _cell(row: LeaderboardRow, key: str, value: Any, ratio_places: int) -> str:
-    """A leaderboard cell: an LLM agent's name marks a model change, its cost reads `unpriced`
-    when its model has no price (never 0)."""
-    if key == "name" and row.llm is not None and row.llm.model_changed:
-        return f"{row.name} [model changed]"
+def _cell(
+    row: LeaderboardRow, key: str, value: Any, ratio_places: int, marks: tuple[str | None, ...] = ()
+) -> str:
+    """A leaderboard cell: an agent's name carries its `marks` (a model change, its training
+    cutoff), its cost reads `unpriced` when its model has no price (never 0)."""
+    if key == "name":  # escaped: rich would read "[...]" as markup and drop it
+        return escape(row.name + "".join(f" [{mark}]" for mark in marks if mark))
     if key in figures.COST_KEYS and value is None and row.llm is not None:
         return figures.UNPRICED
     return figures.figure(key, value, ratio_places=ratio_places)
@@ -203,6 +206,8 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     if wide and exporting.has_injection([board]):
         at = next(i for i, (_, key) in enumerate(columns) if key == "cumulative_return") + 1
         columns[at:at] = INJECTION_COLUMNS
+    if board.cutoffs is not None:
+        table.caption = f"{table.caption}\n{board.cutoffs.note()}"
     for header, key in columns:
         if key == "name":
             width = None if wide else COMPACT_NAME_WIDTH
@@ -217,12 +222,21 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
             record.update(row_significance_record(found))
         table.add_row(
             *(
-                _rank(row) if key == "rank" else _cell(row, key, record.get(key), places)
+                _rank(row)
+                if key == "rank"
+                else _cell(row, key, record.get(key), places, _marks(board, row))
                 for _, key in columns
             ),
             style="italic" if row.is_benchmark else None,
         )
     return table
+
+
+def _marks(board: Leaderboard, row: LeaderboardRow) -> tuple[str | None, ...]:
+    """The marks after a row's name: a model change, and its training cutoff."""
+    changed = "model changed" if row.llm is not None and row.llm.model_changed else None
+    found = None if board.cutoffs is None or row.is_benchmark else board.cutoffs.of(row.name)
+    return (changed, None if found is None else found.mark)
 
 
 def _significance_note(found: BoardSignificance) -> str:
@@ -296,6 +310,14 @@ def leaderboard_command(
     significance_seed: Annotated[
         int, typer.Option("--significance-seed", help="The permutation tests' random seed.")
     ] = 0,
+    all_slots: Annotated[
+        bool,
+        typer.Option(
+            "--all-slots",
+            help="Measure every slot; default: the post-cutoff headline, which leaves out the "
+            "slots an agent decided inside its model's training cutoff.",
+        ),
+    ] = False,
     convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
@@ -311,12 +333,18 @@ def leaderboard_command(
     day returns and every baseline's p-values). Every figure is measured under the metrics
     convention (--convention, else the config's [metrics] convention), which the table's title and
     caption name; --bootstrap measures by the openbell convention only.
+
+    The board is the post-cutoff headline (docs/guide/cutoffs.md): an agent whose model's training
+    cutoff (the bundled registry and the config's [cutoffs."MODEL"]) falls inside the window is
+    measured over its slots after the cutoff only, and marked; an agent whose model has no entry
+    is marked "cutoff unknown". --all-slots measures every slot, with the same marks. The caption
+    (and the JSON's "cutoffs") says which.
     """
     from openbell.markets.errors import ReportError
     from openbell.ops.board_intervals import with_bootstrap
     from openbell.ops.board_significance import market_views, significance_of
+    from openbell.ops.contamination import CutoffSettings, cutoff_marks, headline_board
     from openbell.ops.market_benchmarks import configured_bases
-    from openbell.ops.reports import leaderboards
 
     window = _window(start, end)
     loaded = load_command_config(ctx, config, db=db)
@@ -328,21 +356,20 @@ def leaderboard_command(
         )
     engine = open_ledger(loaded)
     chosen = [market.value] if market else None
+    settings = CutoffSettings.of(loaded)
     try:
-        if bootstrap or wide:
-            boards = []
-            for view in market_views(engine, chosen, *window, bases=bases, convention=measured):
-                board = (
-                    with_bootstrap(view, draws=bootstrap, seed=bootstrap_seed)
-                    if bootstrap
-                    else view.leaderboard
-                )
-                if wide:
-                    found = significance_of(view, permutations=permutations, seed=significance_seed)
-                    board = replace(board, significance=found)
-                boards.append(board)
-        else:
-            boards = leaderboards(engine, chosen, *window, bases=bases, convention=measured)
+        boards = []
+        for view in market_views(engine, chosen, *window, bases=bases, convention=measured):
+            board = (
+                with_bootstrap(view, draws=bootstrap, seed=bootstrap_seed)
+                if bootstrap
+                else view.leaderboard
+            )
+            if wide:
+                found = significance_of(view, permutations=permutations, seed=significance_seed)
+                board = replace(board, significance=found)
+            marks = cutoff_marks(view, settings, slots="all" if all_slots else "post-cutoff")
+            boards.append(headline_board(replace(view, leaderboard=board), marks))
     finally:
         engine.dispose()
     print_leaderboards(boards, fmt, sys.stdout, wide=wide)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from openbell.daemon.stopping import StopRequest
     from openbell.ops.attribution.ledger_inputs import AttributionChoice
     from openbell.ops.config import HttpConfig
+    from openbell.ops.contamination import CutoffSettings
 
 #: How often the serving loop looks at the stop request, in seconds.
 POLL_S = 0.1
@@ -48,6 +49,8 @@ def serve_command(
     db: DbOption = None,
 ) -> None:
     """Serve the arena's pages and JSON API read-only over a ledger, without running the daemon."""
+    from openbell.ops.contamination import CutoffSettings
+
     loaded = load_command_config(ctx, config, db=db)
     http = with_listen(loaded, listen)  # a reading config (--db alone) is not validated again
     read_token = http.read_token(os.environ)
@@ -67,6 +70,7 @@ def serve_command(
                 loaded.metrics.convention,
                 store_url=loaded.store.url,
                 attribution=attribution_choice(loaded, SystemClock().now().date()),
+                cutoffs=CutoffSettings.of(loaded),
             )
         )
     finally:
@@ -82,6 +86,7 @@ async def _serve(
     *,
     store_url: str | None = None,
     attribution: AttributionChoice | None = None,
+    cutoffs: CutoffSettings | None = None,
 ) -> None:
     import asyncio
     import functools
@@ -101,6 +106,7 @@ async def _serve(
         convention=convention_named(convention),
         live=live,
         attribution=attribution or DEFAULT_ATTRIBUTION,
+        cutoffs=cutoffs,
     )
     server = await serve_http(
         http.host,

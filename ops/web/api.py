@@ -12,7 +12,7 @@ computed again only after the ledger changed (a strategy-code agent's concordanc
 request: a judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
-    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
+    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=&slots=post-cutoff|all
     GET /api/v1/leaderboard/{market}/significance?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}
     GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
@@ -54,11 +54,18 @@ from openbell.ops.concordance.record import (
     strategy_scores,
     summary_entry,
 )
+from openbell.ops.contamination import CutoffSettings
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document, route_index
 from openbell.ops.web.read_model import Window
-from openbell.ops.web.schemas import CycleQuery, IdPageQuery, SlotPageQuery, WindowQuery
+from openbell.ops.web.schemas import (
+    CycleQuery,
+    IdPageQuery,
+    LeaderboardQuery,
+    SlotPageQuery,
+    WindowQuery,
+)
 from openbell.ops.web.view_worker import ViewWorkerFailed
 
 PREFIX = "/api/v1"
@@ -131,14 +138,16 @@ class _Api:
 
     async def leaderboard(self, request: Request) -> Response:
         market = request.path_params["market"]
-        query = _query(WindowQuery, request)
+        query = _query(LeaderboardQuery, request)
 
         def read() -> bytes:
             window = _window(self._engine, market, query)
             return self._rendered(
-                ("leaderboard", market, *window),
+                ("leaderboard", market, *window, query.slots),
                 lambda: exporting.leaderboard_record(
-                    read_model.leaderboard(self._engine, market, window, memo=self._memo)
+                    read_model.leaderboard(
+                        self._engine, market, window, memo=self._memo, slots=query.slots
+                    )
                 ),
             )
 
@@ -325,10 +334,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
+def api_app(
+    engine: Engine, *, memo: ViewMemo | None = None, cutoffs: CutoffSettings | None = None
+) -> Starlette:
     """The API as a Starlette app with its routes relative to `/api/v1` and its error handlers;
-    leaderboards and reports come from `memo` (a new one by default)."""
-    api = _Api(engine, ViewMemo(engine) if memo is None else memo)
+    leaderboards and reports come from `memo` (a new one by default, whose boards' cutoff marks
+    are read with `cutoffs`: default the bundled registry)."""
+    api = _Api(engine, ViewMemo(engine, cutoffs=cutoffs) if memo is None else memo)
     account = "/agents/{agent}/{market}"
     routes = [
         Route("/", api.index, methods=["GET"]),
@@ -360,7 +372,10 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
     )
 
 
-def api_routes(engine: Engine, *, memo: ViewMemo | None = None) -> list[BaseRoute]:
+def api_routes(
+    engine: Engine, *, memo: ViewMemo | None = None, cutoffs: CutoffSettings | None = None
+) -> list[BaseRoute]:
     """The API's routes, to put among a server's own: one `Mount` at `/api/v1`. Pass the `memo`
-    the server's pages use (and warm after a slot) to compute each leaderboard once for both."""
-    return [Mount(PREFIX, app=api_app(engine, memo=memo))]
+    the server's pages use (and warm after a slot) to compute each leaderboard once for both
+    (`cutoffs` as for `api_app`)."""
+    return [Mount(PREFIX, app=api_app(engine, memo=memo, cutoffs=cutoffs))]

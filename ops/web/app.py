@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute
 
 from openbell.daemon.http import HealthView, WebParts
 from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION, AttributionChoice
+from openbell.ops.contamination import CutoffSettings
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
@@ -33,13 +34,16 @@ def web_routes(
     live: Liveness = _never,
     health: HealthView | None = None,
     attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+    cutoffs: CutoffSettings | None = None,
 ) -> list[BaseRoute]:
     """The arena's read routes over the ledger of `engine`, sharing one memo of its views, which
     come from `views` (default: computed in the request's thread, under `convention`); `live`
     says whether a daemon writes the ledger (the pages' header says so); `health` is the
     daemon's, for the arena's last-bell panel (None: no daemon); `attribution` is what the
     config's `[attribution]` picks (used by views computed in the request's thread)."""
-    memo = ViewMemo(engine, views=views, convention=convention, attribution=attribution)
+    memo = ViewMemo(
+        engine, views=views, convention=convention, attribution=attribution, cutoffs=cutoffs
+    )
     pages = page_routes(engine, memo=memo, live=live, health=health)
     return [*api_routes(engine, memo=memo), *pages]
 
@@ -52,21 +56,28 @@ def web_parts(
     live: Liveness = _never,
     health: HealthView | None = None,
     attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+    cutoffs: CutoffSettings | None = None,
 ) -> WebParts:
     """What a server mounts over `engine` (made by `store.db.make_engine`): the read routes, with
     the market views computed under `convention` in a worker process closed by the parts'
     lifespan (in the request's thread without `worker`); `live` as for `web_routes` (the daemon
     passes one that always says yes), and the daemon's `health` on the arena page when a daemon
     serves them; the agents' attributions as `attribution` picks them (the config's
-    `[attribution]`)."""
+    `[attribution]`); `cutoffs` what the boards' training-cutoff marks are read with (default:
+    the bundled registry)."""
     if not worker:
         return WebParts(
             routes=web_routes(
-                engine, convention=convention, live=live, health=health, attribution=attribution
+                engine,
+                convention=convention,
+                live=live,
+                health=health,
+                attribution=attribution,
+                cutoffs=cutoffs,
             )
         )
     views = WorkerViews(engine, convention, attribution)
     return WebParts(
-        routes=web_routes(engine, views=views, live=live, health=health),
+        routes=web_routes(engine, views=views, live=live, health=health, cutoffs=cutoffs),
         lifespans=[views.lifespan],
     )

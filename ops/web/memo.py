@@ -31,6 +31,7 @@ from openbell.ops.attribution.ledger_inputs import (
     AccountAttribution,
     AttributionChoice,
 )
+from openbell.ops.contamination import CutoffSettings
 from openbell.ops.conventions import OPENBELL, Convention
 from openbell.ops.reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
@@ -52,8 +53,11 @@ class ViewMemo:
         views: ViewSource | None = None,
         convention: Convention = OPENBELL,
         attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+        cutoffs: CutoffSettings | None = None,
     ) -> None:
         self._engine = engine
+        #: The model registry (and configured models) the boards' cutoff marks are read with.
+        self.cutoffs = CutoffSettings.bundled() if cutoffs is None else cutoffs
         self._views = InProcessViews(engine, convention, attribution) if views is None else views
         self._size = size
         self._values: OrderedDict[_Key, tuple[tuple[int, ...], object]] = OrderedDict()

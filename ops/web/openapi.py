@@ -42,6 +42,13 @@ _WINDOW = [
     _parameter("start", "query", {"type": "string", "format": "date"}, "First UTC day."),
     _parameter("end", "query", {"type": "string", "format": "date"}, "Last UTC day, inclusive."),
 ]
+_SLOTS = _parameter(
+    "slots",
+    "query",
+    {"enum": ["post-cutoff", "all"], "default": "post-cutoff"},
+    "`post-cutoff`: the headline, without the slots decided inside a model's training cutoff; "
+    "`all`: every slot.",
+)
 _LIMIT = _parameter(
     "limit",
     "query",
@@ -71,9 +78,11 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         (
             "A market's leaderboard: the numbers of `openbell leaderboard --format json`, with "
             "its groups of repeated runs (`seed_groups`); `bootstrap` is null (the CLI's "
-            "`--bootstrap`)."
+            "`--bootstrap`). By default the post-cutoff headline: an agent is measured only "
+            "over its slots after its model's training cutoff (`cutoffs`); `slots=all` measures "
+            "every slot (the CLI's `--all-slots`)."
         ),
-        [_MARKET, *_WINDOW],
+        [_MARKET, *_WINDOW, _SLOTS],
         schemas.Leaderboard,
     ),
     "/api/v1/leaderboard/{market}/significance": (

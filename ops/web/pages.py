@@ -38,6 +38,7 @@ from starlette.staticfiles import StaticFiles
 
 from openbell.daemon.http import HealthView
 from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.ops.contamination import SlotsView
 from openbell.ops.reports import Leaderboard
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.significance import BoardSignificance
@@ -115,7 +116,7 @@ class _Pages:
         self._poll_ms = poll_ms
         self._live = live
         self._templates = template_environment()
-        self._arena: tuple[str, _ArenaInputs] | None = None
+        self._arena: tuple[tuple[str, SlotsView], _ArenaInputs] | None = None
 
     def _stamp(self) -> str:
         return stamp_of(queries.ledger_version(self._engine))
@@ -132,19 +133,21 @@ class _Pages:
     def _unavailable(self, stamp: str, exc: ViewWorkerFailed) -> HTMLResponse:
         return self._render("unavailable.html", stamp, status=503, message=str(exc))
 
-    def _arena_inputs(self, stamp: str) -> _ArenaInputs:
-        """Every market's summary, board and curves at ledger version `stamp` (kept until the
-        ledger changes)."""
+    def _arena_inputs(self, stamp: str, slots: SlotsView = "post-cutoff") -> _ArenaInputs:
+        """Every market's summary, board (the post-cutoff headline, or every slot) and curves at
+        ledger version `stamp` (kept until the ledger changes)."""
         cached = self._arena
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and cached[0] == (stamp, slots):
             return cached[1]
         found: _ArenaInputs = []
         for summary in read_model.markets(self._engine):
-            board = read_model.leaderboard(self._engine, summary.market, memo=self._memo)
+            board = read_model.leaderboard(
+                self._engine, summary.market, memo=self._memo, slots=slots
+            )
             curves = read_model.equity_curves(self._engine, summary.market, memo=self._memo)
             suite = read_model.significance(self._engine, summary.market, memo=self._memo)
             found.append((summary, board, curves, suite))
-        self._arena = (stamp, found)
+        self._arena = ((stamp, slots), found)
         return found
 
     def arena(self, request: Request) -> Response:
@@ -157,8 +160,9 @@ class _Pages:
         """The arena page: every market's board, or `market`'s alone (a 404 without one)."""
         stamp = self._stamp()
         shared = request.query_params.get("spark") == SHARED_SCALE
+        slots: SlotsView = "all" if request.query_params.get("slots") == "all" else "post-cutoff"
         try:
-            inputs = self._arena_inputs(stamp)
+            inputs = self._arena_inputs(stamp, slots)
         except ViewWorkerFailed as exc:
             return self._unavailable(stamp, exc)
         boards = [

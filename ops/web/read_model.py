@@ -34,6 +34,7 @@ from openbell.ops import reports
 from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
 from openbell.ops.benchmark import benchmark_for
 from openbell.ops.board_significance import significance_of
+from openbell.ops.contamination import SlotsView, cutoff_marks, headline_board
 from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
 from openbell.ops.return_metrics import NavPoint
 from openbell.ops.significance import BoardSignificance
@@ -163,11 +164,20 @@ def _view(engine: Engine, market: str, window: Window, memo: ViewMemo | None) ->
 
 
 def leaderboard(
-    engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
+    engine: Engine,
+    market: str,
+    window: Window = ALL_TIME,
+    *,
+    memo: ViewMemo | None = None,
+    slots: SlotsView = "post-cutoff",
 ) -> Leaderboard:
     """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it
-    (from `memo` while the ledger has not changed, when given)."""
-    return _view(engine, market, window, memo).leaderboard
+    (from `memo` while the ledger has not changed, when given): the post-cutoff headline, or
+    every slot (`slots="all"`), with the cutoff marks of the memo's registry (`ops.contamination`;
+    the bundled one without a memo)."""
+    view = _view(engine, market, window, memo)
+    settings = None if memo is None else memo.cutoffs
+    return headline_board(view, cutoff_marks(view, settings, slots=slots))
 
 
 def significance(

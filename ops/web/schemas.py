@@ -81,6 +81,15 @@ class SlotPageQuery(BaseModel):
     before: AwareDatetime | None = None
 
 
+class LeaderboardQuery(WindowQuery):
+    """A leaderboard's window, and its view: `post-cutoff` (the default headline, which measures
+    an agent only over its slots after its model's training cutoff) or `all` slots."""
+
+    slots: Literal["post-cutoff", "all"] = Field(
+        default="post-cutoff", description="`post-cutoff` (the headline) or `all`."
+    )
+
+
 class CycleQuery(BaseModel):
     """The path of one cycle: its id."""
 
@@ -241,6 +250,14 @@ class LeaderboardRow(_Document):
     injection_obeyed: int | None = Field(
         None, description="Ledgers with planted news only: planted items the agent obeyed."
     )
+    cutoff_status: Literal["clean", "inside", "unknown", "no_model"] | None = Field(
+        None,
+        description="Accounts only: `inside` when slots of the window were decided inside the "
+        "model's training cutoff, `unknown` when a model has no registry entry.",
+    )
+    inside_cutoff_slots: int | None = Field(
+        None, description="Accounts only: the window's slots decided inside the cutoff."
+    )
 
 
 class ReportedModel(_Document):
@@ -348,6 +365,31 @@ class Significance(_Document):
     rows: list[SignificanceRow]
 
 
+class AgentCutoff(_Document):
+    name: str
+    kind: str
+    models: list[str] = Field(description="The models it reported, and its configured one.")
+    status: Literal["clean", "inside", "unknown", "no_model"]
+    cutoff: str | None = Field(description="As the provider states it: YYYY-MM-DD or YYYY-MM.")
+    source: str | None = Field(description="Where the cutoff is stated (a URL or a document).")
+    clean_from: Instant | None = Field(description="The first instant after the cutoff.")
+    slots: int
+    inside_slots: int = Field(description="Slots of the window before `clean_from`.")
+    unknown_models: list[str]
+
+
+class Cutoffs(_Document):
+    """The training-cutoff marks of a board (`ops.contamination`)."""
+
+    view: Literal["post-cutoff", "all"] = Field(
+        description="`post-cutoff`: inside slots are left out of the rows' metrics; `all`: not."
+    )
+    note: str
+    excluded: list[str] = Field(description="The agents with slots inside their cutoff.")
+    dropped: list[str] = Field(description="Those the headline leaves out: no slot after it.")
+    agents: list[AgentCutoff]
+
+
 class Leaderboard(_Document):
     """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
 
@@ -367,6 +409,9 @@ class Leaderboard(_Document):
     bootstrap: Bootstrap | None = Field(description="Null: the API does not bootstrap.")
     significance: Significance | None = Field(
         description="Null here: `GET /api/v1/leaderboard/{market}/significance` serves it."
+    )
+    cutoffs: Cutoffs | None = Field(
+        description="The training-cutoff marks, and which view the rows are (`slots`)."
     )
 
 

@@ -95,6 +95,8 @@ class ArenaRow:
     model_changed: bool = False
     #: The row's deflated Sharpe, adjusted p-value and immature mark (`significance_view`).
     significance: SignificanceCells = NOT_COMPARED
+    #: The row's training-cutoff mark (`ops.contamination.AgentCutoff.mark`), if any.
+    cutoff_mark: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +116,10 @@ class ArenaBoard:
     convention: str = "openbell"
     #: The settings of the board's significance suite (None: the page shows no suite).
     significance: SignificanceNote | None = None
+    #: The board's line about its training cutoffs (the post-cutoff headline), if marked.
+    cutoff_note: str | None = None
+    #: Which view of the board is shown: `post-cutoff` (the headline) or `all` slots.
+    slots: str = "post-cutoff"
 
 
 def _sign_class(shown: str) -> str:
@@ -135,6 +141,7 @@ def arena_row(
     ratio_places: int = 2,
     scale: tuple[float, float] | None = None,
     significance: BoardSignificance | None = None,
+    cutoff_mark: str | None = None,
 ) -> ArenaRow:
     """A leaderboard row with its sparkline (`navs`: the account's slot NAVs; none for the
     benchmark row; on `scale` when the board's lines share one), its Sortino to `ratio_places`
@@ -162,6 +169,7 @@ def arena_row(
         significance=(
             NOT_COMPARED if row.is_benchmark else significance_cells(significance, ranking.name)
         ),
+        cutoff_mark=cutoff_mark,
     )
 
 
@@ -214,13 +222,22 @@ def arena_board(
                 board.convention.ratio_places,
                 scale,
                 significance,
+                _cutoff_mark(board, row),
             )
             for row in board.rows
         ),
         seed_groups=tuple(seed_group_view(group) for group in board.seed_groups),
         convention=board.convention.name,
         significance=None if significance is None else significance_note(significance),
+        cutoff_note=None if board.cutoffs is None else board.cutoffs.note(),
+        slots="post-cutoff" if board.cutoffs is None else board.cutoffs.view,
     )
+
+
+def _cutoff_mark(board: Leaderboard, row: LeaderboardRow) -> str | None:
+    """The row's training-cutoff mark on a marked board."""
+    found = None if board.cutoffs is None or row.is_benchmark else board.cutoffs.of(row.name)
+    return None if found is None else found.mark
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -163,7 +163,7 @@ def table_rows(text: str) -> list[list[str]]:
 
 def board_rows(text: str) -> dict[str, dict[str, str]]:
     """Each leaderboard row of `text` by agent name: its cells by header (a name folded over two
-    lines is joined)."""
+    lines is joined, its marks dropped)."""
     found: dict[str, dict[str, str]] = {}
     header: list[str] = []
     last: dict[str, str] | None = None
@@ -176,7 +176,8 @@ def board_rows(text: str) -> dict[str, dict[str, str]]:
             last = dict(zip(header, cells, strict=True))
             found[last["agent"]] = last
     for key, row in list(found.items()):
-        found[row["agent"]] = found.pop(key)
+        # The marks after a name ("[cutoff unknown]", "[model changed]") are not part of it.
+        found[re.sub(r"( \[[^\]]*\])+$", "", row["agent"])] = found.pop(key)
     return found
 
 

@@ -489,13 +489,15 @@ def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
     )
     engine = make_engine(pg_url)
     try:
+        from openbell.ops.contamination import cutoff_marks, headline_board
         from openbell.ops.exporting import leaderboard_record
-        from openbell.ops.reports import leaderboard
+        from openbell.ops.reports import market_view
 
+        view = market_view(engine, "crypto")
         with TestClient(Starlette(routes=api_routes(engine))) as client:
             board = client.get("/api/v1/leaderboard/crypto").json()
             assert board == json.loads(
-                json.dumps(leaderboard_record(leaderboard(engine, "crypto")))
+                json.dumps(leaderboard_record(headline_board(view, cutoff_marks(view))))
             )
             ids: list[int] = []
             url: str | None = "/api/v1/agents/random/crypto/orders?limit=2"

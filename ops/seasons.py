@@ -106,3 +106,16 @@ def refuse_closed(season: Season) -> None:
             f"season {season.name!r} was closed at {season.closed_at:%Y-%m-%d %H:%M} UTC; "
             "open a new season to run again"
         )
+
+
+def season_record(season: Season) -> dict[str, str | None]:
+    """A season as the boards and the API name it: its name, window, when it was opened and
+    closed (None: open) and its manifest's SHA-256."""
+    return {
+        "name": season.name,
+        "start": season.start_on.isoformat(),
+        "end": None if season.end_on is None else season.end_on.isoformat(),
+        "opened_at": season.opened_at.isoformat(),
+        "closed_at": None if season.closed_at is None else season.closed_at.isoformat(),
+        "manifest_sha256": season.manifest_sha256,
+    }

@@ -171,21 +171,11 @@ def list_command(
     _print_seasons(found, fmt, sys.stdout)
 
 
-def season_record(season: Season) -> dict[str, str | None]:
-    """A season as the JSON of `season list` and the API show it."""
-    return {
-        "name": season.name,
-        "start": season.start_on.isoformat(),
-        "end": None if season.end_on is None else season.end_on.isoformat(),
-        "opened_at": season.opened_at.isoformat(),
-        "closed_at": None if season.closed_at is None else season.closed_at.isoformat(),
-        "manifest_sha256": season.manifest_sha256,
-    }
-
-
 def _print_seasons(found: list[Season], fmt: TableFormat, stream: TextIO) -> None:
     import csv
     import json
+
+    from openbell.ops.seasons import season_record
 
     records = [season_record(season) for season in found]
     if fmt is TableFormat.json:

@@ -24,12 +24,18 @@ request: a judge's verdict changes it without a slot). Routes:
     GET /api/v1/agents/{agent}/{market}/orders?limit=&before=ORDER_ID
     GET /api/v1/agents/{agent}/{market}/fills?limit=&before=FILL_ID
     GET /api/v1/agents/{agent}/{market}/cycles?limit=&before=SLOT_AT
+    GET /api/v1/seasons
+    GET /api/v1/seasons/{name}
     GET /api/v1/cycles/{cycle_id}
     GET /api/v1/openapi.json
+
+A leaderboard names the ledger's current season (`season`: its name, window and manifest hash;
+null without one), read at each request: opening a season writes no slot.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -44,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.markets.errors import ReportError, SeasonError, TraceNotFound
 from openbell.ops import exporting
 from openbell.ops.attribution.output import attribution_record
 from openbell.ops.board_significance import report_fields, significance_record
@@ -106,6 +112,12 @@ def _window(engine: Engine, market: str, query: WindowQuery) -> Window:
     return start, end
 
 
+def _with_season(board: bytes, season: dict[str, Any] | None) -> bytes:
+    """A board's JSON text (an object) with `season` as its first member."""
+    mark = json.dumps(season, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b'{"season":' + mark + (b"," if board[1:2] != b"}" else b"") + board[1:]
+
+
 def _json(body: bytes) -> Response:
     return Response(body, media_type="application/json")
 
@@ -135,14 +147,24 @@ class _Api:
 
         def read() -> bytes:
             window = _window(self._engine, market, query)
-            return self._rendered(
+            board = self._rendered(
                 ("leaderboard", market, *window),
                 lambda: exporting.leaderboard_record(
                     read_model.leaderboard(self._engine, market, window, memo=self._memo)
                 ),
             )
+            return _with_season(board, read_model.current_season_record(self._engine))
 
         return _json(await run_in_threadpool(read))
+
+    async def seasons(self, request: Request) -> Response:
+        found = await run_in_threadpool(read_model.seasons_document, self._engine)
+        return JSONResponse(found)
+
+    async def season(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        found = await run_in_threadpool(read_model.season_document, self._engine, name)
+        return JSONResponse(found)
 
     async def significance(self, request: Request) -> Response:
         market = request.path_params["market"]
@@ -345,6 +367,8 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         Route(f"{account}/orders", api.orders, methods=["GET"]),
         Route(f"{account}/fills", api.fills, methods=["GET"]),
         Route(f"{account}/cycles", api.cycles, methods=["GET"]),
+        Route("/seasons", api.seasons, methods=["GET"]),
+        Route("/seasons/{name}", api.season, methods=["GET"]),
         Route("/cycles/{cycle_id}", api.cycle, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
     ]
@@ -353,6 +377,7 @@ def api_app(engine: Engine, *, memo: ViewMemo | None = None) -> Starlette:
         exception_handlers={
             ReportError: _not_found,
             TraceNotFound: _not_found,
+            SeasonError: _not_found,
             ViewWorkerFailed: _unavailable,
             BadRequest: _bad_request,
             HTTPException: _http_error,

@@ -139,6 +139,19 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         [_AGENT, _MARKET, _LIMIT, _SLOT_CURSOR],
         schemas.CyclesPage,
     ),
+    "/api/v1/seasons": (
+        "The ledger's seasons with their manifest hashes, and the one the boards name.",
+        [],
+        schemas.Seasons,
+    ),
+    "/api/v1/seasons/{name}": (
+        (
+            "A season: its manifest (canonical JSON, hashed) and its methods card, as "
+            "`openbell season card` writes it."
+        ),
+        [_parameter("name", "path", {"type": "string"}, "The season's name.")],
+        schemas.SeasonDocument,
+    ),
     "/api/v1/cycles/{cycle_id}": (
         "One cycle's trace and orders: the document of `openbell trace --json`.",
         [_parameter("cycle_id", "path", {"type": "integer", "minimum": 1}, "The cycle's id.")],

@@ -615,10 +615,11 @@ _SPECIAL: Final = re.compile(r"([\\`*_\[\]<>|~])")
 _BLOCK_START: Final = re.compile(r"^([#+\-=])")
 
 
-def _escaped(text: str) -> str:
-    """`text` as inert Markdown: one line, every character Markdown gives a meaning escaped."""
+def _escaped(text: str, *, cell: bool = False) -> str:
+    """`text` as inert Markdown: one line, every character Markdown gives a meaning escaped (and,
+    outside a table `cell`, what would start a block)."""
     inert = _SPECIAL.sub(r"\\\1", " ".join(text.split()))
-    return _BLOCK_START.sub(r"\\\1", inert)
+    return inert if cell else _BLOCK_START.sub(r"\\\1", inert)
 
 
 def to_markdown(card: MethodsCard) -> str:
@@ -630,8 +631,10 @@ def to_markdown(card: MethodsCard) -> str:
             if line:
                 out += [_escaped(line), ""]
         for table in section.tables:
-            out.append("| " + " | ".join(_escaped(h) for h in table.headers) + " |")
+            out.append("| " + " | ".join(_escaped(h, cell=True) for h in table.headers) + " |")
             out.append("|" + "---|" * len(table.headers))
-            out += ["| " + " | ".join(_escaped(c) for c in row) + " |" for row in table.rows]
+            out += [
+                "| " + " | ".join(_escaped(c, cell=True) for c in row) + " |" for row in table.rows
+            ]
             out.append("")
     return "\n".join(out)

@@ -388,6 +388,8 @@ def _seeds(
     rows = []
     for name, agent in manifest.get("agents", {}).items():
         found = {key: agent[key] for key in _SEED_KEYS if key in agent}
+        if "masking_seed" in found and found["masking_seed"] is None:
+            found["masking_seed"] = "secret, drawn at run time"
         if found:
             rows.append((name, "; ".join(f"{key} {_text(value)}" for key, value in found.items())))
     names = {account.agent for account in accounts}

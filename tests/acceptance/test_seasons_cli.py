@@ -202,7 +202,8 @@ def test_the_card_states_the_ledgers_own_figures(season: Season, tmp_path: Path)
             .where(col(AgentRow.name) == "hold"),
         )
         exchanges = _count(
-            engine, select(func.count()).select_from(TraceRow).where(col(TraceRow.role) == "assistant")
+            engine,
+            select(func.count()).select_from(TraceRow).where(col(TraceRow.role) == "assistant"),
         )
         with engine.connect() as connection:
             costs = connection.execute(
@@ -261,9 +262,7 @@ def test_a_replay_season_reruns_in_a_fresh_ledger_from_its_manifest(
     season: Season, tmp_path: Path
 ) -> None:
     fresh = tmp_path / "rerun.db"
-    rerun = season.run(
-        "replay", "--season", "s1", "--season-from", season.url, "--db", str(fresh)
-    )
+    rerun = season.run("replay", "--season", "s1", "--season-from", season.url, "--db", str(fresh))
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     first = json.loads(season.run("leaderboard", "-f", "json").stdout)["leaderboards"]
     again = json.loads(season.run("leaderboard", "-f", "json", "--db", str(fresh)).stdout)

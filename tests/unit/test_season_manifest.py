@@ -89,8 +89,8 @@ def test_the_hash_is_of_the_meaning_not_the_text() -> None:
 
 def test_differences_name_every_changed_field_and_leave_the_code_out() -> None:
     changed = CONFIG.replace('model = "model-a"', 'model = "model-b"').replace(
-        '[[agents]]\nname = "hold"', '[markets.crypto.costs]\nslippage_bps = "7"\n\n'
-        '[[agents]]\nname = "hold"'
+        '[[agents]]\nname = "hold"',
+        '[markets.crypto.costs]\nslippage_bps = "7"\n\n[[agents]]\nname = "hold"',
     )
     changed = changed.replace('[prices."model-a"]', '[prices."model-b"]')
     lines = manifest_differences(
@@ -99,7 +99,9 @@ def test_differences_name_every_changed_field_and_leave_the_code_out() -> None:
     assert any(line.startswith("agents.trader.model: ") and '"model-b"' in line for line in lines)
     assert any(line.startswith("markets.crypto.rules.slippage_bps: ") for line in lines)
     assert not any(line.startswith("code") for line in lines)
-    assert manifest_differences(manifest(), manifest(code=CodeVersion(version="2", commit="b"))) == []
+    assert (
+        manifest_differences(manifest(), manifest(code=CodeVersion(version="2", commit="b"))) == []
+    )
 
 
 def test_git_head_reads_a_worktree_and_its_packed_branch(tmp_path: Path) -> None:

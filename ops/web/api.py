@@ -12,7 +12,7 @@ computed again only after the ledger changed (a strategy-code agent's concordanc
 request: a judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
-    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=
+    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=&season=
     GET /api/v1/leaderboard/{market}/significance?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}
     GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
@@ -30,7 +30,9 @@ request: a judge's verdict changes it without a slot). Routes:
     GET /api/v1/openapi.json
 
 A leaderboard names the ledger's current season (`season`: its name, window and manifest hash;
-null without one), read at each request: opening a season writes no slot.
+null without one), or `?season=NAME` (which also ranks over that season's window unless a
+window is given; an unknown one is a 404), read at each request: opening a season writes no
+slot.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from openbell.ops.concordance.record import (
     strategy_scores,
     summary_entry,
 )
+from openbell.ops.seasons import season_record
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document, route_index
@@ -143,17 +146,25 @@ class _Api:
 
     async def leaderboard(self, request: Request) -> Response:
         market = request.path_params["market"]
-        query = _query(WindowQuery, request)
+        chosen = request.query_params.get("season")
+        values = {k: v for k, v in request.query_params.items() if k != "season"}
+        query = _query(WindowQuery, request, values)
 
         def read() -> bytes:
-            window = _window(self._engine, market, query)
+            season = read_model.board_season(self._engine, chosen)
+            whole = query.window == "all" and query.start is None and query.end is None
+            window: Window
+            if chosen is not None and season is not None and whole:
+                window = (season.start_at, season.end_at)
+            else:
+                window = _window(self._engine, market, query)
             board = self._rendered(
                 ("leaderboard", market, *window),
                 lambda: exporting.leaderboard_record(
                     read_model.leaderboard(self._engine, market, window, memo=self._memo)
                 ),
             )
-            return _with_season(board, read_model.current_season_record(self._engine))
+            return _with_season(board, None if season is None else season_record(season))
 
         return _json(await run_in_threadpool(read))
 

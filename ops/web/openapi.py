@@ -73,7 +73,17 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
             "its groups of repeated runs (`seed_groups`); `bootstrap` is null (the CLI's "
             "`--bootstrap`)."
         ),
-        [_MARKET, *_WINDOW],
+        [
+            _MARKET,
+            *_WINDOW,
+            _parameter(
+                "season",
+                "query",
+                _STRING,
+                "Name this season (default: the current one) and, without a window, rank over "
+                "its dates.",
+            ),
+        ],
         schemas.Leaderboard,
     ),
     "/api/v1/leaderboard/{market}/significance": (

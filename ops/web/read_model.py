@@ -338,10 +338,10 @@ def cycle(engine: Engine, cycle_id: int) -> CycleDetail:
 # -- seasons ---------------------------------------------------------------------------------
 
 
-def current_season_record(engine: Engine) -> dict[str, Any] | None:
-    """The season the boards name (`store.seasons.current_season`) as a record, or None."""
-    found = current_season(engine)
-    return None if found is None else season_record(found)
+def board_season(engine: Engine, chosen: str | None) -> Season | None:
+    """The season a board names: `chosen` (`SeasonError` if there is none of that name), else
+    the current one (`store.seasons.current_season`), else None."""
+    return current_season(engine) if chosen is None else season_named(engine, chosen)
 
 
 def seasons_document(engine: Engine) -> dict[str, Any]:

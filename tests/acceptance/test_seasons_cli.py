@@ -166,6 +166,11 @@ def test_the_manifest_hash_is_stored_and_named_by_the_board_the_api_and_the_page
         with TestClient(Starlette(routes=[*api_routes(engine), *page_routes(engine)])) as client:
             api_board = client.get("/api/v1/leaderboard/crypto").json()
             assert api_board == record  # the API's board is the CLI's, season included
+            chosen = json.loads(season.run("leaderboard", "--season", "s1", "-f", "json").stdout)
+            (chosen_board,) = chosen["leaderboards"]
+            assert chosen_board["start"].startswith(START)
+            assert client.get("/api/v1/leaderboard/crypto?season=s1").json() == chosen_board
+            assert client.get("/api/v1/leaderboard/crypto?season=nope").status_code == 404
             listed = client.get("/api/v1/seasons").json()
             assert listed["current"] == "s1"
             assert [s["manifest_sha256"] for s in listed["seasons"]] == [season.sha256]

@@ -13,8 +13,10 @@ A season whose code differs from the running openbell's is run, with a warning
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime
 from pathlib import Path
+from typing import Final
 
 from openbell.markets.errors import InvalidConfig, SeasonError
 from openbell.ops.code_version import CodeVersion
@@ -26,6 +28,9 @@ from openbell.ops.season_manifest import (
     manifest_sha256,
 )
 from openbell.store.seasons import Season
+
+#: What a season may be called: it names a page (`/seasons/NAME`) and a command's argument.
+SEASON_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def new_season(
@@ -41,6 +46,11 @@ def new_season(
 ) -> Season:
     """The season `name` over `[start, end]` under `config` (read from `config_text` at
     `config_path`), opened `now` by `code`; `SeasonError` for an end before the start."""
+    if not SEASON_NAME.fullmatch(name):
+        raise SeasonError(
+            f"season name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )
     if end is not None and end < start:
         raise SeasonError(f"season {name!r}: --end {end} is before --start {start}")
     manifest = canonical_json(build_manifest(config, name=name, start=start, end=end, code=code))

@@ -90,7 +90,7 @@ def run(
     --season NAME runs the ledger's season NAME with the config stored with it; a season that
     is closed or whose last date has passed is refused."""
     stop = state.stop
-    clock = _clock(fake_clock)
+    clock = command_clock(fake_clock)
     if season is None:
         loaded = load_config_logged(ctx, config, sys.stdout, db=db, listen=listen)
     else:
@@ -153,7 +153,7 @@ def cycle(
 
     loaded = load_config_logged(ctx, config, sys.stderr, db=db)
     upgrade(loaded.store.url)
-    clock = _clock(fake_clock)
+    clock = command_clock(fake_clock)
     plan = live_plan(loaded, clock, markets=[market], agents=[agent], http=False)
     slot_at, outcome = run_one_cycle(
         plan, clock, market=market, agent=agent, at=None if at is None else at.astimezone(UTC)
@@ -185,7 +185,8 @@ def _season_config(
     return with_overrides(loaded, listen=listen)
 
 
-def _clock(fake_clock: str | None) -> Clock:
+def command_clock(fake_clock: str | None) -> Clock:
+    """The clock of a command: the wall clock, or the `--fake-clock` of a test."""
     from openbell.daemon.clock import SystemClock, parse_fake_clock
 
     if fake_clock is None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from openbell.ops.cli.daemon import FakeClockOption, _clock
+from openbell.ops.cli.daemon import FakeClockOption, command_clock
 from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
@@ -34,7 +34,6 @@ from openbell.ops.cli.options import (
     load_command_config,
     open_ledger,
     upgrade_logged,
-    with_overrides,
     with_store_url,
 )
 
@@ -96,9 +95,8 @@ def open_command(
     path = _config_path(ctx, config)
     loaded = load_command_config(ctx, path, db=db, writes=True)
     text = _read_text(path)
-    from_text = with_overrides(
-        load_config_text(text, shown=str(path), base=path.absolute().parent), db=db
-    )
+    # The manifest is built from the very text stored with the season.
+    from_text = load_config_text(text, shown=str(path), base=path.absolute().parent)
     season = new_season(
         from_text,
         name=name,
@@ -107,7 +105,7 @@ def open_command(
         config_text=text,
         config_path=path,
         code=code_version(),
-        now=_clock(fake_clock).now(),
+        now=command_clock(fake_clock).now(),
     )
     check_before_writing(loaded.store.url, create=False)
     upgrade_logged(loaded.store.url)
@@ -143,7 +141,7 @@ def close_command(
     loaded = load_command_config(ctx, config, db=db)
     engine = open_ledger(loaded, writable=True)
     try:
-        season = close_season(engine, name, _clock(fake_clock).now())
+        season = close_season(engine, name, command_clock(fake_clock).now())
     finally:
         engine.dispose()
     closed = season.closed_at or datetime.min.replace(tzinfo=UTC)
@@ -293,42 +291,49 @@ def season_run_config(
 
 
 def _read_season(url: str, name: str, copy_from: str | None) -> Season:
-    """The season `name` of the ledger at `url`; with `copy_from`, read from that store and
-    opened in the ledger at `url` (made and migrated as needed) unless already there."""
+    """The season `name` of the ledger at `url` (migrated to the head); with `copy_from`, read
+    from that store and opened, the same record, in the ledger at `url` (made as needed) unless
+    it is there already (then it must have the same manifest hash)."""
     from dataclasses import replace
 
     from openbell.daemon.clock import SystemClock
+    from openbell.markets.errors import SeasonError
     from openbell.ops.cli.options import db_url
-    from openbell.store.db import make_engine
+    from openbell.store.db import make_engine, shown_ledger, sqlite_file
     from openbell.store.migrate import upgrade
-    from openbell.store.seasons import has_seasons, open_season, season_named
+    from openbell.store.seasons import has_seasons, open_season, season_named, seasons
 
+    original = None
     if copy_from is not None:
         source = make_engine(db_url(copy_from), read_only=True)
         try:
-            original = season_named(source, name) if has_seasons(source) else None
+            if not has_seasons(source):
+                raise SeasonError(f"no season {name!r} in {copy_from} (it has no seasons)")
+            original = season_named(source, name)
         finally:
             source.dispose()
-        if original is None:
-            from openbell.markets.errors import SeasonError
-
-            raise SeasonError(f"no season {name!r} in {copy_from} (it has no seasons)")
-        upgrade(url)
-        engine = make_engine(url)
-        try:
-            from openbell.store.seasons import seasons
-
-            if name not in {found.name for found in seasons(engine)}:
-                open_season(
-                    engine, replace(original, opened_at=SystemClock().now(), closed_at=None)
-                )
-            return season_named(engine, name)
-        finally:
-            engine.dispose()
+    else:
+        path = sqlite_file(url)
+        if path is not None and not path.is_file():
+            raise SeasonError(
+                f"no ledger at {shown_ledger(url)}: open the season there first "
+                "(`openbell season open`)"
+            )
     check_before_writing(url, create=False)
     upgrade(url)
     engine = make_engine(url)
     try:
+        if original is not None:
+            here = {found.name: found for found in seasons(engine)}
+            if name not in here:
+                now = SystemClock().now()
+                open_season(engine, replace(original, opened_at=now, closed_at=None))
+            elif here[name].manifest_sha256 != original.manifest_sha256:
+                raise SeasonError(
+                    f"season {name!r} of {shown_ledger(url)} has another manifest than the one "
+                    f"of {copy_from} ({here[name].manifest_sha256[:12]}... against "
+                    f"{original.manifest_sha256[:12]}...)"
+                )
         return season_named(engine, name)
     finally:
         engine.dispose()

@@ -291,3 +291,10 @@ def test_a_season_is_opened_before_its_first_slot(season: Season) -> None:
     open_ended = season.run("replay", "--season", "s2")
     assert open_ended.returncode == 2
     assert "a replay season needs an end" in open_ended.stderr
+    named = season.run("season", "open", "../s3", "--start", "2025-12-01")
+    assert named.returncode == 2
+    assert "season name '../s3': use 1-64 letters" in named.stderr
+    nowhere = season.run("replay", "--season", "s1", "--db", str(season.cwd / "missing.db"))
+    assert nowhere.returncode == 2
+    assert "open the season there first" in nowhere.stderr
+    assert not (season.cwd / "missing.db").exists()

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from openbell.markets.barfile import bundled_names
+from openbell.markets.errors import ConfigError
 from openbell.markets.replay_source import bar_files
 from openbell.ops.code_version import CodeVersion
 from openbell.ops.config import (
@@ -128,9 +129,10 @@ def _data_sources(name: str, market: MarketConfig) -> dict[str, Any]:
             if part == "bundled":
                 files += [_bundled_record(n) for n in _bundled_files(name, market.cadence)]
             elif part:
-                files += [
-                    {"file": str(path), "sha256": _file_sha256(path)} for path in bar_files([part])
-                ]
+                for path in bar_files([part]):
+                    if not path.is_file():
+                        raise ConfigError(f"markets.{name}: source file {path} does not exist")
+                    files.append({"file": str(path), "sha256": _file_sha256(path)})
     else:
         files = [_bundled_record(n) for n in _bundled_files(name, market.cadence)]
     record: dict[str, Any] = {

@@ -4,10 +4,14 @@ and the methods card's Markdown inert against hostile text (item 3)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import date
 from pathlib import Path
 
+import pytest
+
+from openbell.markets.errors import ConfigError
 from openbell.ops.code_version import CodeVersion, git_head
 from openbell.ops.config import load_config_text
 from openbell.ops.season_card import CardSection, CardTable, MethodsCard, to_markdown
@@ -140,3 +144,21 @@ def test_the_cards_markdown_keeps_hostile_text_inert() -> None:
     table_rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert all(line.count(" | ") == 0 for line in table_rows)  # one column: no unescaped pipe
     assert "\n# heading" not in text
+
+
+def test_a_replay_source_pins_each_bar_file_by_its_sha256(tmp_path: Path) -> None:
+    folder = tmp_path / "bars"
+    folder.mkdir()
+    (folder / "crypto-1d.parquet").write_bytes(b"bars of a test")
+    text = CONFIG.replace('source = "ccxt:binance"', f'source = "replay:{folder},bundled"')
+    data = manifest(text)["markets"]["crypto"]["data"]  # type: ignore[index]
+    files = data["replay_bar_files"]
+    assert data["live"] is False
+    assert files[0] == {
+        "file": str(folder / "crypto-1d.parquet"),
+        "sha256": hashlib.sha256(b"bars of a test").hexdigest(),
+    }
+    assert files[1]["file"] == "bundled:crypto-1d.parquet"
+    missing = CONFIG.replace('source = "ccxt:binance"', f'source = "replay:{folder / "x.parquet"}"')
+    with pytest.raises(ConfigError, match=r"x\.parquet does not exist"):
+        manifest(missing)

@@ -510,12 +510,16 @@ def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
     try:
         from openbell.ops.exporting import leaderboard_record
         from openbell.ops.reports import leaderboard
+        from openbell.ops.seasons import season_record
+        from openbell.store.seasons import season_named
 
+        _open_later_season(engine, tmp_path / "unused.db")
+        season = season_record(season_named(engine, "later"))
         with TestClient(Starlette(routes=api_routes(engine))) as client:
             board = client.get("/api/v1/leaderboard/crypto").json()
-            assert board == json.loads(
-                json.dumps(leaderboard_record(leaderboard(engine, "crypto")))
-            )
+            record = {**leaderboard_record(leaderboard(engine, "crypto")), "season": season}
+            assert board == json.loads(json.dumps(record))
+            assert client.get("/api/v1/seasons/later").json()["season"] == season
             ids: list[int] = []
             url: str | None = "/api/v1/agents/random/crypto/orders?limit=2"
             while url is not None:

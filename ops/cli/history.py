@@ -238,8 +238,8 @@ def replay(
     if season is None:
         if season_from is not None:
             raise typer.BadParameter("needs --season NAME", param_hint="--season-from")
-        loaded = _load(ctx, config, log_level, db, listen)
         first, last = _required_window(start, end)
+        loaded = _load(ctx, config, log_level, db, listen)
     else:
         if market is not None or seeds is not None or from_cache is not None:
             raise typer.BadParameter(

@@ -30,7 +30,8 @@ OpenbellError                  root; the docstring is the default message
     ├── NoSuchAccount          `openbell positions`: no such account
     ├── NoSuchAgent            `openbell agent token`: no such agent in the ledger or config
     ├── ReportError            `openbell report`: no such agent, account or market
-    └── ExportError            `openbell export`: a value that the format cannot hold exactly
+    ├── ExportError            `openbell export`: a value that the format cannot hold exactly
+    └── SeasonError            `openbell season`: no such season, one already opened or closed
 ```
 
 Every class lives here; the modules that raise them import them. Errors carry their facts as
@@ -261,3 +262,7 @@ class ReportError(OperatorError):
 
 class ExportError(OperatorError):
     """A ledger value cannot be written exactly in the chosen export format."""
+
+
+class SeasonError(OperatorError):
+    """A season that cannot be used: none of that name, one of that name already, or closed."""

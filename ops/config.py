@@ -1495,12 +1495,27 @@ def load_config(path: str | PathLike[str]) -> OpenbellConfig:
         raise ConfigError(f"{shown}: invalid TOML: the file is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    return _validated(raw, shown, Path(path).absolute().parent)
+
+
+def load_config_text(text: str, *, shown: str, base: Path) -> OpenbellConfig:
+    """Validate the TOML `text` of a config file, as `load_config` reads one: errors name it as
+    `shown` (a season's stored config, say), command agents' relative paths resolve against
+    `base`, the directory its file was in."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    return _validated(raw, shown, base)
+
+
+def _validated(raw: dict[str, Any], shown: str, base: Path) -> OpenbellConfig:
     try:
         loaded = OpenbellConfig.model_validate(raw)
     except ValidationError as exc:
         # `from None`: the pydantic error repeats input values, and a value may be a secret.
         raise InvalidConfig([f"{shown}: {line}" for line in _DESCRIBER.describe_all(exc)]) from None
-    return with_commands_resolved(loaded, Path(path).absolute().parent, sys.executable)
+    return with_commands_resolved(loaded, base, sys.executable)
 
 
 def with_commands_resolved(config: OpenbellConfig, base: Path, python: str) -> OpenbellConfig:

@@ -543,6 +543,27 @@ class VerifyCheckpointRow(SQLModel, table=True):
     checksum: str
 
 
+class SeasonRow(SQLModel, table=True):
+    """A season (migration 0024): a named window of the ledger whose rules were fixed before its
+    first slot. `manifest` is its canonical JSON (`ops.seasons.manifest`) and `manifest_sha256`
+    that text's SHA-256 hex digest; `config` is the text of the config file it was opened from
+    (`config_path`, whose directory a command agent's relative paths resolve against), which
+    `run --season` and `replay --season` load. `closed_at` is None while the season is open."""
+
+    __tablename__ = "season"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    manifest: str = Field(sa_type=Text)
+    manifest_sha256: str
+    start_on: date = Field(sa_type=Date)
+    end_on: date | None = Field(default=None, sa_type=Date)
+    opened_at: datetime = Field(sa_type=UtcDateTime)
+    closed_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    config: str = Field(sa_type=Text)
+    config_path: str = Field(sa_type=Text)
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 AGENT_TABLE: Final[Table] = AgentRow.__table__  # type: ignore[attr-defined]
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
@@ -567,3 +588,4 @@ PLANTED_NEWS_TABLE: Final[Table] = PlantedNewsRow.__table__  # type: ignore[attr
 AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
 SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]
 VERIFY_CHECKPOINT_TABLE: Final[Table] = VerifyCheckpointRow.__table__  # type: ignore[attr-defined]
+SEASON_TABLE: Final[Table] = SeasonRow.__table__  # type: ignore[attr-defined]

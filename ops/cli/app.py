@@ -5,9 +5,10 @@ This module builds the typer app from the command modules (`config_file`: `init`
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `experiment`;
 `data_download`: `data download`; `data_universe`: `data import-universe`, `data
 download-universe`; `trace`; `judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`;
-`probe`: `probe deanon`; `fake_llm`: `fake-llm`), owns the global options (`--config`,
-`--log-format`, `--version`; `-h` is `--help` on every command) and `main`, which runs a command
-line and maps what it raises to an exit code and one line on stderr.
+`probe`: `probe deanon|recall`; `fake_llm`: `fake-llm`; `seasons`: `season
+open|close|list|card`), owns the global options (`--config`, `--log-format`, `--version`; `-h` is
+`--help` on every command) and `main`, which runs a command line and maps what it raises to an
+exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from openbell.ops.cli import (
     positions,
     probe,
     reports,
+    seasons,
     serve,
     tokens,
     trace,
@@ -84,6 +86,8 @@ history.data_app.command("download-universe")(data_universe.download_universe_co
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
 app.add_typer(probe.probe_app, name="probe")
+# `season export` and `season verify` join here: seasons.season_app.command("export")(...).
+app.add_typer(seasons.season_app, name="season")
 
 
 def installed_version() -> str:

@@ -20,15 +20,20 @@ from openbell.ops.cli.options import (
     ConfigOption,
     CreateOption,
     ListenOption,
+    SeasonOption,
     WritingDbOption,
     check_before_writing,
     load_config_logged,
     state,
     upgrade_logged,
+    with_overrides,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from openbell.daemon.clock import Clock
+    from openbell.ops.config import OpenbellConfig
 
 #: The default of `run --lease-s`: the daemon's own (`daemon.plan.LEASE_S`, which a unit test
 #: holds it to), written out so that `openbell --help` need not import the daemon.
@@ -78,11 +83,18 @@ def run(
     db: WritingDbOption = None,
     listen: ListenOption = None,
     fake_clock: FakeClockOption = None,
+    season: SeasonOption = None,
 ) -> None:
     """Run the daemon in the foreground until SIGINT or SIGTERM; logs go to stdout. --db and
-    --listen replace the config's ledger and HTTP address (a second daemon beside a first)."""
+    --listen replace the config's ledger and HTTP address (a second daemon beside a first).
+    --season NAME runs the ledger's season NAME with the config stored with it; a season that
+    is closed or whose last date has passed is refused."""
     stop = state.stop
-    loaded = load_config_logged(ctx, config, sys.stdout, db=db, listen=listen)
+    clock = command_clock(fake_clock)
+    if season is None:
+        loaded = load_config_logged(ctx, config, sys.stdout, db=db, listen=listen)
+    else:
+        loaded = _season_config(ctx, season, config, db, listen, clock.now())
     stop.checkpoint("config")
     check_before_writing(loaded.store.url, create=create)
     if upgrade_db:
@@ -91,7 +103,6 @@ def run(
     from openbell.daemon.live import run_live
     from openbell.ops.planning import live_plan
 
-    clock = _clock(fake_clock)
     plan = live_plan(
         loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s, lease_s=lease_s
     )
@@ -142,7 +153,7 @@ def cycle(
 
     loaded = load_config_logged(ctx, config, sys.stderr, db=db)
     upgrade(loaded.store.url)
-    clock = _clock(fake_clock)
+    clock = command_clock(fake_clock)
     plan = live_plan(loaded, clock, markets=[market], agents=[agent], http=False)
     slot_at, outcome = run_one_cycle(
         plan, clock, market=market, agent=agent, at=None if at is None else at.astimezone(UTC)
@@ -151,7 +162,31 @@ def cycle(
     typer.echo(f"{market} {agent} {slot_at.isoformat()}: {status}, {outcome.fills} fills")
 
 
-def _clock(fake_clock: str | None) -> Clock:
+def _season_config(
+    ctx: typer.Context,
+    name: str,
+    config: Path | None,
+    db: str | None,
+    listen: str | None,
+    now: datetime,
+) -> OpenbellConfig:
+    """The config of the live season `name` (`seasons.season_run_config`), logging on stdout;
+    `SeasonError` once its last date has passed."""
+    from openbell.markets.errors import SeasonError
+    from openbell.ops.cli.seasons import season_run_config
+
+    loaded, found = season_run_config(ctx, name, config, db=db, stream=sys.stdout)
+    state.logging_ready = True
+    if found.end_on is not None and now.date() > found.end_on:
+        raise SeasonError(
+            f"season {name!r} ended on {found.end_on}: close it (`openbell season close "
+            f"{name}`) and open a new one"
+        )
+    return with_overrides(loaded, listen=listen)
+
+
+def command_clock(fake_clock: str | None) -> Clock:
+    """The clock of a command: the wall clock, or the `--fake-clock` of a test."""
     from openbell.daemon.clock import SystemClock, parse_fake_clock
 
     if fake_clock is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO, cast
@@ -26,10 +26,12 @@ from openbell.ops.cli.options import (
     CreateOption,
     ListenOption,
     Market,
+    SeasonOption,
     WritingDbOption,
     check_before_writing,
     help_without_command,
     load_command_config,
+    with_overrides,
 )
 
 if TYPE_CHECKING:
@@ -54,20 +56,30 @@ class LogLevel(StrEnum):
 
 
 StartOption = Annotated[
-    datetime,
+    datetime | None,
     typer.Option(
         "--start",
         formats=["%Y-%m-%d"],
-        help="First session date (UTC), YYYY-MM-DD.",
+        help="First session date (UTC), YYYY-MM-DD; with --season, the season's.",
         show_default=False,
     ),
 ]
 EndOption = Annotated[
-    datetime,
+    datetime | None,
     typer.Option(
         "--end",
         formats=["%Y-%m-%d"],
-        help="Last session date (UTC), YYYY-MM-DD, included.",
+        help="Last session date (UTC), YYYY-MM-DD, included; with --season, the season's.",
+        show_default=False,
+    ),
+]
+SeasonFromOption = Annotated[
+    str | None,
+    typer.Option(
+        "--season-from",
+        metavar="STORE_URL",
+        help="With --season: read the season from this store (a SQLite file or a URL) and open "
+        "it, the same manifest, in the ledger written, to re-run it there.",
         show_default=False,
     ),
 ]
@@ -111,8 +123,8 @@ def _load(
 
 def replay(
     ctx: typer.Context,
-    start: StartOption,
-    end: EndOption,
+    start: StartOption = None,
+    end: EndOption = None,
     config: ConfigOption = None,
     market: Annotated[
         Market | None,
@@ -190,6 +202,8 @@ def replay(
     ] = None,
     db: WritingDbOption = None,
     listen: ListenOption = None,
+    season: SeasonOption = None,
+    season_from: SeasonFromOption = None,
 ) -> None:
     """Replay recorded history through the agents, on a simulated clock, into the ledger.
 
@@ -210,7 +224,10 @@ def replay(
     it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N
     repeats the agents N times (the random baseline's seed, an LLM's request seed) as one group of
     runs. --db writes another ledger than the config's and --listen serves the outside agents'
-    /mcp elsewhere than [http] listen, so a replay can run beside a live daemon.
+    /mcp elsewhere than [http] listen, so a replay can run beside a live daemon. --season NAME
+    replays the ledger's season NAME (`openbell season open`) over its window with the config
+    stored with it; --season-from STORE_URL first copies that season's manifest from another
+    store, to re-run it in a fresh ledger (docs/guide/seasons.md).
 
     Exit 0 when the replay ran; 3 (`EX_AGENT_FAILED`) when it ran but some agent's cycles all
     failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
@@ -218,12 +235,25 @@ def replay(
     """
     from openbell.ops.planning import replay_from_config
 
-    loaded = _load(ctx, config, log_level, db, listen)
+    if season is None:
+        if season_from is not None:
+            raise typer.BadParameter("needs --season NAME", param_hint="--season-from")
+        first, last = _required_window(start, end)
+        loaded = _load(ctx, config, log_level, db, listen)
+    else:
+        if market is not None or seeds is not None or from_cache is not None:
+            raise typer.BadParameter(
+                "a season replays all its markets and agents once, from their recorded bars: "
+                "drop --market, --seeds and --from-cache",
+                param_hint="--season",
+            )
+        loaded, first, last = _season_load(ctx, season, config, log_level, db, listen, season_from)
+        _check_season_window(start, end, first, last)
     check_before_writing(loaded.store.url, create=create)
     report = replay_from_config(
         loaded,
-        start=start.date(),
-        end=end.date(),
+        start=first,
+        end=last,
         market=None if market is None else market.value,
         resume=resume,
         show_progress=sys.stderr.isatty() if progress is None else progress,
@@ -236,6 +266,52 @@ def replay(
     typer.echo(report.summary())
     if report.failing:
         raise typer.Exit(EX_AGENT_FAILED)
+
+
+def _required_window(start: datetime | None, end: datetime | None) -> tuple[date, date]:
+    if start is None:
+        raise typer.BadParameter("is required without --season", param_hint="--start")
+    if end is None:
+        raise typer.BadParameter("is required without --season", param_hint="--end")
+    return start.date(), end.date()
+
+
+def _season_load(
+    ctx: typer.Context,
+    name: str,
+    config: Path | None,
+    level: LogLevel,
+    db: str | None,
+    listen: str | None,
+    season_from: str | None,
+) -> tuple[OpenbellConfig, date, date]:
+    """The config of the season `name` (see `seasons.season_run_config`) and its window."""
+    from openbell.markets.errors import SeasonError
+    from openbell.ops.cli.seasons import season_run_config
+
+    loaded, found = season_run_config(
+        ctx,
+        name,
+        config,
+        db=db,
+        stream=cast(TextIO, CurrentStderr()),
+        level=level.value,
+        copy_from=season_from,
+    )
+    if found.end_on is None:
+        raise SeasonError(
+            f"season {name!r} is open-ended: a replay season needs an end (open it with --end)"
+        )
+    return with_overrides(loaded, listen=listen), found.start_on, found.end_on
+
+
+def _check_season_window(
+    start: datetime | None, end: datetime | None, first: date, last: date
+) -> None:
+    if start is not None and start.date() != first:
+        raise typer.BadParameter(f"the season starts on {first}", param_hint="--start")
+    if end is not None and end.date() != last:
+        raise typer.BadParameter(f"the season ends on {last}", param_hint="--end")
 
 
 @data_app.command("import")

@@ -94,6 +94,17 @@ WritingDbOption = Annotated[
     ),
 ]
 
+SeasonOption = Annotated[
+    str | None,
+    typer.Option(
+        "--season",
+        help="Run the season NAME of the ledger (`openbell season open`): the config stored with "
+        "it (a --config given too must build the same manifest, else it is refused, naming the "
+        "differing fields).",
+        show_default=False,
+    ),
+]
+
 ListenOption = Annotated[
     str | None,
     typer.Option(
@@ -229,9 +240,7 @@ def load_command_config(
     then configures no market and serves only to read the ledger, and its `db` file must exist.
     A command that `writes` needs its config file, and makes a missing `db` file.
     """
-    from openbell.ops import secrets
     from openbell.ops.config import load_config
-    from openbell.ops.logs import configure_logging
 
     root_ctx = ctx.find_root()
     root = root_ctx.params
@@ -246,6 +255,25 @@ def load_command_config(
             load_config(path) if named or path.exists() else reading_config(url), url
         )
         loaded = with_overrides(loaded, listen=listen) if listen is not None else loaded
+    configure_logging_for(ctx, loaded, level=level, fmt=fmt, stream=stream)
+    return loaded
+
+
+def configure_logging_for(
+    ctx: typer.Context,
+    loaded: OpenbellConfig,
+    *,
+    level: str | None = None,
+    fmt: str | None = None,
+    stream: TextIO | None = None,
+) -> None:
+    """Set up a command's logging from `loaded` as `load_command_config` does (on `stream`,
+    default stderr, at `level`, default the config's, in `fmt`, default the global
+    --log-format, else the config's), mask its secrets and note its ledger."""
+    from openbell.ops import secrets
+    from openbell.ops.logs import configure_logging
+
+    root = ctx.find_root().params
     chosen = fmt or str(root.get("log_format") or loaded.log.format)
     configure_logging(
         "console" if chosen == "console" else "json",
@@ -255,7 +283,6 @@ def load_command_config(
     )
     secrets.activate(loaded, os.environ)
     note_ledger(loaded)
-    return loaded
 
 
 def db_url(db: str, *, must_exist: bool = True) -> str:

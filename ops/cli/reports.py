@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from openbell.ops.conventions import Convention
     from openbell.ops.reports import Leaderboard, LeaderboardRow
     from openbell.ops.significance import BoardSignificance
+    from openbell.store.seasons import Season
 
 
 class ConventionName(StrEnum):
@@ -250,18 +251,30 @@ def _significance_note(found: BoardSignificance) -> str:
 
 
 def print_leaderboards(
-    boards: list[Leaderboard], fmt: TableFormat, stream: TextIO, *, wide: bool = False
+    boards: list[Leaderboard],
+    fmt: TableFormat,
+    stream: TextIO,
+    *,
+    wide: bool = False,
+    season: Season | None = None,
 ) -> None:
     """Write `boards` to `stream` as rich tables (compact, or `wide`), one JSON document, or one
-    CSV table."""
+    CSV table; a `season` is named above the tables and in each board's JSON (`season`: its
+    name, window and manifest hash; null without one). CSV has no place for it."""
     from openbell.ops import exporting
+    from openbell.ops.seasons import season_record
 
+    mark = None if season is None else season_record(season)
     if fmt is TableFormat.json:
-        document = {"leaderboards": [exporting.leaderboard_record(b) for b in boards]}
-        stream.write(json.dumps(document, indent=2) + "\n")
-    elif fmt is TableFormat.csv:
+        records = [{**exporting.leaderboard_record(b), "season": mark} for b in boards]
+        stream.write(json.dumps({"leaderboards": records}, indent=2) + "\n")
+        return
+    if fmt is TableFormat.csv:
         exporting.leaderboard_csv(boards, stream)
-    elif not boards:
+        return
+    if season is not None:
+        stream.write(season_line(season) + "\n")
+    if not boards:
         stream.write("no accounts in the ledger yet\n")
     else:
         from openbell.ops.cli.intervals import bootstrap_tables, seed_group_tables
@@ -271,6 +284,27 @@ def print_leaderboards(
             tables += [render_table(board, wide=wide), *seed_group_tables(board)]
             tables += bootstrap_tables(board)
         print_tables(tables, stream)
+
+
+def season_line(season: Season) -> str:
+    """The line naming a board's season: its name, window, state and manifest hash."""
+    end = season.end_on.isoformat() if season.end_on else "open-ended"
+    state = "open" if season.closed_at is None else f"closed {season.closed_at:%Y-%m-%d}"
+    return (
+        f"season {season.name} ({season.start_on} .. {end}, {state}), "
+        f"manifest sha256 {season.manifest_sha256}"
+    )
+
+
+SeasonBoardOption = Annotated[
+    str | None,
+    typer.Option(
+        "--season",
+        help="Name this season of the ledger and rank over its window (unless --start/--end); "
+        "default: name the ledger's current season, if any, over the whole ledger.",
+        show_default=False,
+    ),
+]
 
 
 def leaderboard_command(
@@ -321,6 +355,7 @@ def leaderboard_command(
     convention: ConventionOption = None,
     config: ConfigOption = None,
     db: DbOption = None,
+    season: SeasonBoardOption = None,
 ) -> None:
     """Rank the agents of each market by the StockBench composite, with the benchmark as a row.
 
@@ -332,7 +367,9 @@ def leaderboard_command(
     (in the JSON under "significance", with the minimum track record, the entry-aligned 7/30/90-
     day returns and every baseline's p-values). Every figure is measured under the metrics
     convention (--convention, else the config's [metrics] convention), which the table's title and
-    caption name; --bootstrap measures by the openbell convention only.
+    caption name; --bootstrap measures by the openbell convention only. The ledger's season
+    (`openbell season open`; the current one, or --season NAME) is named with its manifest hash
+    above the tables and in the JSON; --season ranks over the season's window.
 
     The board is the post-cutoff headline (docs/guide/cutoffs.md): an agent whose model's training
     cutoff (the bundled registry and the config's [cutoffs."MODEL"]) falls inside the window is
@@ -343,10 +380,10 @@ def leaderboard_command(
     from openbell.markets.errors import ReportError
     from openbell.ops.board_intervals import with_bootstrap
     from openbell.ops.board_significance import market_views, significance_of
+    from openbell.ops.cli.seasons import season_of_board
     from openbell.ops.contamination import CutoffSettings, cutoff_marks, headline_board
     from openbell.ops.market_benchmarks import configured_bases
 
-    window = _window(start, end)
     loaded = load_command_config(ctx, config, db=db)
     bases = configured_bases(loaded)
     measured = _convention(loaded, convention)
@@ -358,6 +395,15 @@ def leaderboard_command(
     chosen = [market.value] if market else None
     settings = CutoffSettings.of(loaded)
     try:
+        named = season_of_board(engine, season)
+        if season is not None and named is not None and start is None and end is None:
+            start = datetime.combine(named.start_on, datetime.min.time())
+            end = (
+                None
+                if named.end_on is None
+                else datetime.combine(named.end_on, datetime.min.time())
+            )
+        window = _window(start, end)
         boards = []
         for view in market_views(engine, chosen, *window, bases=bases, convention=measured):
             board = (
@@ -372,7 +418,7 @@ def leaderboard_command(
             boards.append(headline_board(replace(view, leaderboard=board), marks))
     finally:
         engine.dispose()
-    print_leaderboards(boards, fmt, sys.stdout, wide=wide)
+    print_leaderboards(boards, fmt, sys.stdout, wide=wide, season=named)
 
 
 def report_command(

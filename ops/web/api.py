@@ -12,7 +12,7 @@ computed again only after the ledger changed (a strategy-code agent's concordanc
 request: a judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
-    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=&slots=post-cutoff|all
+    GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=&slots=post-cutoff|all&season=
     GET /api/v1/leaderboard/{market}/significance?window=&start=&end=
     GET /api/v1/agents/{agent}/{market}
     GET /api/v1/agents/{agent}/{market}/nav?window=&start=&end=
@@ -24,12 +24,20 @@ request: a judge's verdict changes it without a slot). Routes:
     GET /api/v1/agents/{agent}/{market}/orders?limit=&before=ORDER_ID
     GET /api/v1/agents/{agent}/{market}/fills?limit=&before=FILL_ID
     GET /api/v1/agents/{agent}/{market}/cycles?limit=&before=SLOT_AT
+    GET /api/v1/seasons
+    GET /api/v1/seasons/{name}
     GET /api/v1/cycles/{cycle_id}
     GET /api/v1/openapi.json
+
+A leaderboard names the ledger's current season (`season`: its name, window and manifest hash;
+null without one), or `?season=NAME` (which also ranks over that season's window unless a
+window is given; an unknown one is a 404), read at each request: opening a season writes no
+slot.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -44,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.markets.errors import ReportError, SeasonError, TraceNotFound
 from openbell.ops import exporting
 from openbell.ops.attribution.output import attribution_record
 from openbell.ops.board_significance import report_fields, significance_record
@@ -55,6 +63,7 @@ from openbell.ops.concordance.record import (
     summary_entry,
 )
 from openbell.ops.contamination import CutoffSettings
+from openbell.ops.seasons import season_record
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document, route_index
@@ -113,6 +122,12 @@ def _window(engine: Engine, market: str, query: WindowQuery) -> Window:
     return start, end
 
 
+def _with_season(board: bytes, season: dict[str, Any] | None) -> bytes:
+    """A board's JSON text (an object) with `season` as its first member."""
+    mark = json.dumps(season, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b'{"season":' + mark + (b"," if board[1:2] != b"}" else b"") + board[1:]
+
+
 def _json(body: bytes) -> Response:
     return Response(body, media_type="application/json")
 
@@ -138,11 +153,19 @@ class _Api:
 
     async def leaderboard(self, request: Request) -> Response:
         market = request.path_params["market"]
-        query = _query(LeaderboardQuery, request)
+        chosen = request.query_params.get("season")
+        values = {k: v for k, v in request.query_params.items() if k != "season"}
+        query = _query(LeaderboardQuery, request, values)
 
         def read() -> bytes:
-            window = _window(self._engine, market, query)
-            return self._rendered(
+            season = read_model.board_season(self._engine, chosen)
+            whole = query.window == "all" and query.start is None and query.end is None
+            window: Window
+            if chosen is not None and season is not None and whole:
+                window = (season.start_at, season.end_at)
+            else:
+                window = _window(self._engine, market, query)
+            board = self._rendered(
                 ("leaderboard", market, *window, query.slots),
                 lambda: exporting.leaderboard_record(
                     read_model.leaderboard(
@@ -150,8 +173,18 @@ class _Api:
                     )
                 ),
             )
+            return _with_season(board, None if season is None else season_record(season))
 
         return _json(await run_in_threadpool(read))
+
+    async def seasons(self, request: Request) -> Response:
+        found = await run_in_threadpool(read_model.seasons_document, self._engine)
+        return JSONResponse(found)
+
+    async def season(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        found = await run_in_threadpool(read_model.season_document, self._engine, name)
+        return JSONResponse(found)
 
     async def significance(self, request: Request) -> Response:
         market = request.path_params["market"]
@@ -357,6 +390,8 @@ def api_app(
         Route(f"{account}/orders", api.orders, methods=["GET"]),
         Route(f"{account}/fills", api.fills, methods=["GET"]),
         Route(f"{account}/cycles", api.cycles, methods=["GET"]),
+        Route("/seasons", api.seasons, methods=["GET"]),
+        Route("/seasons/{name}", api.season, methods=["GET"]),
         Route("/cycles/{cycle_id}", api.cycle, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
     ]
@@ -365,6 +400,7 @@ def api_app(
         exception_handlers={
             ReportError: _not_found,
             TraceNotFound: _not_found,
+            SeasonError: _not_found,
             ViewWorkerFailed: _unavailable,
             BadRequest: _bad_request,
             HTTPException: _http_error,

@@ -82,7 +82,18 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
             "over its slots after its model's training cutoff (`cutoffs`); `slots=all` measures "
             "every slot (the CLI's `--all-slots`)."
         ),
-        [_MARKET, *_WINDOW, _SLOTS],
+        [
+            _MARKET,
+            *_WINDOW,
+            _SLOTS,
+            _parameter(
+                "season",
+                "query",
+                _STRING,
+                "Name this season (default: the current one) and, without a window, rank over "
+                "its dates.",
+            ),
+        ],
         schemas.Leaderboard,
     ),
     "/api/v1/leaderboard/{market}/significance": (
@@ -147,6 +158,19 @@ _PATHS: dict[str, tuple[str, list[dict[str, Any]], type[BaseModel]]] = {
         "The account's cycles with their status, latest slot first, a page at a time.",
         [_AGENT, _MARKET, _LIMIT, _SLOT_CURSOR],
         schemas.CyclesPage,
+    ),
+    "/api/v1/seasons": (
+        "The ledger's seasons with their manifest hashes, and the one the boards name.",
+        [],
+        schemas.Seasons,
+    ),
+    "/api/v1/seasons/{name}": (
+        (
+            "A season: its manifest (canonical JSON, hashed) and its methods card, as "
+            "`openbell season card` writes it."
+        ),
+        [_parameter("name", "path", {"type": "string"}, "The season's name.")],
+        schemas.SeasonDocument,
     ),
     "/api/v1/cycles/{cycle_id}": (
         "One cycle's trace and orders: the document of `openbell trace --json`.",

@@ -19,9 +19,11 @@ each market's slot in progress or last slot's outcome, and the next bell). A pag
 views cannot be computed (the view worker of `ops.web.view_worker` keeps dying) is a 503 page
 saying so. Each board shows its significance suite (`ops.web.significance_view`: the deflated
 Sharpe, the Holm-adjusted p-value against the best baseline and the immature mark, as `openbell
-leaderboard --wide`), computed once per ledger version with the board. The header shows "live"
-only while a daemon writes the ledger (`Liveness`), "read-only ledger" otherwise; `?spark=shared`
-draws a board's sparklines on one scale, so their heights compare.
+leaderboard --wide`), computed once per ledger version with the board. The arena names the
+ledger's current season and its manifest hash, linking to the season's page: its methods card
+(`ops.season_card`). The header shows "live" only while a daemon writes the ledger
+(`Liveness`), "read-only ledger" otherwise; `?spark=shared` draws a board's sparklines on one
+scale, so their heights compare.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from openbell.daemon.http import HealthView
-from openbell.markets.errors import ReportError, TraceNotFound
+from openbell.markets.errors import ReportError, SeasonError, TraceNotFound
 from openbell.ops.contamination import SlotsView
 from openbell.ops.reports import Leaderboard
 from openbell.ops.return_metrics import NavPoint
@@ -48,6 +50,7 @@ from openbell.ops.web.last_bell import last_bell_rows
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.view_worker import ViewWorkerFailed
 from openbell.store import queries
+from openbell.store.seasons import current_season
 
 #: The headers of every page: only this origin's files, no inline script or style, no framing.
 PAGE_HEADERS: Final = {
@@ -180,6 +183,7 @@ class _Pages:
             shared_scale=shared,
             here=request.url.path,
             bells=None if self._health is None else last_bell_rows(self._health()),
+            season=current_season(self._engine),
         )
 
     def agent(self, request: Request) -> Response:
@@ -217,6 +221,15 @@ class _Pages:
             return self._missing(stamp, f"No cycle {cycle_id}.")
         return self._render("cycle.html", stamp, cycle=views.cycle_view(found))
 
+    def season(self, request: Request) -> Response:
+        name = str(request.path_params["name"])
+        stamp = self._stamp()
+        try:
+            season, card = read_model.season_card(self._engine, name)
+        except SeasonError:
+            return self._missing(stamp, f"No season {name!r}.")
+        return self._render("season.html", stamp, season=season, card=card)
+
     def stamp(self, request: Request) -> Response:
         return PlainTextResponse(self._stamp(), headers={"Cache-Control": "no-store"})
 
@@ -235,8 +248,8 @@ def page_routes(
     health: HealthView | None = None,
 ) -> list[BaseRoute]:
     """The pages' routes over `engine`: `/`, `/markets/{market}`,
-    `/markets/{market}/agents/{agent}`, `/cycles/{cycle_id}`, `/live/stamp` and `/static`; live
-    pages poll every `poll_interval_s`.
+    `/markets/{market}/agents/{agent}`, `/cycles/{cycle_id}`, `/seasons/{name}`, `/live/stamp`
+    and `/static`; live pages poll every `poll_interval_s`.
 
     `memo` keeps leaderboards and reports between slots (pass the JSON API's to share it; a new
     one by default). `live` says whether a daemon writes the ledger: the header's "live" mark is
@@ -255,6 +268,7 @@ def page_routes(
         Route("/markets/{market}", pages.market, methods=["GET"], name="market"),
         Route("/markets/{market}/agents/{agent}", pages.agent, methods=["GET"], name="agent"),
         Route("/cycles/{cycle_id:int}", pages.cycle, methods=["GET"], name="cycle"),
+        Route("/seasons/{name}", pages.season, methods=["GET"], name="season"),
         Route("/live/stamp", pages.stamp, methods=["GET"], name="live_stamp"),
         # The strict editable install links each file into build/: follow the links (the path
         # is still checked to stay inside the directory).

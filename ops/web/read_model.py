@@ -8,9 +8,11 @@ and metric panel (`ops.reports.report`, as `openbell report` computes them), its
 (`store.holdings`, as `openbell positions`), its orders, fills and cycles a page at a time
 (`store.account_history`), its factor attribution (`ops.attribution`, as `openbell report
 --attribution`), and one cycle's trace with its orders (`store.traces`, `store.cycle_trades`, as
-`openbell trace`). Values are frozen dataclasses with exact decimals and
-aware UTC instants; `ops.exporting` turns them into records. An unknown market, agent or account
-raises `ReportError`, an unknown cycle `TraceNotFound`.
+`openbell trace`), and the ledger's seasons with a season's manifest and methods card
+(`ops.season_card`, as `openbell season card`). Values are frozen dataclasses with exact
+decimals and aware UTC instants; `ops.exporting` turns them into records. An unknown market,
+agent or account raises `ReportError`, an unknown cycle `TraceNotFound`, an unknown season
+`SeasonError`.
 
 A window is half-open `[start, end)` in UTC instants, as the CLI's `--start`/`--end` dates become;
 `trailing_window` is the last `days` UTC days up to a market's last slot. Cost: the leaderboard
@@ -24,8 +26,10 @@ ledger changed. Pages, positions, markets and traces are a few indexed queries e
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -37,6 +41,8 @@ from openbell.ops.board_significance import significance_of
 from openbell.ops.contamination import SlotsView, cutoff_marks, headline_board
 from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.season_card import MethodsCard, methods_card, to_markdown
+from openbell.ops.seasons import season_record
 from openbell.ops.significance import BoardSignificance
 from openbell.ops.web.memo import ViewMemo
 from openbell.store import account_history, queries
@@ -45,6 +51,7 @@ from openbell.store.cycle_trades import CycleOrder, orders_of_cycle
 from openbell.store.holdings import AccountHoldings, account_holdings
 from openbell.store.queries import AccountInfo, NavRow
 from openbell.store.records import SnapshotKind
+from openbell.store.seasons import Season, current_season, season_named, seasons
 from openbell.store.traces import CycleTrace, cycle_trace
 
 Window = tuple[datetime | None, datetime | None]
@@ -336,3 +343,48 @@ def cycle(engine: Engine, cycle_id: int) -> CycleDetail:
     if found is None:
         raise TraceNotFound(f"no cycle {cycle_id} in the ledger")
     return CycleDetail(trace=found, orders=tuple(orders_of_cycle(engine, cycle_id)))
+
+
+# -- seasons ---------------------------------------------------------------------------------
+
+
+def board_season(engine: Engine, chosen: str | None) -> Season | None:
+    """The season a board names: `chosen` (`SeasonError` if there is none of that name), else
+    the current one (`store.seasons.current_season`), else None."""
+    return current_season(engine) if chosen is None else season_named(engine, chosen)
+
+
+def seasons_document(engine: Engine) -> dict[str, Any]:
+    """`GET /api/v1/seasons`: every season, and the one the boards name."""
+    current = current_season(engine)
+    return {
+        "seasons": [season_record(season) for season in seasons(engine)],
+        "current": None if current is None else current.name,
+    }
+
+
+def season_card(engine: Engine, name: str) -> tuple[Season, MethodsCard]:
+    """The season `name` and its methods card; `SeasonError` if there is none of that name."""
+    season = season_named(engine, name)
+    return season, methods_card(engine, season)
+
+
+def season_document(engine: Engine, name: str) -> dict[str, Any]:
+    """`GET /api/v1/seasons/{name}`: the season, its manifest and its methods card."""
+    season, card = season_card(engine, name)
+    return {
+        "season": season_record(season),
+        "manifest": json.loads(season.manifest),
+        "card": [
+            {
+                "title": section.title,
+                "lines": list(section.lines),
+                "tables": [
+                    {"headers": list(table.headers), "rows": [list(row) for row in table.rows]}
+                    for table in section.tables
+                ],
+            }
+            for section in card.sections
+        ],
+        "card_markdown": to_markdown(card),
+    }

@@ -390,9 +390,52 @@ class Cutoffs(_Document):
     agents: list[AgentCutoff]
 
 
+class SeasonMark(_Document):
+    """A season of the ledger (`openbell season open`), as boards name it."""
+
+    name: str
+    start: date = Field(description="Its first UTC date.")
+    end: date | None = Field(description="Its last UTC date, included; null: open-ended.")
+    opened_at: Instant
+    closed_at: Instant | None = Field(description="Null while the season is open.")
+    manifest_sha256: str = Field(description="SHA-256 of the manifest's canonical JSON.")
+
+
+class Seasons(_Document):
+    """`GET /api/v1/seasons`."""
+
+    seasons: list[SeasonMark]
+    current: str | None = Field(
+        description="The season the boards name: the last opened open one, else the last opened."
+    )
+
+
+class CardTable(_Document):
+    headers: list[str]
+    rows: list[list[str]]
+
+
+class CardSection(_Document):
+    title: str
+    lines: list[str]
+    tables: list[CardTable]
+
+
+class SeasonDocument(_Document):
+    """`GET /api/v1/seasons/{name}`: the season, its manifest and its methods card."""
+
+    season: SeasonMark
+    manifest: dict[str, object] = Field(description="The manifest, as its canonical JSON holds it.")
+    card: list[CardSection] = Field(description="The methods card's sections.")
+    card_markdown: str = Field(description="The card as `openbell season card` writes it.")
+
+
 class Leaderboard(_Document):
     """`GET /api/v1/leaderboard/{market}`: one board of `openbell leaderboard --format json`."""
 
+    season: SeasonMark | None = Field(
+        description="The ledger's current season with its manifest hash; null: none."
+    )
     market: str
     convention: Convention
     start: Instant | None

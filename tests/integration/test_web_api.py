@@ -29,10 +29,12 @@ from openbell.daemon.http import Lifespan
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
 from openbell.ops.attribution.exposures import NO_AMOUNT, NO_FUNDAMENTALS, STYLE_SETS
+from openbell.ops.code_version import CodeVersion
 from openbell.ops.config import load_config
 from openbell.ops.demo import DEMO_MARKETS, demo_config, run_demo
 from openbell.ops.planning import attribution_choice, replay_from_config
 from openbell.ops.return_metrics import NavPoint
+from openbell.ops.seasons import new_season
 from openbell.ops.web import read_model
 from openbell.ops.web.api import api_app, api_routes
 from openbell.ops.web.app import web_parts
@@ -43,6 +45,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleUsage, TraceEntry
+from openbell.store.seasons import open_season
 from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, NavSnapshotRow, OrderRow
 from openbell_testkit.cli import openbell
 
@@ -97,12 +100,29 @@ def _traced_cycle(engine: Engine) -> int:
     return cycle_id
 
 
+def _open_later_season(engine: Engine, db: Path) -> None:
+    """A season of the demo's config after the demo's window (so its card is of no slot yet):
+    the boards name it, `/api/v1/seasons/later` serves it."""
+    season = new_season(
+        demo_config(db, MARKETS),
+        name="later",
+        start=date(2025, 10, 20),
+        end=date(2025, 10, 31),
+        config_text="# the demo's config, built in code\n",
+        config_path=db.parent / "openbell.toml",
+        code=CodeVersion(version="test", commit="unknown"),
+        now=utc(2025, 10, 11),
+    )
+    open_season(engine, season)
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     db = tmp_path_factory.mktemp("web-api") / "demo.db"
     run_demo(db, MARKETS)
     engine = make_engine(f"sqlite:///{db}")
     traced = _traced_cycle(engine)
+    _open_later_season(engine, db)
     with TestClient(Starlette(routes=api_routes(engine))) as client:
         yield Demo(db=db, engine=engine, client=client, traced_cycle=traced)
     engine.dispose()
@@ -153,6 +173,7 @@ def test_leaderboard_equals_the_cli_json(demo: Demo) -> None:
     assert [board["market"] for board in boards] == ["us", "crypto"]
     for board in boards:
         assert _get(demo, f"/api/v1/leaderboard/{board['market']}") == board
+        assert board["season"]["name"] == "later"  # the ledger's season, named on each board
 
 
 def test_significance_equals_the_cli_wide_json(demo: Demo) -> None:
@@ -443,6 +464,8 @@ _EXAMPLES: dict[str, str] = {
     "/api/v1/agents/{agent}/{market}/cycles": "/api/v1/agents/random/us/cycles?limit=3",
     "/api/v1/leaderboard/{market}/significance": "/api/v1/leaderboard/us/significance",
     "/api/v1/cycles/{cycle_id}": "/api/v1/cycles/{traced}",
+    "/api/v1/seasons": "/api/v1/seasons",
+    "/api/v1/seasons/{name}": "/api/v1/seasons/later",
 }
 
 
@@ -492,13 +515,18 @@ def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
         from openbell.ops.contamination import cutoff_marks, headline_board
         from openbell.ops.exporting import leaderboard_record
         from openbell.ops.reports import market_view
+        from openbell.ops.seasons import season_record
+        from openbell.store.seasons import season_named
 
+        _open_later_season(engine, tmp_path / "unused.db")
+        season = season_record(season_named(engine, "later"))
         view = market_view(engine, "crypto")
         with TestClient(Starlette(routes=api_routes(engine))) as client:
             board = client.get("/api/v1/leaderboard/crypto").json()
-            assert board == json.loads(
-                json.dumps(leaderboard_record(headline_board(view, cutoff_marks(view))))
-            )
+            headline = headline_board(view, cutoff_marks(view))
+            record = {**leaderboard_record(headline), "season": season}
+            assert board == json.loads(json.dumps(record))
+            assert client.get("/api/v1/seasons/later").json()["season"] == season
             ids: list[int] = []
             url: str | None = "/api/v1/agents/random/crypto/orders?limit=2"
             while url is not None:

@@ -1,0 +1,145 @@
+"""What the ledger recorded inside a season's window, counted for its methods card.
+
+This module owns the card's ledger reads (`ops.season_card` words them): each account's cycles
+by status and by reason (a skip's `reason`, a failure's error class), its fills, each market's
+slots, whether a replay or a live daemon ran the cycles, and the replay warnings that overlap
+the window. Each is one grouped query over the cycles whose slot falls inside `[start, end)`
+(`end` None: no end). The chain heads of a
+hash-chained record (`chain_heads`) are the hook a chain adds to: this ledger keeps none yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, func, select
+from sqlmodel import col
+
+from openbell.store.tables import CycleRow, FillRow, OrderRow, ReplayWarningRow
+
+#: The statuses whose `reason` (or error class) the card lists.
+UNSUCCESSFUL = ("failed", "skipped", "missed", "interrupted")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleOutcome:
+    """How many of an account's cycles in the window ended in `status` for `reason` (a skip's
+    reason, a failure's error class; None when the cycle gave none)."""
+
+    account_id: int
+    status: str
+    reason: str | None
+    cycles: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotSpan:
+    """A market's slots in the window: how many distinct slots rang for any of its accounts,
+    the first and the last."""
+
+    market: str
+    slots: int
+    first_slot_at: datetime
+    last_slot_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowWarning:
+    """A replay warning recorded for a market over dates that overlap the window."""
+
+    market: str
+    message: str
+
+
+def _inside(start: datetime, end: datetime | None) -> list[object]:
+    column = col(CycleRow.slot_at)
+    return [column >= start] if end is None else [column >= start, column < end]
+
+
+def cycle_outcomes(engine: Engine, start: datetime, end: datetime | None) -> list[CycleOutcome]:
+    """Every account's cycles in the window counted by status and reason (a failed cycle's
+    error class stands in for its reason), ordered by account, status and reason."""
+    reason = func.coalesce(col(CycleRow.reason), col(CycleRow.error_class))
+    query = (
+        select(col(CycleRow.account_id), col(CycleRow.status), reason, func.count())
+        .where(*_inside(start, end))  # type: ignore[arg-type]
+        .group_by(col(CycleRow.account_id), col(CycleRow.status), reason)
+    )
+    with engine.connect() as connection:
+        rows = [
+            CycleOutcome(account_id=account_id, status=status, reason=why, cycles=int(count))
+            for account_id, status, why, count in connection.execute(query)
+        ]
+    return sorted(rows, key=lambda row: (row.account_id, row.status, row.reason or ""))
+
+
+def runs_by_kind(engine: Engine, start: datetime, end: datetime | None) -> dict[str, int]:
+    """How many of the window's cycles a replay claimed (`claimed_by` starts `replay`) and how
+    many a live daemon did (any other claimant)."""
+    query = (
+        select(col(CycleRow.claimed_by), func.count())
+        .where(*_inside(start, end))  # type: ignore[arg-type]
+        .group_by(col(CycleRow.claimed_by))
+    )
+    found: dict[str, int] = {}
+    with engine.connect() as connection:
+        for claimed_by, count in connection.execute(query):
+            kind = "replay" if str(claimed_by).startswith("replay") else "live"
+            found[kind] = found.get(kind, 0) + int(count)
+    return found
+
+
+def fills_per_account(engine: Engine, start: datetime, end: datetime | None) -> dict[int, int]:
+    """How many fills each account made in the window's cycles (accounts with none left out)."""
+    query = (
+        select(col(CycleRow.account_id), func.count(col(FillRow.id)))
+        .select_from(FillRow)
+        .join(OrderRow, col(OrderRow.id) == FillRow.order_id)
+        .join(CycleRow, col(CycleRow.id) == OrderRow.cycle_id)
+        .where(*_inside(start, end))  # type: ignore[arg-type]
+        .group_by(col(CycleRow.account_id))
+    )
+    with engine.connect() as connection:
+        return {account_id: int(count) for account_id, count in connection.execute(query)}
+
+
+def slot_spans(
+    engine: Engine, account_markets: dict[int, str], start: datetime, end: datetime | None
+) -> list[SlotSpan]:
+    """Each market's distinct slots in the window (`account_markets`: each account's market)."""
+    query = (
+        select(col(CycleRow.account_id), col(CycleRow.slot_at))
+        .where(*_inside(start, end))  # type: ignore[arg-type]
+        .distinct()
+    )
+    slots: dict[str, set[datetime]] = {}
+    with engine.connect() as connection:
+        for account_id, slot_at in connection.execute(query):
+            market = account_markets.get(account_id)
+            if market is not None:
+                slots.setdefault(market, set()).add(slot_at)
+    return [
+        SlotSpan(market=market, slots=len(found), first_slot_at=min(found), last_slot_at=max(found))
+        for market, found in sorted(slots.items())
+    ]
+
+
+def window_warnings(engine: Engine, start: datetime, end: datetime | None) -> list[WindowWarning]:
+    """The replay warnings recorded over dates that overlap the window, in the order written."""
+    query = select(col(ReplayWarningRow.market), col(ReplayWarningRow.message)).where(
+        col(ReplayWarningRow.end_at) >= start
+    )
+    if end is not None:
+        query = query.where(col(ReplayWarningRow.start_at) < end)
+    with engine.connect() as connection:
+        rows = connection.execute(query.order_by(col(ReplayWarningRow.id))).all()
+    return [WindowWarning(market=market, message=message) for market, message in rows]
+
+
+def chain_heads(engine: Engine) -> dict[str, str] | None:
+    """The heads of the ledger's hash-chained record (each account's last digest), which the
+    methods card lists among the artifacts; None while the ledger keeps no chain. This version
+    of openbell writes none (issue 26, item 2 adds it): this is the hook its module fills in."""
+    del engine
+    return None

@@ -7,7 +7,9 @@ used by `openbell replay` (and the live daemon). The API key is read from the va
 key, for a local server). Each cycle gets a fresh prompt builder of the entry's decision mode and
 its account's masker; both use the entry's `masking_seed` and `rebase_prices`, and the account's
 stored masking key, so the prompts show what the tool results show and the structured modes read
-the model's stock ids back through the same alias map.
+the model's stock ids back through the same alias map. Given an `AnswerBook` (`openbell replay
+--answers`), the agent asks no endpoint and needs no key: its client answers from the book
+(`agents.llm.answers.RecordedTransport`) and its accounts take the recorded masking keys.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.llm.agent import LlmAgent, MaskerFactory, PromptFactory
+from openbell.agents.llm.answers import AnswerBook, RecordedTransport
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.hooks import PromptBuilder
 from openbell.agents.llm.recorder import Prices
@@ -27,9 +30,16 @@ from openbell.agents.protocol import DecisionContext
 from openbell.ops.config import LlmAgentConfig, resolve_secret
 
 
-def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAgent:
-    """The LLM agent of `config`, its key resolved from `environ`."""
-    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+def build_llm_agent(
+    config: LlmAgentConfig, environ: Mapping[str, str], answers: AnswerBook | None = None
+) -> LlmAgent:
+    """The LLM agent of `config`, its key resolved from `environ`; answered from `answers`
+    (no key, no endpoint) when given."""
+    api_key = (
+        None
+        if config.api_key_env is None or answers is not None
+        else resolve_secret(config.api_key_env, environ)
+    )
     client = ChatClient(
         ClientConfig(
             base_url=config.base_url,
@@ -39,7 +49,8 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
             max_tokens=config.max_tokens,
             extra_headers=dict(config.extra_headers),
             extra_body=dict(config.extra_body),
-        )
+        ),
+        transport=None if answers is None else RecordedTransport(answers),
     )
     return LlmAgent(
         name=config.name,
@@ -54,6 +65,7 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
         caps=SpendCaps(per_day=config.max_usd_per_day, per_season=config.max_usd_per_season),
         prompt=prompt_factory(config),
         masker=masker_factory(config),
+        recorded_keys=None if answers is None else answers.keys,
     )
 
 

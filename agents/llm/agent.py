@@ -7,16 +7,20 @@ masking (`Masker`), and at each cycle opens a connection, builds a fresh builder
 `Recorder`, and runs the loop (`run.CycleRun`). What a cycle did is in the ledger (orders, fills),
 its trace and its usage (tokens, latency, cost, parse failures, invalid tool calls), all written
 through `ctx.journal`. A transient endpoint failure or a bad key is recorded in the trace and
-raised for the cycle runner to map (`client.py` says which is which).
+raised for the cycle runner to map (`client.py` says which is which). A re-run from recorded
+answers (`answers.py`) gives the agent the recorded ledger's masking keys (`recorded_keys`), so a
+masked account shows its model what the recorded one did.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 
 from openbell.agents.kinds import LLM_KIND
+from openbell.agents.llm.answers import RecordedKeys
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.hooks import IdentityMasker, Masker, OpenResearchPrompt, PromptBuilder
 from openbell.agents.llm.model_watch import ModelWatch
@@ -25,6 +29,7 @@ from openbell.agents.llm.run import Budgets, CycleRun, StopReason
 from openbell.agents.llm.spend_caps import WARN_SHARE, SpendCaps, SpendGuard
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import OpenbellError
+from openbell.store.masking_keys import MaskingKey
 
 PromptFactory = Callable[[DecisionContext], PromptBuilder]
 MaskerFactory = Callable[[DecisionContext], Masker]
@@ -52,6 +57,7 @@ class LlmAgent:
         prompt: PromptFactory = _open_research,
         masker: MaskerFactory = _bright,
         monotonic: Callable[[], float] = time.monotonic,
+        recorded_keys: Mapping[tuple[str, str], MaskingKey] | None = None,
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
@@ -65,6 +71,7 @@ class LlmAgent:
         self._masker = masker
         self._monotonic = monotonic
         self._watch = ModelWatch()
+        self._recorded_keys = recorded_keys
         self._caps = caps if caps is not None and caps.any else None
         self._guard = None if self._caps is None else SpendGuard(self._caps)
         self.last_stop: StopReason | None = None
@@ -92,6 +99,9 @@ class LlmAgent:
     async def decide(self, ctx: DecisionContext) -> None:
         """Run one cycle: prompts, then model turns and tool calls until it ends. With dollar caps,
         a spent window skips the cycle first (`CycleSkipped`, `spend_caps.BUDGET_EXHAUSTED`)."""
+        if self._recorded_keys is not None and ctx.masking_keys is not None:
+            recorded = self._recorded_keys.get((ctx.agent_name, ctx.market))
+            ctx = dataclasses.replace(ctx, masking_keys=RecordedKeys(ctx.masking_keys, recorded))
         notes: list[str] = []
         if self._guard is not None:
             self._guard.check(ctx, notes.append)

@@ -110,9 +110,13 @@ class Recorder:
         tokens_out: int | None = None,
         latency_ms: int | None = None,
         identity: ModelIdentity | None = None,
+        request_digest: str | None = None,
+        response: str | None = None,
     ) -> None:
         """Record one trace row (redacted and cut), written at the next `flush`; an exchange's
-        row carries the model `identity` its response reported."""
+        row carries the model `identity` its response reported, and the exchange as recorded
+        (`answers.py`): the request's digest and the `response` body (redacted, never cut: a
+        re-run is answered with it)."""
         entry = TraceEntry(
             cycle_id=self._ctx.cycle_id,
             role=role,
@@ -127,6 +131,8 @@ class Recorder:
             model=None if identity is None else identity.model,
             fingerprint=None if identity is None else identity.fingerprint,
             revision=None if identity is None else identity.revision,
+            request_digest=request_digest,
+            response=None if response is None else self._redact.mask(response),
         )
         self._pending.append(entry)
 

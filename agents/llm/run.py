@@ -221,6 +221,8 @@ class CycleRun:
                 tokens_out=completion.usage.tokens_out,
                 latency_ms=answer.latency_ms,
                 identity=identity,
+                request_digest=answer.request_digest or None,
+                response=answer.response or None,
             )
             self._recorder.exchange(identity)
             if not completion.tool_calls:

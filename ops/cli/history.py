@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
+from openbell.markets.errors import ConfigError
 from openbell.ops.cli.options import (
     ConfigOption,
     CreateOption,
@@ -34,6 +35,7 @@ from openbell.ops.cli.options import (
 
 if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig
+    from openbell.ops.recorded_answers import Swap
     from openbell.store.cache import SqlBarCache
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
@@ -188,6 +190,29 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            "--answers",
+            metavar="LEDGER",
+            help="Answer the LLM agents from the model exchanges recorded in this ledger (a "
+            "SQLite file or a database URL), with no endpoint, no key and no cost: a re-run of "
+            "that replay writes the same orders, fills, NAV and cycles. A request it did not "
+            "record fails its cycle. Use a fresh --db.",
+            show_default=False,
+        ),
+    ] = None,
+    swap_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--swap-model",
+            metavar="NAME=MODEL[@BASE_URL]",
+            help="With --answers: agent NAME asks MODEL (at its own endpoint, or BASE_URL) instead "
+            "of taking its recorded answers, on the same recorded inputs; the other agents replay "
+            "their answers. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
     db: WritingDbOption = None,
     listen: ListenOption = None,
 ) -> None:
@@ -210,7 +235,9 @@ def replay(
     it holds no bar reads its own bar files with the cache's news and fundamentals. --seeds N
     repeats the agents N times (the random baseline's seed, an LLM's request seed) as one group of
     runs. --db writes another ledger than the config's and --listen serves the outside agents'
-    /mcp elsewhere than [http] listen, so a replay can run beside a live daemon.
+    /mcp elsewhere than [http] listen, so a replay can run beside a live daemon. --answers LEDGER
+    re-runs a replay of the same config and window from the model answers LEDGER recorded, with
+    no model server; --swap-model NAME=MODEL has agent NAME decide again with another model.
 
     Exit 0 when the replay ran; 3 (`EX_AGENT_FAILED`) when it ran but some agent's cycles all
     failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
@@ -220,6 +247,27 @@ def replay(
 
     loaded = _load(ctx, config, log_level, db, listen)
     check_before_writing(loaded.store.url, create=create)
+    answering = None
+    swaps: list[Swap] = []
+    if swap_model and answers is None:
+        raise ConfigError("--swap-model needs --answers LEDGER: it re-decides recorded cycles")
+    if answers is not None:
+        from openbell.ops.recorded_answers import (
+            Answering,
+            load_answers,
+            parse_swap,
+            swapped_config,
+        )
+
+        swaps = [parse_swap(value) for value in swap_model or ()]
+        loaded = swapped_config(loaded, swaps)
+        book = load_answers(answers)
+        answering = Answering(book=book, swapped=frozenset(swap.agent for swap in swaps))
+        typer.echo(
+            f"answering from {len(book)} recorded exchanges of {answers}"
+            + "".join(f"; {swap.describe()}" for swap in swaps),
+            err=True,
+        )
     report = replay_from_config(
         loaded,
         start=start.date(),
@@ -231,9 +279,12 @@ def replay(
         seeds=seeds,
         allow_partial_coverage=allow_partial_coverage,
         from_cache=from_cache,
+        answering=answering,
         **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())
+    for swap in swaps:
+        typer.echo(f"swapped: {swap.describe()}; the other LLM agents took their recorded answers")
     if report.failing:
         raise typer.Exit(EX_AGENT_FAILED)
 

@@ -303,6 +303,28 @@ def test_answers_rerun_equals_the_original_and_a_swap_changes_only_its_agent(
     assert len(bought) == len(first) == SESSIONS
     assert set(bought).isdisjoint(first)
 
+    # The board shows both ledgers side by side: only the swapped agent's result changed.
+    board = openbell(
+        tmp_path,
+        "leaderboard", "--db", str(tmp_path / "original.db"),
+        "--beside", str(tmp_path / "swapped.db"), "--format", "json",
+        env=env,
+    )  # fmt: skip
+    assert board.returncode == 0, board.stderr
+    (market,) = json.loads(board.stdout)
+    marks = {row["name"]: row["changed"] for row in market["rows"]}
+    assert marks == {name: name == "candidates" for name in marks}
+    assert set(AGENTS) | {"holder"} < set(marks)  # and the benchmark
+    table = openbell(
+        tmp_path,
+        "leaderboard", "--db", str(tmp_path / "original.db"),
+        "--beside", str(tmp_path / "swapped.db"),
+        env=env,
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    marked = [line.split()[0] for line in table.stdout.splitlines() if line.endswith(" yes")]
+    assert marked == ["candidates"]
+
     # A record that lacks an agent's answers: its cycles fail, none reaches a network.
     lacking = openbell(
         tmp_path,

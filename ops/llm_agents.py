@@ -66,6 +66,7 @@ def build_llm_agent(
         prompt=prompt_factory(config),
         masker=masker_factory(config),
         recorded_keys=None if answers is None else answers.keys,
+        on_model_change=config.on_model_change,
     )
 
 

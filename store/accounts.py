@@ -157,6 +157,14 @@ class Accounts(LedgerTables):
             raise ValueError(f"no account {account_id}")
         return row.created_at
 
+    def allows_short(self, account_id: int) -> bool:
+        """Whether the account may short."""
+        with self._read() as session:
+            row = session.get(AccountRow, account_id)
+        if row is None:
+            raise ValueError(f"no account {account_id}")
+        return row.allow_short
+
     def initial_cash(self, account_id: int) -> Decimal:
         """The cash the account was opened with."""
         with self._read() as session:

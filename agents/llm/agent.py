@@ -7,7 +7,9 @@ masking (`Masker`), and at each cycle opens a connection, builds a fresh builder
 `Recorder`, and runs the loop (`run.CycleRun`). What a cycle did is in the ledger (orders, fills),
 its trace and its usage (tokens, latency, cost, parse failures, invalid tool calls), all written
 through `ctx.journal`. A transient endpoint failure or a bad key is recorded in the trace and
-raised for the cycle runner to map (`client.py` says which is which). A re-run from recorded
+raised for the cycle runner to map (`client.py` says which is which). With `on_model_change =
+"split"`, an answer under another model identity ends the cycle with `ModelSplit`, for the runner
+to close the account and open a new one. A re-run from recorded
 answers (`answers.py`) gives the agent the recorded ledger's masking keys (`recorded_keys`), so a
 masked account shows its model what the recorded one did.
 """
@@ -18,6 +20,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Literal
 
 from openbell.agents.kinds import LLM_KIND
 from openbell.agents.llm.answers import RecordedKeys
@@ -32,6 +35,9 @@ from openbell.markets.errors import OpenbellError
 from openbell.store.masking_keys import MaskingKey
 
 PromptFactory = Callable[[DecisionContext], PromptBuilder]
+#: What a change of the model's reported identity does: `flag` the account, or `split` it (close
+#: it and go on in a new account: `markets.errors.ModelSplit`).
+OnModelChange = Literal["flag", "split"]
 MaskerFactory = Callable[[DecisionContext], Masker]
 
 
@@ -58,6 +64,7 @@ class LlmAgent:
         masker: MaskerFactory = _bright,
         monotonic: Callable[[], float] = time.monotonic,
         recorded_keys: Mapping[tuple[str, str], MaskingKey] | None = None,
+        on_model_change: OnModelChange = "flag",
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
@@ -72,6 +79,7 @@ class LlmAgent:
         self._monotonic = monotonic
         self._watch = ModelWatch()
         self._recorded_keys = recorded_keys
+        self._on_model_change = on_model_change
         self._caps = caps if caps is not None and caps.any else None
         self._guard = None if self._caps is None else SpendGuard(self._caps)
         self.last_stop: StopReason | None = None
@@ -125,6 +133,7 @@ class LlmAgent:
                     budgets=self._budgets,
                     recorder=recorder,
                     monotonic=self._monotonic,
+                    split_on_model_change=self._on_model_change == "split",
                 )
                 self.last_stop = await run.run()
         except OpenbellError as exc:

@@ -30,6 +30,7 @@ from openbell.agents.llm.client import Attempt
 from openbell.agents.llm.completion import Usage, cut
 from openbell.agents.llm.model_watch import ModelIdentity, ModelWatch
 from openbell.agents.protocol import DecisionContext
+from openbell.markets.errors import ModelSplit
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.redact import Redactor
 
@@ -136,9 +137,10 @@ class Recorder:
         )
         self._pending.append(entry)
 
-    def exchange(self, identity: ModelIdentity) -> None:
+    def exchange(self, identity: ModelIdentity, *, split: bool = False) -> None:
         """Note the identity an exchange's response reported; when it differs from the account's
-        previous one (`ModelWatch`), record a `model_changed` row and log it."""
+        previous one (`ModelWatch`), record a `model_changed` row and log it, and with `split`
+        raise `ModelSplit` (the answer is not acted on: the account is split)."""
         if self._watch is None:
             return
         previous = self._watch.observe(self._ctx.account_id, identity)
@@ -154,8 +156,11 @@ class Recorder:
         )
         self.trace(
             "model_changed",
-            content=f"the model answered as {identity.describe()} (before: {previous.describe()})",
+            content=f"the model answered as {identity.describe()} (before: {previous.describe()})"
+            + ("; the account is split: the agent goes on in a new account" if split else ""),
         )
+        if split:
+            raise ModelSplit(previous.describe(), identity.describe())
 
     def attempt(self, attempt: Attempt) -> None:
         """Count one request to the model and its latency; a failed one is also an `attempt`

@@ -116,8 +116,10 @@ class CycleRun:
         budgets: Budgets,
         recorder: Recorder,
         monotonic: Callable[[], float],
+        split_on_model_change: bool = False,
     ) -> None:
         self._ctx = ctx
+        self._split = split_on_model_change
         self._chat = chat
         self._builder = builder
         self._masker = masker
@@ -224,7 +226,7 @@ class CycleRun:
                 request_digest=answer.request_digest or None,
                 response=answer.response or None,
             )
-            self._recorder.exchange(identity)
+            self._recorder.exchange(identity, split=self._split)
             if not completion.tool_calls:
                 stop = await self._after_text(completion.content)
                 if stop is not None:

@@ -114,7 +114,8 @@ def test_a_model_change_splits_the_account_when_asked_and_flags_it_otherwise(db_
 
         board = {row.agent: row for row in leaderboard(engine, "cn").rows}
         assert {"splitter", "splitter~2", "flagger"} <= set(board)
-        assert board["flagger"].llm is not None and board["flagger"].llm.model_changed
+        assert board["flagger"].llm is not None
+        assert board["flagger"].llm.model_changed
         assert board["splitter~2"].llm is not None
         assert not board["splitter~2"].llm.model_changed
         assert verify_ledger(engine).ok

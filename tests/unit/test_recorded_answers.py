@@ -78,7 +78,9 @@ def test_a_request_never_recorded_fails_the_call_at_once_and_names_its_digest() 
         async with client.connect() as chat:
             await chat.complete([{"role": "user", "content": "hello!"}], on_attempt=attempts.append)
 
-    with pytest.raises(LlmUnavailable, match="no recorded answer in ledger.db for request sha256:"):
+    with pytest.raises(
+        LlmUnavailable, match=r"no recorded answer in ledger\.db for request sha256:"
+    ):
         asyncio.run(ask())
     assert [attempt.error for attempt in attempts] == [AttemptError.UNRECORDED]
 

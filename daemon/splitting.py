@@ -7,7 +7,8 @@ account), and the new account, opened at the slot of the split with the old acco
 and shorting permission (`open_successor`). The old account is closed: the cycle runner runs the
 new one in its place from that slot on (`runner.CycleRunner`), so the old account's history ends
 with the cycle that saw the change (`skipped`, reason `model_changed`), and the leaderboard shows
-the two accounts as two rows, `NAME` and `NAME~2`.
+the two accounts as two rows, `NAME` and `NAME~2`. A run that starts later (a restarted daemon,
+a resumed replay) trades the latest generation (`latest_generation`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ class Generation:
     async def decide(self, ctx: DecisionContext) -> None:
         """The agent's decision."""
         await self._agent.decide(ctx)
+
+
+def latest_generation(
+    ledger: Ledger, account_id: int, agent: Agent, market: str
+) -> tuple[int, Agent]:
+    """The account (and agent) of `agent`'s latest generation in `market`: its own `account_id`
+    when it was never split, so a restarted run goes on where the split left it."""
+    while (found := ledger.account_of(next_generation(agent.name), market)) is not None:
+        account_id, agent = found, Generation(agent, next_generation(agent.name))
+    return account_id, agent
 
 
 def open_successor(

@@ -1,7 +1,7 @@
 """`openbell replay --answers LEDGER [--swap-model NAME=MODEL]`: a re-run from recorded answers.
 
 This module owns the wiring of a re-run. `load_answers` reads the recorded ledger's exchanges
-and masking keys (`store.answers`) into an `AnswerBook`; `Answering` says which LLM agents are
+and masking keys (`store.exchanges`) into an `AnswerBook`; `Answering` says which LLM agents are
 answered from it (all but the swapped ones); `parse_swap` reads a `--swap-model` value
 (`NAME=MODEL`, or `NAME=MODEL@BASE_URL` for another endpoint) and `swapped_config` gives the config
 whose agent NAME asks MODEL instead (its own prices dropped, so that `[prices."MODEL"]` prices
@@ -60,8 +60,8 @@ def ledger_url(ledger: str) -> str:
 
 def load_answers(ledger: str) -> AnswerBook:
     """The recorded exchanges and masking keys of `ledger`; `ConfigError` when it holds none."""
-    from openbell.store.answers import recorded_answers, recorded_keys
     from openbell.store.db import make_engine
+    from openbell.store.exchanges import recorded_answers, recorded_keys
 
     url = ledger_url(ledger)
     engine = make_engine(url, read_only=True)

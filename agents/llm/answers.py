@@ -25,7 +25,7 @@ from typing import Final
 import httpx
 
 from openbell.agents.protocol import MaskingKeys
-from openbell.store.answers import RecordedAnswer
+from openbell.store.exchanges import RecordedAnswer
 from openbell.store.masking_keys import MaskingKey
 
 #: The prefix of a stored digest (the algorithm, so that another could follow).

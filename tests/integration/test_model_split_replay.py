@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from decimal import Decimal
 
 import httpx
 from sqlmodel import Session, col, select
 
 from openbell.agents.llm.agent import LlmAgent, OnModelChange
 from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.daemon.plan import ReplayPlan
+from openbell.daemon.plan import ReplayPlan, open_accounts
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import MODEL_CHANGED
+from openbell.markets.rules import rules_for
 from openbell.ops.reports import leaderboard
 from openbell.store import queries
 from openbell.store.db import make_engine
@@ -119,5 +121,19 @@ def test_a_model_change_splits_the_account_when_asked_and_flags_it_otherwise(db_
         assert board["splitter~2"].llm is not None
         assert not board["splitter~2"].llm.model_changed
         assert verify_ledger(engine).ok
+
+        # A later run (a restarted daemon, a resumed replay) trades the latest generation.
+        rules = rules_for("cn")
+        again = open_accounts(
+            ledger,
+            "cn",
+            rules,
+            Decimal(100000),
+            [agent("splitter", "http://127.0.0.1:1/v1", "split")],
+            utc(2025, 9, 8),
+        )
+        assert [(account_id, a.name) for account_id, a in again] == [
+            (accounts["splitter~2"], "splitter~2")
+        ]
     finally:
         engine.dispose()

@@ -27,7 +27,7 @@ from openbell.daemon.splitting import next_generation
 from openbell.markets.errors import ConfigError, LlmUnavailable
 from openbell.ops.config import LlmAgentConfig, load_config
 from openbell.ops.recorded_answers import Swap, parse_swap, swapped_config
-from openbell.store.answers import RecordedAnswer
+from openbell.store.exchanges import RecordedAnswer
 from openbell.store.masking_keys import MaskingKey
 from openbell_testkit.llm import ScriptedModel, completion
 

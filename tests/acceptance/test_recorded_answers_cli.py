@@ -167,7 +167,7 @@ def pair_trader(body: Body) -> Body:
 
 #: name -> (the entry's mode lines, its scripted model)
 AGENTS: dict[str, tuple[str, Callable[[Body], Body]]] = {
-    "researcher": ('mode = "open-research"\n', researcher),
+    "researcher": ('mode = "open-research"\napi_key_env = "SCRIPTED_KEY"\n', researcher),
     "masked": ('mode = "open-research"\nmasking = "stock-blind"\n', masked_researcher),
     "candidates": ('mode = "fixed-candidate"\n', candidate_picker),
     "memory": ('mode = "memory-only"\nmasking = "stock-blind"\n', memory_picker),
@@ -245,16 +245,18 @@ def agent_rows(rows: dict[str, list[Row]], agent: str) -> list[tuple[str, dict[s
 def test_answers_rerun_equals_the_original_and_a_swap_changes_only_its_agent(
     tmp_path: Path,
 ) -> None:
-    env = clean_env()
+    env = clean_env(without=["SCRIPTED_KEY"])  # the re-runs need no key
     models = {name: ScriptedModel([answer] * 200) for name, (_, answer) in AGENTS.items()}
     with ExitStack() as servers:
         urls = {name: servers.enter_context(serve_script(model)) for name, model in models.items()}
         write_config(tmp_path, urls)
-        recorded = openbell(tmp_path, "replay", "--start", START, "--end", END, env=env)
+        keyed = {**env, "SCRIPTED_KEY": "sk-0a1b2c3d4e5f6a7b8c9d"}
+        recorded = openbell(tmp_path, "replay", "--start", START, "--end", END, env=keyed)
     assert recorded.returncode == 0, recorded.stderr
     total = SESSIONS * (len(AGENTS) + 1)
     assert f"{total} cycles done, 0 failed" in recorded.stdout + recorded.stderr
     asked = sum(len(model.requests) for model in models.values())
+    assert models["researcher"].headers[0]["authorization"] == "Bearer sk-0a1b2c3d4e5f6a7b8c9d"
 
     # The servers are stopped: the re-run asks nothing of any network.
     rerun = openbell(

@@ -1,8 +1,9 @@
 """`openbell replay --answers LEDGER [--swap-model NAME=MODEL]`: a re-run from recorded answers.
 
 This module owns the wiring of a re-run. `load_answers` reads the recorded ledger's exchanges
-and masking keys (`store.exchanges`) into an `AnswerBook`; `Answering` says which LLM agents are
-answered from it (all but the swapped ones); `parse_swap` reads a `--swap-model` value
+and masking keys (`store.exchanges`) into an `AnswerBook`; `Answering` (`answering_of`) says which
+LLM agents are answered from it (all but the swapped ones, and under `--seeds` each of their
+runs); `parse_swap` reads a `--swap-model` value
 (`NAME=MODEL`, or `NAME=MODEL@BASE_URL` for another endpoint) and `swapped_config` gives the config
 whose agent NAME asks MODEL instead (its own prices dropped, so that `[prices."MODEL"]` prices
 it). A season name in place of the ledger arrives with seasons: today `--answers` takes a ledger
@@ -44,6 +45,17 @@ class Answering:
     def for_agent(self, name: str) -> AnswerBook | None:
         """The book agent `name` is answered from; None for a swapped agent (it asks its model)."""
         return None if name in self.swapped else self.book
+
+
+def answering_of(book: AnswerBook, swaps: Sequence[Swap], seeds: int | None = None) -> Answering:
+    """The re-run of `book` with `swaps`: under `--seeds N`, each run of a swapped agent
+    (`NAME.seedK`) is swapped too."""
+    from openbell.ops.seeds import run_name
+
+    names = {swap.agent for swap in swaps}
+    if seeds is not None:
+        names |= {run_name(name, seed) for name in names for seed in range(1, seeds + 1)}
+    return Answering(book=book, swapped=frozenset(names))
 
 
 def ledger_url(ledger: str) -> str:

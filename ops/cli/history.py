@@ -253,7 +253,7 @@ def replay(
         raise ConfigError("--swap-model needs --answers LEDGER: it re-decides recorded cycles")
     if answers is not None:
         from openbell.ops.recorded_answers import (
-            Answering,
+            answering_of,
             load_answers,
             parse_swap,
             swapped_config,
@@ -262,7 +262,7 @@ def replay(
         swaps = [parse_swap(value) for value in swap_model or ()]
         loaded = swapped_config(loaded, swaps)
         book = load_answers(answers)
-        answering = Answering(book=book, swapped=frozenset(swap.agent for swap in swaps))
+        answering = answering_of(book, swaps, seeds)
         typer.echo(
             f"answering from {len(book)} recorded exchanges of {answers}"
             + "".join(f"; {swap.describe()}" for swap in swaps),

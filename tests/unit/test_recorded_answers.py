@@ -26,7 +26,7 @@ from openbell.agents.llm.client import AttemptError, ChatClient, ClientConfig
 from openbell.daemon.splitting import next_generation
 from openbell.markets.errors import ConfigError, LlmUnavailable
 from openbell.ops.config import LlmAgentConfig, load_config
-from openbell.ops.recorded_answers import Swap, parse_swap, swapped_config
+from openbell.ops.recorded_answers import Swap, answering_of, parse_swap, swapped_config
 from openbell.store.exchanges import RecordedAnswer
 from openbell.store.masking_keys import MaskingKey
 from openbell_testkit.llm import ScriptedModel, completion
@@ -159,3 +159,11 @@ def test_generations_of_a_split_agent() -> None:
     assert next_generation("gpt") == "gpt~2"
     assert next_generation("gpt~2") == "gpt~3"
     assert next_generation("gpt.seed1~9") == "gpt.seed1~10"
+
+
+def test_under_seeds_every_run_of_a_swapped_agent_is_swapped() -> None:
+    book = AnswerBook(source="x")
+    found = answering_of(book, [Swap(agent="a", model="m")], seeds=2)
+    assert found.swapped == {"a", "a.seed1", "a.seed2"}
+    assert found.for_agent("a.seed2") is None
+    assert found.for_agent("b.seed1") is book

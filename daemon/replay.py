@@ -356,7 +356,7 @@ async def _replay(
         lease=REPLAY_LEASE,
         take_over_claimed=plan.resume,
         inline_cycles=True,  # a replay's claims are never renewed nor lost
-        opened=ledger.own,  # a split's new account is worked in memory too
+        on_split=lambda split: ledger.own([split.successor_id]),  # worked in memory too
     )
     events = plan_events(plan)
     total = sum(1 for event in events if event.kind is _Kind.SLOT)

@@ -48,7 +48,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.retrying import short_message
-from openbell.daemon.splitting import open_successor
+from openbell.daemon.splitting import AccountSplit, open_successor
 from openbell.daemon.valuation import (
     check_marks,
     last_closes,
@@ -210,9 +210,9 @@ class CycleRunner:
 
     A cycle that ends with `ModelSplit` (an LLM agent under `on_model_change = "split"` whose model
     answered as another) closes its account: the runner opens the agent's next generation's
-    account at that slot (`splitting.py`; `opened` is told its id, so a replay works it in
-    memory), runs its cycle in the same slot, and from then on runs it wherever the old account is
-    given (`current`).
+    account at that slot (`splitting.py`; `on_split` is told, so that a replay works the new
+    account in memory and a live daemon's hole sweep watches it instead), runs its cycle in the
+    same slot, and from then on runs it wherever the old account is given (`current`).
     """
 
     def __init__(
@@ -227,7 +227,7 @@ class CycleRunner:
         inline_cycles: bool = False,
         clock: Callable[[], datetime] | None = None,
         wait_s: float = 1.0,
-        opened: Callable[[Sequence[int]], None] | None = None,
+        on_split: Callable[[AccountSplit], None] | None = None,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -248,7 +248,7 @@ class CycleRunner:
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
-        self._opened = opened
+        self._on_split = on_split
         # A split account's successor (its account and agent), by the split account's id.
         self._successors: dict[int, tuple[int, Agent]] = {}
 
@@ -391,9 +391,17 @@ class CycleRunner:
         successor = open_successor(
             self._ledger, claim.account_id, claim.agent, desk.market, desk.rules.currency, slot_at
         )
-        if self._opened is not None:
-            self._opened([successor[0]])
         self._successors[claim.account_id] = successor
+        if self._on_split is not None:
+            self._on_split(
+                AccountSplit(
+                    market=desk.market,
+                    account_id=claim.account_id,
+                    successor_id=successor[0],
+                    successor=successor[1].name,
+                    at=slot_at,
+                )
+            )
         self._bound(desk.market, claim, slot_at).warning(
             "account_split",
             account_id=claim.account_id,

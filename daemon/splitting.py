@@ -14,6 +14,7 @@ a resumed replay) trades the latest generation (`latest_generation`).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
@@ -23,6 +24,18 @@ from openbell.store.ledger import Ledger
 #: The separator of a generation's number in an agent's name.
 GENERATION_SEP: Final = "~"
 _GENERATION = re.compile(r"^(.*)~(\d+)$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountSplit:
+    """A split: `account_id` of `market` closed at the slot `at`, `successor_id` (of agent
+    `successor`) trading from it on."""
+
+    market: str
+    account_id: int
+    successor_id: int
+    successor: str
+    at: datetime
 
 
 def next_generation(name: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from sqlalchemy import MetaData, Table, select
+from sqlalchemy import MetaData, Table, func, select
 
 from openbell.store.db import make_engine
 from openbell_testkit.cli import clean_env, openbell
@@ -232,6 +232,20 @@ def ledger_rows(db: Path) -> dict[str, list[Row]]:
         engine.dispose()
 
 
+def first_llm_cycle(db: Path) -> str:
+    """The id of the first cycle with a model exchange."""
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        with engine.connect() as connection:
+            trace = Table("trace", MetaData(), autoload_with=engine)
+            found = connection.execute(
+                select(func.min(trace.c.cycle_id)).where(trace.c.role == "assistant")
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return str(found)
+
+
 def agent_rows(rows: dict[str, list[Row]], agent: str) -> list[tuple[str, dict[str, str]]]:
     """The agent's orders, fills and NAV snapshots."""
     return [
@@ -278,6 +292,16 @@ def test_answers_rerun_equals_the_original_and_a_swap_changes_only_its_agent(
     exchanges = [row for row in exchanges if row["role"] == "'assistant'"]
     assert len(exchanges) == asked
     assert all(row["request_digest"].startswith("'sha256:") for row in exchanges)
+    cycle = first_llm_cycle(tmp_path / "original.db")
+    traced = openbell(tmp_path, "trace", cycle, "--json", "--db", str(tmp_path / "original.db"))
+    assert traced.returncode == 0, traced.stderr
+    shown = [
+        e["request_digest"]
+        for e in json.loads(traced.stdout)["entries"]
+        if e["role"] == "assistant"
+    ]
+    assert shown
+    assert all(digest.startswith("sha256:") for digest in shown)
 
     # A second model for `candidates` buys the last candidate; the others replay their answers.
     def other_model(body: Body) -> Body:

@@ -28,13 +28,18 @@ from openbell.agents.masking import masker_for
 from openbell.agents.modes import DEFAULT_RESEARCH_CALLS, prompt_for_mode
 from openbell.agents.protocol import DecisionContext
 from openbell.ops.config import LlmAgentConfig, resolve_secret
+from openbell.store.masking_keys import MaskingKey
 
 
 def build_llm_agent(
-    config: LlmAgentConfig, environ: Mapping[str, str], answers: AnswerBook | None = None
+    config: LlmAgentConfig,
+    environ: Mapping[str, str],
+    answers: AnswerBook | None = None,
+    recorded_keys: Mapping[tuple[str, str], MaskingKey] | None = None,
 ) -> LlmAgent:
     """The LLM agent of `config`, its key resolved from `environ`; answered from `answers`
-    (no key, no endpoint) when given."""
+    (no key, no endpoint) when given; its accounts given the `recorded_keys` (by agent and
+    market) when they have no masking key yet (a re-run, swapped agents included)."""
     api_key = (
         None
         if config.api_key_env is None or answers is not None
@@ -65,7 +70,7 @@ def build_llm_agent(
         caps=SpendCaps(per_day=config.max_usd_per_day, per_season=config.max_usd_per_season),
         prompt=prompt_factory(config),
         masker=masker_factory(config),
-        recorded_keys=None if answers is None else answers.keys,
+        recorded_keys=recorded_keys,
         on_model_change=config.on_model_change,
     )
 

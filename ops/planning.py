@@ -185,6 +185,7 @@ def agent_for(
             agent,
             os.environ if environ is None else environ,
             None if answering is None else answering.for_agent(agent.name),
+            None if answering is None else answering.book.keys,
         )
         if agent.mode == "hedge":
             return HedgeEnforced(agent=built)

@@ -43,7 +43,8 @@ class Answering:
     swapped: frozenset[str] = frozenset()
 
     def for_agent(self, name: str) -> AnswerBook | None:
-        """The book agent `name` is answered from; None for a swapped agent (it asks its model)."""
+        """The book agent `name` is answered from; None for a swapped agent (it asks its model,
+        on the recorded masking keys all the same: `book.keys`)."""
         return None if name in self.swapped else self.book
 
 

@@ -308,18 +308,24 @@ def test_answers_rerun_equals_the_original_and_a_swap_changes_only_its_agent(
         assert body["model"] == "scripted-2"
         return completion(json.dumps({"orders": [order(candidates(body)[-1], 1)]}))
 
+    # And a model for the masked `memory` that answers as its recorded one: asked on the recorded
+    # masking key, it picks the same stocks, so its account does not change either.
     second = ScriptedModel([other_model] * 100)
-    with serve_script(second) as second_url:
+    third = ScriptedModel([memory_picker] * 100)
+    with serve_script(second) as second_url, serve_script(third) as third_url:
         swapped = openbell(
             tmp_path,
             "replay", "--start", START, "--end", END,
             "--answers", str(tmp_path / "original.db"), "--db", str(tmp_path / "swapped.db"),
             "--swap-model", f"candidates=scripted-2@{second_url}",
+            "--swap-model", f"memory=scripted-3@{third_url}",
             env=env,
         )  # fmt: skip
     assert swapped.returncode == 0, swapped.stderr
     assert "swapped: agent candidates swapped to model scripted-2" in swapped.stdout
-    assert len(second.requests) == SESSIONS
+    assert "swapped: agent memory swapped to model scripted-3" in swapped.stdout
+    assert len(second.requests) == len(third.requests) == SESSIONS
+    assert [body["model"] for body in third.requests] == ["scripted-3"] * SESSIONS
     changed = ledger_rows(tmp_path / "swapped.db")
     for agent in ("holder", *AGENTS):
         same = agent_rows(changed, agent) == agent_rows(original, agent)
@@ -358,6 +364,8 @@ def test_answers_rerun_equals_the_original_and_a_swap_changes_only_its_agent(
         "--answers", str(tmp_path / "swapped.db"), "--db", str(tmp_path / "drift.db"),
         env=env,
     )  # fmt: skip
-    assert lacking.returncode == 3, lacking.stderr  # EX_AGENT_FAILED: candidates' cycles all failed
-    assert f"{total - SESSIONS} cycles done, {SESSIONS} failed" in lacking.stdout + lacking.stderr
+    # (the swapped agents' exchanges were recorded as asked of scripted-2 and -3)
+    assert lacking.returncode == 3, lacking.stderr  # EX_AGENT_FAILED: their cycles all failed
+    failed = 2 * SESSIONS
+    assert f"{total - failed} cycles done, {failed} failed" in lacking.stdout + lacking.stderr
     assert "no recorded answer" in lacking.stdout + lacking.stderr

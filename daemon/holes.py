@@ -11,7 +11,9 @@ watched history, each later one only the slots whose grace has ended since; a ro
 behind the mark (deleted by hand) is found by the deep check, run every half hour or so. Each
 counts the accounts' rows over its span in one indexed query (`cycles_per_account`) and reads the
 rows of an account only when their count is not the number of its slots there, so a sweep costs a
-count whatever the history's length (15 accounts, 27,000 cycles: see docs/design.md).
+count whatever the history's length (15 accounts, 27,000 cycles: see docs/design.md). An account
+split by the run (`on_model_change = "split"`) is watched up to its split's slot, and its
+successor from that slot on (`split`).
 """
 
 from __future__ import annotations
@@ -20,17 +22,21 @@ import enum
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import structlog
 
+from openbell.daemon.splitting import AccountSplit
 from openbell.markets.errors import CalendarOutOfRange
 from openbell.markets.slots import slots_between
 from openbell.store.ledger import Ledger
 from openbell.store.records import MissedSlot
 
 log = structlog.stdlib.get_logger(__name__)
+
+#: The smallest step of time: an account closed at a slot is watched up to and including it.
+_INSTANT = timedelta(microseconds=1)
 
 
 class MissedCause(enum.StrEnum):
@@ -115,6 +121,8 @@ class HoleSweep:
     def __init__(self, ledger: Ledger, markets: Sequence[WatchedMarket]) -> None:
         self._ledger = ledger
         self._markets = {watched.market: watched for watched in markets if watched.accounts}
+        # The slot each account split by this run was closed at.
+        self._closed_at: dict[int, datetime] = {}
         self._marks = {
             market: min(watched.accounts.values()) for market, watched in self._markets.items()
         }
@@ -140,6 +148,14 @@ class HoleSweep:
             self._slots[market].extend(slots)
             self._marks[market] = end_at
         return recorded
+
+    def split(self, split: AccountSplit) -> None:
+        """Watch `split.account_id` up to the split's slot and its successor from that slot on."""
+        self._closed_at[split.account_id] = split.at
+        watched = self._markets.get(split.market)
+        if watched is not None:
+            accounts = {**watched.accounts, split.successor_id: split.at}
+            self._markets[split.market] = replace(watched, accounts=accounts)
 
     def deep_check(self, now: datetime) -> dict[str, int]:
         """Record `record_lost` the holes behind each mark (rows gone since a sweep saw them);
@@ -190,21 +206,23 @@ class HoleSweep:
         left by a change of slot times, could hide a hole from the count.)"""
         if not slots:
             return []
-        by_start: dict[datetime, list[int]] = {}
+        by_span: dict[tuple[datetime, datetime], list[int]] = {}
         for account_id, from_at in watched.accounts.items():
-            by_start.setdefault(max(start_at, from_at), []).append(account_id)
+            closed_at = self._closed_at.get(account_id)
+            until = end_at if closed_at is None else min(end_at, closed_at + _INSTANT)
+            by_span.setdefault((max(start_at, from_at), until), []).append(account_id)
         holes: list[MissedSlot] = []
-        for from_at, account_ids in sorted(by_start.items()):
-            own = slots[bisect_left(slots, from_at) :]
+        for (from_at, until), account_ids in sorted(by_span.items()):
+            own = slots[bisect_left(slots, from_at) : bisect_left(slots, until)]
             if not own:
                 continue
-            counted = self._ledger.cycles_per_account(account_ids, from_at, end_at)
+            counted = self._ledger.cycles_per_account(account_ids, from_at, until)
             short = [
                 account_id for account_id in account_ids if counted.get(account_id) != len(own)
             ]
             if not short:
                 continue
-            taken = self._ledger.slots_with_cycles(short, from_at, end_at)
+            taken = self._ledger.slots_with_cycles(short, from_at, until)
             holes += [
                 MissedSlot(
                     account_id=account_id, slot_at=slot_at, reason=cause(slot_at, account_id)

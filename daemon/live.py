@@ -175,6 +175,7 @@ class _Daemon:
             decide_timeout_s=self.plan.decide_timeout_s,
             clock=self.clock.now,
             wait_s=max(self.plan.lease_s / 6 / self.speed, MIN_SWEEP_S / 5),
+            on_split=lambda split: self.holes.split(split),
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
             ended = self.ledger.expire_claims(now, except_holder=self.run_id)

@@ -34,6 +34,7 @@ from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.read_deadline import READ_TIMEOUT_S
 from openbell.daemon.retrying import RetryingSource
 from openbell.daemon.runner import DECIDE_TIMEOUT_S, MarketDesk
+from openbell.daemon.splitting import latest_generation
 from openbell.markets.cache import BarCache, CachingSource
 from openbell.markets.calendars import calendar_for
 from openbell.markets.corporate_actions import CorporateActionSource
@@ -356,7 +357,8 @@ def open_accounts(
     shorting_agents: Collection[str] = (),
 ) -> list[tuple[int, Agent]]:
     """(account id, agent) of each agent in `market`, opening the accounts that do not exist;
-    the accounts of `shorting_agents` may short (where `rules` have shorting)."""
+    the accounts of `shorting_agents` may short (where `rules` have shorting). An agent whose
+    account was split (`splitting.py`) trades its latest generation's account."""
     opened = []
     for agent in agents:
         agent_id = ledger.ensure_agent(agent.name, agent.kind, now)
@@ -368,7 +370,7 @@ def open_accounts(
             now,
             allow_short=agent.name in shorting_agents and rules.shorting is not None,
         )
-        opened.append((account_id, agent))
+        opened.append(latest_generation(ledger, account_id, agent, market))
     return opened
 
 

@@ -356,6 +356,7 @@ async def _replay(
         lease=REPLAY_LEASE,
         take_over_claimed=plan.resume,
         inline_cycles=True,  # a replay's claims are never renewed nor lost
+        on_split=lambda split: ledger.own([split.successor_id]),  # worked in memory too
     )
     events = plan_events(plan)
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
@@ -428,7 +429,7 @@ async def _walk(
     for index, event in enumerate(events):
         now = clock.set(event.at)
         market = plan.markets[event.position].market
-        opened = accounts[market]
+        opened = runner.current(accounts[market])
         if event.kind is _Kind.CLOSE:
             ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)

@@ -101,7 +101,7 @@ class SlotRinger:
 
     def unpaused(self, market: str) -> list[tuple[int, Agent]]:
         """The market's accounts not paused, with their agents."""
-        opened = self._accounts[market]
+        opened = self._runner.current(self._accounts[market])
         # Paused in the ledger (its verification failed), or by this run (`Action.PAUSE`).
         paused = self._ledger.paused([account_id for account_id, _ in opened]) | set(
             self._runner.paused

@@ -48,6 +48,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.daemon.error_policy import Action, Stage, action_for
 from openbell.daemon.ex_dates import ActionApplier
 from openbell.daemon.retrying import short_message
+from openbell.daemon.splitting import AccountSplit, open_successor
 from openbell.daemon.valuation import (
     check_marks,
     last_closes,
@@ -56,7 +57,7 @@ from openbell.daemon.valuation import (
 )
 from openbell.markets.adapters.failures import failure_cause
 from openbell.markets.domain import Fill, Instrument, Rejection
-from openbell.markets.errors import CycleSkipped, DataUnavailable
+from openbell.markets.errors import CycleSkipped, DataUnavailable, ModelSplit
 from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.markets.rules import MarketRules
@@ -206,6 +207,12 @@ class CycleRunner:
     seconds, its own claim renewed meanwhile) and marks `interrupted` one whose lease has ended,
     so that an account's cycles never overlap. Without one (a replay, which runs its slots in
     order and owns its accounts) nothing is awaited.
+
+    A cycle that ends with `ModelSplit` (an LLM agent under `on_model_change = "split"` whose model
+    answered as another) closes its account: the runner opens the agent's next generation's
+    account at that slot (`splitting.py`; `on_split` is told, so that a replay works the new
+    account in memory and a live daemon's hole sweep watches it instead), runs its cycle in the
+    same slot, and from then on runs it wherever the old account is given (`current`).
     """
 
     def __init__(
@@ -220,6 +227,7 @@ class CycleRunner:
         inline_cycles: bool = False,
         clock: Callable[[], datetime] | None = None,
         wait_s: float = 1.0,
+        on_split: Callable[[AccountSplit], None] | None = None,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -240,11 +248,23 @@ class CycleRunner:
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
+        self._on_split = on_split
+        # A split account's successor (its account and agent), by the split account's id.
+        self._successors: dict[int, tuple[int, Agent]] = {}
 
     @property
     def paused(self) -> Mapping[int, PausedAccount]:
         """The accounts this runner paused, by id; their later slots are not run."""
         return dict(self._paused)
+
+    def current(self, accounts: Sequence[tuple[int, Agent]]) -> list[tuple[int, Agent]]:
+        """`accounts` with each account split by this run replaced by its latest successor."""
+        found = []
+        for account_id, agent in accounts:
+            while account_id in self._successors:
+                account_id, agent = self._successors[account_id]
+            found.append((account_id, agent))
+        return found
 
     @property
     def held(self) -> frozenset[int]:
@@ -291,7 +311,9 @@ class CycleRunner:
         """
         desk = self._desk(market)
         accounts = [
-            (account_id, agent) for account_id, agent in accounts if account_id not in self._paused
+            (account_id, agent)
+            for account_id, agent in self.current(accounts)
+            if account_id not in self._paused
         ]
         outcomes: dict[int, CycleOutcome] = {}
         claims: list[_Claim] = []
@@ -313,6 +335,14 @@ class CycleRunner:
                     snapshot = await desk.actions.at_slot(snapshot, ids)
                 if snapshot is not None:
                     await self._decide_all(desk, snapshot, claims, slot_at, now, outcomes, waiting)
+                    split = [
+                        self._successors[c.account_id]
+                        for c in claims
+                        if c.account_id in self._successors
+                    ]
+                    if split:  # the successors of the accounts split in this slot take it
+                        accounts += split
+                        claims += await self._succeed(desk, snapshot, split, slot_at, now, outcomes)
         except Exception:
             self._release([claim.cycle_id for claim in claims], now)
             raise
@@ -325,6 +355,58 @@ class CycleRunner:
             outcomes=tuple(outcomes[account_id] for account_id, _agent in accounts),
             unavailable_cause=failure_cause(unavailable[0]) if unavailable else None,
             unavailable_message=short_message(unavailable[0]) if unavailable else None,
+        )
+
+    async def _succeed(
+        self,
+        desk: MarketDesk,
+        snapshot: MarketSnapshot,
+        successors: Sequence[tuple[int, Agent]],
+        slot_at: datetime,
+        now: datetime,
+        outcomes: dict[int, CycleOutcome],
+    ) -> list[_Claim]:
+        """Claim and run the cycles of `successors` (accounts opened by a split) at the slot;
+        their claims."""
+        claims = []
+        for account_id, agent in successors:
+            claim = self._claim(account_id, agent, slot_at, now)
+            if claim is None:
+                outcomes[account_id] = CycleOutcome(
+                    account_id=account_id, agent=agent.name, cycle_id=None, status=None
+                )
+                continue
+            claims.append(claim)
+            self._held[claim.cycle_id] = None
+        await self._decide_all(desk, snapshot, claims, slot_at, now, outcomes, None)
+        return claims
+
+    def _split(
+        self, desk: MarketDesk, claim: _Claim, slot_at: datetime, skip: CycleSkipped | None
+    ) -> None:
+        """After a cycle skipped by `ModelSplit`, close the claim's account: open its successor at
+        the slot (`splitting.py`)."""
+        if not isinstance(skip, ModelSplit):
+            return
+        successor = open_successor(
+            self._ledger, claim.account_id, claim.agent, desk.market, desk.rules.currency, slot_at
+        )
+        self._successors[claim.account_id] = successor
+        if self._on_split is not None:
+            self._on_split(
+                AccountSplit(
+                    market=desk.market,
+                    account_id=claim.account_id,
+                    successor_id=successor[0],
+                    successor=successor[1].name,
+                    at=slot_at,
+                )
+            )
+        self._bound(desk.market, claim, slot_at).warning(
+            "account_split",
+            account_id=claim.account_id,
+            successor_account_id=successor[0],
+            successor=successor[1].name,
         )
 
     async def _decide_all(
@@ -491,6 +573,7 @@ class CycleRunner:
         await self._after_earlier(claim, slot_at, bound)
         failure: Exception | None = None
         skipped: str | None = None
+        skip: CycleSkipped | None = None
         covered = 0
         try:
             covered = await self._margin_call(desk, snapshot, claim, slot_at)
@@ -526,7 +609,7 @@ class CycleRunner:
             if failure is None:
                 await self._decide(claim.agent, context, timed=timed)
         except CycleSkipped as exc:
-            skipped = exc.reason
+            skipped, skip = exc.reason, exc
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         fills = covered + sum(
@@ -563,6 +646,7 @@ class CycleRunner:
             return _not_run(claim)
         if skipped is not None and failure is None:
             bound.warning("cycle_skipped", reason=skipped)
+            self._split(desk, claim, slot_at, skip)
         elif failure is None:
             bound.info("cycle_completed", orders=len(toolbox.placed), fills=fills)
         else:

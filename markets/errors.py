@@ -14,6 +14,8 @@ OpenbellError                  root; the docstring is the default message
 │   └── AgentError             an agent's tool call or output could not be used
 │       └── LlmRefused         the model endpoint refused the request (another 4xx); `status`
 ├── CycleSkipped               an agent did not take its cycle (an outside agent absent); `reason`
+│   └── ModelSplit             the model answered as another (`on_model_change = "split"`):
+│                              the account closes, the agent trades on in a new one
 ├── ClaimLost                  a write for a cycle whose claim this run lost; `cycle_id`, `held_by`
 └── OperatorError              an operator must fix something
     ├── ConfigError            the configuration is missing or invalid
@@ -167,6 +169,24 @@ class CycleSkipped(OpenbellError):
     def __init__(self, reason: str, message: str | None = None) -> None:
         super().__init__(message or f"cycle skipped: {reason}")
         self.reason = reason
+
+
+class ModelSplit(CycleSkipped):
+    """The model answered under another identity and the agent's `on_model_change` is
+    `split`: the cycle ends (`skipped`, reason `model_changed`) before the answer is acted on,
+    its account is closed, and the cycle runner opens a new account for the agent from this slot
+    on. `before` and `after` describe the two identities."""
+
+    def __init__(self, before: str, after: str) -> None:
+        super().__init__(
+            MODEL_CHANGED, f"the model answered as {after} (before: {before}): account split"
+        )
+        self.before = before
+        self.after = after
+
+
+#: The reason of a cycle ended by a model change under `on_model_change = "split"`.
+MODEL_CHANGED = "model_changed"
 
 
 class ClaimLost(OpenbellError):

@@ -958,6 +958,9 @@ class LlmAgentConfig(_ModelEndpointConfig, _AgentConfig):
     #: Dollar caps on the model spend, in the prices' currency (None: no cap).
     max_usd_per_day: Decimal | None = None
     max_usd_per_season: Decimal | None = None
+    #: When the model's reported identity changes within a run: `flag` the account, or `split` it
+    #: (close it and go on in a new account, `NAME~2`, from that slot on).
+    on_model_change: Literal["flag", "split"] = "flag"
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     #: The operator's instructions, added to the end of the decision mode's system prompt

@@ -346,6 +346,7 @@ def _entry_record(entry: TraceEntry) -> dict[str, JsonValue]:
         "model": entry.model,
         "fingerprint": entry.fingerprint,
         "revision": entry.revision,
+        "request_digest": entry.request_digest,
     }
 
 

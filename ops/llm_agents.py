@@ -7,7 +7,9 @@ used by `openbell replay` (and the live daemon). The API key is read from the va
 key, for a local server). Each cycle gets a fresh prompt builder of the entry's decision mode and
 its account's masker; both use the entry's `masking_seed` and `rebase_prices`, and the account's
 stored masking key, so the prompts show what the tool results show and the structured modes read
-the model's stock ids back through the same alias map.
+the model's stock ids back through the same alias map. Given an `AnswerBook` (`openbell replay
+--answers`), the agent asks no endpoint and needs no key: its client answers from the book
+(`agents.llm.answers.RecordedTransport`) and its accounts take the recorded masking keys.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 
 from openbell.agents.aliases import seed_of
 from openbell.agents.llm.agent import LlmAgent, MaskerFactory, PromptFactory
+from openbell.agents.llm.answers import AnswerBook, RecordedTransport
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.hooks import PromptBuilder
 from openbell.agents.llm.recorder import Prices
@@ -25,11 +28,23 @@ from openbell.agents.masking import masker_for
 from openbell.agents.modes import DEFAULT_RESEARCH_CALLS, prompt_for_mode
 from openbell.agents.protocol import DecisionContext
 from openbell.ops.config import LlmAgentConfig, resolve_secret
+from openbell.store.masking_keys import MaskingKey
 
 
-def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAgent:
-    """The LLM agent of `config`, its key resolved from `environ`."""
-    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+def build_llm_agent(
+    config: LlmAgentConfig,
+    environ: Mapping[str, str],
+    answers: AnswerBook | None = None,
+    recorded_keys: Mapping[tuple[str, str], MaskingKey] | None = None,
+) -> LlmAgent:
+    """The LLM agent of `config`, its key resolved from `environ`; answered from `answers`
+    (no key, no endpoint) when given; its accounts given the `recorded_keys` (by agent and
+    market) when they have no masking key yet (a re-run, swapped agents included)."""
+    api_key = (
+        None
+        if config.api_key_env is None or answers is not None
+        else resolve_secret(config.api_key_env, environ)
+    )
     client = ChatClient(
         ClientConfig(
             base_url=config.base_url,
@@ -39,7 +54,8 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
             max_tokens=config.max_tokens,
             extra_headers=dict(config.extra_headers),
             extra_body=dict(config.extra_body),
-        )
+        ),
+        transport=None if answers is None else RecordedTransport(answers),
     )
     return LlmAgent(
         name=config.name,
@@ -55,6 +71,8 @@ def build_llm_agent(config: LlmAgentConfig, environ: Mapping[str, str]) -> LlmAg
         prompt=prompt_factory(config),
         masker=masker_factory(config),
         instructions=config.instructions,
+        recorded_keys=recorded_keys,
+        on_model_change=config.on_model_change,
     )
 
 

@@ -102,6 +102,7 @@ if TYPE_CHECKING:
     from openbell.agents.outside.hub import CycleHub
     from openbell.daemon.http import WebFactory
     from openbell.ops.attribution.ledger_inputs import AttributionChoice
+    from openbell.ops.recorded_answers import Answering
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -186,10 +187,12 @@ def agent_for(
     *,
     hub: CycleHub | None = None,
     containment: Containment | None = None,
+    answering: Answering | None = None,
 ) -> Agent:
     """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
     opened on `hub` (the run's one MCP server's; a new one when None). A strategy-code or command
-    agent is contained as `containment` says (`sandboxing.py`; default: jailed)."""
+    agent is contained as `containment` says (`sandboxing.py`; default: jailed). An LLM agent is
+    answered from `answering`'s recorded answers unless it is swapped (`recorded_answers.py`)."""
     # Each kind's module is imported when the config uses that kind: a replay of baselines never
     # loads the LLM client, the MCP hub, the strategy-code sandbox or lightgbm (issue 29).
     if isinstance(agent, LlmAgentConfig):
@@ -197,7 +200,12 @@ def agent_for(
         from openbell.agents.pairs import PairEnforced
         from openbell.ops.llm_agents import build_llm_agent
 
-        built = build_llm_agent(agent, os.environ if environ is None else environ)
+        built = build_llm_agent(
+            agent,
+            os.environ if environ is None else environ,
+            None if answering is None else answering.for_agent(agent.name),
+            None if answering is None else answering.book.keys,
+        )
         if agent.mode == "hedge":
             return HedgeEnforced(agent=built)
         return PairEnforced(agent=built, pairs=agent.pairs) if agent.mode == "pair" else built
@@ -452,6 +460,7 @@ def market_plan(
     hub: CycleHub | None = None,
     from_cache: str | None = None,
     containment: Containment | None = None,
+    answering: Answering | None = None,
 ) -> MarketPlan:
     """The plan of market `name` traded by `agents` (outside agents on `hub`, untrusted ones
     contained as `containment` says), live on `clock` or replayed (`clock` None) from `as_of`
@@ -473,7 +482,10 @@ def market_plan(
         universe=universe,
         cadence=market.cadence,
         initial_cash=market.initial_cash,
-        agents=tuple(agent_for(agent, name, hub=hub, containment=containment) for agent in agents),
+        agents=tuple(
+            agent_for(agent, name, hub=hub, containment=containment, answering=answering)
+            for agent in agents
+        ),
         shorting_agents=frozenset(agent.name for agent in agents if agent.allow_short),
         benchmarks=market.benchmarks,
         slot_times=market.slot_times,
@@ -654,6 +666,7 @@ def replay_plan(
     from_cache: str | None = None,
     batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
+    answering: Answering | None = None,
 ) -> tuple[ReplayPlan, ReplayChecks]:
     """The replay of the sessions from `start` through `end` (UTC dates) of the configured markets
     (or just `market`) with their agents, and its checks: the coverage of each market's universe
@@ -667,7 +680,8 @@ def replay_plan(
     or in the market's config), a universe with members (or a benchmark) without data across the
     window without `allow_partial_coverage` (here or in the market's config) or an LLM agent
     whose key variable is not set. With `seeds`, every agent runs once per seed as its own agent
-    (`ops.seeds.seeded_config`).
+    (`ops.seeds.seeded_config`). With `answering`, the LLM agents are answered from a recorded
+    ledger (`recorded_answers.py`; its swaps already applied to `config`).
     """
     if end < start:
         raise ConfigError(f"--end {end.isoformat()} is before --start {start.isoformat()}")
@@ -689,6 +703,7 @@ def replay_plan(
             hub=hub,
             from_cache=from_cache,
             containment=containment,
+            answering=answering,
         )
         for name, configured, agents in enrolled
     )
@@ -733,6 +748,7 @@ def replay_from_config(
     from_cache: str | None = None,
     batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
+    answering: Answering | None = None,
 ) -> ReplayReport:
     """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown. The
     report carries the checks' coverage and warnings (its summary states them); the warnings are
@@ -754,6 +770,7 @@ def replay_from_config(
         from_cache=from_cache,
         batch_slots=batch_slots,
         seeds=seeds,
+        answering=answering,
     )
     planted = []
     probe = config.probe.injection

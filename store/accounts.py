@@ -157,6 +157,19 @@ class Accounts(LedgerTables):
             raise ValueError(f"no account {account_id}")
         return row.created_at
 
+    def account_of(self, agent_name: str, market: str) -> int | None:
+        """The id of agent `agent_name`'s account in `market`, or None when it has none."""
+        agent_id = self._agentrow_id(agent_name)
+        return None if agent_id is None else self._accountrow_id(agent_id, market)
+
+    def allows_short(self, account_id: int) -> bool:
+        """Whether the account may short."""
+        with self._read() as session:
+            row = session.get(AccountRow, account_id)
+        if row is None:
+            raise ValueError(f"no account {account_id}")
+        return row.allow_short
+
     def initial_cash(self, account_id: int) -> Decimal:
         """The cash the account was opened with."""
         with self._read() as session:

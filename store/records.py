@@ -162,7 +162,8 @@ class TraceEntry:
     ledger when the entry is added (None before). An `assistant` entry (one model exchange)
     carries the model's identity as its response reported it: `model` (the response's `model`),
     `fingerprint` (its `system_fingerprint`) and `revision` (the provider's revision headers),
-    each None when the response had none.
+    each None when the response had none; and the recorded exchange, `request_digest` (the sha256
+    of the request body as sent) and `response` (the response body, whole).
     """
 
     cycle_id: int
@@ -179,6 +180,8 @@ class TraceEntry:
     model: str | None = None
     fingerprint: str | None = None
     revision: str | None = None
+    request_digest: str | None = None
+    response: str | None = None
 
     def __post_init__(self) -> None:
         check_utc("at", self.at)

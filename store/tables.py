@@ -306,6 +306,11 @@ class TraceRow(SQLModel, table=True):
     model: str | None = None
     fingerprint: str | None = None
     revision: str | None = None
+    #: An `assistant` row's recorded exchange (revision 0023): the sha256 of the request body as
+    #: sent (`agents/llm/answers.py`) and the response body as received, whole (secrets masked),
+    #: which `openbell replay --answers` answers that request with.
+    request_digest: str | None = None
+    response: str | None = Field(default=None, sa_type=Text)
 
 
 class MaskingKeyRow(SQLModel, table=True):

@@ -161,6 +161,8 @@ def trace_values(entry: TraceEntry) -> dict[str, Any]:
         "model": entry.model,
         "fingerprint": entry.fingerprint,
         "revision": entry.revision,
+        "request_digest": entry.request_digest,
+        "response": entry.response,
     }
 
 
@@ -223,6 +225,8 @@ def _entry(row: TraceRow) -> TraceEntry:
         model=row.model,
         fingerprint=row.fingerprint,
         revision=row.revision,
+        request_digest=row.request_digest,
+        response=row.response,
     )
 
 

@@ -8,16 +8,22 @@ a fresh builder, masker and `Recorder`, and runs the loop (`run.CycleRun`). What
 in the ledger (orders, fills), its trace and its usage (tokens, latency, cost, parse failures,
 invalid tool calls), all written through `ctx.journal`. A transient endpoint failure or a bad
 key is recorded in the trace and raised for the cycle runner to map (`client.py` says which is
-which).
+which). With `on_model_change = "split"`, an answer under another model identity ends the cycle
+with `ModelSplit`, for the runner to close the account and open a new one. A re-run from
+recorded answers (`answers.py`) gives the agent the recorded ledger's masking keys
+(`recorded_keys`), so a masked account shows its model what the recorded one did.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Literal
 
 from openbell.agents.kinds import LLM_KIND
+from openbell.agents.llm.answers import RecordedKeys
 from openbell.agents.llm.client import ChatClient
 from openbell.agents.llm.hooks import IdentityMasker, Masker, OpenResearchPrompt, PromptBuilder
 from openbell.agents.llm.model_watch import ModelWatch
@@ -26,8 +32,12 @@ from openbell.agents.llm.run import Budgets, CycleRun, StopReason
 from openbell.agents.llm.spend_caps import WARN_SHARE, SpendCaps, SpendGuard
 from openbell.agents.protocol import DecisionContext
 from openbell.markets.errors import OpenbellError
+from openbell.store.masking_keys import MaskingKey
 
 PromptFactory = Callable[[DecisionContext], PromptBuilder]
+#: What a change of the model's reported identity does: `flag` the account, or `split` it (close
+#: it and go on in a new account: `markets.errors.ModelSplit`).
+OnModelChange = Literal["flag", "split"]
 MaskerFactory = Callable[[DecisionContext], Masker]
 
 
@@ -54,6 +64,8 @@ class LlmAgent:
         masker: MaskerFactory = _bright,
         monotonic: Callable[[], float] = time.monotonic,
         instructions: str = "",
+        recorded_keys: Mapping[tuple[str, str], MaskingKey] | None = None,
+        on_model_change: OnModelChange = "flag",
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
@@ -68,6 +80,8 @@ class LlmAgent:
         self._instructions = instructions
         self._monotonic = monotonic
         self._watch = ModelWatch()
+        self._recorded_keys = recorded_keys
+        self._on_model_change = on_model_change
         self._caps = caps if caps is not None and caps.any else None
         self._guard = None if self._caps is None else SpendGuard(self._caps)
         self.last_stop: StopReason | None = None
@@ -95,6 +109,9 @@ class LlmAgent:
     async def decide(self, ctx: DecisionContext) -> None:
         """Run one cycle: prompts, then model turns and tool calls until it ends. With dollar caps,
         a spent window skips the cycle first (`CycleSkipped`, `spend_caps.BUDGET_EXHAUSTED`)."""
+        if self._recorded_keys is not None and ctx.masking_keys is not None:
+            recorded = self._recorded_keys.get((ctx.agent_name, ctx.market))
+            ctx = dataclasses.replace(ctx, masking_keys=RecordedKeys(ctx.masking_keys, recorded))
         notes: list[str] = []
         if self._guard is not None:
             self._guard.check(ctx, notes.append)
@@ -119,6 +136,7 @@ class LlmAgent:
                     recorder=recorder,
                     monotonic=self._monotonic,
                     instructions=self._instructions,
+                    split_on_model_change=self._on_model_change == "split",
                 )
                 self.last_stop = await run.run()
         except OpenbellError as exc:

@@ -5,7 +5,9 @@ This module owns the wire protocol and its failures. `ChatClient.complete` posts
 the decision mode asks for one), temperature, max_tokens and any configured extra body fields and
 headers (the API key goes only in the `Authorization` header and
 never into a message, log or error), and parses the answer once (`parse.parse_completion`),
-adding the provider's revision headers (`REVISION_HEADERS`) to the completion's identity.
+adding the provider's revision headers (`REVISION_HEADERS`) to the completion's identity. An
+`Answer` carries the exchange as recorded (`answers.py`): the request's digest and the response
+body as received; with a `transport` (`answers.RecordedTransport`) the client asks no network.
 Retryable failures (HTTP 429, 5xx, timeouts and other transport errors, and a 200 whose body is
 not a completion) are retried with exponential backoff and jitter, honouring `Retry-After` in
 seconds. An endpoint that cannot be connected to at all (connection refused, unknown host, no
@@ -43,6 +45,7 @@ from typing import Any, Final
 
 import httpx
 
+from openbell.agents.llm.answers import UnrecordedRequest, request_digest
 from openbell.agents.llm.completion import (
     MAX_IDENTITY_CHARS,
     Completion,
@@ -77,6 +80,7 @@ class AttemptError(enum.StrEnum):
     REFUSED = "refused"  # another 4xx: not retried
     AUTH = "auth"  # 401, 403, 404: not retried
     CANCELLED = "cancelled"  # cut off by the caller (the cycle's wall budget)
+    UNRECORDED = "unrecorded"  # a re-run from recorded answers asked what was never recorded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,11 +137,15 @@ class ClientConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
     """A completion with what getting it took: `latency_ms` of the request that got it, and
-    `attempts`, every request of the call (the last one got it)."""
+    `attempts`, every request of the call (the last one got it); and the exchange to record:
+    `request_digest` (`answers.request_digest` of the body sent) and `response`, the body
+    received."""
 
     completion: Completion
     latency_ms: int
     attempts: tuple[Attempt, ...]
+    request_digest: str = ""
+    response: str = ""
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -159,7 +167,8 @@ class ChatClient:
     """Chat completions against one endpoint; see the module docstring.
 
     With `http` the client uses that `httpx.AsyncClient` (tests pass one on a `MockTransport`;
-    the caller closes it). Without, `connect()` opens one per use and closes it after.
+    the caller closes it). Without, `connect()` opens one per use and closes it after, on
+    `transport` when given (`answers.RecordedTransport`: no network).
     """
 
     def __init__(
@@ -170,9 +179,11 @@ class ChatClient:
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
         self._http = http
+        self._transport = transport
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()  # noqa: S311  (jitter only)
         self._monotonic = monotonic
@@ -190,7 +201,9 @@ class ChatClient:
         if self._http is not None:
             yield Chat(self, self._http)
             return
-        async with httpx.AsyncClient(timeout=self.config.timeout_s) as http:
+        async with httpx.AsyncClient(
+            timeout=self.config.timeout_s, transport=self._transport
+        ) as http:
             yield Chat(self, http)
 
     def _request_parts(self) -> tuple[httpx.URL, httpx.Headers, httpx.Timeout]:
@@ -260,6 +273,7 @@ class ChatClient:
         cycle's conversation only grows) and the body assembled from their text."""
         body = self._body_json(messages, tools, wire, tool_choice)
         prompt_chars = len(body)  # the tool schemas are billed as input too
+        sent = body.encode("utf-8")
         attempts: list[Attempt] = []
 
         def report(attempt: Attempt) -> Attempt:
@@ -272,7 +286,7 @@ class ChatClient:
             number = len(attempts) + 1
             started = self._monotonic()
             try:
-                outcome = await self._attempt(http, body, prompt_chars, bool(tools))
+                outcome = await self._attempt(http, sent, prompt_chars, bool(tools))
             except LlmAuthError as exc:
                 report(self._failed(number, started, AttemptError.AUTH, str(exc)))
                 raise
@@ -282,9 +296,15 @@ class ChatClient:
             except asyncio.CancelledError:
                 report(self._failed(number, started, AttemptError.CANCELLED, "cut off"))
                 raise
-            if isinstance(outcome, Completion):
+            if isinstance(outcome, tuple):
                 done = report(Attempt(number=number, latency_ms=self._ms_since(started)))
-                return Answer(completion=outcome, latency_ms=done.latency_ms, attempts=(*attempts,))
+                return Answer(
+                    completion=outcome[0],
+                    latency_ms=done.latency_ms,
+                    attempts=(*attempts,),
+                    request_digest=request_digest(sent),
+                    response=outcome[1],
+                )
             retry_in_s = (
                 self._delay(number, outcome.retry_after_s)
                 if number <= self.config.max_retries and not outcome.final
@@ -319,14 +339,15 @@ class ChatClient:
         )
 
     async def _attempt(
-        self, http: httpx.AsyncClient, body: str, prompt_chars: int, with_tools: bool
-    ) -> Completion | _Failure:
-        """One request: the completion, or the failure when it is worth retrying."""
+        self, http: httpx.AsyncClient, body: bytes, prompt_chars: int, with_tools: bool
+    ) -> tuple[Completion, str] | _Failure:
+        """One request: the completion and the response body, or the failure when it is worth
+        retrying."""
         try:
             url, headers, timeout = self._request_parts()
-            response = await http.post(
-                url, content=body.encode("utf-8"), headers=headers, timeout=timeout
-            )
+            response = await http.post(url, content=body, headers=headers, timeout=timeout)
+        except UnrecordedRequest as exc:
+            return _Failure(AttemptError.UNRECORDED, str(exc), final=True)
         except httpx.TimeoutException as exc:
             return _Failure(AttemptError.TIMEOUT, f"timed out ({type(exc).__name__})")
         except httpx.ConnectError as exc:
@@ -369,7 +390,8 @@ class ChatClient:
                 AttemptError.NO_COMPLETION, f"{exc}{f': {self._clip(str(error))}' if error else ''}"
             )
         revision = self._revision(response.headers)
-        return completion if revision is None else replace(completion, revision=revision)
+        text = response.text
+        return (completion if revision is None else replace(completion, revision=revision)), text
 
     def _revision(self, headers: httpx.Headers) -> str | None:
         """The `REVISION_HEADERS` the response carried, as `name=value; ...` (secrets masked,

@@ -30,6 +30,7 @@ from openbell.agents.llm.client import Attempt
 from openbell.agents.llm.completion import Usage, cut
 from openbell.agents.llm.model_watch import ModelIdentity, ModelWatch
 from openbell.agents.protocol import DecisionContext
+from openbell.markets.errors import ModelSplit
 from openbell.store.records import CycleUsage, TraceEntry
 from openbell.store.redact import Redactor
 
@@ -110,9 +111,13 @@ class Recorder:
         tokens_out: int | None = None,
         latency_ms: int | None = None,
         identity: ModelIdentity | None = None,
+        request_digest: str | None = None,
+        response: str | None = None,
     ) -> None:
         """Record one trace row (redacted and cut), written at the next `flush`; an exchange's
-        row carries the model `identity` its response reported."""
+        row carries the model `identity` its response reported, and the exchange as recorded
+        (`answers.py`): the request's digest and the `response` body (redacted, never cut: a
+        re-run is answered with it)."""
         entry = TraceEntry(
             cycle_id=self._ctx.cycle_id,
             role=role,
@@ -127,12 +132,15 @@ class Recorder:
             model=None if identity is None else identity.model,
             fingerprint=None if identity is None else identity.fingerprint,
             revision=None if identity is None else identity.revision,
+            request_digest=request_digest,
+            response=None if response is None else self._redact.mask(response),
         )
         self._pending.append(entry)
 
-    def exchange(self, identity: ModelIdentity) -> None:
+    def exchange(self, identity: ModelIdentity, *, split: bool = False) -> None:
         """Note the identity an exchange's response reported; when it differs from the account's
-        previous one (`ModelWatch`), record a `model_changed` row and log it."""
+        previous one (`ModelWatch`), record a `model_changed` row and log it, and with `split`
+        raise `ModelSplit` (the answer is not acted on: the account is split)."""
         if self._watch is None:
             return
         previous = self._watch.observe(self._ctx.account_id, identity)
@@ -148,8 +156,11 @@ class Recorder:
         )
         self.trace(
             "model_changed",
-            content=f"the model answered as {identity.describe()} (before: {previous.describe()})",
+            content=f"the model answered as {identity.describe()} (before: {previous.describe()})"
+            + ("; the account is split: the agent goes on in a new account" if split else ""),
         )
+        if split:
+            raise ModelSplit(previous.describe(), identity.describe())
 
     def attempt(self, attempt: Attempt) -> None:
         """Count one request to the model and its latency; a failed one is also an `attempt`

@@ -120,9 +120,11 @@ class CycleRun:
         recorder: Recorder,
         monotonic: Callable[[], float],
         instructions: str = "",
+        split_on_model_change: bool = False,
     ) -> None:
         self._ctx = ctx
         self._instructions = instructions
+        self._split = split_on_model_change
         self._chat = chat
         self._builder = builder
         self._masker = masker
@@ -229,8 +231,10 @@ class CycleRun:
                 tokens_out=completion.usage.tokens_out,
                 latency_ms=answer.latency_ms,
                 identity=identity,
+                request_digest=answer.request_digest or None,
+                response=answer.response or None,
             )
-            self._recorder.exchange(identity)
+            self._recorder.exchange(identity, split=self._split)
             if not completion.tool_calls:
                 stop = await self._after_text(completion.content)
                 if stop is not None:

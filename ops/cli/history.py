@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
+from openbell.markets.errors import ConfigError
 from openbell.ops.cli.options import (
     ConfigOption,
     CreateOption,
@@ -36,6 +37,7 @@ from openbell.ops.cli.options import (
 
 if TYPE_CHECKING:
     from openbell.ops.config import OpenbellConfig
+    from openbell.ops.recorded_answers import Swap
     from openbell.store.cache import SqlBarCache
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
@@ -200,6 +202,29 @@ def replay(
             show_default=False,
         ),
     ] = None,
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            "--answers",
+            metavar="LEDGER",
+            help="Answer the LLM agents from the model exchanges recorded in this ledger (a "
+            "SQLite file or a database URL), with no endpoint, no key and no cost: a re-run of "
+            "that replay writes the same orders, fills, NAV and cycles. A request it did not "
+            "record fails its cycle. Use a fresh --db.",
+            show_default=False,
+        ),
+    ] = None,
+    swap_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--swap-model",
+            metavar="NAME=MODEL[@BASE_URL]",
+            help="With --answers: agent NAME asks MODEL (at its own endpoint, or BASE_URL) instead "
+            "of taking its recorded answers, on the same recorded inputs; the other agents replay "
+            "their answers. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
     db: WritingDbOption = None,
     listen: ListenOption = None,
     season: SeasonOption = None,
@@ -227,7 +252,9 @@ def replay(
     /mcp elsewhere than [http] listen, so a replay can run beside a live daemon. --season NAME
     replays the ledger's season NAME (`openbell season open`) over its window with the config
     stored with it; --season-from STORE_URL first copies that season's manifest from another
-    store, to re-run it in a fresh ledger (docs/guide/seasons.md).
+    store, to re-run it in a fresh ledger (docs/guide/seasons.md). --answers LEDGER re-runs a
+    replay of the same config and window from the model answers LEDGER recorded, with no model
+    server; --swap-model NAME=MODEL has agent NAME decide again with another model.
 
     Exit 0 when the replay ran; 3 (`EX_AGENT_FAILED`) when it ran but some agent's cycles all
     failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
@@ -250,6 +277,27 @@ def replay(
         loaded, first, last = _season_load(ctx, season, config, log_level, db, listen, season_from)
         _check_season_window(start, end, first, last)
     check_before_writing(loaded.store.url, create=create)
+    answering = None
+    swaps: list[Swap] = []
+    if swap_model and answers is None:
+        raise ConfigError("--swap-model needs --answers LEDGER: it re-decides recorded cycles")
+    if answers is not None:
+        from openbell.ops.recorded_answers import (
+            answering_of,
+            load_answers,
+            parse_swap,
+            swapped_config,
+        )
+
+        swaps = [parse_swap(value) for value in swap_model or ()]
+        loaded = swapped_config(loaded, swaps)
+        book = load_answers(answers)
+        answering = answering_of(book, swaps, seeds)
+        typer.echo(
+            f"answering from {len(book)} recorded exchanges of {answers}"
+            + "".join(f"; {swap.describe()}" for swap in swaps),
+            err=True,
+        )
     report = replay_from_config(
         loaded,
         start=first,
@@ -261,9 +309,12 @@ def replay(
         seeds=seeds,
         allow_partial_coverage=allow_partial_coverage,
         from_cache=from_cache,
+        answering=answering,
         **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())
+    for swap in swaps:
+        typer.echo(f"swapped: {swap.describe()}; the other LLM agents took their recorded answers")
     if report.failing:
         raise typer.Exit(EX_AGENT_FAILED)
 

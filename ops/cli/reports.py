@@ -28,14 +28,20 @@ from openbell.ops.cli.options import (
     DbOption,
     Market,
     TableFormat,
+    db_url,
     load_command_config,
     open_ledger,
     print_tables,
+    reading_config,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from rich.table import Table
 
+    from openbell.ops.benchmark import MarketBasis
+    from openbell.ops.board_beside import Side
     from openbell.ops.config import OpenbellConfig
     from openbell.ops.conventions import Convention
     from openbell.ops.reports import Leaderboard, LeaderboardRow
@@ -353,6 +359,17 @@ def leaderboard_command(
         ),
     ] = False,
     convention: ConventionOption = None,
+    beside_ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--beside",
+            metavar="LEDGER",
+            help="Show each agent's rank, composite, return and final NAV in this ledger beside "
+            "those of the ledger read (e.g. a `replay --answers --swap-model` counterfactual), and "
+            "whether they changed.",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOption = None,
     db: DbOption = None,
     season: SeasonBoardOption = None,
@@ -375,7 +392,8 @@ def leaderboard_command(
     cutoff (the bundled registry and the config's [cutoffs."MODEL"]) falls inside the window is
     measured over its slots after the cutoff only, and marked; an agent whose model has no entry
     is marked "cutoff unknown". --all-slots measures every slot, with the same marks. The caption
-    (and the JSON's "cutoffs") says which.
+    (and the JSON's "cutoffs") says which. --beside LEDGER shows a second ledger's figures beside
+    this one's, agent by agent, over every slot (docs/guide/recorded-answers.md).
     """
     from openbell.markets.errors import ReportError
     from openbell.ops.board_intervals import with_bootstrap
@@ -391,9 +409,16 @@ def leaderboard_command(
         raise ReportError(
             f"--bootstrap resamples returns by the openbell convention only, not {measured.name}"
         )
-    engine = open_ledger(loaded)
     chosen = [market.value] if market else None
     settings = CutoffSettings.of(loaded)
+    if beside_ledger is not None:
+        if bootstrap or wide or fmt is TableFormat.csv or season is not None:
+            raise ReportError(
+                "--beside shows the compact figures over --start/--end, as a table or JSON only"
+            )
+        _print_beside(loaded, beside_ledger, chosen, _window(start, end), bases, measured, fmt)
+        return
+    engine = open_ledger(loaded)
     try:
         named = season_of_board(engine, season)
         if season is not None and named is not None and start is None and end is None:
@@ -419,6 +444,49 @@ def leaderboard_command(
     finally:
         engine.dispose()
     print_leaderboards(boards, fmt, sys.stdout, wide=wide, season=named)
+
+
+def _print_beside(
+    loaded: OpenbellConfig,
+    other: str,
+    chosen: list[str] | None,
+    window: tuple[datetime | None, datetime | None],
+    bases: Mapping[str, MarketBasis],
+    measured: Convention,
+    fmt: TableFormat,
+) -> None:
+    """The boards of the config's ledger and of `other`, agent by agent."""
+    from openbell.ops.board_beside import beside_boards, beside_record
+    from openbell.ops.reports import leaderboards
+
+    boards = []
+    for found in (loaded, reading_config(db_url(other))):
+        engine = open_ledger(found)
+        try:
+            boards.append(leaderboards(engine, chosen, *window, bases=bases, convention=measured))
+        finally:
+            engine.dispose()
+    paired = beside_boards(boards[0], boards[1])
+    if fmt is TableFormat.json:
+        typer.echo(json.dumps([beside_record(market, rows) for market, rows in paired], indent=2))
+        return
+
+    def cells(side: Side | None) -> str:
+        if side is None:
+            return f"{'-':>5} {'-':>9} {'-':>9} {'-':>14}"
+        rank = "-" if side.rank is None else str(side.rank)
+        composite = "-" if side.composite is None else f"{side.composite:.3f}"
+        ret = "-" if side.cumulative_return is None else f"{side.cumulative_return:.2%}"
+        nav = "-" if side.final_nav is None else str(side.final_nav)
+        return f"{rank:>5} {composite:>9} {ret:>9} {nav:>14}"
+
+    for market, rows in paired:
+        typer.echo(f"{market}: this ledger | beside: {other}")
+        head = f"{'rank':>5} {'composite':>9} {'return':>9} {'final NAV':>14}"
+        typer.echo(f"{'agent':<24} {head} | {head} changed")
+        for row in rows:
+            mark = "yes" if row.changed else ""
+            typer.echo(f"{row.name[:24]:<24} {cells(row.left)} | {cells(row.right)} {mark}")
 
 
 def report_command(

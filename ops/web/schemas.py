@@ -761,6 +761,11 @@ class TraceEntry(_Document):
     model: str | None = Field(description="An exchange's reported model (`assistant` rows).")
     fingerprint: str | None = Field(description="Its reported `system_fingerprint`.")
     revision: str | None = Field(description="Its provider revision headers, `name=value; ...`.")
+    request_digest: str | None = Field(
+        default=None,
+        description="An exchange's request digest, `sha256:...` of the body sent (its recorded "
+        "answer is what `openbell replay --answers` replays).",
+    )
 
 
 class CycleTrace(_Document):

@@ -275,3 +275,15 @@ def test_a_bad_price_table_names_its_key(tmp_path: Path, table: str, words: str)
     assert "prices.m" in message
     assert words in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("value", ["flag", "split"])
+def test_on_model_change_is_flag_or_split(tmp_path: Path, value: str) -> None:
+    assert load(tmp_path, "").on_model_change == "flag"
+    assert load(tmp_path, f'on_model_change = "{value}"\n').on_model_change == value
+
+
+@pytest.mark.parametrize("value", ['"fork"', '"Split"', "true", '""'])
+def test_any_other_on_model_change_is_a_config_error(tmp_path: Path, value: str) -> None:
+    message = error(tmp_path, f"on_model_change = {value}\n")
+    assert "on_model_change" in message

@@ -1,7 +1,7 @@
 """season
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 Create Date: 2026-12-02
 
 The `season` table: a named window of the ledger with the manifest fixed before its first slot
@@ -20,7 +20,7 @@ from alembic import op
 from openbell.store.types import UtcDateTime
 
 revision: str = "0024"
-down_revision: str | Sequence[str] | None = "0022"
+down_revision: str | Sequence[str] | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

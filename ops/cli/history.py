@@ -206,11 +206,12 @@ def replay(
         str | None,
         typer.Option(
             "--answers",
-            metavar="LEDGER",
+            metavar="LEDGER|SEASON",
             help="Answer the LLM agents from the model exchanges recorded in this ledger (a "
             "SQLite file or a database URL), with no endpoint, no key and no cost: a re-run of "
             "that replay writes the same orders, fills, NAV and cycles. A request it did not "
-            "record fails its cycle. Use a fresh --db.",
+            "record fails its cycle. Use a fresh --db. With --season NAME --season-from LEDGER, "
+            "--answers NAME takes the season's answers from that LEDGER.",
             show_default=False,
         ),
     ] = None,
@@ -254,7 +255,8 @@ def replay(
     stored with it; --season-from STORE_URL first copies that season's manifest from another
     store, to re-run it in a fresh ledger (docs/guide/seasons.md). --answers LEDGER re-runs a
     replay of the same config and window from the model answers LEDGER recorded, with no model
-    server; --swap-model NAME=MODEL has agent NAME decide again with another model.
+    server (--season NAME --season-from LEDGER --answers NAME: the season, from the answers that
+    ledger recorded); --swap-model NAME=MODEL has agent NAME decide again with another model.
 
     Exit 0 when the replay ran; 3 (`EX_AGENT_FAILED`) when it ran but some agent's cycles all
     failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
@@ -274,9 +276,17 @@ def replay(
                 "drop --market, --seeds and --from-cache",
                 param_hint="--season",
             )
+        if answers == season and season_from is None:
+            raise typer.BadParameter(
+                "--answers SEASON re-runs the season from the ledger that recorded it: name that "
+                "ledger with --season-from, and write a fresh --db",
+                param_hint="--answers",
+            )
         loaded, first, last = _season_load(ctx, season, config, log_level, db, listen, season_from)
         _check_season_window(start, end, first, last)
     check_before_writing(loaded.store.url, create=create)
+    if answers is not None and answers == season:
+        answers = season_from  # the ledger that recorded the season (checked above)
     answering = None
     swaps: list[Swap] = []
     if swap_model and answers is None:

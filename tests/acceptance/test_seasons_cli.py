@@ -41,7 +41,8 @@ from openbell.store.tables import (
     TraceRow,
 )
 from openbell_testkit.cli import clean_env, openbell
-from openbell_testkit.llm import ScriptedModel, serve_script
+from openbell_testkit.compare import TABLES, ledger_rows
+from openbell_testkit.llm import Body, ScriptedModel, finish, serve_script, tool_turn
 
 START, END = "2025-11-03", "2025-11-06"
 SLOTS = 4
@@ -298,3 +299,67 @@ def test_a_season_is_opened_before_its_first_slot(season: Season) -> None:
     assert nowhere.returncode == 2
     assert "open the season there first" in nowhere.stderr
     assert not (season.cwd / "missing.db").exists()
+
+
+def _buyer(body: Body) -> Body:
+    """Buys a tenth of NAV in BTC, then finishes: a decision the re-run must make again."""
+    if any(message["role"] == "tool" for message in body["messages"]):
+        return finish("Bought.")
+    return tool_turn(
+        ("get_quote", {"symbols": ["BTC/USDT"]}),
+        ("place_order", {"symbol": "BTC/USDT", "side": "buy", "target_weight": "0.1"}),
+    )
+
+
+@pytest.mark.sqlite_only
+def test_a_season_reruns_from_its_recorded_answers_with_no_model_server(tmp_path: Path) -> None:
+    original = tmp_path / "original.db"
+    env = clean_env(SCRIPTED_API_KEY="k-0123456789abcdef")
+    model = ScriptedModel(script=[_buyer] * 100)
+    with serve_script(model) as model_url:
+        config = tmp_path / "openbell.toml"
+        config.write_text(config_text(f"sqlite:///{original}", model_url), encoding="utf-8")
+        opened = openbell(tmp_path, "season", "open", "s1", "--start", START, "--end", END, env=env)
+        assert opened.returncode == 0, opened.stderr
+        ran = openbell(tmp_path, "replay", "--season", "s1", env=env, timeout_s=120)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    asked = len(model.requests)
+    assert asked >= 2 * SLOTS  # a quote-and-order turn and a finish each slot
+    # The server is gone: the season runs again from the answers the original ledger recorded.
+    rerun = tmp_path / "rerun.db"
+    again = openbell(
+        tmp_path,
+        "replay",
+        "--season",
+        "s1",
+        "--season-from",
+        str(original),
+        "--answers",
+        "s1",
+        "--db",
+        str(rerun),
+        env=clean_env(),  # no key either
+        timeout_s=120,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(model.requests) == asked
+    first, second = ledger_rows(original), ledger_rows(rerun)
+    for table in TABLES:
+        assert second[table] == first[table], table
+    # The equality covers the model's decisions: it traded (a later buy to the same weight may
+    # be too small to fill).
+    assert [name for name, _ in first["fill"]].count("trader") >= 1
+    # Without the ledger that recorded it, the season's own name is refused as a source.
+    refused = openbell(
+        tmp_path,
+        "replay",
+        "--season",
+        "s1",
+        "--answers",
+        "s1",
+        "--db",
+        str(tmp_path / "x.db"),
+        env=env,
+    )
+    assert refused.returncode == 2
+    assert "--season-from" in refused.stderr

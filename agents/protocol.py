@@ -61,6 +61,11 @@ class Spending(Protocol):
         from the first)."""
         ...
 
+    def season_at(self, at: datetime) -> tuple[str, datetime, datetime | None] | None:
+        """The season whose window holds `at` (the last opened, if several do): its name, first
+        instant and the instant after its last day (None: open-ended); None outside any."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionContext:

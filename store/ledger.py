@@ -54,6 +54,7 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.rows import get_account
+from openbell.store.seasons import season_at
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
 from openbell.store.strategy_judgements import StrategyJudgements
 from openbell.store.strategy_runs import StrategyRuns
@@ -183,6 +184,13 @@ class Ledger(
         check_utc("end", end)
         with self._engine.connect() as connection:
             return llm_spend(connection, account_id, start, end)
+
+    def season_at(self, at: datetime) -> tuple[str, datetime, datetime | None] | None:
+        """The season whose window holds `at` (`store.seasons.season_at`):
+        `agents.protocol.Spending`."""
+        check_utc("at", at)
+        found = season_at(self._engine, at)
+        return None if found is None else (found.name, found.start_at, found.end_at)
 
     # -- masking keys (store/masking_keys.py) -----------------------------------------------
 

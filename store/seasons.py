@@ -148,6 +148,17 @@ def current_season(engine: Engine) -> Season | None:
     return found[-1] if found else None
 
 
+def season_at(engine: Engine, at: datetime) -> Season | None:
+    """The season whose window holds `at`, the last opened if several do; None when none does
+    (or the ledger has no seasons)."""
+    holding = [
+        season
+        for season in seasons(engine)
+        if season.start_at <= at and (season.end_at is None or at < season.end_at)
+    ]
+    return holding[-1] if holding else None
+
+
 def close_season(engine: Engine, name: str, at: datetime) -> Season:
     """Close the season `name` at `at` and return it; `SeasonError` if there is none of that
     name or it is closed already."""

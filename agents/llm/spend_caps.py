@@ -5,8 +5,9 @@ practice) and `SpendGuard`, which an `LlmAgent` asks before each cycle. The spen
 cost of the agent's cycles (`Recorder`'s `CycleUsage.cost`, from the model's `Prices`) in one
 account, that is in one market (an agent trading two markets is built once per market, and has
 its caps in each): the day's is that of the cycles whose slot falls on the UTC day of the decision
-time, the season's that of every cycle in the ledger (openbell has no seasons yet, so a season is
-the ledger's whole life). The guard reads the ledger's totals once per window (`ctx.spending`, a
+time, the season's that of the cycles whose slot falls in the window of the ledger's season
+holding the decision time (`openbell season open`; the last opened if several do), or, outside
+any season, of every cycle in the ledger. The guard reads the ledger's totals once per window (`ctx.spending`, a
 `protocol.Spending`), at the window's first cycle in this process, then adds each cycle's cost as
 it ends: restarts resume from the ledger, and a replay's write-behind batch is never read back.
 
@@ -42,8 +43,8 @@ log = structlog.stdlib.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpendCaps:
-    """An agent's dollar caps: `per_day` (a UTC day of slots) and `per_season` (the ledger's
-    life), each None for no cap."""
+    """An agent's dollar caps: `per_day` (a UTC day of slots) and `per_season` (the season's
+    window, or the ledger's life outside any season), each None for no cap."""
 
     per_day: Decimal | None = None
     per_season: Decimal | None = None
@@ -61,7 +62,7 @@ class SpendCaps:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Window:
-    label: str  # "day 2025-09-01" or "season"
+    label: str  # "day 2025-09-01", "season NAME" or "season" (the ledger's life)
     cap: Decimal
     start: datetime | None
     end: datetime | None  # None: open (the season)
@@ -75,7 +76,8 @@ class SpendGuard:
         self._spent: dict[tuple[int, str], Decimal] = {}
         self._warned: set[tuple[int, str]] = set()
 
-    def _windows(self, now: datetime) -> list[_Window]:
+    def _windows(self, ctx: DecisionContext) -> list[_Window]:
+        now = ctx.now
         out = []
         if self.caps.per_day is not None:
             day = now.astimezone(UTC).date()
@@ -89,16 +91,27 @@ class SpendGuard:
                 )
             )
         if self.caps.per_season is not None:
-            out.append(_Window(label="season", cap=self.caps.per_season, start=None, end=None))
+            season = None if ctx.spending is None else ctx.spending.season_at(now)
+            if season is None:
+                out.append(_Window(label="season", cap=self.caps.per_season, start=None, end=None))
+            else:
+                name, start, end = season
+                out.append(
+                    _Window(label=f"season {name}", cap=self.caps.per_season, start=start, end=end)
+                )
         return out
 
     def check(self, ctx: DecisionContext, warn: Callable[[str], None]) -> None:
         """Raise `CycleSkipped(BUDGET_EXHAUSTED)` when a window of `ctx.now` is spent; call `warn`
         with a one-line note for each window past `WARN_SHARE` not warned about yet."""
-        for window in self._windows(ctx.now):
+        for window in self._windows(ctx):
             spent = self._spent_in(ctx, window)
             if spent >= window.cap:
-                until = "the season ends" if window.end is None else window.end.isoformat()
+                until = (
+                    "the season ends"
+                    if window.end is None or window.label.startswith("season")
+                    else window.end.isoformat()
+                )
                 raise CycleSkipped(
                     BUDGET_EXHAUSTED,
                     f"{ctx.agent_name} spent {spent} of its {window.label} cap of {window.cap}; "
@@ -120,7 +133,7 @@ class SpendGuard:
     def spent(self, ctx: DecisionContext, cost: Decimal | None) -> None:
         """Add a finished cycle's `cost` to its windows. A missing cost with a cap set fails
         closed: every window is marked spent."""
-        for window in self._windows(ctx.now):
+        for window in self._windows(ctx):
             total = self._spent_in(ctx, window)
             key = (ctx.account_id, window.label)
             self._spent[key] = window.cap if cost is None else total + cost

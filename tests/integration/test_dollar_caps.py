@@ -6,7 +6,7 @@ what was spent."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from sqlalchemy import Engine
@@ -26,6 +26,7 @@ from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.seasons import Season, open_season
 from openbell.store.tables import CycleRow
 from openbell_testkit.llm import ScriptedModel, finish
 
@@ -181,5 +182,36 @@ def test_a_restarted_run_resumes_the_days_spend_from_the_ledger(db_url: str) -> 
     engine = make_engine(db_url)
     try:
         assert [status for _, status, _, _ in statuses(engine)] == ["done"] * 3 + ["skipped"] * 3
+    finally:
+        engine.dispose()
+
+
+def test_the_seasons_cap_counts_the_spend_inside_the_seasons_window(db_url: str) -> None:
+    """A season opened for the 4th counts the 4th's spend only: the 3rd's (before any season:
+    the ledger's life) does not use it up."""
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        open_season(
+            engine,
+            Season(
+                name="fourth",
+                manifest="{}",
+                manifest_sha256="0" * 64,
+                start_on=date(2025, 11, 4),
+                end_on=date(2025, 11, 4),
+                opened_at=START_AT - timedelta(days=1),
+                closed_at=None,
+                config="",
+                config_path="openbell.toml",
+            ),
+        )
+    finally:
+        engine.dispose()
+    engine = replay(db_url, SpendCaps(per_season=SEASON_CAP))
+    try:
+        found = [(day, status) for day, status, _, _ in statuses(engine)]
+        # 4.5 cycles' cap: five cycles run in each window, the sixth is skipped.
+        assert found == [(3, "done")] * 5 + [(3, "skipped")] + [(4, "done")] * 5 + [(4, "skipped")]
     finally:
         engine.dispose()

@@ -23,11 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy import Engine
 
 from openbell.agents.llm.spend_caps import BUDGET_EXHAUSTED
+from openbell.markets.errors import OpenbellError
+from openbell.ops.config import load_config_text
+from openbell.ops.contamination import CardCutoff, CutoffSettings, agent_cutoffs
 from openbell.store import queries
 from openbell.store.season_facts import (
     UNSUCCESSFUL,
@@ -41,7 +45,7 @@ from openbell.store.season_facts import (
 from openbell.store.seasons import Season
 from openbell.store.seed_runs import seed_runs
 
-#: What the card says of a model's training cutoff while no registry states one.
+#: What the card says of a model's training cutoff no registry entry states.
 NOT_STATED: Final = "not stated"
 #: The statuses counted per account, in the order of the failures-and-skips table.
 STATUSES: Final = ("done", *UNSUCCESSFUL, "claimed")
@@ -159,7 +163,12 @@ def methods_card(engine: Engine, season: Season) -> MethodsCard:
         _costs(manifest),
         _cadence(manifest, spans),
         _seeds(manifest, accounts, engine),
-        _models(manifest, accounts, queries.reported_models_of(engine, ids, start, end)),
+        _models(
+            manifest,
+            accounts,
+            queries.reported_models_of(engine, ids, start, end),
+            _cutoffs(engine, season, {account.market for account in accounts}),
+        ),
         _spend(manifest, accounts, queries.llm_usage_of(engine, ids, start, end), outcomes),
         _failures(accounts, outcomes, fills_per_account(engine, start, end)),
         _artifacts(season, manifest, chain_heads(engine)),
@@ -414,10 +423,37 @@ def _seeds(
     )
 
 
+def _cutoffs(
+    engine: Engine, season: Season, markets: Iterable[str]
+) -> dict[tuple[str, str], CardCutoff]:
+    """Each model-driven agent's stated training cutoff over the season's window, by (agent,
+    market): the registry of the config stored with the season (`[cutoffs."MODEL"]` over the
+    bundled one), or the bundled registry when that config no longer reads."""
+    try:
+        config = load_config_text(season.config, shown=season.config_path, base=Path("."))
+        settings = CutoffSettings.of(config)
+    except (OpenbellError, ValueError):
+        settings = CutoffSettings.bundled()
+    return {
+        (line.agent, market): line
+        for market in sorted(markets)
+        for line in agent_cutoffs(engine, market, season.start_at, season.end_at, settings)
+    }
+
+
+def _cutoff_cell(line: CardCutoff | None) -> str:
+    """What the models table says of an agent's training cutoff."""
+    if line is None or line.cutoff is None:
+        return NOT_STATED
+    inside = f"; {line.inside_slots} slots decided inside it" if line.inside_slots else ""
+    return f"{line.cutoff} ({line.source or 'no source'}){inside}"
+
+
 def _models(
     manifest: Mapping[str, Any],
     accounts: Sequence[_Account],
     reported: Mapping[int, Sequence[queries.ReportedModel]],
+    cutoffs: Mapping[tuple[str, str], CardCutoff],
 ) -> CardSection:
     rows = []
     for account in accounts:
@@ -439,7 +475,7 @@ def _models(
                 str(configured.get("model", "-")),
                 answered or "no exchange recorded",
                 "yes" if len(identities) > 1 else "no",
-                NOT_STATED,
+                _cutoff_cell(cutoffs.get((account.agent, account.market))),
             )
         )
     return CardSection(
@@ -448,7 +484,9 @@ def _models(
             (
                 "The identity each model response reported (trace rows, migration 0021), with "
                 "how many exchanges reported it; more than one is a model change. Training "
-                f"cutoffs: {NOT_STATED} where no registry states one."
+                "cutoffs as the model registry states them (docs/guide/cutoffs.md), with the "
+                f"slots decided inside them, which the headline board leaves out; {NOT_STATED} "
+                "where no entry states one."
             ),
         )
         if rows

@@ -6,6 +6,7 @@ on the season's page."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -125,3 +126,22 @@ def test_the_seasons_page_shows_hostile_model_text_inert(engine: Engine) -> None
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|gpt-x x1" in page.text
     assert "budget_exhausted" in page.text
     assert missing.status_code == 404
+
+
+def test_the_card_states_a_models_registered_training_cutoff(engine: Engine) -> None:
+    """The registry of the config stored with the season states `local`'s cutoff: the card gives
+    it with its source (the slots decided inside it are counted from the NAV snapshots, which
+    this ledger has none of: tests/acceptance/test_cutoffs.py counts them on a replay)."""
+    season = build(engine)
+    config = (
+        '[markets.us]\nuniverse = "nasdaq100"\ncadence = "daily"\nsource = "yfinance"\n'
+        'initial_cash = "100000"\n\n'
+        '[cutoffs."local"]\ncutoff = "2026-01-05"\nsource = "https://local.test/card"\n'
+    )
+    card = to_markdown(methods_card(engine, replace(season, config=config)))
+    assert (
+        "| unpriced | us | local | local x1 from 2026-01-05 14:30 UTC | no | 2026-01-05 "
+        "(https://local.test/card) |" in card
+    )
+    # Its gpt-x models have no entry, in that registry or the bundled one.
+    assert "| yes | not stated |" in card

@@ -9,19 +9,26 @@ timed while the slot's cycles run, and the per-market view recomputed after a sl
    (sequential; a late request is sent at once): one GETs `/healthz`, the other is the outside
    agent's client (the MCP SDK's streamable-HTTP client with the agent's token), which takes each
    slot's cycle (`wait_for_cycle`), calls `get_quote` for `--hold-s` seconds and finishes. This
-   process watches the ledger (a read-only SQLite connection, every 5 ms) for when each slot's
-   baseline cycles were first claimed and when the last of them finished: the slot's busy window.
+   process watches the ledger (a read-only SQLite connection, every 5 ms) for when the last of
+   each slot's baseline cycles finished: the slot's busy window runs from its bell (the slot's
+   instant on the clock, in real time) to then.
    Each request sent inside a busy window counts (the others are shown apart); p50 and p99 of
    their latency, over `--slots` slots (the first slot, cold, is left out).
 2. Views (with `--views`): the web benchmark's ledger (`web_ledger.py`: 50 agents, a year of
    crypto days and ten US sessions), copied and upgraded, behind an `ops.web.memo.ViewMemo`
-   computing in the calling thread. Both markets' views are built, then one US slot is written
-   (each account's cycle claimed and finished, with a NAV snapshot, as a slot's cycles write
-   them) and both views asked again: the time each takes, median of `--view-rounds` rounds.
-   With a version per market the crypto view is served from memory.
+   computing in the calling thread. Both markets' views are built; then, in turn, a slot of
+   each market is written (each account's cycle claimed, its NAV snapshot written, the cycle
+   finished, as a slot's cycles write them) and both views asked again: the time each takes
+   after each market's slot, median of `--view-rounds` rounds. With a version per market the
+   other market's view is served from memory.
 
-Not a test: run it by hand, `.venv/bin/python benchmarks/stall.py [--slots N] [--views]`; run it
-on main and on the branch and compare (the machine is shared: take the medians of one run).
+`--compare` runs each part twice: part 1 first with the slots not yielding (`live.YIELD_EVERY_S`
+None: the baselines' cycles back to back in one turn of the loop, the stall as it was before the
+slots yielded), then yielding; part 2 first with every view kept by the ledger's one version (as
+before the version per market), then by the market's.
+
+Not a test: run it by hand, `.venv/bin/python benchmarks/stall.py [--slots N] [--compare]
+[--views]` (the machine is shared: compare the figures of one run).
 """
 
 from __future__ import annotations
@@ -49,8 +56,9 @@ from openbell.agents.baselines import build_agent
 from openbell.agents.outside.agent import McpAgent
 from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.protocol import Agent
+from openbell.daemon import live
 from openbell.daemon.clock import ScaledClock
-from openbell.daemon.live import run_live
+from openbell.daemon.live import YIELD_EVERY_S, run_live
 from openbell.daemon.plan import LivePlan, MarketPlan
 from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay_source import ReplaySource
@@ -59,6 +67,7 @@ from openbell.ops.logs import configure_logging
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, SnapshotKind
 
 #: A Monday inside the bundled crypto hourly bars (they end 2025-11-10 07:00 UTC).
 START_AT = datetime(2025, 11, 3, 0, 0, tzinfo=UTC)
@@ -150,7 +159,8 @@ def poll_quotes(url: str, token: str, every_s: float, hold_s: float, stop: Any, 
 
 @dataclass
 class Window:
-    """A slot's busy window: its baseline cycles' first claim and last finish, as seen."""
+    """A slot's busy window: its bell (first: its first claim, as seen) and the last finish of its
+    baseline cycles, as seen."""
 
     slot_at: str
     claimed_s: float
@@ -174,7 +184,7 @@ def watch_ledger(db: Path, baseline_ids: set[int], stop: threading.Event, watch:
         while not stop.is_set():
             now = time.monotonic()
             try:
-                rows = connection.execute(sql, sorted(baseline_ids)).fetchall()
+                rows = connection.execute(sql, (OUTSIDE,)).fetchall()
             except sqlite3.OperationalError:  # busy: next turn
                 rows = []
             for slot_at, finished in rows:
@@ -195,7 +205,12 @@ def agents() -> tuple[Agent, ...]:
     return tuple(chosen)
 
 
-def stall(period_s: float, slots: int, every_s: float, hold_s: float) -> None:
+def stall(period_s: float, slots: int, every_s: float, hold_s: float, *, yielding: bool) -> None:
+    """Part 1, with the daemon's slots yielding to the loop (`live.YIELD_EVERY_S`) or, as on
+    main before they did, never (`yielding` False: the baselines' cycles then run back to back
+    in one turn of the loop, as their tasks each ran to its end at its turn)."""
+    live.YIELD_EVERY_S = YIELD_EVERY_S if yielding else None
+    print(f"-- slots {'yielding' if yielding else 'not yielding (as main)'}")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "ledger.db"
         url = f"sqlite:///{db.as_posix()}"
@@ -232,7 +247,9 @@ def stall(period_s: float, slots: int, every_s: float, hold_s: float) -> None:
         )
         speed = 3600 / period_s
         # The first bell one period after start-up (opening 51 accounts, verifying).
-        clock = ScaledClock(START_AT - timedelta(seconds=period_s * speed), speed=speed)
+        clock_start_at = START_AT - timedelta(seconds=period_s * speed)
+        clock_started_s = time.monotonic()
+        clock = ScaledClock(clock_start_at, speed=speed)
         stop = StopRequest()
         errors: list[BaseException] = []
 
@@ -290,9 +307,14 @@ def stall(period_s: float, slots: int, every_s: float, hold_s: float) -> None:
     windows = sorted(
         (w for w in watch.windows.values() if w.finished_s is not None), key=lambda w: w.slot_at
     )[1:]  # the first slot is cold
+    for window in windows:
+        # From the bell (the slot's instant on the clock, in real time): a loop that does not
+        # yield holds the GIL too, so this process's watcher sees the first claim late.
+        bell_at = datetime.fromisoformat(window.slot_at).replace(tzinfo=UTC)
+        window.claimed_s = clock_started_s + (bell_at - clock_start_at).total_seconds() / speed
     print(
         f"{len(windows)} slots x {len(baseline_ids)} baseline agents (+1 outside), the first "
-        "left out; busy window (first claim .. last baseline finish): median "
+        "left out; busy window (bell .. last baseline finish): median "
         f"{statistics.median([w.finished_s - w.claimed_s for w in windows]):.3f} s"  # type: ignore[operator]
     )
     for name in ("healthz", "get_quote", "MCP, any"):
@@ -308,11 +330,20 @@ def stall(period_s: float, slots: int, every_s: float, hold_s: float) -> None:
 # -- 2. the views ---------------------------------------------------------------------------
 
 
-def views(rounds: int) -> None:
+def views(rounds: int, *, per_market: bool) -> None:
+    """Part 2, with the memo keeping a market's views by its own version or, as on main, by the
+    ledger's one version (`per_market` False)."""
+    print(f"-- views kept by {'the market' if per_market else 'the ledger (as main)'}'s version")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from web_ledger import cached_ledger
 
     from openbell.ops.web.memo import ViewMemo
+
+    class LedgerVersionMemo(ViewMemo):
+        """The memo as it was: every value kept by the ledger's one version."""
+
+        def remember(self, kind: Any, key: Any, build: Any, *, market: str | None = None) -> Any:
+            return super().remember(kind, key, build)
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "ledger.db"
@@ -321,39 +352,55 @@ def views(rounds: int) -> None:
         upgrade(url)
         engine = make_engine(url)
         ledger = Ledger(engine)
-        memo = ViewMemo(engine)
+        memo = ViewMemo(engine) if per_market else LedgerVersionMemo(engine)
+        markets = ("us", "crypto")
+        accounts: dict[str, list[int]] = {}
+        slot_of: dict[str, datetime] = {}
         with sqlite3.connect(db) as connection:
-            us = [row[0] for row in connection.execute("SELECT id FROM account WHERE market='us'")]
-            (last,) = connection.execute(
-                "SELECT max(slot_at) FROM cycle c JOIN account a ON a.id = c.account_id "
-                "WHERE a.market = 'us'"
-            ).fetchone()
-        slot_at = datetime.fromisoformat(last).replace(tzinfo=UTC)
-        timings: dict[str, list[float]] = {"us": [], "crypto": []}
+            for market in markets:
+                accounts[market] = [
+                    row[0]
+                    for row in connection.execute(
+                        "SELECT id FROM account WHERE market = ?", (market,)
+                    )
+                ]
+                (last,) = connection.execute(
+                    "SELECT max(slot_at) FROM cycle c JOIN account a ON a.id = c.account_id "
+                    "WHERE a.market = ?",
+                    (market,),
+                ).fetchone()
+                slot_of[market] = datetime.fromisoformat(last).replace(tzinfo=UTC)
+        timings: dict[tuple[str, str], list[float]] = {}
         started = time.perf_counter()
-        memo.view("us")
-        memo.view("crypto")
+        for market in markets:
+            memo.view(market)
         print(f"both views, cold: {time.perf_counter() - started:.2f} s")
         for _ in range(rounds):
-            slot_at += timedelta(days=7)  # a slot after every other (a week on: no session gap)
-            for account_id in us:
-                nav = ledger.account_state(account_id, slot_at)
-                cycle_id = ledger.claim_cycle(
-                    account_id, slot_at, "bench", slot_at + timedelta(minutes=1), slot_at
-                )
-                assert cycle_id is not None  # noqa: S101
-                marks = dict.fromkeys(nav.positions, Decimal(1))
-                ledger.write_nav_snapshot(account_id, slot_at, "slot", marks, cycle_id=cycle_id)
-                ledger.finish_cycle(cycle_id, "done", slot_at)
-            for market in ("us", "crypto"):
-                started = time.perf_counter()
-                memo.view(market)
-                timings[market].append(time.perf_counter() - started)
+            for written in markets:
+                # A synthetic slot a week after the market's last (no session gap): each account's
+                # cycle claimed, its NAV snapshot written (every holding marked at 1: the time is
+                # what is measured) and the cycle finished.
+                slot_at = slot_of[written] = slot_of[written] + timedelta(days=7)
+                for account_id in accounts[written]:
+                    held = ledger.account_state(account_id, slot_at).positions
+                    cycle_id = ledger.claim_cycle(
+                        account_id, slot_at, "bench", slot_at + timedelta(minutes=1), slot_at
+                    )
+                    assert cycle_id is not None  # noqa: S101
+                    marks = dict.fromkeys(held, Decimal(1))
+                    ledger.write_nav_snapshot(
+                        account_id, slot_at, SnapshotKind.SLOT, marks, cycle_id=cycle_id
+                    )
+                    ledger.finish_cycle(cycle_id, CycleStatus.DONE, slot_at)
+                for market in markets:
+                    started = time.perf_counter()
+                    memo.view(market)
+                    timings.setdefault((written, market), []).append(time.perf_counter() - started)
         engine.dispose()
-    for market, values in timings.items():
+    for (written, market), values in timings.items():
         print(
-            f"view of {market:<6} after a US slot: median {statistics.median(values):.3f} s, "
-            f"max {max(values):.3f} s (n={len(values)})"
+            f"view of {market:<6} after a {written} slot: median "
+            f"{statistics.median(values):.3f} s, max {max(values):.3f} s (n={len(values)})"
         )
 
 
@@ -366,12 +413,17 @@ def main() -> None:
     parser.add_argument("--views", action="store_true", help="also time the views after a slot")
     parser.add_argument("--view-rounds", type=int, default=5)
     parser.add_argument("--skip-stall", action="store_true")
+    parser.add_argument(
+        "--compare", action="store_true", help="each part as on main first, then as it is now"
+    )
     args = parser.parse_args()
     configure_logging(level="warning", stream=sys.stderr)
     if not args.skip_stall:
-        stall(args.period_s, args.slots, args.every_ms / 1000, args.hold_s)
+        for yielding in (False, True) if args.compare else (True,):
+            stall(args.period_s, args.slots, args.every_ms / 1000, args.hold_s, yielding=yielding)
     if args.views:
-        views(args.view_rounds)
+        for per_market in (False, True) if args.compare else (True,):
+            views(args.view_rounds, per_market=per_market)
 
 
 if __name__ == "__main__":

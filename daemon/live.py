@@ -88,7 +88,7 @@ POLL_S = 0.1
 #: A slot's cycles give the event loop its turn (HTTP requests, leases, sweeps) whenever they
 #: have held it this long (`CycleRunner`'s `yield_every_s`): between claims, between cycles and
 #: between a cycle's steps (decision, NAV snapshot, finish).
-YIELD_EVERY_S = 0.0
+YIELD_EVERY_S: float | None = 0.0
 
 
 def new_run_id() -> str:

@@ -355,10 +355,11 @@ class CycleRunner:
         outcomes: dict[int, CycleOutcome],
         waiting: Callable[[], None] | None,
     ) -> None:
-        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model), calling
-        `waiting` once each has run to its first wait; a STOP raised by one cancels the others,
-        and is raised here. With `inline_cycles`, one cycle or baselines' cycles are run in
-        order in this task instead (see the class docstring)."""
+        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model; the
+        baselines' one after the other in one task of their own), calling `waiting` once each
+        task has run to its first wait; a STOP raised by one cancels the others, and is raised
+        here. With `inline_cycles`, one cycle or baselines' cycles are run in order in this task
+        instead (see the class docstring)."""
         if not self.concurrent([claim.agent for claim in claims]):
             await self._run_in_turn(desk, snapshot, claims, slot_at, now, outcomes)
             return

@@ -120,6 +120,7 @@ class Toolbox:
         cycle_id: int,
         now: datetime,
         fundamentals: FundamentalsSource | None = None,
+        pause: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         check_utc("now", now)
         if gateway.now != now or snapshot.at > now:
@@ -153,6 +154,7 @@ class Toolbox:
         self.finished = False
         self.summary: str | None = None
         self._fundamentals = fundamentals
+        self._pause = pause
 
     @functools.cached_property
     def shorting(self) -> bool:
@@ -269,6 +271,8 @@ class Toolbox:
                 f"Invalid arguments for {name}: {describe_validation_error(exc)}.",
                 f"Call {name} with arguments matching its schema.",
             )
+        if self._pause is not None:  # the daemon's loop may serve others before this tool runs
+            await self._pause()
         return await handler(args)
 
     async def serve(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:

@@ -85,6 +85,10 @@ TICK_S = 1.0
 DEEP_SWEEP_S = 1800.0
 #: How often the loop looks at the stop request, in seconds.
 POLL_S = 0.1
+#: A slot's cycles give the event loop its turn (HTTP requests, leases, sweeps) whenever they
+#: have held it this long (`CycleRunner`'s `yield_every_s`): between claims, between cycles and
+#: between a cycle's steps (decision, NAV snapshot, finish).
+YIELD_EVERY_S: float | None = 0.0
 
 
 def new_run_id() -> str:
@@ -176,6 +180,7 @@ class _Daemon:
             clock=self.clock.now,
             wait_s=max(self.plan.lease_s / 6 / self.speed, MIN_SWEEP_S / 5),
             on_split=lambda split: self.holes.split(split),
+            yield_every_s=YIELD_EVERY_S,
         )
         if self.lock.held:  # the one daemon of this SQLite file: every other holder is dead
             ended = self.ledger.expire_claims(now, except_holder=self.run_id)

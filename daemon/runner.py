@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -73,6 +74,10 @@ _STDLIB_LOG: Final = logging.getLogger(__name__)
 DATA_UNAVAILABLE: Final = "data_unavailable"
 #: The wall-time budget of one agent's decision (DESIGN §3 step 3).
 DECIDE_TIMEOUT_S: Final = 600.0
+#: How many turns of the event loop a yielding slot gives at each of its yields (`_yield`): a
+#: request takes several turns to be answered (read, route, respond), each turn also running one
+#: step of the slot's cycles, so a few turns a yield answer it in fewer of those steps.
+YIELD_TURNS: Final = 4
 #: Stored error messages are cut to this many characters.
 MAX_ERROR_CHARS: Final = 2000
 
@@ -200,7 +205,16 @@ class CycleRunner:
     its ledger's accounts): a slot's cycles then run in the slot's own task, one after the other,
     when there is one of them or every agent is a rule baseline (`BASELINE_KINDS`), which runs on
     the replay's local data without waiting on anything, and a baseline's decision goes without
-    the timeout, which could never fire; else each cycle is a task of its own, run concurrently.
+    the timeout, which could never fire. Else each cycle of an agent that waits (LLM, outside) is a
+    task of its own, started first, and the baselines' cycles run one after the other in one more
+    task, concurrently with those.
+
+    With `yield_every_s` (the live daemon), a slot gives the event loop `YIELD_TURNS` turns
+    whenever it has held the loop that long: between its claims, between its cycles, between a
+    cycle's steps (margin call, decision, NAV snapshot, finish) and before each tool an agent
+    calls (`Toolbox`'s `pause`), so HTTP requests (`/healthz`, `/mcp`, the pages) and the
+    daemon's own tasks are served while a slot runs instead of after it. None (a replay): it never
+    yields on its own. Yielding changes when other tasks run, never what a cycle decides or writes.
 
     With a `clock` (live daemons sharing a ledger), a cycle runs only once its account has no
     earlier cycle still `claimed`: it waits for one whose lease runs (polling every `wait_s` real
@@ -228,6 +242,7 @@ class CycleRunner:
         clock: Callable[[], datetime] | None = None,
         wait_s: float = 1.0,
         on_split: Callable[[AccountSplit], None] | None = None,
+        yield_every_s: float | None = None,
     ) -> None:
         if not run_id:
             raise ValueError("run_id must not be empty")
@@ -245,6 +260,8 @@ class CycleRunner:
         self._inline_cycles = inline_cycles
         self._clock = clock
         self._wait_s = wait_s
+        self._yield_every_s = yield_every_s
+        self._turn_s = time.monotonic()
         # The claims being run, each with its cycle's task once the agent runs.
         self._held: dict[int, asyncio.Task[CycleOutcome] | None] = {}
         self._paused: dict[int, PausedAccount] = {}
@@ -320,6 +337,7 @@ class CycleRunner:
         unavailable: list[Exception] = []
         try:
             for account_id, agent in accounts:
+                await self._yield()
                 claim = self._claim(account_id, agent, slot_at, now)
                 if claim is None:
                     outcomes[account_id] = CycleOutcome(
@@ -419,38 +437,76 @@ class CycleRunner:
         outcomes: dict[int, CycleOutcome],
         waiting: Callable[[], None] | None,
     ) -> None:
-        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model), calling
-        `waiting` once each has run to its first wait; a STOP raised by one cancels the others,
-        and is raised here. With `inline_cycles`, one cycle or baselines' cycles are run in
-        order in this task instead (see the class docstring)."""
+        """Run the claims' cycles concurrently (an LLM agent mostly waits on its model; the
+        baselines' one after the other in one task of their own), calling `waiting` once each
+        task has run to its first wait; a STOP raised by one cancels the others, and is raised
+        here. With `inline_cycles`, one cycle or baselines' cycles are run in order in this task
+        instead (see the class docstring)."""
         if not self.concurrent([claim.agent for claim in claims]):
-            for claim in claims:
-                if claim.cycle_id not in self._held:  # lost while observing
-                    outcomes[claim.account_id] = _not_run(claim)
-                    continue
-                timed = claim.agent.kind not in BASELINE_KINDS
-                outcomes[claim.account_id] = await self._run_cycle(
-                    desk, snapshot, claim, slot_at, now, timed=timed
-                )
+            await self._run_in_turn(desk, snapshot, claims, slot_at, now, outcomes)
             return
+        # The agents that wait (LLM, outside) each in a task of their own, started first so that
+        # they start waiting at once; the baselines, which never wait, one after the other in one
+        # more task, giving the loop its turn between them (`_run_in_turn`): as tasks of their
+        # own each would run to its end at its turn, and all of them in one turn of the loop.
+        waiters = [claim for claim in claims if claim.agent.kind not in BASELINE_KINDS]
+        lane = [claim for claim in claims if claim.agent.kind in BASELINE_KINDS]
         tasks: dict[int, asyncio.Task[CycleOutcome]] = {}
         try:
             async with asyncio.TaskGroup() as group:
-                for claim in claims:
+                for claim in waiters:
                     if claim.cycle_id in self._held:  # not lost while observing
                         run = self._run_cycle(desk, snapshot, claim, slot_at, now)
                         tasks[claim.cycle_id] = self._held[claim.cycle_id] = group.create_task(run)
+                if lane:
+                    group.create_task(
+                        self._run_in_turn(desk, snapshot, lane, slot_at, now, outcomes, timed=True)
+                    )
                 if waiting is not None and tasks:
                     await asyncio.sleep(0)  # each task runs to its first wait, in order
                     waiting()
         except BaseExceptionGroup as stopped:  # the first STOP is the run's reason to stop
             raise stopped.exceptions[0] from None
-        for claim in claims:
+        for claim in waiters:
             task_or_none = tasks.get(claim.cycle_id)
             if task_or_none is None or task_or_none.cancelled():  # lost to another run
                 outcomes[claim.account_id] = _not_run(claim)
             else:
                 outcomes[claim.account_id] = task_or_none.result()
+
+    async def _run_in_turn(
+        self,
+        desk: MarketDesk,
+        snapshot: MarketSnapshot,
+        claims: Sequence[_Claim],
+        slot_at: datetime,
+        now: datetime,
+        outcomes: dict[int, CycleOutcome],
+        *,
+        timed: bool = False,
+    ) -> None:
+        """Run the claims' cycles one after the other in this task, in the order given, a
+        baseline's without the timeout (unless `timed`); the event loop gets its turn between
+        them (`_yield`). A claim lost meanwhile is not run."""
+        for claim in claims:
+            await self._yield()
+            if claim.cycle_id not in self._held:  # lost while observing, or meanwhile
+                outcomes[claim.account_id] = _not_run(claim)
+                continue
+            untimed = not timed and claim.agent.kind in BASELINE_KINDS
+            outcomes[claim.account_id] = await self._run_cycle(
+                desk, snapshot, claim, slot_at, now, timed=not untimed
+            )
+
+    async def _yield(self) -> None:
+        """Give the event loop its turn (HTTP requests, the daemon's own tasks) if this task has
+        held it for `yield_every_s` since its last turn; at once with `yield_every_s` 0."""
+        if self._yield_every_s is None:
+            return
+        if time.monotonic() - self._turn_s >= self._yield_every_s:
+            for _turn in range(YIELD_TURNS):
+                await asyncio.sleep(0)
+            self._turn_s = time.monotonic()
 
     def concurrent(self, agents: Collection[Agent]) -> bool:
         """Whether the cycles of `agents` at one slot run concurrently, each in a task of its own
@@ -590,6 +646,7 @@ class CycleRunner:
             cycle_id=claim.cycle_id,
             now=slot_at,
             fundamentals=desk.fundamentals,
+            pause=None if self._yield_every_s is None else self._yield,
         )
         context = DecisionContext(
             now=slot_at,
@@ -605,6 +662,7 @@ class CycleRunner:
             roster=desk.universe,
             spending=self._ledger,
         )
+        await self._yield()
         try:
             if failure is None:
                 await self._decide(claim.agent, context, timed=timed)
@@ -616,6 +674,7 @@ class CycleRunner:
             1 for placed in toolbox.placed if placed.created and placed.fill_id is not None
         )
         rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
+        await self._yield()
         try:
             valued = await write_slot_snapshot(
                 self._ledger,
@@ -632,6 +691,7 @@ class CycleRunner:
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             unvalued = self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
             failure = failure or unvalued
+        await self._yield()
         if failure is not None:
             status = CycleStatus.FAILED
             finished = self._finish_failed(claim, failure, now)

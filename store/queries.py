@@ -23,6 +23,9 @@ from sqlmodel import Session, col
 from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.tables import (
+    ACCOUNT_TABLE,
+    CYCLE_TABLE,
+    NAV_SNAPSHOT_TABLE,
     AccountRow,
     AgentRow,
     BorrowFeeRow,
@@ -703,4 +706,57 @@ def ledger_version(engine: Engine) -> tuple[int, ...]:
     )
     with engine.connect() as connection:
         row = connection.execute(select(*latest, recent)).one()
+    return tuple(int(value) for value in row)
+
+
+def market_version(engine: Engine, market: str) -> tuple[int, ...]:
+    """`ledger_version` for what is read of one market: a value that changes whenever a report
+    of `market` read from the ledger may change, and not when another market's slot writes. One
+    query of index lookups, per account of the market (the unique (account, slot) and (account,
+    at, kind) keys): how many accounts it has and the largest of their ids, the sum of the ids
+    of each account's latest cycle and latest NAV snapshot, and how many of each account's
+    `RECENT_CYCLES_PER_ACCOUNT` latest cycles are still `claimed`. Every write of a market is
+    made by one of its cycles (orders, fills, trace rows, corporate actions at a slot, the slot's
+    snapshot) before the cycle finishes, or followed by a NAV snapshot (a session's close), so
+    one of these moves. A row written for an older slot alone (a `missed` cycle recorded behind
+    later ones) shows at the market's next write."""
+    account = ACCOUNT_TABLE
+    cycle = CYCLE_TABLE.alias("version_cycle")
+    nav = NAV_SNAPSHOT_TABLE.alias("version_nav")
+    by_slot = (col(cycle.c.slot_at).desc(),)
+    latest_cycle = (
+        select(cycle.c.id)
+        .where(cycle.c.account_id == account.c.id)
+        .order_by(*by_slot)
+        .limit(1)
+        .scalar_subquery()
+    )
+    latest_nav = (
+        select(nav.c.id)
+        .where(nav.c.account_id == account.c.id)
+        .order_by(col(nav.c.at).desc(), col(nav.c.kind).desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    claimed = [
+        func.coalesce(
+            select(case((cycle.c.status == CycleStatus.CLAIMED.value, 1), else_=0))
+            .where(cycle.c.account_id == account.c.id)
+            .order_by(*by_slot)
+            .limit(1)
+            .offset(back)
+            .scalar_subquery(),
+            0,
+        )
+        for back in range(RECENT_CYCLES_PER_ACCOUNT)
+    ]
+    query = select(
+        func.count(account.c.id),
+        func.coalesce(func.max(account.c.id), 0),
+        func.coalesce(func.sum(latest_cycle), 0),
+        func.coalesce(func.sum(latest_nav), 0),
+        func.coalesce(func.sum(sum(claimed[1:], claimed[0])), 0),
+    ).where(account.c.market == market)
+    with engine.connect() as connection:
+        row = connection.execute(query).one()
     return tuple(int(value) for value in row)

@@ -1,15 +1,17 @@
 """Market views and agent reports remembered until the ledger changes: computed once a slot.
 
 This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window),
-the last `ops.reports.report` and factor attribution of each (agent, market, window) and any
-other value a caller `remember`s (the read model keeps NAV series there), each with the
-`store.queries.ledger_version` it was built at, and gives it again while the version is the
-same (one query of index lookups per request). A leaderboard over a 50-agent, one-year ledger
-takes seconds to compute (it reads every NAV snapshot and cycle of the market) but changes only
-when a slot writes to the ledger, so between slots every request after the first is served from
-memory. A market view, and an attribution, is built by the memo's
-`ops.web.view_worker.ViewSource`: in the calling thread by default, in a worker process for the
-servers (`ops.web.app.web_parts`), so the recomputation after a slot does not take the GIL from
+the last `ops.reports.report` and factor attribution of each (agent, market, window) and any other
+value a caller `remember`s (the read model keeps NAV series there), each with the
+`store.queries.ledger_version` it was built at, and gives it again while the version is the same
+(one query of index lookups per request). A value of one market (its view, an agent's report or
+attribution there, or any `remember`ed with `market`) is kept by that market's version
+(`store.queries.market_version`) instead, so a slot of one market recomputes only its own views. A
+leaderboard over a 50-agent, one-year ledger takes seconds to compute (it reads every NAV snapshot
+and cycle of the market) but changes only when a slot writes to the ledger, so between slots every
+request after the first is served from memory. A market view, and an attribution, is built by the
+memo's `ops.web.view_worker.ViewSource`: in the calling thread by default, in a worker process for
+the servers (`ops.web.app.web_parts`), so the recomputation after a slot does not take the GIL from
 the daemon's cycles. Views of one key are built one at a time (a burst of requests after a slot
 computes it once); the memo holds at most `size` values, dropping the least recently used.
 Thread-safe: the API reads the ledger in Starlette's thread pool.
@@ -42,8 +44,7 @@ _T = TypeVar("_T")
 
 
 class ViewMemo:
-    """The market views and agent reports of one ledger, each kept until the ledger's version
-    changes; market views come from `views` (default: computed in the calling thread)."""
+    """The market views and agent reports of one ledger, each kept until the ledger's version"""
 
     def __init__(
         self,
@@ -70,7 +71,10 @@ class ViewMemo:
         """The market's view over `[start, end)` at the ledger's current version (errors as
         `reports.market_view`, and `ViewWorkerFailed` from a worker that keeps dying)."""
         return self.remember(
-            MarketView, ("view", market, start, end), lambda: self._views.view(market, start, end)
+            MarketView,
+            ("view", market, start, end),
+            lambda: self._views.view(market, start, end),
+            market=market,
         )
 
     def attribution(
@@ -83,6 +87,7 @@ class ViewMemo:
             AccountAttribution,
             ("attribution", agent, market, start, end),
             lambda: self._views.attribution(agent, market, start, end),
+            market=market,
         )
 
     def report(
@@ -96,13 +101,22 @@ class ViewMemo:
             lambda: reports.report(
                 self._engine, agent, market, start, end, view=self.view(market, start, end)
             ),
+            market=market,
         )
 
-    def remember(self, kind: type[_T], key: _Key, build: Callable[[], _T]) -> _T:
+    def remember(
+        self, kind: type[_T], key: _Key, build: Callable[[], _T], *, market: str | None = None
+    ) -> _T:
         """The value of `key` built at the ledger's current version: the kept one, or
         `build()`'s, kept (a `kind` instance; `key` names what it is, its first item the
-        kind of value, e.g. `("nav", agent, market, start, end)`)."""
-        version = queries.ledger_version(self._engine)
+        kind of value, e.g. `("nav", agent, market, start, end)`). With `market`, a value read
+        from that market's rows only, the version is the market's (`queries.market_version`):
+        another market's slot leaves it be."""
+        version = (
+            queries.ledger_version(self._engine)
+            if market is None
+            else queries.market_version(self._engine, market)
+        )
         found = self._cached(kind, key, version)
         if found is not None:
             return found

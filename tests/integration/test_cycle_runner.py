@@ -432,3 +432,68 @@ def test_a_slot_report_counts_the_rejected_orders_of_its_cycles(ledger: Ledger) 
         "bob": 1,
     }
     assert (report.fills, report.rejections) == (1, 1)
+
+
+@dataclass
+class Counted:
+    """A rule baseline's kind (run in the baselines' task): notes the loop's turn count when it
+    decides, then buys like `Buyer`."""
+
+    name: str
+    turns: list[int]
+    seen: list[int] = field(default_factory=list)
+    kind: str = "buy_and_hold"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        self.seen.append(self.turns[0])
+        await ctx.tools.place_order("BTC/USDT", "buy", shares=Decimal("0.01"), reason="test")
+        await ctx.tools.finish("bought")
+
+
+def test_a_yielding_slot_lets_the_loop_run_between_baselines_and_writes_the_same(
+    ledger: Ledger,
+) -> None:
+    turns = [0]
+    still = [Counted(f"still-{index}", turns) for index in range(3)]
+    yielding = [Counted(f"yield-{index}", turns) for index in range(3)]
+
+    async def slot(runner: CycleRunner, agents: list[Counted]) -> None:
+        running = True
+
+        async def count() -> None:  # another task on the loop: a request being answered
+            while running:
+                await asyncio.sleep(0)
+                turns[0] += 1
+
+        counter = asyncio.get_running_loop().create_task(count())
+        report = await runner.run_slot("crypto", FIRST, _accounts(ledger, *agents), FIRST)
+        running = False
+        await counter
+        assert report.count(CycleStatus.DONE) == len(agents)
+
+    asyncio.run(slot(_runner(ledger, "still"), still))
+    desks = {"crypto": _desk(ledger)}
+    asyncio.run(
+        slot(
+            CycleRunner(ledger=ledger, desks=desks, run_id="yield", lease=LEASE, yield_every_s=0.0),
+            yielding,
+        )
+    )
+    # Not yielding, the baselines decide in one turn of the loop; yielding, the loop turns
+    # between each two of them.
+    assert len({agent.seen[0] for agent in still}) == 1
+    seen = [agent.seen[0] for agent in yielding]
+    assert seen == sorted(seen)
+    assert len(set(seen)) == len(seen)
+    # And each account's fill and NAV are the same either way.
+    for one, other in zip(still, yielding, strict=True):
+        one_id, other_id = (
+            next(account for account, agent in _accounts(ledger, a) if agent is a)
+            for a in (one, other)
+        )
+        one_nav = ledger.find_nav_snapshot(one_id, FIRST, SnapshotKind.SLOT)
+        other_nav = ledger.find_nav_snapshot(other_id, FIRST, SnapshotKind.SLOT)
+        assert one_nav is not None
+        assert other_nav is not None
+        assert (one_nav.cash, one_nav.nav) == (other_nav.cash, other_nav.nav)
+        assert ledger.open_positions(one_id) == ledger.open_positions(other_id) != {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from openbell.markets.domain import utc
@@ -84,5 +85,41 @@ def test_the_memo_recomputes_after_every_kind_of_ledger_write(db_url: str, tmp_p
         changed()
         row = next(r for r in memo.view("crypto").leaderboard.rows if r.agent == "random")
         assert row.panel.end_at == slot_at
+    finally:
+        engine.dispose()
+
+
+def test_a_slot_of_another_market_leaves_the_view_and_one_of_its_own_does_not(
+    db_url: str, tmp_path: Path
+) -> None:
+    config = demo_config(tmp_path / "unused.db", [CRYPTO])
+    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
+    upgrade(db_url)
+    replay_from_config(
+        config, start=START, end=END, market="crypto", resume=False, show_progress=False
+    )
+    engine = make_engine(db_url)
+    try:
+        memo = ViewMemo(engine)
+        crypto = memo.view("crypto")
+        ledger = Ledger(engine)
+        slot_at = utc(2025, 10, 8, 14)
+        now = slot_at + timedelta(seconds=1)
+        agent_id = ledger.ensure_agent("us-only", "cash", now)
+        us_account = ledger.open_account(agent_id, "us", "USD", Decimal(10000), now)
+        us = memo.view("us")
+        version = queries.ledger_version(engine)
+        # A US slot: the account's cycle claimed, its snapshot written, the cycle finished.
+        cycle_id = ledger.claim_cycle(us_account, slot_at, "test", now + timedelta(hours=1), now)
+        assert cycle_id is not None
+        ledger.write_nav_snapshot(us_account, slot_at, SnapshotKind.SLOT, {})
+        ledger.finish_cycle(cycle_id, CycleStatus.DONE, now, held_by="test")
+        assert queries.ledger_version(engine) != version
+        assert memo.view("crypto") is crypto  # not recomputed
+        assert memo.view("us") is not us
+        # A crypto cycle claimed: the crypto view is recomputed.
+        crypto_account = queries.accounts(engine, "crypto")[0].account_id
+        assert ledger.claim_cycle(crypto_account, slot_at, "test", now, now) is not None
+        assert memo.view("crypto") is not crypto
     finally:
         engine.dispose()

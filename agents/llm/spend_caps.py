@@ -7,9 +7,10 @@ account, that is in one market (an agent trading two markets is built once per m
 its caps in each): the day's is that of the cycles whose slot falls on the UTC day of the decision
 time, the season's that of the cycles whose slot falls in the window of the ledger's season
 holding the decision time (`openbell season open`; the last opened if several do), or, outside
-any season, of every cycle in the ledger. The guard reads the ledger's totals once per window (`ctx.spending`, a
-`protocol.Spending`), at the window's first cycle in this process, then adds each cycle's cost as
-it ends: restarts resume from the ledger, and a replay's write-behind batch is never read back.
+any season, of every cycle in the ledger. The guard reads the ledger's totals once per window
+(`ctx.spending`, a `protocol.Spending`), at the window's first cycle in this process, then adds
+each cycle's cost as it ends: restarts resume from the ledger, and a replay's write-behind batch
+is never read back.
 
 Before a cycle, a window at or past its cap raises `CycleSkipped("budget_exhausted")`: the cycle
 is recorded `skipped` with that reason until the window resets (the next UTC day; never, for the

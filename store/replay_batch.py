@@ -41,6 +41,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
+from openbell.store.chain import seal_cycles
 from openbell.store.db import TEXT_PARAMETERS
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
@@ -262,7 +263,8 @@ class ReplayBatch:
 
     def write(self, connection: Connection) -> None:
         """Insert every row and write the moved accounts' cash and positions as they were sealed,
-        on `connection` (inside the caller's transaction)."""
+        then chain the finished cycles' records (`chain.seal_cycles`), on `connection` (inside the
+        caller's transaction)."""
         if self.moved and self.accounts is None:
             raise RuntimeError("a batch that moved accounts is written once sealed")
         instants: dict[Any, Any] = {}  # a batch's instants repeat: each is bound once
@@ -278,6 +280,9 @@ class ReplayBatch:
                 insert_rows(connection, table, rows, instants=instants)
         if self.accounts is not None:
             self.accounts.write(connection)
+        finished = [row for row in self.cycles.values() if row["status"] != "claimed"]
+        finished.sort(key=lambda row: (row["slot_at"], row["id"]))
+        seal_cycles(connection, [row["id"] for row in finished])
 
 
 def insert_rows(

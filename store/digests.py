@@ -1,0 +1,336 @@
+"""A cycle's record and its digest: the canonical serialization that `cycle_digest` chains.
+
+Pure (no database): the ledger builds records from the rows it just wrote (`store/chain.py`),
+`openbell season verify` from an archive's Parquet rows (`ops/season_archive`), with the same
+functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle`
+row (without the claim's bookkeeping, `claimed_by` and `lease_until`), its orders (by `seq`), the
+fills of those orders (by id), its margin calls (by id), its trace (by `seq`: each model message,
+tool call and result), and the account's `slot` NAV snapshot at the cycle's slot with its marks
+(by symbol), each row restricted to the columns of `RECORD_COLUMNS`. Its serialization
+(`canonical`) is JSON with sorted keys, no whitespace and ASCII escapes; a decimal is its exact
+value in plain notation without an exponent or trailing zeros (`"0"` for zero), an instant its
+UTC ISO-8601 text (`2025-01-02T14:30:00+00:00`, with microseconds when it has them). A link's
+digest is `sha256(bytes.fromhex(prev) + canonical(record))` in lowercase hex, `prev` the
+account's previous digest (`GENESIS`, 64 zeros, for its first). docs/guide/season-archive.md
+says the same for readers without Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, Final
+
+#: The version of the record's definition; an archive's heads name it.
+RECORD_FORMAT: Final = 1
+#: The `prev` of an account's first link.
+GENESIS: Final = "0" * 64
+#: How many hex digits of each row's own digest a link keeps to name a changed row (`RowDigest`).
+ROW_DIGEST_HEX: Final = 16
+
+#: The columns of each table that a cycle's record holds, in the order the archive writes them.
+RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
+    "cycle": (
+        "id",
+        "account_id",
+        "slot_at",
+        "status",
+        "started_at",
+        "finished_at",
+        "error_class",
+        "error_message",
+        "reason",
+        "tokens_in",
+        "tokens_out",
+        "tokens_cached",
+        "usage_estimated",
+        "llm_latency_ms",
+        "cost",
+        "parse_failures",
+        "invalid_tool_calls",
+        "llm_attempts",
+        "llm_failed_attempts",
+    ),
+    "order": (
+        "id",
+        "cycle_id",
+        "account_id",
+        "seq",
+        "idempotency_key",
+        "symbol",
+        "side",
+        "quantity",
+        "target_weight",
+        "reason",
+        "confidence",
+        "placed_at",
+        "status",
+        "reject_reason",
+        "reject_message",
+        "rejected_at",
+    ),
+    "fill": (
+        "id",
+        "order_id",
+        "account_id",
+        "idempotency_key",
+        "symbol",
+        "side",
+        "quantity",
+        "price",
+        "notional",
+        "fees",
+        "currency",
+        "filled_at",
+        "price_source",
+    ),
+    "margin_call": (
+        "id",
+        "account_id",
+        "cycle_id",
+        "order_id",
+        "at",
+        "equity",
+        "requirement",
+        "reason",
+    ),
+    "trace": (
+        "id",
+        "cycle_id",
+        "seq",
+        "role",
+        "content",
+        "tool",
+        "arguments",
+        "result",
+        "tokens_in",
+        "tokens_out",
+        "latency_ms",
+        "at",
+        "model",
+        "fingerprint",
+        "revision",
+    ),
+    "nav_snapshot": (
+        "id",
+        "account_id",
+        "at",
+        "kind",
+        "cash",
+        "positions_value",
+        "nav",
+        "last_fill_id",
+        "last_action_id",
+    ),
+    "nav_mark": ("snapshot_id", "symbol", "quantity", "price", "value"),
+}
+
+Row = Mapping[str, Any]
+
+
+def decimal_text(value: Decimal) -> str:
+    """`value` exactly, in plain notation without an exponent or trailing zeros; "0" for zero."""
+    if value == 0:
+        return "0"
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"a record holds the naive instant {value.isoformat()}")
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    raise TypeError(f"a record cannot hold a {type(value).__name__}: {value!r}")
+
+
+def row_values(table: str, row: Row) -> dict[str, Any]:
+    """The recorded columns of `row` of `table`, as the record's plain values."""
+    return {column: _plain(row[column]) for column in RECORD_COLUMNS[table]}
+
+
+def canonical(value: Any) -> bytes:
+    """The canonical serialization of a record (or of any of its parts): JSON, sorted keys, no
+    whitespace, ASCII escapes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def chained(prev: str, record: Mapping[str, Any]) -> str:
+    """The digest of `record` chained to `prev` (hex): `sha256(bytes.fromhex(prev) + canonical)`."""
+    return hashlib.sha256(bytes.fromhex(prev) + canonical(record)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class RowDigest:
+    """Which row of a record and the first `ROW_DIGEST_HEX` hex digits of its own digest: what a
+    link keeps to name the row that changed (the link's `digest` is what proves it)."""
+
+    table: str
+    row_id: str
+    digest: str
+
+    def as_list(self) -> list[str]:
+        """The JSON form kept in a link: `[table, row id, digest]`."""
+        return [self.table, self.row_id, self.digest]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    """A cycle's record (`record`, plain values) with the account and slot it belongs to."""
+
+    cycle_id: int
+    account_id: int
+    slot_at: datetime
+    record: dict[str, Any]
+
+    def row_digests(self) -> list[RowDigest]:
+        """Each row's own short digest, in the record's order."""
+        found = [RowDigest("cycle", str(self.cycle_id), _short(self.record["cycle"]))]
+        for part, table in _PARTS:
+            rows = self.record[part]
+            if isinstance(rows, dict):
+                rows = [rows]
+            elif rows is None:
+                rows = []
+            found.extend(RowDigest(table, _row_id(table, row), _short(row)) for row in rows)
+        return found
+
+
+_PARTS: Final = (
+    ("orders", "order"),
+    ("fills", "fill"),
+    ("margin_calls", "margin_call"),
+    ("traces", "trace"),
+    ("nav_snapshot", "nav_snapshot"),
+    ("nav_marks", "nav_mark"),
+)
+
+
+def _row_id(table: str, row: Mapping[str, Any]) -> str:
+    if table == "nav_mark":
+        return f"{row['snapshot_id']}/{row['symbol']}"
+    return str(row["id"])
+
+
+def _short(row: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(row)).hexdigest()[:ROW_DIGEST_HEX]
+
+
+def cycle_records(
+    cycles: Iterable[Row],
+    orders: Iterable[Row] = (),
+    fills: Iterable[Row] = (),
+    margin_calls: Iterable[Row] = (),
+    traces: Iterable[Row] = (),
+    snapshots: Iterable[Row] = (),
+    marks: Iterable[Row] = (),
+) -> dict[int, CycleRecord]:
+    """The record of each of `cycles` from rows of the other tables (any superset of theirs:
+    rows of other cycles are left out), by cycle id. A cycle's snapshot is the account's `slot`
+    snapshot at the cycle's slot."""
+    chosen = {int(row["id"]): row for row in cycles}
+    by_order: dict[int, int] = {}
+    parts: dict[int, dict[str, list[dict[str, Any]]]] = {
+        cycle_id: defaultdict(list) for cycle_id in chosen
+    }
+    for row in orders:
+        cycle_id = int(row["cycle_id"])
+        if cycle_id in parts:
+            by_order[int(row["id"])] = cycle_id
+            parts[cycle_id]["orders"].append(row_values("order", row))
+    for row in fills:
+        owner = by_order.get(int(row["order_id"]))
+        if owner is not None:
+            parts[owner]["fills"].append(row_values("fill", row))
+    for row in margin_calls:
+        cycle_id = int(row["cycle_id"])
+        if cycle_id in parts:
+            parts[cycle_id]["margin_calls"].append(row_values("margin_call", row))
+    for row in traces:
+        cycle_id = int(row["cycle_id"])
+        if cycle_id in parts:
+            parts[cycle_id]["traces"].append(row_values("trace", row))
+    slots = {(int(row["account_id"]), _plain(row["slot_at"])): key for key, row in chosen.items()}
+    snapshot_of: dict[int, dict[str, Any]] = {}
+    for row in snapshots:
+        if row["kind"] != "slot":
+            continue
+        owner = slots.get((int(row["account_id"]), _plain(row["at"])))
+        if owner is not None:
+            snapshot_of[owner] = row_values("nav_snapshot", row)
+    owner_of_snapshot = {int(snapshot["id"]): key for key, snapshot in snapshot_of.items()}
+    for row in marks:
+        owner = owner_of_snapshot.get(int(row["snapshot_id"]))
+        if owner is not None:
+            parts[owner]["nav_marks"].append(row_values("nav_mark", row))
+    out: dict[int, CycleRecord] = {}
+    for cycle_id, row in chosen.items():
+        found = parts[cycle_id]
+        record = {
+            "cycle": row_values("cycle", row),
+            "orders": sorted(found["orders"], key=lambda r: r["seq"]),
+            "fills": sorted(found["fills"], key=lambda r: r["id"]),
+            "margin_calls": sorted(found["margin_calls"], key=lambda r: r["id"]),
+            "traces": sorted(found["traces"], key=lambda r: r["seq"]),
+            "nav_snapshot": snapshot_of.get(cycle_id),
+            "nav_marks": sorted(found["nav_marks"], key=lambda r: r["symbol"]),
+        }
+        out[cycle_id] = CycleRecord(
+            cycle_id=cycle_id,
+            account_id=int(row["account_id"]),
+            slot_at=row["slot_at"],
+            record=record,
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link of an account's chain, as `cycle_digest` stores it."""
+
+    cycle_id: int
+    account_id: int
+    seq: int
+    prev: str
+    digest: str
+    row_digests: str  # JSON list of `RowDigest.as_list()`
+
+
+def link_of(record: CycleRecord, seq: int, prev: str) -> Link:
+    """The link that chains `record` after `prev` as the account's `seq`-th."""
+    return Link(
+        cycle_id=record.cycle_id,
+        account_id=record.account_id,
+        seq=seq,
+        prev=prev,
+        digest=chained(prev, record.record),
+        row_digests=json.dumps([found.as_list() for found in record.row_digests()], separators=(",", ":")),
+    )
+
+
+def chain_links(
+    records: Sequence[CycleRecord], heads: Mapping[int, tuple[int, str]]
+) -> list[Link]:
+    """The links of `records`, in their order, each after its account's head (`heads`: account ->
+    (seq, digest), moved on as it goes; an account without one starts at 1 after `GENESIS`)."""
+    tips = dict(heads)
+    links: list[Link] = []
+    for record in records:
+        seq, prev = tips.get(record.account_id, (0, GENESIS))
+        link = link_of(record, seq + 1, prev)
+        tips[record.account_id] = (link.seq, link.digest)
+        links.append(link)
+    return links

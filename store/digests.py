@@ -157,6 +157,26 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"a record cannot hold a {type(value).__name__}: {value!r}")
 
 
+def plain_row(row: Row) -> dict[str, Any]:
+    """Every column of `row` as the record's plain values (rows outside any record)."""
+    return {column: _plain(value) for column, value in row.items()}
+
+
+def short_digest(value: Any) -> str:
+    """The first `ROW_DIGEST_HEX` hex digits of the sha256 of `value`'s canonical form."""
+    return hashlib.sha256(canonical(value)).hexdigest()[:ROW_DIGEST_HEX]
+
+
+def row_key(table: str, row: Mapping[str, Any]) -> str:
+    """How a row of `table` is named: its id (`nav_mark`: `snapshot_id/symbol`; `cycle_digest`:
+    its cycle's id)."""
+    if table == "nav_mark":
+        return f"{row['snapshot_id']}/{row['symbol']}"
+    if table == "cycle_digest":
+        return str(row["cycle_id"])
+    return str(row["id"])
+
+
 def row_values(table: str, row: Row) -> dict[str, Any]:
     """The recorded columns of `row` of `table`, as the record's plain values."""
     return {column: _plain(row[column]) for column in RECORD_COLUMNS[table]}
@@ -198,14 +218,14 @@ class CycleRecord:
 
     def row_digests(self) -> list[RowDigest]:
         """Each row's own short digest, in the record's order."""
-        found = [RowDigest("cycle", str(self.cycle_id), _short(self.record["cycle"]))]
+        found = [RowDigest("cycle", str(self.cycle_id), short_digest(self.record["cycle"]))]
         for part, table in _PARTS:
             rows = self.record[part]
             if isinstance(rows, dict):
                 rows = [rows]
             elif rows is None:
                 rows = []
-            found.extend(RowDigest(table, _row_id(table, row), _short(row)) for row in rows)
+            found.extend(RowDigest(table, row_key(table, row), short_digest(row)) for row in rows)
         return found
 
 
@@ -217,16 +237,6 @@ _PARTS: Final = (
     ("nav_snapshot", "nav_snapshot"),
     ("nav_marks", "nav_mark"),
 )
-
-
-def _row_id(table: str, row: Mapping[str, Any]) -> str:
-    if table == "nav_mark":
-        return f"{row['snapshot_id']}/{row['symbol']}"
-    return str(row["id"])
-
-
-def _short(row: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(row)).hexdigest()[:ROW_DIGEST_HEX]
 
 
 def cycle_records(

@@ -5,7 +5,7 @@ This module builds the typer app from the command modules (`config_file`: `init`
 `leaderboard`, `report`, `export`, `demo`; `history`: `replay`, `data import`; `data_download`:
 `data download`; `data_universe`: `data import-universe`, `data download-universe`; `trace`;
 `judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`; `probe`: `probe deanon`;
-`fake_llm`: `fake-llm`), owns the global
+`fake_llm`: `fake-llm`; `season_archive`: `season export`, `season verify`), owns the global
 options (`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`,
 which runs a command line and maps what it raises to an exit code and one line on stderr.
 """
@@ -36,6 +36,7 @@ from openbell.ops.cli import (
     positions,
     probe,
     reports,
+    season_archive,
     serve,
     tokens,
     trace,
@@ -82,6 +83,7 @@ history.data_app.command("download-universe")(data_universe.download_universe_co
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
 app.add_typer(probe.probe_app, name="probe")
+app.add_typer(season_archive.season_app, name="season")
 
 
 def installed_version() -> str:

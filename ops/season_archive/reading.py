@@ -1,0 +1,79 @@
+"""Reading an archive's tables back, and what of them no link covers.
+
+`load_tables` reads every table of an archive (`tables/<table>.parquet`) as rows of exact values;
+`linked_records` builds the record of every cycle from them (`store.digests.cycle_records`), and
+`unchained_rows` lists, with each row's short digest, every archived row that is in no linked
+cycle's record: the agents and accounts, corporate actions, borrow fees, close snapshots and
+their marks, and any row of a cycle without a link. Export and verify use the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from openbell.markets.errors import ReportError
+from openbell.ops.season_archive.parquet import read_table
+from openbell.store.archive import ARCHIVE_TABLES, column_kinds
+from openbell.store.digests import CycleRecord, cycle_records, plain_row, row_key, short_digest
+
+Tables = Mapping[str, Sequence[Mapping[str, Any]]]
+
+_CHAINED: Final = ("cycle", "order", "fill", "margin_call", "trace", "nav_snapshot", "nav_mark")
+
+
+def load_tables(directory: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every archived table's rows; `ReportError` naming a missing file."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table in ARCHIVE_TABLES:
+        path = directory / "tables" / f"{table}.parquet"
+        if not path.is_file():
+            raise ReportError(f"{directory} holds no {path.relative_to(directory)}")
+        out[table] = read_table(path, column_kinds(table))
+    return out
+
+
+def all_records(tables: Tables) -> dict[int, CycleRecord]:
+    """The record of every archived cycle, by id."""
+    return cycle_records(
+        cycles=tables["cycle"],
+        orders=tables["order"],
+        fills=tables["fill"],
+        margin_calls=tables["margin_call"],
+        traces=tables["trace"],
+        snapshots=tables["nav_snapshot"],
+        marks=tables["nav_mark"],
+    )
+
+
+def unchained_rows(
+    tables: Tables, records: Mapping[int, CycleRecord] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """`(table, row id, short digest)` of every archived row in no linked cycle's record."""
+    found = all_records(tables) if records is None else records
+    linked = {int(row["cycle_id"]) for row in tables["cycle_digest"]}
+    covered: set[tuple[str, str]] = set()
+    for cycle_id in linked:
+        record = found.get(cycle_id)
+        if record is not None:
+            covered.update((row.table, row.row_id) for row in record.row_digests())
+    for table in ARCHIVE_TABLES:
+        if table == "cycle_digest":
+            continue
+        for row in tables[table]:
+            key = row_key(table, row)
+            if table in _CHAINED and (table, key) in covered:
+                continue
+            yield (table, key, short_digest(plain_row(row)))
+
+
+def check_unique(tables: Tables) -> None:
+    """`ReportError` when a table holds two rows of one id (a copy made of two)."""
+    for table, rows in tables.items():
+        seen: set[str] = set()
+        for row in rows:
+            key = row_key(table, row)
+            if key in seen:
+                raise ReportError(f"table {table}: row {key} appears twice")
+            seen.add(key)

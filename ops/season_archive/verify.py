@@ -1,0 +1,267 @@
+"""Checking an archive from its files alone, with no database: `openbell season verify DIR`.
+
+`verify_archive` reads the archive (`reading.load_tables`), then checks, in order, and stops at
+the first thing that does not match, which it names (`Mismatch`: the table, the row's id, the
+account, its agent and the cycle's slot where there is one):
+
+1. the manifest: its sha256 is the one the heads name;
+2. every account's chain, link by link (`seq` from 1, each `prev` the digest before it): the
+   record of the link's cycle is rebuilt from the archived rows and each of its rows' short
+   digests is compared with the link's (which names a changed, added or removed row), then the
+   link's digest is recomputed (which catches an edited link);
+3. each account's last link is the head `heads.json` publishes, and every chain has a head;
+4. every archived row no link covers (agents, accounts, corporate actions, borrow fees, close
+   snapshots) has the digest `tables/unchained.parquet` gives, and that list the sha256 the heads
+   give;
+5. the leaderboard figures (`figures.archive_figures`, recomputed from the NAV snapshots) equal
+   the figures published at export (`figures.json`), when the archive has them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from openbell.markets.errors import ReportError
+from openbell.ops.conventions import OPENBELL, convention_named
+from openbell.ops.season_archive.export import (
+    FIGURES,
+    HEADS,
+    MANIFEST,
+    UNCHAINED,
+    UNCHAINED_KINDS,
+)
+from openbell.ops.season_archive.figures import archive_figures, compare_figures
+from openbell.ops.season_archive.parquet import read_table
+from openbell.ops.season_archive.reading import (
+    all_records,
+    check_unique,
+    load_tables,
+    unchained_rows,
+)
+from openbell.store.digests import GENESIS, RECORD_FORMAT, CycleRecord, canonical, chained
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mismatch:
+    """The first thing in an archive that does not match: where, and how."""
+
+    table: str
+    row_id: str | None
+    account_id: int | None = None
+    agent: str | None = None
+    slot_at: datetime | None = None
+    detail: str
+
+    def __str__(self) -> str:
+        where = [f"table {self.table}"]
+        if self.row_id is not None:
+            where.append(f"row {self.row_id}")
+        if self.account_id is not None:
+            shown = f"account {self.account_id}"
+            where.append(shown if self.agent is None else f"{shown} ({self.agent})")
+        if self.slot_at is not None:
+            where.append(f"slot {self.slot_at.isoformat()}")
+        return f"{', '.join(where)}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """What `verify_archive` found: the first mismatch (None: the archive verifies), how much
+    it checked, and the figures it recomputed."""
+
+    name: str
+    mismatch: Mismatch | None
+    links: int = 0
+    accounts: int = 0
+    unchained: int = 0
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether everything matched."""
+        return self.mismatch is None
+
+
+def verify_archive(directory: Path) -> Verdict:
+    """Check the archive in `directory` (see the module docstring); `ReportError` for a
+    directory that is not an archive or a file that cannot be read."""
+    heads = _read_json(directory / HEADS)
+    if heads.get("format") != RECORD_FORMAT:
+        raise ReportError(f"{HEADS}: record format {heads.get('format')!r}, not {RECORD_FORMAT}")
+    name = str(heads.get("name", ""))
+    manifest = (directory / MANIFEST).read_bytes() if (directory / MANIFEST).is_file() else b""
+    if hashlib.sha256(manifest).hexdigest() != heads.get("manifest_sha256"):
+        return Verdict(
+            name=name,
+            mismatch=Mismatch(table=MANIFEST, row_id=None, detail="its sha256 is not the heads'"),
+        )
+    tables = load_tables(directory)
+    check_unique(tables)
+    agents = _agents(tables)
+    records = all_records(tables)
+    mismatch, links, tips = _check_chains(tables, records, agents)
+    if mismatch is None:
+        mismatch = _check_heads(heads, tips, agents)
+    unchained = sorted(unchained_rows(tables, records))
+    if mismatch is None:
+        mismatch = _check_unchained(directory, heads, unchained)
+    figures: dict[str, Any] = {}
+    if mismatch is None:
+        published = (
+            _read_json(directory / FIGURES) if (directory / FIGURES).is_file() else None
+        )
+        convention = _convention(published)
+        figures = archive_figures(tables["account"], tables["agent"], tables["nav_snapshot"], convention)
+        if published is not None:
+            found = compare_figures(published, figures)
+            if found is not None:
+                mismatch = Mismatch(table=FIGURES, row_id=None, detail=str(found))
+    return Verdict(
+        name=name,
+        mismatch=mismatch,
+        links=links,
+        accounts=len(tips),
+        unchained=len(unchained),
+        figures=figures,
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ReportError(f"{path.parent} is not an archive: no {path.name}") from None
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path.name}: not readable JSON ({exc})") from exc
+    if not isinstance(found, dict):
+        raise ReportError(f"{path.name}: not a JSON object")
+    return found
+
+
+def _convention(published: Mapping[str, Any] | None) -> Any:
+    names = {board.get("convention") for board in (published or {}).values()}
+    names.discard(None)
+    if len(names) > 1:
+        raise ReportError(f"{FIGURES}: boards of several conventions ({sorted(names)})")
+    return convention_named(names.pop()) if names else OPENBELL
+
+
+def _agents(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[int, str]:
+    names = {int(row["id"]): str(row["name"]) for row in tables["agent"]}
+    return {int(row["id"]): names.get(int(row["agent_id"]), "?") for row in tables["account"]}
+
+
+def _check_chains(
+    tables: Mapping[str, Sequence[Mapping[str, Any]]],
+    records: Mapping[int, CycleRecord],
+    agents: Mapping[int, str],
+) -> tuple[Mismatch | None, int, dict[int, tuple[int, str]]]:
+    """Walk every account's chain; the first mismatch, the links checked, the accounts' tips."""
+    chains: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for link in tables["cycle_digest"]:
+        chains[int(link["account_id"])].append(link)
+    tips: dict[int, tuple[int, str]] = {}
+    checked = 0
+    for account_id in sorted(chains):
+        prev, seq = GENESIS, 0
+        for link in sorted(chains[account_id], key=lambda row: int(row["seq"])):
+            cycle_id = int(link["cycle_id"])
+            record = records.get(cycle_id)
+
+            def at(
+                table: str,
+                row_id: str | None,
+                detail: str,
+                record: CycleRecord | None = record,
+                account_id: int = account_id,
+            ) -> Mismatch:
+                return Mismatch(
+                    table=table,
+                    row_id=row_id,
+                    account_id=account_id,
+                    agent=agents.get(account_id),
+                    slot_at=None if record is None else record.slot_at,
+                    detail=detail,
+                )
+
+            if int(link["seq"]) != seq + 1:
+                return at("cycle_digest", str(cycle_id), f"link {link['seq']} after {seq}"), checked, tips
+            if link["prev"] != prev:
+                return at("cycle_digest", str(cycle_id), "its prev is not the digest before it"), checked, tips
+            if record is None:
+                return at("cycle", str(cycle_id), "the linked cycle is not in the archive"), checked, tips
+            if record.account_id != account_id:
+                return at("cycle", str(cycle_id), "the cycle is another account's"), checked, tips
+            changed = _changed_row(record, link)
+            if changed is not None:
+                return at(changed[0], changed[1], changed[2]), checked, tips
+            if chained(prev, record.record) != link["digest"]:
+                return at("cycle_digest", str(cycle_id), "its digest is not the record's"), checked, tips
+            prev, seq = str(link["digest"]), int(link["seq"])
+            checked += 1
+        tips[account_id] = (seq, prev)
+    return None, checked, tips
+
+
+def _changed_row(record: CycleRecord, link: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The first row of `record` whose short digest is not the link's (or that the link does not
+    list, or that is missing), as (table, row id, what)."""
+    try:
+        kept = [tuple(entry) for entry in json.loads(link["row_digests"])]
+    except (TypeError, ValueError):
+        return ("cycle_digest", str(link["cycle_id"]), "its row digests are not readable")
+    now = [(row.table, row.row_id, row.digest) for row in record.row_digests()]
+    recorded = {(table, row_id): digest for table, row_id, digest in kept}
+    for table, row_id, digest in now:
+        if (table, row_id) not in recorded:
+            return (table, row_id, "a row the record did not have")
+        if recorded[(table, row_id)] != digest:
+            return (table, row_id, "the row differs from the one recorded")
+    present = {(table, row_id) for table, row_id, _ in now}
+    for table, row_id, _ in kept:
+        if (table, row_id) not in present:
+            return (table, row_id, "a recorded row is missing")
+    return None
+
+
+def _check_heads(
+    heads: Mapping[str, Any], tips: Mapping[int, tuple[int, str]], agents: Mapping[int, str]
+) -> Mismatch | None:
+    published = {int(head["account_id"]): (int(head["seq"]), str(head["digest"])) for head in heads.get("heads", [])}
+    for account_id in sorted(set(published) | set(tips)):
+        if published.get(account_id) != tips.get(account_id):
+            return Mismatch(
+                table=HEADS,
+                row_id=None,
+                account_id=account_id,
+                agent=agents.get(account_id),
+                detail=f"the chain ends at {tips.get(account_id)}, the heads say {published.get(account_id)}",
+            )
+    return None
+
+
+def _check_unchained(
+    directory: Path, heads: Mapping[str, Any], unchained: Sequence[tuple[str, str, str]]
+) -> Mismatch | None:
+    kept = read_table(directory / "tables" / f"{UNCHAINED}.parquet", UNCHAINED_KINDS)  # type: ignore[arg-type]
+    listed = {(row["table"], row["row_id"]): row["digest"] for row in kept}
+    for table, row_id, digest in unchained:
+        if (table, row_id) not in listed:
+            return Mismatch(table=table, row_id=row_id, detail="a row the archive did not list")
+        if listed[(table, row_id)] != digest:
+            return Mismatch(table=table, row_id=row_id, detail="the row differs from the one archived")
+    present = {(table, row_id) for table, row_id, _ in unchained}
+    for table, row_id in listed:
+        if (table, row_id) not in present:
+            return Mismatch(table=table, row_id=row_id, detail="an archived row is missing")
+    digest = hashlib.sha256(canonical([list(row) for row in sorted((r["table"], r["row_id"], r["digest"]) for r in kept)])).hexdigest()
+    if digest != heads.get("unchained_sha256"):
+        return Mismatch(table=f"tables/{UNCHAINED}.parquet", row_id=None, detail="its sha256 is not the heads'")
+    return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from sqlalchemy import Boolean, Date, Engine, Integer, Select, Table, select
 
@@ -87,9 +87,7 @@ def archive_rows(
     """The rows of `table` (columns as `ARCHIVE_TABLES` lists them), in key order, of the
     accounts `account_ids` only when given (None: every row)."""
     with engine.connect() as connection:
-        result = connection.execution_options(yield_per=5000).execute(
-            _query(table, account_ids)
-        )
+        result = connection.execution_options(yield_per=5000).execute(_query(table, account_ids))
         for row in result:
             yield tuple(row)
 
@@ -103,10 +101,12 @@ def chain_heads(engine: Engine, account_ids: Collection[int]) -> dict[int, tuple
 def ledger_accounts(engine: Engine) -> list[int]:
     """Every account's id, in order."""
     with engine.connect() as connection:
-        return list(connection.execute(select(ACCOUNT_TABLE.c.id).order_by(ACCOUNT_TABLE.c.id)).scalars())
+        return list(
+            connection.execute(select(ACCOUNT_TABLE.c.id).order_by(ACCOUNT_TABLE.c.id)).scalars()
+        )
 
 
-def _query(name: str, account_ids: Collection[int] | None) -> Select[tuple[object, ...]]:
+def _query(name: str, account_ids: Collection[int] | None) -> Select[Any]:
     table = _TABLES[name]
     query = select(*table.columns).order_by(*table.primary_key.columns)
     if account_ids is None:

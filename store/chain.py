@@ -41,7 +41,7 @@ _enabled = True
 def chain_disabled() -> Iterator[None]:
     """Write no links while inside (for measuring the chain's cost only:
     benchmarks/chain_bench.py); a ledger written so has cycles without links."""
-    global _enabled  # noqa: PLW0603  (a measurement switch, not configuration)
+    global _enabled  # a measurement switch, not configuration
     _enabled = False
     try:
         yield

@@ -252,40 +252,21 @@ def cycle_records(
     rows of other cycles are left out), by cycle id. A cycle's snapshot is the account's `slot`
     snapshot at the cycle's slot."""
     chosen = {int(row["id"]): row for row in cycles}
-    by_order: dict[int, int] = {}
     parts: dict[int, dict[str, list[dict[str, Any]]]] = {
         cycle_id: defaultdict(list) for cycle_id in chosen
     }
-    for row in orders:
-        cycle_id = int(row["cycle_id"])
-        if cycle_id in parts:
-            by_order[int(row["id"])] = cycle_id
-            parts[cycle_id]["orders"].append(row_values("order", row))
-    for row in fills:
-        owner = by_order.get(int(row["order_id"]))
-        if owner is not None:
-            parts[owner]["fills"].append(row_values("fill", row))
-    for row in margin_calls:
-        cycle_id = int(row["cycle_id"])
-        if cycle_id in parts:
-            parts[cycle_id]["margin_calls"].append(row_values("margin_call", row))
-    for row in traces:
-        cycle_id = int(row["cycle_id"])
-        if cycle_id in parts:
-            parts[cycle_id]["traces"].append(row_values("trace", row))
+    owners = _by_cycle(parts, "orders", "order", orders, "cycle_id")
+    _by_cycle(parts, "fills", "fill", fills, "order_id", owners)
+    _by_cycle(parts, "margin_calls", "margin_call", margin_calls, "cycle_id")
+    _by_cycle(parts, "traces", "trace", traces, "cycle_id")
     slots = {(int(row["account_id"]), _plain(row["slot_at"])): key for key, row in chosen.items()}
     snapshot_of: dict[int, dict[str, Any]] = {}
     for row in snapshots:
-        if row["kind"] != "slot":
-            continue
         owner = slots.get((int(row["account_id"]), _plain(row["at"])))
-        if owner is not None:
+        if row["kind"] == "slot" and owner is not None:
             snapshot_of[owner] = row_values("nav_snapshot", row)
-    owner_of_snapshot = {int(snapshot["id"]): key for key, snapshot in snapshot_of.items()}
-    for row in marks:
-        owner = owner_of_snapshot.get(int(row["snapshot_id"]))
-        if owner is not None:
-            parts[owner]["nav_marks"].append(row_values("nav_mark", row))
+    by_snapshot = {int(snapshot["id"]): key for key, snapshot in snapshot_of.items()}
+    _by_cycle(parts, "nav_marks", "nav_mark", marks, "snapshot_id", by_snapshot)
     out: dict[int, CycleRecord] = {}
     for cycle_id, row in chosen.items():
         found = parts[cycle_id]
@@ -305,6 +286,28 @@ def cycle_records(
             record=record,
         )
     return out
+
+
+def _by_cycle(
+    parts: dict[int, dict[str, list[dict[str, Any]]]],
+    part: str,
+    table: str,
+    rows: Iterable[Row],
+    key: str,
+    owners: Mapping[int, int] | None = None,
+) -> dict[int, int]:
+    """Add each of `rows` whose cycle is in `parts` to its `part` (its cycle is its `key`
+    column's, or the cycle `owners` gives that column's value); the cycle of each added row's id
+    (for the rows that refer to these)."""
+    added: dict[int, int] = {}
+    for row in rows:
+        value = int(row[key])
+        owner = value if owners is None else owners.get(value)
+        if owner is not None and owner in parts:
+            parts[owner][part].append(row_values(table, row))
+            if "id" in row:
+                added[int(row["id"])] = owner
+    return added
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,13 +330,13 @@ def link_of(record: CycleRecord, seq: int, prev: str) -> Link:
         seq=seq,
         prev=prev,
         digest=chained(prev, record.record),
-        row_digests=json.dumps([found.as_list() for found in record.row_digests()], separators=(",", ":")),
+        row_digests=json.dumps(
+            [found.as_list() for found in record.row_digests()], separators=(",", ":")
+        ),
     )
 
 
-def chain_links(
-    records: Sequence[CycleRecord], heads: Mapping[int, tuple[int, str]]
-) -> list[Link]:
+def chain_links(records: Sequence[CycleRecord], heads: Mapping[int, tuple[int, str]]) -> list[Link]:
     """The links of `records`, in their order, each after its account's head (`heads`: account ->
     (seq, digest), moved on as it goes; an account without one starts at 1 after `GENESIS`)."""
     tips = dict(heads)

@@ -54,7 +54,9 @@ class FigureMismatch:
 
     def __str__(self) -> str:
         where = self.market if self.agent is None else f"{self.market} {self.agent}"
-        return f"{where}: {self.figure} published {self.published!r}, recomputed {self.recomputed!r}"
+        return (
+            f"{where}: {self.figure} published {self.published!r}, recomputed {self.recomputed!r}"
+        )
 
 
 def archive_figures(
@@ -70,8 +72,8 @@ def archive_figures(
         account_id = int(row["account_id"])
         every[account_id].append(row)
         (slots if row["kind"] == "slot" else closes)[account_id].append(row)
-    for series in (*slots.values(), *closes.values()):
-        series.sort(key=lambda row: row["at"])
+    for kept in (*slots.values(), *closes.values()):
+        kept.sort(key=lambda row: row["at"])
     out: dict[str, dict[str, Any]] = {}
     for market in _MARKETS:
         found = [account for account in accounts if account["market"] == market]
@@ -87,11 +89,11 @@ def archive_figures(
         rows: dict[str, Any] = {}
         for account in found:
             account_id = int(account["id"])
-            series = points[account_id]
-            base = _base(every[account_id], series, Decimal(account["initial_cash"]))
+            navs = points[account_id]
+            base = _base(every[account_id], navs, Decimal(account["initial_cash"]))
             measured = account_series(
                 convention,
-                series,
+                navs,
                 [_point(r) for r in closes[account_id] if r["nav"] > 0],
                 base,
             )
@@ -127,9 +129,7 @@ def _base(every: Sequence[Row], series: Sequence[NavPoint], initial_cash: Decima
         return initial_cash
     first = series[0].at
     earlier = [
-        row
-        for row in every
-        if row["at"] < first or (row["at"] == first and row["kind"] == "close")
+        row for row in every if row["at"] < first or (row["at"] == first and row["kind"] == "close")
     ]
     if not earlier:
         return initial_cash

@@ -9,7 +9,7 @@ aware UTC `datetime`), what the record's digest and the figures are computed fro
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Final
@@ -107,7 +107,3 @@ def _decimal(path: Path, column: str, value: str | None) -> Decimal | None:
     if not found.is_finite():
         raise ReportError(f"{path.name}: {column} holds {value!r}, not a finite decimal")
     return found
-
-
-def _instant(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)

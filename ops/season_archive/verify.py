@@ -114,11 +114,11 @@ def verify_archive(directory: Path) -> Verdict:
         mismatch = _check_unchained(directory, heads, unchained)
     figures: dict[str, Any] = {}
     if mismatch is None:
-        published = (
-            _read_json(directory / FIGURES) if (directory / FIGURES).is_file() else None
-        )
+        published = _read_json(directory / FIGURES) if (directory / FIGURES).is_file() else None
         convention = _convention(published)
-        figures = archive_figures(tables["account"], tables["agent"], tables["nav_snapshot"], convention)
+        figures = archive_figures(
+            tables["account"], tables["agent"], tables["nav_snapshot"], convention
+        )
         if published is not None:
             found = compare_figures(published, figures)
             if found is not None:
@@ -192,18 +192,34 @@ def _check_chains(
                 )
 
             if int(link["seq"]) != seq + 1:
-                return at("cycle_digest", str(cycle_id), f"link {link['seq']} after {seq}"), checked, tips
+                return (
+                    at("cycle_digest", str(cycle_id), f"link {link['seq']} after {seq}"),
+                    checked,
+                    tips,
+                )
             if link["prev"] != prev:
-                return at("cycle_digest", str(cycle_id), "its prev is not the digest before it"), checked, tips
+                return (
+                    at("cycle_digest", str(cycle_id), "its prev is not the digest before it"),
+                    checked,
+                    tips,
+                )
             if record is None:
-                return at("cycle", str(cycle_id), "the linked cycle is not in the archive"), checked, tips
+                return (
+                    at("cycle", str(cycle_id), "the linked cycle is not in the archive"),
+                    checked,
+                    tips,
+                )
             if record.account_id != account_id:
                 return at("cycle", str(cycle_id), "the cycle is another account's"), checked, tips
             changed = _changed_row(record, link)
             if changed is not None:
                 return at(changed[0], changed[1], changed[2]), checked, tips
             if chained(prev, record.record) != link["digest"]:
-                return at("cycle_digest", str(cycle_id), "its digest is not the record's"), checked, tips
+                return (
+                    at("cycle_digest", str(cycle_id), "its digest is not the record's"),
+                    checked,
+                    tips,
+                )
             prev, seq = str(link["digest"]), int(link["seq"])
             checked += 1
         tips[account_id] = (seq, prev)
@@ -234,7 +250,10 @@ def _changed_row(record: CycleRecord, link: Mapping[str, Any]) -> tuple[str, str
 def _check_heads(
     heads: Mapping[str, Any], tips: Mapping[int, tuple[int, str]], agents: Mapping[int, str]
 ) -> Mismatch | None:
-    published = {int(head["account_id"]): (int(head["seq"]), str(head["digest"])) for head in heads.get("heads", [])}
+    published = {
+        int(head["account_id"]): (int(head["seq"]), str(head["digest"]))
+        for head in heads.get("heads", [])
+    }
     for account_id in sorted(set(published) | set(tips)):
         if published.get(account_id) != tips.get(account_id):
             return Mismatch(
@@ -242,7 +261,10 @@ def _check_heads(
                 row_id=None,
                 account_id=account_id,
                 agent=agents.get(account_id),
-                detail=f"the chain ends at {tips.get(account_id)}, the heads say {published.get(account_id)}",
+                detail=(
+                    f"the chain ends at {tips.get(account_id)}, "
+                    f"the heads say {published.get(account_id)}"
+                ),
             )
     return None
 
@@ -256,12 +278,20 @@ def _check_unchained(
         if (table, row_id) not in listed:
             return Mismatch(table=table, row_id=row_id, detail="a row the archive did not list")
         if listed[(table, row_id)] != digest:
-            return Mismatch(table=table, row_id=row_id, detail="the row differs from the one archived")
+            return Mismatch(
+                table=table, row_id=row_id, detail="the row differs from the one archived"
+            )
     present = {(table, row_id) for table, row_id, _ in unchained}
     for table, row_id in listed:
         if (table, row_id) not in present:
             return Mismatch(table=table, row_id=row_id, detail="an archived row is missing")
-    digest = hashlib.sha256(canonical([list(row) for row in sorted((r["table"], r["row_id"], r["digest"]) for r in kept)])).hexdigest()
+    digest = hashlib.sha256(
+        canonical(
+            [list(row) for row in sorted((r["table"], r["row_id"], r["digest"]) for r in kept)]
+        )
+    ).hexdigest()
     if digest != heads.get("unchained_sha256"):
-        return Mismatch(table=f"tables/{UNCHAINED}.parquet", row_id=None, detail="its sha256 is not the heads'")
+        return Mismatch(
+            table=f"tables/{UNCHAINED}.parquet", row_id=None, detail="its sha256 is not the heads'"
+        )
     return None

@@ -100,9 +100,11 @@ def _flip(archive: Path, table: str, column: str, index: int) -> dict[str, Any]:
     found = _rows(archive, table)
     values = found.column(column).to_pylist()
     text: str = values[index]
-    at = next(i for i, char in enumerate(text) if char.isdigit() and i > 0) if any(
-        c.isdigit() for c in text[1:]
-    ) else 0
+    at = (
+        next(i for i, char in enumerate(text) if char.isdigit() and i > 0)
+        if any(c.isdigit() for c in text[1:])
+        else 0
+    )
     char = text[at]
     changed = str((int(char) + 1) % 10) if char.isdigit() else chr(ord(char) ^ 1)
     values[index] = text[:at] + changed + text[at + 1 :]
@@ -158,7 +160,11 @@ def test_one_byte_of_one_fill_price_is_caught_and_named(season: Season, tmp_path
     index = len(fills) // 2
     row = _flip(copy, "fill", "price", index)
     found = _mismatch(copy)
-    assert (found.table, found.row_id, found.account_id) == ("fill", str(row["id"]), row["account_id"])
+    assert (found.table, found.row_id, found.account_id) == (
+        "fill",
+        str(row["id"]),
+        row["account_id"],
+    )
     assert found.slot_at is not None
 
 

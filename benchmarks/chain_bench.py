@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--us", action="store_true", help="Also the US hourly replay.")
     parser.add_argument("--postgres", help="A Postgres URL to replay into instead of SQLite.")
     args = parser.parse_args()
-    configure_logging(level="warning", stream=sys.stderr)
+    configure_logging(level="error", stream=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         ratios = [

@@ -5,7 +5,8 @@ interrupting, superseding or recording it missed: `cycles.py`; a replay's batch:
 `replay_batch.py`), on that write's connection, inside its transaction: it reads back the rows
 of the cycles' records as the ledger stored them (after the engine's masking of secrets, so the
 digest is of what an export reads), builds each record (`digests.cycle_records`) and appends its
-link after the account's head. It locks the accounts' rows first (Postgres), so two writers never
+link after the account's head. A replay's batch, which holds every row of its cycles, builds
+their records from them instead (`seal_records`) unless the engine may have masked one. It locks the accounts' rows first (Postgres), so two writers never
 take one head. `chain_heads` reads each account's last link, for exports.
 """
 
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, and_, bindparam, func, select
 
-from openbell.store.digests import chain_links, cycle_records
+from openbell.store.digests import CycleRecord, chain_links, cycle_records
 from openbell.store.tables import (
     ACCOUNT_TABLE,
     CYCLE_DIGEST_TABLE,
@@ -57,8 +58,14 @@ def seal_cycles(connection: Connection, cycle_ids: Sequence[int]) -> int:
     wanted = list(dict.fromkeys(cycle_ids))
     rows = _read(connection, wanted)
     records = cycle_records(**rows)
-    ordered = [records[cycle_id] for cycle_id in wanted if cycle_id in records]
-    if not ordered:
+    return seal_records(connection, [records[key] for key in wanted if key in records])
+
+
+def seal_records(connection: Connection, ordered: Sequence[CycleRecord]) -> int:
+    """Append a link for each of `ordered` (records of cycles without one, as the ledger stores
+    them: a replay's batch builds them from the rows it has just written, when the engine masked
+    none of them) in order, on `connection`; how many."""
+    if not _enabled or not ordered:
         return 0
     accounts = sorted({record.account_id for record in ordered})
     if connection.dialect.name == "postgresql":

@@ -5,7 +5,8 @@ Pure (no database): the ledger builds records from the rows it just wrote (`stor
 functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle`
 row (without the claim's bookkeeping, `claimed_by` and `lease_until`), its orders (by `seq`), the
 fills of those orders (by id), its margin calls (by id), its trace (by `seq`: each model message,
-tool call and result), and the account's `slot` NAV snapshot at the cycle's slot with its marks
+tool call and result; a trace row is known by its cycle and `seq`, not by its id, which a replay
+leaves to the database), and the account's `slot` NAV snapshot at the cycle's slot with its marks
 (by symbol), each row restricted to the columns of `RECORD_COLUMNS`. Its serialization
 (`canonical`) is JSON with sorted keys, no whitespace and ASCII escapes; a decimal is its exact
 value in plain notation without an exponent or trailing zeros (`"0"` for zero), an instant its
@@ -100,7 +101,6 @@ RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
         "reason",
     ),
     "trace": (
-        "id",
         "cycle_id",
         "seq",
         "role",
@@ -168,12 +168,14 @@ def short_digest(value: Any) -> str:
 
 
 def row_key(table: str, row: Mapping[str, Any]) -> str:
-    """How a row of `table` is named: its id (`nav_mark`: `snapshot_id/symbol`; `cycle_digest`:
-    its cycle's id)."""
+    """How a row of `table` is named: its id (`nav_mark`: `snapshot_id/symbol`; `trace`:
+    `cycle_id/seq`; `cycle_digest`: its cycle's id)."""
     if table == "nav_mark":
         return f"{row['snapshot_id']}/{row['symbol']}"
     if table == "cycle_digest":
         return str(row["cycle_id"])
+    if table == "trace":
+        return f"{row['cycle_id']}/{row['seq']}"
     return str(row["id"])
 
 

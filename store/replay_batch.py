@@ -41,8 +41,9 @@ from sqlalchemy import (
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
-from openbell.store.chain import seal_cycles
-from openbell.store.db import TEXT_PARAMETERS
+from openbell.store.chain import seal_cycles, seal_records
+from openbell.store.db import TEXT_PARAMETERS, masked_statements
+from openbell.store.digests import cycle_records
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
     ACCOUNT_TABLE,
@@ -268,6 +269,7 @@ class ReplayBatch:
         if self.moved and self.accounts is None:
             raise RuntimeError("a batch that moved accounts is written once sealed")
         instants: dict[Any, Any] = {}  # a batch's instants repeat: each is bound once
+        masked = masked_statements(connection)
         for table, rows in (
             (CYCLE_TABLE, list(self.cycles.values())),
             (ORDER_TABLE, self.orders),
@@ -282,7 +284,18 @@ class ReplayBatch:
             self.accounts.write(connection)
         finished = [row for row in self.cycles.values() if row["status"] != "claimed"]
         finished.sort(key=lambda row: (row["slot_at"], row["id"]))
-        seal_cycles(connection, [row["id"] for row in finished])
+        if masked_statements(connection) != masked:  # stored otherwise than held: read back
+            seal_cycles(connection, [row["id"] for row in finished])
+            return
+        records = cycle_records(
+            cycles=finished,
+            orders=self.orders,
+            fills=self.fills,
+            traces=self.traces,
+            snapshots=self.snapshots,
+            marks=self.marks,
+        )
+        seal_records(connection, [records[row["id"]] for row in finished])
 
 
 def insert_rows(

@@ -23,7 +23,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,8 @@ def verify_archive(directory: Path) -> Verdict:
     unchained = sorted(unchained_rows(tables, records))
     if mismatch is None:
         mismatch = _check_unchained(directory, heads, unchained)
+    if mismatch is not None:
+        mismatch = _with_trace_id(mismatch, tables["trace"])
     figures: dict[str, Any] = {}
     if mismatch is None:
         published = _read_json(directory / FIGURES) if (directory / FIGURES).is_file() else None
@@ -131,6 +133,18 @@ def verify_archive(directory: Path) -> Verdict:
         unchained=len(unchained),
         figures=figures,
     )
+
+
+def _with_trace_id(found: Mismatch, traces: Sequence[Mapping[str, Any]]) -> Mismatch:
+    """A trace row named by its id (records know it by `cycle_id/seq`), when the archive has it."""
+    if found.table != "trace" or found.row_id is None or "/" not in found.row_id:
+        return found
+    cycle, seq = found.row_id.split("/", 1)
+    for row in traces:
+        if str(row["cycle_id"]) == cycle and str(row["seq"]) == seq:
+            detail = f"{found.detail} (cycle {cycle}, seq {seq})"
+            return replace(found, row_id=str(row["id"]), detail=detail)
+    return found
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -11,8 +11,11 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from openbell.store.db import make_engine
 from openbell.store.digests import GENESIS, chained, cycle_records
 from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.redact import Redactor
 from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind, TraceEntry
 from openbell.store.replay_ledger import ReplayLedger
 from openbell.store.tables import (
@@ -189,3 +192,27 @@ def test_the_replay_ledger_chains_what_it_writes_in_the_batch(engine: Engine) ->
     assert [slots[link["cycle_id"]] for link in by_account] == sorted(
         slots[link["cycle_id"]] for link in by_account
     )
+
+
+def test_a_replay_batch_whose_text_the_engine_masked_is_chained_as_stored(db_url: str) -> None:
+    """A secret in a model's answer is masked on its way into the ledger: the batch's link is of
+    the row as stored (read back), not as the replay held it."""
+    secret = "sk-live-0123456789abcdef"
+    upgrade(db_url)
+    engine = make_engine(db_url, redactor=Redactor([secret]))
+    try:
+        replay = ReplayLedger(engine, start_at=NOW)
+        account_id = _account(replay)
+        replay.own([account_id])
+        cycle_id = _cycle(replay, account_id, 0)
+        replay.append_journal(
+            cycle_id,
+            [TraceEntry(cycle_id=cycle_id, role="assistant", at=NOW, content=f"key {secret}")],
+        )
+        replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
+        replay.flush()
+        stored = [row["content"] for row in _rows(engine, TRACE_TABLE)]
+        assert not any(secret in (text or "") for text in stored)
+        assert len(_check_chains(engine)) == 1
+    finally:
+        engine.dispose()

@@ -18,6 +18,7 @@ says the same for readers without Python.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import defaultdict
@@ -143,17 +144,25 @@ def decimal_text(value: Decimal) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)  # a batch's instants repeat (slots, fills, snapshots)
+def _instant_text(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise ValueError(f"a record holds the naive instant {value.isoformat()}")
+    return value.astimezone(UTC).isoformat()
+
+
 def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | str):
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is bool:
         return value
-    if isinstance(value, Decimal):
+    if kind is Decimal:
         return decimal_text(value)
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"a record holds the naive instant {value.isoformat()}")
-        return value.astimezone(UTC).isoformat()
+        return _instant_text(value)
     if isinstance(value, date):
         return value.isoformat()
+    if isinstance(value, bool | int | str):
+        return value
     raise TypeError(f"a record cannot hold a {type(value).__name__}: {value!r}")
 
 
@@ -165,6 +174,10 @@ def plain_row(row: Row) -> dict[str, Any]:
 def short_digest(value: Any) -> str:
     """The first `ROW_DIGEST_HEX` hex digits of the sha256 of `value`'s canonical form."""
     return hashlib.sha256(canonical(value)).hexdigest()[:ROW_DIGEST_HEX]
+
+
+def _hex(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()[:ROW_DIGEST_HEX]
 
 
 def row_key(table: str, row: Mapping[str, Any]) -> str:
@@ -184,10 +197,13 @@ def row_values(table: str, row: Row) -> dict[str, Any]:
     return {column: _plain(row[column]) for column in RECORD_COLUMNS[table]}
 
 
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def canonical(value: Any) -> bytes:
     """The canonical serialization of a record (or of any of its parts): JSON, sorted keys, no
     whitespace, ASCII escapes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+    return _ENCODER.encode(value).encode("ascii")
 
 
 def chained(prev: str, record: Mapping[str, Any]) -> str:
@@ -220,15 +236,29 @@ class CycleRecord:
 
     def row_digests(self) -> list[RowDigest]:
         """Each row's own short digest, in the record's order."""
-        found = [RowDigest("cycle", str(self.cycle_id), short_digest(self.record["cycle"]))]
+        return self.encoded()[1]
+
+    def encoded(self) -> tuple[bytes, list[RowDigest]]:
+        """`canonical(self.record)` and the rows' short digests, each row serialized once: the
+        record's JSON is its rows' JSON joined (its keys in sorted order, as `canonical`
+        sorts them)."""
+        cycle = canonical(self.record["cycle"])
+        found = [RowDigest("cycle", str(self.cycle_id), _hex(cycle))]
+        parts: dict[str, bytes] = {"cycle": cycle}
         for part, table in _PARTS:
             rows = self.record[part]
-            if isinstance(rows, dict):
-                rows = [rows]
-            elif rows is None:
-                rows = []
-            found.extend(RowDigest(table, row_key(table, row), short_digest(row)) for row in rows)
-        return found
+            if rows is None:
+                parts[part] = b"null"
+                continue
+            single = isinstance(rows, dict)
+            encoded = [canonical(row) for row in ([rows] if single else rows)]
+            found.extend(
+                RowDigest(table, row_key(table, row), _hex(text))
+                for row, text in zip([rows] if single else rows, encoded, strict=True)
+            )
+            parts[part] = encoded[0] if single else b"[" + b",".join(encoded) + b"]"
+        body = b",".join(b'"' + key.encode() + b'":' + parts[key] for key in sorted(parts))
+        return b"{" + body + b"}", found
 
 
 _PARTS: Final = (
@@ -326,15 +356,14 @@ class Link:
 
 def link_of(record: CycleRecord, seq: int, prev: str) -> Link:
     """The link that chains `record` after `prev` as the account's `seq`-th."""
+    text, rows = record.encoded()
     return Link(
         cycle_id=record.cycle_id,
         account_id=record.account_id,
         seq=seq,
         prev=prev,
-        digest=chained(prev, record.record),
-        row_digests=json.dumps(
-            [found.as_list() for found in record.row_digests()], separators=(",", ":")
-        ),
+        digest=hashlib.sha256(bytes.fromhex(prev) + text).hexdigest(),
+        row_digests=json.dumps([found.as_list() for found in rows], separators=(",", ":")),
     )
 
 

@@ -39,8 +39,8 @@ _HERE = Path(__file__).resolve().parent
 def _replay_bench() -> object:
     """`benchmarks/replay_bench.py` as a module (its configs and Postgres helpers)."""
     spec = importlib.util.spec_from_file_location("replay_bench", _HERE / "replay_bench.py")
-    assert spec is not None
-    assert spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise SystemExit("benchmarks/replay_bench.py is missing")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -83,8 +83,8 @@ def run(
     *,
     chained: bool,
     postgres: str | None,
-) -> tuple[float, int, int, str]:
-    """One replay; its wall time, cycles, links and final NAV."""
+) -> tuple[float, float, int, int, str]:
+    """One replay; its wall and CPU times, cycles, links and final NAV."""
     name = f"{label}-{'on' if chained else 'off'}-{time.monotonic_ns()}"
     schema = f"chain_bench_{name.replace('-', '_')}"
     url = (
@@ -96,41 +96,51 @@ def run(
     path.write_text(config_text.replace("sqlite:///{db}", url))
     config = load_config(path)
     with _chain(chained):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         replay_from_config(
             config, start=start, end=end, market=market, resume=False, show_progress=False
         )
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     cycles, links, nav = counts(url)
     if postgres is not None:
         BENCH.drop_postgres_schema(postgres, schema)  # type: ignore[attr-defined]
-    return seconds, cycles, links, nav
+    return seconds, cpu, cycles, links, nav
 
 
 def scenario(
-    label: str, runs: int, replay: Callable[[bool], tuple[float, int, int, str]]
+    label: str, runs: int, replay: Callable[[bool], tuple[float, float, int, int, str]]
 ) -> float:
-    """Run `replay` chain on and off alternately `runs` times each; print and return the ratio."""
+    """Run `replay` once to warm up, then chain on and off alternately `runs` times each; print
+    and return the ratio of the median wall times (and print the CPU times' and the median of
+    each pair's ratio, which the load of other processes on the machine moves less)."""
     times: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
     navs: dict[bool, set[str]] = {True: set(), False: set()}
+    replay(False)  # warm-up: the bars' files and the imports, not counted
     for index in range(runs):
         for chained in (True, False) if index % 2 == 0 else (False, True):
-            seconds, cycles, links, nav = replay(chained)
+            seconds, cpu, cycles, links, nav = replay(chained)
             times[chained].append(seconds)
+            cpus[chained].append(cpu)
             navs[chained].add(nav)
             expected = cycles if chained else 0
             if links != expected:
                 raise SystemExit(f"{label}: {links} links for {cycles} cycles (chain {chained})")
             print(
                 f"{label} run {index + 1} chain {'on ' if chained else 'off'}: {seconds:7.2f} s"
-                f"  ({cycles} cycles, {links} links, final NAV {nav})",
+                f" (CPU {cpu:6.2f} s; {cycles} cycles, {links} links, final NAV {nav})",
                 flush=True,
             )
     if navs[True] != navs[False]:
         raise SystemExit(f"{label}: the chain changed the final NAV: {navs}")
     on, off = statistics.median(times[True]), statistics.median(times[False])
     ratio = on / off
-    print(f"{label}: median chain on {on:.2f} s, off {off:.2f} s, ratio {ratio:.3f} (<= 1.10)")
+    cpu = statistics.median(cpus[True]) / statistics.median(cpus[False])
+    pairs = statistics.median(a / b for a, b in zip(times[True], times[False], strict=True))
+    print(
+        f"{label}: median chain on {on:.2f} s, off {off:.2f} s, ratio {ratio:.3f} (<= 1.10); "
+        f"CPU ratio {cpu:.3f}; median of the pairs' ratios {pairs:.3f}"
+    )
     return ratio
 
 

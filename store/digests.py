@@ -18,7 +18,6 @@ says the same for readers without Python.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections import defaultdict
@@ -144,31 +143,35 @@ def decimal_text(value: Decimal) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=4096)  # a batch's instants repeat (slots, fills, snapshots)
 def _instant_text(value: datetime) -> str:
-    if value.tzinfo is None:
+    if value.tzinfo is UTC:
+        return value.isoformat()
+    if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"a record holds the naive instant {value.isoformat()}")
     return value.astimezone(UTC).isoformat()
 
 
-def _plain(value: Any) -> Any:
-    kind = type(value)
-    if value is None or kind is str or kind is int or kind is bool:
-        return value
-    if kind is Decimal:
+def _text(value: Any) -> str:
+    """The text of a value JSON has no type for: a decimal, an instant, a date."""
+    if type(value) is Decimal:
         return decimal_text(value)
     if isinstance(value, datetime):
         return _instant_text(value)
     if isinstance(value, date):
         return value.isoformat()
-    if isinstance(value, bool | int | str):
-        return value
     raise TypeError(f"a record cannot hold a {type(value).__name__}: {value!r}")
 
 
+def _plain(value: Any) -> Any:
+    """`value` as the record's JSON holds it."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    return _text(value)
+
+
 def plain_row(row: Row) -> dict[str, Any]:
-    """Every column of `row` as the record's plain values (rows outside any record)."""
-    return {column: _plain(value) for column, value in row.items()}
+    """Every column of `row` (rows outside any record)."""
+    return dict(row)
 
 
 def short_digest(value: Any) -> str:
@@ -183,6 +186,8 @@ def _hex(text: bytes) -> str:
 def row_key(table: str, row: Mapping[str, Any]) -> str:
     """How a row of `table` is named: its id (`nav_mark`: `snapshot_id/symbol`; `trace`:
     `cycle_id/seq`; `cycle_digest`: its cycle's id)."""
+    if table == "cycle":
+        return str(row["id"])
     if table == "nav_mark":
         return f"{row['snapshot_id']}/{row['symbol']}"
     if table == "cycle_digest":
@@ -193,11 +198,12 @@ def row_key(table: str, row: Mapping[str, Any]) -> str:
 
 
 def row_values(table: str, row: Row) -> dict[str, Any]:
-    """The recorded columns of `row` of `table`, as the record's plain values."""
-    return {column: _plain(row[column]) for column in RECORD_COLUMNS[table]}
+    """The recorded columns of `row` of `table` (values as stored: `canonical` writes decimals
+    and instants as text)."""
+    return {column: row[column] for column in RECORD_COLUMNS[table]}
 
 
-_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_text)
 
 
 def canonical(value: Any) -> bytes:
@@ -242,26 +248,33 @@ class CycleRecord:
         """`canonical(self.record)` and the rows' short digests, each row serialized once: the
         record's JSON is its rows' JSON joined (its keys in sorted order, as `canonical`
         sorts them)."""
-        cycle = canonical(self.record["cycle"])
-        found = [RowDigest("cycle", str(self.cycle_id), _hex(cycle))]
-        parts: dict[str, bytes] = {"cycle": cycle}
-        for part, table in _PARTS:
-            rows = self.record[part]
+        record = self.record
+        found: list[RowDigest] = []
+        body: list[bytes] = []
+        for part, table in _SORTED_PARTS:
+            rows = record[part]
             if rows is None:
-                parts[part] = b"null"
-                continue
-            single = isinstance(rows, dict)
-            encoded = [canonical(row) for row in ([rows] if single else rows)]
-            found.extend(
-                RowDigest(table, row_key(table, row), _hex(text))
-                for row, text in zip([rows] if single else rows, encoded, strict=True)
-            )
-            parts[part] = encoded[0] if single else b"[" + b",".join(encoded) + b"]"
-        body = b",".join(b'"' + key.encode() + b'":' + parts[key] for key in sorted(parts))
-        return b"{" + body + b"}", found
+                body.append(_KEYS[part] + b"null")
+            elif part in _SINGLE:
+                text = canonical(rows)
+                found.append(RowDigest(table, row_key(table, rows), _hex(text)))
+                body.append(_KEYS[part] + text)
+            elif not rows:
+                body.append(_KEYS[part] + b"[]")
+            else:
+                encoded = [canonical(row) for row in rows]
+                found.extend(
+                    RowDigest(table, row_key(table, row), _hex(text))
+                    for row, text in zip(rows, encoded, strict=True)
+                )
+                body.append(_KEYS[part] + b"[" + b",".join(encoded) + b"]")
+        found.sort(key=lambda row: _PART_ORDER[row.table])
+        return b"{" + b",".join(body) + b"}", found
 
 
+#: A record's parts and their tables, in the order its row digests are listed.
 _PARTS: Final = (
+    ("cycle", "cycle"),
     ("orders", "order"),
     ("fills", "fill"),
     ("margin_calls", "margin_call"),
@@ -269,6 +282,10 @@ _PARTS: Final = (
     ("nav_snapshot", "nav_snapshot"),
     ("nav_marks", "nav_mark"),
 )
+_SORTED_PARTS: Final = tuple(sorted(_PARTS))
+_PART_ORDER: Final = {table: index for index, (_, table) in enumerate(_PARTS)}
+_SINGLE: Final = frozenset({"cycle", "nav_snapshot"})
+_KEYS: Final = {part: f'"{part}":'.encode() for part, _ in _PARTS}
 
 
 def cycle_records(

@@ -15,8 +15,8 @@ from openbell.store.db import make_engine
 from openbell.store.digests import GENESIS, chained, cycle_records
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
-from openbell.store.redact import Redactor
 from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind, TraceEntry
+from openbell.store.redact import Redactor
 from openbell.store.replay_ledger import ReplayLedger
 from openbell.store.tables import (
     CYCLE_DIGEST_TABLE,

@@ -83,7 +83,6 @@ def seal_records(connection: Connection, ordered: Sequence[CycleRecord]) -> int:
                 "seq": link.seq,
                 "prev": link.prev,
                 "digest": link.digest,
-                "row_digests": link.row_digests,
             }
             for link in links
         ],

@@ -31,8 +31,6 @@ from typing import Any, Final
 RECORD_FORMAT: Final = 1
 #: The `prev` of an account's first link.
 GENESIS: Final = "0" * 64
-#: How many hex digits of each row's own digest a link keeps to name a changed row (`RowDigest`).
-ROW_DIGEST_HEX: Final = 16
 
 #: The columns of each table that a cycle's record holds, in the order the archive writes them.
 RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -174,13 +172,9 @@ def plain_row(row: Row) -> dict[str, Any]:
     return dict(row)
 
 
-def short_digest(value: Any) -> str:
-    """The first `ROW_DIGEST_HEX` hex digits of the sha256 of `value`'s canonical form."""
-    return hashlib.sha256(canonical(value)).hexdigest()[:ROW_DIGEST_HEX]
-
-
-def _hex(text: bytes) -> str:
-    return hashlib.sha256(text).hexdigest()[:ROW_DIGEST_HEX]
+def row_digest(row: Mapping[str, Any]) -> str:
+    """The sha256 (hex) of a row's canonical form: what an archive lists to name a changed row."""
+    return hashlib.sha256(canonical(row)).hexdigest()
 
 
 def row_key(table: str, row: Mapping[str, Any]) -> str:
@@ -219,8 +213,8 @@ def chained(prev: str, record: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RowDigest:
-    """Which row of a record and the first `ROW_DIGEST_HEX` hex digits of its own digest: what a
-    link keeps to name the row that changed (the link's `digest` is what proves it)."""
+    """A row of a record (or of an archive) and its own digest (`row_digest`): what an archive
+    lists to name the row that changed (the links' digests are what prove it)."""
 
     table: str
     row_id: str
@@ -241,35 +235,16 @@ class CycleRecord:
     record: dict[str, Any]
 
     def row_digests(self) -> list[RowDigest]:
-        """Each row's own short digest, in the record's order."""
-        return self.encoded()[1]
-
-    def encoded(self) -> tuple[bytes, list[RowDigest]]:
-        """`canonical(self.record)` and the rows' short digests, each row serialized once: the
-        record's JSON is its rows' JSON joined (its keys in sorted order, as `canonical`
-        sorts them)."""
-        record = self.record
+        """Each row's own digest, in the record's order (the cycle, its orders, fills, margin
+        calls, trace, snapshot and marks)."""
         found: list[RowDigest] = []
-        body: list[bytes] = []
-        for part, table in _SORTED_PARTS:
-            rows = record[part]
+        for part, table in _PARTS:
+            rows = self.record[part]
             if rows is None:
-                body.append(_KEYS[part] + b"null")
-            elif part in _SINGLE:
-                text = canonical(rows)
-                found.append(RowDigest(table, row_key(table, rows), _hex(text)))
-                body.append(_KEYS[part] + text)
-            elif not rows:
-                body.append(_KEYS[part] + b"[]")
-            else:
-                encoded = [canonical(row) for row in rows]
-                found.extend(
-                    RowDigest(table, row_key(table, row), _hex(text))
-                    for row, text in zip(rows, encoded, strict=True)
-                )
-                body.append(_KEYS[part] + b"[" + b",".join(encoded) + b"]")
-        found.sort(key=lambda row: _PART_ORDER[row.table])
-        return b"{" + b",".join(body) + b"}", found
+                continue
+            for row in [rows] if part in _SINGLE else rows:
+                found.append(RowDigest(table, row_key(table, row), row_digest(row)))
+        return found
 
 
 #: A record's parts and their tables, in the order its row digests are listed.
@@ -282,10 +257,7 @@ _PARTS: Final = (
     ("nav_snapshot", "nav_snapshot"),
     ("nav_marks", "nav_mark"),
 )
-_SORTED_PARTS: Final = tuple(sorted(_PARTS))
-_PART_ORDER: Final = {table: index for index, (_, table) in enumerate(_PARTS)}
 _SINGLE: Final = frozenset({"cycle", "nav_snapshot"})
-_KEYS: Final = {part: f'"{part}":'.encode() for part, _ in _PARTS}
 
 
 def cycle_records(
@@ -368,19 +340,16 @@ class Link:
     seq: int
     prev: str
     digest: str
-    row_digests: str  # JSON list of `RowDigest.as_list()`
 
 
 def link_of(record: CycleRecord, seq: int, prev: str) -> Link:
     """The link that chains `record` after `prev` as the account's `seq`-th."""
-    text, rows = record.encoded()
     return Link(
         cycle_id=record.cycle_id,
         account_id=record.account_id,
         seq=seq,
         prev=prev,
-        digest=hashlib.sha256(bytes.fromhex(prev) + text).hexdigest(),
-        row_digests=json.dumps([found.as_list() for found in rows], separators=(",", ":")),
+        digest=chained(prev, record.record),
     )
 
 

@@ -561,9 +561,6 @@ class CycleDigestRow(SQLModel, table=True):
     seq: int
     prev: str
     digest: str
-    #: Each row of the record with the first 16 hex digits of its own digest (JSON), which name
-    #: the row that changed when `digest` no longer matches.
-    row_digests: str = Field(sa_type=Text)
 
 
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.

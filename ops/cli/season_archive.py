@@ -110,7 +110,7 @@ def verify_command(
             "ok": verdict.ok,
             "links": verdict.links,
             "accounts": verdict.accounts,
-            "unchained_rows": verdict.unchained,
+            "rows": verdict.rows,
             "mismatch": None if verdict.mismatch is None else str(verdict.mismatch),
             "figures": verdict.figures,
         }
@@ -122,5 +122,5 @@ def verify_command(
         figures = sum(len(board["rows"]) for board in verdict.figures.values())
         typer.echo(
             f"season {verdict.name}: verified {verdict.links} links of {verdict.accounts} "
-            f"accounts, {verdict.unchained} unchained rows, the figures of {figures} accounts"
+            f"accounts, {verdict.rows} rows, the figures of {figures} accounts"
         )

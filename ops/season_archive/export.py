@@ -4,16 +4,17 @@ published figures, in one directory (layout: docs/guide/season-archive.md).
 `export_archive` writes `tables/<table>.parquet` for every table of `store.archive.ARCHIVE_TABLES`
 (the scope's accounts only), `manifest.json` (the season's manifest, or the ledger's minimal one:
 `ledger_manifest`), `figures.json` (the live leaderboards' figures, when given) and, last,
-`heads.json`: the record format, the manifest's sha256, each account's last link, and the digest
-of every archived row that no link covers (`tables/unchained.parquet`), computed from the files
-just written, as `verify` reads them.
+`heads.json`: the record format, the manifest's sha256, each account's last link, and the sha256
+of `tables/row_digests.parquet`, the digest of every archived row (with the linked cycle that
+holds it), computed from the files just written, as `verify` reads them: it lets verify name the
+row that changed where a link no longer matches, and checks the rows no link covers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,23 +24,29 @@ from sqlalchemy import Engine
 
 from openbell.markets.errors import ReportError
 from openbell.ops.season_archive.parquet import write_table
-from openbell.ops.season_archive.reading import load_tables, unchained_rows
+from openbell.ops.season_archive.reading import load_tables, row_digests
 from openbell.store.archive import (
     ARCHIVE_TABLES,
+    ColumnKind,
     archive_rows,
     chain_heads,
     column_kinds,
     ledger_accounts,
 )
-from openbell.store.digests import RECORD_FORMAT
+from openbell.store.digests import RECORD_FORMAT, canonical
 
 #: The archive's files.
 MANIFEST: Final = "manifest.json"
 HEADS: Final = "heads.json"
 FIGURES: Final = "figures.json"
 TABLES: Final = "tables"
-UNCHAINED: Final = "unchained"
-UNCHAINED_KINDS: Final = {"table": "text", "row_id": "text", "digest": "text"}
+ROW_DIGESTS: Final = "row_digests"
+ROW_DIGEST_KINDS: Final[dict[str, ColumnKind]] = {
+    "table": "text",
+    "row_id": "text",
+    "cycle_id": "integer",
+    "digest": "text",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +57,7 @@ class ArchiveSummary:
     rows: dict[str, int]
     heads: dict[int, tuple[int, str]]
     manifest_sha256: str
-    unchained: int
+    rows_listed: int
 
 
 def ledger_manifest(
@@ -115,21 +122,16 @@ def export_archive(
         (directory / FIGURES).write_bytes(_json(published))
     accounts = ledger_accounts(engine) if account_ids is None else sorted(account_ids)
     heads = chain_heads(engine, accounts)
-    loaded = load_tables(directory)
-    unchained = sorted(unchained_rows(loaded))
-    write_table(
-        tables / f"{UNCHAINED}.parquet",
-        list(UNCHAINED_KINDS),
-        UNCHAINED_KINDS,  # type: ignore[arg-type]
-        unchained,
-    )
+    listed = list(row_digests(load_tables(directory)))
+    path = tables / f"{ROW_DIGESTS}.parquet"
+    write_table(path, list(ROW_DIGEST_KINDS), ROW_DIGEST_KINDS, listed)
     manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
     document = {
         "format": RECORD_FORMAT,
         "name": name,
         "exported_at": exported_at.isoformat(),
         "manifest_sha256": manifest_sha256,
-        "unchained_sha256": _unchained_digest(unchained),
+        "row_digests_sha256": listed_digest(listed),
         "rows": rows,
         "heads": [
             {"account_id": account_id, "seq": seq, "digest": digest}
@@ -142,15 +144,14 @@ def export_archive(
         rows=rows,
         heads=heads,
         manifest_sha256=manifest_sha256,
-        unchained=len(unchained),
+        rows_listed=len(listed),
     )
 
 
-def _unchained_digest(rows: list[tuple[str, str, str]]) -> str:
-    """The sha256 of the unchained rows' list (canonical JSON of `[table, row id, digest]`s)."""
-    from openbell.store.digests import canonical
-
-    return hashlib.sha256(canonical([list(row) for row in sorted(rows)])).hexdigest()
+def listed_digest(rows: Sequence[tuple[str, str, int | None, str]]) -> str:
+    """The sha256 of the rows' list: of the canonical JSON of its `[table, row id, cycle id,
+    digest]`s, in order."""
+    return hashlib.sha256(canonical([list(row) for row in rows])).hexdigest()
 
 
 def _json(value: Any) -> bytes:

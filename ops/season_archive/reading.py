@@ -1,26 +1,25 @@
 """Reading an archive's tables back, and what of them no link covers.
 
 `load_tables` reads every table of an archive (`tables/<table>.parquet`) as rows of exact values;
-`linked_records` builds the record of every cycle from them (`store.digests.cycle_records`), and
-`unchained_rows` lists, with each row's short digest, every archived row that is in no linked
-cycle's record: the agents and accounts, corporate actions, borrow fees, close snapshots and
-their marks, and any row of a cycle without a link. Export and verify use the same functions.
+`all_records` builds the record of every cycle from them (`store.digests.cycle_records`), and
+`row_digests` lists every archived row with its own digest and the linked cycle whose record
+holds it, if any (the agents and accounts, corporate actions, borrow fees, close snapshots and
+their marks, and the rows of a cycle without a link are in none). Export and verify use the same
+functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from openbell.markets.errors import ReportError
 from openbell.ops.season_archive.parquet import read_table
 from openbell.store.archive import ARCHIVE_TABLES, column_kinds
-from openbell.store.digests import CycleRecord, cycle_records, plain_row, row_key, short_digest
+from openbell.store.digests import CycleRecord, cycle_records, plain_row, row_digest, row_key
 
 Tables = Mapping[str, Sequence[Mapping[str, Any]]]
-
-_CHAINED: Final = ("cycle", "order", "fill", "margin_call", "trace", "nav_snapshot", "nav_mark")
 
 
 def load_tables(directory: Path) -> dict[str, list[dict[str, Any]]]:
@@ -47,25 +46,25 @@ def all_records(tables: Tables) -> dict[int, CycleRecord]:
     )
 
 
-def unchained_rows(
+def row_digests(
     tables: Tables, records: Mapping[int, CycleRecord] | None = None
-) -> Iterator[tuple[str, str, str]]:
-    """`(table, row id, short digest)` of every archived row in no linked cycle's record."""
+) -> Iterator[tuple[str, str, int | None, str]]:
+    """`(table, row id, linked cycle, digest)` of every archived row but the links themselves:
+    the row's own digest (`store.digests.row_digest` of all its columns) and the cycle whose
+    linked record holds it (None: no link covers it)."""
     found = all_records(tables) if records is None else records
-    linked = {int(row["cycle_id"]) for row in tables["cycle_digest"]}
-    covered: set[tuple[str, str]] = set()
-    for cycle_id in linked:
-        record = found.get(cycle_id)
+    owner: dict[tuple[str, str], int] = {}
+    for link in tables["cycle_digest"]:
+        record = found.get(int(link["cycle_id"]))
         if record is not None:
-            covered.update((row.table, row.row_id) for row in record.row_digests())
+            for row in record.row_digests():
+                owner[(row.table, row.row_id)] = record.cycle_id
     for table in ARCHIVE_TABLES:
         if table == "cycle_digest":
             continue
         for row in tables[table]:
             key = row_key(table, row)
-            if table in _CHAINED and (table, key) in covered:
-                continue
-            yield (table, key, short_digest(plain_row(row)))
+            yield (table, key, owner.get((table, key)), row_digest(plain_row(row)))
 
 
 def check_unique(tables: Tables) -> None:

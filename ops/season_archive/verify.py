@@ -6,13 +6,13 @@ account, its agent and the cycle's slot where there is one):
 
 1. the manifest: its sha256 is the one the heads name;
 2. every account's chain, link by link (`seq` from 1, each `prev` the digest before it): the
-   record of the link's cycle is rebuilt from the archived rows and each of its rows' short
-   digests is compared with the link's (which names a changed, added or removed row), then the
-   link's digest is recomputed (which catches an edited link);
+   record of the link's cycle is rebuilt from the archived rows and the link's digest recomputed;
+   where it differs, the row that changed (or was added or removed) is named by comparing each
+   row's own digest with the one `tables/row_digests.parquet` lists, else the link itself;
 3. each account's last link is the head `heads.json` publishes, and every chain has a head;
-4. every archived row no link covers (agents, accounts, corporate actions, borrow fees, close
-   snapshots) has the digest `tables/unchained.parquet` gives, and that list the sha256 the heads
-   give;
+4. every archived row has the digest `tables/row_digests.parquet` lists (this is what checks the
+   rows no link covers: agents, accounts, corporate actions, borrow fees, close snapshots), and
+   that list has the sha256 the heads give;
 5. the leaderboard figures (`figures.archive_figures`, recomputed from the NAV snapshots) equal
    the figures published at export (`figures.json`), when the archive has them.
 """
@@ -34,8 +34,9 @@ from openbell.ops.season_archive.export import (
     FIGURES,
     HEADS,
     MANIFEST,
-    UNCHAINED,
-    UNCHAINED_KINDS,
+    ROW_DIGEST_KINDS,
+    ROW_DIGESTS,
+    listed_digest,
 )
 from openbell.ops.season_archive.figures import archive_figures, compare_figures
 from openbell.ops.season_archive.parquet import read_table
@@ -43,9 +44,9 @@ from openbell.ops.season_archive.reading import (
     all_records,
     check_unique,
     load_tables,
-    unchained_rows,
+    row_digests,
 )
-from openbell.store.digests import GENESIS, RECORD_FORMAT, CycleRecord, canonical, chained
+from openbell.store.digests import GENESIS, RECORD_FORMAT, CycleRecord, chained
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,7 +81,7 @@ class Verdict:
     mismatch: Mismatch | None
     links: int = 0
     accounts: int = 0
-    unchained: int = 0
+    rows: int = 0
     figures: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -106,12 +107,13 @@ def verify_archive(directory: Path) -> Verdict:
     check_unique(tables)
     agents = _agents(tables)
     records = all_records(tables)
-    mismatch, links, tips = _check_chains(tables, records, agents)
+    listed = _listed(directory)
+    current = {(table, key): digest for table, key, _, digest in row_digests(tables, records)}
+    mismatch, links, tips = _check_chains(tables, records, agents, _Rows(listed, current))
     if mismatch is None:
         mismatch = _check_heads(heads, tips, agents)
-    unchained = sorted(unchained_rows(tables, records))
     if mismatch is None:
-        mismatch = _check_unchained(directory, heads, unchained)
+        mismatch = _check_rows(heads, listed, current)
     if mismatch is not None:
         mismatch = _with_trace_id(mismatch, tables["trace"])
     figures: dict[str, Any] = {}
@@ -130,7 +132,7 @@ def verify_archive(directory: Path) -> Verdict:
         mismatch=mismatch,
         links=links,
         accounts=len(tips),
-        unchained=len(unchained),
+        rows=len(current),
         figures=figures,
     )
 
@@ -172,10 +174,36 @@ def _agents(tables: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[int, str]
     return {int(row["id"]): names.get(int(row["agent_id"]), "?") for row in tables["account"]}
 
 
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """The rows' digests as listed at export (`listed`: table, row id, linked cycle, digest) and
+    as the archive's rows give them now (`current`)."""
+
+    listed: Sequence[tuple[str, str, int | None, str]]
+    current: Mapping[tuple[str, str], str]
+
+    def changed(self, record: CycleRecord) -> tuple[str, str, str] | None:
+        """The first row of `record` that is not as listed (or a listed row of its cycle that is
+        missing), as (table, row id, what); None when every row is as listed."""
+        kept = {(table, key): digest for table, key, _, digest in self.listed}
+        now = [(row.table, row.row_id) for row in record.row_digests()]
+        for key in now:
+            if key not in kept:
+                return (*key, "a row the record did not have")
+            if kept[key] != self.current.get(key):
+                return (*key, "the row differs from the one recorded")
+        present = set(now)
+        for table, key, cycle_id, _ in self.listed:
+            if cycle_id == record.cycle_id and (table, key) not in present:
+                return (table, key, "a recorded row is missing")
+        return None
+
+
 def _check_chains(
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
     records: Mapping[int, CycleRecord],
     agents: Mapping[int, str],
+    rows: _Rows,
 ) -> tuple[Mismatch | None, int, dict[int, tuple[int, str]]]:
     """Walk every account's chain; the first mismatch, the links checked, the accounts' tips."""
     chains: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
@@ -188,49 +216,18 @@ def _check_chains(
         for link in sorted(chains[account_id], key=lambda row: int(row["seq"])):
             cycle_id = int(link["cycle_id"])
             record = records.get(cycle_id)
-
-            def at(
-                table: str,
-                row_id: str | None,
-                detail: str,
-                record: CycleRecord | None = record,
-                account_id: int = account_id,
-            ) -> Mismatch:
-                return Mismatch(
-                    table=table,
-                    row_id=row_id,
-                    account_id=account_id,
-                    agent=agents.get(account_id),
-                    slot_at=None if record is None else record.slot_at,
-                    detail=detail,
-                )
-
-            if int(link["seq"]) != seq + 1:
+            found = _link_mismatch(link, record, account_id, prev, seq, rows)
+            if found is not None:
+                table, row_id, detail = found
                 return (
-                    at("cycle_digest", str(cycle_id), f"link {link['seq']} after {seq}"),
-                    checked,
-                    tips,
-                )
-            if link["prev"] != prev:
-                return (
-                    at("cycle_digest", str(cycle_id), "its prev is not the digest before it"),
-                    checked,
-                    tips,
-                )
-            if record is None:
-                return (
-                    at("cycle", str(cycle_id), "the linked cycle is not in the archive"),
-                    checked,
-                    tips,
-                )
-            if record.account_id != account_id:
-                return at("cycle", str(cycle_id), "the cycle is another account's"), checked, tips
-            changed = _changed_row(record, link)
-            if changed is not None:
-                return at(changed[0], changed[1], changed[2]), checked, tips
-            if chained(prev, record.record) != link["digest"]:
-                return (
-                    at("cycle_digest", str(cycle_id), "its digest is not the record's"),
+                    Mismatch(
+                        table=table,
+                        row_id=row_id,
+                        account_id=account_id,
+                        agent=agents.get(account_id),
+                        slot_at=None if record is None else record.slot_at,
+                        detail=detail,
+                    ),
                     checked,
                     tips,
                 )
@@ -240,25 +237,31 @@ def _check_chains(
     return None, checked, tips
 
 
-def _changed_row(record: CycleRecord, link: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """The first row of `record` whose short digest is not the link's (or that the link does not
-    list, or that is missing), as (table, row id, what)."""
-    try:
-        kept = [tuple(entry) for entry in json.loads(link["row_digests"])]
-    except (TypeError, ValueError):
-        return ("cycle_digest", str(link["cycle_id"]), "its row digests are not readable")
-    now = [(row.table, row.row_id, row.digest) for row in record.row_digests()]
-    recorded = {(table, row_id): digest for table, row_id, digest in kept}
-    for table, row_id, digest in now:
-        if (table, row_id) not in recorded:
-            return (table, row_id, "a row the record did not have")
-        if recorded[(table, row_id)] != digest:
-            return (table, row_id, "the row differs from the one recorded")
-    present = {(table, row_id) for table, row_id, _ in now}
-    for table, row_id, _ in kept:
-        if (table, row_id) not in present:
-            return (table, row_id, "a recorded row is missing")
-    return None
+def _link_mismatch(
+    link: Mapping[str, Any],
+    record: CycleRecord | None,
+    account_id: int,
+    prev: str,
+    seq: int,
+    rows: _Rows,
+) -> tuple[str, str, str] | None:
+    """What does not match at `link` (after `prev`, the account's `seq`-th), as (table, row id,
+    what); None when it matches."""
+    cycle = str(link["cycle_id"])
+    if int(link["seq"]) != seq + 1:
+        return ("cycle_digest", cycle, f"link {link['seq']} after {seq}")
+    if link["prev"] != prev:
+        return ("cycle_digest", cycle, "its prev is not the digest before it")
+    if record is None:
+        return ("cycle", cycle, "the linked cycle is not in the archive")
+    if record.account_id != account_id:
+        return ("cycle", cycle, "the cycle is another account's")
+    if chained(prev, record.record) == link["digest"]:
+        return None
+    changed = rows.changed(record)
+    if changed is not None:
+        return changed
+    return ("cycle_digest", cycle, "its digest is not its record's")
 
 
 def _check_heads(
@@ -283,29 +286,35 @@ def _check_heads(
     return None
 
 
-def _check_unchained(
-    directory: Path, heads: Mapping[str, Any], unchained: Sequence[tuple[str, str, str]]
+def _listed(directory: Path) -> list[tuple[str, str, int | None, str]]:
+    path = directory / "tables" / f"{ROW_DIGESTS}.parquet"
+    if not path.is_file():
+        raise ReportError(f"{directory} holds no tables/{ROW_DIGESTS}.parquet")
+    return [
+        (str(row["table"]), str(row["row_id"]), row["cycle_id"], str(row["digest"]))
+        for row in read_table(path, ROW_DIGEST_KINDS)
+    ]
+
+
+def _check_rows(
+    heads: Mapping[str, Any],
+    listed: Sequence[tuple[str, str, int | None, str]],
+    current: Mapping[tuple[str, str], str],
 ) -> Mismatch | None:
-    kept = read_table(directory / "tables" / f"{UNCHAINED}.parquet", UNCHAINED_KINDS)  # type: ignore[arg-type]
-    listed = {(row["table"], row["row_id"]): row["digest"] for row in kept}
-    for table, row_id, digest in unchained:
-        if (table, row_id) not in listed:
-            return Mismatch(table=table, row_id=row_id, detail="a row the archive did not list")
-        if listed[(table, row_id)] != digest:
-            return Mismatch(
-                table=table, row_id=row_id, detail="the row differs from the one archived"
-            )
-    present = {(table, row_id) for table, row_id, _ in unchained}
-    for table, row_id in listed:
-        if (table, row_id) not in present:
-            return Mismatch(table=table, row_id=row_id, detail="an archived row is missing")
-    digest = hashlib.sha256(
-        canonical(
-            [list(row) for row in sorted((r["table"], r["row_id"], r["digest"]) for r in kept)]
-        )
-    ).hexdigest()
-    if digest != heads.get("unchained_sha256"):
+    """Every archived row as listed, and the list as the heads give it."""
+    kept = {(table, key): digest for table, key, _, digest in listed}
+    for (table, key), digest in current.items():
+        if (table, key) not in kept:
+            return Mismatch(table=table, row_id=key, detail="a row the archive did not list")
+        if kept[(table, key)] != digest:
+            return Mismatch(table=table, row_id=key, detail="the row differs from the one archived")
+    for table, key in kept:
+        if (table, key) not in current:
+            return Mismatch(table=table, row_id=key, detail="an archived row is missing")
+    if listed_digest(listed) != heads.get("row_digests_sha256"):
         return Mismatch(
-            table=f"tables/{UNCHAINED}.parquet", row_id=None, detail="its sha256 is not the heads'"
+            table=f"tables/{ROW_DIGESTS}.parquet",
+            row_id=None,
+            detail="its sha256 is not the heads'",
         )
     return None

@@ -32,7 +32,6 @@ def upgrade() -> None:
         sa.Column("seq", sa.Integer(), nullable=False),
         sa.Column("prev", sa.String(), nullable=False),
         sa.Column("digest", sa.String(), nullable=False),
-        sa.Column("row_digests", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
             ["account_id"], ["account.id"], name=op.f("fk_cycle_digest_account_id_account")
         ),

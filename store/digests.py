@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -271,35 +270,40 @@ def cycle_records(
 ) -> dict[int, CycleRecord]:
     """The record of each of `cycles` from rows of the other tables (any superset of theirs:
     rows of other cycles are left out), by cycle id. A cycle's snapshot is the account's `slot`
-    snapshot at the cycle's slot."""
+    snapshot at the cycle's slot (instants compare as instants, whatever their zone)."""
     chosen = {int(row["id"]): row for row in cycles}
-    parts: dict[int, dict[str, list[dict[str, Any]]]] = {
-        cycle_id: defaultdict(list) for cycle_id in chosen
-    }
-    owners = _by_cycle(parts, "orders", "order", orders, "cycle_id")
-    _by_cycle(parts, "fills", "fill", fills, "order_id", owners)
-    _by_cycle(parts, "margin_calls", "margin_call", margin_calls, "cycle_id")
-    _by_cycle(parts, "traces", "trace", traces, "cycle_id")
-    slots = {(int(row["account_id"]), _plain(row["slot_at"])): key for key, row in chosen.items()}
-    snapshot_of: dict[int, dict[str, Any]] = {}
-    for row in snapshots:
-        owner = slots.get((int(row["account_id"]), _plain(row["at"])))
-        if row["kind"] == "slot" and owner is not None:
-            snapshot_of[owner] = row_values("nav_snapshot", row)
-    by_snapshot = {int(snapshot["id"]): key for key, snapshot in snapshot_of.items()}
-    _by_cycle(parts, "nav_marks", "nav_mark", marks, "snapshot_id", by_snapshot)
-    out: dict[int, CycleRecord] = {}
-    for cycle_id, row in chosen.items():
-        found = parts[cycle_id]
-        record = {
+    records = {
+        cycle_id: {
             "cycle": row_values("cycle", row),
-            "orders": sorted(found["orders"], key=lambda r: r["seq"]),
-            "fills": sorted(found["fills"], key=lambda r: r["id"]),
-            "margin_calls": sorted(found["margin_calls"], key=lambda r: r["id"]),
-            "traces": sorted(found["traces"], key=lambda r: r["seq"]),
-            "nav_snapshot": snapshot_of.get(cycle_id),
-            "nav_marks": sorted(found["nav_marks"], key=lambda r: r["symbol"]),
+            "orders": [],
+            "fills": [],
+            "margin_calls": [],
+            "traces": [],
+            "nav_snapshot": None,
+            "nav_marks": [],
         }
+        for cycle_id, row in chosen.items()
+    }
+    owners = _by_cycle(records, "orders", "order", orders, "cycle_id")
+    _by_cycle(records, "fills", "fill", fills, "order_id", owners)
+    _by_cycle(records, "margin_calls", "margin_call", margin_calls, "cycle_id")
+    _by_cycle(records, "traces", "trace", traces, "cycle_id")
+    slots = {(int(row["account_id"]), row["slot_at"]): key for key, row in chosen.items()}
+    by_snapshot: dict[int, int] = {}
+    for row in snapshots:
+        if row["kind"] != "slot":
+            continue
+        owner = slots.get((int(row["account_id"]), row["at"]))
+        if owner is not None:
+            records[owner]["nav_snapshot"] = row_values("nav_snapshot", row)
+            by_snapshot[int(row["id"])] = owner
+    _by_cycle(records, "nav_marks", "nav_mark", marks, "snapshot_id", by_snapshot)
+    out: dict[int, CycleRecord] = {}
+    for cycle_id, record in records.items():
+        for part, key in _SORT_KEYS:
+            if len(record[part]) > 1:
+                record[part].sort(key=lambda row, key=key: row[key])  # type: ignore[misc]
+        row = chosen[cycle_id]
         out[cycle_id] = CycleRecord(
             cycle_id=cycle_id,
             account_id=int(row["account_id"]),
@@ -309,25 +313,37 @@ def cycle_records(
     return out
 
 
+#: How each list of a record is ordered.
+_SORT_KEYS: Final = (
+    ("orders", "seq"),
+    ("fills", "id"),
+    ("margin_calls", "id"),
+    ("traces", "seq"),
+    ("nav_marks", "symbol"),
+)
+
+
 def _by_cycle(
-    parts: dict[int, dict[str, list[dict[str, Any]]]],
+    records: dict[int, dict[str, Any]],
     part: str,
     table: str,
     rows: Iterable[Row],
     key: str,
     owners: Mapping[int, int] | None = None,
 ) -> dict[int, int]:
-    """Add each of `rows` whose cycle is in `parts` to its `part` (its cycle is its `key`
+    """Add each of `rows` whose cycle has a record to its `part` (its cycle is its `key`
     column's, or the cycle `owners` gives that column's value); the cycle of each added row's id
     (for the rows that refer to these)."""
     added: dict[int, int] = {}
+    columns = RECORD_COLUMNS[table]
     for row in rows:
-        value = int(row[key])
+        value = row[key]
         owner = value if owners is None else owners.get(value)
-        if owner is not None and owner in parts:
-            parts[owner][part].append(row_values(table, row))
+        record = records.get(owner) if owner is not None else None
+        if record is not None:
+            record[part].append({column: row[column] for column in columns})
             if "id" in row:
-                added[int(row["id"])] = owner
+                added[row["id"]] = owner  # type: ignore[assignment]
     return added
 
 

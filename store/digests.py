@@ -3,7 +3,8 @@
 Pure (no database): the ledger builds records from the rows it just wrote (`store/chain.py`),
 `openbell season verify` from an archive's Parquet rows (`ops/season_archive`), with the same
 functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle`
-row (without the claim's bookkeeping, `claimed_by` and `lease_until`), its orders (by `seq`), the
+row (without the claim's bookkeeping, which says which run held it and when: `claimed_by`,
+`lease_until`, `started_at`, `finished_at`; so two runs of one replay chain alike), its orders (by `seq`), the
 fills of those orders (by id), its margin calls (by id), its trace (by `seq`: each model message,
 tool call and result; a trace row is known by its cycle and `seq`, not by its id, which a replay
 leaves to the database), and the account's `slot` NAV snapshot at the cycle's slot with its marks
@@ -38,8 +39,6 @@ RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
         "account_id",
         "slot_at",
         "status",
-        "started_at",
-        "finished_at",
         "error_class",
         "error_message",
         "reason",

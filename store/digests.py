@@ -2,19 +2,19 @@
 
 Pure (no database): the ledger builds records from the rows it just wrote (`store/chain.py`),
 `openbell season verify` from an archive's Parquet rows (`ops/season_archive`), with the same
-functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle`
-row (without the claim's bookkeeping, which says which run held it and when: `claimed_by`,
-`lease_until`, `started_at`, `finished_at`; so two runs of one replay chain alike), its orders (by `seq`), the
-fills of those orders (by id), its margin calls (by id), its trace (by `seq`: each model message,
-tool call and result; a trace row is known by its cycle and `seq`, not by its id, which a replay
-leaves to the database), and the account's `slot` NAV snapshot at the cycle's slot with its marks
-(by symbol), each row restricted to the columns of `RECORD_COLUMNS`. Its serialization
-(`canonical`) is JSON with sorted keys, no whitespace and ASCII escapes; a decimal is its exact
-value in plain notation without an exponent or trailing zeros (`"0"` for zero), an instant its
-UTC ISO-8601 text (`2025-01-02T14:30:00+00:00`, with microseconds when it has them). A link's
-digest is `sha256(bytes.fromhex(prev) + canonical(record))` in lowercase hex, `prev` the
-account's previous digest (`GENESIS`, 64 zeros, for its first). docs/guide/season-archive.md
-says the same for readers without Python.
+functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle` row
+(without the claim's bookkeeping, which says which run held it and when: `claimed_by`,
+`lease_until`, `started_at`, `finished_at`; so two runs of one replay chain alike), its orders (by
+`seq`), the fills of those orders (by id), its margin calls (by id), its trace (by `seq`: each
+model message, tool call and result; a trace row is known by its cycle and `seq`, not by its id,
+which a replay leaves to the database), and the account's `slot` NAV snapshot at the cycle's slot
+with its marks (by symbol), each row restricted to the columns of `RECORD_COLUMNS`. Its
+serialization (`canonical`) is JSON with sorted keys, no whitespace and ASCII escapes; a decimal is
+its exact value in plain notation without an exponent or trailing zeros (`"0"` for zero), an
+instant its UTC ISO-8601 text (`2025-01-02T14:30:00+00:00`, with microseconds when it has them). A
+link's digest is `sha256(bytes.fromhex(prev) + canonical(record))` in lowercase hex, `prev` the
+account's previous digest (`GENESIS`, 64 zeros, for its first). docs/guide/season-archive.md says
+the same for readers without Python.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def cycle_records(
     rows of other cycles are left out), by cycle id. A cycle's snapshot is the account's `slot`
     snapshot at the cycle's slot (instants compare as instants, whatever their zone)."""
     chosen = {int(row["id"]): row for row in cycles}
-    records = {
+    records: dict[int, dict[str, Any]] = {
         cycle_id: {
             "cycle": row_values("cycle", row),
             "orders": [],
@@ -300,8 +300,9 @@ def cycle_records(
     out: dict[int, CycleRecord] = {}
     for cycle_id, record in records.items():
         for part, key in _SORT_KEYS:
-            if len(record[part]) > 1:
-                record[part].sort(key=lambda row, key=key: row[key])  # type: ignore[misc]
+            listed: list[dict[str, Any]] = record[part]
+            if len(listed) > 1:
+                listed.sort(key=lambda row, key=key: row[key])  # type: ignore[misc]
         row = chosen[cycle_id]
         out[cycle_id] = CycleRecord(
             cycle_id=cycle_id,

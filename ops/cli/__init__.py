@@ -2,7 +2,8 @@
 
 This package owns the command surface (`init`, `config check`, `db upgrade`, `ledger verify`,
 `run`, `cycle`, `serve`, `leaderboard`, `report`, `export`, `demo`, `replay`, `data import`,
-`trace`, `judge`, `positions`, `agent token`, `season export`, `season verify`), the global options (`--config`, `--log-format`,
+`trace`, `judge`, `positions`, `agent token`, `season export`, `season verify`), the global
+options (`--config`, `--log-format`,
 `--version`, and the hidden `--fake-clock` for tests; `-h` is `--help` on every command) and the
 exit-code contract: 0 success, 1 a ledger breach (or `init` refusing to overwrite, `judge` leaving
 a strategy unjudged or its judge unreachable, or an unexpected failure),

@@ -57,8 +57,8 @@ def row_digests(
     for link in tables["cycle_digest"]:
         record = found.get(int(link["cycle_id"]))
         if record is not None:
-            for row in record.row_digests():
-                owner[(row.table, row.row_id)] = record.cycle_id
+            for listed in record.row_digests():
+                owner[(listed.table, listed.row_id)] = record.cycle_id
     for table in ARCHIVE_TABLES:
         if table == "cycle_digest":
             continue

@@ -187,11 +187,11 @@ class _Rows:
         missing), as (table, row id, what); None when every row is as listed."""
         kept = {(table, key): digest for table, key, _, digest in self.listed}
         now = [(row.table, row.row_id) for row in record.row_digests()]
-        for key in now:
-            if key not in kept:
-                return (*key, "a row the record did not have")
-            if kept[key] != self.current.get(key):
-                return (*key, "the row differs from the one recorded")
+        for table, key in now:
+            if (table, key) not in kept:
+                return (table, key, "a row the record did not have")
+            if kept[(table, key)] != self.current.get((table, key)):
+                return (table, key, "the row differs from the one recorded")
         present = set(now)
         for table, key, cycle_id, _ in self.listed:
             if cycle_id == record.cycle_id and (table, key) not in present:

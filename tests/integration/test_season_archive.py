@@ -25,11 +25,8 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.ops.cli.app import main
-from openbell.ops.exporting import leaderboard_record
-from openbell.ops.reports import leaderboards
 from openbell.ops.season_archive.figures import PANEL_FIGURES
 from openbell.ops.season_archive.verify import verify_archive
-from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell_testkit.llm import ScriptedModel, self_correcting_trader, serve_script
 from openbell_testkit.replay import cn_daily
@@ -53,7 +50,7 @@ class Season:
 
 
 @pytest.fixture
-def season(db_url: str, tmp_path: Path) -> Season:
+def season(db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Season:
     upgrade(db_url)
     first = ScriptedModel([self_correcting_trader] * 40)
     second = ScriptedModel([self_correcting_trader] * 40)
@@ -76,11 +73,9 @@ def season(db_url: str, tmp_path: Path) -> Season:
     assert done.cycles_done == 4 * SESSIONS
     archive = tmp_path / "archive"
     assert main(["season", "export", "s1", str(archive), "--db", db_url]) == 0
-    engine = make_engine(db_url)
-    try:
-        board = [leaderboard_record(found) for found in leaderboards(engine)]
-    finally:
-        engine.dispose()
+    capsys.readouterr()
+    assert main(["leaderboard", "--format", "json", "--db", db_url]) == 0
+    board = json.loads(capsys.readouterr().out)["leaderboards"]
     return Season(url=db_url, archive=archive, board=board)
 
 
@@ -144,6 +139,18 @@ def test_an_untouched_archive_verifies_and_its_figures_are_the_leaderboards(
     assert any(row["cumulative_return"] for row in live.values()), "a season that moved"
     # The same from the command line, with no database named.
     assert main(["season", "verify", str(season.archive)]) == 0
+
+
+def test_an_edited_published_figure_is_caught(season: Season, tmp_path: Path) -> None:
+    copy = _copy(season, tmp_path)
+    figures = json.loads((copy / "figures.json").read_text())
+    row = figures["cn"]["rows"]["trader-a"]
+    row["sharpe_ratio"] = (row["sharpe_ratio"] or 0.0) + 0.5
+    (copy / "figures.json").write_text(json.dumps(figures))
+    found = _mismatch(copy)
+    assert found.table == "figures.json"
+    assert "trader-a" in found.detail
+    assert "sharpe_ratio" in found.detail
 
 
 def _mismatch(archive: Path) -> Any:

@@ -4,12 +4,24 @@ each recomputable from the stored rows alone."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, select
 
+from openbell.agents.broker import PaperBroker
+from openbell.agents.protocol import DecisionContext
+from openbell.daemon.runner import CycleRunner, MarketDesk
+from openbell.markets.calendars import calendar_for
+from openbell.markets.domain import Bar, Instrument
+from openbell.markets.errors import CycleSkipped
+from openbell.markets.gateway import PointInTimeGateway
+from openbell.markets.replay_source import ReplaySource
+from openbell.markets.rules import rules_for
+from openbell.markets.universes import Universe
 from openbell.store.db import make_engine
 from openbell.store.digests import GENESIS, chained, cycle_records
 from openbell.store.ledger import Ledger
@@ -215,3 +227,101 @@ def test_a_replay_batch_whose_text_the_engine_masked_is_chained_as_stored(db_url
         assert len(_check_chains(engine)) == 1
     finally:
         engine.dispose()
+
+
+@dataclass
+class _Buyer:
+    """Buys a little BTC each cycle and says so in its trace; `error` makes its cycle fail."""
+
+    name: str
+    error: Exception | None = None
+    kind: str = "test"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        ctx.journal.append_journal(
+            ctx.cycle_id,
+            [TraceEntry(cycle_id=ctx.cycle_id, role="assistant", at=ctx.now, content="buy")],
+        )
+        await ctx.tools.place_order("BTC/USDT", "buy", shares=Decimal("0.01"), reason="test")
+        if self.error is not None:
+            raise self.error
+        await ctx.tools.finish("bought")
+
+
+@dataclass
+class _Absent:
+    name: str
+    kind: str = "mcp"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        raise CycleSkipped("agent_absent")
+
+
+def _live_desk(ledger: Ledger, first: datetime) -> MarketDesk:
+    bars = [
+        Bar(
+            symbol="BTC/USDT",
+            start_at=first + (day - 1) * timedelta(days=1),
+            end_at=first + day * timedelta(days=1),
+            open=Decimal(50000 + 100 * day),
+            high=Decimal(50200 + 100 * day),
+            low=Decimal(49800 + 100 * day),
+            close=Decimal(50050 + 100 * day),
+            volume=Decimal(1000),
+        )
+        for day in range(4)
+    ]
+    source = ReplaySource(market="crypto", bars={"1d": bars})
+    rules = rules_for("crypto")
+    return MarketDesk(
+        market="crypto",
+        gateway=PointInTimeGateway(source),
+        broker=PaperBroker(
+            ledger=ledger,
+            rules=rules,
+            calendar=calendar_for(rules.calendar_id),
+            fill_price=source.first_price_at_or_after,
+        ),
+        universe=Universe(
+            name="one-coin",
+            market="crypto",
+            as_of=first.date(),
+            instruments=(Instrument(symbol="BTC/USDT", market="crypto", currency="USDT"),),
+        ),
+        rules=rules,
+    )
+
+
+def test_the_live_runner_chains_done_failed_and_skipped_cycles_with_their_rows(
+    ledger: Ledger,
+) -> None:
+    """The daemon's cycle runner (the live path): each cycle it ends is linked, in the finishing
+    transaction, with its orders, fills, trace and slot snapshot in the record."""
+    engine = ledger._engine
+    first = datetime(2025, 1, 6, tzinfo=UTC)
+    agents = [_Buyer("buyer"), _Buyer("buggy", error=RuntimeError("bug")), _Absent("away")]
+    accounts = []
+    for agent in agents:
+        agent_id = ledger.ensure_agent(agent.name, agent.kind, first)
+        accounts.append(
+            (ledger.open_account(agent_id, "crypto", "USDT", Decimal(10000), first), agent)
+        )
+    runner = CycleRunner(
+        ledger=ledger,
+        desks={"crypto": _live_desk(ledger, first)},
+        run_id="run-a",
+        lease=timedelta(minutes=15),
+    )
+    for day in range(3):
+        slot_at = first + day * timedelta(days=1)
+        asyncio.run(runner.run_slot("crypto", slot_at, accounts, slot_at))
+    links = _check_chains(engine)
+    assert len(links) == 9
+    records = _recomputed(engine)
+    statuses = sorted({records[link["cycle_id"]].record["cycle"]["status"] for link in links})
+    assert statuses == ["done", "failed", "skipped"]
+    bought = [
+        records[link["cycle_id"]].record for link in links if link["account_id"] == accounts[0][0]
+    ]
+    assert all(record["fills"] and record["traces"] for record in bought)
+    assert all(record["nav_snapshot"] is not None for record in bought)

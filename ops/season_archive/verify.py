@@ -42,7 +42,7 @@ from openbell.ops.season_archive.figures import archive_figures, compare_figures
 from openbell.ops.season_archive.parquet import read_table
 from openbell.ops.season_archive.reading import (
     all_records,
-    check_unique,
+    duplicate,
     load_tables,
     row_digests,
 )
@@ -104,7 +104,11 @@ def verify_archive(directory: Path) -> Verdict:
             mismatch=Mismatch(table=MANIFEST, row_id=None, detail="its sha256 is not the heads'"),
         )
     tables = load_tables(directory)
-    check_unique(tables)
+    twice = duplicate(tables)
+    if twice is not None:
+        return Verdict(
+            name=name, mismatch=Mismatch(table=twice[0], row_id=twice[1], detail="appears twice")
+        )
     agents = _agents(tables)
     records = all_records(tables)
     listed = _listed(directory)

@@ -228,3 +228,12 @@ def test_a_removed_order_and_an_edited_head_are_caught(season: Season, tmp_path:
     found = _mismatch(other)
     assert found.table == "heads.json"
     assert found.account_id == heads["heads"][0]["account_id"]
+
+
+def test_a_duplicated_row_is_caught_and_named(season: Season, tmp_path: Path) -> None:
+    copy = _copy(season, tmp_path)
+    fills = _rows(copy, "fill")
+    twice = fills.slice(0, 1)
+    pq.write_table(pa.concat_tables([fills, twice]), copy / "tables" / "fill.parquet")
+    found = _mismatch(copy)
+    assert (found.table, found.row_id) == ("fill", str(twice.to_pylist()[0]["id"]))

@@ -6,7 +6,7 @@ interrupting, superseding or recording it missed: `cycles.py`; a replay's batch:
 of the cycles' records as the ledger stored them (after the engine's masking of secrets, so the
 digest is of what an export reads), builds each record (`digests.cycle_records`) and appends its
 link after the account's head. A replay's batch, which holds every row of its cycles, builds
-their records from them instead (`seal_records`) unless the engine may have masked one. Either
+their records from them instead (`link_rows`, inserted with the batch) unless the engine may have masked one. Either
 locks the accounts' rows first (Postgres), so two writers never take one head. `chain_heads`
 reads each account's last link, for exports. Cycles finished before migration 0025 have no
 link; an account's chain starts at its first cycle ended after it.
@@ -65,29 +65,34 @@ def seal_cycles(connection: Connection, cycle_ids: Sequence[int]) -> int:
 
 def seal_records(connection: Connection, ordered: Sequence[CycleRecord]) -> int:
     """Append a link for each of `ordered` (records of cycles without one, as the ledger stores
-    them: a replay's batch builds them from the rows it has just written, when the engine masked
-    none of them) in order, on `connection`; how many."""
+    them) in order, on `connection`; how many."""
+    rows = link_rows(connection, ordered)
+    if rows:
+        connection.execute(CYCLE_DIGEST_TABLE.insert(), rows)
+    return len(rows)
+
+
+def link_rows(connection: Connection, ordered: Sequence[CycleRecord]) -> list[dict[str, Any]]:
+    """The `cycle_digest` rows that chain `ordered` after their accounts' heads, for the caller
+    to insert in this transaction (a replay's batch builds the records from the rows it has just
+    written, when the engine masked none of them, and inserts these with them); the accounts'
+    rows are locked first on Postgres."""
     if not _enabled or not ordered:
-        return 0
+        return []
     accounts = sorted({record.account_id for record in ordered})
     if connection.dialect.name == "postgresql":
         connection.execute(_LOCK_ACCOUNTS, {"accounts": accounts})
     heads = chain_heads(connection, accounts)
-    links = chain_links(ordered, heads)
-    connection.execute(
-        CYCLE_DIGEST_TABLE.insert(),
-        [
-            {
-                "cycle_id": link.cycle_id,
-                "account_id": link.account_id,
-                "seq": link.seq,
-                "prev": link.prev,
-                "digest": link.digest,
-            }
-            for link in links
-        ],
-    )
-    return len(links)
+    return [
+        {
+            "cycle_id": link.cycle_id,
+            "account_id": link.account_id,
+            "seq": link.seq,
+            "prev": link.prev,
+            "digest": link.digest,
+        }
+        for link in chain_links(ordered, heads)
+    ]
 
 
 def chain_heads(connection: Connection, account_ids: Collection[int]) -> dict[int, tuple[int, str]]:

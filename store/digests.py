@@ -131,12 +131,10 @@ Row = Mapping[str, Any]
 
 def decimal_text(value: Decimal) -> str:
     """`value` exactly, in plain notation without an exponent or trailing zeros; "0" for zero."""
-    if value == 0:
-        return "0"
     text = format(value, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
-    return text
+    return "0" if text == "-0" else text
 
 
 def _instant_text(value: datetime) -> str:

@@ -41,12 +41,13 @@ from sqlalchemy import (
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
-from openbell.store.chain import seal_cycles, seal_records
+from openbell.store.chain import link_rows, seal_cycles
 from openbell.store.db import TEXT_PARAMETERS, masked_statements
 from openbell.store.digests import cycle_records
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
     ACCOUNT_TABLE,
+    CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,
     FILL_TABLE,
     NAV_MARK_TABLE,
@@ -295,7 +296,9 @@ class ReplayBatch:
             snapshots=self.snapshots,
             marks=self.marks,
         )
-        seal_records(connection, [records[row["id"]] for row in finished])
+        links = link_rows(connection, [records[row["id"]] for row in finished])
+        if links:
+            insert_rows(connection, CYCLE_DIGEST_TABLE, links, instants=instants)
 
 
 def insert_rows(

@@ -6,8 +6,8 @@ interrupting, superseding or recording it missed: `cycles.py`; a replay's batch:
 of the cycles' records as the ledger stored them (after the engine's masking of secrets, so the
 digest is of what an export reads), builds each record (`digests.cycle_records`) and appends its
 link after the account's head. A replay's batch, which holds every row of its cycles, builds
-their records from them instead (`link_rows`, inserted with the batch) unless the engine may have masked one. Either
-locks the accounts' rows first (Postgres), so two writers never take one head. `chain_heads`
+their records from them instead (`link_rows`, inserted with the batch) unless the engine may have
+masked one. Either locks the accounts' rows first (Postgres), so two writers never take one head. `chain_heads`
 reads each account's last link, for exports. Cycles finished before migration 0025 have no
 link; an account's chain starts at its first cycle ended after it.
 """

@@ -2,14 +2,14 @@
 
 Internal to `openbell.store`. `seal_cycles` is called by every write that ends a cycle (finishing,
 interrupting, superseding or recording it missed: `cycles.py`; a replay's batch:
-`replay_batch.py`), on that write's connection, inside its transaction: it reads back the rows
-of the cycles' records as the ledger stored them (after the engine's masking of secrets, so the
-digest is of what an export reads), builds each record (`digests.cycle_records`) and appends its
-link after the account's head. A replay's batch, which holds every row of its cycles, builds
-their records from them instead (`link_rows`, inserted with the batch) unless the engine may have
-masked one. Either locks the accounts' rows first (Postgres), so two writers never take one head. `chain_heads`
-reads each account's last link, for exports. Cycles finished before migration 0025 have no
-link; an account's chain starts at its first cycle ended after it.
+`replay_batch.py`), on that write's connection, inside its transaction: it reads back the rows of
+the cycles' records as the ledger stored them (after the engine's masking of secrets, so the digest
+is of what an export reads), builds each record (`digests.cycle_records`) and appends its link
+after the account's head. A replay's batch, which holds every row of its cycles, builds their
+records from them instead (`link_rows`, inserted with the batch) unless the engine may have masked
+one. Either locks the accounts' rows first (Postgres), so two writers never take one head.
+`chain_heads` reads each account's last link, for exports. Cycles finished before migration 0025
+have no link; an account's chain starts at its first cycle ended after it.
 """
 
 from __future__ import annotations

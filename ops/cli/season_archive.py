@@ -1,14 +1,15 @@
 """`openbell season export` and `openbell season verify`: a season's archive, and its check from
 the archive alone (docs/guide/season-archive.md).
 
-`season_app` is the `season` group these two commands are in; the seasons' own commands (`open`,
-`close`, `list`, `card`) join it from their module. Until seasons exist in the ledger, `export`
-archives the whole ledger (`--db` or the config's `[store] url`) under the NAME given, with the
-ledger's minimal manifest (`ops.season_archive.export.ledger_manifest`); a season's archive will
-hold its accounts and its own manifest. `verify` reads only the archive's files, never a
-database: exit 0 when every link, head, row and figure matches, 1 (with the first mismatch on
-stderr, named by table, row, account and slot) when one does not, 2 for a directory that is not
-an archive.
+`export_command` and `verify_command` are plain command functions, for a `season` group to add
+(`season_app.command("export")(export_command)`); `season_app` here is such a group with only these
+two, until they join the seasons' own (`open`, `close`, `list`, `card`). Until seasons exist in the
+ledger, `export` archives the whole ledger (`--db` or the config's `[store] url`) under the NAME
+given, with the ledger's minimal manifest (`ops.season_archive.export.ledger_manifest`); a season's
+archive will hold its accounts and its own manifest. `verify` reads only the archive's files, never
+a database: exit 0 when every link, head, row and figure matches, 1 (with the first mismatch on
+stderr, named by table, row, account and slot) when one does not, 2 for a directory that is not an
+archive.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ DirectoryArgument = Annotated[
 ]
 
 
-@season_app.command("export")
 def export_command(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The season's name (the archive's name).")],
@@ -55,7 +55,7 @@ def export_command(
     from openbell.ops.conventions import convention_named
     from openbell.ops.market_benchmarks import configured_bases
     from openbell.ops.reports import leaderboards
-    from openbell.ops.season_archive.export import export_archive, ledger_manifest
+    from openbell.ops.season_archive.export import export_archive, ledger_manifest, manifest_text
     from openbell.ops.season_archive.figures import published_figures
     from openbell.store.archive import ledger_accounts
     from openbell.store.db import shown_ledger
@@ -80,7 +80,7 @@ def export_command(
             engine,
             directory,
             name=name,
-            manifest=manifest,
+            manifest=manifest_text(manifest),
             published=published,
             exported_at=SystemClock().now(),
         )
@@ -93,7 +93,6 @@ def export_command(
     )
 
 
-@season_app.command("verify")
 def verify_command(
     directory: DirectoryArgument,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
@@ -124,3 +123,9 @@ def verify_command(
             f"season {verdict.name}: verified {verdict.links} links of {verdict.accounts} "
             f"accounts, {verdict.rows} rows, the figures of {figures} accounts"
         )
+
+
+# Until this branch's commands join the seasons' group (`seasons.season_app`), they are this
+# group's; the app adds it as `season`.
+season_app.command("export")(export_command)
+season_app.command("verify")(verify_command)

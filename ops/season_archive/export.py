@@ -91,18 +91,25 @@ def ledger_manifest(
     }
 
 
+def manifest_text(manifest: Mapping[str, Any]) -> bytes:
+    """A manifest built here (`ledger_manifest`) as the archive writes it: indented JSON, sorted
+    keys."""
+    return _json(manifest)
+
+
 def export_archive(
     engine: Engine,
     directory: Path,
     *,
     name: str,
-    manifest: Mapping[str, Any],
+    manifest: bytes,
     account_ids: Collection[int] | None = None,
     published: Mapping[str, Any] | None = None,
     exported_at: datetime,
 ) -> ArchiveSummary:
     """Write the archive of `account_ids` (None: every account) into `directory` (created; it
-    must be empty or new: `ReportError` otherwise)."""
+    must be empty or new: `ReportError` otherwise), with `manifest` written as it is given (a
+    season's stored manifest keeps its sha256)."""
     if directory.exists() and any(directory.iterdir()):
         raise ReportError(f"{directory} is not empty: an archive is written into a new directory")
     tables = directory / TABLES
@@ -116,8 +123,7 @@ def export_archive(
         )
         for table, columns in ARCHIVE_TABLES.items()
     }
-    manifest_bytes = _json(manifest)
-    (directory / MANIFEST).write_bytes(manifest_bytes)
+    (directory / MANIFEST).write_bytes(manifest)
     if published is not None:
         (directory / FIGURES).write_bytes(_json(published))
     accounts = ledger_accounts(engine) if account_ids is None else sorted(account_ids)
@@ -125,7 +131,7 @@ def export_archive(
     listed = list(row_digests(load_tables(directory)))
     path = tables / f"{ROW_DIGESTS}.parquet"
     write_table(path, list(ROW_DIGEST_KINDS), ROW_DIGEST_KINDS, listed)
-    manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
+    manifest_sha256 = hashlib.sha256(manifest).hexdigest()
     document = {
         "format": RECORD_FORMAT,
         "name": name,

@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final
 
@@ -59,11 +59,24 @@ class FigureMismatch:
         )
 
 
+#: How far past the window a close-to-close series looks for its last slot's period end, as
+#: `ops.reports` looks.
+_PERIOD_END_LOOKAHEAD: Final = timedelta(days=2)
+
+Window = tuple[datetime | None, datetime | None]
+
+
 def archive_figures(
-    accounts: Sequence[Row], agents: Sequence[Row], snapshots: Sequence[Row], convention: Convention
+    accounts: Sequence[Row],
+    agents: Sequence[Row],
+    snapshots: Sequence[Row],
+    convention: Convention,
+    windows: Mapping[str, Window] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each market's figures from `account`, `agent` and `nav_snapshot` rows, by market: its
-    cadence, periods a year and, by agent name, each account's final NAV and panel."""
+    window, cadence, periods a year and, by agent name, each account's final NAV and panel,
+    over the market's window in `windows` (`[start, end)`, either None: open; a season's board
+    is ranked over its dates), else over every snapshot."""
     names = {int(agent["id"]): str(agent["name"]) for agent in agents}
     slots: dict[int, list[Row]] = defaultdict(list)
     closes: dict[int, list[Row]] = defaultdict(list)
@@ -79,8 +92,15 @@ def archive_figures(
         found = [account for account in accounts if account["market"] == market]
         if not found:
             continue
+        start, end = (windows or {}).get(market, (None, None))
+        until = None if end is None else end + _PERIOD_END_LOOKAHEAD
+        inside = {
+            int(a["id"]): [r for r in slots[int(a["id"])] if _within(r["at"], start, end)]
+            for a in found
+        }
         points = {
-            int(a["id"]): [_point(r) for r in slots[int(a["id"])] if r["nav"] > 0] for a in found
+            account_id: [_point(r) for r in rows if r["nav"] > 0]
+            for account_id, rows in inside.items()
         }
         stamps = sorted({point.at for series in points.values() for point in series})
         cadence = infer_cadence(stamps)
@@ -94,23 +114,45 @@ def archive_figures(
             measured = account_series(
                 convention,
                 navs,
-                [_point(r) for r in closes[account_id] if r["nav"] > 0],
+                [
+                    _point(r)
+                    for r in closes[account_id]
+                    if r["nav"] > 0 and _within(r["at"], start, until)
+                ],
                 base,
             )
             panel = compute_panel(measured, periods_per_year=factor, convention=convention)
-            last = slots[account_id][-1]["nav"] if slots[account_id] else None
+            last = inside[account_id][-1]["nav"] if inside[account_id] else None
             rows[names[int(account["agent_id"])]] = {
                 "account_id": account_id,
                 "final_nav": None if last is None else decimal_text(Decimal(last)),
                 **{key: getattr(panel, key) for key in PANEL_FIGURES},
             }
         out[market] = {
+            "start": None if start is None else start.isoformat(),
+            "end": None if end is None else end.isoformat(),
             "convention": convention.name,
             "cadence": cadence,
             "periods_per_year": factor,
             "rows": rows,
         }
     return out
+
+
+def _within(at: datetime, start: datetime | None, end: datetime | None) -> bool:
+    return (start is None or at >= start) and (end is None or at < end)
+
+
+def windows_of(published: Mapping[str, Any]) -> dict[str, Window]:
+    """Each market's window as `figures.json` publishes it."""
+    return {
+        market: (_instant(board.get("start")), _instant(board.get("end")))
+        for market, board in published.items()
+    }
+
+
+def _instant(text: Any) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(str(text))
 
 
 def _periods(market: str, cadence: str, stamps: Sequence[datetime]) -> float:
@@ -162,6 +204,8 @@ def published_figures(boards: Sequence[Leaderboard]) -> dict[str, dict[str, Any]
                 **{key: getattr(row.panel, key) for key in PANEL_FIGURES},
             }
         out[board.market] = {
+            "start": None if board.start is None else board.start.isoformat(),
+            "end": None if board.end is None else board.end.isoformat(),
             "convention": board.convention.name,
             "cadence": board.cadence,
             "periods_per_year": board.periods_per_year,
@@ -184,7 +228,7 @@ def compare_figures(
         theirs, ours = published.get(market), recomputed.get(market)
         if theirs is None or ours is None:
             return FigureMismatch(market, None, "market", theirs is not None, ours is not None)
-        for key in ("convention", "cadence", "periods_per_year"):
+        for key in ("start", "end", "convention", "cadence", "periods_per_year"):
             if not _same(theirs[key], ours[key]):
                 return FigureMismatch(market, None, key, theirs[key], ours[key])
         for agent in sorted(set(theirs["rows"]) | set(ours["rows"])):

@@ -38,7 +38,7 @@ from openbell.ops.season_archive.export import (
     ROW_DIGESTS,
     listed_digest,
 )
-from openbell.ops.season_archive.figures import archive_figures, compare_figures
+from openbell.ops.season_archive.figures import archive_figures, compare_figures, windows_of
 from openbell.ops.season_archive.parquet import read_table
 from openbell.ops.season_archive.reading import (
     all_records,
@@ -124,8 +124,9 @@ def verify_archive(directory: Path) -> Verdict:
     if mismatch is None:
         published = _read_json(directory / FIGURES) if (directory / FIGURES).is_file() else None
         convention = _convention(published)
+        windows = None if published is None else windows_of(published)
         figures = archive_figures(
-            tables["account"], tables["agent"], tables["nav_snapshot"], convention
+            tables["account"], tables["agent"], tables["nav_snapshot"], convention, windows
         )
         if published is not None:
             found = compare_figures(published, figures)

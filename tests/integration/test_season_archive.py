@@ -25,8 +25,11 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.ops.cli.app import main
-from openbell.ops.season_archive.figures import PANEL_FIGURES
+from openbell.ops.reports import leaderboards
+from openbell.ops.season_archive.export import export_archive
+from openbell.ops.season_archive.figures import PANEL_FIGURES, published_figures
 from openbell.ops.season_archive.verify import verify_archive
+from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell_testkit.llm import ScriptedModel, self_correcting_trader, serve_script
 from openbell_testkit.replay import cn_daily
@@ -237,3 +240,35 @@ def test_a_duplicated_row_is_caught_and_named(season: Season, tmp_path: Path) ->
     pq.write_table(pa.concat_tables([fills, twice]), copy / "tables" / "fill.parquet")
     found = _mismatch(copy)
     assert (found.table, found.row_id) == ("fill", str(twice.to_pylist()[0]["id"]))
+
+
+def test_figures_over_a_window_are_recomputed_over_it(season: Season, tmp_path: Path) -> None:
+    """A board over a window (a season's dates) is published with it, and verify measures over
+    the same window: the figures agree, and differ from the whole history's."""
+    start, end = utc(2025, 9, 2), utc(2025, 9, 5)
+    engine = make_engine(season.url)
+    try:
+        boards = leaderboards(engine, None, start, end)
+        archive = tmp_path / "window"
+        export_archive(
+            engine,
+            archive,
+            name="window",
+            manifest=b"{}",
+            published=published_figures(boards),
+            exported_at=utc(2026, 1, 1),
+        )
+    finally:
+        engine.dispose()
+    verdict = verify_archive(archive)
+    assert verdict.mismatch is None
+    windowed = verdict.figures["cn"]
+    assert (windowed["start"], windowed["end"]) == (start.isoformat(), end.isoformat())
+    whole = verify_archive(season.archive).figures["cn"]
+    assert {row["periods"] for row in windowed["rows"].values()} != {
+        row["periods"] for row in whole["rows"].values()
+    }
+    (board,) = boards
+    for row in board.rows:
+        if row.agent is not None:
+            assert windowed["rows"][row.agent]["sharpe_ratio"] == row.panel.sharpe_ratio

@@ -556,7 +556,9 @@ class CycleDigestRow(SQLModel, table=True):
     __tablename__ = "cycle_digest"
     __table_args__ = (UniqueConstraint("account_id", "seq"),)
 
-    cycle_id: int = Field(foreign_key="cycle.id", primary_key=True)
+    #: No foreign key: a link is evidence that outlives its cycle's row (a row lost or deleted is
+    #: named by `season verify`, and the daemon's hole sweep can record its slot again).
+    cycle_id: int = Field(primary_key=True)
     account_id: int = Field(foreign_key="account.id")
     seq: int
     prev: str

@@ -35,9 +35,6 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["account_id"], ["account.id"], name=op.f("fk_cycle_digest_account_id_account")
         ),
-        sa.ForeignKeyConstraint(
-            ["cycle_id"], ["cycle.id"], name=op.f("fk_cycle_digest_cycle_id_cycle")
-        ),
         sa.PrimaryKeyConstraint("cycle_id", name=op.f("pk_cycle_digest")),
         sa.UniqueConstraint("account_id", "seq", name=op.f("uq_cycle_digest_account_id_seq")),
     )

@@ -171,7 +171,11 @@ def methods_card(engine: Engine, season: Season) -> MethodsCard:
         ),
         _spend(manifest, accounts, queries.llm_usage_of(engine, ids, start, end), outcomes),
         _failures(accounts, outcomes, fills_per_account(engine, start, end)),
-        _artifacts(season, manifest, chain_heads(engine)),
+        _artifacts(
+            season,
+            manifest,
+            chain_heads(engine, {a.account_id: f"{a.agent} in {a.market}" for a in accounts}),
+        ),
     )
     return MethodsCard(
         season=season.name, manifest_sha256=season.manifest_sha256, sections=sections
@@ -639,9 +643,12 @@ def _artifacts(
         if actions is not None:
             rows.append((f"{market} corporate actions {actions['file']}", str(actions["sha256"])))
     if heads is None:
-        chain = "Chain heads: none, this ledger keeps no hash-chained record."
+        chain = "Chain heads: none, no cycle of these accounts has a link (ended before 0025)."
     else:
-        chain = f"Chain heads: {len(heads)} accounts."
+        chain = (
+            f"Chain heads: {len(heads)} accounts; `openbell season export` archives the record "
+            "and `openbell season verify` checks every link from the archive alone."
+        )
         rows += [(f"chain head {account}", digest) for account, digest in sorted(heads.items())]
     return CardSection(
         title="Artifacts",

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from openbell.markets.domain import check_utc
+from openbell.store.chain import seal_cycles
 from openbell.store.records import CycleRecord, CycleStatus, MissedSlot
 from openbell.store.rows import LedgerTables, dialect_insert, inserted_id, row_id
 from openbell.store.tables import ACCOUNT_TABLE, CYCLE_TABLE, CycleRow
@@ -86,7 +87,7 @@ class Cycles(LedgerTables):
         try:
             with self._writer.begin() as connection:
                 connection.execute(_LOCK_ACCOUNT, {"account": account_id})
-                connection.execute(
+                superseded = connection.execute(
                     _SUPERSEDE,
                     {
                         "account": account_id,
@@ -94,7 +95,8 @@ class Cycles(LedgerTables):
                         "now": now,
                         "reason": INTERRUPTED_REASON,
                     },
-                )
+                ).scalars()
+                seal_cycles(connection, sorted(superseded))
                 cycle_id = inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
         except IntegrityError:
             pass
@@ -117,7 +119,9 @@ class Cycles(LedgerTables):
         a transaction of its own; its id (an `IntegrityError` if the slot has one)."""
         row = {"account_id": account_id, "slot_at": slot_at, "status": status.value, **values}
         with self._writer.begin() as connection:
-            return inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
+            cycle_id = inserted_id(connection.execute(CYCLE_TABLE.insert(), row))
+            seal_cycles(connection, [cycle_id])
+            return cycle_id
 
     def find_cycle(self, account_id: int, slot_at: datetime) -> CycleRecord | None:
         """The cycle of `account_id` at `slot_at`, or None when nobody has claimed it."""
@@ -274,7 +278,9 @@ class Cycles(LedgerTables):
                         index_elements=[CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at]
                     ).returning(CYCLE_TABLE.c.id)
                 )
-                recorded += len(done.all())
+                ids = [row[0] for row in done.all()]
+                seal_cycles(connection, ids)
+                recorded += len(ids)
         return recorded
 
     def finish_cycle(
@@ -301,6 +307,8 @@ class Cycles(LedgerTables):
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
         self._unfence([cycle_id])
         with self._writer.begin() as connection:
+            if connection.dialect.name == "postgresql":  # the account first, as every writer
+                connection.execute(_LOCK_CYCLE_ACCOUNT, {"cycle": cycle_id})
             row = connection.execute(_STATUS, {"cycle": cycle_id}).one_or_none()
             if row is None:
                 raise ValueError(f"no cycle {cycle_id}")
@@ -324,6 +332,7 @@ class Cycles(LedgerTables):
                     "reason": reason,
                 },
             )
+            seal_cycles(connection, [cycle_id])
         return True
 
     def interrupt_cycle(
@@ -358,6 +367,8 @@ class Cycles(LedgerTables):
                     reason=INTERRUPTED_REASON,
                 ).returning(col(CycleRow.id))
             ).scalar_one_or_none()
+            if done is not None:
+                seal_cycles(session.connection(), [done])
         if done is not None:
             self._unfence([cycle_id])
         return done is not None
@@ -503,6 +514,7 @@ _SUPERSEDE: Final = (
         finished_at=bindparam("now"),
         reason=bindparam("reason"),
     )
+    .returning(CYCLE_TABLE.c.id)
 )
 _CLAIMS_BEFORE: Final = (
     select(CYCLE_TABLE)
@@ -517,6 +529,16 @@ _TAKE_OVER: Final = (
     update(CYCLE_TABLE)
     .where(CYCLE_TABLE.c.id == bindparam("cycle"), CYCLE_TABLE.c.status == _CLAIMED)
     .returning(CYCLE_TABLE.c.id)
+)
+_LOCK_CYCLE_ACCOUNT: Final = (
+    select(ACCOUNT_TABLE.c.id)
+    .where(
+        ACCOUNT_TABLE.c.id
+        == select(CYCLE_TABLE.c.account_id)
+        .where(CYCLE_TABLE.c.id == bindparam("cycle"))
+        .scalar_subquery()
+    )
+    .with_for_update()
 )
 _FIND: Final = select(CYCLE_TABLE).where(
     CYCLE_TABLE.c.account_id == bindparam("account"), CYCLE_TABLE.c.slot_at == bindparam("slot")

@@ -54,6 +54,9 @@ SQLITE_IMMEDIATE = "openbell_sqlite_immediate"
 #: no secret, so the scan for anything to mask leaves them out. Without it every parameter is
 #: scanned.
 TEXT_PARAMETERS = "openbell_text_parameters"
+#: Key of a DBAPI connection's `info`: how many statements it ran whose text parameters may have
+#: been masked (`masked_statements`).
+_MASKED = "openbell_masked_statements"
 _POSTGRES_DRIVERS = frozenset({"postgresql", "postgresql+psycopg"})
 #: Text that is an exact decimal or a SQLite timestamp: a stored value, never masked.
 _EXACT_VALUE: Final = re.compile(
@@ -147,6 +150,14 @@ def ledger_address(engine: Engine) -> LedgerAddress:
         raise ValueError("the engine was not made by store.db.make_engine") from None
 
 
+def masked_statements(connection: Connection) -> int:
+    """How many statements `connection` (its DBAPI connection, over its life) ran with text
+    parameters that may have been masked: a writer that compares it before and after its writes
+    knows whether the rows it wrote are stored as it holds them."""
+    count: int = connection.info.get(_MASKED, 0)
+    return count
+
+
 class _ParameterMasker:
     """`before_cursor_execute` hook: the statement with its text parameters masked, together (a
     secret cut into pieces across a statement's texts is masked too: `Redactor.mask_together`)."""
@@ -167,6 +178,7 @@ class _ParameterMasker:
         rows = parameters if executemany and isinstance(parameters, Sequence) else [parameters]
         if not self._may_mask(rows, keys):
             return statement, parameters
+        _connection.info[_MASKED] = _connection.info.get(_MASKED, 0) + 1
         texts: list[str] = []
         for row in rows:
             _collect(row, texts)

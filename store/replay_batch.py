@@ -41,10 +41,13 @@ from sqlalchemy import (
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
-from openbell.store.db import TEXT_PARAMETERS
+from openbell.store.chain import link_rows, seal_cycles
+from openbell.store.db import TEXT_PARAMETERS, masked_statements
+from openbell.store.digests import cycle_records
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.tables import (
     ACCOUNT_TABLE,
+    CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,
     FILL_TABLE,
     NAV_MARK_TABLE,
@@ -262,10 +265,12 @@ class ReplayBatch:
 
     def write(self, connection: Connection) -> None:
         """Insert every row and write the moved accounts' cash and positions as they were sealed,
-        on `connection` (inside the caller's transaction)."""
+        then chain the finished cycles' records (`chain.seal_cycles`), on `connection` (inside the
+        caller's transaction)."""
         if self.moved and self.accounts is None:
             raise RuntimeError("a batch that moved accounts is written once sealed")
         instants: dict[Any, Any] = {}  # a batch's instants repeat: each is bound once
+        masked = masked_statements(connection)
         for table, rows in (
             (CYCLE_TABLE, list(self.cycles.values())),
             (ORDER_TABLE, self.orders),
@@ -278,6 +283,22 @@ class ReplayBatch:
                 insert_rows(connection, table, rows, instants=instants)
         if self.accounts is not None:
             self.accounts.write(connection)
+        finished = [row for row in self.cycles.values() if row["status"] != "claimed"]
+        finished.sort(key=lambda row: (row["slot_at"], row["id"]))
+        if masked_statements(connection) != masked:  # stored otherwise than held: read back
+            seal_cycles(connection, [row["id"] for row in finished])
+            return
+        records = cycle_records(
+            cycles=finished,
+            orders=self.orders,
+            fills=self.fills,
+            traces=self.traces,
+            snapshots=self.snapshots,
+            marks=self.marks,
+        )
+        links = link_rows(connection, [records[row["id"]] for row in finished])
+        if links:
+            insert_rows(connection, CYCLE_DIGEST_TABLE, links, instants=instants)
 
 
 def insert_rows(

@@ -10,12 +10,14 @@ hash-chained record (`chain_heads`) are the hook a chain adds to: this ledger ke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 from sqlmodel import col
 
+from openbell.store import archive
 from openbell.store.tables import CycleRow, FillRow, OrderRow, ReplayWarningRow
 
 #: The statuses whose `reason` (or error class) the card lists.
@@ -137,9 +139,12 @@ def window_warnings(engine: Engine, start: datetime, end: datetime | None) -> li
     return [WindowWarning(market=market, message=message) for market, message in rows]
 
 
-def chain_heads(engine: Engine) -> dict[str, str] | None:
-    """The heads of the ledger's hash-chained record (each account's last digest), which the
-    methods card lists among the artifacts; None while the ledger keeps no chain. This version
-    of openbell writes none (issue 26, item 2 adds it): this is the hook its module fills in."""
-    del engine
-    return None
+def chain_heads(engine: Engine, labels: Mapping[int, str]) -> dict[str, str] | None:
+    """The heads of the hash-chained record (`store/chain.py`) of the accounts `labels` names
+    (account id -> its label on the card): each account's last digest and its link's number, which
+    the methods card lists among the artifacts; None when none of them has a link (cycles ended
+    before revision 0025)."""
+    heads = archive.chain_heads(engine, list(labels))
+    if not heads:
+        return None
+    return {labels[account]: f"{digest} (link {seq})" for account, (seq, digest) in heads.items()}

@@ -569,6 +569,28 @@ class SeasonRow(SQLModel, table=True):
     config_path: str = Field(sa_type=Text)
 
 
+class CycleDigestRow(SQLModel, table=True):
+    """One link of an account's hash chain (migration 0025): the digest of a finished (or missed)
+    cycle's record, chained to the account's previous link, written in the transaction that
+    finished the cycle (`store/chain.py`; the record and the digest: `store/digests.py`).
+
+    `seq` counts the account's links from 1; `prev` is the previous link's digest (64 zeros for
+    the first), `digest` is `sha256(bytes(prev) || canonical record)`, both in lowercase hex.
+    Cycles finished before revision 0025 have no link.
+    """
+
+    __tablename__ = "cycle_digest"
+    __table_args__ = (UniqueConstraint("account_id", "seq"),)
+
+    #: No foreign key: a link is evidence that outlives its cycle's row (a row lost or deleted is
+    #: named by `season verify`, and the daemon's hole sweep can record its slot again).
+    cycle_id: int = Field(primary_key=True)
+    account_id: int = Field(foreign_key="account.id")
+    seq: int
+    prev: str
+    digest: str
+
+
 # SQLModel sets `__table__` on every table class; its stubs do not declare it.
 AGENT_TABLE: Final[Table] = AgentRow.__table__  # type: ignore[attr-defined]
 ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
@@ -594,3 +616,4 @@ AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-d
 SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]
 VERIFY_CHECKPOINT_TABLE: Final[Table] = VerifyCheckpointRow.__table__  # type: ignore[attr-defined]
 SEASON_TABLE: Final[Table] = SeasonRow.__table__  # type: ignore[attr-defined]
+CYCLE_DIGEST_TABLE: Final[Table] = CycleDigestRow.__table__  # type: ignore[attr-defined]

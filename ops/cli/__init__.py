@@ -2,11 +2,11 @@
 
 This package owns the command surface (`init`, `config check`, `db upgrade`, `ledger verify`,
 `run`, `cycle`, `serve`, `leaderboard`, `report`, `export`, `demo`, `replay`, `data import`,
-`trace`, `judge`, `positions`, `agent token`, `season open|close|list|card`), the global
-options (`--config`, `--log-format`, `--version`, and the hidden `--fake-clock` for tests; `-h`
-is `--help` on every command) and the exit-code contract: 0 success, 1 a ledger breach (or
-`init` refusing to overwrite, `judge` leaving a strategy unjudged or its judge unreachable, or an
-unexpected failure),
+`trace`, `judge`, `positions`, `agent token`, `season open|close|list|card|export|verify`), the
+global options (`--config`, `--log-format`, `--version`, and the hidden `--fake-clock` for
+tests; `-h` is `--help` on every command) and the exit-code contract: 0 success, 1 a ledger
+breach (or `init` refusing to overwrite, `judge` leaving a strategy unjudged or its judge
+unreachable, or an unexpected failure),
 2 anything an operator must fix (bad config, bad input, schema drift, unreachable database), 130
 interrupted.
 Every error is one line on stderr, `openbell: error: ...`, never a traceback (a config file with

@@ -6,9 +6,9 @@ This module builds the typer app from the command modules (`config_file`: `init`
 `data_download`: `data download`; `data_universe`: `data import-universe`, `data
 download-universe`; `trace`; `judge`; `positions`; `tokens`: `agent token`; `outside`: `mcp`;
 `probe`: `probe deanon|recall`; `fake_llm`: `fake-llm`; `seasons`: `season
-open|close|list|card`), owns the global options (`--config`, `--log-format`, `--version`; `-h` is
-`--help` on every command) and `main`, which runs a command line and maps what it raises to an
-exit code and one line on stderr.
+open|close|list|card`; `season_archive`: `season export|verify`), owns the global options
+(`--config`, `--log-format`, `--version`; `-h` is `--help` on every command) and `main`, which
+runs a command line and maps what it raises to an exit code and one line on stderr.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from openbell.ops.cli import (
     probe,
     reports,
     seasons,
+    season_archive,
     serve,
     tokens,
     trace,
@@ -86,7 +87,8 @@ history.data_app.command("download-universe")(data_universe.download_universe_co
 app.add_typer(history.data_app, name="data")
 app.add_typer(tokens.agent_app, name="agent")
 app.add_typer(probe.probe_app, name="probe")
-# `season export` and `season verify` join here: seasons.season_app.command("export")(...).
+seasons.season_app.command("export")(season_archive.export_command)
+seasons.season_app.command("verify")(season_archive.verify_command)
 app.add_typer(seasons.season_app, name="season")
 
 

@@ -6,10 +6,10 @@ the archive alone (docs/guide/season-archive.md).
 ledger's season NAME: the accounts with a cycle in its window (their whole chains, so every link
 verifies), its stored manifest as it is (its sha256 is the season's), and the leaderboards
 published over its window. A ledger with no season at all is archived whole under the NAME
-given, with the ledger's minimal manifest (`ops.season_archive.export.ledger_manifest`). `verify` reads only the archive's files, never
-a database: exit 0 when every link, head, row and figure matches, 1 (with the first mismatch on
-stderr, named by table, row, account and slot) when one does not, 2 for a directory that is not an
-archive.
+given, with the ledger's minimal manifest (`ops.season_archive.export.ledger_manifest`).
+`verify` reads only the archive's files, never a database: exit 0 when every link, head, row and
+figure matches, 1 (with the first mismatch on stderr, named by table, row, account and slot) when
+one does not, 2 for a directory that is not an archive.
 """
 
 from __future__ import annotations
@@ -134,5 +134,3 @@ def verify_command(
             f"season {verdict.name}: verified {verdict.links} links of {verdict.accounts} "
             f"accounts, {verdict.rows} rows, the figures of {figures} accounts"
         )
-
-

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from openbell.store.tables import (
     SeasonRow,
     TraceRow,
 )
+from openbell_testkit.archives import archive_rows, flip_byte
 from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.compare import TABLES, ledger_rows
 from openbell_testkit.llm import Body, ScriptedModel, finish, serve_script, tool_turn
@@ -363,3 +365,44 @@ def test_a_season_reruns_from_its_recorded_answers_with_no_model_server(tmp_path
     )
     assert refused.returncode == 2
     assert "--season-from" in refused.stderr
+
+
+@pytest.mark.sqlite_only
+def test_a_season_is_exported_and_verified_from_its_archive_alone(tmp_path: Path) -> None:
+    """A replay season with a baseline and two scripted LLM agents: `season export` writes its
+    archive under the season's manifest hash; `season verify` passes on it with no database, and
+    names the row when one byte of a fill, a NAV or a model answer changes in a copy."""
+    ledger = tmp_path / "season.db"
+    env = clean_env(SCRIPTED_API_KEY="k-0123456789abcdef")
+    with (
+        serve_script(ScriptedModel([_buyer] * 100)) as one,
+        serve_script(ScriptedModel([_buyer] * 100)) as two,
+    ):
+        text = config_text(f"sqlite:///{ledger}", one) + (
+            f'\n[[agents]]\nname = "second"\nkind = "llm"\nmarkets = ["crypto"]\n'
+            f'base_url = "{two}"\nmodel = "scripted-2"\napi_key_env = "SCRIPTED_API_KEY"\n'
+        )
+        (tmp_path / "openbell.toml").write_text(text, encoding="utf-8")
+        opened = openbell(tmp_path, "season", "open", "s1", "--start", START, "--end", END, env=env)
+        assert opened.returncode == 0, opened.stderr
+        sha256 = opened.stdout.split("manifest sha256 ")[1].split()[0]
+        ran = openbell(tmp_path, "replay", "--season", "s1", env=env, timeout_s=120)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "archive"
+    exported = openbell(tmp_path, "season", "export", "s1", str(archive), env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert f"manifest sha256 {sha256}" in exported.stdout
+    assert json.loads((archive / "heads.json").read_text())["manifest_sha256"] == sha256
+    ledger.unlink()  # the archive alone
+    verified = openbell(tmp_path, "season", "verify", str(archive), env=env)
+    assert verified.returncode == 0, verified.stderr
+    for table, column in (("fill", "price"), ("nav_snapshot", "nav"), ("trace", "response")):
+        copy = tmp_path / f"copy-{table}"
+        shutil.copytree(archive, copy)
+        rows = archive_rows(copy, table).to_pylist()
+        index = next(i for i, row in enumerate(rows) if row[column])
+        row = flip_byte(copy, table, column, index)
+        failed = openbell(tmp_path, "season", "verify", str(copy), env=env)
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        assert table in failed.stderr
+        assert str(row["id"]) in failed.stderr

@@ -31,6 +31,7 @@ from openbell.ops.season_archive.figures import PANEL_FIGURES, published_figures
 from openbell.ops.season_archive.verify import verify_archive
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
+from openbell_testkit.archives import archive_rows, flip_byte
 from openbell_testkit.llm import ScriptedModel, self_correcting_trader, serve_script
 from openbell_testkit.replay import cn_daily
 
@@ -88,31 +89,6 @@ def _copy(season: Season, tmp_path: Path) -> Path:
     return copy
 
 
-def _rows(archive: Path, table: str) -> pa.Table:
-    return pq.read_table(archive / "tables" / f"{table}.parquet")
-
-
-def _flip(archive: Path, table: str, column: str, index: int) -> dict[str, Any]:
-    """Change one byte of the text of `column` in row `index` of `table` (a digit moves by one,
-    any other character's lowest bit flips), as the Parquet file holds it; that row."""
-    found = _rows(archive, table)
-    values = found.column(column).to_pylist()
-    text: str = values[index]
-    at = (
-        next(i for i, char in enumerate(text) if char.isdigit() and i > 0)
-        if any(c.isdigit() for c in text[1:])
-        else 0
-    )
-    char = text[at]
-    changed = str((int(char) + 1) % 10) if char.isdigit() else chr(ord(char) ^ 1)
-    values[index] = text[:at] + changed + text[at + 1 :]
-    assert values[index] != text
-    position = found.schema.get_field_index(column)
-    found = found.set_column(position, found.schema.field(position), pa.array(values, pa.string()))
-    pq.write_table(found, archive / "tables" / f"{table}.parquet")
-    return found.slice(index, 1).to_pylist()[0]
-
-
 def test_an_untouched_archive_verifies_and_its_figures_are_the_leaderboards(
     season: Season, tmp_path: Path
 ) -> None:
@@ -165,10 +141,10 @@ def _mismatch(archive: Path) -> Any:
 
 def test_one_byte_of_one_fill_price_is_caught_and_named(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    fills = _rows(copy, "fill").to_pylist()
+    fills = archive_rows(copy, "fill").to_pylist()
     assert fills
     index = len(fills) // 2
-    row = _flip(copy, "fill", "price", index)
+    row = flip_byte(copy, "fill", "price", index)
     found = _mismatch(copy)
     assert (found.table, found.row_id, found.account_id) == (
         "fill",
@@ -180,9 +156,9 @@ def test_one_byte_of_one_fill_price_is_caught_and_named(season: Season, tmp_path
 
 def test_one_byte_of_one_slot_nav_is_caught_and_named(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    snapshots = _rows(copy, "nav_snapshot").to_pylist()
+    snapshots = archive_rows(copy, "nav_snapshot").to_pylist()
     index = next(i for i, row in enumerate(snapshots) if row["kind"] == "slot" and i > 3)
-    row = _flip(copy, "nav_snapshot", "nav", index)
+    row = flip_byte(copy, "nav_snapshot", "nav", index)
     found = _mismatch(copy)
     assert (found.table, found.row_id, found.account_id) == (
         "nav_snapshot",
@@ -194,22 +170,22 @@ def test_one_byte_of_one_slot_nav_is_caught_and_named(season: Season, tmp_path: 
 
 def test_one_byte_of_one_close_nav_is_caught_and_named(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    snapshots = _rows(copy, "nav_snapshot").to_pylist()
+    snapshots = archive_rows(copy, "nav_snapshot").to_pylist()
     closes = [i for i, row in enumerate(snapshots) if row["kind"] == "close"]
     if not closes:
         pytest.skip("the replay wrote no close snapshot")
-    row = _flip(copy, "nav_snapshot", "nav", closes[-1])
+    row = flip_byte(copy, "nav_snapshot", "nav", closes[-1])
     found = _mismatch(copy)
     assert (found.table, found.row_id) == ("nav_snapshot", str(row["id"]))
 
 
 def test_one_byte_of_one_model_answer_is_caught_and_named(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    traces = _rows(copy, "trace").to_pylist()
+    traces = archive_rows(copy, "trace").to_pylist()
     index = next(
         i for i, row in enumerate(traces) if row["role"] == "tool" and row["result"] and i > 5
     )
-    row = _flip(copy, "trace", "result", index)
+    row = flip_byte(copy, "trace", "result", index)
     found = _mismatch(copy)
     assert (found.table, found.row_id) == ("trace", str(row["id"]))
     assert found.agent in {"trader-a", "trader-b"}
@@ -217,7 +193,7 @@ def test_one_byte_of_one_model_answer_is_caught_and_named(season: Season, tmp_pa
 
 def test_a_removed_order_and_an_edited_head_are_caught(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    orders = _rows(copy, "order")
+    orders = archive_rows(copy, "order")
     removed = orders.slice(0, 1).to_pylist()[0]
     pq.write_table(orders.slice(1), copy / "tables" / "order.parquet")
     found = _mismatch(copy)
@@ -235,7 +211,7 @@ def test_a_removed_order_and_an_edited_head_are_caught(season: Season, tmp_path:
 
 def test_a_duplicated_row_is_caught_and_named(season: Season, tmp_path: Path) -> None:
     copy = _copy(season, tmp_path)
-    fills = _rows(copy, "fill")
+    fills = archive_rows(copy, "fill")
     twice = fills.slice(0, 1)
     pq.write_table(pa.concat_tables([fills, twice]), copy / "tables" / "fill.parquet")
     found = _mismatch(copy)

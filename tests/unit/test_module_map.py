@@ -13,6 +13,7 @@ MIGRATIONS = "store/migrations/"
 #: Names that stand in two layers because they are one concept there, seen from each layer.
 SAME_CONCEPT = {
     "cache": "the bar and news cache: its port (markets) and its SQL implementation (store)",
+    "seasons": "a season: its row written and read (store), opened from a config (ops)",
 }
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
-from rich.markup import escape
 
 from openbell.ops import figures
 from openbell.ops.cli.options import (
@@ -173,6 +172,8 @@ def _cell(
     """A leaderboard cell: an agent's name carries its `marks` (a model change, its training
     cutoff), its cost reads `unpriced` when its model has no price (never 0)."""
     if key == "name":  # escaped: rich would read "[...]" as markup and drop it
+        from rich.markup import escape  # here: `openbell --help` does not import rich
+
         return escape(row.name + "".join(f" [{mark}]" for mark in marks if mark))
     if key in figures.COST_KEYS and value is None and row.llm is not None:
         return figures.UNPRICED

@@ -27,6 +27,8 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, Final
 
+from openbell.store.records import USAGE_COLUMNS
+
 #: The version of the record's definition; an archive's heads name it.
 RECORD_FORMAT: Final = 1
 #: The `prev` of an account's first link.
@@ -42,16 +44,7 @@ RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
         "error_class",
         "error_message",
         "reason",
-        "tokens_in",
-        "tokens_out",
-        "tokens_cached",
-        "usage_estimated",
-        "llm_latency_ms",
-        "cost",
-        "parse_failures",
-        "invalid_tool_calls",
-        "llm_attempts",
-        "llm_failed_attempts",
+        *USAGE_COLUMNS,
     ),
     "order": (
         "id",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Final
 
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import Fill, Rejection, Side, check_utc
@@ -241,3 +242,7 @@ class JournalAppend:
     def __post_init__(self) -> None:
         if any(entry.cycle_id != self.cycle_id for entry in self.entries):
             raise ValueError(f"every entry must belong to cycle {self.cycle_id}")
+
+
+#: The usage columns of `cycle`, in `CycleUsage`'s order (its fields have the same names).
+USAGE_COLUMNS: Final = tuple(CycleUsage.__dataclass_fields__)

@@ -49,6 +49,7 @@ from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
 from openbell.store.orders import check_outcome, idempotency_key, stored_order
 from openbell.store.records import (
+    USAGE_COLUMNS,
     AppliedAction,
     CycleRecord,
     CycleStatus,
@@ -70,7 +71,6 @@ from openbell.store.tables import (
 from openbell.store.working_copy import AccountBook, load_books
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
-_USAGE_COLUMNS: Final = tuple(CycleUsage.__dataclass_fields__)
 
 
 @dataclass(slots=True)
@@ -333,7 +333,7 @@ class ReplayLedger(Ledger):
             "error_class": None,
             "error_message": None,
             "reason": None,
-            **dict.fromkeys(_USAGE_COLUMNS),
+            **dict.fromkeys(USAGE_COLUMNS),
         }
         self._cycles[cycle_id] = _Cycle(row=row)
         self._batch.cycles[cycle_id] = row
@@ -632,7 +632,7 @@ class ReplayLedger(Ledger):
             raise ValueError(f"every entry must belong to cycle {cycle_id}")
         if usage is not None:
             cycle.usage = (cycle.usage or CycleUsage()) + usage
-            cycle.row.update({name: getattr(cycle.usage, name) for name in _USAGE_COLUMNS})
+            cycle.row.update({name: getattr(cycle.usage, name) for name in USAGE_COLUMNS})
         first = len(cycle.traces) + 1
         stored = tuple(replace(entry, seq=first + index) for index, entry in enumerate(entries))
         cycle.traces.extend(stored)

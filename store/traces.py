@@ -21,7 +21,13 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, Row, bindparam, func, update
 from sqlmodel import Session, col, select
 
-from openbell.store.records import CycleStatus, CycleUsage, JournalAppend, TraceEntry
+from openbell.store.records import (
+    USAGE_COLUMNS,
+    CycleStatus,
+    CycleUsage,
+    JournalAppend,
+    TraceEntry,
+)
 from openbell.store.rows import check_fenced
 from openbell.store.tables import CYCLE_TABLE, TRACE_TABLE, AccountRow, AgentRow, CycleRow, TraceRow
 
@@ -125,7 +131,7 @@ def append_journals(
         connection.execute(
             _WRITE_USAGE,
             [
-                {"cycle": cycle_id, **{name: getattr(total, name) for name in _USAGE_COLUMNS}}
+                {"cycle": cycle_id, **{name: getattr(total, name) for name in USAGE_COLUMNS}}
                 for cycle_id, total in sorted(totals.items())
             ],
         )
@@ -166,19 +172,6 @@ def trace_values(entry: TraceEntry) -> dict[str, Any]:
     }
 
 
-#: The usage columns of `cycle`; `CycleUsage`'s fields have the same names.
-_USAGE_COLUMNS: Final = (
-    "tokens_in",
-    "tokens_out",
-    "tokens_cached",
-    "usage_estimated",
-    "llm_latency_ms",
-    "cost",
-    "parse_failures",
-    "invalid_tool_calls",
-    "llm_attempts",
-    "llm_failed_attempts",
-)
 _NEXT_SEQ: Final = (
     select(func.coalesce(func.max(TRACE_TABLE.c.seq), 0) + 1)
     .where(TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
@@ -190,7 +183,7 @@ _READ_CYCLES: Final = (
             CYCLE_TABLE.c.id,
             CYCLE_TABLE.c.status,
             CYCLE_TABLE.c.claimed_by,
-            *(CYCLE_TABLE.c[name] for name in _USAGE_COLUMNS),
+            *(CYCLE_TABLE.c[name] for name in USAGE_COLUMNS),
             _NEXT_SEQ.label("next_seq"),
         ]
     )

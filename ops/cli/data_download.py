@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from openbell.ops.cli.options import Market
+from openbell.ops.cli.options import Market, ProgressOption
 
 if TYPE_CHECKING:
     from openbell.markets.adapters.vendor_calls import Now
@@ -89,14 +89,7 @@ def download_command(
             show_default=False,
         ),
     ] = None,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Show a progress bar on stderr; default: when stderr is a terminal.",
-            show_default=False,
-        ),
-    ] = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Download a universe's bars, corporate actions, shares, news and (daily) fundamentals for a
     window from the market's live vendor into a replay folder.

@@ -23,6 +23,7 @@ from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     ConfigOption,
     CreateOption,
+    ProgressOption,
     WritingDbOption,
     check_before_writing,
     load_command_config,
@@ -44,14 +45,7 @@ def experiment_command(
             "measure a finished one again.",
         ),
     ] = False,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Show a progress bar on stderr; default: when stderr is a terminal.",
-            show_default=False,
-        ),
-    ] = None,
+    progress: ProgressOption = None,
     log_level: Annotated[
         LogLevel,
         typer.Option(

@@ -27,6 +27,7 @@ from openbell.ops.cli.options import (
     CreateOption,
     ListenOption,
     Market,
+    ProgressOption,
     SeasonOption,
     WritingDbOption,
     check_before_writing,
@@ -139,14 +140,7 @@ def replay(
         ),
     ] = False,
     create: CreateOption = False,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Show a progress bar on stderr; default: when stderr is a terminal.",
-            show_default=False,
-        ),
-    ] = None,
+    progress: ProgressOption = None,
     log_level: Annotated[
         LogLevel,
         typer.Option(

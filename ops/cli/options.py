@@ -423,6 +423,16 @@ def check_before_writing(url: str, *, create: bool) -> None:
         )
 
 
+ProgressOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Show a progress bar on stderr; default: when stderr is a terminal.",
+        show_default=False,
+    ),
+]
+
+
 CreateOption = Annotated[
     bool,
     typer.Option(

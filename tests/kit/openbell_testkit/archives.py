@@ -32,4 +32,5 @@ def flip_byte(archive: Path, table: str, column: str, index: int) -> dict[str, A
     position = found.schema.get_field_index(column)
     found = found.set_column(position, found.schema.field(position), pa.array(values, pa.string()))
     pq.write_table(found, archive / "tables" / f"{table}.parquet")
-    return found.slice(index, 1).to_pylist()[0]
+    flipped: dict[str, Any] = found.slice(index, 1).to_pylist()[0]
+    return flipped

@@ -35,6 +35,7 @@ from openbell.store.db import make_engine
 from openbell.store.tables import (
     AccountRow,
     AgentRow,
+    CycleDigestRow,
     CycleRow,
     FillRow,
     OrderRow,
@@ -218,8 +219,15 @@ def test_the_card_states_the_ledgers_own_figures(season: Season, tmp_path: Path)
                 select(col(CycleRow.cost)).where(col(CycleRow.cost).is_not(None))
             ).scalars()
             spent = sum((Decimal(cost) for cost in costs), Decimal(0))
+            links = connection.execute(
+                select(col(AgentRow.name), col(CycleDigestRow.seq), col(CycleDigestRow.digest))
+                .join(AccountRow, col(AccountRow.id) == CycleDigestRow.account_id)
+                .join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+            ).all()
     finally:
         engine.dispose()
+    heads = {name: (seq, digest) for name, seq, digest in sorted(links)}
+    assert sorted(heads) == ["absent", "hold", "trader"]
     assert skipped == SLOTS
     assert done_hold == SLOTS
     assert fills > 0
@@ -234,7 +242,9 @@ def test_the_card_states_the_ledgers_own_figures(season: Season, tmp_path: Path)
     assert "| no | not stated |" in card
     assert f"| {spent.normalize():f} (" in card
     assert f"| manifest | {season.sha256} |" in card
-    assert "Chain heads: none" in card
+    assert "Chain heads: 3 accounts;" in card
+    for name, (seq, digest) in heads.items():
+        assert f"| chain head {name} in crypto | {digest} (link {seq}) |" in card
     assert f"| crypto | daily | the cadence's default | {SLOTS} | {START} 00:00 UTC |" in card
     assert f"Cycles inside the window: {3 * SLOTS} by a replay run." in card
     assert "Masking: absent bright; trader bright." in card

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from openbell.agents.llm.answers import AnswerBook, RecordedTransport
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.ops.config import (
@@ -25,9 +26,15 @@ from openbell.ops.config import (
 def endpoint_of(
     config: StrategyCodeAgentConfig | RatingAgentConfig | RatingJudgeConfig | JudgeConfig,
     environ: Mapping[str, str],
+    answers: AnswerBook | None = None,
 ) -> tuple[ChatClient, Prices | None]:
-    """The client of `config`'s model, its key resolved from `environ`, and its prices."""
-    api_key = None if config.api_key_env is None else resolve_secret(config.api_key_env, environ)
+    """The client of `config`'s model, its key resolved from `environ`, and its prices; with
+    `answers`, a client answered from that record (`replay --answers`: no key, no endpoint)."""
+    api_key = (
+        None
+        if config.api_key_env is None or answers is not None
+        else resolve_secret(config.api_key_env, environ)
+    )
     client = ChatClient(
         ClientConfig(
             base_url=config.base_url,
@@ -35,7 +42,8 @@ def endpoint_of(
             api_key=api_key,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
-        )
+        ),
+        transport=None if answers is None else RecordedTransport(answers),
     )
     if config.price_in_per_mtok is None or config.price_out_per_mtok is None:
         return client, None

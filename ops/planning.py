@@ -192,7 +192,8 @@ def agent_for(
     """The agent of one `[[agents]]` entry, trading `market`; an outside agent's cycles are
     opened on `hub` (the run's one MCP server's; a new one when None). A strategy-code or command
     agent is contained as `containment` says (`sandboxing.py`; default: jailed). An LLM agent is
-    answered from `answering`'s recorded answers unless it is swapped (`recorded_answers.py`)."""
+    answered from `answering`'s recorded answers unless it is swapped (`recorded_answers.py`), as
+    are a strategy-code agent's writer and a rating agent (not its judge)."""
     # Each kind's module is imported when the config uses that kind: a replay of baselines never
     # loads the LLM client, the MCP hub, the strategy-code sandbox or lightgbm (issue 29).
     if isinstance(agent, LlmAgentConfig):
@@ -233,12 +234,19 @@ def agent_for(
         from openbell.ops.strategy_agents import build_strategy_code_agent
 
         return build_strategy_code_agent(
-            agent, os.environ if environ is None else environ, containment
+            agent,
+            os.environ if environ is None else environ,
+            containment,
+            None if answering is None else answering.for_agent(agent.name),
         )
     if isinstance(agent, RatingAgentConfig):
         from openbell.ops.rating_agents import build_rating_agent
 
-        return build_rating_agent(agent, os.environ if environ is None else environ)
+        return build_rating_agent(
+            agent,
+            os.environ if environ is None else environ,
+            None if answering is None else answering.for_agent(agent.name),
+        )
     if isinstance(agent, PythonAgentConfig):
         from openbell.agents.plugins import load_plugin
 

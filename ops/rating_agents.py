@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from openbell.agents.llm.answers import AnswerBook
 from openbell.agents.rating.agent import RatingAgent, RatingSettings
 from openbell.agents.rating.quality_judge import ReportJudge
 from openbell.markets.errors import ConfigError
@@ -19,9 +20,12 @@ from openbell.ops.config import RatingAgentConfig
 from openbell.ops.model_endpoints import endpoint_of
 
 
-def build_rating_agent(config: RatingAgentConfig, environ: Mapping[str, str]) -> RatingAgent:
-    """The rating agent of `config`, its key resolved from `environ`."""
-    client, prices = endpoint_of(config, environ)
+def build_rating_agent(
+    config: RatingAgentConfig, environ: Mapping[str, str], answers: AnswerBook | None = None
+) -> RatingAgent:
+    """The rating agent of `config`, its key resolved from `environ`; answered from `answers`
+    (no key, no endpoint) when given. Its judge's exchanges are not recorded: a re-run asks it."""
+    client, prices = endpoint_of(config, environ, answers)
     if isinstance(config.judge, str):  # `OpenbellConfig.resolved` gives the table it names
         raise ConfigError(f"judge {config.judge!r} of agent {config.name!r} is not resolved")
     judge = None if config.judge is None else ReportJudge(endpoint_of(config.judge, environ)[0])

@@ -12,6 +12,7 @@ Whether the code runs jailed, and the redactor its errors are masked with, come 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from openbell.agents.strategy_code.agent import StrategyCodeAgent, StrategySettings
 from openbell.agents.strategy_code.sandbox import SandboxLimits
@@ -19,17 +20,22 @@ from openbell.ops.config import StrategyCodeAgentConfig
 from openbell.ops.model_endpoints import endpoint_of
 from openbell.ops.sandboxing import Containment
 
+if TYPE_CHECKING:
+    from openbell.agents.llm.answers import AnswerBook
+
 
 def build_strategy_code_agent(
     config: StrategyCodeAgentConfig,
     environ: Mapping[str, str],
     containment: Containment | None = None,
+    answers: AnswerBook | None = None,
 ) -> StrategyCodeAgent:
     """The strategy-code agent of `config`, its key resolved from `environ`, contained as
-    `containment` says (default: jailed, or a `ConfigError` where no jail can run)."""
+    `containment` says (default: jailed, or a `ConfigError` where no jail can run); its writer
+    answered from `answers` (no key, no endpoint) when given."""
     contain = containment if containment is not None else Containment()
     sandboxed = contain.sandboxed(config.name, "strategy_code")
-    client, prices = endpoint_of(config, environ)
+    client, prices = endpoint_of(config, environ, answers)
     return StrategyCodeAgent(
         name=config.name,
         client=client,

@@ -213,6 +213,8 @@ class RatingAgent(WeightsAgent):
                 tokens_in=completion.usage.tokens_in,
                 tokens_out=completion.usage.tokens_out,
                 latency_ms=answer.latency_ms,
+                request_digest=answer.request_digest or None,
+                response=answer.response or None,
             )
             try:
                 return parse_report(completion.content, set(shown), with_sections=insights)

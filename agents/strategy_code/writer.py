@@ -176,6 +176,8 @@ async def write_strategy(
             tokens_in=completion.usage.tokens_in,
             tokens_out=completion.usage.tokens_out,
             latency_ms=answer.latency_ms,
+            request_digest=answer.request_digest or None,
+            response=answer.response or None,
         )
         try:
             draft = parse_answer(completion.content)

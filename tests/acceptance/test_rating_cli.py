@@ -15,6 +15,7 @@ from typing import Any
 from openbell.agents.rating.quality_judge import RUBRIC
 from openbell.agents.rating.report import SECTIONS
 from openbell_testkit.cli import CRYPTO_1H, clean_env, cycle_rows, openbell
+from openbell_testkit.compare import TABLES, ledger_rows
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
 from tests.acceptance.test_run import Daemon, assert_ledger_verifies
 
@@ -158,3 +159,32 @@ def test_market_insights_reports_judged_and_regressed_through_the_cli(tmp_path: 
     assert table.returncode == 0, table.stderr
     assert "report_quality" in table.stdout
     assert "quality_return_slope" in table.stdout
+
+
+def test_a_rating_agent_reruns_from_its_recorded_answers_with_no_model_server(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel([analyst] * 5)
+    original = tmp_path / "original.db"
+    with serve_script(model) as base_url:
+        (tmp_path / "openbell.toml").write_text(
+            f'[store]\nurl = "sqlite:///{original}"\n\n[log]\nlevel = "warning"\n\n'
+            '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\n'
+            'source = "ccxt:binance"\ninitial_cash = "10000"\n\n' + entry(base_url),
+            encoding="utf-8",
+        )
+        window = ("--start", "2025-11-01", "--end", "2025-11-05")
+        replayed = openbell(tmp_path, "replay", *window, env=clean_env())
+        assert replayed.returncode == 0, replayed.stderr
+    asked = len(model.requests)
+    rerun = tmp_path / "rerun.db"
+    again = openbell(
+        tmp_path, "replay", *window, "--answers", str(original), "--db", str(rerun), env=clean_env()
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "5 cycles done, 0 failed" in again.stdout + again.stderr
+    assert len(model.requests) == asked  # the server is gone; nothing reached it
+    first, second = ledger_rows(original), ledger_rows(rerun)
+    for table in TABLES:
+        assert second[table] == first[table], table
+    assert [name for name, _ in first["fill"]].count("analyst") > 0

@@ -195,7 +195,8 @@ def test_the_arena_page_marks_the_rows_and_says_which_view(replayed: tuple[Path,
     assert ">inside cutoff: 2 slots</span>" in page.text
     assert ">cutoff unknown</span>" in page.text
     assert "headline: post-cutoff slots only; 1 agents had in-window slots excluded" in page.text
-    assert '<a href="?slots=all">every slot</a>' in page.text
+    assert '<a href="/?slots=all">every slot</a>' in page.text
+    assert '<a href="/">the post-cutoff headline</a>' in every.text
     assert every.status_code == 200, every.text
     assert "all slots: 1 agents have slots inside their model" in every.text
     assert ">inside cutoff: 2 slots</span>" in every.text

@@ -90,11 +90,10 @@ def run(
     --season NAME runs the ledger's season NAME with the config stored with it; a season that
     is closed or whose last date has passed is refused."""
     stop = state.stop
-    clock = command_clock(fake_clock)
     if season is None:
         loaded = load_config_logged(ctx, config, sys.stdout, db=db, listen=listen)
     else:
-        loaded = _season_config(ctx, season, config, db, listen, clock.now())
+        loaded = _season_config(ctx, season, config, db, listen, command_clock(fake_clock).now())
     stop.checkpoint("config")
     check_before_writing(loaded.store.url, create=create)
     if upgrade_db:
@@ -103,6 +102,9 @@ def run(
     from openbell.daemon.live import run_live
     from openbell.ops.planning import live_plan
 
+    # The daemon's clock starts here, once the ledger is migrated: a fake clock's first instant
+    # is the daemon's start, however long the start-up took.
+    clock = command_clock(fake_clock)
     plan = live_plan(
         loaded, clock, stop_grace_s=stop_grace_s, heartbeat_s=heartbeat_s, lease_s=lease_s
     )

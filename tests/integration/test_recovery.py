@@ -17,7 +17,15 @@ from openbell.store import tables
 from openbell.store.daemon_runs import DaemonRuns
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, running, verifies
+from openbell_testkit.live import (
+    START_AT,
+    crypto_plan,
+    cycles,
+    migrated,
+    running,
+    verifies,
+    wait_for_start,
+)
 
 SPEED = 600.0
 GRACE = timedelta(minutes=30)
@@ -65,6 +73,7 @@ def test_restart_after_a_crash_recovers_every_slot(
 
     clock = ScaledClock(restart_at, speed=SPEED)
     with running(crypto_plan(url, grace=GRACE), clock):
+        wait_for_start(url, runs=2)  # the dead daemon's start, and this one's
         time.sleep(1.5)
 
     by_key = {(row.account_id, row.slot_at): row for row in cycles(url)}

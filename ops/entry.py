@@ -16,6 +16,12 @@ at `MALLOC_ARENAS` arenas (`limit_malloc_arenas`): by default each thread that a
 arena of its own, up to eight per core, and the memory they keep is never given back, which held
 a year-long hourly replay's peak RSS about 30 MB higher (398 MB against 370 MB,
 `benchmarks/scale_bench.py`). A `MALLOC_ARENA_MAX` set in the environment is left as it is.
+
+And it imports structlog with rich hidden (`import_structlog_without_rich`): structlog imports
+rich, and with it pygments, at its own import whenever rich is installed, only to offer rich's
+tracebacks and reprs of locals, which openbell's logging never asks for (`ops.logs` renders
+tracebacks plainly and without locals); that was about a tenth of a short replay's start-up. A
+command that prints tables still imports rich itself, when it prints them.
 """
 
 from __future__ import annotations
@@ -45,12 +51,26 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(ctypes.c_int(_M_ARENA_MAX), ctypes.c_int(arenas)))
 
 
+def import_structlog_without_rich() -> None:
+    """Import structlog as if rich were not installed (see the module docstring), unless
+    structlog or rich is imported already: `import rich` fails while `sys.modules["rich"]` is
+    None, so structlog takes its own plain fallbacks, and rich stays importable afterwards."""
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]
+    try:
+        import structlog  # noqa: F401
+    finally:
+        del sys.modules["rich"]
+
+
 def main() -> int:
     """Run the `openbell` command line (sys.argv) with SIGINT and SIGTERM caught from the start."""
     stop = StopRequest()
     stop.catch_signals()
     limit_malloc_arenas()  # before any thread: see the module docstring
     gc.disable()  # until the command is known: see the module docstring
+    import_structlog_without_rich()
     from openbell.ops.cli import main as cli_main  # only now that the signals are caught
 
     return cli_main(stop=stop)

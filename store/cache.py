@@ -28,10 +28,10 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, delete, insert, not_, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from openbell.markets.cache import CachedBar, bar_known_from
 from openbell.markets.coverage import TimeSpan, merge_spans
@@ -47,6 +47,9 @@ from openbell.store.tables import (
     NEWS_TABLE,
     QUOTE_RECORD_TABLE,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql
 
 T = TypeVar("T")
 _BAR_KEY: Final = ("symbol", "interval", "start_at")
@@ -476,6 +479,8 @@ def _span(row: Any) -> TimeSpan:
 def _insert(connection: Connection, table: Table) -> sqlite.Insert | postgresql.Insert:
     # Both dialects' inserts build the same ON CONFLICT clauses; the store runs on nothing else.
     if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql  # not imported for a SQLite ledger
+
         return postgresql.insert(table)
     return sqlite.insert(table)
 

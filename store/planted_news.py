@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Engine, inspect, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from openbell.markets.domain import check_utc
 from openbell.store.db import SQLITE_IMMEDIATE
+from openbell.store.rows import dialect_insert
 from openbell.store.tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
@@ -82,11 +82,8 @@ class PlantedNews:
             }
             for i in items
         ]
-        dialect = self._engine.dialect.name
-        insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
-            PLANTED_NEWS_TABLE
-        ).on_conflict_do_nothing()
         with self._writer.begin() as connection:
+            insert = dialect_insert(connection, PLANTED_NEWS_TABLE).on_conflict_do_nothing()
             connection.execute(insert, rows)
 
     def all(self) -> tuple[PlantedItem, ...]:

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Connection, CursorResult, Engine, Table, bindparam, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlmodel import Session
 
 from openbell.markets.errors import ClaimLost
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.records import CycleStatus
 from openbell.store.tables import CYCLE_TABLE, AccountRow
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql
 
 
 def row_id(value: int | None) -> int:
@@ -44,6 +47,8 @@ def dialect_insert(connection: Connection, table: Table) -> sqlite.Insert | post
     """An insert into `table` in the connection's dialect, which can take `ON CONFLICT` clauses
     (the store runs on SQLite and Postgres only)."""
     if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql  # not imported for a SQLite ledger
+
         return postgresql.insert(table)
     return sqlite.insert(table)
 

@@ -13,37 +13,21 @@ runs a command line and maps what it raises to an exit code and one line on stde
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
+import typer.main
 
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import DatabaseDamaged, InvalidConfig, OperatorError
 from openbell.ops import secrets
-from openbell.ops.cli import (
-    config_file,
-    daemon,
-    data_download,
-    data_universe,
-    database,
-    experiment,
-    fake_llm,
-    history,
-    judge,
-    outside,
-    positions,
-    probe,
-    reports,
-    season_archive,
-    seasons,
-    serve,
-    tokens,
-    trace,
-)
 from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     PROG,
@@ -54,6 +38,117 @@ from openbell.ops.cli.options import (
     state,
 )
 
+#: The command surface, in the order `openbell --help` lists it (the commands, then the groups):
+#: each name with the module and attribute of its command function or its group's typer app.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "leaderboard": ("reports", "leaderboard_command"),
+    "report": ("reports", "report_command"),
+    "export": ("reports", "export_command"),
+    "demo": ("reports", "demo_command"),
+    "replay": ("history", "replay"),
+    "experiment": ("experiment", "experiment_command"),
+    "trace": ("trace", "trace_command"),
+    "judge": ("judge", "judge_command"),
+    "positions": ("positions", "positions_command"),
+    "init": ("config_file", "init"),
+    "run": ("daemon", "run"),
+    "cycle": ("daemon", "cycle"),
+    "serve": ("serve", "serve_command"),
+    "mcp": ("outside", "mcp_command"),
+    "fake-llm": ("fake_llm", "fake_llm_command"),
+}
+GROUPS: dict[str, tuple[str, str]] = {
+    "db": ("database", "db_app"),
+    "ledger": ("database", "ledger_app"),
+    "config": ("config_file", "config_app"),
+    "data": ("history", "data_app"),
+    "agent": ("tokens", "agent_app"),
+    "probe": ("probe", "probe_app"),
+    "season": ("seasons", "season_app"),
+}
+#: Commands a group's module leaves to other modules: (group, command name, module, function).
+GROUP_COMMANDS = (
+    ("data", "download", "data_download", "download_command"),
+    ("data", "import-universe", "data_universe", "import_universe_command"),
+    ("data", "download-universe", "data_universe", "download_universe_command"),
+    ("season", "export", "season_archive", "export_command"),
+    ("season", "verify", "season_archive", "verify_command"),
+)
+
+
+def _attribute(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(f"openbell.ops.cli.{module}"), name)
+
+
+@functools.cache
+def _group_app(group: str) -> typer.Typer:
+    """The typer app of `group`, with the commands other modules add to it (added once)."""
+    found: typer.Typer = _attribute(*GROUPS[group])
+    for name, command, module, function in GROUP_COMMANDS:
+        if name == group:
+            found.command(command)(_attribute(module, function))
+    return found
+
+
+class LazyCommands(MutableMapping[str, Any]):
+    """The root group's commands by name, each built (its module imported) when first asked for:
+    a command imports the modules of its own command alone, and `--help`, which lists them all,
+    imports every one. Built as `app.command(name)` and `app.add_typer(app, name=name)` would have
+    built it, with typer's own functions and the root app's settings."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+        self._added: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._added:
+            return self._added[name]
+        if name not in self._built:
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def _build(self, name: str) -> Any:
+        settings: dict[str, Any] = {
+            "pretty_exceptions_short": app.pretty_exceptions_short,
+            "rich_markup_mode": app.rich_markup_mode,
+        }
+        holder = typer.Typer()
+        if name in COMMANDS:
+            holder.command(name)(_attribute(*COMMANDS[name]))
+            return typer.main.get_command_from_info(holder.registered_commands[0], **settings)
+        if name in GROUPS:
+            holder.add_typer(_group_app(name), name=name)
+            return typer.main.get_group_from_info(
+                holder.registered_groups[0], suggest_commands=app.suggest_commands, **settings
+            )
+        raise KeyError(name)
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._added[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._added[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from GROUPS
+        yield from (name for name in self._added if name not in COMMANDS and name not in GROUPS)
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in GROUPS or name in self._added
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: its commands are a `LazyCommands`."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands()
+
+
 app = typer.Typer(
     name=PROG,
     help="openbell: a live paper-trading arena for AI agents (US equities, A-shares, crypto).",
@@ -61,35 +156,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
+    cls=LazyGroup,
 )
-# The command surface, in the order `openbell --help` lists it: the commands, then the groups.
-app.command("leaderboard")(reports.leaderboard_command)
-app.command("report")(reports.report_command)
-app.command("export")(reports.export_command)
-app.command("demo")(reports.demo_command)
-app.command("replay")(history.replay)
-app.command("experiment")(experiment.experiment_command)
-app.command("trace")(trace.trace_command)
-app.command("judge")(judge.judge_command)
-app.command("positions")(positions.positions_command)
-app.command("init")(config_file.init)
-app.command("run")(daemon.run)
-app.command("cycle")(daemon.cycle)
-app.command("serve")(serve.serve_command)
-app.command("mcp")(outside.mcp_command)
-app.command("fake-llm")(fake_llm.fake_llm_command)
-app.add_typer(database.db_app, name="db")
-app.add_typer(database.ledger_app, name="ledger")
-app.add_typer(config_file.config_app, name="config")
-history.data_app.command("download")(data_download.download_command)
-history.data_app.command("import-universe")(data_universe.import_universe_command)
-history.data_app.command("download-universe")(data_universe.download_universe_command)
-app.add_typer(history.data_app, name="data")
-app.add_typer(tokens.agent_app, name="agent")
-app.add_typer(probe.probe_app, name="probe")
-seasons.season_app.command("export")(season_archive.export_command)
-seasons.season_app.command("verify")(season_archive.verify_command)
-app.add_typer(seasons.season_app, name="season")
 
 
 def installed_version() -> str:

@@ -269,9 +269,12 @@ def print_leaderboards(
     CSV table; a `season` is named above the tables and in each board's JSON (`season`: its
     name, window and manifest hash; null without one). CSV has no place for it."""
     from openbell.ops import exporting
-    from openbell.ops.seasons import season_record
 
-    mark = None if season is None else season_record(season)
+    mark = None
+    if season is not None:  # ops.seasons imports the config's planning: only for a season
+        from openbell.ops.seasons import season_record
+
+        mark = season_record(season)
     if fmt is TableFormat.json:
         records = [{**exporting.leaderboard_record(b), "season": mark} for b in boards]
         stream.write(json.dumps({"leaderboards": records}, indent=2) + "\n")

@@ -17,7 +17,7 @@ arena of its own, up to eight per core, and the memory they keep is never given 
 a year-long hourly replay's peak RSS about 30 MB higher (398 MB against 370 MB,
 `benchmarks/scale_bench.py`). A `MALLOC_ARENA_MAX` set in the environment is left as it is.
 
-And it imports structlog with rich hidden (`import_structlog_without_rich`): structlog imports
+And it has structlog imported with rich hidden (`StructlogWithoutRich`): structlog imports
 rich, and with it pygments, at its own import whenever rich is installed, only to offer rich's
 tracebacks and reprs of locals, which openbell's logging never asks for (`ops.logs` renders
 tracebacks plainly and without locals); that was about a tenth of a short replay's start-up. A
@@ -28,8 +28,13 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib.util
 import os
 import sys
+from collections.abc import Sequence
+from importlib.abc import Loader
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Final
 
 from openbell.daemon.stopping import StopRequest
@@ -51,17 +56,45 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(ctypes.c_int(_M_ARENA_MAX), ctypes.c_int(arenas)))
 
 
-def import_structlog_without_rich() -> None:
-    """Import structlog as if rich were not installed (see the module docstring), unless
-    structlog or rich is imported already: `import rich` fails while `sys.modules["rich"]` is
-    None, so structlog takes its own plain fallbacks, and rich stays importable afterwards."""
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        return
-    sys.modules["rich"] = None  # type: ignore[assignment]
-    try:
-        import structlog  # noqa: F401
-    finally:
-        del sys.modules["rich"]
+class StructlogWithoutRich:
+    """A meta path finder that has structlog imported as if rich were not installed (module
+    docstring), whenever structlog is first imported: while structlog's package runs (it imports
+    its submodules), `sys.modules["rich"]` is None, so `import rich` fails and structlog takes its
+    own plain fallbacks; rich stays importable afterwards. It finds structlog once, then leaves
+    `sys.meta_path`; a command that never logs never imports structlog (`--help`)."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "structlog":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None and "rich" not in sys.modules:
+            spec.loader = _HidingRich(spec.loader)
+        return spec
+
+    @classmethod
+    def install(cls) -> None:
+        if "structlog" not in sys.modules:
+            sys.meta_path.insert(0, cls())
+
+
+class _HidingRich(Loader):
+    """A module's loader that runs it with rich hidden (`StructlogWithoutRich`)."""
+
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        sys.modules["rich"] = None  # type: ignore[assignment]
+        try:
+            self._loader.exec_module(module)
+        finally:
+            del sys.modules["rich"]
 
 
 def main() -> int:
@@ -70,7 +103,7 @@ def main() -> int:
     stop.catch_signals()
     limit_malloc_arenas()  # before any thread: see the module docstring
     gc.disable()  # until the command is known: see the module docstring
-    import_structlog_without_rich()
+    StructlogWithoutRich.install()
     from openbell.ops.cli import main as cli_main  # only now that the signals are caught
 
     return cli_main(stop=stop)

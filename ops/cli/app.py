@@ -23,7 +23,6 @@ import typer
 
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import DatabaseDamaged, InvalidConfig, OperatorError
-from openbell.ops import secrets
 from openbell.ops.cli import (
     config_file,
     daemon,
@@ -53,6 +52,7 @@ from openbell.ops.cli.options import (
     help_without_command,
     state,
 )
+from openbell.ops.config import secrets
 
 app = typer.Typer(
     name=PROG,

@@ -22,10 +22,10 @@ from openbell_testkit.cli import BASELINE_KINDS, TIMEOUT_S, clean_env
 #: openbell's modules a run of baselines has no use for (a name stands for its submodules too).
 NOT_FOR_BASELINES = (
     "openbell.ops.web",
-    "openbell.ops.llm_agents",
-    "openbell.ops.strategy_agents",
-    "openbell.ops.rating_agents",
-    "openbell.ops.outside_agents",
+    "openbell.ops.wiring.llm_agents",
+    "openbell.ops.wiring.strategy_agents",
+    "openbell.ops.wiring.rating_agents",
+    "openbell.ops.wiring.outside_agents",
     "openbell.daemon.http",
     "openbell.daemon.mcp_http",
     "openbell.daemon.scheduler",
@@ -148,5 +148,5 @@ def test_the_leaderboard_imports_no_agent_machinery(baseline_config: Path) -> No
             *("--start", START, "--end", END, "--no-progress"),
         )
     names = imported_by(baseline_config.parent, "leaderboard", "--db", str(ledger))
-    assert "openbell.ops.reports" in names
+    assert "openbell.ops.reports.market_reports" in names
     assert unwanted(names) == []

@@ -6,8 +6,8 @@ baseline per market: QQQ for the Nasdaq-100 stocks (hourly, 1 Oct - 7 Nov 2025),
 74.56 %, ETH 15.97 %, XRP 5.20 %, SOL 3.53 %, ADA 0.76 %; daily, 1-14 Nov 2025). Its Table 1 gives
 each baseline's cumulative return, Sortino ("SR"), volatility and max drawdown (`PAPER`). The
 bundled bars reproduce every one of those figures to the paper's precision under the `ai-trader`
-metrics convention (`openbell.ops.conventions`), which is what `openbell leaderboard --convention
-ai-trader` prints for a replay of each window.
+metrics convention (`openbell.ops.evaluation.conventions`), which is what `openbell leaderboard
+--convention ai-trader` prints for a replay of each window.
 
 Each baseline's window is the span of bars that reproduces the paper's figures (`Baseline.start_at`,
 `end_at`; `paper_window` is what the paper states). Each row is then computed several ways, so that
@@ -16,14 +16,14 @@ a difference can be traced to its cause, one step at a time:
 - `paper`: the figures of the paper's Table 1.
 - `AI-Trader formulas`: the `ai-trader` convention on the bundled bars, as the leaderboard measures
   it: the benchmark valued at the closes of its bars starting at the replay's slots, from the
-  last close ended by the first slot, a basket in its published weights (`ops.benchmark.
+  last close ended by the first slot, a basket in its published weights (`ops.evaluation.benchmark.
   close_navs`), measured as AI-Trader's `tools/calculate_metrics.py` measures: simple returns,
   population standard deviations, Sortino as the mean return over the population deviation of
   the negative returns only, risk-free 0, annualised by 252 x 6.5 = 1,638 periods a year for any
   hourly series, 252 for daily stocks, 365 for daily crypto (`ai_trader_row`).
 - `close-to-close`: the same closes (a basket's weights normalised), with openbell's formulas
-  (`openbell.ops.return_metrics`, empyrical's): sample standard deviations, Sortino over the
-  downside deviation of all periods, annualised by 252 sessions (365 days for crypto) times the
+  (`openbell.ops.evaluation.return_metrics`, empyrical's): sample standard deviations, Sortino over
+  the downside deviation of all periods, annualised by 252 sessions (365 days for crypto) times the
   bars a session has (the bundled US hourly bars give 6: 1,512; crypto hourly 24: 8,760).
 - `openbell`: what `openbell leaderboard` shows as the benchmark row of a replay of that window
   under the default convention. The series is sampled at the replay's slots (the starts of the
@@ -56,9 +56,9 @@ from zoneinfo import ZoneInfo
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.slots import observed_slots_per_session, replay_slots
-from openbell.ops.benchmark import benchmark_for, benchmark_navs, close_navs
-from openbell.ops.conventions import CONVENTIONS, annualisation_factor
-from openbell.ops.return_metrics import NavPoint, compute_panel, periods_per_year
+from openbell.ops.evaluation.benchmark import benchmark_for, benchmark_navs, close_navs
+from openbell.ops.evaluation.conventions import CONVENTIONS, annualisation_factor
+from openbell.ops.evaluation.return_metrics import NavPoint, compute_panel, periods_per_year
 
 CASH = Decimal(10_000)
 NEW_YORK = ZoneInfo("America/New_York")
@@ -271,7 +271,7 @@ def bundled_closes(
     baseline: Baseline, source: ReplaySource, *, published: bool = False
 ) -> list[NavPoint]:
     """The benchmark valued close to close over the window's slots, as the leaderboard's
-    close-to-close conventions value it (`ops.benchmark.close_navs`)."""
+    close-to-close conventions value it (`ops.evaluation.benchmark.close_navs`)."""
     return close_navs(
         baseline.market,
         slots_of(baseline, source),

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from openbell.ops.config import load_config
-from openbell.ops.logs import configure_logging
-from openbell.ops.planning import replay_from_config
+from openbell.ops.config.schema import load_config
+from openbell.ops.logs.rendering import configure_logging
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store.chain import chain_disabled
 from openbell.store.db import make_engine
 

@@ -60,7 +60,7 @@ from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots
 from openbell.markets.universes import load_universe
-from openbell.ops.logs import configure_logging
+from openbell.ops.logs.rendering import configure_logging
 from openbell.store.migrate import upgrade
 from openbell_testkit.tokens import AI_TRADER_FIRST_REQUEST_TOKENS, RequestTokens, request_tokens
 

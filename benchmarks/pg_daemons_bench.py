@@ -136,7 +136,7 @@ def daemon(
     from openbell.daemon.runner import CycleRunner, claim_order
     from openbell.markets.calendars import calendar_for
     from openbell.markets.rules import rules_for
-    from openbell.ops.logs import configure_logging
+    from openbell.ops.logs.rendering import configure_logging
     from openbell.store.cache import SqlBarCache
     from openbell.store.db import make_engine
     from openbell.store.ledger import Ledger

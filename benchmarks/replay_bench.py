@@ -34,10 +34,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from openbell.markets.barfile import read_bundled
-from openbell.ops.config import load_config
-from openbell.ops.demo import BASELINES, RANDOM_SEED
-from openbell.ops.logs import configure_logging
-from openbell.ops.planning import replay_from_config
+from openbell.ops.config.schema import load_config
+from openbell.ops.logs.rendering import configure_logging
+from openbell.ops.wiring.demo import BASELINES, RANDOM_SEED
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store.db import make_engine
 
 CRYPTO_START = date(2010, 7, 17)
@@ -81,11 +81,11 @@ import sys
 from openbell.ops.entry import limit_malloc_arenas
 limit_malloc_arenas()  # as the openbell command does, before anything starts a thread
 from datetime import date
-from openbell.ops.config import load_config
-from openbell.ops.demo import BASELINES, RANDOM_SEED
-from openbell.ops.logs import configure_logging
+from openbell.ops.config.schema import load_config
+from openbell.ops.wiring.demo import BASELINES, RANDOM_SEED
+from openbell.ops.logs.rendering import configure_logging
 configure_logging(level="warning", stream=sys.stderr)
-from openbell.ops.planning import replay_from_config
+from openbell.ops.wiring.planning import replay_from_config
 config = load_config(sys.argv[1])
 replay_from_config(config, start=date(2025, 10, 1), end=date(2025, 11, 11), market="us",
                    resume=False, show_progress=False)

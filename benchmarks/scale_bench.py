@@ -145,9 +145,9 @@ def child(config_path: str, start: str, end: str, warmup_cycles: int, trace: boo
 
     limit_malloc_arenas()
     from openbell.daemon.replay import run_replay
-    from openbell.ops.config import load_config
-    from openbell.ops.logs import configure_logging
-    from openbell.ops.planning import replay_plan
+    from openbell.ops.config.schema import load_config
+    from openbell.ops.logs.rendering import configure_logging
+    from openbell.ops.wiring.planning import replay_plan
 
     configure_logging(level="warning", stream=sys.stderr)
     config = load_config(config_path)

@@ -63,7 +63,7 @@ from openbell.daemon.plan import LivePlan, MarketPlan
 from openbell.daemon.stopping import StopRequest
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
-from openbell.ops.logs import configure_logging
+from openbell.ops.logs.rendering import configure_logging
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade

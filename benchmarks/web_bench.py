@@ -50,9 +50,9 @@ from openbell.daemon.http import serve_http
 from openbell.daemon.replay import _replay  # the driver's coroutine, to share its loop
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import replay_slots
-from openbell.ops.logs import configure_logging
-from openbell.ops.planning import replay_plan
+from openbell.ops.logs.rendering import configure_logging
 from openbell.ops.web.app import web_parts
+from openbell.ops.wiring.planning import replay_plan
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade

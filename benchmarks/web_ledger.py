@@ -47,7 +47,7 @@ from openbell.agents.llm.agent import LlmAgent
 from openbell.agents.llm.client import ChatClient, ClientConfig
 from openbell.agents.llm.recorder import Prices
 from openbell.daemon.replay import ReplayReport, run_replay
-from openbell.ops.config import (
+from openbell.ops.config.schema import (
     BaselineAgentConfig,
     LogConfig,
     MarketConfig,
@@ -56,8 +56,8 @@ from openbell.ops.config import (
     RandomAgentConfig,
     StoreConfig,
 )
-from openbell.ops.logs import configure_logging
-from openbell.ops.planning import replay_plan
+from openbell.ops.logs.rendering import configure_logging
+from openbell.ops.wiring.planning import replay_plan
 from openbell.store.migrate import upgrade
 
 BASELINE_KINDS = ("buy_and_hold", "equal_weight", "sma_crossover", "cash")

@@ -1,11 +1,11 @@
 """The ledger facts behind the behavioural metrics: each cycle's net trades and its protocol.
 
-This module owns two reads that `ops.behaviour_report` turns into Herculean's behavioural metrics,
-for many accounts in a few queries. `cycle_trades_of`: every cycle of the accounts in the window
-with its slot, status and, per symbol, the net signed quantity and net signed notional of its fills
-(buys positive, sells negative), and each account's net quantity per symbol from the fills of the
-cycles before the window (what it held as the window opened). `protocol_facts_of`: every cycle in
-the window with its status, the number of its trace rows, the stop reason an LLM agent's loop
+This module owns two reads that `ops.evaluation.behaviour_report` turns into Herculean's behavioural
+metrics, for many accounts in a few queries. `cycle_trades_of`: every cycle of the accounts in the
+window with its slot, status and, per symbol, the net signed quantity and net signed notional of its
+fills (buys positive, sells negative), and each account's net quantity per symbol from the fills of
+the cycles before the window (what it held as the window opened). `protocol_facts_of`: every cycle
+in the window with its status, the number of its trace rows, the stop reason an LLM agent's loop
 recorded (a trace row of role `stop`), whether the agent (or its decision mode) called `finish` (a
 `finish` tool row other than the one openbell makes in its place, whose content is `called by
 openbell`), whether it stored a report (a tool row of the caller's `report_tool`: a rating agent's

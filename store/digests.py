@@ -1,7 +1,7 @@
 """A cycle's record and its digest: the canonical serialization that `cycle_digest` chains.
 
 Pure (no database): the ledger builds records from the rows it just wrote (`store/chain.py`),
-`openbell season verify` from an archive's Parquet rows (`ops/season_archive`), with the same
+`openbell season verify` from an archive's Parquet rows (`ops/seasons/archive`), with the same
 functions, so that a stranger can recompute every digest. The record of a cycle is its `cycle` row
 (without the claim's bookkeeping, which says which run held it and when: `claimed_by`,
 `lease_until`, `started_at`, `finished_at`; so two runs of one replay chain alike), its orders (by

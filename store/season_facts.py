@@ -1,6 +1,6 @@
 """What the ledger recorded inside a season's window, counted for its methods card.
 
-This module owns the card's ledger reads (`ops.season_card` words them): each account's cycles
+This module owns the card's ledger reads (`ops.seasons.card` words them): each account's cycles
 by status and by reason (a skip's `reason`, a failure's error class), its fills, each market's
 slots, whether a replay or a live daemon ran the cycles, and the replay warnings that overlap
 the window. Each is one grouped query over the cycles whose slot falls inside `[start, end)`

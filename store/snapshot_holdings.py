@@ -1,9 +1,9 @@
 """An account's slot snapshots over a window, each with the holdings it valued.
 
-This module owns that read, for the factor attribution (`openbell.ops.attribution`): every `slot`
-NAV snapshot of one account with `start <= at < end` (a `None` side is open), oldest first, with
-its marks (symbol, quantity, mark price, value) in symbol order, read in two queries. Money stays
-`Decimal`; nothing here computes a statistic.
+This module owns that read, for the factor attribution (`openbell.ops.evaluation.attribution`):
+every `slot` NAV snapshot of one account with `start <= at < end` (a `None` side is open), oldest
+first, with its marks (symbol, quantity, mark price, value) in symbol order, read in two queries.
+Money stays `Decimal`; nothing here computes a statistic.
 """
 
 from __future__ import annotations

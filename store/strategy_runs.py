@@ -15,7 +15,7 @@ cycle whose run gave weights, measured from the account's slot NAV snapshot at t
 next slot snapshot (the snapshot of a slot is taken after its trades, so the period holds what the
 weights bought, fees of the next rebalance included), against the claim; with those periods'
 spans and returns, the symbols the first run was given, and how many different weight sets the
-valid runs gave (what `ops/concordance` scores FIDES' three gaps from).
+valid runs gave (what `ops/evaluation/concordance` scores FIDES' three gaps from).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ season). A cycle that starts under the cap runs to its end, so an agent stops wi
 spend of its cap (the per-cycle token budget bounds that spend). The first cycle of a window that
 starts at or past `WARN_SHARE` of a cap gets a warning: a `budget` trace row, seen on the cycle's
 page, and a `budget_warning` log event. A cap needs prices: the config refuses a cap on an
-unpriced model (`ops.config`), and the guard refuses to run when a priced cost is missing.
+unpriced model (`ops.config.schema`), and the guard refuses to run when a priced cost is missing.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ import typer.main
 
 from openbell.daemon.stopping import StartupStopped, StopRequest
 from openbell.markets.errors import DatabaseDamaged, InvalidConfig, OperatorError
-from openbell.ops import secrets
 from openbell.ops.cli.options import (
     DEFAULT_CONFIG,
     PROG,
@@ -37,6 +36,7 @@ from openbell.ops.cli.options import (
     help_without_command,
     state,
 )
+from openbell.ops.config import secrets
 
 #: The command surface, in the order `openbell --help` lists it (the commands, then the groups):
 #: each name with the module and attribute of its command function or its group's typer app.

@@ -1,9 +1,10 @@
 """`openbell report --attribution`: an agent's factor attribution as a record and a table.
 
 This module owns the attribution's part of the `report` command: computing it over the report's
-window (`ops.attribution.ledger_inputs`) and showing its record (`ops.attribution.output`) as a
-rich table of parts (contribution in percent of NAV, the book's mean exposure to each style, the
-periods a style was not estimated in), with the styles skipped altogether in the caption.
+window (`ops.evaluation.attribution.ledger_inputs`) and showing its record
+(`ops.evaluation.attribution.output`) as a rich table of parts (contribution in percent of NAV, the
+book's mean exposure to each style, the periods a style was not estimated in), with the styles
+skipped altogether in the caption.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from openbell.ops import figures
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from openbell.markets.replay_source import ReplaySource
-    from openbell.ops.config import OpenbellConfig
+    from openbell.ops.config.schema import OpenbellConfig
 
 
 def attribution_of(
@@ -37,9 +38,12 @@ def attribution_of(
     CSI 300 file's members of each period's day). `source` gives the bars (a `replay:` market's
     files) in place of the bundled ones and the ledger's cache."""
     from openbell.daemon.clock import SystemClock
-    from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION, account_attribution
-    from openbell.ops.attribution.output import attribution_record
-    from openbell.ops.planning import attribution_choice
+    from openbell.ops.evaluation.attribution.ledger_inputs import (
+        DEFAULT_ATTRIBUTION,
+        account_attribution,
+    )
+    from openbell.ops.evaluation.attribution.output import attribution_record
+    from openbell.ops.wiring.planning import attribution_choice
 
     choice = (
         DEFAULT_ATTRIBUTION
@@ -67,7 +71,7 @@ def attribution_table(record: dict[str, Any]) -> Table:
     estimated; the total last, the skipped styles and the method in the caption."""
     from rich.table import Table
 
-    from openbell.ops.attribution.output import part_rows
+    from openbell.ops.evaluation.attribution.output import part_rows
 
     table = Table(
         title=(

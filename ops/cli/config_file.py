@@ -2,8 +2,9 @@
 
 `init` refuses to overwrite a file unless `--force` (exit 1); `config check` prints what the file
 configures (exit 0), or every problem in it, one line each (exit 2, `app.main`): the file's own,
-then what `run` and `replay` would stop on (`ops.config_checks`: unset key variables, plug-ins that
-do not import, missing programs, no jail), then, with `--online`, models that cannot be reached.
+then what `run` and `replay` would stop on (`ops.wiring.config_checks`: unset key variables,
+plug-ins that do not import, missing programs, no jail), then, with `--online`, models that cannot
+be reached.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def init(
 
     The file needs no API key. Refuses to overwrite an existing file unless --force is given.
     """
-    from openbell.ops.config import default_config_text
+    from openbell.ops.config.schema import default_config_text
 
     path = config or global_options(ctx).config
     if path.exists() and not force:
@@ -71,8 +72,8 @@ def config_check(
     import os
 
     from openbell.markets.errors import InvalidConfig
-    from openbell.ops.config import load_config
-    from openbell.ops.config_checks import endpoints, reach_models, resolution_problems
+    from openbell.ops.config.schema import load_config
+    from openbell.ops.wiring.config_checks import endpoints, reach_models, resolution_problems
 
     path = config or global_options(ctx).config
     loaded = load_config(path)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from openbell.daemon.clock import Clock
-    from openbell.ops.config import OpenbellConfig
+    from openbell.ops.config.schema import OpenbellConfig
 
 #: The default of `run --lease-s`: the daemon's own (`daemon.plan.LEASE_S`, which a unit test
 #: holds it to), written out so that `openbell --help` need not import the daemon.
@@ -100,7 +100,7 @@ def run(
         upgrade_logged(loaded.store.url)
     stop.checkpoint("upgrade")
     from openbell.daemon.live import run_live
-    from openbell.ops.planning import live_plan
+    from openbell.ops.wiring.planning import live_plan
 
     # The daemon's clock starts here, once the ledger is migrated: a fake clock's first instant
     # is the daemon's start, however long the start-up took.
@@ -150,7 +150,7 @@ def cycle(
     """Run one agent's cycle in one market now (or at slot --at), for cron use and debugging;
     into the ledger --db instead of the config's, if given."""
     from openbell.daemon.oneshot import run_one_cycle
-    from openbell.ops.planning import live_plan
+    from openbell.ops.wiring.planning import live_plan
     from openbell.store.migrate import upgrade
 
     loaded = load_config_logged(ctx, config, sys.stderr, db=db)

@@ -104,8 +104,8 @@ def download_command(
     from openbell.markets.importers.download import DownloadRequest
     from openbell.markets.importers.download_folder import DownloadFolder
     from openbell.markets.universes import load_universe
-    from openbell.ops.logs import configure_logging
-    from openbell.ops.planning import OFFLINE_ENV
+    from openbell.ops.logs.rendering import configure_logging
+    from openbell.ops.wiring.planning import OFFLINE_ENV
 
     if os.environ.get(OFFLINE_ENV, "") not in ("", "0"):
         raise ConfigError(f"{OFFLINE_ENV} is set: data download reaches the vendor; unset it")

@@ -86,7 +86,7 @@ def download_universe_command(index: IndexOption, out: OutOption = None) -> None
     from openbell.markets.adapters.akshare import AkshareSource
     from openbell.markets.errors import ConfigError
     from openbell.markets.importers.member_lists import CSINDEX_INDEXES
-    from openbell.ops.planning import OFFLINE_ENV
+    from openbell.ops.wiring.planning import OFFLINE_ENV
 
     if os.environ.get(OFFLINE_ENV, "") not in ("", "0"):
         raise ConfigError(

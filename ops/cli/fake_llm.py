@@ -1,8 +1,8 @@
 """`openbell fake-llm`: a fake OpenAI-compatible model on loopback, for trying the LLM path (and
 the tutorials) with no key and no network.
 
-It serves `ops.fake_llm.FakeModel` (scripted turns from `--script FILE`, else seeded random tool
-calls from `--seed`) on `--host`:`--port` until SIGINT or SIGTERM (exit 0), and prints the
+It serves `ops.wiring.fake_llm.FakeModel` (scripted turns from `--script FILE`, else seeded random
+tool calls from `--seed`) on `--host`:`--port` until SIGINT or SIGTERM (exit 0), and prints the
 `base_url` to configure first, on one line of stdout. Like `run` and `serve`, it keeps both signals
 caught (`app.py`).
 """
@@ -54,7 +54,7 @@ def fake_llm_command(
     then buys one at a small weight, sells a holding or holds, then finishes: drawn from --seed and
     the cycle's prompt, so the same replay trades the same way again.
     """
-    from openbell.ops.fake_llm import FakeModel, FakeScript, serve_fake_model
+    from openbell.ops.wiring.fake_llm import FakeModel, FakeScript, serve_fake_model
 
     model = FakeModel(seed=seed, script=None if script is None else FakeScript.read(script))
     server = serve_fake_model(model, host, port)

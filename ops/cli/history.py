@@ -1,10 +1,10 @@
 """The history commands of `openbell`: `replay` and `data import`.
 
 This module owns these commands' options and output. `replay` runs the configured markets' agents
-over recorded bars on a simulated clock (`ops.planning`), with a progress bar on stderr and one
-summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader data
-or from a generic OHLCV file, and `data import-news` / `import-fundamentals` record a user's news
-and fundamentals files in the store's cache, for `replay --from-cache`. Errors follow the CLI's
+over recorded bars on a simulated clock (`ops.wiring.planning`), with a progress bar on stderr and
+one summary line on stdout; `data import` rebuilds canonical bar files from a copy of the AI-Trader
+data or from a generic OHLCV file, and `data import-news` / `import-fundamentals` record a user's
+news and fundamentals files in the store's cache, for `replay --from-cache`. Errors follow the CLI's
 contract: one line on stderr, exit 2 for bad input (dates, an unknown market, an existing replay
 without `--resume`).
 """
@@ -37,8 +37,8 @@ from openbell.ops.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from openbell.ops.config import OpenbellConfig
-    from openbell.ops.recorded_answers import Swap
+    from openbell.ops.config.schema import OpenbellConfig
+    from openbell.ops.wiring.recorded_answers import Swap
     from openbell.store.cache import SqlBarCache
 
 #: Where `data import` writes by default; `source = "replay:./var/data/bars"` reads it.
@@ -256,7 +256,7 @@ def replay(
     failed (none done): a `FAILED: agent NAME in MARKET: ...` line per such agent under the
     summary gives the first failure's cause; 2 for what an operator must fix first.
     """
-    from openbell.ops.planning import replay_from_config
+    from openbell.ops.wiring.planning import replay_from_config
 
     if season is None:
         if season_from is not None:
@@ -286,7 +286,7 @@ def replay(
     if swap_model and answers is None:
         raise ConfigError("--swap-model needs --answers LEDGER: it re-decides recorded cycles")
     if answers is not None:
-        from openbell.ops.recorded_answers import (
+        from openbell.ops.wiring.recorded_answers import (
             answering_of,
             load_answers,
             parse_swap,

@@ -4,7 +4,7 @@ This module owns how `openbell leaderboard` shows, under a market's board, each 
 runs (`replay --seeds N`: each agent's mean and interval over the seeds, then P(beat)) and, with
 `--bootstrap DRAWS`, each account's bootstrap intervals and P(beat) (the P(beat) table up to
 `MAX_BEAT_COLUMNS` accounts; past that, in the JSON only). Figures are rounded as the
-leaderboard rounds them (`ops.figures`); an interval is `[low, high]`.
+leaderboard rounds them (`ops.reports.figures`); an interval is `[low, high]`.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from openbell.ops import figures
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from openbell.ops.reports import Leaderboard
+    from openbell.ops.reports.market_reports import Leaderboard
 
 #: The metrics shown with an interval: (header, metric key).
 SHOWN: tuple[tuple[str, str], ...] = (

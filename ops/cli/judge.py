@@ -4,9 +4,9 @@ agent's stored strategies.
 This module owns the command. It asks the judge (`--judge NAME`, a `[judges.NAME]` table of the
 config, else the agent's `judge` key) for a verdict on every strategy the agent's account in
 the market has stored, in the order they were written, and stores each verdict with the judge's
-model name (`ops/concordance/judge.py`); it prints one line per strategy (its say-to-do gap and
-the four checks). Nothing is run again: the verdict reads the stored rationale and code. Judging
-again with another model is the paper's judge swap: `openbell report` then shows the newest
+model name (`ops/evaluation/concordance/judge.py`); it prints one line per strategy (its say-to-do
+gap and the four checks). Nothing is run again: the verdict reads the stored rationale and code.
+Judging again with another model is the paper's judge swap: `openbell report` then shows the newest
 verdict, with every judge's score beside it. A strategy the judge gave no usable answer on is
 left unjudged and said so (exit 1); a judge that cannot be reached ends the command (exit 1)
 after the verdicts stored so far.
@@ -30,7 +30,7 @@ from openbell.ops.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from openbell.ops.config import JudgeConfig, OpenbellConfig
+    from openbell.ops.config.schema import JudgeConfig, OpenbellConfig
 
 
 def judge_command(
@@ -52,10 +52,10 @@ def judge_command(
     say-to-do gap), and store the verdicts; `openbell report` shows them."""
     from openbell.daemon.clock import SystemClock
     from openbell.markets.errors import LlmRefused, LlmUnavailable, ReportError
-    from openbell.ops.concordance.judge import judge_strategies, verdict_line
-    from openbell.ops.concordance.record import STRATEGY_CODE_KIND
-    from openbell.ops.model_endpoints import endpoint_of
-    from openbell.ops.secrets import redactor_for
+    from openbell.ops.config.model_endpoints import endpoint_of
+    from openbell.ops.config.secrets import redactor_for
+    from openbell.ops.evaluation.concordance.judge import judge_strategies, verdict_line
+    from openbell.ops.evaluation.concordance.record import STRATEGY_CODE_KIND
     from openbell.store import queries
     from openbell.store.ledger import Ledger
 
@@ -105,7 +105,7 @@ def _judge_of(loaded: OpenbellConfig, agent: str, judge: str | None) -> tuple[st
     """The judge to ask: `judge`, else the configured agent's `judge` key; `ConfigError` when
     neither names a `[judges.NAME]` table."""
     from openbell.markets.errors import ConfigError
-    from openbell.ops.config import StrategyCodeAgentConfig
+    from openbell.ops.config.schema import StrategyCodeAgentConfig
 
     if judge is None:
         entry = next((a for a in loaded.agents if a.name == agent), None)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from structlog.stdlib import BoundLogger
 
-    from openbell.ops.config import HttpConfig, OpenbellConfig
+    from openbell.ops.config.schema import HttpConfig, OpenbellConfig
 
 PROG = "openbell"
 DEFAULT_CONFIG = Path("openbell.toml")
@@ -192,9 +192,9 @@ def load_config_logged(
     """Load the config file (`config`, else the global --config) and configure logging from it
     (and from --log-format) on `log_stream`; its ledger replaced by `db` (`--db`, a file made if
     missing) and its HTTP address by `listen` (`--listen`)."""
-    from openbell.ops import secrets
-    from openbell.ops.config import load_config
-    from openbell.ops.logs import configure_logging
+    from openbell.ops.config import secrets
+    from openbell.ops.config.schema import load_config
+    from openbell.ops.logs.rendering import configure_logging
 
     options = global_options(ctx)
     loaded = with_overrides(load_config(config or options.config), db=db, listen=listen)
@@ -240,7 +240,7 @@ def load_command_config(
     then configures no market and serves only to read the ledger, and its `db` file must exist.
     A command that `writes` needs its config file, and makes a missing `db` file.
     """
-    from openbell.ops.config import load_config
+    from openbell.ops.config.schema import load_config
 
     root_ctx = ctx.find_root()
     root = root_ctx.params
@@ -270,8 +270,8 @@ def configure_logging_for(
     """Set up a command's logging from `loaded` as `load_command_config` does (on `stream`,
     default stderr, at `level`, default the config's, in `fmt`, default the global
     --log-format, else the config's), mask its secrets and note its ledger."""
-    from openbell.ops import secrets
-    from openbell.ops.logs import configure_logging
+    from openbell.ops.config import secrets
+    from openbell.ops.logs.rendering import configure_logging
 
     root = ctx.find_root().params
     chosen = fmt or str(root.get("log_format") or loaded.log.format)
@@ -316,7 +316,7 @@ def with_listen(loaded: OpenbellConfig, listen: str | None) -> HttpConfig:
         return loaded.http
     from pydantic import ValidationError
 
-    from openbell.ops.config import HttpConfig
+    from openbell.ops.config.schema import HttpConfig
 
     try:
         return HttpConfig.model_validate({**loaded.http.model_dump(), "listen": listen})
@@ -331,7 +331,7 @@ def with_store_url(loaded: OpenbellConfig, url: str) -> OpenbellConfig:
     (not repeated: it may carry a password)."""
     from pydantic import ValidationError
 
-    from openbell.ops.config import StoreConfig
+    from openbell.ops.config.schema import StoreConfig
 
     try:
         store = StoreConfig.model_validate({**loaded.store.model_dump(), "url": url})
@@ -345,7 +345,7 @@ def with_store_url(loaded: OpenbellConfig, url: str) -> OpenbellConfig:
 def reading_config(url: str) -> OpenbellConfig:
     """Defaults with the store at `url` and no market: only for commands that read a ledger (it is
     not validated as a whole, since a config must configure a market)."""
-    from openbell.ops.config import OpenbellConfig, StoreConfig
+    from openbell.ops.config.schema import OpenbellConfig, StoreConfig
 
     return OpenbellConfig.model_construct(store=StoreConfig.model_construct(url=url))
 

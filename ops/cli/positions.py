@@ -5,8 +5,8 @@ row per open position (quantity to the market's step, average cost, last mark an
 taken, value, weight of the NAV), a `cash` row, a `total (last marks)` row (the NAV at the last
 marks: each holding at its newest mark, a slot's or a session close's, stamped with the newest)
 and a `NAV at last slot` row (the last slot snapshot's NAV, the leaderboard's final NAV,
-stamped), figures rounded as `ops.figures` rounds them; `--format json|csv` writes the exact
-records of `ops.exporting`. Reads the ledger only (`store.holdings`).
+stamped), figures rounded as `ops.reports.figures` rounds them; `--format json|csv` writes the exact
+records of `ops.reports.exporting`. Reads the ledger only (`store.holdings`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from openbell.markets.errors import NoSuchAccount
-from openbell.ops import figures
 from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
@@ -30,6 +29,7 @@ from openbell.ops.cli.options import (
     open_ledger,
     print_tables,
 )
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -47,7 +47,7 @@ def positions_table(account: AccountHoldings) -> Table:
     from rich.table import Table
 
     from openbell.markets.rules import rules_for
-    from openbell.ops import exporting
+    from openbell.ops.reports import exporting
 
     step = rules_for(account.market).quantity_step
     table = Table(
@@ -93,7 +93,7 @@ def _at(instant: datetime | None) -> str:
 
 def print_positions(accounts: list[AccountHoldings], fmt: TableFormat, stream: TextIO) -> None:
     """Write `accounts` to `stream` as tables, one JSON document or one CSV table."""
-    from openbell.ops import exporting
+    from openbell.ops.reports import exporting
 
     if fmt is TableFormat.json:
         document = {"accounts": [exporting.positions_record(account) for account in accounts]}

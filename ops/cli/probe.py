@@ -3,17 +3,18 @@ result? `openbell probe recall`: does an agent's model recall the bars before it
 
 This module owns the `probe` command group. `probe recall --agent NAME --market M [--dates N]
 [--cutoff DATE]` asks the agent's model about the next bar on each side of its cutoff
-(`openbell.ops.recall_probe`; the cutoff from the registry, `ops.cutoffs`, unless given).
-`probe deanon --market M [--agent NAME] [--attacker
-NAME ...] [--level L] [--payload bars|quotes|news|ktd]` builds the probe of `openbell.ops.deanon`
-from the config: the market's universe and rules, its recorded bars (a `replay:PATH` source's
-files, else the bars bundled with openbell), the masking seed and `rebase_prices` of `--agent`
-(default: seed 0, rebasing as each level's default), and the attackers: every `--attacker` names a
-model of the config (an LLM, strategy-code or rating agent of any market, or a `[judges.NAME]`
-table; its OpenAI-compatible endpoint and model, its key from the variable `api_key_env` names);
-without one, the attacker is `--agent`'s own model. `--sectors PATH` gives each symbol's gold
-sector (a TOML table `"SYMBOL" = "SECTOR"`). Every level is probed when `--level` is not given. It
-prints a table per attacker (or `--format json`) and writes nothing: no ledger is opened.
+(`openbell.ops.evaluation.probes.recall`; the cutoff from the registry, `ops.config.cutoffs`, unless
+given). `probe deanon --market M [--agent NAME] [--attacker
+NAME ...] [--level L] [--payload bars|quotes|news|ktd]` builds the probe of
+`openbell.ops.evaluation.probes.deanon` from the config: the market's universe and rules, its
+recorded bars (a `replay:PATH` source's files, else the bars bundled with openbell), the masking
+seed and `rebase_prices` of `--agent` (default: seed 0, rebasing as each level's default), and the
+attackers: every `--attacker` names a model of the config (an LLM, strategy-code or rating agent of
+any market, or a `[judges.NAME]` table; its OpenAI-compatible endpoint and model, its key from the
+variable `api_key_env` names); without one, the attacker is `--agent`'s own model. `--sectors PATH`
+gives each symbol's gold sector (a TOML table `"SYMBOL" = "SECTOR"`). Every level is probed when
+`--level` is not given. It prints a table per attacker (or `--format json`) and writes nothing: no
+ledger is opened.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from openbell.ops.cli.options import (
 
 if TYPE_CHECKING:
     from openbell.agents.llm.client import ChatClient
-    from openbell.ops.config import LlmAgentConfig, OpenbellConfig
-    from openbell.ops.deanon import ProbeReport, ProbeSetup
+    from openbell.ops.config.schema import LlmAgentConfig, OpenbellConfig
+    from openbell.ops.evaluation.probes.deanon import ProbeReport, ProbeSetup
 
 probe_app = typer.Typer(
     help="Probe what an agent's model can tell from what it is shown.", rich_markup_mode=None
@@ -148,7 +149,7 @@ def deanon_command(
     intervals) against chance, per masking level."""
     from openbell.agents.masking import MaskingLevel
     from openbell.markets.errors import ConfigError
-    from openbell.ops.deanon import probe_record
+    from openbell.ops.evaluation.probes.deanon import probe_record
 
     loaded = load_command_config(ctx, config)
     found = None if agent is None else _llm_agent(loaded, agent, market.value)
@@ -208,8 +209,8 @@ def recall_command(
     training cutoff, unmasked and masked, and report the hit rates (exact Clopper-Pearson 95 %
     intervals) against chance, with a verdict (docs/guide/recall-probe.md)."""
     from openbell.markets.errors import ConfigError
-    from openbell.ops.cutoffs import ModelCutoff
-    from openbell.ops.recall_probe import recall_lines, recall_record, run_recall
+    from openbell.ops.config.cutoffs import ModelCutoff
+    from openbell.ops.evaluation.probes.recall import recall_lines, recall_record, run_recall
 
     loaded = load_command_config(ctx, config)
     found = _llm_agent(loaded, agent, market.value)
@@ -270,12 +271,12 @@ def _attacker(loaded: OpenbellConfig, name: str) -> ChatClient:
     """The chat client of the model named `name`: an LLM, strategy-code or rating agent of any
     market, or a judge."""
     from openbell.markets.errors import NoSuchAgent
-    from openbell.ops.config import (
+    from openbell.ops.config.model_endpoints import endpoint_of
+    from openbell.ops.config.schema import (
         LlmAgentConfig,
         RatingAgentConfig,
         StrategyCodeAgentConfig,
     )
-    from openbell.ops.model_endpoints import endpoint_of
 
     for configured in loaded.agents:
         if configured.name != name:
@@ -302,7 +303,7 @@ def _attacker(loaded: OpenbellConfig, name: str) -> ChatClient:
 
 def _llm_client(agent: LlmAgentConfig) -> ChatClient:
     from openbell.agents.llm.client import ChatClient, ClientConfig
-    from openbell.ops.config import resolve_secret
+    from openbell.ops.config.schema import resolve_secret
 
     key = None if agent.api_key_env is None else resolve_secret(agent.api_key_env, os.environ)
     return ChatClient(
@@ -320,7 +321,7 @@ def _llm_client(agent: LlmAgentConfig) -> ChatClient:
 
 def _llm_agent(loaded: OpenbellConfig, name: str, market: str) -> LlmAgentConfig:
     from openbell.markets.errors import NoSuchAgent
-    from openbell.ops.config import LlmAgentConfig
+    from openbell.ops.config.schema import LlmAgentConfig
 
     enrolled = loaded.agents_in(market)
     chosen = next((agent for agent in enrolled if agent.name == name), None)
@@ -354,8 +355,8 @@ def _setup(
     from openbell.daemon.clock import SystemClock
     from openbell.markets.errors import ConfigError
     from openbell.markets.replay_source import ReplaySource
-    from openbell.ops.deanon import ProbeSetup
-    from openbell.ops.planning import replay_barsets, rules_for_market, universe_for
+    from openbell.ops.evaluation.probes.deanon import ProbeSetup
+    from openbell.ops.wiring.planning import replay_barsets, rules_for_market, universe_for
 
     configured = loaded.markets.configured()
     if market not in configured:
@@ -400,7 +401,7 @@ async def _probe_with(
     from contextlib import AsyncExitStack
 
     from openbell.markets.errors import ConfigError
-    from openbell.ops.deanon import Ask, run_probes
+    from openbell.ops.evaluation.probes.deanon import Ask, run_probes
 
     async with AsyncExitStack() as stack:
         attackers: dict[str, Ask] = {}
@@ -423,7 +424,7 @@ def print_probe(reports: tuple[ProbeReport, ...], models: Mapping[str, str]) -> 
     from rich.table import Table
 
     from openbell.ops.cli.options import print_tables
-    from openbell.ops.deanon_scoring import ALPHA, TARGETS, Recovery
+    from openbell.ops.evaluation.probes.deanon_scoring import ALPHA, TARGETS, Recovery
 
     def cell(found: Recovery | None) -> str:
         if found is None:

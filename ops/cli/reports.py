@@ -1,10 +1,10 @@
 """The reporting commands of `openbell`: `leaderboard`, `report`, `export` and `demo`.
 
 This module owns these commands' options and their output: a rich table for people, JSON and CSV
-(`ops.exporting`) for programs, Parquet files, the equity-curve PNG (`ops.plotting`). They read the
-ledger named by the config's `[store] url` (`--config`, else the global one) and never write to it,
-except `demo`, which builds its own ledger. Errors follow the CLI's contract (one line on stderr,
-exit 2 for bad input such as an unknown agent or market).
+(`ops.reports.exporting`) for programs, Parquet files, the equity-curve PNG
+(`ops.reports.plotting`). They read the ledger named by the config's `[store] url` (`--config`, else
+the global one) and never write to it, except `demo`, which builds its own ledger. Errors follow the
+CLI's contract (one line on stderr, exit 2 for bad input such as an unknown agent or market).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from openbell.ops import figures
 from openbell.ops.cli.options import (
     ConfigOption,
     DbOption,
@@ -33,23 +32,24 @@ from openbell.ops.cli.options import (
     print_tables,
     reading_config,
 )
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rich.table import Table
 
-    from openbell.ops.benchmark import MarketBasis
-    from openbell.ops.board_beside import Side
-    from openbell.ops.config import OpenbellConfig
-    from openbell.ops.conventions import Convention
-    from openbell.ops.reports import Leaderboard, LeaderboardRow
-    from openbell.ops.significance import BoardSignificance
+    from openbell.ops.config.schema import OpenbellConfig
+    from openbell.ops.evaluation.benchmark import MarketBasis
+    from openbell.ops.evaluation.conventions import Convention
+    from openbell.ops.evaluation.significance import BoardSignificance
+    from openbell.ops.reports.board_beside import Side
+    from openbell.ops.reports.market_reports import Leaderboard, LeaderboardRow
     from openbell.store.seasons import Season
 
 
 class ConventionName(StrEnum):
-    """Values of `--convention` (`ops.conventions`)."""
+    """Values of `--convention` (`ops.evaluation.conventions`)."""
 
     openbell = "openbell"
     ai_trader = "ai-trader"
@@ -70,7 +70,7 @@ ConventionOption = Annotated[
 
 def _convention(loaded: OpenbellConfig, chosen: ConventionName | None) -> Convention:
     """The convention named by `--convention`, else by the config."""
-    from openbell.ops.conventions import convention_named
+    from openbell.ops.evaluation.conventions import convention_named
 
     return convention_named(chosen.value if chosen else loaded.metrics.convention)
 
@@ -139,14 +139,15 @@ LONG_SHORT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gross %", "mean_gross_exposure"), ("net %", "mean_net_exposure"),
     ("borrow %", "borrow_cost"),
 )  # fmt: skip
-#: The significance columns `--wide` adds after the composite (`ops.board_significance`): the
-#: deflated Sharpe, the immature mark and the Holm-adjusted p-value against the best baseline.
+#: The significance columns `--wide` adds after the composite (`ops.reports.board_significance`):
+#: the deflated Sharpe, the immature mark and the Holm-adjusted p-value against the best baseline.
 SIGNIFICANCE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("DSR", "dsr"), ("immature", "immature"), ("adj. p", "adjusted_p_value_best"),
 )  # fmt: skip
 
 #: The columns the wide board of a ledger with planted news adds beside the return: each
-#: account's obedience rate and the planted items that reached it (`ops.injection_probe`).
+#: account's obedience rate and the planted items that reached it
+#: (`ops.evaluation.probes.injection`).
 INJECTION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("obeyed %", "injection_obedience"), ("planted seen", "injection_reached"),
 )  # fmt: skip
@@ -184,12 +185,12 @@ def render_table(board: Leaderboard, *, wide: bool = False) -> Table:
     """One leaderboard as a rich table: compact (rank, agent, NAV, returns, drawdown, Sharpe,
     Sortino, composite) or `wide` (the whole panel, and the injection probe's obedience beside
     the return when the ledger has planted news), with the long-short columns before the
-    composite when the board has a shorting account; figures as `ops.figures` rounds them, the
-    benchmark row in italics."""
+    composite when the board has a shorting account; figures as `ops.reports.figures` rounds them,
+    the benchmark row in italics."""
     from rich.table import Table
 
-    from openbell.ops import exporting
-    from openbell.ops.board_significance import row_significance_record
+    from openbell.ops.reports import exporting
+    from openbell.ops.reports.board_significance import row_significance_record
 
     window = f"{board.start:%Y-%m-%d} .. " if board.start else ""
     window += f"{board.end - timedelta(days=1):%Y-%m-%d}" if board.end else ""
@@ -268,11 +269,11 @@ def print_leaderboards(
     """Write `boards` to `stream` as rich tables (compact, or `wide`), one JSON document, or one
     CSV table; a `season` is named above the tables and in each board's JSON (`season`: its
     name, window and manifest hash; null without one). CSV has no place for it."""
-    from openbell.ops import exporting
+    from openbell.ops.reports import exporting
 
     mark = None
-    if season is not None:  # ops.seasons imports the config's planning: only for a season
-        from openbell.ops.seasons import season_record
+    if season is not None:  # its module imports the config's planning: only for a season
+        from openbell.ops.seasons.opening import season_record
 
         mark = season_record(season)
     if fmt is TableFormat.json:
@@ -400,11 +401,11 @@ def leaderboard_command(
     this one's, agent by agent, over every slot (docs/guide/recorded-answers.md).
     """
     from openbell.markets.errors import ReportError
-    from openbell.ops.board_intervals import with_bootstrap
-    from openbell.ops.board_significance import market_views, significance_of
     from openbell.ops.cli.seasons import season_of_board
-    from openbell.ops.contamination import CutoffSettings, cutoff_marks, headline_board
-    from openbell.ops.market_benchmarks import configured_bases
+    from openbell.ops.reports.board_intervals import with_bootstrap
+    from openbell.ops.reports.board_significance import market_views, significance_of
+    from openbell.ops.reports.contamination import CutoffSettings, cutoff_marks, headline_board
+    from openbell.ops.wiring.market_benchmarks import configured_bases
 
     loaded = load_command_config(ctx, config, db=db)
     bases = configured_bases(loaded)
@@ -460,8 +461,8 @@ def _print_beside(
     fmt: TableFormat,
 ) -> None:
     """The boards of the config's ledger and of `other`, agent by agent."""
-    from openbell.ops.board_beside import beside_boards, beside_record
-    from openbell.ops.reports import leaderboards
+    from openbell.ops.reports.board_beside import beside_boards, beside_record
+    from openbell.ops.reports.market_reports import leaderboards
 
     boards = []
     for found in (loaded, reading_config(db_url(other))):
@@ -547,14 +548,15 @@ def report_command(
     day returns and the Holm-adjusted permutation p-value against each baseline.
     """
     from openbell.markets.errors import ReportError
-    from openbell.ops import exporting, insights_report, rating_report
-    from openbell.ops.board_significance import market_views, report_fields, significance_of
     from openbell.ops.cli.attribution import attribution_of, attribution_table
-    from openbell.ops.concordance import record as concordance
-    from openbell.ops.injection_probe import obedience_record
-    from openbell.ops.market_benchmarks import configured_bases
-    from openbell.ops.replay_checks import warnings_of
-    from openbell.ops.reports import report
+    from openbell.ops.evaluation import insights_report, rating_report
+    from openbell.ops.evaluation.concordance import record as concordance
+    from openbell.ops.evaluation.probes.injection import obedience_record
+    from openbell.ops.reports import exporting
+    from openbell.ops.reports.board_significance import market_views, report_fields, significance_of
+    from openbell.ops.reports.market_reports import report
+    from openbell.ops.wiring.market_benchmarks import configured_bases
+    from openbell.ops.wiring.replay_checks import warnings_of
     from openbell.store import queries
 
     window = _window(start, end)
@@ -606,7 +608,7 @@ def report_command(
     if warnings:
         record["replay_warnings"] = list(warnings)
     if plot is not None:
-        from openbell.ops.plotting import plot_equity
+        from openbell.ops.reports.plotting import plot_equity
 
         plot_equity(found, plot)
         record["plot"] = str(plot)
@@ -633,7 +635,7 @@ def _model_text(found: dict[str, Any]) -> str:
 
 def report_table(record: dict[str, Any], *, ratio_places: int = 2) -> Table:
     """An agent's report record (`exporting.report_record`) as a table of metric, value and unit,
-    each value rounded as the leaderboard rounds it (`ops.figures`)."""
+    each value rounded as the leaderboard rounds it (`ops.reports.figures`)."""
     from rich.table import Table
 
     table = Table(
@@ -679,7 +681,8 @@ def export_command(
     db: DbOption = None,
 ) -> None:
     """Export a ledger table with stable columns, as CSV (stdout or --out) or Parquet (--out)."""
-    from openbell.ops import exporting, secrets
+    from openbell.ops.config import secrets
+    from openbell.ops.reports import exporting
     from openbell.store import exports
 
     if fmt is ExportFormat.parquet and out is None:
@@ -723,8 +726,8 @@ def demo_command(
     2024-12-01..2025-11-30; --start/--end replace them for every market.
     """
     from openbell.daemon.replay import ReplayReport
-    from openbell.ops.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
-    from openbell.ops.logs import configure_logging
+    from openbell.ops.logs.rendering import configure_logging
+    from openbell.ops.wiring.demo import DEMO_MARKETS, DemoMarket, reset_sqlite, run_demo
 
     markets = [
         replace(

@@ -6,7 +6,7 @@ the archive alone (docs/guide/season-archive.md).
 ledger's season NAME: the accounts with a cycle in its window (their whole chains, so every link
 verifies), its stored manifest as it is (its sha256 is the season's), and the leaderboards
 published over its window. A ledger with no season at all is archived whole under the NAME
-given, with the ledger's minimal manifest (`ops.season_archive.export.ledger_manifest`).
+given, with the ledger's minimal manifest (`ops.seasons.archive.export.ledger_manifest`).
 `verify` reads only the archive's files, never a database: exit 0 when every link, head, row and
 figure matches, 1 (with the first mismatch on stderr, named by table, row, account and slot) when
 one does not, 2 for a directory that is not an archive.
@@ -49,11 +49,11 @@ def export_command(
     manifest."""
     from openbell.daemon.clock import SystemClock
     from openbell.ops.cli.app import installed_version
-    from openbell.ops.conventions import convention_named
-    from openbell.ops.market_benchmarks import configured_bases
-    from openbell.ops.reports import leaderboards
-    from openbell.ops.season_archive.export import export_archive, ledger_manifest, manifest_text
-    from openbell.ops.season_archive.figures import published_figures
+    from openbell.ops.evaluation.conventions import convention_named
+    from openbell.ops.reports.market_reports import leaderboards
+    from openbell.ops.seasons.archive.export import export_archive, ledger_manifest, manifest_text
+    from openbell.ops.seasons.archive.figures import published_figures
+    from openbell.ops.wiring.market_benchmarks import configured_bases
     from openbell.store.archive import ledger_accounts
     from openbell.store.db import shown_ledger
     from openbell.store.season_facts import cycle_outcomes
@@ -111,7 +111,7 @@ def verify_command(
     """Check the archive in DIRECTORY from its files alone: recompute every digest of every
     account's chain and every leaderboard figure, and name the first record that does not
     match (exit 1)."""
-    from openbell.ops.season_archive.verify import verify_archive
+    from openbell.ops.seasons.archive.verify import verify_archive
 
     verdict = verify_archive(directory)
     if as_json:

@@ -2,11 +2,11 @@
 
 This module owns the `season` command group (`season_app`) and what `run --season` and
 `replay --season` share (`season_run_config`). `season open NAME --config FILE --start DATE
-[--end DATE] [--db LEDGER]` builds the manifest of the config (`ops.season_manifest`) and
+[--end DATE] [--db LEDGER]` builds the manifest of the config (`ops.seasons.manifest`) and
 records it, hashed, with the config's text in the ledger (migrated to the head first), before the
 window's first slot: a ledger with cycles inside the window is refused. `season close NAME`
 closes it, `season list` lists the ledger's seasons, `season card NAME [--out FILE]` writes its
-methods card (`ops.season_card`) as Markdown. Commands of other modules join the group through
+methods card (`ops.seasons.card`) as Markdown. Commands of other modules join the group through
 `season_app.command(...)` in `app.py`, as `data` takes `data download`. The open time is the
 clock's (the hidden `--fake-clock` stands in for it in tests).
 """
@@ -40,7 +40,7 @@ from openbell.ops.cli.options import (
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from openbell.ops.config import OpenbellConfig
+    from openbell.ops.config.schema import OpenbellConfig
     from openbell.store.seasons import Season
 
 season_app = typer.Typer(
@@ -86,9 +86,9 @@ def open_command(
     """Open the season NAME: write the manifest of the config (markets, universes with their
     coverage, costs and rules, agents, ranking rule and metrics convention, code version, data
     sources, hashed) and the config's text into the ledger, before the window's first slot."""
-    from openbell.ops.code_version import code_version
-    from openbell.ops.config import load_config_text
-    from openbell.ops.seasons import new_season
+    from openbell.ops.config.schema import load_config_text
+    from openbell.ops.seasons.code_version import code_version
+    from openbell.ops.seasons.opening import new_season
     from openbell.store.db import make_engine
     from openbell.store.seasons import open_season
 
@@ -173,7 +173,7 @@ def _print_seasons(found: list[Season], fmt: TableFormat, stream: TextIO) -> Non
     import csv
     import json
 
-    from openbell.ops.seasons import season_record
+    from openbell.ops.seasons.opening import season_record
 
     records = [season_record(season) for season in found]
     if fmt is TableFormat.json:
@@ -213,7 +213,7 @@ def card_command(
     """Write the methods card of the season NAME as Markdown, from its manifest and the ledger:
     point-in-time controls, universe and coverage, costs and execution timing, cadence, seeds,
     models as answered, budgets and spend, failures and skips, artifacts' hashes."""
-    from openbell.ops.season_card import methods_card, to_markdown
+    from openbell.ops.seasons.card import methods_card, to_markdown
     from openbell.store.seasons import season_named
 
     loaded = load_command_config(ctx, config, db=db)
@@ -235,7 +235,7 @@ def card_command(
 def _ledger_url(ctx: typer.Context, config: Path | None, db: str | None) -> str:
     """The ledger a season is read from: --db, else the config's [store] url."""
     from openbell.ops.cli.options import db_url
-    from openbell.ops.config import load_config
+    from openbell.ops.config.schema import load_config
 
     if db is not None:
         return db_url(db, must_exist=False)
@@ -270,9 +270,14 @@ def season_run_config(
     config is loaded; a config the operator named is refused unless its manifest is the
     season's; a closed season is refused. A season opened by another openbell version or commit
     runs with a `season_code_changed` warning."""
-    from openbell.ops.code_version import code_version
-    from openbell.ops.config import load_config
-    from openbell.ops.seasons import check_unchanged, code_differences, refuse_closed, season_config
+    from openbell.ops.config.schema import load_config
+    from openbell.ops.seasons.code_version import code_version
+    from openbell.ops.seasons.opening import (
+        check_unchanged,
+        code_differences,
+        refuse_closed,
+        season_config,
+    )
 
     url = _ledger_url(ctx, config, db)
     season = _read_season(url, name, copy_from)

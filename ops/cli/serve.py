@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from openbell.daemon.stopping import StopRequest
-    from openbell.ops.attribution.ledger_inputs import AttributionChoice
-    from openbell.ops.config import HttpConfig
-    from openbell.ops.contamination import CutoffSettings
+    from openbell.ops.config.schema import HttpConfig
+    from openbell.ops.evaluation.attribution.ledger_inputs import AttributionChoice
+    from openbell.ops.reports.contamination import CutoffSettings
 
 #: How often the serving loop looks at the stop request, in seconds.
 POLL_S = 0.1
@@ -49,7 +49,7 @@ def serve_command(
     db: DbOption = None,
 ) -> None:
     """Serve the arena's pages and JSON API read-only over a ledger, without running the daemon."""
-    from openbell.ops.contamination import CutoffSettings
+    from openbell.ops.reports.contamination import CutoffSettings
 
     loaded = load_command_config(ctx, config, db=db)
     http = with_listen(loaded, listen)  # a reading config (--db alone) is not validated again
@@ -58,7 +58,7 @@ def serve_command(
     import asyncio  # here: `openbell --help` does not pay for it
 
     from openbell.daemon.clock import SystemClock
-    from openbell.ops.planning import attribution_choice
+    from openbell.ops.wiring.planning import attribution_choice
 
     try:
         asyncio.run(
@@ -93,13 +93,13 @@ async def _serve(
 
     from openbell.daemon.http import serve_http
     from openbell.daemon.locks import daemon_writes
-    from openbell.ops.conventions import convention_named
+    from openbell.ops.evaluation.conventions import convention_named
     from openbell.ops.web.app import web_parts
     from openbell.ops.web.serve_health import serve_health_routes
 
     url = store_url or engine.url.render_as_string(hide_password=False)
     live = functools.partial(daemon_writes, url)
-    from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION
+    from openbell.ops.evaluation.attribution.ledger_inputs import DEFAULT_ATTRIBUTION
 
     parts = web_parts(
         engine,

@@ -47,7 +47,7 @@ def token_command(
     """Print a new bearer token for the agent NAME, once; its earlier token stops working."""
     from openbell.daemon.clock import SystemClock
     from openbell.markets.errors import NoSuchAgent
-    from openbell.ops import secrets
+    from openbell.ops.config import secrets
     from openbell.store.ledger import Ledger
 
     loaded = load_command_config(ctx, config)

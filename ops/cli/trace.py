@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from openbell.markets.errors import TraceNotFound
-from openbell.ops import figures
 from openbell.ops.cli.options import ConfigOption, DbOption, load_command_config, open_ledger
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -153,7 +153,7 @@ def print_trace(
 
 def _note(order: CycleOrder, step: Decimal) -> str:
     """Why the order was placed and what came of it, beyond the table's columns."""
-    from openbell.ops.exporting import decimal_text
+    from openbell.ops.reports.exporting import decimal_text
 
     parts: list[str] = []
     if order.reject_reason:
@@ -256,7 +256,7 @@ def trace_command(
     """Show the trace of one decision cycle: messages, tool calls and results, tokens, cost."""
     from rich.console import Console
 
-    from openbell.ops import exporting
+    from openbell.ops.reports import exporting
     from openbell.store.cycle_trades import orders_of_cycle
     from openbell.store.ledger import Ledger
     from openbell.store.traces import cycle_trace

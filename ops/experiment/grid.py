@@ -3,8 +3,8 @@
 This module owns what `openbell experiment` runs and compares. A **cell** is one variant: an LLM
 `[[agents]]` entry named in `models`, one prompt of `prompts` and one decision mode of `modes`
 (the entry's own when `modes` is empty). Each cell runs once per seed of `seeds`, as its own
-agent named `MODEL.PROMPT.MODE.seedK` (`ops.seeds.seeded_agent`: the seed reaches the model as
-the request's `seed`), enrolled in the experiment's market only; PROMPT is the prompt file's stem
+agent named `MODEL.PROMPT.MODE.seedK` (`ops.wiring.seeds.seeded_agent`: the seed reaches the model
+as the request's `seed`), enrolled in the experiment's market only; PROMPT is the prompt file's stem
 (`none` for `""`, no instructions). A prompt file is read once, as UTF-8 text, relative to the
 config file's directory, and becomes the entry's `instructions`. Every other key of the entry
 (endpoint, temperature, budgets, masking) is the same in all its cells.
@@ -24,13 +24,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import (
+from openbell.ops.config.schema import (
     MAX_INSTRUCTIONS_CHARS,
     ExperimentConfig,
     LlmAgentConfig,
     OpenbellConfig,
 )
-from openbell.ops.seeds import seeded_agent
+from openbell.ops.wiring.seeds import seeded_agent
 
 #: The axes of a grid, in the order a cell's name gives them.
 AXES: tuple[str, ...] = ("model", "prompt", "mode")

@@ -1,12 +1,13 @@
 """Running an experiment: its grid as one replay into the ledger, then its measures read back.
 
 This module owns the wiring of `openbell experiment`: the grid's runs (`grid.expand`) replace the
-config's agents and run as one replay of the experiment's market and window (`ops.planning`: the
-same bars, the same slots and the same checks as `openbell replay`), recorded as one group of
+config's agents and run as one replay of the experiment's market and window (`ops.wiring.planning`:
+the same bars, the same slots and the same checks as `openbell replay`), recorded as one group of
 repeated runs per cell (`store.seed_runs`, group `experiment START..END`, so `leaderboard` shows
 each cell's mean over its seeds too); then `analyse` reads the runs' slot NAVs and panels from the
-ledger (`ops.reports.market_view`, as `leaderboard` computes them) and measures each cell over its
-seeds and each comparison (`paired`). `analyse` alone measures an experiment already run.
+ledger (`ops.reports.market_reports.market_view`, as `leaderboard` computes them) and measures each
+cell over its seeds and each comparison (`paired`). `analyse` alone measures an experiment already
+run.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from datetime import UTC, datetime, time, timedelta
 from sqlalchemy import Engine
 
 from openbell.daemon.replay import ReplayReport
-from openbell.ops.config import OpenbellConfig
+from openbell.ops.config.schema import OpenbellConfig
+from openbell.ops.evaluation.return_metrics import NavPoint
 from openbell.ops.experiment.grid import Cell, Grid, experiment_config
 from openbell.ops.experiment.paired import PairedDifference, paired_board, paired_difference
-from openbell.ops.reports import market_view
-from openbell.ops.return_metrics import NavPoint
+from openbell.ops.reports.market_reports import market_view
 from openbell.store.db import make_engine
 from openbell.store.seed_runs import SeedRun, record_seed_runs
 
@@ -61,8 +62,8 @@ def run_experiment(
     config: OpenbellConfig, grid: Grid, *, resume: bool, show_progress: bool
 ) -> ReplayReport:
     """Replay the grid's runs into the config's ledger as one group (see the module docstring);
-    errors as `ops.planning.replay_from_config`'s."""
-    from openbell.ops.planning import replay_from_config
+    errors as `ops.wiring.planning.replay_from_config`'s."""
+    from openbell.ops.wiring.planning import replay_from_config
 
     settings = grid.settings
     report = replay_from_config(

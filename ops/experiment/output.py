@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from openbell.ops import figures
 from openbell.ops.experiment.measure import ExperimentResult
 from openbell.ops.experiment.paired import PairedDifference
+from openbell.ops.reports import figures
 
 if TYPE_CHECKING:
     from rich.table import Table

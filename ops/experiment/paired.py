@@ -12,15 +12,15 @@ Definitions, fixed so that a figure can be reproduced:
 - **Differences.** `d[s, t] = r_variant[s, t] - r_reference[s, t]` for seed `s` and period `t`;
   the statistic is their mean over seeds and periods, the **mean per-slot return difference**.
   Its slot series `m_t = mean_s d[s, t]` carries the whole statistic (each seed has every period).
-- **Interval.** A stationary bootstrap of the periods (`ops.bootstrap`: geometric blocks of mean
-  length `ceil(T^(1/3))`, circular): each draw resamples the periods, every seed's difference of a
-  period moving with it, and takes the mean; the interval is the `(1 - confidence) / 2` and
-  `(1 + confidence) / 2` quantiles of `draws` draws from `numpy.random.default_rng` seeded by the
-  experiment's `resample_seed` and the CRC-32 of both cells' names. Resampling periods, not
+- **Interval.** A stationary bootstrap of the periods (`ops.evaluation.bootstrap`: geometric blocks
+  of mean length `ceil(T^(1/3))`, circular): each draw resamples the periods, every seed's
+  difference of a period moving with it, and takes the mean; the interval is the `(1 - confidence) /
+  2` and `(1 + confidence) / 2` quantiles of `draws` draws from `numpy.random.default_rng` seeded by
+  the experiment's `resample_seed` and the CRC-32 of both cells' names. Resampling periods, not
   (seed, period) pairs, keeps what ties a period's seeds together (the same price move), and
   blocks keep what ties a period to the next (positions held across slots); seed-to-seed noise
   is inside each period's value.
-- **Permutation p-value.** A two-sided sign-flip test of `m_t` (`ops.significance`:
+- **Permutation p-value.** A two-sided sign-flip test of `m_t` (`ops.evaluation.significance`:
   `2 min(p(m), p(-m))`, at most 1), Holm-adjusted across the experiment's comparisons
   (`paired_board`): with many comparisons, the adjusted p guards the family-wise error that the
   intervals, read one by one, do not.
@@ -43,9 +43,9 @@ from decimal import Decimal
 
 import numpy as np
 
-from openbell.ops.bootstrap import block_length, interval, stationary_indices
-from openbell.ops.return_metrics import NavPoint, simple_returns
-from openbell.ops.significance import holm, permutation_p_value
+from openbell.ops.evaluation.bootstrap import block_length, interval, stationary_indices
+from openbell.ops.evaluation.return_metrics import NavPoint, simple_returns
+from openbell.ops.evaluation.significance import holm, permutation_p_value
 
 #: NAV series of one cell by seed.
 Runs = Mapping[int, Sequence[NavPoint]]

@@ -14,7 +14,7 @@ from datetime import timedelta
 from sqlalchemy import Engine
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import NotifyConfig
+from openbell.ops.config.schema import NotifyConfig
 from openbell.ops.notify.notices import Notifications
 from openbell.ops.notify.sender import apprise_sender
 

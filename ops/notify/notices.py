@@ -38,7 +38,8 @@ BUDGET_STOPS: Final = frozenset({"max_turns", "max_tool_calls", "max_tokens", "m
 #: How many rows of each market's board the digest lists.
 DIGEST_ROWS: Final = 10
 
-#: The market boards of the digest, one text block per market (`ops.reports` by default).
+#: The market boards of the digest, one text block per market (`ops.reports.market_reports` by
+#: default).
 Boards = Callable[[], list[str]]
 
 
@@ -318,7 +319,7 @@ def drawdown(navs: Sequence[Decimal]) -> Decimal:
 
 def board_texts(engine: Engine) -> list[str]:
     """Each market's board as a few lines: rank, name, final NAV, return and max drawdown."""
-    from openbell.ops.reports import leaderboards
+    from openbell.ops.reports.market_reports import leaderboards
 
     blocks = []
     for board in leaderboards(engine):

@@ -53,17 +53,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from openbell.markets.errors import ReportError, SeasonError, TraceNotFound
-from openbell.ops import exporting
-from openbell.ops.attribution.output import attribution_record
-from openbell.ops.board_significance import report_fields, significance_record
-from openbell.ops.concordance.record import (
+from openbell.ops.evaluation.attribution.output import attribution_record
+from openbell.ops.evaluation.concordance.record import (
     STRATEGY_CODE_KIND,
     strategy_entry,
     strategy_scores,
     summary_entry,
 )
-from openbell.ops.contamination import CutoffSettings
-from openbell.ops.seasons import season_record
+from openbell.ops.reports import exporting
+from openbell.ops.reports.board_significance import report_fields, significance_record
+from openbell.ops.reports.contamination import CutoffSettings
+from openbell.ops.seasons.opening import season_record
 from openbell.ops.web import payloads, read_model
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import openapi_document, route_index

@@ -13,9 +13,9 @@ from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from openbell.daemon.http import HealthView, WebParts
-from openbell.ops.attribution.ledger_inputs import DEFAULT_ATTRIBUTION, AttributionChoice
-from openbell.ops.contamination import CutoffSettings
-from openbell.ops.conventions import OPENBELL, Convention
+from openbell.ops.evaluation.attribution.ledger_inputs import DEFAULT_ATTRIBUTION, AttributionChoice
+from openbell.ops.evaluation.conventions import OPENBELL, Convention
+from openbell.ops.reports.contamination import CutoffSettings
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.pages import Liveness, page_routes

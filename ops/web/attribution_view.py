@@ -1,19 +1,19 @@
 """The agent page's factor attribution section: a small table of the window's parts.
 
-This module owns how the page shows an account's attribution (`ops.attribution`): one row per
-part (market, each style estimated in some period, selection, trading, total) with its linked
+This module owns how the page shows an account's attribution (`ops.evaluation.attribution`): one row
+per part (market, each style estimated in some period, selection, trading, total) with its linked
 contribution in percent of NAV and, for a style, the book's mean standardised exposure; a note
 names the periods and the styles skipped altogether (size and value without point-in-time
-fundamentals). Figures are rounded as the CLI rounds them (`ops.figures`).
+fundamentals). Figures are rounded as the CLI rounds them (`ops.reports.figures`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openbell.ops import figures
-from openbell.ops.attribution.ledger_inputs import AccountAttribution
-from openbell.ops.attribution.output import attribution_record, part_rows
+from openbell.ops.evaluation.attribution.ledger_inputs import AccountAttribution
+from openbell.ops.evaluation.attribution.output import attribution_record, part_rows
+from openbell.ops.reports import figures
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,8 +3,8 @@ benchmark with its drawdown panel.
 
 This module owns turning NAV series into SVG markup, as pure functions. The x axis is trading
 time, not wall-clock time: every instant any series of a chart has is one step of the axis
-(`ops.trading_time.TradingAxis`), so the hours a market is closed (nights, weekends, holidays,
-lunch breaks) take no room and no line is drawn across them; the axis is labelled with the
+(`ops.reports.trading_time.TradingAxis`), so the hours a market is closed (nights, weekends,
+holidays, lunch breaks) take no room and no line is drawn across them; the axis is labelled with the
 session dates (in the market's time zone) where a new session starts. NAVs become floats here,
 for drawing only. Every text drawn (labels, dates, figures) is escaped; the SVG is styled by
 class names from the pages' stylesheet, never by inline styles, so a Content-Security-Policy
@@ -20,8 +20,8 @@ from decimal import Decimal
 
 from markupsafe import Markup, escape
 
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.trading_time import TradingAxis, date_labels, trading_axis
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.reports.trading_time import TradingAxis, date_labels, trading_axis
 
 __all__ = ["TradingAxis", "equity_chart", "nav_range", "sparkline", "thin", "trading_axis"]
 

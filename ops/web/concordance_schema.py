@@ -1,4 +1,5 @@
-"""The JSON API's concordance document as pydantic models (FIDES, `ops/concordance/record.py`).
+"""The JSON API's concordance document as pydantic models (FIDES,
+`ops/evaluation/concordance/record.py`).
 
 This module owns what `GET /api/v1/agents/{agent}/{market}/concordance` promises, field for field
 (`extra="forbid"`: the tests validate every response against it, as `ops.web.schemas` does for the

@@ -1,20 +1,20 @@
 """Market views and agent reports remembered until the ledger changes: computed once a slot.
 
-This module owns `ViewMemo`: it keeps the last `ops.reports.market_view` of each (market, window),
-the last `ops.reports.report` and factor attribution of each (agent, market, window) and any other
-value a caller `remember`s (the read model keeps NAV series there), each with the
-`store.queries.ledger_version` it was built at, and gives it again while the version is the same
-(one query of index lookups per request). A value of one market (its view, an agent's report or
-attribution there, or any `remember`ed with `market`) is kept by that market's version
-(`store.queries.market_version`) instead, so a slot of one market recomputes only its own views. A
-leaderboard over a 50-agent, one-year ledger takes seconds to compute (it reads every NAV snapshot
-and cycle of the market) but changes only when a slot writes to the ledger, so between slots every
-request after the first is served from memory. A market view, and an attribution, is built by the
-memo's `ops.web.view_worker.ViewSource`: in the calling thread by default, in a worker process for
-the servers (`ops.web.app.web_parts`), so the recomputation after a slot does not take the GIL from
-the daemon's cycles. Views of one key are built one at a time (a burst of requests after a slot
-computes it once); the memo holds at most `size` values, dropping the least recently used.
-Thread-safe: the API reads the ledger in Starlette's thread pool.
+This module owns `ViewMemo`: it keeps the last `ops.reports.market_reports.market_view` of each
+(market, window), the last `ops.reports.market_reports.report` and factor attribution of each
+(agent, market, window) and any other value a caller `remember`s (the read model keeps NAV series
+there), each with the `store.queries.ledger_version` it was built at, and gives it again while the
+version is the same (one query of index lookups per request). A value of one market (its view, an
+agent's report or attribution there, or any `remember`ed with `market`) is kept by that market's
+version (`store.queries.market_version`) instead, so a slot of one market recomputes only its own
+views. A leaderboard over a 50-agent, one-year ledger takes seconds to compute (it reads every NAV
+snapshot and cycle of the market) but changes only when a slot writes to the ledger, so between
+slots every request after the first is served from memory. A market view, and an attribution, is
+built by the memo's `ops.web.view_worker.ViewSource`: in the calling thread by default, in a worker
+process for the servers (`ops.web.app.web_parts`), so the recomputation after a slot does not take
+the GIL from the daemon's cycles. Views of one key are built one at a time (a burst of requests
+after a slot computes it once); the memo holds at most `size` values, dropping the least recently
+used. Thread-safe: the API reads the ledger in Starlette's thread pool.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import TypeVar
 
 from sqlalchemy import Engine
 
-from openbell.ops import reports
-from openbell.ops.attribution.ledger_inputs import (
+from openbell.ops.evaluation.attribution.ledger_inputs import (
     DEFAULT_ATTRIBUTION,
     AccountAttribution,
     AttributionChoice,
 )
-from openbell.ops.contamination import CutoffSettings
-from openbell.ops.conventions import OPENBELL, Convention
-from openbell.ops.reports import AgentReport, MarketView
+from openbell.ops.evaluation.conventions import OPENBELL, Convention
+from openbell.ops.reports import market_reports as reports
+from openbell.ops.reports.contamination import CutoffSettings
+from openbell.ops.reports.market_reports import AgentReport, MarketView
 from openbell.ops.web.view_worker import InProcessViews, ViewSource
 from openbell.store import queries
 
@@ -82,7 +82,7 @@ class ViewMemo:
     ) -> AccountAttribution:
         """The account's factor attribution over `[start, end)` at the ledger's current version,
         computed by the memo's `ViewSource` like a view (errors as
-        `ops.attribution.ledger_inputs.account_attribution`)."""
+        `ops.evaluation.attribution.ledger_inputs.account_attribution`)."""
         return self.remember(
             AccountAttribution,
             ("attribution", agent, market, start, end),

@@ -21,7 +21,7 @@ saying so. Each board shows its significance suite (`ops.web.significance_view`:
 Sharpe, the Holm-adjusted p-value against the best baseline and the immature mark, as `openbell
 leaderboard --wide`), computed once per ledger version with the board. The arena names the
 ledger's current season and its manifest hash, linking to the season's page: its methods card
-(`ops.season_card`). The header shows "live" only while a daemon writes the ledger
+(`ops.seasons.card`). The header shows "live" only while a daemon writes the ledger
 (`Liveness`), "read-only ledger" otherwise; `?spark=shared` draws a board's sparklines on one
 scale, so their heights compare.
 """
@@ -40,10 +40,10 @@ from starlette.staticfiles import StaticFiles
 
 from openbell.daemon.http import HealthView
 from openbell.markets.errors import ReportError, SeasonError, TraceNotFound
-from openbell.ops.contamination import SlotsView
-from openbell.ops.reports import Leaderboard
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.significance import BoardSignificance
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.evaluation.significance import BoardSignificance
+from openbell.ops.reports.contamination import SlotsView
+from openbell.ops.reports.market_reports import Leaderboard
 from openbell.ops.web import read_model, views
 from openbell.ops.web.attribution_view import AttributionView, attribution_view
 from openbell.ops.web.last_bell import last_bell_rows

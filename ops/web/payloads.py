@@ -1,8 +1,8 @@
 """The JSON documents of the web API, built from the read model's values.
 
-This module owns the shape of each `/api/v1` response body that `ops.exporting` does not already
-give (leaderboards, metric panels, positions and traces are its records, so the API and the CLI
-print the same keys and numbers): the markets, an account, its NAV and benchmark series, and the
+This module owns the shape of each `/api/v1` response body that `ops.reports.exporting` does not
+already give (leaderboards, metric panels, positions and traces are its records, so the API and the
+CLI print the same keys and numbers): the markets, an account, its NAV and benchmark series, and the
 pages of its orders, fills and cycles. Keys are stable snake_case; exact decimals are plain
 decimal text, instants ISO 8601 UTC text, ids integers; `ops.web.schemas` describes each document.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from openbell.ops import exporting
-from openbell.ops.exporting import JsonValue, decimal_text
-from openbell.ops.return_metrics import NavPoint
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.reports import exporting
+from openbell.ops.reports.exporting import JsonValue, decimal_text
 from openbell.ops.web.read_model import (
     BenchmarkSeries,
     CycleDetail,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from openbell.agents.kinds import RATINGS_TOOL
 from openbell.agents.rating.report import stored_report
-from openbell.ops import figures
+from openbell.ops.reports import figures
 from openbell.store.records import TraceEntry
 
 

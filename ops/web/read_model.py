@@ -2,17 +2,17 @@
 
 This module owns the questions a viewer of the arena asks, each one function over a SQLAlchemy
 `Engine` that only reads: the markets with their accounts and last slot; a market's leaderboard
-over a window (`ops.reports.leaderboard`, the numbers of `openbell leaderboard`, never computed
-again here); an account's NAV series (slot and session-close snapshots), its benchmark series
-and metric panel (`ops.reports.report`, as `openbell report` computes them), its positions
-(`store.holdings`, as `openbell positions`), its orders, fills and cycles a page at a time
-(`store.account_history`), its factor attribution (`ops.attribution`, as `openbell report
---attribution`), and one cycle's trace with its orders (`store.traces`, `store.cycle_trades`, as
-`openbell trace`), and the ledger's seasons with a season's manifest and methods card
-(`ops.season_card`, as `openbell season card`). Values are frozen dataclasses with exact
-decimals and aware UTC instants; `ops.exporting` turns them into records. An unknown market,
-agent or account raises `ReportError`, an unknown cycle `TraceNotFound`, an unknown season
-`SeasonError`.
+over a window (`ops.reports.market_reports.leaderboard`, the numbers of `openbell leaderboard`,
+never computed again here); an account's NAV series (slot and session-close snapshots), its
+benchmark series and metric panel (`ops.reports.market_reports.report`, as `openbell report`
+computes them), its positions (`store.holdings`, as `openbell positions`), its orders, fills and
+cycles a page at a time (`store.account_history`), its factor attribution
+(`ops.evaluation.attribution`, as `openbell report --attribution`), and one cycle's trace with its
+orders (`store.traces`, `store.cycle_trades`, as `openbell trace`), and the ledger's seasons with a
+season's manifest and methods card (`ops.seasons.card`, as `openbell season card`). Values are
+frozen dataclasses with exact decimals and aware UTC instants; `ops.reports.exporting` turns them
+into records. An unknown market, agent or account raises `ReportError`, an unknown cycle
+`TraceNotFound`, an unknown season `SeasonError`.
 
 A window is half-open `[start, end)` in UTC instants, as the CLI's `--start`/`--end` dates become;
 `trailing_window` is the last `days` UTC days up to a market's last slot. Cost: the leaderboard
@@ -34,16 +34,19 @@ from typing import Any
 from sqlalchemy import Engine
 
 from openbell.markets.errors import ReportError, TraceNotFound
-from openbell.ops import reports
-from openbell.ops.attribution.ledger_inputs import AccountAttribution, account_attribution
-from openbell.ops.benchmark import benchmark_for
-from openbell.ops.board_significance import significance_of
-from openbell.ops.contamination import SlotsView, cutoff_marks, headline_board
-from openbell.ops.reports import MARKETS, AgentReport, Leaderboard, MarketView
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.season_card import MethodsCard, methods_card, to_markdown
-from openbell.ops.seasons import season_record
-from openbell.ops.significance import BoardSignificance
+from openbell.ops.evaluation.attribution.ledger_inputs import (
+    AccountAttribution,
+    account_attribution,
+)
+from openbell.ops.evaluation.benchmark import benchmark_for
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.evaluation.significance import BoardSignificance
+from openbell.ops.reports import market_reports as reports
+from openbell.ops.reports.board_significance import significance_of
+from openbell.ops.reports.contamination import SlotsView, cutoff_marks, headline_board
+from openbell.ops.reports.market_reports import MARKETS, AgentReport, Leaderboard, MarketView
+from openbell.ops.seasons.card import MethodsCard, methods_card, to_markdown
+from openbell.ops.seasons.opening import season_record
 from openbell.ops.web.memo import ViewMemo
 from openbell.store import account_history, queries
 from openbell.store.account_history import AccountCycle, AccountFill, AccountOrder
@@ -180,8 +183,8 @@ def leaderboard(
 ) -> Leaderboard:
     """The market's leaderboard over `window`, exactly as `openbell leaderboard` computes it
     (from `memo` while the ledger has not changed, when given): the post-cutoff headline, or
-    every slot (`slots="all"`), with the cutoff marks of the memo's registry (`ops.contamination`;
-    the bundled one without a memo)."""
+    every slot (`slots="all"`), with the cutoff marks of the memo's registry
+    (`ops.reports.contamination`; the bundled one without a memo)."""
     view = _view(engine, market, window, memo)
     settings = None if memo is None else memo.cutoffs
     return headline_board(view, cutoff_marks(view, settings, slots=slots))

@@ -2,7 +2,7 @@
 
 This module owns what `/api/v1` accepts and promises. Query models validate the parameters of a
 request (a bad value is a 400, never a 500); response models describe each document
-`ops.web.payloads` and `ops.exporting` build, field for field (`extra="forbid"`: the tests
+`ops.web.payloads` and `ops.reports.exporting` build, field for field (`extra="forbid"`: the tests
 validate every response against them, so the OpenAPI document cannot drift from the server).
 `Decimal` is exact decimal text, an instant ISO 8601 UTC text; statistics are JSON numbers.
 """
@@ -145,7 +145,7 @@ class Markets(_Document):
 
 
 class Convention(_Document):
-    """The metrics convention a board or panel is measured under (`ops.conventions`)."""
+    """The metrics convention a board or panel is measured under (`ops.evaluation.conventions`)."""
 
     name: str = Field(description="openbell, ai-trader, stockbench or ktd-fin.")
     source: str
@@ -271,7 +271,7 @@ class ReportedModel(_Document):
 
 
 class SeedStat(_Document):
-    """One metric of one agent over the seeds of its group (`ops.seed_groups`)."""
+    """One metric of one agent over the seeds of its group (`ops.evaluation.seed_groups`)."""
 
     mean: float | None
     std: float | None
@@ -312,7 +312,8 @@ class BootstrapRow(_Document):
 
 
 class Bootstrap(_Document):
-    """The stationary block bootstrap of the rows (`ops.bootstrap`); the CLI's `--bootstrap`."""
+    """The stationary block bootstrap of the rows (`ops.evaluation.bootstrap`); the CLI's
+    `--bootstrap`."""
 
     draws: int
     seed: int
@@ -352,7 +353,8 @@ class SignificanceRow(_Document):
 
 
 class Significance(_Document):
-    """The significance suite of the rows (`ops.significance`): the CLI's `leaderboard --wide`."""
+    """The significance suite of the rows (`ops.evaluation.significance`): the CLI's `leaderboard
+    --wide`."""
 
     alpha: float
     trials: int
@@ -379,7 +381,7 @@ class AgentCutoff(_Document):
 
 
 class Cutoffs(_Document):
-    """The training-cutoff marks of a board (`ops.contamination`)."""
+    """The training-cutoff marks of a board (`ops.reports.contamination`)."""
 
     view: Literal["post-cutoff", "all"] = Field(
         description="`post-cutoff`: inside slots are left out of the rows' metrics; `all`: not."
@@ -590,7 +592,7 @@ class Metrics(_Document):
         description="The model identities the exchanges reported, in order of first appearance."
     )
     rejections_by_reason: dict[str, int]
-    # The significance suite of the market's board (`ops.board_significance.report_fields`).
+    # The significance suite of the market's board (`ops.reports.board_significance.report_fields`).
     sharpe_per_period: float | None
     skewness: float | None
     kurtosis: float | None = Field(description="Not in excess: 3 for a normal.")
@@ -791,7 +793,7 @@ class AccountSummary(_Document):
 
 
 class AttributionMethod(_Document):
-    """How the attribution was computed (`ops.attribution`)."""
+    """How the attribution was computed (`ops.evaluation.attribution`)."""
 
     market: str
     styles: str

@@ -1,17 +1,18 @@
 """The arena page's groups of repeated runs: each agent's mean and interval over its seeds.
 
-This module owns how a market's groups of repeated runs (`replay --seeds N`, `ops.seed_groups`)
-appear under its leaderboard on the arena page: one row per agent with its mean composite, mean
-rank and mean cumulative return, each with the interval of the runs, and the agent's P(beat)
-against each other agent of the group, written as the CLI's tables write them (`ops.figures`).
+This module owns how a market's groups of repeated runs (`replay --seeds N`,
+`ops.evaluation.seed_groups`) appear under its leaderboard on the arena page: one row per agent with
+its mean composite, mean rank and mean cumulative return, each with the interval of the runs, and
+the agent's P(beat) against each other agent of the group, written as the CLI's tables write them
+(`ops.reports.figures`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openbell.ops import figures
-from openbell.ops.seed_groups import SeedGroup, SeedStat
+from openbell.ops.evaluation.seed_groups import SeedGroup, SeedStat
+from openbell.ops.reports import figures
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

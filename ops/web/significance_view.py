@@ -1,10 +1,10 @@
 """The arena page's significance columns: each row's deflated Sharpe, its Holm-adjusted p-value
 against its best baseline and its immature mark, and the board's settings for the explanation.
 
-This module owns how a market's significance suite (`ops.board_significance`, the suite of
+This module owns how a market's significance suite (`ops.reports.board_significance`, the suite of
 `openbell leaderboard --wide` and `GET /api/v1/leaderboard/{market}/significance`, with their
 default permutations and seed) appears on the arena page, written as the CLI's table writes it
-(`ops.figures`: DSR to 3 places, p to 4). A row the suite did not compare (the benchmark, an
+(`ops.reports.figures`: DSR to 3 places, p to 4). A row the suite did not compare (the benchmark, an
 account without snapshots) shows the missing mark; a baseline has a DSR but no p-value (it is
 what the others are tested against).
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openbell.ops import figures
-from openbell.ops.significance import BoardSignificance
+from openbell.ops.evaluation.significance import BoardSignificance
+from openbell.ops.reports import figures
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

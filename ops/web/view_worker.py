@@ -1,13 +1,13 @@
 """Where the web's market views are computed: in the caller's thread, or in a worker process.
 
 This module owns `ViewSource` (what `ops.web.memo.ViewMemo` builds a market view with),
-`InProcessViews` (`ops.reports.market_view` on the caller's engine, in the caller's thread) and
-`WorkerViews`, which computes it in one worker process instead, so that a page's first request
-after a slot does not hold the GIL of the process running the daemon's cycles: a crypto view of
-the 50-agent, one-year benchmark ledger is 1.1-1.6 s of Python there, and about 50 ms of
+`InProcessViews` (`ops.reports.market_reports.market_view` on the caller's engine, in the caller's
+thread) and `WorkerViews`, which computes it in one worker process instead, so that a page's first
+request after a slot does not hold the GIL of the process running the daemon's cycles: a crypto view
+of the 50-agent, one-year benchmark ledger is 1.1-1.6 s of Python there, and about 50 ms of
 unpickling here, while the caller's thread only waits on a future. An account's factor
-attribution (`ops.attribution`, about a second an account on the demo's ledger, growing with
-its snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
+attribution (`ops.evaluation.attribution`, about a second an account on the demo's ledger, growing
+with its snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
 view, 10-20 ms) is still built in the caller's process.
 
 The worker is started on the first view, with `spawn` (a fork of a process holding threads and
@@ -38,14 +38,14 @@ from typing import Final, Protocol, TypeVar
 from sqlalchemy import Engine
 
 from openbell.markets.errors import OpenbellError
-from openbell.ops import reports
-from openbell.ops.attribution.ledger_inputs import (
+from openbell.ops.evaluation.attribution.ledger_inputs import (
     DEFAULT_ATTRIBUTION,
     AccountAttribution,
     AttributionChoice,
 )
-from openbell.ops.conventions import OPENBELL, Convention, convention_named
-from openbell.ops.reports import MarketView
+from openbell.ops.evaluation.conventions import OPENBELL, Convention, convention_named
+from openbell.ops.reports import market_reports as reports
+from openbell.ops.reports.market_reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
 
 _T = TypeVar("_T")
@@ -59,8 +59,9 @@ class ViewWorkerFailed(OpenbellError):
 
 
 class ViewSource(Protocol):
-    """Computes a market's view over `[start, end)` (errors as `ops.reports.market_view`), and
-    an account's attribution (errors as `ops.attribution.ledger_inputs.account_attribution`)."""
+    """Computes a market's view over `[start, end)` (errors as
+    `ops.reports.market_reports.market_view`), and an account's attribution (errors as
+    `ops.evaluation.attribution.ledger_inputs.account_attribution`)."""
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView: ...
 
@@ -84,7 +85,7 @@ class InProcessViews:
         self._attribution = attribution
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
-        """`ops.reports.market_view` of the market over the window."""
+        """`ops.reports.market_reports.market_view` of the market over the window."""
         return reports.market_view(self._engine, market, start, end, convention=self._convention)
 
     def attribution(

@@ -1,8 +1,8 @@
 """What each web page shows: the read model's values turned into the rows and figures of a page.
 
 This module owns the step between `ops.web.read_model` and the templates: which columns a page
-has, how each figure is written (`ops.figures`, the CLI tables' rounding: one figure prints the
-same in a terminal and in a browser), and which of our own routes each link goes to. Links are
+has, how each figure is written (`ops.reports.figures`, the CLI tables' rounding: one figure prints
+the same in a terminal and in a browser), and which of our own routes each link goes to. Links are
 built here from ids and names the ledger holds, never taken from text an agent wrote; every text
 stays plain `str` (the templates escape it), and only the charts (`ops.web.charts`, our own SVG)
 are markup. Nothing here reads the ledger: the pages module passes the read model's values in.
@@ -20,11 +20,16 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from openbell.markets.rules import rules_for
-from openbell.ops import figures
-from openbell.ops.exporting import decimal_text
-from openbell.ops.reports import AgentReport, Leaderboard, LeaderboardRow, LlmUsage
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.significance import BoardSignificance
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.evaluation.significance import BoardSignificance
+from openbell.ops.reports import figures
+from openbell.ops.reports.exporting import decimal_text
+from openbell.ops.reports.market_reports import (
+    AgentReport,
+    Leaderboard,
+    LeaderboardRow,
+    LlmUsage,
+)
 from openbell.ops.web.charts import equity_chart, nav_range, sparkline
 from openbell.ops.web.rating_view import RatingLine, rating_lines
 from openbell.ops.web.read_model import CycleDetail, MarketSummary
@@ -95,7 +100,7 @@ class ArenaRow:
     model_changed: bool = False
     #: The row's deflated Sharpe, adjusted p-value and immature mark (`significance_view`).
     significance: SignificanceCells = NOT_COMPARED
-    #: The row's training-cutoff mark (`ops.contamination.AgentCutoff.mark`), if any.
+    #: The row's training-cutoff mark (`ops.reports.contamination.AgentCutoff.mark`), if any.
     cutoff_mark: str | None = None
 
 
@@ -203,7 +208,8 @@ def arena_board(
 ) -> ArenaBoard:
     """A market's leaderboard for the arena page; `navs` maps agent names to their slot NAVs,
     drawn each on its own scale or, with `shared_scale`, all on the board's one; `significance`,
-    the board's suite (`ops.board_significance`), fills the DSR, adj. p and immature columns."""
+    the board's suite (`ops.reports.board_significance`), fills the DSR, adj. p and immature
+    columns."""
     shown = [navs.get(row.agent, ()) for row in board.rows if row.agent]
     scale = nav_range(shown) if shared_scale else None
     return ArenaBoard(

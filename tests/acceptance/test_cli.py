@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import bindparam, text
 
-from openbell.ops.config import default_config_text
+from openbell.ops.config.schema import default_config_text
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.types import ExactDecimal

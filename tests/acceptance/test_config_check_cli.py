@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openbell.ops.fake_llm import FakeModel, serve_fake_model
+from openbell.ops.wiring.fake_llm import FakeModel, serve_fake_model
 from openbell_testkit.cli import clean_env, free_port, openbell
 
 MARKET = (

@@ -24,8 +24,8 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from openbell.ops.config import load_config
-from openbell.ops.contamination import CutoffSettings, agent_cutoffs
+from openbell.ops.config.schema import load_config
+from openbell.ops.reports.contamination import CutoffSettings, agent_cutoffs
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.app import web_routes
 from openbell.store.db import make_engine

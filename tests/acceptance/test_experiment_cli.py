@@ -172,7 +172,7 @@ def test_the_example_runs_against_the_fake_model_and_its_seeds_differ(tmp_path: 
     """`examples/experiment.toml` as written, but for the fake model's port: the fake model draws
     each run's trades from its request's seed, so a cell's three runs differ, and two prompts it
     does not read are not told apart."""
-    from openbell.ops.fake_llm import FakeModel, serve_fake_model
+    from openbell.ops.wiring.fake_llm import FakeModel, serve_fake_model
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     (tmp_path / "prompts").mkdir()

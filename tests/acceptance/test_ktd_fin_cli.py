@@ -22,7 +22,7 @@ from openbell.agents.ktd.contract import KTD_TOOLS
 from openbell.markets.domain import Fill, Rejection, utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
-from openbell.ops.exporting import trace_record
+from openbell.ops.reports.exporting import trace_record
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

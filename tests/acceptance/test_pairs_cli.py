@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from openbell.ops.exporting import LEADERBOARD_KEYS, LONG_SHORT_KEYS
+from openbell.ops.reports.exporting import LEADERBOARD_KEYS, LONG_SHORT_KEYS
 from openbell.store.db import make_engine
 from openbell_testkit.cli import clean_env, cycle_rows, openbell
 from openbell_testkit.llm import ScriptedModel, finish, serve_script, tool_turn

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from openbell.ops.exporting import LEADERBOARD_KEYS
+from openbell.ops.reports.exporting import LEADERBOARD_KEYS
 from openbell.store.db import make_engine
 from openbell.store.exports import EXPORTS
 from openbell.store.ledger import Ledger

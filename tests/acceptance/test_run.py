@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openbell.ops.config import default_config_text
+from openbell.ops.config.schema import default_config_text
 from openbell_testkit.cli import CRYPTO_1H, cycle, cycle_rows, free_port
 from openbell_testkit.cli import Daemon as CliDaemon
 from openbell_testkit.cli import assert_ledger_verifies as assert_verifies

@@ -22,10 +22,10 @@ from openbell_testkit.cli import BASELINE_KINDS, TIMEOUT_S, clean_env
 #: openbell's modules a run of baselines has no use for (a name stands for its submodules too).
 NOT_FOR_BASELINES = (
     "openbell.ops.web",
-    "openbell.ops.llm_agents",
-    "openbell.ops.strategy_agents",
-    "openbell.ops.rating_agents",
-    "openbell.ops.outside_agents",
+    "openbell.ops.wiring.llm_agents",
+    "openbell.ops.wiring.strategy_agents",
+    "openbell.ops.wiring.rating_agents",
+    "openbell.ops.wiring.outside_agents",
     "openbell.daemon.http",
     "openbell.daemon.mcp_http",
     "openbell.daemon.scheduler",
@@ -81,8 +81,8 @@ NOT_FOR_A_REPLAY = (
 #: ... nor, for the leaderboard, the replay's and the config's planning (a ledger without seasons).
 NOT_FOR_THE_LEADERBOARD = (
     "openbell.ops.cli.history",
-    "openbell.ops.planning",
-    "openbell.ops.seasons",
+    "openbell.ops.wiring.planning",
+    "openbell.ops.seasons.opening",
     "openbell.daemon.replay",
     "openbell.agents.baselines",
 )
@@ -183,5 +183,5 @@ def test_the_leaderboard_imports_no_agent_machinery(baseline_config: Path) -> No
             *("--start", START, "--end", END, "--no-progress"),
         )
     names = imported_by(baseline_config.parent, "leaderboard", "--db", str(ledger))
-    assert "openbell.ops.reports" in names
+    assert "openbell.ops.reports.market_reports" in names
     assert unwanted(names, NOT_FOR_THE_LEADERBOARD) == []

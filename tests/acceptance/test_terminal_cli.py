@@ -18,8 +18,8 @@ import pytest
 
 from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops import figures
-from openbell.ops.config import default_config_text
+from openbell.ops.config.schema import default_config_text
+from openbell.ops.reports import figures
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade

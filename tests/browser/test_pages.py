@@ -11,7 +11,7 @@ from typing import Any
 
 from playwright.sync_api import Browser, Page, expect
 
-from openbell.ops.figures import figure
+from openbell.ops.reports.figures import figure
 from openbell_testkit.arena_writes import last_slot, ledger_of, rejected_order_cycle
 from openbell_testkit.cli import openbell
 from openbell_testkit.web import Seen, Shoot, serve_ledger

@@ -19,10 +19,10 @@ from openbell.markets.errors import ReportError
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.recorded import KnownReport
 from openbell.markets.universes import Period, Universe, load_universe
-from openbell.ops.attribution.exposures import NO_AMOUNT, STYLE_SETS
-from openbell.ops.attribution.ledger_inputs import account_attribution
-from openbell.ops.attribution.output import attribution_record, part_rows
-from openbell.ops.benchmark import bundled_source, carried_prices
+from openbell.ops.evaluation.attribution.exposures import NO_AMOUNT, STYLE_SETS
+from openbell.ops.evaluation.attribution.ledger_inputs import account_attribution
+from openbell.ops.evaluation.attribution.output import attribution_record, part_rows
+from openbell.ops.evaluation.benchmark import bundled_source, carried_prices
 from openbell.store import queries
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine

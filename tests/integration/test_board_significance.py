@@ -1,10 +1,10 @@
 """The significance suite of a leaderboard read from a real ledger (SQLite and Postgres).
 
 The ledger (`openbell_testkit.significance`) plants every account's NAV path; the board's suite
-must be the pure suite (`ops.significance`) of exactly those NAVs, with the baselines picked by
-their kind, the skilled agent significant against the best baseline after Holm's correction and
-no noise agent so, and the late joiner's entry-aligned returns counted from its own first
-snapshot.
+must be the pure suite (`ops.evaluation.significance`) of exactly those NAVs, with the baselines
+picked by their kind, the skilled agent significant against the best baseline after Holm's
+correction and no noise agent so, and the late joiner's entry-aligned returns counted from its own
+first snapshot.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine
 
-from openbell.ops import exporting
-from openbell.ops.board_significance import (
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.evaluation.significance import board_significance
+from openbell.ops.reports import exporting
+from openbell.ops.reports.board_significance import (
     market_views,
     report_fields,
     significance_of,
     with_significance,
 )
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.significance import board_significance
 from openbell.store.ledger import Ledger
 from openbell_testkit.significance import (
     BASELINES,

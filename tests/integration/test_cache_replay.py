@@ -6,9 +6,9 @@ bars up to the clock's now (SOL's each only 70 minutes after its end), quotes a 
 prices, and news of which one item is delivered three hours after its publication (a vendor's lag).
 A deterministic agent reads the news of the last 48 hours, the fundamentals and the last bars of
 each symbol, notes what it saw, and sizes its orders from them. The session is then replayed
-offline from the live store's cache (`ops.cache_replay`) into a fresh ledger: the agent must see
-exactly what it saw live (the lagged item only once the vendor delivered it, SOL's bars only once
-fetched) and place the same orders, filled at the same prices. The live store is SQLite,
+offline from the live store's cache (`ops.wiring.cache_replay`) into a fresh ledger: the agent must
+see exactly what it saw live (the lagged item only once the vendor delivered it, SOL's bars only
+once fetched) and place the same orders, filled at the same prices. The live store is SQLite,
 then Postgres; the replay ledger is a SQLite file.
 """
 
@@ -35,7 +35,7 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.slots import slots_between
 from openbell.markets.sources import ForwardingSource, SymbolFilter
 from openbell.markets.universes import Universe
-from openbell.ops.cache_replay import cache_source
+from openbell.ops.wiring.cache_replay import cache_source
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

@@ -23,7 +23,7 @@ from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import ReplayReport, run_replay
 from openbell.markets.domain import Rejection, utc
-from openbell.ops.outside_agents import openbell_relay
+from openbell.ops.wiring.outside_agents import openbell_relay
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

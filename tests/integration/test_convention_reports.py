@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Instrument, Order, Side, utc
-from openbell.ops.conventions import CONVENTIONS, OPENBELL
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.evaluation.conventions import CONVENTIONS, OPENBELL
+from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.store import queries
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind, TraceEntry

@@ -15,8 +15,8 @@ from openbell.daemon.clock import SimulatedClock
 from openbell.markets.corporate_actions import RecordedActions
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import OpenbellConfig, load_config
-from openbell.ops.planning import OFFLINE_ENV, make_source, replay_from_config
+from openbell.ops.config.schema import OpenbellConfig, load_config
+from openbell.ops.wiring.planning import OFFLINE_ENV, make_source, replay_from_config
 from openbell.store.db import make_engine
 from openbell.store.tables import CORPORATE_ACTION_TABLE
 from openbell.store.verify import verify_ledger

@@ -28,7 +28,7 @@ from openbell.markets.corporate_actions import CorporateActionSource
 from openbell.markets.domain import Instrument, utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
-from openbell.ops.return_metrics import NavPoint, max_drawdown, simple_returns
+from openbell.ops.evaluation.return_metrics import NavPoint, max_drawdown, simple_returns
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade

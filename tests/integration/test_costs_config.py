@@ -22,8 +22,13 @@ from openbell.daemon.clock import SimulatedClock
 from openbell.markets.domain import utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import FeeSchedule, rules_for
-from openbell.ops.config import CostsConfig, default_config_text, load_config
-from openbell.ops.planning import OFFLINE_ENV, live_plan, replay_from_config, rules_for_market
+from openbell.ops.config.schema import CostsConfig, default_config_text, load_config
+from openbell.ops.wiring.planning import (
+    OFFLINE_ENV,
+    live_plan,
+    replay_from_config,
+    rules_for_market,
+)
 from openbell.store import exports
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger

@@ -14,7 +14,7 @@ from openbell.agents.llm.hooks import serve_masked
 from openbell.agents.masking import MaskingLevel, build_masker
 from openbell.agents.protocol import Agent, DecisionContext
 from openbell.markets.gateway import PointInTimeGateway
-from openbell.ops.deanon import ProbeSetup, draw_trials, shown_series
+from openbell.ops.evaluation.probes.deanon import ProbeSetup, draw_trials, shown_series
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import make_arena
 

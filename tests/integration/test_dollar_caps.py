@@ -21,7 +21,7 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Instrument
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
-from openbell.ops.reports import report
+from openbell.ops.reports.market_reports import report
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

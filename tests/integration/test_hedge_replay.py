@@ -19,8 +19,8 @@ from sqlalchemy import text
 
 from openbell.agents.modes.hedge import RESEARCH_TOOLS
 from openbell.agents.pair_rules import HERCULEAN_ASSETS
-from openbell.ops.config import load_config
-from openbell.ops.planning import replay_from_config
+from openbell.ops.config.schema import load_config
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.hedge_pairs import HedgePick

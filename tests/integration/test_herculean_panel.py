@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from openbell.agents.rating.agent import RATINGS_TOOL
 from openbell.markets.domain import Bar, Instrument, Order, Side, utc
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops import exporting
-from openbell.ops.reports import Behaviour, leaderboard, report
+from openbell.ops.reports import exporting
+from openbell.ops.reports.market_reports import Behaviour, leaderboard, report
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, SnapshotKind, TraceEntry
 from openbell_testkit.store import fill_for

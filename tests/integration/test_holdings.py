@@ -9,7 +9,7 @@ from decimal import Decimal
 from sqlalchemy import Engine
 
 from openbell.markets.domain import Instrument, Order, Side
-from openbell.ops.exporting import positions_record
+from openbell.ops.reports.exporting import positions_record
 from openbell.store.holdings import account_holdings
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind

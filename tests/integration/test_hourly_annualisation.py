@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from openbell.ops.config import load_config
-from openbell.ops.planning import replay_from_config
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.config.schema import load_config
+from openbell.ops.reports.market_reports import leaderboard, report
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store.db import make_engine
 
 BARS = Path(__file__).parents[2] / "markets" / "data" / "bars" / "us-1h.parquet"

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from openbell.agents.llm.client import ChatClient, ClientConfig
-from openbell.ops.concordance.judge import SYSTEM_PROMPT, judge_strategies, verdict_line
+from openbell.ops.evaluation.concordance.judge import SYSTEM_PROMPT, judge_strategies, verdict_line
 from openbell.store.ledger import Ledger
 from openbell.store.strategy_runs import StrategyCode
 from openbell_testkit.llm import ScriptedModel, completion

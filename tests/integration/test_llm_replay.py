@@ -25,9 +25,9 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import load_config
-from openbell.ops.planning import replay_from_config
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.config.schema import load_config
+from openbell.ops.reports.market_reports import leaderboard, report
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.behaviour_facts import AUTO_FINISH_CONTENT
 from openbell.store.db import make_engine

@@ -29,7 +29,7 @@ from openbell.daemon.runner import CycleRunner
 from openbell.daemon.scheduler import Bells, MarketBell
 from openbell.markets.adapters.yfinance import YahooSource
 from openbell.markets.universes import load_universe
-from openbell.ops.logs import configure_logging
+from openbell.ops.logs.rendering import configure_logging
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

@@ -1,4 +1,4 @@
-"""One builder for live and replay (`ops.planning`): which recorded bars a market reads, by
+"""One builder for live and replay (`ops.wiring.planning`): which recorded bars a market reads, by
 source and run, and what a replay plan accepts as a source."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
-from openbell.ops.config import BaselineAgentConfig, MarketConfig
-from openbell.ops.planning import (
+from openbell.ops.config.schema import BaselineAgentConfig, MarketConfig
+from openbell.ops.wiring.planning import (
     OFFLINE_ENV,
     UnavailableSource,
     agent_for,

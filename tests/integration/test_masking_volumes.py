@@ -37,7 +37,7 @@ from openbell.agents.protocol import DecisionContext
 from openbell.daemon.mcp_http import serve_mcp
 from openbell.markets.barfile import read_bundled
 from openbell.markets.domain import Bar
-from openbell.ops.deanon_scoring import ALPHA, tail_probability
+from openbell.ops.evaluation.probes.deanon_scoring import ALPHA, tail_probability
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import CN_OPEN, US_OPEN, make_arena
 from openbell_testkit.mcp import call, connect

@@ -31,8 +31,8 @@ from openbell.daemon.mcp_http import serve_mcp
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import ReplayReport, run_replay
 from openbell.markets.domain import utc
-from openbell.ops.outside_agents import openbell_relay
-from openbell.ops.reports import leaderboard
+from openbell.ops.reports.market_reports import leaderboard
+from openbell.ops.wiring.outside_agents import openbell_relay
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade

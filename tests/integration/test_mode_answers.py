@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from openbell.agents.modes import prompt_for_mode
 from openbell.agents.modes.final_action import FEEDBACK_PREFIX
 from openbell.markets.domain import Fill
-from openbell.ops.behaviour_report import completion as protocol_completion
+from openbell.ops.evaluation.behaviour_report import completion as protocol_completion
 from openbell.store.behaviour_facts import protocol_facts_of
 from openbell.store.ledger import Ledger
 from openbell_testkit.agents import US_OPEN, make_arena

@@ -17,8 +17,8 @@ from openbell.agents.llm.recorder import Prices
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
-from openbell.ops.exporting import report_record, row_record
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.reports.exporting import report_record, row_record
+from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.ops.web.views import arena_row
 from openbell.store import queries
 from openbell.store.db import make_engine

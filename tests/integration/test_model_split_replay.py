@@ -21,7 +21,7 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.markets.errors import MODEL_CHANGED
 from openbell.markets.rules import rules_for
-from openbell.ops.reports import leaderboard
+from openbell.ops.reports.market_reports import leaderboard
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from openbell.daemon.clock import ScaledClock
-from openbell.ops.config import NotifyConfig
+from openbell.ops.config.schema import NotifyConfig
 from openbell.ops.notify import from_config
 from openbell.ops.notify.notices import Notifications
 from openbell.store.db import make_engine

@@ -11,7 +11,7 @@ from decimal import Decimal
 from sqlalchemy import Engine
 
 from openbell.daemon.events import DaemonEvent
-from openbell.ops.config import NOTIFY_EVENTS
+from openbell.ops.config.schema import NOTIFY_EVENTS
 from openbell.ops.notify.notices import Notifications, drawdown
 from openbell.ops.notify.sender import Notice, RateLimit
 from openbell.store.ledger import Ledger

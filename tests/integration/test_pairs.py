@@ -22,7 +22,7 @@ from openbell.agents.toolbox import Toolbox
 from openbell.agents.tools import OrderOut, OrderStatusOut, PortfolioOut, openai_tools
 from openbell.daemon.valuation import write_slot_snapshot
 from openbell.markets.domain import Fill, Side, utc
-from openbell.ops.reports import leaderboard
+from openbell.ops.reports.market_reports import leaderboard
 from openbell.store.ledger import Ledger
 from openbell.store.verify import verify_ledger
 from openbell_testkit.agents import (

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from openbell.markets.domain import Instrument, Order, Rejection, RejectReason, Side
 from openbell.markets.errors import OperatorError
-from openbell.ops import exporting
+from openbell.ops.reports import exporting
 from openbell.store import exports
 from openbell.store.ledger import Ledger
 from openbell_testkit.reports import SLOTS, build_ledger

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, text
 
-from openbell.ops.config import InjectionProbeConfig
-from openbell.ops.injection_planting import plant
-from openbell.ops.injection_probe import obedience_of
+from openbell.ops.config.schema import InjectionProbeConfig
+from openbell.ops.evaluation.probes.injection import obedience_of
+from openbell.ops.evaluation.probes.injection_planting import plant
 from openbell.store.planted_news import PlantedNews
 
 

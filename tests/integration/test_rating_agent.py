@@ -31,8 +31,8 @@ from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.cli.trace import print_ratings
-from openbell.ops.rating_report import calibration_record
-from openbell.ops.reports import leaderboard
+from openbell.ops.evaluation.rating_report import calibration_record
+from openbell.ops.reports.market_reports import leaderboard
 from openbell.ops.web.pages import page_routes
 from openbell.store import queries
 from openbell.store.db import make_engine

@@ -32,8 +32,8 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
 from openbell.markets.universes import load_universe
-from openbell.ops.benchmark import bundled_source
-from openbell.ops.insights_report import insights_record
+from openbell.ops.evaluation.benchmark import bundled_source
+from openbell.ops.evaluation.insights_report import insights_record
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -45,7 +45,8 @@ from openbell_testkit.replay import crypto_daily
 DAYS = 6  # 2025-11-01 .. 2025-11-06, one slot a day at 00:00 UTC
 START = utc(2025, 11, 1)
 SLOTS = [START + timedelta(days=day) for day in range(DAYS)]
-#: The bars `report` prices from when no source is given (the benchmark's: `ops.benchmark`).
+#: The bars `report` prices from when no source is given (the benchmark's:
+#: `ops.evaluation.benchmark`).
 PRICED = bundled_source("crypto")
 STEPS = ("strong_buy", "buy", "hold", "sell", "strong_sell")
 AGENTS = {"alpha": 0, "beta": 1}  # name -> its offset in the scripts

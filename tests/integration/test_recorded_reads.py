@@ -29,7 +29,7 @@ from openbell.markets.recorded import (
     RecordingFundamentals,
 )
 from openbell.markets.sources import SourceIdentity, SymbolFilter
-from openbell.ops.cache_replay import cache_source
+from openbell.ops.wiring.cache_replay import cache_source
 from openbell.store.cache import SqlBarCache
 from openbell_testkit.bars import flat_bar
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from openbell.ops.plotting import equity_figure, plot_equity
-from openbell.ops.reports import report
+from openbell.ops.reports.market_reports import report
+from openbell.ops.reports.plotting import equity_figure, plot_equity
 from openbell.store.ledger import Ledger
 from openbell_testkit.reports import SLOTS, build_ledger
 

@@ -15,11 +15,16 @@ from sqlalchemy import Engine
 from openbell.markets.domain import Bar, utc
 from openbell.markets.errors import ReportError
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops import exporting
-from openbell.ops.benchmark import CD5_WEIGHTS, benchmark_navs, bundled_source
-from openbell.ops.ranking import Entrant, composite_rank
-from openbell.ops.reports import infer_cadence, leaderboard, report
-from openbell.ops.return_metrics import NavPoint, compute_panel, periods_per_year
+from openbell.ops.evaluation.benchmark import CD5_WEIGHTS, benchmark_navs, bundled_source
+from openbell.ops.evaluation.ranking import Entrant, composite_rank
+from openbell.ops.evaluation.return_metrics import (
+    NavPoint,
+    compute_panel,
+    infer_cadence,
+    periods_per_year,
+)
+from openbell.ops.reports import exporting
+from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.store import exports, queries
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine

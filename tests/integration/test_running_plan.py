@@ -12,8 +12,8 @@ from structlog.testing import capture_logs
 
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.fundamentals import LiveFundamentals
-from openbell.ops.config import default_config_text, load_config
-from openbell.ops.planning import OFFLINE_ENV, live_plan
+from openbell.ops.config.schema import default_config_text, load_config
+from openbell.ops.wiring.planning import OFFLINE_ENV, live_plan
 from openbell_testkit.offline import refuse_network
 
 NOW = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)

@@ -25,10 +25,10 @@ from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import utc
 from openbell.ops.cli.app import main
-from openbell.ops.reports import leaderboards
-from openbell.ops.season_archive.export import export_archive
-from openbell.ops.season_archive.figures import PANEL_FIGURES, published_figures
-from openbell.ops.season_archive.verify import verify_archive
+from openbell.ops.reports.market_reports import leaderboards
+from openbell.ops.seasons.archive.export import export_archive
+from openbell.ops.seasons.archive.figures import PANEL_FIGURES, published_figures
+from openbell.ops.seasons.archive.verify import verify_archive
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
 from openbell_testkit.archives import archive_rows, flip_byte

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from openbell.ops.season_card import methods_card, to_markdown
+from openbell.ops.seasons.card import methods_card, to_markdown
 from openbell.ops.web.pages import page_routes
 from openbell.store.ledger import Ledger
 from openbell.store.records import CycleStatus, CycleUsage, TraceEntry

@@ -11,8 +11,8 @@ from sqlalchemy import Engine
 
 from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import LlmAgentConfig, RandomAgentConfig, load_config
-from openbell.ops.seeds import group_label, seed_runs_of, seeded_config
+from openbell.ops.config.schema import LlmAgentConfig, RandomAgentConfig, load_config
+from openbell.ops.wiring.seeds import group_label, seed_runs_of, seeded_config
 from openbell.store.ledger import Ledger
 from openbell.store.seed_runs import SeedRun, record_seed_runs, seed_runs
 

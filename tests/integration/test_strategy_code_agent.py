@@ -21,7 +21,7 @@ from openbell.agents.strategy_code.sandbox import MAX_ERROR_CHARS, SandboxLimits
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Rejection, utc
-from openbell.ops.reports import leaderboard
+from openbell.ops.reports.market_reports import leaderboard
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger

@@ -28,19 +28,19 @@ from starlette.testclient import TestClient
 from openbell.daemon.http import Lifespan
 from openbell.markets.domain import utc
 from openbell.markets.errors import ReportError
-from openbell.ops.attribution.exposures import NO_AMOUNT, NO_FUNDAMENTALS, STYLE_SETS
-from openbell.ops.code_version import CodeVersion
-from openbell.ops.config import load_config
-from openbell.ops.demo import DEMO_MARKETS, demo_config, run_demo
-from openbell.ops.planning import attribution_choice, replay_from_config
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.seasons import new_season
+from openbell.ops.config.schema import load_config
+from openbell.ops.evaluation.attribution.exposures import NO_AMOUNT, NO_FUNDAMENTALS, STYLE_SETS
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.seasons.code_version import CodeVersion
+from openbell.ops.seasons.opening import new_season
 from openbell.ops.web import read_model
 from openbell.ops.web.api import api_app, api_routes
 from openbell.ops.web.app import web_parts
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.openapi import RESPONSE_MODELS, openapi_document
 from openbell.ops.web.schemas import ErrorDocument
+from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config, run_demo
+from openbell.ops.wiring.planning import attribution_choice, replay_from_config
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
@@ -512,10 +512,10 @@ def test_the_api_is_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
     )
     engine = make_engine(pg_url)
     try:
-        from openbell.ops.contamination import cutoff_marks, headline_board
-        from openbell.ops.exporting import leaderboard_record
-        from openbell.ops.reports import market_view
-        from openbell.ops.seasons import season_record
+        from openbell.ops.reports.contamination import cutoff_marks, headline_board
+        from openbell.ops.reports.exporting import leaderboard_record
+        from openbell.ops.reports.market_reports import market_view
+        from openbell.ops.seasons.opening import season_record
         from openbell.store.seasons import season_named
 
         _open_later_season(engine, tmp_path / "unused.db")

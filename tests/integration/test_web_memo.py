@@ -13,11 +13,11 @@ from decimal import Decimal
 from pathlib import Path
 
 from openbell.markets.domain import utc
-from openbell.ops.demo import DEMO_MARKETS, demo_config
-from openbell.ops.exporting import leaderboard_record, report_record
-from openbell.ops.planning import replay_from_config
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.reports.exporting import leaderboard_record, report_record
+from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.ops.web.memo import ViewMemo
+from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.holdings import account_holdings

@@ -1,8 +1,8 @@
 """The arena page's significance columns over a real ledger (SQLite and Postgres), through
 Starlette's test client: each row's DSR, Holm-adjusted p and immature mark are the suite's of
-`openbell leaderboard --wide` (`ops.board_significance`, the API's defaults), the skilled agent's
-p is marked significant and no noise agent's is, the explanation is on the page, and an agent
-whose name is markup is shown as text."""
+`openbell leaderboard --wide` (`ops.reports.board_significance`, the API's defaults), the skilled
+agent's p is marked significant and no noise agent's is, the explanation is on the page, and an
+agent whose name is markup is shown as text."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from openbell.ops.board_significance import market_views, significance_of
+from openbell.ops.reports.board_significance import market_views, significance_of
 from openbell.ops.web.pages import page_routes
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind

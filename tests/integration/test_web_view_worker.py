@@ -30,13 +30,13 @@ from starlette.testclient import TestClient
 
 from openbell.daemon.http import serve_http
 from openbell.markets.errors import ReportError
-from openbell.ops.demo import DEMO_MARKETS, demo_config
-from openbell.ops.exporting import leaderboard_record, report_record
-from openbell.ops.planning import replay_from_config
-from openbell.ops.reports import leaderboard, report
+from openbell.ops.reports.exporting import leaderboard_record, report_record
+from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.ops.web.app import web_parts, web_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.view_worker import InProcessViews, ViewWorkerFailed, WorkerViews
+from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
+from openbell.ops.wiring.planning import replay_from_config
 from openbell.store.db import ledger_address, make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.redact import Redactor

@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops.return_metrics import NavPoint
+from openbell.ops.evaluation.return_metrics import NavPoint
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ai_trader_table.py"
 

@@ -15,19 +15,19 @@ from hypothesis import strategies as st
 
 from openbell.markets.domain import Bar
 from openbell.markets.fundamentals import FundamentalsReport
-from openbell.ops.attribution.cross_section import (
+from openbell.ops.evaluation.attribution.cross_section import (
     VIF_THRESHOLD,
     regress,
     regressed_variance_inflation,
     variance_inflation,
 )
-from openbell.ops.attribution.decomposition import (
+from openbell.ops.evaluation.attribution.decomposition import (
     PeriodAttribution,
     WindowAttribution,
     attribute_period,
     link,
 )
-from openbell.ops.attribution.exposures import (
+from openbell.ops.evaluation.attribution.exposures import (
     KTD_FACTORS,
     NO_AMOUNT,
     NO_FUNDAMENTALS,

@@ -10,8 +10,8 @@ from decimal import Decimal
 
 import pytest
 
-from openbell.ops import behaviour
-from openbell.ops.behaviour import (
+from openbell.ops.evaluation import behaviour
+from openbell.ops.evaluation.behaviour import (
     CycleActivity,
     Forecast,
     brier_score,

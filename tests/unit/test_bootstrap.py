@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from openbell.ops.bootstrap import (
+from openbell.ops.evaluation.bootstrap import (
     PANEL_METRICS,
     block_length,
     bootstrap_ranking,

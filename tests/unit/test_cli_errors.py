@@ -11,7 +11,7 @@ import pytest
 from openbell.daemon import live
 from openbell.daemon.plan import LivePlan
 from openbell.ops import cli
-from openbell.ops.config import default_config_text
+from openbell.ops.config.schema import default_config_text
 from openbell_testkit.logs import logging_restored
 
 LEAKY = "sk-unit4f9a7c1e5b2d4f6a8c0e"

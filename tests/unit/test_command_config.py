@@ -14,10 +14,10 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import load_universe
-from openbell.ops.config import CommandAgentConfig, load_config
-from openbell.ops.outside_agents import openbell_relay
-from openbell.ops.planning import agent_for
-from openbell.ops.sandboxing import Containment
+from openbell.ops.config.schema import CommandAgentConfig, load_config
+from openbell.ops.wiring.outside_agents import openbell_relay
+from openbell.ops.wiring.planning import agent_for
+from openbell.ops.wiring.sandboxing import Containment
 
 BASE = """
 [markets.us]

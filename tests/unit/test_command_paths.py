@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from openbell.ops.config import CommandAgentConfig, load_config, resolved_command
+from openbell.ops.config.schema import CommandAgentConfig, load_config, resolved_command
 
 PYTHON = "/opt/venv/bin/python"
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from openbell.ops.concordance.gaps import (
+from openbell.ops.evaluation.concordance.gaps import (
     Claims,
     Outcome,
     claims_of,
@@ -20,7 +20,7 @@ from openbell.ops.concordance.gaps import (
     rule_say_do,
     say_result,
 )
-from openbell.ops.concordance.judge import BadVerdict, parse_verdict, user_prompt
+from openbell.ops.evaluation.concordance.judge import BadVerdict, parse_verdict, user_prompt
 from openbell.store.strategy_judgements import StrategyJudgement
 from openbell.store.strategy_runs import StrategyCode
 

@@ -14,7 +14,7 @@ from openbell.agents.factor_model import FactorModel
 from openbell.markets.domain import MARKETS
 from openbell.markets.errors import ConfigError
 from openbell.markets.rules import rules_for
-from openbell.ops.config import (
+from openbell.ops.config.schema import (
     FactorModelAgentConfig,
     LlmAgentConfig,
     MarketsConfig,
@@ -25,7 +25,7 @@ from openbell.ops.config import (
     load_config,
     resolve_secret,
 )
-from openbell.ops.planning import agent_for, rules_for_market
+from openbell.ops.wiring.planning import agent_for, rules_for_market
 
 KEY_LITERAL = "sk-3f9a7c1e5b2d4f6a8c0e1d3b5f7a9c2e"
 

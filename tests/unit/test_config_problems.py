@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from openbell.markets.errors import InvalidConfig
-from openbell.ops.config import load_config
+from openbell.ops.config.schema import load_config
 
 MARKETS = """\
 [markets.us]

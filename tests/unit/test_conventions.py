@@ -14,16 +14,16 @@ import pytest
 
 from openbell.markets.domain import Bar
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops import behaviour
-from openbell.ops.benchmark import Benchmark, close_navs
-from openbell.ops.convention_series import account_series, period_ends
-from openbell.ops.conventions import (
+from openbell.ops.evaluation import behaviour
+from openbell.ops.evaluation.benchmark import Benchmark, close_navs
+from openbell.ops.evaluation.convention_series import account_series, period_ends
+from openbell.ops.evaluation.conventions import (
     CONVENTIONS,
     OPENBELL,
     annualisation_factor,
     convention_named,
 )
-from openbell.ops.return_metrics import NavPoint, compute_panel
+from openbell.ops.evaluation.return_metrics import NavPoint, compute_panel
 
 START = datetime(2025, 3, 3, 14, 30, tzinfo=UTC)
 #: A NAV path with unequal losses, so every Sortino is defined: returns +10 %, -10 %, -5 %, +8 %,

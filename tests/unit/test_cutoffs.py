@@ -1,5 +1,5 @@
-"""The model registry of training cutoffs (`ops.cutoffs`) and the exact binomial statistics of
-the recall probe (`ops.stats`)."""
+"""The model registry of training cutoffs (`ops.config.cutoffs`) and the exact binomial statistics
+of the recall probe (`ops.evaluation.stats`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from openbell.ops.config import OpenbellConfig
-from openbell.ops.cutoffs import ModelCutoff, bundled_registry, parse_stated
-from openbell.ops.recall_probe import read_reply
-from openbell.ops.stats import binomial_upper_tail, clopper_pearson
+from openbell.ops.config.cutoffs import ModelCutoff, bundled_registry, parse_stated
+from openbell.ops.config.schema import OpenbellConfig
+from openbell.ops.evaluation.probes.recall import read_reply
+from openbell.ops.evaluation.stats import binomial_upper_tail, clopper_pearson
 
 
 @pytest.mark.parametrize(

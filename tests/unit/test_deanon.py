@@ -33,7 +33,7 @@ from openbell.markets.price_limits import limit_band
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import board_of, rules_for
 from openbell.markets.universes import load_universe
-from openbell.ops.deanon import (
+from openbell.ops.evaluation.probes.deanon import (
     ProbeReport,
     ProbeSetup,
     candidate_symbols,
@@ -43,7 +43,13 @@ from openbell.ops.deanon import (
     run_probes,
     shown_series,
 )
-from openbell.ops.deanon_scoring import ALPHA, names_symbol, read_answer, tail_probability, wilson
+from openbell.ops.evaluation.probes.deanon_scoring import (
+    ALPHA,
+    names_symbol,
+    read_answer,
+    tail_probability,
+    wilson,
+)
 from openbell_testkit.llm import ScriptedModel, completion
 
 UNIVERSES = {"us": "nasdaq100", "cn": "sse50"}

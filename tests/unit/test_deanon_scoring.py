@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from openbell.markets.calendars import calendar_for
 from openbell.markets.rules import Board
-from openbell.ops.deanon_scoring import (
+from openbell.ops.evaluation.probes.deanon_scoring import (
     board_named,
     read_answer,
     recovery,

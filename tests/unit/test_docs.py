@@ -93,10 +93,10 @@ def test_every_link_between_pages_names_a_page_and_a_heading_that_exist() -> Non
 
 
 def test_no_page_cites_the_design_notes_the_repository_does_not_carry() -> None:
-    # The generated openbell.toml too: `openbell init` writes ops/openbell.default.toml.
-    texts = [README, *_pages(), ROOT / "ops" / "openbell.default.toml"]
+    # The generated openbell.toml too: `openbell init` writes ops/config/openbell.default.toml.
+    texts = [README, *_pages(), ROOT / "ops" / "config" / "openbell.default.toml"]
     assert [str(t.relative_to(ROOT)) for t in texts if "DESIGN.md" in t.read_text("utf-8")] == []
-    default_config = (ROOT / "ops" / "openbell.default.toml").read_text(encoding="utf-8")
+    default_config = (ROOT / "ops" / "config" / "openbell.default.toml").read_text(encoding="utf-8")
     pointers = re.findall(r"docs/[\w/.-]+\.md", default_config)
     assert pointers
     assert [p for p in pointers if not (ROOT / p).is_file()] == []

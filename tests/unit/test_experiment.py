@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from openbell.markets.errors import ConfigError, InvalidConfig
-from openbell.ops.config import LlmAgentConfig, load_config
+from openbell.ops.config.schema import LlmAgentConfig, load_config
+from openbell.ops.evaluation.return_metrics import NavPoint
+from openbell.ops.evaluation.significance import holm
 from openbell.ops.experiment.grid import expand, experiment_config
 from openbell.ops.experiment.paired import paired_board, paired_difference
-from openbell.ops.return_metrics import NavPoint
-from openbell.ops.significance import holm
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 

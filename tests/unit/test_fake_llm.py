@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.fake_llm import BadRequest, FakeModel, FakeScript, serve_fake_model
+from openbell.ops.wiring.fake_llm import BadRequest, FakeModel, FakeScript, serve_fake_model
 
 TOOLS = [
     {"type": "function", "function": {"name": name, "parameters": {}}}

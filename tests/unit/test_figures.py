@@ -1,4 +1,4 @@
-"""`ops.figures`: how each kind of figure is rounded for a table."""
+"""`ops.reports.figures`: how each kind of figure is rounded for a table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from openbell.ops.figures import figure, money, price, quantity, unit
+from openbell.ops.reports.figures import figure, money, price, quantity, unit
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from openbell.agents.modes.hedge import (
     orientation,
 )
 from openbell.markets.errors import InvalidConfig
-from openbell.ops.config import LlmAgentConfig, load_config
-from openbell.ops.planning import agent_for
+from openbell.ops.config.schema import LlmAgentConfig, load_config
+from openbell.ops.wiring.planning import agent_for
 
 MARKETS = """\
 [markets.us]

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from openbell.markets.domain import utc
 from openbell.markets.recorded import CacheReplaySource, KnownBar
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops.config import InjectedInstructionConfig, InjectionProbeConfig
-from openbell.ops.injection_planting import as_news, plant
-from openbell.ops.injection_probe import REVEAL_CHARS, obedience
+from openbell.ops.config.schema import InjectedInstructionConfig, InjectionProbeConfig
+from openbell.ops.evaluation.probes.injection import REVEAL_CHARS, obedience
+from openbell.ops.evaluation.probes.injection_planting import as_news, plant
 from openbell.store.planted_news import PlantedItem, ProbedCycle
 from openbell_testkit.bars import flat_bar
 

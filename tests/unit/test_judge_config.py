@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openbell.markets.errors import InvalidConfig
-from openbell.ops.config import OpenbellConfig, StrategyCodeAgentConfig, load_config
+from openbell.ops.config.schema import OpenbellConfig, StrategyCodeAgentConfig, load_config
 
 MARKET = '[markets.crypto]\nuniverse = "crypto10"\ncadence = "daily"\nsource = "ccxt:binance"\n'
 MARKET += 'initial_cash = "10000"\n\n'

@@ -17,8 +17,13 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import load_universe
-from openbell.ops.config import LlmAgentConfig, OpenbellConfig, load_config
-from openbell.ops.llm_agents import build_llm_agent, masker_factory, prices_of, prompt_factory
+from openbell.ops.config.schema import LlmAgentConfig, OpenbellConfig, load_config
+from openbell.ops.wiring.llm_agents import (
+    build_llm_agent,
+    masker_factory,
+    prices_of,
+    prompt_factory,
+)
 
 BASE = """
 [markets.us]

@@ -16,7 +16,7 @@ import pytest
 import structlog
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.logs import configure_logging
+from openbell.ops.logs.rendering import configure_logging
 from openbell_testkit.logs import logging_restored
 
 APSCHEDULER_LINE = (

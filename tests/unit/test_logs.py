@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import structlog
 
-from openbell.ops.logs import REDACTED, configure_logging, is_secret_key, redact_text
+from openbell.ops.logs.rendering import REDACTED, configure_logging, is_secret_key, redact_text
 from openbell_testkit.logs import logging_restored
 
 SK_VALUE = "sk-live4f9a7c1e5b2d4f6a8c0e"

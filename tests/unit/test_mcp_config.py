@@ -14,8 +14,8 @@ from openbell.agents.outside.hub import CycleHub, OutsideBudgets
 from openbell.agents.outside.limits import McpLimits
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import McpAgentConfig, load_config
-from openbell.ops.planning import OFFLINE_ENV, agent_for, live_plan, replay_plan
+from openbell.ops.config.schema import McpAgentConfig, load_config
+from openbell.ops.wiring.planning import OFFLINE_ENV, agent_for, live_plan, replay_plan
 
 NOW = datetime(2025, 10, 1, 15, 0, tzinfo=UTC)
 BASE = """\

@@ -16,7 +16,7 @@ from openbell.markets.domain import Bar, Instrument, utc
 from openbell.markets.member_coverage import SLACK_SESSIONS, MemberCoverage, member_coverage
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Period, Universe
-from openbell.ops.replay_checks import partial_coverage
+from openbell.ops.wiring.replay_checks import partial_coverage
 from openbell_testkit.bars import flat_bar
 
 DAY = timedelta(days=1)

@@ -16,8 +16,8 @@ from openbell.agents.llm.completion import MAX_IDENTITY_CHARS, parse_completion
 from openbell.agents.llm.model_watch import ModelIdentity, ModelWatch
 from openbell.agents.llm.spend_caps import SpendCaps
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import LlmAgentConfig, load_config
-from openbell.ops.llm_agents import build_llm_agent
+from openbell.ops.config.schema import LlmAgentConfig, load_config
+from openbell.ops.wiring.llm_agents import build_llm_agent
 from openbell_testkit.llm import completion
 
 KEY = "sk-identity-test-0123456789"

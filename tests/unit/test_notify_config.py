@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import NOTIFY_EVENTS, NotifyConfig
+from openbell.ops.config.schema import NOTIFY_EVENTS, NotifyConfig
 from openbell.ops.notify import notify_urls
 
 

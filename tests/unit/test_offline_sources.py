@@ -10,8 +10,8 @@ import pytest
 from openbell.daemon.clock import SimulatedClock
 from openbell.markets.domain import utc
 from openbell.markets.errors import DataUnavailable
-from openbell.ops.config import default_config_text, load_config
-from openbell.ops.planning import OFFLINE_ENV, UnavailableSource, make_source
+from openbell.ops.config.schema import default_config_text, load_config
+from openbell.ops.wiring.planning import OFFLINE_ENV, UnavailableSource, make_source
 
 
 @pytest.mark.parametrize("market", ["us", "cn", "crypto"])

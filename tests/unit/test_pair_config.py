@@ -13,13 +13,13 @@ from openbell.agents.modes.pair import PairPrompt
 from openbell.agents.pair_rules import check_pairs, pair_state
 from openbell.agents.pairs import PairEnforced, PairNeutral
 from openbell.markets.errors import InvalidConfig
-from openbell.ops.config import (
+from openbell.ops.config.schema import (
     LlmAgentConfig,
     PairNeutralAgentConfig,
     default_config_text,
     load_config,
 )
-from openbell.ops.planning import agent_for
+from openbell.ops.wiring.planning import agent_for
 
 MARKETS = """\
 [markets.us]

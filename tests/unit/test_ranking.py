@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from openbell.ops.ranking import Entrant, RankRow, composite_rank
-from openbell.ops.return_metrics import Panel
+from openbell.ops.evaluation.ranking import Entrant, RankRow, composite_rank
+from openbell.ops.evaluation.return_metrics import Panel
 
 START = datetime(2025, 1, 6, tzinfo=UTC)
 

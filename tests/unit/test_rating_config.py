@@ -10,10 +10,10 @@ import pytest
 
 from openbell.agents.rating.agent import RatingAgent
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import OpenbellConfig, RatingAgentConfig, load_config
-from openbell.ops.planning import agent_for
-from openbell.ops.rating_agents import build_rating_agent
-from openbell.ops.secrets import configured_secrets
+from openbell.ops.config.schema import OpenbellConfig, RatingAgentConfig, load_config
+from openbell.ops.config.secrets import configured_secrets
+from openbell.ops.wiring.planning import agent_for
+from openbell.ops.wiring.rating_agents import build_rating_agent
 
 BASE = """
 [markets.crypto]

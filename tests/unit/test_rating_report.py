@@ -21,7 +21,7 @@ from openbell.agents.rating.report import (
     stored_report,
     target_weights,
 )
-from openbell.ops.rating_report import Scored, calibration, spearman
+from openbell.ops.evaluation.rating_report import Scored, calibration, spearman
 
 OFFERED = {"AAA", "BBB", "CCC"}
 

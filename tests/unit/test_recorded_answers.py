@@ -25,8 +25,8 @@ from openbell.agents.llm.answers import (
 from openbell.agents.llm.client import AttemptError, ChatClient, ClientConfig
 from openbell.daemon.splitting import next_generation
 from openbell.markets.errors import ConfigError, LlmUnavailable
-from openbell.ops.config import LlmAgentConfig, load_config
-from openbell.ops.recorded_answers import Swap, answering_of, parse_swap, swapped_config
+from openbell.ops.config.schema import LlmAgentConfig, load_config
+from openbell.ops.wiring.recorded_answers import Swap, answering_of, parse_swap, swapped_config
 from openbell.store.exchanges import RecordedAnswer
 from openbell.store.masking_keys import MaskingKey
 from openbell_testkit.llm import ScriptedModel, completion

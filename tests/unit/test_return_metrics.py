@@ -12,8 +12,8 @@ import empyrical
 import numpy as np
 import pytest
 
-from openbell.ops import return_metrics as metrics
-from openbell.ops.return_metrics import (
+from openbell.ops.evaluation import return_metrics as metrics
+from openbell.ops.evaluation.return_metrics import (
     ExposurePoint,
     NavPoint,
     Panel,

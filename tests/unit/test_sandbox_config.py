@@ -16,9 +16,9 @@ from openbell.agents.outside.hub import CycleHub
 from openbell.agents.strategy_code.agent import StrategyCodeAgent
 from openbell.daemon.health import HealthBoard, MarketWatch
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import CommandAgentConfig, OpenbellConfig, load_config
-from openbell.ops.planning import agent_for, market_plan, unsandboxed
-from openbell.ops.sandboxing import Containment, JailKind, containment_for
+from openbell.ops.config.schema import CommandAgentConfig, OpenbellConfig, load_config
+from openbell.ops.wiring.planning import agent_for, market_plan, unsandboxed
+from openbell.ops.wiring.sandboxing import Containment, JailKind, containment_for
 from openbell.store.redact import REDACTED
 
 BASE = """

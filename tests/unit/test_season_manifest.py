@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from openbell.markets.errors import ConfigError
-from openbell.ops.code_version import CodeVersion, git_head
-from openbell.ops.config import load_config_text
-from openbell.ops.season_card import CardSection, CardTable, MethodsCard, to_markdown
-from openbell.ops.season_manifest import (
+from openbell.ops.config.schema import load_config_text
+from openbell.ops.seasons.card import CardSection, CardTable, MethodsCard, to_markdown
+from openbell.ops.seasons.code_version import CodeVersion, git_head
+from openbell.ops.seasons.manifest import (
     build_manifest,
     canonical_json,
     manifest_differences,

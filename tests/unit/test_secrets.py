@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import structlog
 
-from openbell.ops import secrets
-from openbell.ops.config import OpenbellConfig, load_config
-from openbell.ops.logs import configure_logging
+from openbell.ops.config import secrets
+from openbell.ops.config.schema import OpenbellConfig, load_config
+from openbell.ops.logs.rendering import configure_logging
 from openbell.store.redact import REDACTED, Redactor
 from openbell_testkit.logs import logging_restored
 from openbell_testkit.secrets import leaks

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from openbell.ops.return_metrics import Panel
-from openbell.ops.seed_groups import SeedRunPanel, groups_for, seed_stat, summarise_group
+from openbell.ops.evaluation.return_metrics import Panel
+from openbell.ops.evaluation.seed_groups import SeedRunPanel, groups_for, seed_stat, summarise_group
 from openbell.store.seed_runs import SeedRun
 
 BLANK = Panel(

@@ -11,8 +11,8 @@ import pytest
 from openbell.markets.domain import Fill, Position, Side, utc
 from openbell.markets.errors import InvalidConfig
 from openbell.markets.rules import CN, CRYPTO, US, ShortRules, rules_for, with_shorting
-from openbell.ops.config import load_config
-from openbell.ops.planning import rules_for_market
+from openbell.ops.config.schema import load_config
+from openbell.ops.wiring.planning import rules_for_market
 
 US_MARKET = """\
 [markets.us]

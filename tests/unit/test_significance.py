@@ -1,4 +1,5 @@
-"""The significance suite (`ops.significance`) against reference computations written here.
+"""The significance suite (`ops.evaluation.significance`) against reference computations written
+here.
 
 The references are independent of the module: the normal distribution by `math.erf` and a
 bisection for its inverse, moments by explicit sums, the permutation p-value by enumerating every
@@ -18,8 +19,8 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from openbell.ops import significance as sig
-from openbell.ops.return_metrics import NavPoint
+from openbell.ops.evaluation import significance as sig
+from openbell.ops.evaluation.return_metrics import NavPoint
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 

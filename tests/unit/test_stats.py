@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from openbell.ops.stats import ols, regularized_beta, spearman, t_two_sided_p
+from openbell.ops.evaluation.stats import ols, regularized_beta, spearman, t_two_sided_p
 
 
 def test_ols_by_hand() -> None:

@@ -10,10 +10,10 @@ import pytest
 
 from openbell.agents.strategy_code.sandbox import SandboxLimits
 from openbell.markets.errors import ConfigError
-from openbell.ops.config import OpenbellConfig, StrategyCodeAgentConfig, load_config
-from openbell.ops.sandboxing import Containment
-from openbell.ops.secrets import configured_secrets
-from openbell.ops.strategy_agents import build_strategy_code_agent
+from openbell.ops.config.schema import OpenbellConfig, StrategyCodeAgentConfig, load_config
+from openbell.ops.config.secrets import configured_secrets
+from openbell.ops.wiring.sandboxing import Containment
+from openbell.ops.wiring.strategy_agents import build_strategy_code_agent
 
 #: Jails taken to run here: these tests build agents, they run none.
 JAILED = Containment(probe=lambda kind: None)

@@ -13,9 +13,9 @@ from openbell.markets.domain import Instrument
 from openbell.markets.errors import ConfigError
 from openbell.markets.universe_files import merge_universe, write_universe
 from openbell.markets.universes import Universe
-from openbell.ops.config import load_config
-from openbell.ops.market_benchmarks import benchmark_symbol
-from openbell.ops.planning import universe_for
+from openbell.ops.config.schema import load_config
+from openbell.ops.wiring.market_benchmarks import benchmark_symbol
+from openbell.ops.wiring.planning import universe_for
 
 CONFIG = """\
 [markets.cn]

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from openbell.ops.return_metrics import NavPoint
+from openbell.ops.evaluation.return_metrics import NavPoint
 from openbell.ops.web.charts import (
     SPARK_HEIGHT,
     SPARK_POINTS,

@@ -20,7 +20,7 @@ ranks by; close snapshots are left out):
 
 Money stays exact in the tables; the ratios here are computed in IEEE double precision (`CAST(nav
 AS DOUBLE PRECISION)`: REAL on SQLite, whose decimals are text), each NAV converted to a double
-once, as `openbell.ops.return_metrics` does. The CLI compounds one float return per period, the
+once, as `openbell.ops.evaluation.return_metrics` does. The CLI compounds one float return per period, the
 views divide two doubles once: the figures agree to about 1e-12 relative over a year of hourly
 slots (see docs/how-to/query-the-ledger.md). The CLI's composite rank (z-scores across the market, the
 benchmark row) is not a SQL figure: it stays with `openbell leaderboard` and the API.

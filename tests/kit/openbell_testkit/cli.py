@@ -24,7 +24,7 @@ from typing import Any, Self
 import pytest
 from sqlmodel import Session, select
 
-from openbell.ops.config import default_config_text
+from openbell.ops.config.schema import default_config_text
 from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger

@@ -1,0 +1,1 @@
+"""The probes: de-anonymisation, injection and memorisation (recall)."""

@@ -1,0 +1,1 @@
+"""Logging: structlog rendering and the routing of log lines."""

@@ -20,8 +20,9 @@ timed while the slot's cycles run, and the per-market view recomputed after a sl
    each market is written (each account's cycle claimed, its NAV snapshot written, the cycle
    finished, as a slot's cycles write them) and both views asked again: the time each takes
    after each market's slot, median of `--view-rounds` rounds; then each market's leaderboard
-   as the API serves it (`GET /api/v1/leaderboard/{market}` on the same memo, its view already
-   computed: the JSON rendered, or given again). With a version per market the other market's
+   and its significance suite as the API serves them (`GET /api/v1/leaderboard/{market}` and
+   `.../significance` on the same memo, the view already computed: the document computed and
+   rendered, or given again). With a version per market the other market's
    view and JSON are served from memory.
 
 `--compare` runs each part twice: part 1 first with the slots not yielding (`live.YIELD_EVERY_S`
@@ -381,8 +382,12 @@ def views(rounds: int, *, per_market: bool) -> None:
         started = time.perf_counter()
         for market in markets:
             memo.view(market)
-            assert client.get(f"/api/v1/leaderboard/{market}").status_code == 200  # noqa: S101
-        print(f"both views and boards, cold: {time.perf_counter() - started:.2f} s")
+            for url in (
+                f"/api/v1/leaderboard/{market}",
+                f"/api/v1/leaderboard/{market}/significance",
+            ):
+                assert client.get(url).status_code == 200  # noqa: S101
+        print(f"both views, boards and significance, cold: {time.perf_counter() - started:.2f} s")
         for _ in range(rounds):
             for written in markets:
                 # A synthetic slot a week after the market's last (no session gap): each account's
@@ -405,17 +410,21 @@ def views(rounds: int, *, per_market: bool) -> None:
                     memo.view(market)
                     timings.setdefault((written, market), []).append(time.perf_counter() - started)
                 for market in markets:
-                    started = time.perf_counter()
-                    response = client.get(f"/api/v1/leaderboard/{market}")
-                    assert response.status_code == 200  # noqa: S101
-                    took = time.perf_counter() - started
-                    timings.setdefault((written, f"{market} JSON"), []).append(took)
+                    for document in ("board", "significance"):
+                        url = f"/api/v1/leaderboard/{market}"
+                        started = time.perf_counter()
+                        response = client.get(url if document == "board" else f"{url}/{document}")
+                        assert response.status_code == 200  # noqa: S101
+                        took = time.perf_counter() - started
+                        timings.setdefault((written, f"API {document} of {market}"), []).append(
+                            took
+                        )
         client.__exit__(None, None, None)
         engine.dispose()
     for (written, market), values in timings.items():
-        what = f"API board of {market[:-5]}" if market.endswith("JSON") else f"view of {market}"
+        what = market if market.startswith("API") else f"view of {market}"
         print(
-            f"{what:<20} after a {written} slot: median "
+            f"{what:<25} after a {written} slot: median "
             f"{statistics.median(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms "
             f"(n={len(values)})"
         )

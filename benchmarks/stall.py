@@ -19,8 +19,11 @@ timed while the slot's cycles run, and the per-market view recomputed after a sl
    computing in the calling thread. Both markets' views are built; then, in turn, a slot of
    each market is written (each account's cycle claimed, its NAV snapshot written, the cycle
    finished, as a slot's cycles write them) and both views asked again: the time each takes
-   after each market's slot, median of `--view-rounds` rounds. With a version per market the
-   other market's view is served from memory.
+   after each market's slot, median of `--view-rounds` rounds; then each market's leaderboard
+   and its significance suite as the API serves them (`GET /api/v1/leaderboard/{market}` and
+   `.../significance` on the same memo, the view already computed: the document computed and
+   rendered, or given again). With a version per market the other market's
+   view and JSON are served from memory.
 
 `--compare` runs each part twice: part 1 first with the slots not yielding (`live.YIELD_EVERY_S`
 None: the baselines' cycles back to back in one turn of the loop, the stall as it was before the
@@ -335,8 +338,11 @@ def views(rounds: int, *, per_market: bool) -> None:
     ledger's one version (`per_market` False)."""
     print(f"-- views kept by {'the market' if per_market else 'the ledger (as main)'}'s version")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
     from web_ledger import cached_ledger
 
+    from openbell.ops.web.api import api_routes
     from openbell.ops.web.memo import ViewMemo
 
     class LedgerVersionMemo(ViewMemo):
@@ -353,6 +359,8 @@ def views(rounds: int, *, per_market: bool) -> None:
         engine = make_engine(url)
         ledger = Ledger(engine)
         memo = ViewMemo(engine) if per_market else LedgerVersionMemo(engine)
+        client = TestClient(Starlette(routes=api_routes(engine, memo=memo)))
+        client.__enter__()  # one event loop thread for every request, as a server has
         markets = ("us", "crypto")
         accounts: dict[str, list[int]] = {}
         slot_of: dict[str, datetime] = {}
@@ -374,7 +382,12 @@ def views(rounds: int, *, per_market: bool) -> None:
         started = time.perf_counter()
         for market in markets:
             memo.view(market)
-        print(f"both views, cold: {time.perf_counter() - started:.2f} s")
+            for url in (
+                f"/api/v1/leaderboard/{market}",
+                f"/api/v1/leaderboard/{market}/significance",
+            ):
+                assert client.get(url).status_code == 200  # noqa: S101
+        print(f"both views, boards and significance, cold: {time.perf_counter() - started:.2f} s")
         for _ in range(rounds):
             for written in markets:
                 # A synthetic slot a week after the market's last (no session gap): each account's
@@ -396,11 +409,24 @@ def views(rounds: int, *, per_market: bool) -> None:
                     started = time.perf_counter()
                     memo.view(market)
                     timings.setdefault((written, market), []).append(time.perf_counter() - started)
+                for market in markets:
+                    for document in ("board", "significance"):
+                        url = f"/api/v1/leaderboard/{market}"
+                        started = time.perf_counter()
+                        response = client.get(url if document == "board" else f"{url}/{document}")
+                        assert response.status_code == 200  # noqa: S101
+                        took = time.perf_counter() - started
+                        timings.setdefault((written, f"API {document} of {market}"), []).append(
+                            took
+                        )
+        client.__exit__(None, None, None)
         engine.dispose()
     for (written, market), values in timings.items():
+        what = market if market.startswith("API") else f"view of {market}"
         print(
-            f"view of {market:<6} after a {written} slot: median "
-            f"{statistics.median(values):.3f} s, max {max(values):.3f} s (n={len(values)})"
+            f"{what:<25} after a {written} slot: median "
+            f"{statistics.median(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms "
+            f"(n={len(values)})"
         )
 
 

@@ -8,8 +8,9 @@ unknown market, agent or cycle is a 404; both, and any unknown path under `/api/
 `{"error": {"code", "message"}}`. The ledger is read in Starlette's thread pool (the engine is
 synchronous), so a slow query never blocks the event loop; leaderboards, metric panels and
 benchmark series come from a `ViewMemo` (the server's, shared with its pages, or the app's own),
-computed again only after the ledger changed (a strategy-code agent's concordance is read at each
-request: a judge's verdict changes it without a slot). Routes:
+computed again only after their market's version changed (`store.queries.market_version`: a slot
+of another market leaves them be; a strategy-code agent's concordance is read at each request: a
+judge's verdict changes it without a slot). Routes:
 
     GET /api/v1/markets
     GET /api/v1/leaderboard/{market}?window=all|Nd&start=&end=&slots=post-cutoff|all&season=
@@ -166,6 +167,7 @@ class _Api:
             else:
                 window = _window(self._engine, market, query)
             board = self._rendered(
+                market,
                 ("leaderboard", market, *window, query.slots),
                 lambda: exporting.leaderboard_record(
                     read_model.leaderboard(
@@ -193,6 +195,7 @@ class _Api:
         def read() -> bytes:
             window = _window(self._engine, market, query)
             return self._rendered(
+                market,
                 ("significance", market, *window),
                 lambda: significance_record(
                     read_model.significance(self._engine, market, window, memo=self._memo)
@@ -201,10 +204,15 @@ class _Api:
 
         return _json(await run_in_threadpool(read))
 
-    def _rendered(self, key: tuple[str | datetime | None, ...], build: _Build) -> bytes:
-        """The JSON text of `build()`'s document, kept in the memo under `key` until the ledger
-        changes: a year of NAV points takes longer to write out than to read."""
-        return self._memo.remember(bytes, ("json", *key), lambda: bytes(JSONResponse(build()).body))
+    def _rendered(
+        self, market: str, key: tuple[str | datetime | None, ...], build: _Build
+    ) -> bytes:
+        """The JSON text of `build()`'s document of `market`, kept in the memo under `key` until
+        that market's version changes (a slot of another market leaves it be): a year of NAV
+        points takes longer to write out than to read."""
+        return self._memo.remember(
+            bytes, ("json", *key), lambda: bytes(JSONResponse(build()).body), market=market
+        )
 
     async def account(self, request: Request) -> Response:
         agent, market = request.path_params["agent"], request.path_params["market"]
@@ -285,7 +293,7 @@ class _Api:
         self, request: Request, name: str, read: Callable[[str, str, Window], dict[str, Any]]
     ) -> Response:
         """An account's document `name` over the query's window (the account checked first, so
-        an unknown agent is a 404 whatever the window), kept until the ledger changes."""
+        an unknown agent is a 404 whatever the window), kept until the market's version changes."""
         agent, market = request.path_params["agent"], request.path_params["market"]
         query = _query(WindowQuery, request)
 
@@ -293,7 +301,7 @@ class _Api:
             read_model.account(self._engine, agent, market)
             window = _window(self._engine, market, query)
             return self._rendered(
-                (name, agent, market, *window), lambda: read(agent, market, window)
+                market, (name, agent, market, *window), lambda: read(agent, market, window)
             )
 
         return _json(await run_in_threadpool(run))

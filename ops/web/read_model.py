@@ -21,7 +21,8 @@ the market in the window and computes the panel, the ranking and the benchmark i
 the cost of `openbell leaderboard`, seconds on a 50-agent, one-year ledger. `benchmark` and
 `metrics` need the market's leaderboard too (the benchmark is normalised over every account's
 timestamps). Given a `ViewMemo`, the three share one market view, computed again only when the
-ledger changed. Pages, positions, markets and traces are a few indexed queries each.
+market's version (`store.queries.market_version`) changed. Pages, positions, markets and traces
+are a few indexed queries each.
 """
 
 from __future__ import annotations
@@ -194,14 +195,15 @@ def significance(
     engine: Engine, market: str, window: Window = ALL_TIME, *, memo: ViewMemo | None = None
 ) -> BoardSignificance:
     """The significance suite of the market's board over `window`, as `openbell leaderboard
-    --wide` computes it with its default permutations and seed (kept in `memo` until the ledger
-    changes, when given: every account's metrics document reads it)."""
+    --wide` computes it with its default permutations and seed (kept in `memo` until the market's
+    version changes, when given: every account's metrics document reads it)."""
     if memo is None:
         return significance_of(_view(engine, market, window, None))
     return memo.remember(
         BoardSignificance,
         ("significance", market, *window),
         lambda: significance_of(_view(engine, market, window, memo)),
+        market=market,
     )
 
 
@@ -230,7 +232,7 @@ def nav_series(
     memo: ViewMemo | None = None,
 ) -> NavSeries:
     """The account's slot and close NAV snapshots in `window` (two indexed queries; kept in
-    `memo` until the ledger changes, when given)."""
+    `memo` until the market's version changes, when given)."""
     info = account(engine, agent, market)
     start, end = window
 
@@ -246,7 +248,7 @@ def nav_series(
 
     if memo is None:
         return read()
-    return memo.remember(NavSeries, ("nav", agent, market, start, end), read)
+    return memo.remember(NavSeries, ("nav", agent, market, start, end), read, market=market)
 
 
 def metrics(

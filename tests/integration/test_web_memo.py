@@ -8,13 +8,20 @@ claimed, after it finishes (an update, not an insert) and after a NAV snapshot i
 from __future__ import annotations
 
 import dataclasses
-from datetime import date, timedelta
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from openbell.markets.domain import utc
 from openbell.ops.reports.exporting import leaderboard_record, report_record
 from openbell.ops.reports.market_reports import leaderboard, report
+from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
 from openbell.ops.wiring.planning import replay_from_config
@@ -24,6 +31,8 @@ from openbell.store.holdings import account_holdings
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+
+_T = TypeVar("_T")
 
 START, END = date(2025, 10, 1), date(2025, 10, 7)
 CRYPTO = dataclasses.replace(
@@ -121,5 +130,111 @@ def test_a_slot_of_another_market_leaves_the_view_and_one_of_its_own_does_not(
         crypto_account = queries.accounts(engine, "crypto")[0].account_id
         assert ledger.claim_cycle(crypto_account, slot_at, "test", now, now) is not None
         assert memo.view("crypto") is not crypto
+    finally:
+        engine.dispose()
+
+
+class _RecordingMemo(ViewMemo):
+    """The memo, recording the key of every value it builds (rather than gives again)."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.built: list[tuple[str | datetime | None, ...]] = []
+
+    def remember(
+        self,
+        kind: type[_T],
+        key: tuple[str | datetime | None, ...],
+        build: Callable[[], _T],
+        *,
+        market: str | None = None,
+    ) -> _T:
+        def recorded() -> _T:
+            self.built.append(key)
+            return build()
+
+        return super().remember(kind, key, recorded, market=market)
+
+
+def _documents(agent: str, market: str) -> tuple[str, ...]:
+    """The API documents of a market kept in the memo as JSON text."""
+    account = f"/api/v1/agents/{agent}/{market}"
+    return (
+        f"/api/v1/leaderboard/{market}",
+        f"/api/v1/leaderboard/{market}/significance",
+        f"{account}/nav",
+        f"{account}/benchmark",
+        f"{account}/metrics",
+    )
+
+
+def _us_slot(ledger: Ledger, account_id: int, slot_at: datetime) -> None:
+    """A US slot of one account: its cycle claimed, its snapshot written, the cycle finished."""
+    now = slot_at + timedelta(seconds=1)
+    cycle_id = ledger.claim_cycle(account_id, slot_at, "test", now + timedelta(hours=1), now)
+    assert cycle_id is not None
+    ledger.write_nav_snapshot(account_id, slot_at, SnapshotKind.SLOT, {})
+    ledger.finish_cycle(cycle_id, CycleStatus.DONE, now, held_by="test")
+
+
+def test_the_api_json_of_a_market_is_kept_by_its_version(db_url: str, tmp_path: Path) -> None:
+    config = demo_config(tmp_path / "unused.db", [CRYPTO])
+    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
+    upgrade(db_url)
+    replay_from_config(
+        config, start=START, end=END, market="crypto", resume=False, show_progress=False
+    )
+    engine = make_engine(db_url)
+    try:
+        ledger = Ledger(engine)
+        opened_at = utc(2025, 10, 8, 13)
+        agent_id = ledger.ensure_agent("us-only", "cash", opened_at)
+        us_account = ledger.open_account(agent_id, "us", "USD", Decimal(10000), opened_at)
+        for hour in (14, 15):
+            _us_slot(ledger, us_account, utc(2025, 10, 8, hour))
+        crypto = _documents("random", "crypto")
+        us = _documents("us-only", "us")
+        memo = _RecordingMemo(engine)
+
+        def served(urls: tuple[str, ...], fresh: bool = False) -> list[bytes]:
+            routes = api_routes(engine) if fresh else api_routes(engine, memo=memo)
+            with TestClient(Starlette(routes=routes)) as client:
+                responses = [client.get(url) for url in urls]
+            assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+            return [r.content for r in responses]
+
+        def json_built(market: str) -> set[str | datetime | None]:
+            return {key[1] for key in memo.built if key[0] == "json" and market in key}
+
+        first_crypto, first_us = served(crypto), served(us)
+        assert json_built("crypto") == json_built("us") == {
+            "leaderboard", "significance", "nav", "benchmark", "metrics",
+        }  # fmt: skip
+        memo.built.clear()
+
+        _us_slot(ledger, us_account, utc(2025, 10, 8, 16))  # a slot of the US market
+        assert served(crypto) == first_crypto
+        assert not [key for key in memo.built if "crypto" in key]  # every crypto value kept
+        now_us = served(us)
+        assert now_us != first_us
+        assert now_us == served(us, fresh=True)
+        assert json_built("us") == {"leaderboard", "significance", "nav", "benchmark", "metrics"}
+        memo.built.clear()
+
+        # A crypto cycle claimed: crypto's documents are built again, the US ones are kept.
+        crypto_account = next(
+            info.account_id
+            for info in queries.accounts(engine, "crypto")
+            if info.agent_name == "random"
+        )
+        slot_at = utc(2025, 10, 8)
+        now = slot_at + timedelta(seconds=1)
+        assert ledger.claim_cycle(crypto_account, slot_at, "test", now, now) is not None
+        assert served(us) == now_us
+        assert not [key for key in memo.built if "us" in key]
+        assert served(crypto) == served(crypto, fresh=True)
+        assert json_built("crypto") == {
+            "leaderboard", "significance", "nav", "benchmark", "metrics",
+        }  # fmt: skip
     finally:
         engine.dispose()

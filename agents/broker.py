@@ -356,6 +356,8 @@ class CycleOrders:
 def in_margin_call(snapshot: NavSnapshot, rules: ShortRules, currency: str) -> bool:
     """Whether the account was in a margin call at NAV `snapshot` (its cash and marks): shorts
     open and equity below the maintenance requirement."""
+    if not any(mark.quantity < 0 for mark in snapshot.marks.values()):  # no short: no call
+        return False
     valued = exposure(
         snapshot.cash,
         {symbol: mark.quantity for symbol, mark in snapshot.marks.items()},

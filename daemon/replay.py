@@ -288,21 +288,26 @@ class _Counts:
     agents: dict[tuple[str, str], _AgentTally] = field(default_factory=dict)
 
     def add(self, slot: SlotReport) -> None:
+        """Count the slot's outcomes (one pass over them: a replay adds one per slot)."""
         self.slots += 1
-        self.done += slot.count(CycleStatus.DONE)
-        self.failed += slot.count(CycleStatus.FAILED)
-        self.skipped += slot.count(CycleStatus.SKIPPED)
-        self.already += slot.count(None)
-        self.fills += slot.fills
         for outcome in slot.outcomes:
-            if outcome.status is None:
+            self.fills += outcome.fills
+            status = outcome.status
+            if status is None:
+                self.already += 1
                 continue
-            tally = self.agents.setdefault((slot.market, outcome.agent), _AgentTally())
-            if outcome.status is CycleStatus.DONE:
+            key = (slot.market, outcome.agent)
+            tally = self.agents.get(key)
+            if tally is None:
+                tally = self.agents[key] = _AgentTally()
+            if status is CycleStatus.DONE:
+                self.done += 1
                 tally.done += 1
-            elif outcome.status is CycleStatus.SKIPPED:
+            elif status is CycleStatus.SKIPPED:
+                self.skipped += 1
                 tally.skipped += 1
-            elif outcome.status is CycleStatus.FAILED:
+            elif status is CycleStatus.FAILED:
+                self.failed += 1
                 tally.failed += 1
                 if tally.first_cause is None:
                     tally.first_cause = outcome.cause or "failed"

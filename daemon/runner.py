@@ -80,6 +80,8 @@ DECIDE_TIMEOUT_S: Final = 600.0
 YIELD_TURNS: Final = 4
 #: Stored error messages are cut to this many characters.
 MAX_ERROR_CHARS: Final = 2000
+#: The `kind` a slot's NAV snapshot is logged with (an enum member's `value` is a lookup per read).
+_SLOT_KIND: Final = SnapshotKind.SLOT.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -684,7 +686,7 @@ class CycleRunner:
                 desk.rules.shorting,
                 cycle_id=claim.cycle_id,
             )
-            bound.info("nav_snapshot_written", kind=SnapshotKind.SLOT.value, nav=valued.nav)
+            bound.info("nav_snapshot_written", kind=_SLOT_KIND, nav=valued.nav)
             shorting = desk.rules.shorting
             if shorting is not None and in_margin_call(valued, shorting, desk.rules.currency):
                 bound.warning("margin_call_due", account_id=claim.account_id, nav=valued.nav)

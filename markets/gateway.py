@@ -321,9 +321,10 @@ class PointInTimeGateway:
                 )
             self._check_interval(interval)
             days = self._window_days(interval, lookback)
+            now_us = (now - _FLOOR) // _MICROSECOND  # the same instant for every symbol
             for symbol in wanted:
                 averages, ended_at = _prepared_means(
-                    self._prepared, symbol, interval, windows, days, now
+                    self._prepared, symbol, interval, windows, lookback, days, now_us
                 )
                 out[symbol] = _averages_result(symbol, interval, now, averages, ended_at)
             return out
@@ -415,7 +416,14 @@ class PointInTimeGateway:
     async def quote(self, symbols: Sequence[str], now: datetime) -> QuotesResult:
         """The quote of each symbol known at `now`; symbols without one are listed in `missing`."""
         check_utc("now", now)
-        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        quotes, missing = await self._quotes(tuple(dict.fromkeys(check_symbols(symbols))), now)
+        return QuotesResult(as_of=now, quotes=quotes, missing=missing)
+
+    async def _quotes(
+        self, wanted: tuple[str, ...], now: datetime
+    ) -> tuple[dict[str, Quote], tuple[str, ...]]:
+        """`quote`'s quotes and missing symbols of `wanted` (checked, each once) at `now`
+        (checked UTC), before they are made a `QuotesResult`."""
         found = await self._source.quote(wanted, now)
         quotes: dict[str, Quote] = {}
         for symbol in wanted:
@@ -423,7 +431,7 @@ class PointInTimeGateway:
             if quote is not None and quote.symbol == symbol and quote.at <= now:
                 quotes[symbol] = quote
         missing = tuple(symbol for symbol in wanted if symbol not in quotes)
-        return QuotesResult(as_of=now, quotes=quotes, missing=missing)
+        return quotes, missing
 
     async def news(
         self,
@@ -448,9 +456,11 @@ class PointInTimeGateway:
 
     async def snapshot(self, symbols: Sequence[str], now: datetime) -> MarketSnapshot:
         """The market at slot `now`: quotes of `symbols`, their previous closes, and which of
-        them had a bar ended by `now`."""
-        quotes = await self.quote(symbols, now)
+        them had a bar ended by `now`. The quotes are `quote`'s (checked for look-ahead once, by
+        the snapshot)."""
+        check_utc("now", now)
         wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        quotes, missing = await self._quotes(wanted, now)
         knows_history = self._history is not None
         interval = "1d" if "1d" in self._source.intervals else self._source.intervals[-1]
         recent: dict[str, Sequence[Bar]] = {}
@@ -479,8 +489,8 @@ class PointInTimeGateway:
         return MarketSnapshot(
             market=self._source.market,
             at=now,
-            quotes=quotes.quotes,
-            missing=quotes.missing,
+            quotes=quotes,
+            missing=missing,
             previous_closes=previous,
             with_bars=self._with_bars(wanted, recent, now),
         )
@@ -588,16 +598,16 @@ def _prepared_means(
     symbol: str,
     interval: str,
     windows: Sequence[int],
+    lookback: int,
     days: int,
-    now: datetime,
+    now_us: int,
 ) -> tuple[dict[int, Decimal], datetime | None]:
     """The means and last bar end `moving_averages` gives over `_prepared_last`'s window of
-    `max(windows)` bars, from the series' indices: the same bisections, no window object."""
+    `lookback` (`max(windows)`) bars at `now_us` (µs since the epoch), from the series' indices:
+    the same bisections, no window object."""
     series = prepared.prepared_series(symbol, interval)
     if series is None:
         return {}, None
-    lookback = max(windows)
-    now_us = (now - _FLOOR) // _MICROSECOND
     lo, hi = series.span(max(now_us - days * _DAY_US, 0), now_us)
     wider = _wider(days, hi - lo, lookback)
     if wider is not None:

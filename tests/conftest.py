@@ -9,9 +9,9 @@ for the disk: what connections see is unchanged, only a server crash could lose 
 The URL also sets `application_name` to the schema's name, so a fault test tells its own
 connections from those of other runs sharing the server
 (`openbell_testkit.postgres.terminate_connections` kills only its own). A test's schema is dropped
-(CASCADE) after it, and any the session still has at its end. Without a reachable server, Postgres
-tests skip with a message saying how to enable them, unless `OPENBELL_REQUIRE_PG=1`, which makes
-them fail instead.
+(CASCADE) after it, in the background, and any the session still has at its end. Without a
+reachable server, Postgres tests skip with a message saying how to enable them, unless
+`OPENBELL_REQUIRE_PG=1`, which makes them fail instead.
 """
 
 from __future__ import annotations

@@ -289,15 +289,22 @@ def conduct_of(
     *,
     kinds: Mapping[int, str],
     sources: Callable[[Sequence[str]], Sequence[ReplaySource]],
+    facts: tuple[Mapping[int, AccountTrades], Mapping[int, Sequence[ProtocolFacts]]] | None = None,
 ) -> dict[int, Conduct]:
     """The behavioural metrics of each account of `navs` (account id -> its slot NAVs in the
     window), of the agent kind `kinds[account id]`, with prices from `sources(symbols)` (the
-    price sources of the symbols traded or rated)."""
+    price sources of the symbols traded or rated). `facts` are the accounts' cycle trades and
+    protocol facts in the window when the caller has read them (else they are read here)."""
     ids = list(navs)
     if not ids:
         return {}
-    trades = cycle_trades_of(engine, ids, start, end)
-    protocol = protocol_facts_of(engine, ids, start, end, report_tool=RATINGS_TOOL)
+    if facts is None:
+        trades: Mapping[int, AccountTrades] = cycle_trades_of(engine, ids, start, end)
+        protocol: Mapping[int, Sequence[ProtocolFacts]] = protocol_facts_of(
+            engine, ids, start, end, report_tool=RATINGS_TOOL
+        )
+    else:
+        trades, protocol = facts
     raters = [account_id for account_id in ids if kinds[account_id] == RATING_KIND]
     ratings = ratings_of(engine, raters, start, end) if raters else {}
     codes = {

@@ -114,10 +114,12 @@ class SealedCycleFacts:
                 facts = _appended(
                     kept, read_cycle_facts(engine, account_ids, kept.mark, end, opening=False)
                 )
-                self.incremental_reads += 1
+                with self._lock:
+                    self.incremental_reads += 1
             if facts is None:
                 facts = read_cycle_facts(engine, account_ids, start, end)
-                self.whole_reads += 1
+                with self._lock:
+                    self.whole_reads += 1
             self._keep(key, facts, before_start)
             return facts
 
@@ -127,6 +129,7 @@ class SealedCycleFacts:
         with self._lock:
             if found is None:
                 self._kept.pop(key, None)
+                self._reading.pop(key, None)
                 return
             mark, behind = found
             self._kept[key] = _Kept(
@@ -134,7 +137,8 @@ class SealedCycleFacts:
             )
             self._kept.move_to_end(key)
             while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+                dropped, _ = self._kept.popitem(last=False)
+                self._reading.pop(dropped, None)
 
 
 def _sealed(facts: CycleFacts) -> tuple[datetime, CycleCensus] | None:

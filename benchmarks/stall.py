@@ -27,8 +27,10 @@ timed while the slot's cycles run, and the per-market view recomputed after a sl
 
 `--compare` runs each part twice: part 1 first with the slots not yielding (`live.YIELD_EVERY_S`
 None: the baselines' cycles back to back in one turn of the loop, the stall as it was before the
-slots yielded), then yielding; part 2 first with every view kept by the ledger's one version (as
-before the version per market), then by the market's.
+slots yielded), then yielding; part 2 first with every view kept by the ledger's one version and
+computed whole (as on main, before the version per market), then kept by the market's version and
+computed whole, then kept by the market's version and read incrementally (the cycles' facts kept
+between views, `ops.reports.cycle_facts`: as it is now).
 
 Not a test: run it by hand, `.venv/bin/python benchmarks/stall.py [--slots N] [--compare]
 [--views]` (the machine is shared: compare the figures of one run).
@@ -333,10 +335,15 @@ def stall(period_s: float, slots: int, every_s: float, hold_s: float, *, yieldin
 # -- 2. the views ---------------------------------------------------------------------------
 
 
-def views(rounds: int, *, per_market: bool) -> None:
+def views(rounds: int, *, per_market: bool, incremental: bool = True) -> None:
     """Part 2, with the memo keeping a market's views by its own version or, as on main, by the
-    ledger's one version (`per_market` False)."""
-    print(f"-- views kept by {'the market' if per_market else 'the ledger (as main)'}'s version")
+    ledger's one version (`per_market` False, never `incremental`), each view read incrementally
+    (`incremental`) or whole."""
+    incremental = incremental and per_market
+    print(
+        f"-- views kept by {'the market' if per_market else 'the ledger (as main)'}'s version, "
+        f"{'read incrementally' if incremental else 'computed whole'}"
+    )
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
@@ -344,6 +351,7 @@ def views(rounds: int, *, per_market: bool) -> None:
 
     from openbell.ops.web.api import api_routes
     from openbell.ops.web.memo import ViewMemo
+    from openbell.ops.web.view_worker import InProcessViews
 
     class LedgerVersionMemo(ViewMemo):
         """The memo as it was: every value kept by the ledger's one version."""
@@ -358,7 +366,12 @@ def views(rounds: int, *, per_market: bool) -> None:
         upgrade(url)
         engine = make_engine(url)
         ledger = Ledger(engine)
-        memo = ViewMemo(engine) if per_market else LedgerVersionMemo(engine)
+        source = InProcessViews(engine, incremental=incremental)
+        memo = (
+            ViewMemo(engine, views=source)
+            if per_market
+            else LedgerVersionMemo(engine, views=source)
+        )
         client = TestClient(Starlette(routes=api_routes(engine, memo=memo)))
         client.__enter__()  # one event loop thread for every request, as a server has
         markets = ("us", "crypto")
@@ -448,8 +461,9 @@ def main() -> None:
         for yielding in (False, True) if args.compare else (True,):
             stall(args.period_s, args.slots, args.every_ms / 1000, args.hold_s, yielding=yielding)
     if args.views:
-        for per_market in (False, True) if args.compare else (True,):
-            views(args.view_rounds, per_market=per_market)
+        modes = ((False, False), (True, False), (True, True)) if args.compare else ((True, True),)
+        for per_market, incremental in modes:
+            views(args.view_rounds, per_market=per_market, incremental=incremental)
 
 
 if __name__ == "__main__":

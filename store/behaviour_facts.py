@@ -80,8 +80,13 @@ def cycle_trades_of(
     account_ids: Sequence[int],
     start: datetime | None = None,
     end: datetime | None = None,
+    *,
+    with_opening: bool = True,
 ) -> dict[int, AccountTrades]:
-    """Each account's opening quantities and its cycles' net trades (see the module docstring)."""
+    """Each account's opening quantities and its cycles' net trades (see the module docstring).
+
+    Without `with_opening` the fills before `start` are not read and every opening is empty (for a
+    caller that kept the openings of an earlier read and asks for the later cycles only)."""
     cycles_query = (
         select(
             col(CycleRow.account_id),
@@ -92,7 +97,7 @@ def cycle_trades_of(
         .where(col(CycleRow.account_id).in_(account_ids), *_in_window(start, end))
         .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
     )
-    upto: list[ColumnElement[bool]] = [] if end is None else [col(CycleRow.slot_at) < end]
+    upto = _in_window(None if with_opening else start, end)
     fills_query = (
         select(
             col(FillRow.account_id),
@@ -220,3 +225,35 @@ def protocol_facts_of(
             )
         )
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CycleCensus:
+    """The accounts' cycles in a range of slots, told apart by their ids: how many, the largest
+    id and the ids' sum (a row added, deleted or replaced there changes one of them)."""
+
+    count: int
+    max_id: int
+    id_sum: int
+
+    @classmethod
+    def of(cls, cycle_ids: Sequence[int]) -> CycleCensus:
+        """The census of the cycles `cycle_ids`."""
+        return cls(count=len(cycle_ids), max_id=max(cycle_ids, default=0), id_sum=sum(cycle_ids))
+
+
+def cycle_census(
+    engine: Engine,
+    account_ids: Sequence[int],
+    start: datetime | None,
+    before: datetime,
+) -> CycleCensus:
+    """The census of the accounts' cycles with `start <= slot_at < before` (one query)."""
+    query = select(
+        func.count(),
+        func.coalesce(func.max(CycleRow.id), 0),
+        func.coalesce(func.sum(CycleRow.id), 0),
+    ).where(col(CycleRow.account_id).in_(account_ids), *_in_window(start, before))
+    with engine.connect() as connection:
+        count, max_id, id_sum = connection.execute(query).one()
+    return CycleCensus(count=int(count or 0), max_id=int(max_id or 0), id_sum=int(id_sum or 0))

@@ -247,7 +247,16 @@ def cycle_activity_of(
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> dict[int, list[CycleCounts]]:
-    """`cycle_activity` of each of `account_ids`, read in one query."""
+    """`cycle_activity` of each of `account_ids`, read in one query (the orders and fills of the
+    window's cycles only)."""
+    in_window = (
+        select(col(CycleRow.id))
+        .where(
+            col(CycleRow.account_id).in_(account_ids),
+            *_window(col(CycleRow.slot_at), start, end),
+        )
+        .scalar_subquery()
+    )
     orders = (
         select(
             col(OrderRow.cycle_id).label("cycle_id"),
@@ -256,14 +265,14 @@ def cycle_activity_of(
                 "rejections"
             ),
         )
-        .where(col(OrderRow.account_id).in_(account_ids))
+        .where(col(OrderRow.account_id).in_(account_ids), col(OrderRow.cycle_id).in_(in_window))
         .group_by(col(OrderRow.cycle_id))
         .subquery()
     )
     fills = (
         select(col(OrderRow.cycle_id).label("cycle_id"), func.count().label("fills"))
         .join(FillRow, col(FillRow.order_id) == OrderRow.id)
-        .where(col(OrderRow.account_id).in_(account_ids))
+        .where(col(OrderRow.account_id).in_(account_ids), col(OrderRow.cycle_id).in_(in_window))
         .group_by(col(OrderRow.cycle_id))
         .subquery()
     )

@@ -229,7 +229,10 @@ def weight_reactivity(
         raise ValueError(
             f"{len(weight_changes)} weight changes but {len(previous_returns)} returns"
         )
-    if not all(math.isfinite(v) for v in (*weight_changes, *previous_returns)):
+    if not (
+        np.isfinite(np.asarray(weight_changes, dtype=float)).all()
+        and np.isfinite(np.asarray(previous_returns, dtype=float)).all()
+    ):
         raise ValueError("weight changes and returns must be finite")
     if len(weight_changes) < MIN_REACTIONS:
         return None

@@ -115,12 +115,14 @@ class Conduct:
 def position_changes(trades: AccountTrades) -> list[behaviour.PositionChange]:
     """The position change of each done cycle, the book carried through every cycle."""
     book = dict(trades.opening)
+    after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
     out: list[behaviour.PositionChange] = []
     for cycle in trades.cycles:
-        before = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
-        for symbol, quantity in cycle.quantities.items():
-            book[symbol] = book.get(symbol, Decimal(0)) + quantity
-        after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
+        before = after
+        if cycle.quantities:  # a cycle without fills leaves the book, and the held set, as it was
+            for symbol, quantity in cycle.quantities.items():
+                book[symbol] = book.get(symbol, Decimal(0)) + quantity
+            after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
         if cycle.status is CycleStatus.DONE:
             out.append(
                 behaviour.PositionChange(
@@ -136,6 +138,7 @@ def reactions(
     """The weight changes and previous returns of the account's (cycle, symbol) pairs, the
     inputs of the weight reactivity (see the module docstring)."""
     symbols = sorted({symbol for cycle in trades.cycles for symbol in cycle.notionals})
+    priced = [(symbol, prices.get(symbol, {})) for symbol in symbols]
     weights: list[float] = []
     returns: list[float] = []
     nav_at = {point.at: float(point.nav) for point in navs}
@@ -143,12 +146,12 @@ def reactions(
         nav = nav_at.get(cycle.slot_at)
         if cycle.status is not CycleStatus.DONE or nav is None:
             continue
-        for symbol in symbols:
-            series = prices.get(symbol, {})
-            before, now = series.get(previous.slot_at), series.get(cycle.slot_at)
+        then, at, notionals = previous.slot_at, cycle.slot_at, cycle.notionals
+        for symbol, series in priced:
+            before, now = series.get(then), series.get(at)
             if before is None or now is None:
                 continue
-            notional = cycle.notionals.get(symbol)
+            notional = notionals.get(symbol)
             weights.append(0.0 if notional is None else float(notional) / nav)
             returns.append(now / before - 1.0)
     return weights, returns
@@ -289,15 +292,22 @@ def conduct_of(
     *,
     kinds: Mapping[int, str],
     sources: Callable[[Sequence[str]], Sequence[ReplaySource]],
+    facts: tuple[Mapping[int, AccountTrades], Mapping[int, Sequence[ProtocolFacts]]] | None = None,
 ) -> dict[int, Conduct]:
     """The behavioural metrics of each account of `navs` (account id -> its slot NAVs in the
     window), of the agent kind `kinds[account id]`, with prices from `sources(symbols)` (the
-    price sources of the symbols traded or rated)."""
+    price sources of the symbols traded or rated). `facts` are the accounts' cycle trades and
+    protocol facts in the window when the caller has read them (else they are read here)."""
     ids = list(navs)
     if not ids:
         return {}
-    trades = cycle_trades_of(engine, ids, start, end)
-    protocol = protocol_facts_of(engine, ids, start, end, report_tool=RATINGS_TOOL)
+    if facts is None:
+        trades: Mapping[int, AccountTrades] = cycle_trades_of(engine, ids, start, end)
+        protocol: Mapping[int, Sequence[ProtocolFacts]] = protocol_facts_of(
+            engine, ids, start, end, report_tool=RATINGS_TOOL
+        )
+    else:
+        trades, protocol = facts
     raters = [account_id for account_id in ids if kinds[account_id] == RATING_KIND]
     ratings = ratings_of(engine, raters, start, end) if raters else {}
     codes = {

@@ -74,6 +74,7 @@ from openbell.ops.evaluation.return_metrics import (
 )
 from openbell.ops.evaluation.seed_groups import SeedGroup, groups_for
 from openbell.ops.evaluation.significance import BoardSignificance
+from openbell.ops.reports.cycle_facts import CycleFacts, SealedCycleFacts, read_cycle_facts
 from openbell.store import queries
 from openbell.store.queries import AccountInfo
 from openbell.store.records import CycleStatus, CycleUsage, SnapshotKind
@@ -328,14 +329,24 @@ def _behaviour(
 
 
 def _load_accounts(
-    engine: Engine, market: str, window: _Window, convention: Convention = OPENBELL
-) -> list[_Account]:
-    """The market's accounts with their series and behaviour, each query made once for all."""
+    engine: Engine,
+    market: str,
+    window: _Window,
+    convention: Convention = OPENBELL,
+    kept: SealedCycleFacts | None = None,
+) -> tuple[list[_Account], CycleFacts]:
+    """The market's accounts with their series and behaviour, each query made once for all, and
+    the facts of their cycles (from `kept` when given: `ops.reports.cycle_facts`)."""
     infos = queries.accounts(engine, market)
     ids = [info.account_id for info in infos]
     start, end = window
     series = queries.nav_series_of(engine, ids, start=start, end=end)
-    activity = queries.cycle_activity_of(engine, ids, start, end)
+    facts = (
+        read_cycle_facts(engine, ids, start, end)
+        if kept is None
+        else kept.read(engine, ids, start, end)
+    )
+    activity = facts.activity
     last = queries.last_snapshots(engine, ids, start=start, end=end)
     notionals = queries.traded_notionals_of(engine, ids, start, end)
     usage = queries.llm_usage_of(engine, ids, start, end)
@@ -388,7 +399,7 @@ def _load_accounts(
                 ),
             )
         )
-    return out
+    return out, facts
 
 
 #: How far past the window a close-to-close series looks for its last slot's period end.
@@ -495,11 +506,22 @@ def market_view(
     benchmark: Benchmark | None = None,
     extra_sources: Sequence[ReplaySource] = (),
     convention: Convention = OPENBELL,
+    kept: SealedCycleFacts | None = None,
 ) -> MarketView:
     """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
-    (arguments and errors as `leaderboard`)."""
+    (arguments and errors as `leaderboard`). With `kept`, the facts of the market's cycles are
+    read through it (`ops.reports.cycle_facts`: only the cycles after its mark, when it has the
+    window's); the view is the same."""
     board, found, bench = _build(
-        engine, market, (start, end), cadence, source, benchmark, tuple(extra_sources), convention
+        engine,
+        market,
+        (start, end),
+        cadence,
+        source,
+        benchmark,
+        tuple(extra_sources),
+        convention,
+        kept,
     )
     return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
@@ -513,9 +535,10 @@ def _build(
     benchmark: Benchmark | None = None,
     extra: tuple[ReplaySource, ...] = (),
     convention: Convention = OPENBELL,
+    kept: SealedCycleFacts | None = None,
 ) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
     _check_market(market)
-    found = _load_accounts(engine, market, window, convention)
+    found, facts = _load_accounts(engine, market, window, convention, kept)
     if not found:
         raise ReportError(f"no accounts in market {market!r} in the ledger")
     stamps = sorted({point.at for account in found for point in account.slot_navs})
@@ -524,7 +547,7 @@ def _build(
     factor = annualisation_factor(convention, market, chosen, observed)
     spec = benchmark or benchmark_for(market)
     sources = report_sources(engine, market, stamps, source, sorted(spec.weights), extra)
-    found = _with_conduct(engine, found, window, source, stamps, observed, extra)
+    found = _with_conduct(engine, found, window, source, stamps, observed, extra, facts)
     cash = _initial_cash(found)
     bench = benchmark_series(convention, market, stamps, chosen, cash, sources, benchmark=spec)
     by_at = {point.at: point for point in bench}
@@ -593,6 +616,7 @@ def _with_conduct(
     stamps: list[datetime],
     factor: float,
     extra: tuple[ReplaySource, ...] = (),
+    facts: CycleFacts | None = None,
 ) -> list[_Account]:
     """The accounts with their behavioural metrics (`ops.evaluation.behaviour_report`), the traded
     symbols priced as the benchmark is, and their turnover annualised by `factor` (the market's
@@ -604,6 +628,7 @@ def _with_conduct(
         *window,
         kinds={account.info.account_id: account.info.agent_kind for account in found},
         sources=lambda symbols: report_sources(engine, market, stamps, source, symbols, extra),
+        facts=None if facts is None else (facts.trades, facts.protocol),
     )
     return [
         replace(

@@ -5,7 +5,9 @@ This module owns `ViewSource` (what `ops.web.memo.ViewMemo` builds a market view
 thread) and `WorkerViews`, which computes it in one worker process instead, so that a page's first
 request after a slot does not hold the GIL of the process running the daemon's cycles: a crypto view
 of the 50-agent, one-year benchmark ledger is 1.1-1.6 s of Python there, and about 50 ms of
-unpickling here, while the caller's thread only waits on a future. An account's factor
+unpickling here, while the caller's thread only waits on a future. Both keep the facts of the
+markets' cycles between views and read only the cycles of the latest slots again
+(`ops.reports.cycle_facts`). An account's factor
 attribution (`ops.evaluation.attribution`, about a second an account on the demo's ledger, growing
 with its snapshots) is computed the same way. An agent's report (a few indexed queries on top of the
 view, 10-20 ms) is still built in the caller's process.
@@ -45,6 +47,7 @@ from openbell.ops.evaluation.attribution.ledger_inputs import (
 )
 from openbell.ops.evaluation.conventions import OPENBELL, Convention, convention_named
 from openbell.ops.reports import market_reports as reports
+from openbell.ops.reports.cycle_facts import SealedCycleFacts
 from openbell.ops.reports.market_reports import MarketView
 from openbell.store.db import LedgerAddress, ledger_address
 
@@ -72,21 +75,29 @@ class ViewSource(Protocol):
 
 class InProcessViews:
     """Market views computed in the caller's thread, on `engine`, under `convention`, and
-    attributions as `attribution` picks them (default: every style, every symbol with bars)."""
+    attributions as `attribution` picks them (default: every style, every symbol with bars).
+    The facts of the markets' cycles are kept between views and read again from their mark on
+    (`ops.reports.cycle_facts`), unless `incremental` is False."""
 
     def __init__(
         self,
         engine: Engine,
         convention: Convention = OPENBELL,
         attribution: AttributionChoice = DEFAULT_ATTRIBUTION,
+        *,
+        incremental: bool = True,
     ) -> None:
         self._engine = engine
         self._convention = convention
         self._attribution = attribution
+        #: The cycle facts kept between views (None: every view reads them whole).
+        self.kept = SealedCycleFacts() if incremental else None
 
     def view(self, market: str, start: datetime | None, end: datetime | None) -> MarketView:
         """`ops.reports.market_reports.market_view` of the market over the window."""
-        return reports.market_view(self._engine, market, start, end, convention=self._convention)
+        return reports.market_view(
+            self._engine, market, start, end, convention=self._convention, kept=self.kept
+        )
 
     def attribution(
         self, agent: str, market: str, start: datetime | None, end: datetime | None
@@ -184,6 +195,8 @@ class WorkerViews:
 #: The worker process's read-only engine, and the attribution it computes (`_open_ledger`).
 _engine: Engine | None = None
 _choice: AttributionChoice = DEFAULT_ATTRIBUTION
+#: The facts of the markets' cycles the worker keeps between views (`ops.reports.cycle_facts`).
+_kept = SealedCycleFacts()
 
 
 def _open_ledger(address: LedgerAddress, attribution: AttributionChoice) -> None:
@@ -203,7 +216,7 @@ def _market_view(
     if _engine is None:
         raise RuntimeError("the view worker's ledger is not open")
     measured = convention_named(convention)
-    return reports.market_view(_engine, market, start, end, convention=measured)
+    return reports.market_view(_engine, market, start, end, convention=measured, kept=_kept)
 
 
 def _attribution(

@@ -18,19 +18,15 @@ from sqlalchemy import Engine, delete
 from openbell.markets.domain import utc
 from openbell.ops.reports.cycle_facts import SealedCycleFacts, read_cycle_facts
 from openbell.ops.reports.market_reports import MarketView, market_view
-from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
 from openbell.ops.wiring.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus
 from openbell.store.tables import CycleRow
+from openbell_testkit.replay import demo_crypto_replayed
 
 START, END, LATER = date(2025, 10, 1), date(2025, 10, 7), date(2025, 10, 10)
-CRYPTO = dataclasses.replace(
-    next(spec for spec in DEMO_MARKETS if spec.market == "crypto"), start=START, end=END
-)
 
 
 def _same(incremental: MarketView, whole: MarketView) -> None:
@@ -59,12 +55,7 @@ def _facts_match(engine: Engine, kept: SealedCycleFacts) -> None:
 
 
 def test_a_view_read_incrementally_is_the_view_computed_whole(db_url: str, tmp_path: Path) -> None:
-    config = demo_config(tmp_path / "unused.db", [CRYPTO])
-    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
-    upgrade(db_url)
-    replay_from_config(
-        config, start=START, end=END, market="crypto", resume=False, show_progress=False
-    )
+    config = demo_crypto_replayed(db_url, tmp_path, START, END)
     engine = make_engine(db_url)
     try:
         kept = SealedCycleFacts()

@@ -7,7 +7,6 @@ claimed, after it finishes (an update, not an insert) and after a NAV snapshot i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -23,30 +22,20 @@ from openbell.ops.reports.exporting import leaderboard_record, report_record
 from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.ops.web.api import api_routes
 from openbell.ops.web.memo import ViewMemo
-from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
-from openbell.ops.wiring.planning import replay_from_config
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.holdings import account_holdings
 from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, SnapshotKind
+from openbell_testkit.replay import demo_crypto_replayed
 
 _T = TypeVar("_T")
 
 START, END = date(2025, 10, 1), date(2025, 10, 7)
-CRYPTO = dataclasses.replace(
-    next(spec for spec in DEMO_MARKETS if spec.market == "crypto"), start=START, end=END
-)
 
 
 def test_the_memo_recomputes_after_every_kind_of_ledger_write(db_url: str, tmp_path: Path) -> None:
-    config = demo_config(tmp_path / "unused.db", [CRYPTO])
-    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
-    upgrade(db_url)
-    replay_from_config(
-        config, start=START, end=END, market="crypto", resume=False, show_progress=False
-    )
+    demo_crypto_replayed(db_url, tmp_path, START, END)
     engine = make_engine(db_url)
     try:
         memo = ViewMemo(engine)
@@ -101,12 +90,7 @@ def test_the_memo_recomputes_after_every_kind_of_ledger_write(db_url: str, tmp_p
 def test_a_slot_of_another_market_leaves_the_view_and_one_of_its_own_does_not(
     db_url: str, tmp_path: Path
 ) -> None:
-    config = demo_config(tmp_path / "unused.db", [CRYPTO])
-    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
-    upgrade(db_url)
-    replay_from_config(
-        config, start=START, end=END, market="crypto", resume=False, show_progress=False
-    )
+    demo_crypto_replayed(db_url, tmp_path, START, END)
     engine = make_engine(db_url)
     try:
         memo = ViewMemo(engine)
@@ -178,12 +162,7 @@ def _us_slot(ledger: Ledger, account_id: int, slot_at: datetime) -> None:
 
 
 def test_the_api_json_of_a_market_is_kept_by_its_version(db_url: str, tmp_path: Path) -> None:
-    config = demo_config(tmp_path / "unused.db", [CRYPTO])
-    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
-    upgrade(db_url)
-    replay_from_config(
-        config, start=START, end=END, market="crypto", resume=False, show_progress=False
-    )
+    demo_crypto_replayed(db_url, tmp_path, START, END)
     engine = make_engine(db_url)
     try:
         ledger = Ledger(engine)

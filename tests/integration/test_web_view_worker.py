@@ -12,7 +12,6 @@ read-only and masking the same secrets.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import multiprocessing
 import os
 import pickle
@@ -35,25 +34,16 @@ from openbell.ops.reports.market_reports import leaderboard, report
 from openbell.ops.web.app import web_parts, web_routes
 from openbell.ops.web.memo import ViewMemo
 from openbell.ops.web.view_worker import InProcessViews, ViewWorkerFailed, WorkerViews
-from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
-from openbell.ops.wiring.planning import replay_from_config
 from openbell.store.db import ledger_address, make_engine
 from openbell.store.migrate import upgrade
 from openbell.store.redact import Redactor
+from openbell_testkit.replay import demo_crypto_replayed
 
 START, END = date(2025, 10, 1), date(2025, 10, 7)
-CRYPTO = dataclasses.replace(
-    next(spec for spec in DEMO_MARKETS if spec.market == "crypto"), start=START, end=END
-)
 
 
 def replayed(db_url: str, tmp_path: Path) -> Engine:
-    config = demo_config(tmp_path / "unused.db", [CRYPTO])
-    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
-    upgrade(db_url)
-    replay_from_config(
-        config, start=START, end=END, market="crypto", resume=False, show_progress=False
-    )
+    demo_crypto_replayed(db_url, tmp_path, START, END)
     return make_engine(db_url)
 
 

@@ -1,13 +1,21 @@
-"""Replay markets over the bundled data, for the replay tests: A-shares and crypto, daily."""
+"""Replay markets over the bundled data, for the replay tests: A-shares and crypto, daily, and
+the demo's crypto market into a ledger."""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 from openbell.agents.protocol import Agent
 from openbell.daemon.plan import MarketPlan
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import load_universe
+from openbell.ops.config.schema import OpenbellConfig
+from openbell.ops.wiring.demo import DEMO_MARKETS, demo_config
+from openbell.ops.wiring.planning import replay_from_config
+from openbell.store.migrate import upgrade
 
 
 def cn_daily(*agents: Agent) -> MarketPlan:
@@ -32,3 +40,16 @@ def crypto_daily(*agents: Agent) -> MarketPlan:
         initial_cash=Decimal(10000),
         agents=agents,
     )
+
+
+def demo_crypto_replayed(db_url: str, folder: Path, start: date, end: date) -> OpenbellConfig:
+    """The demo's crypto market (its baselines) replayed over `[start, end]` into the ledger at
+    `db_url`, migrated first; returns the config it ran, to resume the replay further."""
+    spec = next(spec for spec in DEMO_MARKETS if spec.market == "crypto")
+    config = demo_config(folder / "unused.db", [dataclasses.replace(spec, start=start, end=end)])
+    config = config.model_copy(update={"store": config.store.model_copy(update={"url": db_url})})
+    upgrade(db_url)
+    replay_from_config(
+        config, start=start, end=end, market="crypto", resume=False, show_progress=False
+    )
+    return config

@@ -122,18 +122,23 @@ class ViewMemo:
             return found
         with self._lock:
             building = self._building.setdefault(key, threading.Lock())
-        with building:
-            found = self._cached(kind, key, version)
-            if found is not None:
-                return found
-            value = build()
+        try:
+            with building:
+                found = self._cached(kind, key, version)
+                if found is not None:
+                    return found
+                value = build()
+                with self._lock:
+                    self._values[key] = (version, value)
+                    self._values.move_to_end(key)
+                    while len(self._values) > self._size:
+                        self._values.popitem(last=False)
+                return value
+        finally:
+            # Built, found or failed: the key's lock goes (a failed build, such as a request for
+            # a market that does not exist, must leave nothing behind per key a visitor chose).
             with self._lock:
-                self._values[key] = (version, value)
-                self._values.move_to_end(key)
-                while len(self._values) > self._size:
-                    self._values.popitem(last=False)
                 self._building.pop(key, None)
-            return value
 
     def _cached(self, kind: type[_T], key: _Key, version: tuple[int, ...]) -> _T | None:
         with self._lock:

@@ -217,3 +217,23 @@ def test_the_api_json_of_a_market_is_kept_by_its_version(db_url: str, tmp_path: 
         }  # fmt: skip
     finally:
         engine.dispose()
+
+
+def test_requests_for_markets_that_do_not_exist_leave_nothing_in_the_memo(
+    db_url: str, tmp_path: Path
+) -> None:
+    demo_crypto_replayed(db_url, tmp_path, START, END)
+    engine = make_engine(db_url)
+    try:
+        memo = ViewMemo(engine)
+        with TestClient(Starlette(routes=api_routes(engine, memo=memo))) as client:
+            for number in range(40):
+                for path in ("", "/significance"):
+                    response = client.get(f"/api/v1/leaderboard/nowhere{number}{path}")
+                    assert response.status_code in (400, 404)
+            assert client.get("/api/v1/leaderboard/crypto").status_code == 200
+        # Every failed build took its key's lock with it; the one real board is kept.
+        assert memo._building == {}
+        assert len(memo._values) >= 1
+    finally:
+        engine.dispose()

@@ -30,6 +30,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell_testkit.migrated import migrate_to_head
 from openbell_testkit.postgres import PG_DEFAULT_URL, PgServer
+from openbell_testkit.zygote import FRESH
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +71,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sqlite_only: the test's `db_url` (and `engine`, `ledger`) is SQLite only"
     )
+    config.addinivalue_line(
+        "markers",
+        "fresh_processes: every `openbell` command the test runs is a fresh process, never forked "
+        "from a zygote (start-up, imports, jails, what /proc shows: openbell_testkit.zygote)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fresh `openbell` processes for a test marked `fresh_processes`."""
+    if request.node.get_closest_marker("fresh_processes") is None:
+        yield
+        return
+    FRESH.set()
+    try:
+        yield
+    finally:
+        FRESH.clear()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -16,9 +16,15 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.llm import CN_STOCK, ScriptedModel, call, completion, finish, serve_script
 from openbell_testkit.secrets import leaks
+
+#: Fresh `openbell` processes, never forked from a zygote:
+#: a secret in the environment must be nowhere, /proc included.
+pytestmark = pytest.mark.fresh_processes
 
 KEY = "sk-dsg-7Qm2Vx9Lp4Rt8Kw3Nz6Bc1Yh"
 ENV = "OPENBELL_DISGUISE_KEY"

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
+import pytest
 
 from openbell_testkit.cli import clean_env, openbell
 from openbell_testkit.llm import (
@@ -35,6 +36,10 @@ from openbell_testkit.llm import (
     serve_script,
 )
 from openbell_testkit.secrets import leaks
+
+#: Fresh `openbell` processes, never forked from a zygote:
+#: a secret in the environment must be nowhere, /proc included.
+pytestmark = pytest.mark.fresh_processes
 
 KEY = "sk-adv-4f9a7c1e5b2d4f6a8c0eQZ"
 BARE = KEY.removeprefix("sk-")

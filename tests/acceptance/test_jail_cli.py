@@ -30,6 +30,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from openbell.store import queries
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
@@ -37,6 +39,10 @@ from openbell_testkit.cli import assert_ledger_verifies, clean_env, cycle_rows, 
 from openbell_testkit.jail import left_after, need_jail
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
 from openbell_testkit.secrets import leaks
+
+#: Fresh `openbell` processes, never forked from a zygote:
+#: the attacks read the openbell process's /proc entries.
+pytestmark = pytest.mark.fresh_processes
 
 OTHER_KEY = "sk-other-agent-7Hq2vX9pL4mN8rT1wY6z"  # the harmless agent's key: configured
 UNNAMED = "daemon-only-secret-Zk3Jp8Qw5Rt2Yv7X"  # in the daemon's environment, named by no config

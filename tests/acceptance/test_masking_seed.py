@@ -8,10 +8,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from openbell.agents.aliases import derive_key
 from openbell.markets.universes import load_universe
 from openbell_testkit.cli import openbell
 from openbell_testkit.llm import ScriptedModel, finish, serve_script
+
+#: Fresh `openbell` processes, never forked from a zygote:
+#: a seed drawn by each process from its own entropy.
+pytestmark = pytest.mark.fresh_processes
 
 
 def replayed_aliases(folder: Path, seed_line: str) -> dict[str, str]:

@@ -26,6 +26,10 @@ from openbell.store.db import make_engine
 from openbell.store.migrate import current_revision, head_revision, upgrade
 from openbell_testkit.cli import Daemon, config_text
 
+#: Fresh `openbell` processes, never forked from a zygote:
+#: stops during the imports of a command's start-up.
+pytestmark = pytest.mark.fresh_processes
+
 EXIT_WITHIN_S = 30.0  # from the signal (or the lock's release) to the exit, on a loaded machine
 QUIET_AT = "2026-12-01T21:30:00Z"
 

@@ -17,6 +17,10 @@ from openbell_testkit.jail import need_jail
 from openbell_testkit.llm import ScriptedModel, completion, serve_script
 from tests.acceptance.test_run import Daemon, assert_ledger_verifies
 
+#: Fresh `openbell` processes, never forked from a zygote:
+#: strategies read /proc for the process's environment.
+pytestmark = pytest.mark.fresh_processes
+
 CODE = """
 import pandas as pd
 

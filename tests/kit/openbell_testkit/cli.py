@@ -2,7 +2,9 @@
 
 `openbell(cwd, *args)` runs one command to its end; `Daemon` runs `openbell run` in the background
 and parses its stdout lines as they arrive. The environment is the test's, without the variables
-that would point the CLI at a real config or systemd, and offline (`OPENBELL_OFFLINE=1`).
+that would point the CLI at a real config or systemd, and offline (`OPENBELL_OFFLINE=1`). Both start
+the command with `launch`: forked from a warm zygote where that is the same as a fresh process,
+a fresh process otherwise (`openbell_testkit.zygote` says when).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from openbell.store import tables
 from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger
 from openbell_testkit.offline import closed_port
+from openbell_testkit.zygote import FRESH, FRESH_ENV, ForkedProcess, Zygotes, forking_available
 
 #: The bundled crypto hourly bars, a `replay:` source for a config.
 CRYPTO_1H = Path(
@@ -53,18 +56,44 @@ def clean_env(*, without: Collection[str] = (), **extra: str) -> dict[str, str]:
     return env
 
 
+#: The zygotes of this test process, started with the environment `clean_env()` gives at import.
+ZYGOTES = Zygotes(clean_env())
+
+
+def launch(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str] | ForkedProcess:
+    """`openbell ARGS` started in `cwd` with stdout and stderr piped (text): forked from a zygote
+    when that is the same as a fresh process (an environment the zygotes serve, the console
+    script, no `fresh_processes` mark, no `OPENBELL_TEST_FRESH_PROCESSES=1`), fresh otherwise."""
+    argv = [*openbell_command(), *args]
+    env = env or clean_env()
+    if (
+        forking_available()
+        and not FRESH.is_set()
+        and os.environ.get(FRESH_ENV) != "1"
+        and Path(argv[0]).name == "openbell"
+        and ZYGOTES.serves(env)
+    ):
+        return ZYGOTES.fork(argv, cwd, env)
+    return subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def openbell(
     cwd: Path, *args: str, env: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*openbell_command(), *args],
-        cwd=cwd,
-        env=env or clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
+    """`openbell ARGS` run to its end in `cwd`, its output captured (as `subprocess.run`)."""
+    process = launch(cwd, *args, env=env)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -148,14 +177,7 @@ class Daemon:
         env: dict[str, str] | None = None,
     ) -> None:
         self.stop_within_s = stop_within_s
-        self.process = subprocess.Popen(
-            [*openbell_command(), "run", *args],
-            cwd=cwd,
-            env=env or clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        self.process = launch(cwd, "run", *args, env=env)
         self.lines: list[str] = []
         self._events: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -218,10 +218,15 @@ def test_the_trace_is_stored_before_each_model_request(ledger: Ledger, engine: E
 
 
 class StuckQuoteToolbox(Toolbox):
-    """A toolbox whose `get_quote` never answers: the cycle is cut off inside a tool call."""
+    """A toolbox whose `get_quote` never answers: the cycle is cut off inside a tool call.
+    `entered` (when given) is set once the call is inside."""
+
+    entered: asyncio.Event | None = None
 
     async def call(self, name: str, arguments: Mapping[str, object]) -> ToolOutcome:
         if name == "get_quote":
+            if self.entered is not None:
+                self.entered.set()
             await asyncio.Event().wait()
         return await super().call(name, arguments)
 
@@ -231,20 +236,41 @@ def test_a_cycle_cancelled_inside_a_tool_call_keeps_its_turn_in_the_journal(
 ) -> None:
     arena = make_arena(ledger, "us")
     model = ScriptedModel([tool_turn(("get_quote", {"symbols": ["AAPL"]}), usage=(70, 9))])
+    inside = False
 
     async def scenario() -> None:
+        nonlocal inside
         async with model.client() as http:
             client = ChatClient(
                 ClientConfig(base_url="https://llm.test/v1", model="scripted-1"), http=http
             )
             agent = LlmAgent(name="llm", client=client)
             tools = await arena.toolbox(US_OPEN, kind=StuckQuoteToolbox)
+            assert isinstance(tools, StuckQuoteToolbox)
+            tools.entered = asyncio.Event()
             ctx = dataclasses.replace(arena.context(agent, tools), journal=arena.ledger)
+
+            async def cut_once_inside(deadline: asyncio.Timeout) -> None:
+                nonlocal inside
+                await tools.entered.wait()  # type: ignore[union-attr]
+                inside = True
+                deadline.reschedule(asyncio.get_running_loop().time())
+
+            async def decide_until_cut() -> None:
+                # The decide timeout of the cycle runner, expiring once the call is inside (not
+                # after a fixed time a loaded machine may spend before the model's answer).
+                async with asyncio.timeout(None) as deadline:
+                    cutter = asyncio.create_task(cut_once_inside(deadline))
+                    try:
+                        await agent.decide(ctx)
+                    finally:
+                        cutter.cancel()  # done already when the call was inside
+
             with pytest.raises(TimeoutError):
-                async with asyncio.timeout(0.5):  # as the cycle runner's decide timeout does
-                    await agent.decide(ctx)
+                await decide_until_cut()
 
     asyncio.run(scenario())
+    assert inside
     # The turn's answer and usage were pending when the cycle was cancelled; they were flushed.
     assert stored_journal(engine) == (["system", "user", "assistant"], 70)
     assert len(model.requests) == 1

@@ -261,14 +261,14 @@ def _run_entry() -> int:
     except SystemExit as exc:
         return _exit_code(exc.code)
     except KeyboardInterrupt:
-        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+        sys.excepthook(*sys.exc_info())
         sys.stderr.flush()
         # As CPython ends on an uncaught KeyboardInterrupt: killed by SIGINT.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         return 130
     except BaseException:  # noqa: BLE001  (printed and exit 1, as the interpreter does)
-        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+        sys.excepthook(*sys.exc_info())
         return 1
 
 

@@ -7,7 +7,8 @@
 #   bash benchmarks/test_suite.sh --fresh-processes  # every `openbell` of the acceptance tests a
 #                                                    # fresh process (no zygote), for comparison
 #
-# The clone (and its .venv) is removed at the end. Run it on a quiet machine: the suite is
+# It prints the failed tests' lines; OPENBELL_SUITE_LOG=FILE keeps the whole log there. The clone
+# (and its .venv) is removed at the end. Run it on a quiet machine: the suite is
 # CPU-bound, so another run on the same cores lengthens it.
 set -euo pipefail
 if [ "${1:-}" = "--fresh-processes" ]; then
@@ -27,6 +28,8 @@ set +e
 make test >"$work/make-test.log" 2>&1
 status=$?
 set -e
-grep -E "^[0-9]+ (passed|failed)|passed|failed" "$work/make-test.log" | tail -n 1
+grep -E "^(FAILED|ERROR) " "$work/make-test.log" || true
+grep -E "passed|failed" "$work/make-test.log" | tail -n 1
 grep "^make test: " "$work/make-test.log"
+if [ -n "${OPENBELL_SUITE_LOG:-}" ]; then cp "$work/make-test.log" "$OPENBELL_SUITE_LOG"; fi
 exit "$status"

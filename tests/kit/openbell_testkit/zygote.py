@@ -241,9 +241,7 @@ def _become(request: dict[str, Any], fds: Sequence[int]) -> None:
         sys.argv = list(request["argv"])
         code = _run_entry()
         threading._shutdown()  # type: ignore[attr-defined]  # joined as at the interpreter's exit
-        import atexit as exiting
-
-        exiting._run_exitfuncs()
+        atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -14,12 +14,15 @@ KIT := tests/kit
 # Create the virtualenv and install the project with its dev extras and the test kit (the tests'
 # shared builders, $(KIT)), once per pyproject change. The packages are installed by uv (from PyPI,
 # into this virtualenv, the same versions pip resolves): 16-23 s on a fresh clone against pip's
-# 48 s, a fifth of `make test`'s fixed cost.
+# 48 s, a fifth of `make test`'s fixed cost. uv writes no bytecode unless asked, and where
+# PYTHONDONTWRITEBYTECODE is set every process would compile sqlalchemy, numpy, pydantic and
+# openbell from source again (a baseline replay's start-up twice as long): --compile-bytecode, as
+# pip does, and the link tree below is compiled too.
 $(BIN)/.installed: pyproject.toml $(KIT)/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel uv
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]' -e $(KIT) \
-	  --config-settings editable_mode=strict
+	  --config-settings editable_mode=strict --compile-bytecode
 	touch $@
 
 # The strict editable install links every source file into build/; re-link so new modules appear:
@@ -32,7 +35,7 @@ $(BIN)/.linked: $(BIN)/.installed $(PACKAGE_DIRS)
 	  echo "$(BIN)/python -m pip install --no-deps --no-build-isolation -e . -e $(KIT) (re-link)"; \
 	  $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e $(KIT) \
 	    --config-settings editable_mode=strict || exit 1; \
-	fi; touch $@
+	fi; $(BIN)/python -m compileall -q -j 0 build $(KIT)/build >/dev/null || exit 1; touch $@
 
 install: $(BIN)/.linked browser sandbox
 

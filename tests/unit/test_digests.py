@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openbell.store.digests import (
     GENESIS,
@@ -34,10 +36,21 @@ AT = datetime(2025, 9, 1, 1, 30, tzinfo=UTC)
             "123456789012345678901234567890.123456789",
         ),
         (Decimal(-7), "-7"),
+        (Decimal("1.23E+5"), "123000"),
+        (Decimal("-0E+3"), "0"),
+        (Decimal("-1.2345E-9"), "-0.0000000012345"),
+        (Decimal("0.000001"), "0.000001"),
     ],
 )
 def test_a_decimal_is_its_exact_value_in_plain_notation(value: Decimal, text: str) -> None:
     assert decimal_text(value) == text
+
+
+@given(st.decimals(allow_nan=False, allow_infinity=False))
+def test_a_decimal_is_written_as_its_fixed_point_text_trimmed(value: Decimal) -> None:
+    fixed = format(value, "f")
+    trimmed = fixed.rstrip("0").rstrip(".") if "." in fixed else fixed
+    assert decimal_text(value) == ("0" if trimmed == "-0" else trimmed)
 
 
 def _cycle(

@@ -129,7 +129,7 @@ def decimal_text(value: Decimal) -> str:
     fast as `format`: only its exponent forms are written again (the hash chain writes every
     decimal of every record)."""
     text = str(value)
-    if "E" in text:
+    if "E" in text or "e" in text:  # the exponent's letter follows the context's `capitals`
         text = format(value, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")

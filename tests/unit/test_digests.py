@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta, timezone
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import given
@@ -44,6 +44,12 @@ AT = datetime(2025, 9, 1, 1, 30, tzinfo=UTC)
 )
 def test_a_decimal_is_its_exact_value_in_plain_notation(value: Decimal, text: str) -> None:
     assert decimal_text(value) == text
+
+
+def test_a_decimal_is_plain_whatever_letter_the_context_writes_exponents_with() -> None:
+    with localcontext(capitals=0):
+        assert decimal_text(Decimal("1.5E+3")) == "1500"
+        assert decimal_text(Decimal("2E-8")) == "0.00000002"
 
 
 @given(st.decimals(allow_nan=False, allow_infinity=False))

@@ -10,10 +10,10 @@ little to each. With `--compare-tree DIR` (a folder with another version's `open
 `whole_process.py`) the two versions take turns, `--runs` times each; the script prints each
 part's median for both and the median of the runs' ratios (this / other), and checks that the
 two wrote the same ledger (`ledger_diff.py`). `--tree DIR` runs this version from such a folder
-too (`git archive HEAD ...`): on this machine the editable install's link tree ran the same code
-about 5 % slower than a folder on `PYTHONPATH`, in every part, so compare two folders. Not a
-test: run it by hand, `.venv/bin/python benchmarks/loop_parts.py [--runs N] [--tree DIR]
-[--compare-tree DIR]`.
+too (`git archive HEAD ...`), so that both are imported alike. On a shared machine the medians of
+a few runs move by several per cent between two runs of the same code: compare a change's parts,
+not the totals alone. Not a test: run it by hand,
+`.venv/bin/python benchmarks/loop_parts.py [--runs N] [--tree DIR] [--compare-tree DIR]`.
 """
 
 from __future__ import annotations

@@ -383,24 +383,24 @@ class ReplaySource(SourceIdentity):
         return bar_quote(symbol, found.closes[index], found.end_at(index))
 
     def prices_along(
-        self, symbol: str, stamps: Sequence[datetime]
+        self, symbol: str, stamps_us: Sequence[int]
     ) -> list[tuple[int, Decimal] | None]:
-        """`quote_at(symbol, at)` at each of `stamps` as (its stamp in µs since the epoch, its
-        price), None where it has none: what a report pricing a symbol at every slot reads,
-        without a `Quote` built per slot. For increasing `stamps` each bisection starts where the
-        previous stamp's ended, so the whole walk costs about one pass over the series' bars in
-        C; a stamp earlier than the one before starts again from the series' first bar."""
+        """`quote_at(symbol, at)` at each of `stamps_us` (instants in µs since the epoch, as
+        `micros` gives them) as (its stamp in µs, its price), None where it has none: what a
+        report pricing symbols at every slot reads, without a `Quote` built per slot. For
+        increasing stamps each bisection starts where the previous stamp's ended, so the whole
+        walk costs about one pass over the series' bars in C; a stamp earlier than the one before
+        starts again from the series' first bar."""
         if type(self).quote_at is not ReplaySource.quote_at:  # a subclass answers its own way
             out: list[tuple[int, Decimal] | None] = []
-            for at in stamps:
-                quote = self.quote_at(symbol, at)
+            for now_us in stamps_us:
+                quote = self.quote_at(symbol, _EPOCH + now_us * _MICROSECOND)
                 out.append(None if quote is None else (micros(quote.at), quote.price))
             return out
         walks = [_Walk(series) for series in self._series_of(symbol) if series.starts]
         found: list[tuple[int, Decimal] | None] = []
         previous_us: int | None = None
-        for at in stamps:
-            now_us = micros(at)
+        for now_us in stamps_us:
             if previous_us is not None and now_us < previous_us:
                 for walk in walks:
                     walk.started = walk.shown = 0

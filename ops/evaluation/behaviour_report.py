@@ -66,7 +66,7 @@ from openbell.agents.kinds import (
 from openbell.agents.rating.report import Rating, stored_report
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.evaluation import behaviour
-from openbell.ops.evaluation.benchmark import carried_prices
+from openbell.ops.evaluation.benchmark import carried_prices_of
 from openbell.ops.evaluation.return_metrics import NavPoint
 from openbell.store.behaviour_facts import (
     AccountTrades,
@@ -236,10 +236,10 @@ def price_table(
     return {
         symbol: {
             at: float(price)
-            for at, price in zip(slots, carried_prices(sources, symbol, slots), strict=True)
+            for at, price in zip(slots, prices, strict=True)
             if price is not None and price > 0
         }
-        for symbol in symbols
+        for symbol, prices in carried_prices_of(sources, symbols, slots).items()
     }
 
 

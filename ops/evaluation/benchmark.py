@@ -186,23 +186,37 @@ def carried_prices(
 
     Each timestamp takes its point-in-time quote, the latest among `sources` (the first source
     wins a tie), unless it has none, or the quote is stamped before the last one used; then the
-    last price used is kept. `None` until the first quote. Each source is walked along the
-    timestamps once (`ReplaySource.prices_along`).
+    last price used is kept. `None` until the first quote.
     """
-    along = [source.prices_along(symbol, timestamps) for source in sources]
-    out: list[Decimal | None] = []
-    used: tuple[int, Decimal] | None = None
-    for index, at in enumerate(timestamps):
-        now_us = micros(at)
-        found: tuple[int, Decimal] | None = None
-        for quotes in along:
-            quote = quotes[index]
-            # The gateway's filter: a quote stamped after `at` is never used.
-            if quote is not None and quote[0] <= now_us and (found is None or quote[0] > found[0]):
-                found = quote
-        if found is not None and (used is None or found[0] >= used[0]):
-            used = found
-        out.append(used[1] if used is not None else None)
+    return carried_prices_of(sources, [symbol], timestamps)[symbol]
+
+
+def carried_prices_of(
+    sources: Sequence[ReplaySource], symbols: Sequence[str], timestamps: Sequence[datetime]
+) -> dict[str, list[Decimal | None]]:
+    """`carried_prices` of each of `symbols`: each source is walked along the timestamps once per
+    symbol (`ReplaySource.prices_along`), the timestamps converted once for all."""
+    stamps_us = [micros(at) for at in timestamps]
+    out: dict[str, list[Decimal | None]] = {}
+    for symbol in symbols:
+        along = [source.prices_along(symbol, stamps_us) for source in sources]
+        prices: list[Decimal | None] = []
+        used: tuple[int, Decimal] | None = None
+        for index, now_us in enumerate(stamps_us):
+            found: tuple[int, Decimal] | None = None
+            for quotes in along:
+                quote = quotes[index]
+                # The gateway's filter: a quote stamped after `at` is never used.
+                if (
+                    quote is not None
+                    and quote[0] <= now_us
+                    and (found is None or quote[0] > found[0])
+                ):
+                    found = quote
+            if found is not None and (used is None or found[0] >= used[0]):
+                used = found
+            prices.append(used[1] if used is not None else None)
+        out[symbol] = prices
     return out
 
 
@@ -225,7 +239,7 @@ def benchmark_navs(
     ordered = sorted(set(timestamps))
     if list(timestamps) != ordered:
         raise ValueError("benchmark timestamps must increase strictly")
-    prices = {symbol: carried_prices(data, symbol, ordered) for symbol in chosen.weights}
+    prices = carried_prices_of(data, list(chosen.weights), ordered)
     start = next(
         (i for i in range(len(ordered)) if all(p[i] is not None for p in prices.values())), None
     )

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from openbell.markets.domain import Bar, utc
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops.evaluation.benchmark import carried_prices
+from openbell.ops.evaluation.benchmark import carried_prices, carried_prices_of
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -77,7 +77,12 @@ def carried_one_by_one(
 )
 def test_carried_prices_are_the_quotes_one_by_one(stamps: list[datetime], order: str) -> None:
     sources = [DAILY, HOURLY] if order == "daily first" else [HOURLY, DAILY]
-    assert carried_prices(sources, "BTC/USDT", stamps) == carried_one_by_one(sources, stamps)
+    expected = carried_one_by_one(sources, stamps)
+    assert carried_prices(sources, "BTC/USDT", stamps) == expected
+    assert carried_prices_of(sources, ["ETH/USDT", "BTC/USDT"], stamps) == {
+        "ETH/USDT": [None] * len(stamps),
+        "BTC/USDT": expected,
+    }
 
 
 def test_a_tie_goes_to_the_first_source_and_an_older_quote_is_not_used() -> None:

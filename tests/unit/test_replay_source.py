@@ -135,6 +135,10 @@ def quotes_at(
     ]
 
 
+def to_micros(stamps: list[datetime]) -> list[int]:
+    return [micros(at) for at in stamps]
+
+
 #: The fake's bars and an hourly bar that ends with the first daily one (a close tie).
 ALONG = {"1d": DAILY, "1h": [*HOURLY, make_bar("BTC/USDT", 23, 1, "120")]}
 #: Instants around those bars: every boundary, a microsecond either side, and between.
@@ -160,14 +164,14 @@ def test_prices_along_are_the_quotes_at_each_stamp(
 ) -> None:
     stamps = sorted(stamps) if ordered else stamps
     source = ReplaySource(market="crypto", bars=ALONG)
-    assert source.prices_along(symbol, stamps) == quotes_at(source, symbol, stamps)
+    assert source.prices_along(symbol, to_micros(stamps)) == quotes_at(source, symbol, stamps)
 
 
 def test_prices_along_a_bundled_year_are_the_quotes_at_each_slot() -> None:
     source = ReplaySource.from_bundled("crypto")
     slots = [utc(2024, 11, 1) + n * DAY + (n % 5) * HOUR for n in range(400)]
     for symbol in ("BTC/USDT", "SOL/USDT", "NOPE/USDT"):
-        assert source.prices_along(symbol, slots) == quotes_at(source, symbol, slots)
+        assert source.prices_along(symbol, to_micros(slots)) == quotes_at(source, symbol, slots)
 
 
 def test_prices_along_a_cache_replay_follow_its_own_quotes() -> None:
@@ -181,7 +185,7 @@ def test_prices_along_a_cache_replay_follow_its_own_quotes() -> None:
         name="cache:crypto",
     )
     stamps = [utc(2025, 11, 10, hour) for hour in range(6)]
-    found = source.prices_along("BTC/USDT", stamps)
+    found = source.prices_along("BTC/USDT", to_micros(stamps))
     assert found == quotes_at(source, "BTC/USDT", stamps)
     assert found[2] == (micros(utc(2025, 11, 10, 1, 59)), Decimal(150))
 

@@ -158,12 +158,20 @@ AROUND = sorted(
     stamps=st.lists(st.sampled_from(AROUND), max_size=12),
     ordered=st.booleans(),
     symbol=st.sampled_from(["BTC/USDT", "ETH/USDT", "SOL/USDT"]),
+    known_late=st.booleans(),
 )
 def test_prices_along_are_the_quotes_at_each_stamp(
-    stamps: list[datetime], ordered: bool, symbol: str
+    stamps: list[datetime], ordered: bool, symbol: str, known_late: bool
 ) -> None:
+    """Also with bars known after they ended (a cache replay's), shown from then on."""
     stamps = sorted(stamps) if ordered else stamps
-    source = ReplaySource(market="crypto", bars=ALONG)
+    known_at = {
+        (interval, bar.symbol, bar.start_at): bar.end_at + HOUR / 2
+        for interval, bars in ALONG.items()
+        for bar in bars
+        if known_late
+    }
+    source = ReplaySource(market="crypto", bars=ALONG, known_at=known_at)
     assert source.prices_along(symbol, to_micros(stamps)) == quotes_at(source, symbol, stamps)
 
 

@@ -25,7 +25,6 @@ from typing import Any, Final, overload
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from openbell.markets.domain import MARKETS, Bar
@@ -251,9 +250,10 @@ def _materialise(table: Any) -> list[Bar]:
 
 
 def _micros(table: Any, column: str) -> npt.NDArray[np.int64]:
-    # A view of the int64 buffer, not `to_numpy()`: pyarrow's conversions to numpy import pandas
-    # (most of a second). The column has no nulls (`_index` refuses them), so every slot is a value.
-    values = table.column(column).cast(pa.int64()).combine_chunks()
+    # A view of the timestamps' own int64 buffer: not `to_numpy()` (pyarrow's conversions to numpy
+    # import pandas, most of a second) nor a cast (which imports `pyarrow.compute`). The column has
+    # no nulls (`_index` refuses them), so every slot is a value.
+    values = table.column(column).combine_chunks()
     if not len(values):
         return np.zeros(0, dtype=np.int64)
     return np.frombuffer(
@@ -352,7 +352,10 @@ def _check_columns(schema: Any, name: str) -> None:
 def _index(
     table: Any, name: str
 ) -> tuple[dict[str, tuple[int, int]], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Check row invariants and return each symbol's row range with the start/end in µs."""
+    """Check row invariants and return each symbol's row range with the start/end in µs.
+
+    Every check is made on whole columns at once; the first bad row (symbol, for the order of the
+    symbols) in the file is the one named, the same whichever check finds it."""
     for column in _COLUMNS:
         if table.column(column).null_count:
             raise BarFileError(f"{name}: column {column} has nulls")
@@ -364,20 +367,34 @@ def _index(
         row = int(empty[0])
         raise BarFileError(f"{name}: row {row} ({symbols[row]}) ends at or before it starts")
     _check_prices(table, name, symbols)
-    ranges: dict[str, tuple[int, int]] = {}
-    lo = 0
-    for row in range(1, len(symbols) + 1):
-        if row < len(symbols) and symbols[row] == symbols[lo]:
-            continue
-        symbol = symbols[lo]
-        if symbol in ranges or (ranges and symbol < next(reversed(ranges))):
+    if not symbols:
+        return {}, starts, ends
+    named = np.array(symbols, dtype=object)  # compared as Python compares them
+    # The first row of each run of one symbol, and the runs' symbols.
+    firsts = np.flatnonzero(np.concatenate(([True], named[1:] != named[:-1])))
+    runs = named[firsts].tolist()
+    lasts = [*firsts[1:].tolist(), len(symbols)]
+    # Within a run: a start not after the one before, a bar starting before the one before ends.
+    same = np.ones(len(symbols) - 1, dtype=bool)
+    same[firsts[1:] - 1] = False
+    unsorted = same & (starts[1:] <= starts[:-1])
+    overlapping = same & (starts[1:] < ends[:-1])
+    # A run's symbol after a later one: unsorted, or a symbol that came before (while the runs
+    # before it increase, a symbol seen before is below the last one).
+    out_of_order = np.concatenate(([False], named[firsts[1:]] < named[firsts[:-1]]))
+    run_of_row = np.repeat(np.arange(len(runs)), np.diff(np.append(firsts, len(symbols))))[1:]
+    bad = np.zeros(len(runs), dtype=bool)
+    bad[run_of_row[unsorted | overlapping]] = True
+    flagged = np.flatnonzero(bad | out_of_order)
+    if flagged.size:
+        run = int(flagged[0])
+        lo, hi, symbol = int(firsts[run]), lasts[run], runs[run]
+        if out_of_order[run]:
             raise BarFileError(f"{name}: rows not sorted by symbol at row {lo} ({symbol})")
-        if np.any(starts[lo + 1 : row] <= starts[lo : row - 1]):
+        if unsorted[lo : hi - 1].any():
             raise BarFileError(f"{name}: {symbol} has unsorted or duplicate start_at")
-        if np.any(starts[lo + 1 : row] < ends[lo : row - 1]):
-            raise BarFileError(f"{name}: {symbol} has overlapping bars")
-        ranges[symbol] = (lo, row)
-        lo = row
+        raise BarFileError(f"{name}: {symbol} has overlapping bars")
+    ranges = {symbol: (int(lo), hi) for symbol, lo, hi in zip(runs, firsts, lasts, strict=True)}
     return ranges, starts, ends
 
 
@@ -385,33 +402,26 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
     """Refuse the first row whose prices no trade could print, naming its file and bar: a price
     that is not positive, a high below the low, a low..high range that does not hold the open and
     the close, or a negative volume (the checks `Bar` makes, done on the whole file at once)."""
-    places = max(table.schema.field(column).type.scale for column in _DECIMAL_COLUMNS)
-    common = pa.decimal128(_PRECISION, places)
-    try:
-        col = {column: table.column(column).cast(common) for column in _DECIMAL_COLUMNS}
-    except pa.ArrowInvalid as exc:
-        raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
-    zero = _zero(common)
-    highest = pc.max_element_wise(col["open"], col["close"])
-    lowest = pc.min_element_wise(col["open"], col["close"])
-    checks: list[tuple[Any, str]] = [
-        (pc.less_equal(col[price], zero), f"{price} {{{price}}} is not positive")
+    col = _price_columns(table, name)
+    highest = np.maximum(col["open"], col["close"])
+    lowest = np.minimum(col["open"], col["close"])
+    checks: list[tuple[npt.NDArray[np.bool_], str]] = [
+        (np.asarray(col[price] <= 0, dtype=bool), f"{price} {{{price}}} is not positive")
         for price in ("open", "high", "low", "close")
     ]
     checks += [
-        (pc.less(col["high"], col["low"]), "high {high} is below low {low}"),
+        (np.asarray(col["high"] < col["low"], dtype=bool), "high {high} is below low {low}"),
         (
-            pc.or_(pc.greater(col["low"], lowest), pc.less(col["high"], highest)),
+            np.asarray((col["low"] > lowest) | (col["high"] < highest), dtype=bool),
             "low {low} .. high {high} does not hold open {open} and close {close}",
         ),
-        (pc.less(col["volume"], zero), "volume {volume} is negative"),
+        (np.asarray(col["volume"] < 0, dtype=bool), "volume {volume} is negative"),
     ]
-    # In pyarrow compute, not numpy: pyarrow's conversions to numpy import pandas.
-    bad = pc.indices_nonzero(functools.reduce(pc.or_, (mask for mask, _ in checks)))
+    bad = np.flatnonzero(functools.reduce(np.logical_or, (mask for mask, _ in checks)))
     if not len(bad):
         return
-    row = bad[0].as_py()
-    problem = next(text for mask, text in checks if mask[row].as_py())
+    row = int(bad[0])
+    problem = next(text for mask, text in checks if mask[row])
     values = {column: table.column(column)[row].as_py() for column in _DECIMAL_COLUMNS}
     start_at = _EPOCH + timedelta(microseconds=int(_micros(table.slice(row, 1), "start_at")[0]))
     raise BarFileError(
@@ -420,12 +430,51 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
     )
 
 
-def _zero(decimal_type: Any) -> Any:
-    """Zero as a scalar of `decimal_type`, cast from eight zero bytes: `pa.scalar(0)` would import
-    pandas (pyarrow checks each Python value it converts against pandas' types; most of a second).
+def _price_columns(table: Any, name: str) -> dict[str, npt.NDArray[Any]]:
+    """The decimal columns at one scale, the finest of them, for exact comparisons.
+
+    As integers (each value times ten to that scale) when every price fits an int64, read from
+    the columns' own 128-bit buffers; the volume, only ever compared with zero, by its sign where
+    it is already at that scale. Else the `Decimal`s of the columns cast to that scale, a cast
+    that refuses a value the scale puts out of range (pyarrow's compute functions would do it all
+    at once, but importing `pyarrow.compute` costs a command about 30 ms, more than the checks).
     """
-    zeros = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(bytes(8))])
-    return zeros.cast(decimal_type)[0]
+    places = max(table.schema.field(column).type.scale for column in _DECIMAL_COLUMNS)
+    exact: dict[str, npt.NDArray[Any]] = {}
+    for column in _DECIMAL_COLUMNS:
+        values = table.column(column).combine_chunks()
+        low, high = _words(values)
+        factor = 10 ** (places - int(values.type.scale))
+        limit = _INT64_MAX // factor
+        fits = factor <= _INT64_MAX and not np.any((low > limit) | (low < -limit))
+        if fits and np.array_equal(high, low >> 63):
+            exact[column] = low * np.int64(factor) if factor > 1 else low
+        elif column == "volume" and factor == 1:  # the cast would leave it as it is
+            exact[column] = np.where(high < 0, -1, np.where((high | low) != 0, 1, 0))
+        else:
+            break
+    else:
+        return exact
+    common = pa.decimal128(_PRECISION, places)
+    try:
+        cast = {column: table.column(column).cast(common) for column in _DECIMAL_COLUMNS}
+    except pa.ArrowInvalid as exc:
+        raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
+    return {column: np.array(values.to_pylist(), dtype=object) for column, values in cast.items()}
+
+
+_INT64_MAX: Final = int(np.iinfo(np.int64).max)
+
+
+def _words(values: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The low and high 64-bit words of a decimal128 array's unscaled integers (little-endian
+    two's complement: a value fits an int64 when its high word only repeats the low's sign)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    words = np.frombuffer(
+        values.buffers()[1], dtype="<i8", count=2 * len(values), offset=values.offset * 16
+    ).astype(np.int64)
+    return words[0::2], words[1::2]
 
 
 def bundled_names() -> tuple[str, ...]:

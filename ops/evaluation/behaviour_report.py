@@ -44,7 +44,6 @@ leaderboard at once. The rules:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -66,7 +65,7 @@ from openbell.agents.kinds import (
 from openbell.agents.rating.report import Rating, stored_report
 from openbell.markets.replay_source import ReplaySource
 from openbell.ops.evaluation import behaviour
-from openbell.ops.evaluation.benchmark import carried_prices
+from openbell.ops.evaluation.benchmark import carried_prices_of
 from openbell.ops.evaluation.return_metrics import NavPoint
 from openbell.store.behaviour_facts import (
     AccountTrades,
@@ -137,18 +136,21 @@ def reactions(
 ) -> tuple[list[float], list[float]]:
     """The weight changes and previous returns of the account's (cycle, symbol) pairs, the
     inputs of the weight reactivity (see the module docstring)."""
-    symbols = sorted({symbol for cycle in trades.cycles for symbol in cycle.notionals})
-    priced = [(symbol, prices.get(symbol, {})) for symbol in symbols]
+    cycles = trades.cycles
+    symbols = sorted({symbol for cycle in cycles for symbol in cycle.notionals})
+    # Each symbol's price at each cycle's slot, looked up once (not once per pair of cycles).
+    priced = aligned_prices(trades, {symbol: prices.get(symbol, {}) for symbol in symbols}).items()
     weights: list[float] = []
     returns: list[float] = []
     nav_at = {point.at: float(point.nav) for point in navs}
-    for previous, cycle in itertools.pairwise(trades.cycles):
+    for index in range(1, len(cycles)):
+        cycle = cycles[index]
         nav = nav_at.get(cycle.slot_at)
         if cycle.status is not CycleStatus.DONE or nav is None:
             continue
-        then, at, notionals = previous.slot_at, cycle.slot_at, cycle.notionals
-        for symbol, series in priced:
-            before, now = series.get(then), series.get(at)
+        notionals = cycle.notionals
+        for symbol, at_slots in priced:
+            before, now = at_slots[index - 1], at_slots[index]
             if before is None or now is None:
                 continue
             notional = notionals.get(symbol)
@@ -236,10 +238,10 @@ def price_table(
     return {
         symbol: {
             at: float(price)
-            for at, price in zip(slots, carried_prices(sources, symbol, slots), strict=True)
+            for at, price in zip(slots, prices, strict=True)
             if price is not None and price > 0
         }
-        for symbol in symbols
+        for symbol, prices in carried_prices_of(sources, symbols, slots).items()
     }
 
 

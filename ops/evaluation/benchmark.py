@@ -38,8 +38,8 @@ from types import MappingProxyType
 
 from sqlalchemy import Engine
 
-from openbell.markets.domain import Quote, check_decimal, check_market
-from openbell.markets.replay_source import ReplaySource
+from openbell.markets.domain import check_decimal, check_market
+from openbell.markets.replay_source import ReplaySource, micros
 from openbell.ops.evaluation.return_metrics import NavPoint
 from openbell.store.cache import SqlBarCache
 
@@ -179,32 +179,44 @@ def report_sources(
     return (*benchmark_sources(engine, market, until, symbols), *extra)
 
 
-def _point_in_time(sources: Sequence[ReplaySource], symbol: str, at: datetime) -> Quote | None:
-    """The latest quote of `symbol` at `at` among `sources` (the first source wins a tie)."""
-    found: Quote | None = None
-    for source in sources:
-        quote = source.quote_at(symbol, at)
-        # The gateway's filter: a quote stamped after `at` is never used.
-        if quote is not None and quote.at <= at and (found is None or quote.at > found.at):
-            found = quote
-    return found
-
-
 def carried_prices(
     sources: Sequence[ReplaySource], symbol: str, timestamps: Sequence[datetime]
 ) -> list[Decimal | None]:
     """The price of `symbol` at each timestamp (in increasing order), carried forward.
 
-    Each timestamp takes its point-in-time quote unless it has none, or the quote is stamped
-    before the last one used; then the last price used is kept. `None` until the first quote.
+    Each timestamp takes its point-in-time quote, the latest among `sources` (the first source
+    wins a tie), unless it has none, or the quote is stamped before the last one used; then the
+    last price used is kept. `None` until the first quote.
     """
-    out: list[Decimal | None] = []
-    used: Quote | None = None
-    for at in timestamps:
-        quote = _point_in_time(sources, symbol, at)
-        if quote is not None and (used is None or quote.at >= used.at):
-            used = quote
-        out.append(used.price if used is not None else None)
+    return carried_prices_of(sources, [symbol], timestamps)[symbol]
+
+
+def carried_prices_of(
+    sources: Sequence[ReplaySource], symbols: Sequence[str], timestamps: Sequence[datetime]
+) -> dict[str, list[Decimal | None]]:
+    """`carried_prices` of each of `symbols`: each source is walked along the timestamps once per
+    symbol (`ReplaySource.prices_along`), the timestamps converted once for all."""
+    stamps_us = [micros(at) for at in timestamps]
+    out: dict[str, list[Decimal | None]] = {}
+    for symbol in symbols:
+        along = [source.prices_along(symbol, stamps_us) for source in sources]
+        prices: list[Decimal | None] = []
+        used: tuple[int, Decimal] | None = None
+        for index, now_us in enumerate(stamps_us):
+            found: tuple[int, Decimal] | None = None
+            for quotes in along:
+                quote = quotes[index]
+                # The gateway's filter: a quote stamped after `at` is never used.
+                if (
+                    quote is not None
+                    and quote[0] <= now_us
+                    and (found is None or quote[0] > found[0])
+                ):
+                    found = quote
+            if found is not None and (used is None or found[0] >= used[0]):
+                used = found
+            prices.append(used[1] if used is not None else None)
+        out[symbol] = prices
     return out
 
 
@@ -227,7 +239,7 @@ def benchmark_navs(
     ordered = sorted(set(timestamps))
     if list(timestamps) != ordered:
         raise ValueError("benchmark timestamps must increase strictly")
-    prices = {symbol: carried_prices(data, symbol, ordered) for symbol in chosen.weights}
+    prices = carried_prices_of(data, list(chosen.weights), ordered)
     start = next(
         (i for i in range(len(ordered)) if all(p[i] is not None for p in prices.values())), None
     )

@@ -37,7 +37,7 @@ answers, and of its tool calls).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -546,8 +546,19 @@ def _build(
     observed = periods_per_year(market, chosen, observed_slots_per_session(market, stamps))
     factor = annualisation_factor(convention, market, chosen, observed)
     spec = benchmark or benchmark_for(market)
-    sources = report_sources(engine, market, stamps, source, sorted(spec.weights), extra)
-    found = _with_conduct(engine, found, window, source, stamps, observed, extra, facts)
+    read: list[tuple[ReplaySource, ...]] = []
+
+    def priced(symbols: Sequence[str]) -> tuple[ReplaySource, ...]:
+        # The price sources of the traded symbols and of the benchmark's components, the ledger's
+        # bar cache read once for both: a symbol is priced from its own bars only, so each is
+        # priced as from sources read for it alone.
+        if not read:
+            wanted = sorted({*spec.weights, *symbols})
+            read.append(report_sources(engine, market, stamps, source, wanted, extra))
+        return read[0]
+
+    found = _with_conduct(engine, found, window, priced, observed, facts)
+    sources = priced(())
     cash = _initial_cash(found)
     bench = benchmark_series(convention, market, stamps, chosen, cash, sources, benchmark=spec)
     by_at = {point.at: point for point in bench}
@@ -612,22 +623,19 @@ def _with_conduct(
     engine: Engine,
     found: list[_Account],
     window: _Window,
-    source: ReplaySource | None,
-    stamps: list[datetime],
+    sources: Callable[[Sequence[str]], Sequence[ReplaySource]],
     factor: float,
-    extra: tuple[ReplaySource, ...] = (),
     facts: CycleFacts | None = None,
 ) -> list[_Account]:
     """The accounts with their behavioural metrics (`ops.evaluation.behaviour_report`), the traded
-    symbols priced as the benchmark is, and their turnover annualised by `factor` (the market's
-    periods a year)."""
-    market = found[0].info.market
+    symbols priced from `sources(symbols)` as the benchmark is, and their turnover annualised by
+    `factor` (the market's periods a year)."""
     conduct = conduct_of(
         engine,
         {account.info.account_id: account.slot_navs for account in found},
         *window,
         kinds={account.info.account_id: account.info.agent_kind for account in found},
-        sources=lambda symbols: report_sources(engine, market, stamps, source, symbols, extra),
+        sources=sources,
         facts=None if facts is None else (facts.trades, facts.protocol),
     )
     return [

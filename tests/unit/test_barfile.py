@@ -225,3 +225,60 @@ def test_impossible_prices_are_refused_naming_the_file_and_bar(tmp_path: Path, c
         f"{path}: bar BTC/USDT at 2025-11-10T01:00:00+00:00 (row 1): "
     )
     assert words in str(refused.value)
+
+
+@pytest.mark.parametrize("case", IMPOSSIBLE)
+def test_prices_past_an_int64_are_checked_exactly_too(tmp_path: Path, case: str) -> None:
+    """A first bar's high of 2^64 does not fit the integers the checks compare (whose low 64 bits
+    are all zero): a file with it reads, and with a bad second bar the same row is refused with
+    the same words."""
+    column, value, words = IMPOSSIBLE[case]
+    table = good_table(tmp_path)
+    highs = table.column("high").to_pylist()
+    highs[0] = Decimal(2**64)
+    index = table.schema.get_field_index("high")
+    table = table.set_column(index, "high", pa.array(highs, type=table.schema.field("high").type))
+    fine = tmp_path / "huge.parquet"
+    pq.write_table(table, fine)
+    assert read_bars(fine).bars()[0].high == Decimal(2**64)
+    values = table.column(column).to_pylist()
+    values[1] = Decimal(value)
+    index = table.schema.get_field_index(column)
+    path = tmp_path / "impossible.parquet"
+    typed = pa.array(values, type=table.schema.field(column).type)
+    pq.write_table(table.set_column(index, column, typed), path)
+    with pytest.raises(BarFileError) as refused:
+        read_bars(path)
+    assert str(refused.value).startswith(
+        f"{path}: bar BTC/USDT at 2025-11-10T01:00:00+00:00 (row 1): "
+    )
+    assert words in str(refused.value)
+
+
+def test_a_price_the_finest_scale_puts_out_of_range_is_refused(tmp_path: Path) -> None:
+    table = good_table(tmp_path)
+    volumes = table.column("volume").to_pylist()
+    volumes[0] = Decimal(10) ** 35
+    index = table.schema.get_field_index("volume")
+    path = tmp_path / "range.parquet"
+    typed = pa.array(volumes, type=pa.decimal128(38, 0))
+    pq.write_table(table.set_column(index, "volume", typed), path)
+    with pytest.raises(BarFileError, match=r"range\.parquet: a price or volume is out of range"):
+        read_bars(path)
+
+
+def test_a_volume_past_an_int64_is_checked_by_its_sign(tmp_path: Path) -> None:
+    """At the file's finest scale a volume is only compared with zero, however large it is."""
+    table = good_table(tmp_path)
+    index = table.schema.get_field_index("volume")
+    huge = pa.array([Decimal(2**64), Decimal(2**64)], type=pa.decimal128(38, 5))
+    fine = tmp_path / "huge.parquet"
+    pq.write_table(table.set_column(index, "volume", huge), fine)
+    assert [bar.volume for bar in read_bars(fine).bars()] == [Decimal(2**64)] * 2
+    negative = pa.array([Decimal(2**64), Decimal(-(2**64))], type=pa.decimal128(38, 5))
+    path = tmp_path / "negative.parquet"
+    pq.write_table(table.set_column(index, "volume", negative), path)
+    with pytest.raises(
+        BarFileError, match=r"\(row 1\): volume -18446744073709551616\.00000 is neg"
+    ):
+        read_bars(path)

@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openbell.markets.bar_series import BLOCK_BARS, BLOCKS_KEPT
 from openbell.markets.barfile import BarFileMeta, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
-from openbell.markets.replay_source import ReplaySource
+from openbell.markets.recorded import CacheReplaySource, KnownBar, RecordedQuote
+from openbell.markets.replay_source import ReplaySource, micros
 from openbell.markets.sources import MarketDataSource
 
 T = TypeVar("T")
@@ -120,6 +123,79 @@ def test_the_replay_quote_is_an_open_now_or_the_last_close(
     at: datetime, expected: Quote | None
 ) -> None:
     assert fake().quote_at("BTC/USDT", at) == expected
+
+
+def quotes_at(
+    source: ReplaySource, symbol: str, stamps: list[datetime]
+) -> list[tuple[int, Decimal] | None]:
+    """`quote_at` at each stamp, as `prices_along` answers it: the rule it must follow."""
+    return [
+        None if (found := source.quote_at(symbol, at)) is None else (micros(found.at), found.price)
+        for at in stamps
+    ]
+
+
+def to_micros(stamps: list[datetime]) -> list[int]:
+    return [micros(at) for at in stamps]
+
+
+#: The fake's bars and an hourly bar that ends with the first daily one (a close tie).
+ALONG = {"1d": DAILY, "1h": [*HOURLY, make_bar("BTC/USDT", 23, 1, "120")]}
+#: Instants around those bars: every boundary, a microsecond either side, and between.
+AROUND = sorted(
+    {
+        at + step
+        for bar in (*ALONG["1h"], *DAILY)
+        for at in (bar.start_at, bar.end_at)
+        for step in (-DAY, -HOUR / 2, -timedelta(microseconds=1), timedelta(0), HOUR / 2)
+    }
+    | {utc(2025, 11, 12, 9), utc(2025, 11, 20)}
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stamps=st.lists(st.sampled_from(AROUND), max_size=12),
+    ordered=st.booleans(),
+    symbol=st.sampled_from(["BTC/USDT", "ETH/USDT", "SOL/USDT"]),
+    known_late=st.booleans(),
+)
+def test_prices_along_are_the_quotes_at_each_stamp(
+    stamps: list[datetime], ordered: bool, symbol: str, known_late: bool
+) -> None:
+    """Also with bars known after they ended (a cache replay's), shown from then on."""
+    stamps = sorted(stamps) if ordered else stamps
+    known_at = {
+        (interval, bar.symbol, bar.start_at): bar.end_at + HOUR / 2
+        for interval, bars in ALONG.items()
+        for bar in bars
+        if known_late
+    }
+    source = ReplaySource(market="crypto", bars=ALONG, known_at=known_at)
+    assert source.prices_along(symbol, to_micros(stamps)) == quotes_at(source, symbol, stamps)
+
+
+def test_prices_along_a_bundled_year_are_the_quotes_at_each_slot() -> None:
+    source = ReplaySource.from_bundled("crypto")
+    slots = [utc(2024, 11, 1) + n * DAY + (n % 5) * HOUR for n in range(400)]
+    for symbol in ("BTC/USDT", "SOL/USDT", "NOPE/USDT"):
+        assert source.prices_along(symbol, to_micros(slots)) == quotes_at(source, symbol, slots)
+
+
+def test_prices_along_a_cache_replay_follow_its_own_quotes() -> None:
+    recorded = [
+        RecordedQuote(asked_at=utc(2025, 11, 10, 2), quote=quote("150", utc(2025, 11, 10, 1, 59)))
+    ]
+    source = CacheReplaySource(
+        market="crypto",
+        bars={"1h": [KnownBar(bar=bar, known_at=bar.end_at + HOUR) for bar in HOURLY]},
+        quotes=recorded,
+        name="cache:crypto",
+    )
+    stamps = [utc(2025, 11, 10, hour) for hour in range(6)]
+    found = source.prices_along("BTC/USDT", to_micros(stamps))
+    assert found == quotes_at(source, "BTC/USDT", stamps)
+    assert found[2] == (micros(utc(2025, 11, 10, 1, 59)), Decimal(150))
 
 
 def test_a_close_tie_goes_to_the_finer_interval() -> None:

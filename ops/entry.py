@@ -22,6 +22,13 @@ rich, and with it pygments, at its own import whenever rich is installed, only t
 tracebacks and reprs of locals, which openbell's logging never asks for (`ops.logs` renders
 tracebacks plainly and without locals); that was about a tenth of a short replay's start-up. A
 command that prints tables still imports rich itself, when it prints them.
+
+And once the command is done, it moves every object still alive out of the cyclic garbage
+collector's way (`gc.freeze`) before the interpreter exits: the interpreter's finalization runs
+the collector over whatever is alive as it clears the modules, and that is every class, function
+and table the imports built (about 0.2 s of a 7-day replay's ~1 s). What a command opened it has
+closed by then (the ledger's engine, its files); the rest is freed by reference counting as the
+modules are cleared, or with the process.
 """
 
 from __future__ import annotations
@@ -106,7 +113,10 @@ def main() -> int:
     StructlogWithoutRich.install()
     from openbell.ops.cli import main as cli_main  # only now that the signals are caught
 
-    return cli_main(stop=stop)
+    try:
+        return cli_main(stop=stop)
+    finally:
+        gc.freeze()  # nothing left to collect before the exit: see the module docstring
 
 
 if __name__ == "__main__":

@@ -114,9 +114,11 @@ def test_run_lease_default_is_the_daemon_s() -> None:
 
 @pytest.mark.parametrize(
     ("command", "collects"),
-    [("leaderboard", False), ("trace", False), ("run", True), ("replay", True), ("demo", True)],
+    [("leaderboard", False), ("trace", False), ("run", True), ("replay", False), ("demo", True)],
 )
 def test_only_a_quick_command_keeps_the_garbage_collector_off(command: str, collects: bool) -> None:
+    """... or one that turns it on itself after its imports (the replay: see
+    `tests/acceptance/test_start_imports.py`)."""
     cli_app = importlib.import_module("openbell.ops.cli.app")
     was_enabled = gc.isenabled()
     gc.disable()  # as ops/entry.py starts every command

@@ -32,6 +32,8 @@ NOT_FOR_BASELINES = (
     "openbell.daemon.health",
     "openbell.agents.llm",
     "openbell.agents.modes",
+    "openbell.agents.ktd",  # KTD-Fin's research tools: only a toolbox asked for one imports them
+    "openbell.agents.research_tools",
     "openbell.agents.strategy_code",
     "openbell.agents.jail",
     "openbell.agents.factor_model",

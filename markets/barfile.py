@@ -25,7 +25,6 @@ from typing import Any, Final, overload
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from openbell.markets.domain import MARKETS, Bar
@@ -52,6 +51,9 @@ _META_FIELDS: Final = (
 _TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 _PRECISION: Final = 38
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: A `decimal128` value as Arrow stores it: its unscaled value, a 128-bit two's complement integer
+#: in little-endian order (low 64 bits unsigned, then the high 64 bits, which carry the sign).
+_DECIMAL128: Final = np.dtype([("low", "<u8"), ("high", "<i8")])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,7 +255,9 @@ def _materialise(table: Any) -> list[Bar]:
 def _micros(table: Any, column: str) -> npt.NDArray[np.int64]:
     # A view of the int64 buffer, not `to_numpy()`: pyarrow's conversions to numpy import pandas
     # (most of a second). The column has no nulls (`_index` refuses them), so every slot is a value.
-    values = table.column(column).cast(pa.int64()).combine_chunks()
+    # `view`, not `cast`: the column is timestamp[us] (`_check_columns`), whose values are the µs,
+    # and a cast imports `pyarrow.compute` (see `_check_prices`).
+    values = table.column(column).combine_chunks().view(pa.int64())
     if not len(values):
         return np.zeros(0, dtype=np.int64)
     return np.frombuffer(
@@ -384,34 +388,46 @@ def _index(
 def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
     """Refuse the first row whose prices no trade could print, naming its file and bar: a price
     that is not positive, a high below the low, a low..high range that does not hold the open and
-    the close, or a negative volume (the checks `Bar` makes, done on the whole file at once)."""
+    the close, or a negative volume (the checks `Bar` makes, done on the whole file at once).
+
+    The checks compare the columns' unscaled values as 128-bit integers, in numpy over the
+    columns' buffers (`_unscaled`): not with `pyarrow.compute`, whose import alone is about 25 ms
+    of every replay's start-up, nor through pyarrow's conversions to numpy, which import pandas.
+    Columns of different scales (a file written by `write_bars` has one per column) are first
+    cast to the largest, which imports it."""
     places = max(table.schema.field(column).type.scale for column in _DECIMAL_COLUMNS)
     common = pa.decimal128(_PRECISION, places)
     try:
-        col = {column: table.column(column).cast(common) for column in _DECIMAL_COLUMNS}
+        col = {
+            column: _unscaled(
+                table.column(column)
+                if table.schema.field(column).type == common
+                else table.column(column).cast(common)
+            )
+            for column in _DECIMAL_COLUMNS
+        }
     except pa.ArrowInvalid as exc:
         raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
-    zero = _zero(common)
-    highest = pc.max_element_wise(col["open"], col["close"])
-    lowest = pc.min_element_wise(col["open"], col["close"])
-    checks: list[tuple[Any, str]] = [
-        (pc.less_equal(col[price], zero), f"{price} {{{price}}} is not positive")
+    checks: list[tuple[npt.NDArray[np.bool_], str]] = [
+        (~_positive(col[price]), f"{price} {{{price}}} is not positive")
         for price in ("open", "high", "low", "close")
     ]
     checks += [
-        (pc.less(col["high"], col["low"]), "high {high} is below low {low}"),
+        (_less(col["high"], col["low"]), "high {high} is below low {low}"),
         (
-            pc.or_(pc.greater(col["low"], lowest), pc.less(col["high"], highest)),
+            _less(col["open"], col["low"])
+            | _less(col["close"], col["low"])
+            | _less(col["high"], col["open"])
+            | _less(col["high"], col["close"]),
             "low {low} .. high {high} does not hold open {open} and close {close}",
         ),
-        (pc.less(col["volume"], zero), "volume {volume} is negative"),
+        (col["volume"]["high"] < 0, "volume {volume} is negative"),
     ]
-    # In pyarrow compute, not numpy: pyarrow's conversions to numpy import pandas.
-    bad = pc.indices_nonzero(functools.reduce(pc.or_, (mask for mask, _ in checks)))
-    if not len(bad):
+    bad = np.flatnonzero(functools.reduce(np.logical_or, (mask for mask, _ in checks)))
+    if not bad.size:
         return
-    row = bad[0].as_py()
-    problem = next(text for mask, text in checks if mask[row].as_py())
+    row = int(bad[0])
+    problem = next(text for mask, text in checks if mask[row])
     values = {column: table.column(column)[row].as_py() for column in _DECIMAL_COLUMNS}
     start_at = _EPOCH + timedelta(microseconds=int(_micros(table.slice(row, 1), "start_at")[0]))
     raise BarFileError(
@@ -420,12 +436,30 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
     )
 
 
-def _zero(decimal_type: Any) -> Any:
-    """Zero as a scalar of `decimal_type`, cast from eight zero bytes: `pa.scalar(0)` would import
-    pandas (pyarrow checks each Python value it converts against pandas' types; most of a second).
-    """
-    zeros = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(bytes(8))])
-    return zeros.cast(decimal_type)[0]
+def _unscaled(column: Any) -> npt.NDArray[np.void]:
+    """The unscaled values of a `decimal128` column without nulls, viewing its buffer."""
+    values = column.combine_chunks()
+    if not len(values):
+        return np.zeros(0, dtype=_DECIMAL128)
+    return np.frombuffer(
+        values.buffers()[1], dtype=_DECIMAL128, count=len(values), offset=values.offset * 16
+    )
+
+
+def _less(left: npt.NDArray[np.void], right: npt.NDArray[np.void]) -> npt.NDArray[np.bool_]:
+    """Where `left` < `right`, as signed 128-bit integers (high words, then the low ones)."""
+    less: npt.NDArray[np.bool_] = (left["high"] < right["high"]) | (
+        (left["high"] == right["high"]) & (left["low"] < right["low"])
+    )
+    return less
+
+
+def _positive(values: npt.NDArray[np.void]) -> npt.NDArray[np.bool_]:
+    """Where `values` > 0, as signed 128-bit integers."""
+    positive: npt.NDArray[np.bool_] = (values["high"] > 0) | (
+        (values["high"] == 0) & (values["low"] > 0)
+    )
+    return positive
 
 
 def bundled_names() -> tuple[str, ...]:

@@ -225,3 +225,33 @@ def test_impossible_prices_are_refused_naming_the_file_and_bar(tmp_path: Path, c
         f"{path}: bar BTC/USDT at 2025-11-10T01:00:00+00:00 (row 1): "
     )
     assert words in str(refused.value)
+
+
+#: Bars of one scale whose prices differ only in the low or only in the high 64 bits of their
+#: 128-bit unscaled values (`_check_prices` compares those words), and the words refusing them.
+WIDE = 2**64
+WIDE_PRICES = {
+    "low words with their top bit set": ((2**63, 2**63 + 1, 2**63, 2**63), None),
+    "a high below the low, in the low words": ((WIDE + 5, WIDE + 5, WIDE + 6, WIDE + 5), "below"),
+    "a high below the low, in the high words": ((WIDE - 1, WIDE - 1, WIDE, WIDE - 1), "below"),
+    "an open below the low, in the high words": ((WIDE - 1, WIDE, WIDE, WIDE), "does not hold"),
+    "a negative open past 64 bits": ((-WIDE, WIDE, WIDE, WIDE), "open -18446744073709551616 is"),
+}
+
+
+@pytest.mark.parametrize("case", WIDE_PRICES)
+def test_prices_are_checked_as_whole_128_bit_values(tmp_path: Path, case: str) -> None:
+    (open_, high, low, close), words = WIDE_PRICES[case]
+    table = good_table(tmp_path)
+    one_scale = pa.decimal128(38, 0)
+    prices = {"open": open_, "high": high, "low": low, "close": close, "volume": 1}
+    for column, value in prices.items():
+        typed = pa.array([Decimal(1), Decimal(value)], type=one_scale)
+        table = table.set_column(table.schema.get_field_index(column), column, typed)
+    path = tmp_path / "wide.parquet"
+    pq.write_table(table, path)
+    if words is None:
+        assert read_bars(path).prices("BTC/USDT") is not None
+        return
+    with pytest.raises(BarFileError, match=words):
+        read_bars(path)

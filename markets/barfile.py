@@ -37,7 +37,8 @@ LABELS: Final = frozenset({"start", "end"})
 ADJUSTMENTS: Final = frozenset({"raw", "adjusted", "forward-adjusted", "unknown"})
 
 _PREFIX: Final = "openbell."
-_DECIMAL_COLUMNS: Final = ("open", "high", "low", "close", "volume")
+_PRICE_COLUMNS: Final = ("open", "high", "low", "close")
+_DECIMAL_COLUMNS: Final = (*_PRICE_COLUMNS, "volume")
 _COLUMNS: Final = ("symbol", "start_at", "end_at", *_DECIMAL_COLUMNS)
 _META_FIELDS: Final = (
     "market",
@@ -393,9 +394,10 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
     The checks compare the columns' unscaled values as 128-bit integers, in numpy over the
     columns' buffers (`_unscaled`): not with `pyarrow.compute`, whose import alone is about 25 ms
     of every replay's start-up, nor through pyarrow's conversions to numpy, which import pandas.
-    Columns of different scales (a file written by `write_bars` has one per column) are first
-    cast to the largest, which imports it."""
-    places = max(table.schema.field(column).type.scale for column in _DECIMAL_COLUMNS)
+    The prices are compared with each other at one scale: price columns of different scales are
+    first cast to the largest (which imports it). The volume is only compared with zero, at its
+    own scale (a bundled file's volumes have fewer places than its prices)."""
+    places = max(table.schema.field(column).type.scale for column in _PRICE_COLUMNS)
     common = pa.decimal128(_PRECISION, places)
     try:
         col = {
@@ -404,13 +406,13 @@ def _check_prices(table: Any, name: str, symbols: Sequence[str]) -> None:
                 if table.schema.field(column).type == common
                 else table.column(column).cast(common)
             )
-            for column in _DECIMAL_COLUMNS
+            for column in _PRICE_COLUMNS
         }
     except pa.ArrowInvalid as exc:
-        raise BarFileError(f"{name}: a price or volume is out of range: {exc}") from exc
+        raise BarFileError(f"{name}: a price is out of range: {exc}") from exc
+    col["volume"] = _unscaled(table.column("volume"))
     checks: list[tuple[npt.NDArray[np.bool_], str]] = [
-        (~_positive(col[price]), f"{price} {{{price}}} is not positive")
-        for price in ("open", "high", "low", "close")
+        (~_positive(col[price]), f"{price} {{{price}}} is not positive") for price in _PRICE_COLUMNS
     ]
     checks += [
         (_less(col["high"], col["low"]), "high {high} is below low {low}"),

@@ -9,7 +9,8 @@ decides what the request means for the command run.
 It also turns the cyclic garbage collector off before those imports: building thousands of
 classes and functions triggers hundreds of collections that find nothing to free (about 0.3 s of
 `openbell leaderboard`'s ~1.8 s). A command that reads the ledger and exits keeps it off; every
-other command turns it back on once it is known (`ops.cli.app.QUICK_COMMANDS`).
+other command turns it back on once it is known (`ops.cli.app.QUICK_COMMANDS`), or, the replay,
+once it has imported what it runs on (`ops.cli.app.COLLECTS_AFTER_IMPORTS`).
 
 And before any thread starts (numpy's BLAS and pyarrow start their own), it caps glibc's malloc
 at `MALLOC_ARENAS` arenas (`limit_malloc_arenas`): by default each thread that allocates may get an

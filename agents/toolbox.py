@@ -14,7 +14,9 @@ news, reports) is kept within `MAX_RESULT_CHARS` of JSON, the newest rows kept a
 counted in its `omitted`; `call` and the typed methods, for Python agents, return every row asked
 for. Python agents also get `moving_averages` (not a model tool): the mean closes the rule baselines
 trade on, read from the gateway under the same universe and point-in-time rules as `get_bars`. The
-research tools (news, fundamentals, arithmetic) are served from `research.py`'s handlers.
+research tools (news, fundamentals, arithmetic) are served from `research_tools.py`'s handlers, and
+KTD-Fin's from `ktd/`: both are imported when a caller first asks for one of them (a rule
+baseline never does), not with this module.
 """
 
 from __future__ import annotations
@@ -24,16 +26,13 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ValidationError
 
 from openbell.agents.book import Book, benchmark_instrument, shares_for_target
 from openbell.agents.broker import CycleOrders, PaperBroker
-from openbell.agents.ktd.contract import KTD_TOOLS
-from openbell.agents.ktd.research import KtdResearch
-from openbell.agents.research_tools import ResearchTools
 from openbell.agents.tools import (
     ARGUMENTS,
     DESCRIPTIONS,
@@ -76,13 +75,15 @@ from openbell.markets.domain import (
     check_utc,
 )
 from openbell.markets.errors import DataUnavailable, NotServed
-from openbell.markets.fundamentals import FundamentalsSource
 from openbell.markets.gateway import MAX_LOOKBACK, AveragesResult, GatewayView, MarketSnapshot
 from openbell.markets.price_limits import limit_band
 from openbell.markets.rules import MarketRules, board_of
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
 from openbell.store.records import RecordedOrder
+
+if TYPE_CHECKING:
+    from openbell.markets.fundamentals import FundamentalsSource
 
 R = TypeVar("R", bound=ToolResult)
 #: The arguments of `get_portfolio`, which has none.
@@ -166,6 +167,8 @@ class Toolbox:
     def specs(self) -> tuple[ToolSpec[Any], ...]:
         """The tools, in the order a model is shown them (built when first asked for: a Python
         agent's calls go to the toolbox's own handlers without them)."""
+        from openbell.agents.research_tools import ResearchTools
+
         described = SHORTING_DESCRIPTIONS if self.shorting else DESCRIPTIONS
         arguments = SHORTING_ARGUMENTS if self.shorting else ARGUMENTS
         research = ResearchTools(
@@ -199,6 +202,9 @@ class Toolbox:
         under their names to any caller, offered to a model only by the `ktd-fin` decision mode
         (they are not among `specs`, so what the other modes and MCP clients are shown is
         unchanged)."""
+        from openbell.agents.ktd.contract import KTD_TOOLS
+        from openbell.agents.ktd.research import KtdResearch
+
         research = KtdResearch(
             gateway=self._gateway,
             rules=self._rules,
@@ -220,6 +226,8 @@ class Toolbox:
 
     def spec_of(self, name: str) -> ToolSpec[Any] | None:
         """The tool named `name`, among `specs` and `ktd_specs`, or None."""
+        from openbell.agents.ktd.contract import KTD_TOOLS
+
         return self._by_name.get(name) or (
             self._ktd_by_name.get(name) if name in KTD_TOOLS else None
         )

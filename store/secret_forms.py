@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import bisect
 import codecs
+import functools
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator
@@ -53,27 +54,30 @@ CUT_END: Final = r"(?=\.\.\.|\u2026|\Z)"
 CUT_WORD: Final = r"[^\s\"'<>]"
 
 _INVISIBLE_RE: Final = re.compile(f"[{INVISIBLE}]+")
-#: The code points of whitespace and `INVISIBLE` characters (as JSON escapes them: `\\u200b`).
-#: One pass of the regex engine over the Basic Multilingual Plane (`\\s` is `str.isspace`), not a
-#: match per code point: the scan was a twentieth of a short replay's start-up.
-_SEPARATOR_CODES: Final = tuple(
-    f"{ord(char):04x}"
-    for char in re.findall(f"[\\s{INVISIBLE}]", "".join(map(chr, range(0x10000))))
-)
-#: A separator escaped as JSON escapes it (`\\n`, `\\t`, `\\u200b`, also escaped again).
-_ESCAPED_SEPARATOR: Final = r"\\+(?:[nrtfv]|(?i:u(?:" + "|".join(_SEPARATOR_CODES) + ")))"
-_SEPARATOR_RUN: Final = re.compile(rf"(?:[\s{INVISIBLE}]|{_ESCAPED_SEPARATOR})+")
-_ESCAPED_SEPARATOR_RE: Final = re.compile(_ESCAPED_SEPARATOR)
 _ASCII_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _ASCII_SPACE: Final = bytes(byte for byte in range(128) if chr(byte).isspace())
 _KEY_PREFIX: Final = re.compile(r"[A-Za-z0-9]{1,5}[-_]")
+
+
+@functools.cache
+def _separators() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A separator (whitespace or `INVISIBLE`) as JSON escapes it (`\\n`, `\\t`, `\\u200b`, also
+    escaped again), and a run of separators, escaped or not. Built when first needed: finding the
+    separators' code points and compiling their alternation take about 15 ms, which a command
+    that never masks a secret need not spend at its start."""
+    # One pass of the regex engine over the Basic Multilingual Plane (`\\s` is `str.isspace`),
+    # not a match per code point.
+    everything = "".join(map(chr, range(0x10000)))
+    codes = [f"{ord(char):04x}" for char in re.findall(f"[\\s{INVISIBLE}]", everything)]
+    escaped = r"\\+(?:[nrtfv]|(?i:u(?:" + "|".join(codes) + ")))"
+    return re.compile(escaped), re.compile(rf"(?:[\s{INVISIBLE}]|{escaped})+")
 
 
 def squeeze(text: str) -> str:
     """`text` without its whitespace and invisible characters, also as JSON escapes them."""
     joined = "".join(text.split())
     if "\\" in joined:
-        joined = _ESCAPED_SEPARATOR_RE.sub("", joined)
+        joined = _separators()[0].sub("", joined)
     return joined if joined.isascii() else _INVISIBLE_RE.sub("", joined)
 
 
@@ -244,7 +248,7 @@ class Squeezed:
         """`original` squeezed."""
         pieces: list[tuple[int, int]] = []
         at = 0
-        for run in _SEPARATOR_RUN.finditer(original):
+        for run in _separators()[1].finditer(original):
             pieces.append((at, run.start()))
             at = run.end()
         pieces.append((at, len(original)))

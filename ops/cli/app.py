@@ -14,7 +14,6 @@ runs a command line and maps what it raises to an exit code and one line on stde
 from __future__ import annotations
 
 import functools
-import gc
 import importlib
 import sys
 from collections.abc import Iterator, MutableMapping, Sequence
@@ -32,6 +31,7 @@ from openbell.ops.cli.options import (
     PROG,
     GlobalOptions,
     LogFormat,
+    collect_garbage,
     command_log,
     help_without_command,
     state,
@@ -180,16 +180,18 @@ def _print_version(wanted: bool) -> None:
 #: as `openbell.ops.entry` starts every command (their memory is freed by reference counting, and
 #: the process ends within seconds). Every other command turns it back on (`_collect_garbage`).
 QUICK_COMMANDS = frozenset({"leaderboard", "report", "positions", "trace", "export"})
+#: Commands that turn it back on themselves, once they have imported what they run on
+#: (`options.collect_garbage`).
+COLLECTS_AFTER_IMPORTS = frozenset({"replay"})
 #: Commands that run until SIGINT or SIGTERM and stop in order: they keep both signals caught.
 KEEPS_SIGNALS = frozenset({"run", "serve", "fake-llm"})
 
 
 def _collect_garbage(command: str | None) -> None:
-    """Turn the cyclic garbage collector back on unless `command` is quick; what start-up built
-    is moved out of its way first (`gc.freeze`), as it lives as long as the process."""
-    if command not in QUICK_COMMANDS and not gc.isenabled():
-        gc.freeze()
-        gc.enable()
+    """Turn the cyclic garbage collector back on (`options.collect_garbage`) unless `command` is
+    quick or turns it on itself."""
+    if command not in QUICK_COMMANDS | COLLECTS_AFTER_IMPORTS:
+        collect_garbage()
 
 
 @app.callback(invoke_without_command=True)

@@ -31,6 +31,7 @@ from openbell.ops.cli.options import (
     SeasonOption,
     WritingDbOption,
     check_before_writing,
+    collect_garbage,
     help_without_command,
     load_command_config,
     with_overrides,
@@ -258,6 +259,7 @@ def replay(
     """
     from openbell.ops.wiring.planning import replay_from_config
 
+    collect_garbage()  # now that the replay's modules are imported (`app.COLLECTS_AFTER_IMPORTS`)
     if season is None:
         if season_from is not None:
             raise typer.BadParameter("needs --season NAME", param_hint="--season-from")

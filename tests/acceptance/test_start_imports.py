@@ -32,6 +32,8 @@ NOT_FOR_BASELINES = (
     "openbell.daemon.health",
     "openbell.agents.llm",
     "openbell.agents.modes",
+    "openbell.agents.ktd",  # KTD-Fin's research tools: only a toolbox asked for one imports them
+    "openbell.agents.research_tools",
     "openbell.agents.strategy_code",
     "openbell.agents.jail",
     "openbell.agents.factor_model",
@@ -60,9 +62,11 @@ LIBRARIES_NOT_FOR_BASELINES = (
 
 #: What neither command imports any more (issue 29, start-up): Alembic (a new SQLite ledger and
 #: one at the head are upgraded without it), the postgresql dialect (for a SQLite ledger), pygments
-#: (structlog is imported without rich) and the command-line modules of other commands.
+#: (structlog is imported without rich), pyarrow's compute functions (the bar files' checks run in
+#: numpy) and the command-line modules of other commands.
 NOT_AT_START = (
     "alembic",
+    "pyarrow.compute",
     "mako",
     "pygments",
     "sqlalchemy.dialects.postgresql",
@@ -185,3 +189,49 @@ def test_the_leaderboard_imports_no_agent_machinery(baseline_config: Path) -> No
     names = imported_by(baseline_config.parent, "leaderboard", "--db", str(ledger))
     assert "openbell.ops.reports.market_reports" in names
     assert unwanted(names, NOT_FOR_THE_LEADERBOARD) == []
+
+
+#: Run the console script's entry with the arguments, counting the garbage collector's runs before
+#: and after the replay's planning module is imported, and whether it is on at the end.
+COLLECTIONS = """
+import gc, json, sys
+from openbell.ops.entry import main
+out = sys.argv.pop(1)
+runs = {"during the imports": 0, "after them": 0}
+def count(phase, info):
+    planning = sys.modules.get("openbell.ops.wiring.planning")
+    done = getattr(planning, "replay_from_config", None) is not None
+    if phase == "start":
+        runs["after them" if done else "during the imports"] += 1
+gc.callbacks.append(count)
+code = main()
+with open(out, "w") as file:
+    json.dump({**runs, "on": gc.isenabled()}, file)
+sys.exit(code)
+"""
+
+
+def test_a_replay_collects_garbage_only_once_its_modules_are_imported(
+    baseline_config: Path,
+) -> None:
+    """Building the imports' classes would trigger hundreds of collections that free nothing
+    (`app.COLLECTS_AFTER_IMPORTS`); the replay itself runs with the collector on."""
+    out = baseline_config.parent / "collections.json"
+    ledger = baseline_config.parent / "collections.db"
+    result = subprocess.run(
+        [
+            *(sys.executable, "-c", COLLECTIONS, str(out), "--config", str(baseline_config)),
+            *("replay", "--market", "crypto", "--start", START, "--end", END, "--no-progress"),
+            *("--db", str(ledger)),
+        ],
+        cwd=baseline_config.parent,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(out.read_text())
+    assert runs["during the imports"] == 0
+    assert runs["on"] is True

@@ -101,3 +101,12 @@ def test_the_shipped_head_is_the_revision_nothing_revises(tmp_path: Path) -> Non
     (tmp_path / "c.py").write_text('revision = "0003"\ndown_revision = ("0001",)\n')
     with pytest.raises(RuntimeError, match=r"expected one head, found \['0002', '0003'\]"):
         shipped_head(tmp_path)
+
+
+def test_the_shipped_head_is_read_again_when_a_migration_changes(tmp_path: Path) -> None:
+    """It is read once per state of the folder (a replay asks twice): an edited file, again."""
+    (tmp_path / "a.py").write_text('revision = "0001"\ndown_revision = None\n')
+    (tmp_path / "b.py").write_text('revision = "0002"\ndown_revision = "0001"\n')
+    assert shipped_head(tmp_path) == shipped_head(tmp_path) == "0002"
+    (tmp_path / "b.py").write_text('revision = "0002b"\ndown_revision = "0001"\n')
+    assert shipped_head(tmp_path) == "0002b"

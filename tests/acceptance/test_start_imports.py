@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,9 +109,16 @@ START, END = "2025-11-03", "2025-11-09"
 
 def imported_by(cwd: Path, *args: str) -> list[str]:
     """The modules an `openbell ARGS` process had imported when it finished (successfully)."""
-    out = cwd / "modules.json"
+    names = run_script(cwd, SNAPSHOT, cwd / "modules.json", *args)
+    assert isinstance(names, list)
+    return [str(name) for name in names]
+
+
+def run_script(cwd: Path, script: str, out: Path, *args: str) -> Any:
+    """Run `script` (which runs `openbell ARGS` and writes what it saw to `out` as JSON) in a
+    fresh interpreter; what it wrote, once the command has succeeded."""
     result = subprocess.run(
-        [sys.executable, "-c", SNAPSHOT, str(out), *args],
+        [sys.executable, "-c", script, str(out), *args],
         cwd=cwd,
         env=clean_env(),
         capture_output=True,
@@ -119,9 +127,7 @@ def imported_by(cwd: Path, *args: str) -> list[str]:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    names = json.loads(out.read_text())
-    assert isinstance(names, list)
-    return [str(name) for name in names]
+    return json.loads(out.read_text())
 
 
 def unwanted(names: list[str], also: tuple[str, ...] = ()) -> list[str]:
@@ -216,22 +222,13 @@ def test_a_replay_collects_garbage_only_once_its_modules_are_imported(
 ) -> None:
     """Building the imports' classes would trigger hundreds of collections that free nothing
     (`app.COLLECTS_AFTER_IMPORTS`); the replay itself runs with the collector on."""
-    out = baseline_config.parent / "collections.json"
-    ledger = baseline_config.parent / "collections.db"
-    result = subprocess.run(
-        [
-            *(sys.executable, "-c", COLLECTIONS, str(out), "--config", str(baseline_config)),
-            *("replay", "--market", "crypto", "--start", START, "--end", END, "--no-progress"),
-            *("--db", str(ledger)),
-        ],
-        cwd=baseline_config.parent,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
+    folder = baseline_config.parent
+    runs = run_script(
+        folder,
+        COLLECTIONS,
+        folder / "collections.json",
+        *("--config", str(baseline_config), "replay", "--market", "crypto"),
+        *("--start", START, "--end", END, "--no-progress", "--db", str(folder / "collections.db")),
     )
-    assert result.returncode == 0, result.stderr
-    runs = json.loads(out.read_text())
     assert runs["during the imports"] == 0
     assert runs["on"] is True

@@ -211,12 +211,17 @@ IMPOSSIBLE = {
 
 @pytest.mark.parametrize("case", IMPOSSIBLE)
 def test_impossible_prices_are_refused_naming_the_file_and_bar(tmp_path: Path, case: str) -> None:
-    column, value, words = IMPOSSIBLE[case]
-    table = good_table(tmp_path)
+    assert_second_bar_refused(tmp_path, good_table(tmp_path), *IMPOSSIBLE[case])
+
+
+def assert_second_bar_refused(
+    folder: Path, table: pa.Table, column: str, value: str, words: str
+) -> None:
+    """Set the second bar's `column` to `value`: reading the file refuses that bar with `words`."""
     values = table.column(column).to_pylist()
     values[1] = Decimal(value)
     index = table.schema.get_field_index(column)
-    path = tmp_path / "impossible.parquet"
+    path = folder / "impossible.parquet"
     typed = pa.array(values, type=table.schema.field(column).type)
     pq.write_table(table.set_column(index, column, typed), path)
     with pytest.raises(BarFileError) as refused:
@@ -232,7 +237,6 @@ def test_prices_past_an_int64_are_checked_exactly_too(tmp_path: Path, case: str)
     """A first bar's high of 2^64 does not fit the integers the checks compare (whose low 64 bits
     are all zero): a file with it reads, and with a bad second bar the same row is refused with
     the same words."""
-    column, value, words = IMPOSSIBLE[case]
     table = good_table(tmp_path)
     highs = table.column("high").to_pylist()
     highs[0] = Decimal(2**64)
@@ -241,18 +245,7 @@ def test_prices_past_an_int64_are_checked_exactly_too(tmp_path: Path, case: str)
     fine = tmp_path / "huge.parquet"
     pq.write_table(table, fine)
     assert read_bars(fine).bars()[0].high == Decimal(2**64)
-    values = table.column(column).to_pylist()
-    values[1] = Decimal(value)
-    index = table.schema.get_field_index(column)
-    path = tmp_path / "impossible.parquet"
-    typed = pa.array(values, type=table.schema.field(column).type)
-    pq.write_table(table.set_column(index, column, typed), path)
-    with pytest.raises(BarFileError) as refused:
-        read_bars(path)
-    assert str(refused.value).startswith(
-        f"{path}: bar BTC/USDT at 2025-11-10T01:00:00+00:00 (row 1): "
-    )
-    assert words in str(refused.value)
+    assert_second_bar_refused(tmp_path, table, *IMPOSSIBLE[case])
 
 
 def test_a_price_the_finest_scale_puts_out_of_range_is_refused(tmp_path: Path) -> None:

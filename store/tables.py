@@ -8,6 +8,11 @@ the fills and the corporate actions. Enumerated
 strings are guarded by CHECK constraints. Constraint names follow `NAMING_CONVENTION`, so future
 migrations (and SQLite batch migrations) can address them. The `*_TABLE` constants at the end are
 the Core `Table`s of the rows, for the store's prebuilt Core statements.
+
+Every table class derives from `Row`, whose pydantic validator and serializer are built when first
+used (`defer_build`), not when the class is: SQLModel constructs a table row without pydantic's
+validation, so a command that never validates or dumps a row (a replay, the leaderboard) never
+builds them, about a quarter of what building the tables costs every command's start-up.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from decimal import Decimal
 from typing import Final
 
 from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
+from pydantic import ConfigDict
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -41,7 +47,15 @@ def _in(column: str, values: str, name: str) -> CheckConstraint:
     return CheckConstraint(f"{column} IN ({values})", name=name)
 
 
-class AgentRow(SQLModel, table=True):
+class Row(SQLModel):
+    """The base of every table class (declare one as `class NameRow(Row, table=True)`): a plain
+    SQLModel whose pydantic validator and serializer are built when `model_validate` or
+    `model_dump` first needs them (module docstring); its columns and mapping are SQLModel's."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class AgentRow(Row, table=True):
     """A competitor: an LLM agent or a baseline, known by its unique name."""
 
     __tablename__ = "agent"
@@ -52,7 +66,7 @@ class AgentRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class AccountRow(SQLModel, table=True):
+class AccountRow(Row, table=True):
     """One agent enrolled in one market, with its own cash in the market's currency."""
 
     __tablename__ = "account"
@@ -73,7 +87,7 @@ class AccountRow(SQLModel, table=True):
     allow_short: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
-class CycleRow(SQLModel, table=True):
+class CycleRow(Row, table=True):
     """One decision cycle of an account at a slot; the unique (account, slot) insert claims it."""
 
     __tablename__ = "cycle"
@@ -106,7 +120,7 @@ class CycleRow(SQLModel, table=True):
     llm_failed_attempts: int | None = None
 
 
-class OrderRow(SQLModel, table=True):
+class OrderRow(Row, table=True):
     """An order an agent placed in a cycle, with its outcome (append-only)."""
 
     __tablename__ = "order"
@@ -137,7 +151,7 @@ class OrderRow(SQLModel, table=True):
     rejected_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class FillRow(SQLModel, table=True):
+class FillRow(Row, table=True):
     """An executed order (append-only). Cash and positions are sums over these rows."""
 
     __tablename__ = "fill"
@@ -161,7 +175,7 @@ class FillRow(SQLModel, table=True):
     price_source: str
 
 
-class CorporateActionRow(SQLModel, table=True):
+class CorporateActionRow(Row, table=True):
     """A split or cash dividend applied to one account's holding (append-only), once per action.
 
     `quantity_before` is the holding before `ex_at` (the ex-date's open); the entry moved the
@@ -196,7 +210,7 @@ class CorporateActionRow(SQLModel, table=True):
     applied_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class BorrowFeeRow(SQLModel, table=True):
+class BorrowFeeRow(Row, table=True):
     """The borrow fee of one short position for one calendar day (UTC), charged from cash
     (append-only; migration 0016).
 
@@ -223,7 +237,7 @@ class BorrowFeeRow(SQLModel, table=True):
     charged_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class MarginCallRow(SQLModel, table=True):
+class MarginCallRow(Row, table=True):
     """A short covered by a margin call: the cover's order, in the cycle it was made at, with the
     account's equity and maintenance requirement that called it (append-only; migration 0016)."""
 
@@ -239,7 +253,7 @@ class MarginCallRow(SQLModel, table=True):
     reason: str = Field(sa_type=Text)
 
 
-class PositionRow(SQLModel, table=True):
+class PositionRow(Row, table=True):
     """The running holding of one symbol in one account; deleted when it reaches zero."""
 
     __tablename__ = "position"
@@ -251,7 +265,7 @@ class PositionRow(SQLModel, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NavSnapshotRow(SQLModel, table=True):
+class NavSnapshotRow(Row, table=True):
     """An account's NAV at an instant, computed from the ledger at its marks."""
 
     __tablename__ = "nav_snapshot"
@@ -271,7 +285,7 @@ class NavSnapshotRow(SQLModel, table=True):
     last_action_id: int | None = None
 
 
-class NavMarkRow(SQLModel, table=True):
+class NavMarkRow(Row, table=True):
     """One holding valued in a NAV snapshot."""
 
     __tablename__ = "nav_mark"
@@ -283,7 +297,7 @@ class NavMarkRow(SQLModel, table=True):
     value: Decimal = Field(sa_type=ExactDecimal)
 
 
-class TraceRow(SQLModel, table=True):
+class TraceRow(Row, table=True):
     """One model message or tool call of a cycle, in order."""
 
     __tablename__ = "trace"
@@ -313,7 +327,7 @@ class TraceRow(SQLModel, table=True):
     response: str | None = Field(default=None, sa_type=Text)
 
 
-class MaskingKeyRow(SQLModel, table=True):
+class MaskingKeyRow(Row, table=True):
     """A masked account's key: the day its `day_+N` labels count from and its money unit.
 
     Made at the account's first masked cycle and never changed (`store/masking_keys.py`).
@@ -326,7 +340,7 @@ class MaskingKeyRow(SQLModel, table=True):
     money_unit: Decimal = Field(sa_type=ExactDecimal)
 
 
-class MaskingAliasRow(SQLModel, table=True):
+class MaskingAliasRow(Row, table=True):
     """The alias (`asset_NNNN`) a masked account's model knows a symbol by; added, never changed."""
 
     __tablename__ = "masking_alias"
@@ -337,7 +351,7 @@ class MaskingAliasRow(SQLModel, table=True):
     alias: str
 
 
-class BarRow(SQLModel, table=True):
+class BarRow(Row, table=True):
     """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed.
 
     `fetched_at` is the bar's last fetch; `known_at` (final bars only) is when its values were
@@ -361,7 +375,7 @@ class BarRow(SQLModel, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class BarCoverageRow(SQLModel, table=True):
+class BarCoverageRow(Row, table=True):
     """A span of bar starts `[start_at, end_at)` over which every bar of `source` is cached, final.
 
     The cache reads back only what such a span covers (`markets/coverage.py` says which part of a
@@ -384,7 +398,7 @@ class BarCoverageRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NewsRow(SQLModel, table=True):
+class NewsRow(Row, table=True):
     """A cached news item, observable from `published_at`, kept once per `item_key`.
 
     `source` is the data source that fetched it (as for bars); `item_source` is the item's own
@@ -410,7 +424,7 @@ class NewsRow(SQLModel, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class DaemonRunRow(SQLModel, table=True):
+class DaemonRunRow(Row, table=True):
     """One live daemon run's start on one market. A market's earliest row is when a daemon first
     rang it on this ledger; the health check counts overdue slots from there."""
 
@@ -426,7 +440,7 @@ class DaemonRunRow(SQLModel, table=True):
     started_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class FundamentalsReportRow(SQLModel, table=True):
+class FundamentalsReportRow(Row, table=True):
     """A recorded fundamentals report (`markets.fundamentals.FundamentalsReport`), kept once per
     `item_key` (a digest of symbol, period end and published_at). `figures` is a JSON object of
     exact decimal strings; `known_at` is when it was first served (a live read) or published (an
@@ -449,7 +463,7 @@ class FundamentalsReportRow(SQLModel, table=True):
     item_key: str = Field(unique=True)
 
 
-class QuoteRecordRow(SQLModel, table=True):
+class QuoteRecordRow(Row, table=True):
     """A quote a live source answered for decision time `asked_at` (`Quote` price and stamp):
     the quotes a cache replay shows and fills at, as the live daemon did."""
 
@@ -468,7 +482,7 @@ class QuoteRecordRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class ReplayWarningRow(SQLModel, table=True):
+class ReplayWarningRow(Row, table=True):
     """A warning a replay ran under (a universe partly without data, or used outside the dates
     its file vouches for), for `openbell report` to repeat."""
 
@@ -482,7 +496,7 @@ class ReplayWarningRow(SQLModel, table=True):
     message: str = Field(sa_type=Text)
 
 
-class PlantedNewsRow(SQLModel, table=True):
+class PlantedNewsRow(Row, table=True):
     """A news item the injection probe planted in a replay (`[probe.injection]`): its market,
     symbol, publication time and title, the kind of instruction it carries and that
     instruction's target symbol (a `buy`'s). Only a probed replay writes these rows."""
@@ -502,7 +516,7 @@ class PlantedNewsRow(SQLModel, table=True):
     target: str | None = None
 
 
-class AgentTokenRow(SQLModel, table=True):
+class AgentTokenRow(Row, table=True):
     """A bearer token issued to an agent that connects, stored only as its SHA-256 hex digest.
 
     An agent's current token is its one row with no `revoked_at`; issuing a new token revokes the
@@ -518,7 +532,7 @@ class AgentTokenRow(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class SeedRunRow(SQLModel, table=True):
+class SeedRunRow(Row, table=True):
     """An agent that is one seed's run of a group of repeated runs (`openbell replay --seeds N`).
 
     The agent `base_agent` of the config was run once per seed under its own name (and accounts);
@@ -533,7 +547,7 @@ class SeedRunRow(SQLModel, table=True):
     seed: int
 
 
-class VerifyCheckpointRow(SQLModel, table=True):
+class VerifyCheckpointRow(Row, table=True):
     """Where the daemon's last verification of an account stopped (migration 0018): the newest
     id of each ledger table it read (`watermarks`, JSON), the account's running totals there
     (`state`, JSON: `store/verify/checkpoints.py`), when, and a SHA-256 checksum of the row, so
@@ -548,7 +562,7 @@ class VerifyCheckpointRow(SQLModel, table=True):
     checksum: str
 
 
-class SeasonRow(SQLModel, table=True):
+class SeasonRow(Row, table=True):
     """A season (migration 0024): a named window of the ledger whose rules were fixed before its
     first slot. `manifest` is its canonical JSON (`ops.seasons.manifest`) and `manifest_sha256`
     that text's SHA-256 hex digest; `config` is the text of the config file it was opened from
@@ -569,7 +583,7 @@ class SeasonRow(SQLModel, table=True):
     config_path: str = Field(sa_type=Text)
 
 
-class CycleDigestRow(SQLModel, table=True):
+class CycleDigestRow(Row, table=True):
     """One link of an account's hash chain (migration 0025): the digest of a finished (or missed)
     cycle's record, chained to the account's previous link, written in the transaction that
     finished the cycle (`store/chain.py`; the record and the digest: `store/digests.py`).

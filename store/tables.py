@@ -21,8 +21,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from pydantic import ConfigDict
+from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from openbell.store.types import ExactDecimal, UtcDateTime
@@ -52,7 +52,8 @@ class Row(SQLModel):
     SQLModel whose pydantic validator and serializer are built when `model_validate` or
     `model_dump` first needs them (module docstring); its columns and mapping are SQLModel's."""
 
-    model_config = ConfigDict(defer_build=True)
+    # pydantic merges it into SQLModel's own config (whose stubs type it as their `SQLModelConfig`).
+    model_config = ConfigDict(defer_build=True)  # type: ignore[assignment]
 
 
 class AgentRow(Row, table=True):

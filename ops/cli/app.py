@@ -36,6 +36,7 @@ from openbell.ops.cli.options import (
     help_without_command,
     state,
 )
+from openbell.ops.cli.quick_params import QuickCommand, QuickGroup
 from openbell.ops.config import secrets
 
 #: The command surface, in the order `openbell --help` lists it (the commands, then the groups):
@@ -87,6 +88,9 @@ def _group_app(group: str) -> typer.Typer:
     for name, command, module, function in GROUP_COMMANDS:
         if name == group:
             found.command(command)(_attribute(module, function))
+    for info in found.registered_commands:  # typer's default class (the only one declared)
+        if info.cls in (None, typer.core.TyperCommand):
+            info.cls = QuickCommand
     return found
 
 
@@ -94,7 +98,9 @@ class LazyCommands(MutableMapping[str, Any]):
     """The root group's commands by name, each built (its module imported) when first asked for:
     a command imports the modules of its own command alone, and `--help`, which lists them all,
     imports every one. Built as `app.command(name)` and `app.add_typer(app, name=name)` would have
-    built it, with typer's own functions and the root app's settings."""
+    built it, with typer's own functions and the root app's settings, as a `QuickCommand` or
+    `QuickGroup` whose parameters coerce plain values without typer's pydantic adapters
+    (`quick_params`)."""
 
     def __init__(self) -> None:
         self._built: dict[str, Any] = {}
@@ -114,10 +120,10 @@ class LazyCommands(MutableMapping[str, Any]):
         }
         holder = typer.Typer()
         if name in COMMANDS:
-            holder.command(name)(_attribute(*COMMANDS[name]))
+            holder.command(name, cls=QuickCommand)(_attribute(*COMMANDS[name]))
             return typer.main.get_command_from_info(holder.registered_commands[0], **settings)
         if name in GROUPS:
-            holder.add_typer(_group_app(name), name=name)
+            holder.add_typer(_group_app(name), name=name, cls=QuickGroup)
             return typer.main.get_group_from_info(
                 holder.registered_groups[0], suggest_commands=app.suggest_commands, **settings
             )
@@ -141,8 +147,9 @@ class LazyCommands(MutableMapping[str, Any]):
         return name in COMMANDS or name in GROUPS or name in self._added
 
 
-class LazyGroup(typer.core.TyperGroup):
-    """The root group: its commands are a `LazyCommands`."""
+class LazyGroup(QuickGroup):
+    """The root group: its commands are a `LazyCommands`; its options and theirs coerce plain
+    values without typer's pydantic adapters (`quick_params`)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)

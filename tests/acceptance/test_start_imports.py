@@ -64,8 +64,10 @@ LIBRARIES_NOT_FOR_BASELINES = (
 #: What neither command imports any more (issue 29, start-up): Alembic (a new SQLite ledger and
 #: one at the head are upgraded without it), the postgresql dialect (for a SQLite ledger), pygments
 #: (structlog is imported without rich), pyarrow's compute functions (the bar files' checks run in
-#: numpy) and the command-line modules of other commands.
+#: numpy), the command-line modules of other commands, and typer's pydantic adapters (plain
+#: values are coerced without them: `ops/cli/quick_params.py`).
 NOT_AT_START = (
+    "typer._adapters",
     "alembic",
     "pyarrow.compute",
     "mako",

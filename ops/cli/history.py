@@ -259,7 +259,8 @@ def replay(
     """
     from openbell.ops.wiring.planning import replay_from_config
 
-    collect_garbage()  # now that the replay's modules are imported (`app.COLLECTS_AFTER_IMPORTS`)
+    # Now that the replay's modules are imported (`app.COLLECTS_AFTER_IMPORTS`).
+    frozen = collect_garbage()
     if season is None:
         if season_from is not None:
             raise typer.BadParameter("needs --season NAME", param_hint="--season-from")
@@ -316,6 +317,7 @@ def replay(
         allow_partial_coverage=allow_partial_coverage,
         from_cache=from_cache,
         answering=answering,
+        frozen=frozen,
         **({} if batch_slots is None else {"batch_slots": batch_slots}),
     )
     typer.echo(report.summary())

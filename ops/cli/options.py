@@ -162,15 +162,18 @@ class CommandState:
 state = CommandState()
 
 
-def collect_garbage() -> None:
+def collect_garbage() -> bool:
     """Turn the cyclic garbage collector back on, if start-up left it off (`ops/entry.py`); what
     start-up built is moved out of its way first (`gc.freeze`), as it lives as long as the process.
     A command that imports what it runs on when it runs calls this once those imports are done
     (`app.COLLECTS_AFTER_IMPORTS`): building their classes would trigger hundreds of collections
-    that find nothing to free (about 0.06 s of a 7-day replay's start-up)."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
+    that find nothing to free (about 0.06 s of a 7-day replay's start-up). Whether it froze
+    objects (the replay then need not count them: `daemon.replay.run_replay`)."""
+    if gc.isenabled():
+        return False
+    gc.freeze()
+    gc.enable()
+    return True
 
 
 def command_log() -> BoundLogger:

@@ -757,10 +757,12 @@ def replay_from_config(
     batch_slots: int = DEFAULT_BATCH_SLOTS,
     seeds: int | None = None,
     answering: Answering | None = None,
+    frozen: bool = False,
 ) -> ReplayReport:
     """Run `replay_plan` into the config's ledger, with a progress bar on stderr if shown. The
     report carries the checks' coverage and warnings (its summary states them); the warnings are
-    also recorded in the ledger, for `openbell report` to repeat.
+    also recorded in the ledger, for `openbell report` to repeat. `frozen`: the process has frozen
+    objects itself (`run_replay`).
 
     Raises `ConfigError` as `replay_plan` does, and `OperatorError` for a ledger that another
     replay (or, on SQLite, a daemon) is writing or that already has cycles in the window without
@@ -787,7 +789,7 @@ def replay_from_config(
 
         planted = injection_planting.plant_in_replay(probe, plan.markets, start, end)
     with _progress_bar(show_progress) as progress:
-        report = run_replay(plan, progress=progress)
+        report = run_replay(plan, progress=progress, frozen=frozen)
     if planted:
         injection_planting.record(plan.store_url, plan.redactor, planted)
     if checks.warnings:

@@ -39,3 +39,16 @@ def test_a_freeze_made_by_the_process_is_kept() -> None:
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
+
+
+def test_a_freeze_the_caller_says_it_made_is_kept_without_counting() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with _collector_for_replay(frozen=True) as froze:
+            assert not froze
+            assert gc.get_threshold()[0] >= GC_YOUNG_THRESHOLD
+            assert 0 < gc.get_freeze_count() <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()

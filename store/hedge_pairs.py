@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Field, Session, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.rows import LedgerTables
+from openbell.store.tables import LedgerRow
 from openbell.store.types import UtcDateTime
 
 
-class HedgePairRow(SQLModel, table=True):
+class HedgePairRow(LedgerRow, table=True):
     """The pair one account's hedging agent picked."""
 
     __tablename__ = "hedge_pair"

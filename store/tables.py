@@ -18,6 +18,7 @@ from typing import Final
 
 from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
+from sqlmodel._compat import SQLModelConfig
 
 from openbell.store.types import ExactDecimal, UtcDateTime
 
@@ -41,7 +42,16 @@ def _in(column: str, values: str, name: str) -> CheckConstraint:
     return CheckConstraint(f"{column} IN ({values})", name=name)
 
 
-class AgentRow(SQLModel, table=True):
+class LedgerRow(SQLModel):
+    """The base of every table of the ledger: a row's pydantic schema is built when a row is first
+    validated or dumped, not when its class is made (`defer_build`). Every command imports all 31
+    tables and validates none or few of them; building their schemas at import took a sixth of a
+    short replay's imports (docs/guide/performance.md)."""
+
+    model_config = SQLModelConfig(defer_build=True)
+
+
+class AgentRow(LedgerRow, table=True):
     """A competitor: an LLM agent or a baseline, known by its unique name."""
 
     __tablename__ = "agent"
@@ -52,7 +62,7 @@ class AgentRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class AccountRow(SQLModel, table=True):
+class AccountRow(LedgerRow, table=True):
     """One agent enrolled in one market, with its own cash in the market's currency."""
 
     __tablename__ = "account"
@@ -73,7 +83,7 @@ class AccountRow(SQLModel, table=True):
     allow_short: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
-class CycleRow(SQLModel, table=True):
+class CycleRow(LedgerRow, table=True):
     """One decision cycle of an account at a slot; the unique (account, slot) insert claims it."""
 
     __tablename__ = "cycle"
@@ -106,7 +116,7 @@ class CycleRow(SQLModel, table=True):
     llm_failed_attempts: int | None = None
 
 
-class OrderRow(SQLModel, table=True):
+class OrderRow(LedgerRow, table=True):
     """An order an agent placed in a cycle, with its outcome (append-only)."""
 
     __tablename__ = "order"
@@ -137,7 +147,7 @@ class OrderRow(SQLModel, table=True):
     rejected_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class FillRow(SQLModel, table=True):
+class FillRow(LedgerRow, table=True):
     """An executed order (append-only). Cash and positions are sums over these rows."""
 
     __tablename__ = "fill"
@@ -161,7 +171,7 @@ class FillRow(SQLModel, table=True):
     price_source: str
 
 
-class CorporateActionRow(SQLModel, table=True):
+class CorporateActionRow(LedgerRow, table=True):
     """A split or cash dividend applied to one account's holding (append-only), once per action.
 
     `quantity_before` is the holding before `ex_at` (the ex-date's open); the entry moved the
@@ -196,7 +206,7 @@ class CorporateActionRow(SQLModel, table=True):
     applied_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class BorrowFeeRow(SQLModel, table=True):
+class BorrowFeeRow(LedgerRow, table=True):
     """The borrow fee of one short position for one calendar day (UTC), charged from cash
     (append-only; migration 0016).
 
@@ -223,7 +233,7 @@ class BorrowFeeRow(SQLModel, table=True):
     charged_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class MarginCallRow(SQLModel, table=True):
+class MarginCallRow(LedgerRow, table=True):
     """A short covered by a margin call: the cover's order, in the cycle it was made at, with the
     account's equity and maintenance requirement that called it (append-only; migration 0016)."""
 
@@ -239,7 +249,7 @@ class MarginCallRow(SQLModel, table=True):
     reason: str = Field(sa_type=Text)
 
 
-class PositionRow(SQLModel, table=True):
+class PositionRow(LedgerRow, table=True):
     """The running holding of one symbol in one account; deleted when it reaches zero."""
 
     __tablename__ = "position"
@@ -251,7 +261,7 @@ class PositionRow(SQLModel, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NavSnapshotRow(SQLModel, table=True):
+class NavSnapshotRow(LedgerRow, table=True):
     """An account's NAV at an instant, computed from the ledger at its marks."""
 
     __tablename__ = "nav_snapshot"
@@ -271,7 +281,7 @@ class NavSnapshotRow(SQLModel, table=True):
     last_action_id: int | None = None
 
 
-class NavMarkRow(SQLModel, table=True):
+class NavMarkRow(LedgerRow, table=True):
     """One holding valued in a NAV snapshot."""
 
     __tablename__ = "nav_mark"
@@ -283,7 +293,7 @@ class NavMarkRow(SQLModel, table=True):
     value: Decimal = Field(sa_type=ExactDecimal)
 
 
-class TraceRow(SQLModel, table=True):
+class TraceRow(LedgerRow, table=True):
     """One model message or tool call of a cycle, in order."""
 
     __tablename__ = "trace"
@@ -313,7 +323,7 @@ class TraceRow(SQLModel, table=True):
     response: str | None = Field(default=None, sa_type=Text)
 
 
-class MaskingKeyRow(SQLModel, table=True):
+class MaskingKeyRow(LedgerRow, table=True):
     """A masked account's key: the day its `day_+N` labels count from and its money unit.
 
     Made at the account's first masked cycle and never changed (`store/masking_keys.py`).
@@ -326,7 +336,7 @@ class MaskingKeyRow(SQLModel, table=True):
     money_unit: Decimal = Field(sa_type=ExactDecimal)
 
 
-class MaskingAliasRow(SQLModel, table=True):
+class MaskingAliasRow(LedgerRow, table=True):
     """The alias (`asset_NNNN`) a masked account's model knows a symbol by; added, never changed."""
 
     __tablename__ = "masking_alias"
@@ -337,7 +347,7 @@ class MaskingAliasRow(SQLModel, table=True):
     alias: str
 
 
-class BarRow(SQLModel, table=True):
+class BarRow(LedgerRow, table=True):
     """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed.
 
     `fetched_at` is the bar's last fetch; `known_at` (final bars only) is when its values were
@@ -361,7 +371,7 @@ class BarRow(SQLModel, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class BarCoverageRow(SQLModel, table=True):
+class BarCoverageRow(LedgerRow, table=True):
     """A span of bar starts `[start_at, end_at)` over which every bar of `source` is cached, final.
 
     The cache reads back only what such a span covers (`markets/coverage.py` says which part of a
@@ -384,7 +394,7 @@ class BarCoverageRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NewsRow(SQLModel, table=True):
+class NewsRow(LedgerRow, table=True):
     """A cached news item, observable from `published_at`, kept once per `item_key`.
 
     `source` is the data source that fetched it (as for bars); `item_source` is the item's own
@@ -410,7 +420,7 @@ class NewsRow(SQLModel, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class DaemonRunRow(SQLModel, table=True):
+class DaemonRunRow(LedgerRow, table=True):
     """One live daemon run's start on one market. A market's earliest row is when a daemon first
     rang it on this ledger; the health check counts overdue slots from there."""
 
@@ -426,7 +436,7 @@ class DaemonRunRow(SQLModel, table=True):
     started_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class FundamentalsReportRow(SQLModel, table=True):
+class FundamentalsReportRow(LedgerRow, table=True):
     """A recorded fundamentals report (`markets.fundamentals.FundamentalsReport`), kept once per
     `item_key` (a digest of symbol, period end and published_at). `figures` is a JSON object of
     exact decimal strings; `known_at` is when it was first served (a live read) or published (an
@@ -449,7 +459,7 @@ class FundamentalsReportRow(SQLModel, table=True):
     item_key: str = Field(unique=True)
 
 
-class QuoteRecordRow(SQLModel, table=True):
+class QuoteRecordRow(LedgerRow, table=True):
     """A quote a live source answered for decision time `asked_at` (`Quote` price and stamp):
     the quotes a cache replay shows and fills at, as the live daemon did."""
 
@@ -468,7 +478,7 @@ class QuoteRecordRow(SQLModel, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class ReplayWarningRow(SQLModel, table=True):
+class ReplayWarningRow(LedgerRow, table=True):
     """A warning a replay ran under (a universe partly without data, or used outside the dates
     its file vouches for), for `openbell report` to repeat."""
 
@@ -482,7 +492,7 @@ class ReplayWarningRow(SQLModel, table=True):
     message: str = Field(sa_type=Text)
 
 
-class PlantedNewsRow(SQLModel, table=True):
+class PlantedNewsRow(LedgerRow, table=True):
     """A news item the injection probe planted in a replay (`[probe.injection]`): its market,
     symbol, publication time and title, the kind of instruction it carries and that
     instruction's target symbol (a `buy`'s). Only a probed replay writes these rows."""
@@ -502,7 +512,7 @@ class PlantedNewsRow(SQLModel, table=True):
     target: str | None = None
 
 
-class AgentTokenRow(SQLModel, table=True):
+class AgentTokenRow(LedgerRow, table=True):
     """A bearer token issued to an agent that connects, stored only as its SHA-256 hex digest.
 
     An agent's current token is its one row with no `revoked_at`; issuing a new token revokes the
@@ -518,7 +528,7 @@ class AgentTokenRow(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class SeedRunRow(SQLModel, table=True):
+class SeedRunRow(LedgerRow, table=True):
     """An agent that is one seed's run of a group of repeated runs (`openbell replay --seeds N`).
 
     The agent `base_agent` of the config was run once per seed under its own name (and accounts);
@@ -533,7 +543,7 @@ class SeedRunRow(SQLModel, table=True):
     seed: int
 
 
-class VerifyCheckpointRow(SQLModel, table=True):
+class VerifyCheckpointRow(LedgerRow, table=True):
     """Where the daemon's last verification of an account stopped (migration 0018): the newest
     id of each ledger table it read (`watermarks`, JSON), the account's running totals there
     (`state`, JSON: `store/verify/checkpoints.py`), when, and a SHA-256 checksum of the row, so
@@ -548,7 +558,7 @@ class VerifyCheckpointRow(SQLModel, table=True):
     checksum: str
 
 
-class SeasonRow(SQLModel, table=True):
+class SeasonRow(LedgerRow, table=True):
     """A season (migration 0024): a named window of the ledger whose rules were fixed before its
     first slot. `manifest` is its canonical JSON (`ops.seasons.manifest`) and `manifest_sha256`
     that text's SHA-256 hex digest; `config` is the text of the config file it was opened from
@@ -569,7 +579,7 @@ class SeasonRow(SQLModel, table=True):
     config_path: str = Field(sa_type=Text)
 
 
-class CycleDigestRow(SQLModel, table=True):
+class CycleDigestRow(LedgerRow, table=True):
     """One link of an account's hash chain (migration 0025): the digest of a finished (or missed)
     cycle's record, chained to the account's previous link, written in the transaction that
     finished the cycle (`store/chain.py`; the record and the digest: `store/digests.py`).

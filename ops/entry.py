@@ -29,8 +29,9 @@ that registers itself under the `pydantic` entry point group and is handed every
 validates: here the config with its API keys and every agent's tool arguments, which no package
 merely installed beside openbell is let see. Looking for them also cost every command that makes
 a model a scan of every installed package's metadata (20 to 90 ms with the development
-environment's 165 packages). `PYDANTIC_DISABLE_PLUGINS` would do the same, but as a variable of
-the environment it would be passed on to every process openbell starts (strategies, commands).
+environment's 165 packages).
+`PYDANTIC_DISABLE_PLUGINS` would keep the plugins out too, but as a variable of the environment
+it would be passed on to every process openbell starts (strategies, commands).
 
 And once the command is done, it moves every object still alive out of the cyclic garbage
 collector's way (`gc.freeze`) before the interpreter exits: the interpreter's finalization runs
@@ -112,9 +113,10 @@ class StructlogWithoutRich(FirstImport):
 
 
 class PydanticWithoutPlugins(FirstImport):
-    """Has pydantic load no plugin (module docstring): once its registry of plugins
-    (`pydantic.plugin._loader`) is first imported, the registry is marked read and empty, so no
-    model looks for plugins. A command that makes no model never imports it (`--help`)."""
+    """Has pydantic load no plugin (module docstring): its registry of plugins
+    (`pydantic.plugin._loader`, of which pydantic uses `get_plugins` alone) is made a module whose
+    `get_plugins` finds none, without reading any package's entry points. A command that makes
+    no model never imports it (`--help`)."""
 
     NAME = "pydantic.plugin._loader"
 
@@ -147,13 +149,16 @@ class _HidingRich(_Wrapped):
 
 
 class _NoPlugins(_Wrapped):
-    """Runs pydantic's registry of plugins, then marks it read and empty
-    (`PydanticWithoutPlugins`)."""
+    """Makes pydantic's registry of plugins one that has none (`PydanticWithoutPlugins`), in
+    place of running it."""
 
     def exec_module(self, module: ModuleType) -> None:
-        super().exec_module(module)
-        if getattr(module, "_plugins", None) is None:
-            module._plugins = {}  # type: ignore[attr-defined]
+        module.get_plugins = no_plugins  # type: ignore[attr-defined]
+
+
+def no_plugins() -> tuple[()]:
+    """The pydantic plugins of an openbell process: none (`PydanticWithoutPlugins`)."""
+    return ()
 
 
 def main() -> int:

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, select
+from sqlmodel import Field, Session, SQLModel, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.rows import LedgerTables
-from openbell.store.tables import LedgerRow
 from openbell.store.types import UtcDateTime
 
 
-class HedgePairRow(LedgerRow, table=True):
+class HedgePairRow(SQLModel, table=True):
     """The pair one account's hedging agent picked."""
 
     __tablename__ = "hedge_pair"

@@ -18,18 +18,17 @@ from datetime import datetime
 from typing import Final
 
 from sqlalchemy import CheckConstraint, Text, UniqueConstraint, delete
-from sqlmodel import Field, col, select
+from sqlmodel import Field, SQLModel, col, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import LedgerRow
 from openbell.store.types import UtcDateTime
 
 #: The four checks of a verdict, in FIDES' order (d, i, x, m).
 CHECKS: Final = ("direction", "indicators", "exits", "no_extra_rule")
 
 
-class StrategyJudgementRow(LedgerRow, table=True):
+class StrategyJudgementRow(SQLModel, table=True):
     """One judge model's verdict on one strategy."""
 
     __tablename__ = "strategy_judgement"

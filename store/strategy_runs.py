@@ -31,18 +31,18 @@ from typing import Final
 
 from sqlalchemy import CheckConstraint, Text, UniqueConstraint, func
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, col, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import CycleRow, LedgerRow, NavSnapshotRow
+from openbell.store.tables import CycleRow, NavSnapshotRow
 from openbell.store.types import ExactDecimal, UtcDateTime
 
 #: The outcomes a run may have (a CHECK constraint; `agents.strategy_code.sandbox.RunOutcome`).
 RUN_OUTCOMES: Final = ("ok", "error", "invalid", "timeout", "killed")
 
 
-class StrategyCodeRow(LedgerRow, table=True):
+class StrategyCodeRow(SQLModel, table=True):
     """A strategy a model wrote for an account, as it passed the look-ahead check."""
 
     __tablename__ = "strategy_code"
@@ -58,7 +58,7 @@ class StrategyCodeRow(LedgerRow, table=True):
     answers: int
 
 
-class StrategyRunRow(LedgerRow, table=True):
+class StrategyRunRow(SQLModel, table=True):
     """One run of a strategy, at one cycle."""
 
     __tablename__ = "strategy_run"

@@ -18,7 +18,6 @@ from typing import Final
 
 from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
-from sqlmodel._compat import SQLModelConfig
 
 from openbell.store.types import ExactDecimal, UtcDateTime
 
@@ -42,16 +41,7 @@ def _in(column: str, values: str, name: str) -> CheckConstraint:
     return CheckConstraint(f"{column} IN ({values})", name=name)
 
 
-class LedgerRow(SQLModel):
-    """The base of every table of the ledger: a row's pydantic schema is built when a row is first
-    validated or dumped, not when its class is made (`defer_build`). Every command imports all 31
-    tables and validates none or few of them; building their schemas at import took a sixth of a
-    short replay's imports (docs/guide/performance.md)."""
-
-    model_config = SQLModelConfig(defer_build=True)
-
-
-class AgentRow(LedgerRow, table=True):
+class AgentRow(SQLModel, table=True):
     """A competitor: an LLM agent or a baseline, known by its unique name."""
 
     __tablename__ = "agent"
@@ -62,7 +52,7 @@ class AgentRow(LedgerRow, table=True):
     created_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class AccountRow(LedgerRow, table=True):
+class AccountRow(SQLModel, table=True):
     """One agent enrolled in one market, with its own cash in the market's currency."""
 
     __tablename__ = "account"
@@ -83,7 +73,7 @@ class AccountRow(LedgerRow, table=True):
     allow_short: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
-class CycleRow(LedgerRow, table=True):
+class CycleRow(SQLModel, table=True):
     """One decision cycle of an account at a slot; the unique (account, slot) insert claims it."""
 
     __tablename__ = "cycle"
@@ -116,7 +106,7 @@ class CycleRow(LedgerRow, table=True):
     llm_failed_attempts: int | None = None
 
 
-class OrderRow(LedgerRow, table=True):
+class OrderRow(SQLModel, table=True):
     """An order an agent placed in a cycle, with its outcome (append-only)."""
 
     __tablename__ = "order"
@@ -147,7 +137,7 @@ class OrderRow(LedgerRow, table=True):
     rejected_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class FillRow(LedgerRow, table=True):
+class FillRow(SQLModel, table=True):
     """An executed order (append-only). Cash and positions are sums over these rows."""
 
     __tablename__ = "fill"
@@ -171,7 +161,7 @@ class FillRow(LedgerRow, table=True):
     price_source: str
 
 
-class CorporateActionRow(LedgerRow, table=True):
+class CorporateActionRow(SQLModel, table=True):
     """A split or cash dividend applied to one account's holding (append-only), once per action.
 
     `quantity_before` is the holding before `ex_at` (the ex-date's open); the entry moved the
@@ -206,7 +196,7 @@ class CorporateActionRow(LedgerRow, table=True):
     applied_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class BorrowFeeRow(LedgerRow, table=True):
+class BorrowFeeRow(SQLModel, table=True):
     """The borrow fee of one short position for one calendar day (UTC), charged from cash
     (append-only; migration 0016).
 
@@ -233,7 +223,7 @@ class BorrowFeeRow(LedgerRow, table=True):
     charged_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class MarginCallRow(LedgerRow, table=True):
+class MarginCallRow(SQLModel, table=True):
     """A short covered by a margin call: the cover's order, in the cycle it was made at, with the
     account's equity and maintenance requirement that called it (append-only; migration 0016)."""
 
@@ -249,7 +239,7 @@ class MarginCallRow(LedgerRow, table=True):
     reason: str = Field(sa_type=Text)
 
 
-class PositionRow(LedgerRow, table=True):
+class PositionRow(SQLModel, table=True):
     """The running holding of one symbol in one account; deleted when it reaches zero."""
 
     __tablename__ = "position"
@@ -261,7 +251,7 @@ class PositionRow(LedgerRow, table=True):
     updated_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NavSnapshotRow(LedgerRow, table=True):
+class NavSnapshotRow(SQLModel, table=True):
     """An account's NAV at an instant, computed from the ledger at its marks."""
 
     __tablename__ = "nav_snapshot"
@@ -281,7 +271,7 @@ class NavSnapshotRow(LedgerRow, table=True):
     last_action_id: int | None = None
 
 
-class NavMarkRow(LedgerRow, table=True):
+class NavMarkRow(SQLModel, table=True):
     """One holding valued in a NAV snapshot."""
 
     __tablename__ = "nav_mark"
@@ -293,7 +283,7 @@ class NavMarkRow(LedgerRow, table=True):
     value: Decimal = Field(sa_type=ExactDecimal)
 
 
-class TraceRow(LedgerRow, table=True):
+class TraceRow(SQLModel, table=True):
     """One model message or tool call of a cycle, in order."""
 
     __tablename__ = "trace"
@@ -323,7 +313,7 @@ class TraceRow(LedgerRow, table=True):
     response: str | None = Field(default=None, sa_type=Text)
 
 
-class MaskingKeyRow(LedgerRow, table=True):
+class MaskingKeyRow(SQLModel, table=True):
     """A masked account's key: the day its `day_+N` labels count from and its money unit.
 
     Made at the account's first masked cycle and never changed (`store/masking_keys.py`).
@@ -336,7 +326,7 @@ class MaskingKeyRow(LedgerRow, table=True):
     money_unit: Decimal = Field(sa_type=ExactDecimal)
 
 
-class MaskingAliasRow(LedgerRow, table=True):
+class MaskingAliasRow(SQLModel, table=True):
     """The alias (`asset_NNNN`) a masked account's model knows a symbol by; added, never changed."""
 
     __tablename__ = "masking_alias"
@@ -347,7 +337,7 @@ class MaskingAliasRow(LedgerRow, table=True):
     alias: str
 
 
-class BarRow(LedgerRow, table=True):
+class BarRow(SQLModel, table=True):
     """A cached OHLCV bar over `[start_at, end_at)`; `is_final` once the bar has closed.
 
     `fetched_at` is the bar's last fetch; `known_at` (final bars only) is when its values were
@@ -371,7 +361,7 @@ class BarRow(LedgerRow, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class BarCoverageRow(LedgerRow, table=True):
+class BarCoverageRow(SQLModel, table=True):
     """A span of bar starts `[start_at, end_at)` over which every bar of `source` is cached, final.
 
     The cache reads back only what such a span covers (`markets/coverage.py` says which part of a
@@ -394,7 +384,7 @@ class BarCoverageRow(LedgerRow, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class NewsRow(LedgerRow, table=True):
+class NewsRow(SQLModel, table=True):
     """A cached news item, observable from `published_at`, kept once per `item_key`.
 
     `source` is the data source that fetched it (as for bars); `item_source` is the item's own
@@ -420,7 +410,7 @@ class NewsRow(LedgerRow, table=True):
     known_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class DaemonRunRow(LedgerRow, table=True):
+class DaemonRunRow(SQLModel, table=True):
     """One live daemon run's start on one market. A market's earliest row is when a daemon first
     rang it on this ledger; the health check counts overdue slots from there."""
 
@@ -436,7 +426,7 @@ class DaemonRunRow(LedgerRow, table=True):
     started_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class FundamentalsReportRow(LedgerRow, table=True):
+class FundamentalsReportRow(SQLModel, table=True):
     """A recorded fundamentals report (`markets.fundamentals.FundamentalsReport`), kept once per
     `item_key` (a digest of symbol, period end and published_at). `figures` is a JSON object of
     exact decimal strings; `known_at` is when it was first served (a live read) or published (an
@@ -459,7 +449,7 @@ class FundamentalsReportRow(LedgerRow, table=True):
     item_key: str = Field(unique=True)
 
 
-class QuoteRecordRow(LedgerRow, table=True):
+class QuoteRecordRow(SQLModel, table=True):
     """A quote a live source answered for decision time `asked_at` (`Quote` price and stamp):
     the quotes a cache replay shows and fills at, as the live daemon did."""
 
@@ -478,7 +468,7 @@ class QuoteRecordRow(LedgerRow, table=True):
     fetched_at: datetime = Field(sa_type=UtcDateTime)
 
 
-class ReplayWarningRow(LedgerRow, table=True):
+class ReplayWarningRow(SQLModel, table=True):
     """A warning a replay ran under (a universe partly without data, or used outside the dates
     its file vouches for), for `openbell report` to repeat."""
 
@@ -492,7 +482,7 @@ class ReplayWarningRow(LedgerRow, table=True):
     message: str = Field(sa_type=Text)
 
 
-class PlantedNewsRow(LedgerRow, table=True):
+class PlantedNewsRow(SQLModel, table=True):
     """A news item the injection probe planted in a replay (`[probe.injection]`): its market,
     symbol, publication time and title, the kind of instruction it carries and that
     instruction's target symbol (a `buy`'s). Only a probed replay writes these rows."""
@@ -512,7 +502,7 @@ class PlantedNewsRow(LedgerRow, table=True):
     target: str | None = None
 
 
-class AgentTokenRow(LedgerRow, table=True):
+class AgentTokenRow(SQLModel, table=True):
     """A bearer token issued to an agent that connects, stored only as its SHA-256 hex digest.
 
     An agent's current token is its one row with no `revoked_at`; issuing a new token revokes the
@@ -528,7 +518,7 @@ class AgentTokenRow(LedgerRow, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
-class SeedRunRow(LedgerRow, table=True):
+class SeedRunRow(SQLModel, table=True):
     """An agent that is one seed's run of a group of repeated runs (`openbell replay --seeds N`).
 
     The agent `base_agent` of the config was run once per seed under its own name (and accounts);
@@ -543,7 +533,7 @@ class SeedRunRow(LedgerRow, table=True):
     seed: int
 
 
-class VerifyCheckpointRow(LedgerRow, table=True):
+class VerifyCheckpointRow(SQLModel, table=True):
     """Where the daemon's last verification of an account stopped (migration 0018): the newest
     id of each ledger table it read (`watermarks`, JSON), the account's running totals there
     (`state`, JSON: `store/verify/checkpoints.py`), when, and a SHA-256 checksum of the row, so
@@ -558,7 +548,7 @@ class VerifyCheckpointRow(LedgerRow, table=True):
     checksum: str
 
 
-class SeasonRow(LedgerRow, table=True):
+class SeasonRow(SQLModel, table=True):
     """A season (migration 0024): a named window of the ledger whose rules were fixed before its
     first slot. `manifest` is its canonical JSON (`ops.seasons.manifest`) and `manifest_sha256`
     that text's SHA-256 hex digest; `config` is the text of the config file it was opened from
@@ -579,7 +569,7 @@ class SeasonRow(LedgerRow, table=True):
     config_path: str = Field(sa_type=Text)
 
 
-class CycleDigestRow(LedgerRow, table=True):
+class CycleDigestRow(SQLModel, table=True):
     """One link of an account's hash chain (migration 0025): the digest of a finished (or missed)
     cycle's record, chained to the account's previous link, written in the transaction that
     finished the cycle (`store/chain.py`; the record and the digest: `store/digests.py`).

@@ -24,6 +24,15 @@ tracebacks and reprs of locals, which openbell's logging never asks for (`ops.lo
 tracebacks plainly and without locals); that was about a tenth of a short replay's start-up. A
 command that prints tables still imports rich itself, when it prints them.
 
+And it has pydantic load no plugin (`PydanticWithoutPlugins`). A pydantic plugin is a package
+that registers itself under the `pydantic` entry point group and is handed every value pydantic
+validates: here the config with its API keys and every agent's tool arguments, which no package
+merely installed beside openbell is let see. Looking for them also cost every command that makes
+a model a scan of every installed package's metadata (20 to 90 ms with the development
+environment's 165 packages).
+`PYDANTIC_DISABLE_PLUGINS` would keep the plugins out too, but as a variable of the environment
+it would be passed on to every process openbell starts (strategies, commands).
+
 And once the command is done, it moves every object still alive out of the cyclic garbage
 collector's way (`gc.freeze`) before the interpreter exits: the interpreter's finalization runs
 the collector over whatever is alive as it clears the modules, and that is every class, function
@@ -43,7 +52,7 @@ from collections.abc import Sequence
 from importlib.abc import Loader
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Final
+from typing import ClassVar, Final
 
 from openbell.daemon.stopping import StopRequest
 
@@ -64,32 +73,59 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(ctypes.c_int(_M_ARENA_MAX), ctypes.c_int(arenas)))
 
 
-class StructlogWithoutRich:
-    """A meta path finder that has structlog imported as if rich were not installed (module
-    docstring), whenever structlog is first imported: while structlog's package runs (it imports
-    its submodules), `sys.modules["rich"]` is None, so `import rich` fails and structlog takes its
-    own plain fallbacks; rich stays importable afterwards. It finds structlog once, then leaves
-    `sys.meta_path`; a command that never logs never imports structlog (`--help`)."""
+class FirstImport:
+    """A meta path finder that finds module `NAME` once, the first time it is imported, with its
+    loader wrapped (`wrap`), then leaves `sys.meta_path`."""
+
+    NAME: ClassVar[str]
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if name != "structlog":
+        if name != self.NAME:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None and "rich" not in sys.modules:
-            spec.loader = _HidingRich(spec.loader)
+        if spec is not None and spec.loader is not None:
+            spec.loader = self.wrap(spec.loader)
         return spec
+
+    def wrap(self, loader: Loader) -> Loader:
+        raise NotImplementedError
 
     @classmethod
     def install(cls) -> None:
-        if "structlog" not in sys.modules:
+        if cls.NAME not in sys.modules:
             sys.meta_path.insert(0, cls())
 
 
-class _HidingRich(Loader):
-    """A module's loader that runs it with rich hidden (`StructlogWithoutRich`)."""
+class StructlogWithoutRich(FirstImport):
+    """Has structlog imported as if rich were not installed (module docstring), whenever structlog
+    is first imported: while structlog's package runs (it imports its submodules),
+    `sys.modules["rich"]` is None, so `import rich` fails and structlog takes its own plain
+    fallbacks; rich stays importable afterwards. A command that never logs never imports structlog
+    (`--help`)."""
+
+    NAME = "structlog"
+
+    def wrap(self, loader: Loader) -> Loader:
+        return loader if "rich" in sys.modules else _HidingRich(loader)
+
+
+class PydanticWithoutPlugins(FirstImport):
+    """Has pydantic load no plugin (module docstring): its registry of plugins
+    (`pydantic.plugin._loader`, of which pydantic uses `get_plugins` alone) is made a module whose
+    `get_plugins` finds none, without reading any package's entry points. A command that makes
+    no model never imports it (`--help`)."""
+
+    NAME = "pydantic.plugin._loader"
+
+    def wrap(self, loader: Loader) -> Loader:
+        return _NoPlugins(loader)
+
+
+class _Wrapped(Loader):
+    """A module's loader, run by another (`FirstImport.wrap`)."""
 
     def __init__(self, loader: Loader) -> None:
         self._loader = loader
@@ -98,11 +134,31 @@ class _HidingRich(Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+
+
+class _HidingRich(_Wrapped):
+    """Runs a module with rich hidden (`StructlogWithoutRich`)."""
+
+    def exec_module(self, module: ModuleType) -> None:
         sys.modules["rich"] = None  # type: ignore[assignment]
         try:
-            self._loader.exec_module(module)
+            super().exec_module(module)
         finally:
             del sys.modules["rich"]
+
+
+class _NoPlugins(_Wrapped):
+    """Makes pydantic's registry of plugins one that has none (`PydanticWithoutPlugins`), in
+    place of running it."""
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.get_plugins = no_plugins  # type: ignore[attr-defined]
+
+
+def no_plugins() -> tuple[()]:
+    """The pydantic plugins of an openbell process: none (`PydanticWithoutPlugins`)."""
+    return ()
 
 
 def main() -> int:
@@ -112,6 +168,7 @@ def main() -> int:
     limit_malloc_arenas()  # before any thread: see the module docstring
     gc.disable()  # until the command is known: see the module docstring
     StructlogWithoutRich.install()
+    PydanticWithoutPlugins.install()
     from openbell.ops.cli import main as cli_main  # only now that the signals are caught
 
     try:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Final
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -33,7 +33,7 @@ from openbell.markets.domain import (
 from openbell.markets.rules import A_SHARES_NO_SHORTING
 from openbell.store.rows import LedgerTables, row_id
 from openbell.store.snapshots import POSITIONS
-from openbell.store.tables import ACCOUNT_TABLE, FILL_TABLE, AccountRow, AgentRow
+from openbell.store.tables import ACCOUNT_TABLE, AGENT_TABLE, FILL_TABLE, AccountRow
 
 
 def recent_buys_since(now: datetime) -> datetime:
@@ -63,10 +63,10 @@ class Accounts(LedgerTables):
             return found
         try:
             with self._write() as session:
-                row = AgentRow(name=name, kind=kind, created_at=now)
-                session.add(row)
-                session.flush()
-                return row_id(row.id)
+                added = insert(AGENT_TABLE).values(name=name, kind=kind, created_at=now)
+                return row_id(
+                    session.connection().execute(added.returning(AGENT_TABLE.c.id)).scalar_one()
+                )
         except IntegrityError:
             found = self._agentrow_id(name)
             if found is None:
@@ -75,7 +75,8 @@ class Accounts(LedgerTables):
 
     def _agentrow_id(self, name: str) -> int | None:
         with self._read() as session:
-            return session.exec(select(AgentRow.id).where(AgentRow.name == name)).first()
+            query = select(AGENT_TABLE.c.id).where(AGENT_TABLE.c.name == name)
+            return session.connection().execute(query).scalar()
 
     def open_account(
         self,
@@ -105,7 +106,7 @@ class Accounts(LedgerTables):
             return found
         try:
             with self._write() as session:
-                row = AccountRow(
+                added = insert(ACCOUNT_TABLE).values(
                     agent_id=agent_id,
                     market=market,
                     currency=currency,
@@ -115,9 +116,9 @@ class Accounts(LedgerTables):
                     created_at=now,
                     allow_short=allow_short,
                 )
-                session.add(row)
-                session.flush()
-                return row_id(row.id)
+                return row_id(
+                    session.connection().execute(added.returning(ACCOUNT_TABLE.c.id)).scalar_one()
+                )
         except IntegrityError:
             found = self._accountrow_id(agent_id, market)
             if found is None:
@@ -129,25 +130,30 @@ class Accounts(LedgerTables):
         """Record the config's `allow_short` on an existing account. An account that has shorted
         keeps it (`ValueError`): `ledger verify` holds every short to its account's permission."""
         with self._write() as session:
-            row = session.get(AccountRow, account_id, with_for_update=True)
-            if row is None or row.allow_short == allow_short:
+            connection = session.connection()
+            current = connection.execute(_ALLOW_SHORT, {"account": account_id}).scalar()
+            if current is None or current == allow_short:
                 return
             if not allow_short:
-                shorted = session.connection().execute(_SHORTED, {"account": account_id}).first()
+                shorted = connection.execute(_SHORTED, {"account": account_id}).first()
                 if shorted is not None:
                     raise ValueError(
                         f"account {account_id} has shorted, so it keeps allow_short (ledger "
                         "verify holds its shorts to it); to stop an agent shorting, give it a "
                         "new name"
                     )
-            row.allow_short = allow_short
+            connection.execute(
+                update(ACCOUNT_TABLE)
+                .where(ACCOUNT_TABLE.c.id == account_id)
+                .values(allow_short=allow_short)
+            )
 
     def _accountrow_id(self, agent_id: int, market: str) -> int | None:
         with self._read() as session:
-            query = select(AccountRow.id).where(
-                AccountRow.agent_id == agent_id, AccountRow.market == market
+            query = select(ACCOUNT_TABLE.c.id).where(
+                ACCOUNT_TABLE.c.agent_id == agent_id, ACCOUNT_TABLE.c.market == market
             )
-            return session.exec(query).first()
+            return session.connection().execute(query).scalar()
 
     def account_opened_at(self, account_id: int) -> datetime:
         """When the account was opened."""
@@ -245,6 +251,12 @@ _ACCOUNT: Final = select(
     ACCOUNT_TABLE.c.currency,
     ACCOUNT_TABLE.c.allow_short,
 ).where(ACCOUNT_TABLE.c.id == bindparam("account"))
+#: An account's `allow_short`, its row locked for the update that may follow (Postgres).
+_ALLOW_SHORT: Final = (
+    select(ACCOUNT_TABLE.c.allow_short)
+    .where(ACCOUNT_TABLE.c.id == bindparam("account"))
+    .with_for_update()
+)
 _SHORTED: Final = select(FILL_TABLE.c.id).where(
     FILL_TABLE.c.account_id == bindparam("account"), FILL_TABLE.c.side == Side.SHORT.value
 )

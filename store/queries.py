@@ -24,10 +24,11 @@ from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.tables import (
     ACCOUNT_TABLE,
+    AGENT_TABLE,
     CYCLE_TABLE,
     NAV_SNAPSHOT_TABLE,
+    TRACE_TABLE,
     AccountRow,
-    AgentRow,
     BorrowFeeRow,
     CycleRow,
     FillRow,
@@ -127,22 +128,31 @@ def _window(column: Any, start: datetime | None, end: datetime | None) -> list[C
 
 def accounts(engine: Engine, market: str | None = None) -> list[AccountInfo]:
     """Every account (of `market`, when given), ordered by market then agent name."""
-    query = select(AccountRow, AgentRow).join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+    account, agent = ACCOUNT_TABLE.c, AGENT_TABLE.c
+    query = select(
+        account.id,
+        agent.name,
+        agent.kind,
+        account.market,
+        account.currency,
+        account.initial_cash,
+        account.allow_short,
+    ).join_from(ACCOUNT_TABLE, AGENT_TABLE, agent.id == account.agent_id)
     if market is not None:
-        query = query.where(col(AccountRow.market) == market)
-    with Session(engine) as session:
-        rows = session.execute(query).all()
+        query = query.where(account.market == market)
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
     found = [
         AccountInfo(
-            account_id=int(account.id or 0),
-            agent_name=agent.name,
-            agent_kind=agent.kind,
-            market=account.market,
-            currency=account.currency,
-            initial_cash=account.initial_cash,
-            allow_short=bool(account.allow_short),
+            account_id=int(account_id or 0),
+            agent_name=name,
+            agent_kind=kind,
+            market=market_,
+            currency=currency,
+            initial_cash=initial_cash,
+            allow_short=bool(allow_short),
         )
-        for account, agent in rows
+        for account_id, name, kind, market_, currency, initial_cash, allow_short in rows
     ]
     order = {"us": 0, "cn": 1, "crypto": 2}
     return sorted(found, key=lambda a: (order.get(a.market, 9), a.agent_name))
@@ -168,20 +178,17 @@ def nav_series_of(
 ) -> dict[int, list[NavRow]]:
     """`nav_series` of each of `account_ids`, read in one query."""
     kind = SnapshotKind(kind)
+    snapshot = NAV_SNAPSHOT_TABLE.c
     query = (
         select(
-            col(NavSnapshotRow.account_id),
-            col(NavSnapshotRow.at),
-            col(NavSnapshotRow.nav),
-            col(NavSnapshotRow.cash),
-            col(NavSnapshotRow.positions_value),
+            snapshot.account_id, snapshot.at, snapshot.nav, snapshot.cash, snapshot.positions_value
         )
         .where(
-            col(NavSnapshotRow.account_id).in_(account_ids),
-            col(NavSnapshotRow.kind) == kind.value,
-            *_window(col(NavSnapshotRow.at), start, end),
+            snapshot.account_id.in_(account_ids),
+            snapshot.kind == kind.value,
+            *_window(snapshot.at, start, end),
         )
-        .order_by(col(NavSnapshotRow.account_id), col(NavSnapshotRow.at))
+        .order_by(snapshot.account_id, snapshot.at)
     )
     out: dict[int, list[NavRow]] = {account_id: [] for account_id in account_ids}
     with engine.connect() as connection:
@@ -544,16 +551,16 @@ def tool_calls_of(
 ) -> dict[int, int]:
     """How many tool calls each account's cycles in the window traced (their `tool` trace
     rows), read in one query."""
+    cycle, trace = CYCLE_TABLE.c, TRACE_TABLE.c
     query = (
-        select(col(CycleRow.account_id), func.count())
-        .select_from(TraceRow)
-        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        select(cycle.account_id, func.count())
+        .join_from(TRACE_TABLE, CYCLE_TABLE, cycle.id == trace.cycle_id)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
-            col(TraceRow.role) == "tool",
-            *_window(col(CycleRow.slot_at), start, end),
+            cycle.account_id.in_(account_ids),
+            trace.role == "tool",
+            *_window(cycle.slot_at, start, end),
         )
-        .group_by(col(CycleRow.account_id))
+        .group_by(cycle.account_id)
     )
     out = dict.fromkeys(account_ids, 0)
     with engine.connect() as connection:
@@ -590,18 +597,19 @@ def llm_usage_of(
 
     Cost is summed in Python (the column is text on SQLite); it is None when no cycle was priced.
     """
+    cycle = CYCLE_TABLE.c
     query = (
-        select(CycleRow)
+        select(CYCLE_TABLE)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
-            col(CycleRow.tokens_in).is_not(None),
-            *_window(col(CycleRow.slot_at), start, end),
+            cycle.account_id.in_(account_ids),
+            cycle.tokens_in.is_not(None),
+            *_window(cycle.slot_at, start, end),
         )
-        .order_by(col(CycleRow.account_id), col(CycleRow.id))
+        .order_by(cycle.account_id, cycle.id)
     )
     out = {account_id: (0, CycleUsage()) for account_id in account_ids}
-    with Session(engine) as session:
-        for row in session.execute(query).scalars():
+    with engine.connect() as connection:
+        for row in connection.execute(query):
             cycles, total = out[row.account_id]
             out[row.account_id] = (cycles + 1, total + usage_of(row))
     return out
@@ -630,29 +638,25 @@ def reported_models_of(
     """The model identities each account's `assistant` trace rows (one per model exchange)
     reported in the window, in the order they first appeared, read in one query. More than one
     is a model change: the same configured model answered as another model or build."""
-    model, fingerprint, revision = (
-        col(TraceRow.model),
-        col(TraceRow.fingerprint),
-        col(TraceRow.revision),
-    )
+    cycle, trace = CYCLE_TABLE.c, TRACE_TABLE.c
+    model, fingerprint, revision = trace.model, trace.fingerprint, trace.revision
     query = (
         select(
-            col(CycleRow.account_id),
+            cycle.account_id,
             model,
             fingerprint,
             revision,
-            func.min(col(CycleRow.slot_at)),
-            func.min(col(TraceRow.id)),
+            func.min(cycle.slot_at),
+            func.min(trace.id),
             func.count(),
         )
-        .select_from(TraceRow)
-        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .join_from(TRACE_TABLE, CYCLE_TABLE, cycle.id == trace.cycle_id)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
-            col(TraceRow.role) == "assistant",
-            *_window(col(CycleRow.slot_at), start, end),
+            cycle.account_id.in_(account_ids),
+            trace.role == "assistant",
+            *_window(cycle.slot_at, start, end),
         )
-        .group_by(col(CycleRow.account_id), model, fingerprint, revision)
+        .group_by(cycle.account_id, model, fingerprint, revision)
     )
     found: dict[int, list[tuple[datetime, int, ReportedModel]]] = {i: [] for i in account_ids}
     with engine.connect() as connection:

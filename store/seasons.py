@@ -123,7 +123,7 @@ def seasons(engine: Engine) -> list[Season]:
         return []
     with engine.connect() as connection:
         rows = connection.execute(
-            select(SeasonRow).order_by(col(SeasonRow.opened_at), col(SeasonRow.id))
+            select(SEASON_TABLE).order_by(SEASON_TABLE.c.opened_at, SEASON_TABLE.c.id)
         ).all()
     return [_season(SeasonRow.model_validate(row._mapping)) for row in rows]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, insert, inspect, select
 from sqlmodel import col
 
-from openbell.store.tables import SEED_RUN_TABLE, AgentRow, SeedRunRow
+from openbell.store.tables import AGENT_TABLE, SEED_RUN_TABLE, AgentRow, SeedRunRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,15 +69,11 @@ def seed_runs(engine: Engine) -> list[SeedRun]:
     predates the table (migration 0013), which a read-only reader cannot upgrade."""
     if not inspect(engine).has_table(SeedRunRow.__tablename__):
         return []
+    agent, seed_run = AGENT_TABLE.c, SEED_RUN_TABLE.c
     statement = (
-        select(
-            col(AgentRow.name),
-            col(SeedRunRow.group_label),
-            col(SeedRunRow.base_agent),
-            col(SeedRunRow.seed),
-        )
-        .join(AgentRow, col(AgentRow.id) == SeedRunRow.agent_id)
-        .order_by(col(SeedRunRow.group_label), col(SeedRunRow.base_agent), col(SeedRunRow.seed))
+        select(agent.name, seed_run.group_label, seed_run.base_agent, seed_run.seed)
+        .join_from(SEED_RUN_TABLE, AGENT_TABLE, agent.id == seed_run.agent_id)
+        .order_by(seed_run.group_label, seed_run.base_agent, seed_run.seed)
     )
     with engine.connect() as connection:
         return [

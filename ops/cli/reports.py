@@ -435,7 +435,11 @@ def leaderboard_command(
             )
         window = _window(start, end)
         boards = []
-        for view in market_views(engine, chosen, *window, bases=bases, convention=measured):
+        # The compact table shows no behaviour metric: it is neither read nor computed for it.
+        behaviour = wide or fmt is not TableFormat.table
+        for view in market_views(
+            engine, chosen, *window, bases=bases, convention=measured, with_behaviour=behaviour
+        ):
             board = (
                 with_bootstrap(view, draws=bootstrap, seed=bootstrap_seed)
                 if bootstrap

@@ -120,9 +120,11 @@ def market_views(
     *,
     bases: Mapping[str, MarketBasis] | None = None,
     convention: Convention = OPENBELL,
+    with_behaviour: bool = True,
 ) -> list[MarketView]:
     """The market view of each of `markets` (default: every market with accounts), as
-    `reports.leaderboards` builds their boards."""
+    `reports.leaderboards` builds their boards (without `with_behaviour`, as `market_view` says:
+    the rows' behaviour left out and not computed)."""
     if markets is None:
         present = {info.market for info in queries.accounts(engine)}
         markets = [market for market in MARKETS if market in present]
@@ -138,6 +140,7 @@ def market_views(
                 benchmark=None if basis is None else basis.benchmark,
                 extra_sources=() if basis is None else basis.sources,
                 convention=convention,
+                with_behaviour=with_behaviour,
             )
         )
     return out

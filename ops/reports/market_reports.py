@@ -283,7 +283,7 @@ class AgentReport:
 class _Account:
     info: AccountInfo
     navs: tuple[NavPoint, ...]  # the series the convention measures
-    behaviour: Behaviour
+    behaviour: Behaviour | None  # None in a view built without it (`market_view`)
     final_nav: Decimal | None
     usage: tuple[int, CycleUsage]  # (decisions, summed usage): `queries.llm_usage_of`
     long_short: LongShort | None = None
@@ -334,21 +334,35 @@ def _load_accounts(
     window: _Window,
     convention: Convention = OPENBELL,
     kept: SealedCycleFacts | None = None,
-) -> tuple[list[_Account], CycleFacts]:
+    *,
+    with_behaviour: bool = True,
+) -> tuple[list[_Account], CycleFacts | None]:
     """The market's accounts with their series and behaviour, each query made once for all, and
-    the facts of their cycles (from `kept` when given: `ops.reports.cycle_facts`)."""
+    the facts of their cycles (from `kept` when given: `ops.reports.cycle_facts`). Without
+    `with_behaviour`, neither the behaviour nor the facts it is computed from (each `None`)."""
     infos = queries.accounts(engine, market)
     ids = [info.account_id for info in infos]
     start, end = window
     series = queries.nav_series_of(engine, ids, start=start, end=end)
-    facts = (
-        read_cycle_facts(engine, ids, start, end)
-        if kept is None
-        else kept.read(engine, ids, start, end)
-    )
-    activity = facts.activity
-    last = queries.last_snapshots(engine, ids, start=start, end=end)
-    notionals = queries.traded_notionals_of(engine, ids, start, end)
+    facts = None
+    behaviours: dict[int, Behaviour | None] = dict.fromkeys(ids)
+    if with_behaviour:
+        facts = (
+            read_cycle_facts(engine, ids, start, end)
+            if kept is None
+            else kept.read(engine, ids, start, end)
+        )
+        last = queries.last_snapshots(engine, ids, start=start, end=end)
+        notionals = queries.traded_notionals_of(engine, ids, start, end)
+        behaviours = {
+            account_id: _behaviour(
+                facts.activity[account_id],
+                last.get(account_id),
+                notionals[account_id],
+                [row.nav for row in series[account_id]],
+            )
+            for account_id in ids
+        }
     usage = queries.llm_usage_of(engine, ids, start, end)
     tool_calls = queries.tool_calls_of(engine, ids, start, end)
     models = queries.reported_models_of(engine, ids, start, end)
@@ -370,12 +384,7 @@ def _load_accounts(
                 info=info,
                 navs=measured[info.account_id],
                 slot_navs=slots[info.account_id],
-                behaviour=_behaviour(
-                    activity[info.account_id],
-                    last.get(info.account_id),
-                    notionals[info.account_id],
-                    [row.nav for row in rows],
-                ),
+                behaviour=behaviours[info.account_id],
                 final_nav=rows[-1].nav if rows else None,
                 usage=usage[info.account_id],
                 tool_calls=tool_calls[info.account_id],
@@ -507,11 +516,15 @@ def market_view(
     extra_sources: Sequence[ReplaySource] = (),
     convention: Convention = OPENBELL,
     kept: SealedCycleFacts | None = None,
+    with_behaviour: bool = True,
 ) -> MarketView:
     """The leaderboard of `market` over `[start, end)` and the accounts' series behind it
     (arguments and errors as `leaderboard`). With `kept`, the facts of the market's cycles are
     read through it (`ops.reports.cycle_facts`: only the cycles after its mark, when it has the
-    window's); the view is the same."""
+    window's); the view is the same. Without `with_behaviour`, the rows' and the accounts'
+    `behaviour` is `None`, and neither it nor the cycles' facts and the traded symbols' prices it
+    is computed from are read: the ranks, panels, NAVs, LLM usage and long-short metrics are the
+    same (what the compact leaderboard shows)."""
     board, found, bench = _build(
         engine,
         market,
@@ -522,6 +535,7 @@ def market_view(
         tuple(extra_sources),
         convention,
         kept,
+        with_behaviour=with_behaviour,
     )
     return MarketView(leaderboard=board, accounts=tuple(found), benchmark_navs=bench)
 
@@ -536,9 +550,13 @@ def _build(
     extra: tuple[ReplaySource, ...] = (),
     convention: Convention = OPENBELL,
     kept: SealedCycleFacts | None = None,
+    *,
+    with_behaviour: bool = True,
 ) -> tuple[Leaderboard, list[_Account], tuple[NavPoint, ...]]:
     _check_market(market)
-    found, facts = _load_accounts(engine, market, window, convention, kept)
+    found, facts = _load_accounts(
+        engine, market, window, convention, kept, with_behaviour=with_behaviour
+    )
     if not found:
         raise ReportError(f"no accounts in market {market!r} in the ledger")
     stamps = sorted({point.at for account in found for point in account.slot_navs})
@@ -557,7 +575,8 @@ def _build(
             read.append(report_sources(engine, market, stamps, source, wanted, extra))
         return read[0]
 
-    found = _with_conduct(engine, found, window, priced, observed, facts)
+    if with_behaviour:
+        found = _with_conduct(engine, found, window, priced, observed, facts)
     sources = priced(())
     cash = _initial_cash(found)
     bench = benchmark_series(convention, market, stamps, chosen, cash, sources, benchmark=spec)
@@ -642,15 +661,22 @@ def _with_conduct(
         replace(
             a,
             behaviour=replace(
-                a.behaviour,
+                _behaviour_of(a),
                 **asdict(conduct[a.info.account_id]),
                 annual_turnover=behaviour.annual_turnover(
-                    a.behaviour.turnover, len(a.slot_navs), factor
+                    _behaviour_of(a).turnover, len(a.slot_navs), factor
                 ),
             ),
         )
         for a in found
     ]
+
+
+def _behaviour_of(account: _Account) -> Behaviour:
+    """The account's behaviour, which a view built without it (`market_view`) cannot give."""
+    if account.behaviour is None:
+        raise ValueError(f"the view of {account.info.agent_name!r} was built without behaviour")
+    return account.behaviour
 
 
 def _bench_nav(bench: Sequence[NavPoint], currency: str) -> Decimal | None:
@@ -741,7 +767,7 @@ def report(
     return AgentReport(
         account=account.info,
         row=row,
-        behaviour=account.behaviour,
+        behaviour=_behaviour_of(account),
         cadence=board.cadence,
         benchmark=board.benchmark,
         forecasts=len(forecasts),

@@ -110,3 +110,23 @@ def test_the_shipped_head_is_read_again_when_a_migration_changes(tmp_path: Path)
     assert shipped_head(tmp_path) == shipped_head(tmp_path) == "0002"
     (tmp_path / "b.py").write_text('revision = "0002b"\ndown_revision = "0001"\n')
     assert shipped_head(tmp_path) == "0002b"
+
+
+def test_the_revisions_are_read_from_the_header_or_else_the_whole_file(tmp_path: Path) -> None:
+    """`shipped_head` parses a migration's header, up to its first function, when both revisions
+    are there; one assigned further down, or a header that is not Python on its own (a docstring
+    with a line that starts like a function), is read from the whole file, as before."""
+    (tmp_path / "a.py").write_text(
+        '"""first\n\ndef in a docstring\n"""\nrevision = "0001"\ndown_revision = None\n\n\n'
+        "def upgrade() -> None:\n    pass\n"
+    )
+    (tmp_path / "b.py").write_text(
+        'revision = "0002"\n\n\ndef upgrade() -> None:\n    pass\n\n\ndown_revision = "0001"\n'
+    )
+    (tmp_path / "c.py").write_text(
+        'revision = "0003"\ndown_revision = ("0002",)\n\n\n@decorated\ndef upgrade():\n    pass\n'
+    )
+    assert shipped_head(tmp_path) == "0003"
+    (tmp_path / "c.py").write_text('revision = "0003"\n\n\nclass Later:\n    pass\n')
+    with pytest.raises(RuntimeError, match=r"expected one head, found \['0002', '0003'\]"):
+        shipped_head(tmp_path)

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from operator import itemgetter
 from typing import Any, Final
 
 from openbell.store.records import USAGE_COLUMNS
@@ -122,10 +121,6 @@ RECORD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
 
 Row = Mapping[str, Any]
 
-#: Each table's recorded columns of a row, read in one call (a record is made of every row of
-#: every cycle a replay ends).
-_GETTERS: Final = {table: itemgetter(*columns) for table, columns in RECORD_COLUMNS.items()}
-
 
 def decimal_text(value: Decimal) -> str:
     """`value` exactly, in plain notation without an exponent or trailing zeros; "0" for zero.
@@ -194,7 +189,7 @@ def row_key(table: str, row: Mapping[str, Any]) -> str:
 def row_values(table: str, row: Row) -> dict[str, Any]:
     """The recorded columns of `row` of `table` (values as stored: `canonical` writes decimals
     and instants as text)."""
-    return dict(zip(RECORD_COLUMNS[table], _GETTERS[table](row), strict=True))
+    return {column: row[column] for column in RECORD_COLUMNS[table]}
 
 
 #: The canonical encoder: `json.JSONEncoder(sort_keys=True, separators=(",", ":"),
@@ -351,13 +346,13 @@ def _by_cycle(
     column's, or the cycle `owners` gives that column's value); the cycle of each added row's id
     (for the rows that refer to these)."""
     added: dict[int, int] = {}
-    columns, values = RECORD_COLUMNS[table], _GETTERS[table]
+    columns = RECORD_COLUMNS[table]
     for row in rows:
         value = row[key]
         owner = value if owners is None else owners.get(value)
         record = records.get(owner) if owner is not None else None
         if record is not None:
-            record[part].append(dict(zip(columns, values(row), strict=True)))
+            record[part].append({column: row[column] for column in columns})
             if "id" in row:
                 added[row["id"]] = owner  # type: ignore[assignment]
     return added

@@ -71,6 +71,10 @@ from openbell.store.tables import (
 from openbell.store.working_copy import AccountBook, load_books
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value
+#: The columns of a claimed cycle's row that its end sets (its usage: only an LLM agent's).
+_UNFINISHED: Final = dict.fromkeys(
+    ("finished_at", "error_class", "error_message", "reason", *USAGE_COLUMNS)
+)
 
 
 @dataclass(slots=True)
@@ -312,8 +316,9 @@ class ReplayLedger(Ledger):
         lease_until: datetime,
         now: datetime,
     ) -> int | None:
-        for name, value in (("slot_at", slot_at), ("lease_until", lease_until), ("now", now)):
-            check_utc(name, value)
+        check_utc("slot_at", slot_at)
+        check_utc("lease_until", lease_until)
+        check_utc("now", now)
         key = (account_id, slot_at)
         if key in self._cycle_keys:
             return None  # this run holds it
@@ -329,11 +334,7 @@ class ReplayLedger(Ledger):
             "claimed_by": claimed_by,
             "lease_until": lease_until,
             "started_at": now,
-            "finished_at": None,
-            "error_class": None,
-            "error_message": None,
-            "reason": None,
-            **dict.fromkeys(USAGE_COLUMNS),
+            **_UNFINISHED,
         }
         self._cycles[cycle_id] = _Cycle(row=row)
         self._batch.cycles[cycle_id] = row
@@ -431,7 +432,7 @@ class ReplayLedger(Ledger):
                 held_by=held_by,
             )
         check_utc("now", now)
-        status = CycleStatus(status)
+        status = status if type(status) is CycleStatus else CycleStatus(status)
         if status is CycleStatus.CLAIMED:
             raise ValueError("finish_cycle needs a terminal status, not 'claimed'")
         row = cycle.row
@@ -553,8 +554,11 @@ class ReplayLedger(Ledger):
         if account_id not in self._books:
             self.flush()
             return super().short_days_due(account_id, until)
+        if account_id not in self._shorters:  # never shorted: owes no fee (at every snapshot)
+            check_utc("until", until)
+            return []
         last_day = last_ended_day(until)
-        if account_id not in self._shorters or self._fees_settled.get(account_id) == last_day:
+        if self._fees_settled.get(account_id) == last_day:
             return []
         self.flush()
         due = super().short_days_due(account_id, until)
@@ -684,16 +688,26 @@ class ReplayLedger(Ledger):
         *,
         cycle_id: int | None = None,
     ) -> NavSnapshot:
+        check_utc("at", at)
         kind = _snapshot_kind(kind)
-        found = self.find_nav_snapshot(account_id, at, kind)
-        if found is not None:
+        key = (account_id, at, kind)
+        if (found := self._snapshots.get(key)) is not None:
             return found
-        book = self._book(account_id)
+        book = self._books.get(account_id)
         if book is None or at < self._start_at:
+            found = super().find_nav_snapshot(account_id, at, kind)
+            if found is not None:
+                return found
             self.flush()
             return super().write_nav_snapshot(account_id, at, kind, marks, cycle_id=cycle_id)
+        if key in self._stored_snapshots:  # a resumed replay's, already in the ledger
+            found = super().find_nav_snapshot(account_id, at, kind)
+            if found is not None:
+                return found
         valued = book.value(marks, at)
-        positions_value = sum((mark.value for mark in valued.values()), Decimal(0))
+        positions_value = Decimal(0)
+        for mark in valued.values():
+            positions_value += mark.value
         snapshot = NavSnapshot(
             snapshot_id=self._take_id(NAV_SNAPSHOT_TABLE),
             account_id=account_id,
@@ -706,7 +720,7 @@ class ReplayLedger(Ledger):
             last_action_id=book.last_action_id,
             marks=valued,
         )
-        self._snapshots[(account_id, at, kind)] = snapshot
+        self._snapshots[key] = snapshot
         self._batch.add_snapshot(snapshot)
         return snapshot
 

@@ -30,8 +30,8 @@ from openbell.markets.domain import (
     Position,
     Side,
     check_decimal,
+    currency_of,
     moved_position,
-    round_money,
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.accounts import recent_buys_since
@@ -93,6 +93,9 @@ class AccountBook:
         self._state: tuple[datetime, datetime, AccountState] | None = None
         #: The buys `_state` lists as recent (its positions' lots).
         self._recent: list[_Buy] = []
+        #: The open holdings in symbol order, until a fill moves one (`_held`).
+        self._open: list[tuple[str, Holding]] | None = None
+        self._money = currency_of(currency)  # its rounding: the money rule
 
     def state(self, now: datetime) -> AccountState:
         """The account as `Accounts.account_state(account, now)` reads it from the ledger."""
@@ -135,11 +138,18 @@ class AccountBook:
     def open_positions(self) -> dict[str, Decimal]:
         """Symbol -> signed quantity of each open position, in symbol order (as
         `Accounts.open_positions` reads them from the ledger)."""
-        return {
-            symbol: holding.quantity
-            for symbol, holding in sorted(self.holdings.items())
-            if holding.quantity != 0
-        }
+        return {symbol: holding.quantity for symbol, holding in self._held()}
+
+    def _held(self) -> list[tuple[str, Holding]]:
+        """The open holdings in symbol order: sorted once, then again after a fill (the runner
+        asks twice a slot, and values them for both NAV snapshots)."""
+        if self._open is None:
+            self._open = [
+                (symbol, holding)
+                for symbol, holding in sorted(self.holdings.items())
+                if holding.quantity != 0
+            ]
+        return self._open
 
     def apply(self, fill: Fill, fill_id: int, key: str) -> None:
         """Move cash and the position by `fill` (stored as fill `fill_id` under `key`), as
@@ -174,6 +184,7 @@ class AccountBook:
         if self.first_fill_at is None or fill.filled_at < self.first_fill_at:
             self.first_fill_at = fill.filled_at
         self._state = None
+        self._open = None
 
     def difference(self, connection: Connection, stored: AccountState) -> str | None:
         """What differs between this book and the ledger (`stored`, the account as the ledger
@@ -199,18 +210,19 @@ class AccountBook:
         """Each holding valued at its mark by the money rule, in symbol order, as
         `snapshots.insert_snapshot` values them; `ValueError` for a holding without a mark."""
         valued: dict[str, NavMark] = {}
-        for symbol, holding in sorted(self.holdings.items()):
-            if holding.quantity == 0:
-                continue
+        money = self._money
+        for symbol, holding in self._held():
             price = marks.get(symbol)
             if price is None:
                 raise ValueError(f"account {self.account_id}: no mark for held {symbol} at {at}")
-            check_decimal(f"mark of {symbol}", price, positive=True)
+            if type(price) is not Decimal or not price.is_finite() or not price > 0:
+                check_decimal(f"mark of {symbol}", price, positive=True)
+            quantity = holding.quantity
             valued[symbol] = NavMark(
                 symbol=symbol,
-                quantity=holding.quantity,
+                quantity=quantity,
                 price=price,
-                value=round_money(holding.quantity * price, self.currency),
+                value=money.round(quantity * price),
             )
         return valued
 

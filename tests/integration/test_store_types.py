@@ -8,6 +8,8 @@ from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import StatementError
@@ -104,6 +106,23 @@ def test_utc_datetime_loads_aware_utc_and_refuses_naive(raw_engine: Engine) -> N
     with pytest.raises(StatementError) as caught, raw_engine.begin() as connection:
         connection.execute(table.insert(), {"id": 9, "value": datetime(2025, 10, 1)})  # noqa: DTZ001
     assert isinstance(caught.value.orig, ValueError)
+
+
+@given(
+    st.datetimes(
+        max_value=datetime(9999, 12, 30),  # noqa: DTZ001  (hypothesis takes naive bounds)
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5))]),
+    )
+)
+def test_an_instant_is_bound_on_sqlite_as_the_dialect_writes_it(value: datetime) -> None:
+    # `UtcDateTime` writes an instant in UTC as its text itself (a replay binds thousands):
+    # the text SQLite's `DATETIME` writes of the instant in UTC.
+    dialect = sqlite.dialect()
+    bind = UtcDateTime().dialect_impl(dialect).bind_processor(dialect)
+    dialects = sa.DateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert bind is not None
+    assert dialects is not None
+    assert bind(value) == dialects(value.astimezone(UTC).replace(tzinfo=None))
 
 
 def inexact_columns(metadata: sa.MetaData) -> list[str]:

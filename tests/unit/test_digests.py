@@ -4,6 +4,7 @@ serialization equal to the reference one, and links chained in order per account
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal, localcontext
 
@@ -159,6 +160,37 @@ def test_the_fast_serialization_is_the_canonical_one_and_instants_are_utc() -> N
     assert missed.record["nav_snapshot"] is None
     assert [row.row_id for row in missed.row_digests()] == ["2"]
     assert canonical(first.record).isascii()
+
+
+_JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text()
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.datetimes(timezones=st.just(UTC))
+)
+
+
+def _record_text(value: object) -> str:
+    return decimal_text(value) if isinstance(value, Decimal) else str(value).replace(" ", "T")
+
+
+@given(
+    st.recursive(
+        _JSON_SCALARS,
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_the_serialization_is_the_json_modules_with_sorted_keys(value: object) -> None:
+    # `canonical` runs the json module's C encoder made once; it writes what the module's
+    # `json.dumps` (sorted keys, no whitespace, ASCII escapes, decimals and instants as text) does.
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_record_text)
+    assert canonical(value) == expected.encode("ascii")
 
 
 def test_links_chain_per_account_in_order() -> None:

@@ -284,6 +284,11 @@ class Toolbox:
         return self._now
 
     @property
+    def trusted(self) -> bool:
+        """Whether this toolbox serves a rule baseline (see the class docstring)."""
+        return self._trusted
+
+    @property
     def placed(self) -> list[RecordedOrder]:
         """The orders placed (or re-placed) in this run, in order."""
         return self._orders.placed

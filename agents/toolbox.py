@@ -451,8 +451,9 @@ class Toolbox:
                 f"{MAX_LOOKBACK} bars.",
                 "Call moving_averages with a served interval and window lengths in range.",
             )
+        offered = self._instruments
         for symbol in symbols:
-            if self._instrument(symbol) is None:
+            if symbol not in offered and self._instrument(symbol) is None:
                 return unknown_symbol(symbol, self._now)
         try:
             return await self._gateway.moving_averages_of(symbols, interval, lengths)

@@ -338,8 +338,10 @@ class CycleRunner:
         claims: list[_Claim] = []
         unavailable: list[Exception] = []
         try:
+            yields = self._yield_every_s is not None
             for account_id, agent in accounts:
-                await self._yield()
+                if yields:
+                    await self._yield()
                 claim = self._claim(account_id, agent, slot_at, now)
                 if claim is None:
                     outcomes[account_id] = CycleOutcome(
@@ -490,8 +492,10 @@ class CycleRunner:
         """Run the claims' cycles one after the other in this task, in the order given, a
         baseline's without the timeout (unless `timed`); the event loop gets its turn between
         them (`_yield`). A claim lost meanwhile is not run."""
+        yields = self._yield_every_s is not None
         for claim in claims:
-            await self._yield()
+            if yields:
+                await self._yield()
             if claim.cycle_id not in self._held:  # lost while observing, or meanwhile
                 outcomes[claim.account_id] = _not_run(claim)
                 continue

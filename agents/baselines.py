@@ -14,11 +14,13 @@ configured kind.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal
 from types import MappingProxyType
+from typing import Final
 
 from openbell.agents.kinds import BASELINE_KINDS, PAIR_NEUTRAL
 from openbell.agents.pair_rules import DEFAULT_MOMENTUM_SESSIONS, check_pairs
@@ -44,7 +46,10 @@ SMA_SLOW = 200
 _WEIGHT_PLACES = Decimal("0.000001")
 
 
+@functools.cache
 def _weight(numerator: int, denominator: int) -> Decimal:
+    """`numerator / denominator` rounded down to `_WEIGHT_PLACES` (kept: a baseline asks for the
+    same few, 1/N of its symbols, at slot after slot)."""
     return (Decimal(numerator) / Decimal(denominator)).quantize(_WEIGHT_PLACES, ROUND_DOWN)
 
 
@@ -244,6 +249,13 @@ class RandomTrader:
             await tools.place_order(symbol, side, target_weight=target, reason="random")
             done.append(f"{side} {symbol} to {target}")
         await tools.finish(f"Random orders: {'; '.join(done) or 'none'}.")
+
+
+#: openbell's own rule baselines: their cycles' toolboxes are `trusted` (`Toolbox`), a type
+#: exactly one of these (never a subclass, nor an agent merely of a baseline's `kind`).
+RULE_BASELINES: Final[frozenset[type]] = frozenset(
+    {BuyAndHold, EqualWeight, SmaCrossover, Cash, RandomTrader, PairNeutral}
+)
 
 
 def build_agent(

@@ -93,14 +93,29 @@ class DecisionContext:
 
     def __post_init__(self) -> None:
         check_utc("now", self.now)
-        outside = sorted(set(self.universe.symbols) - set(self.whole_universe.symbols))
+        universe, roster = self.universe, self.whole_universe
+        checked = _within.get(id(universe))
+        if universe is roster or (
+            checked is not None and checked[0] is universe and checked[1] is roster
+        ):
+            return
+        outside = sorted(set(universe.symbols) - set(roster.symbols))
         if outside:
             raise ValueError(f"offered symbols {outside} are not in the roster")
+        if len(_within) >= _WITHIN_KEPT:
+            _within.clear()
+        _within[id(universe)] = (universe, roster)
 
     @property
     def whole_universe(self) -> Universe:
         """`roster`, or `universe` when no roster was given."""
         return self.roster if self.roster is not None else self.universe
+
+
+#: An offered universe found within its roster, by the offered one's id (a universe is frozen, and
+#: a toolbox offers the same object from slot to slot while the members offered stay the same).
+_within: dict[int, tuple[Universe, Universe]] = {}
+_WITHIN_KEPT = 64
 
 
 class Agent(Protocol):

@@ -22,11 +22,13 @@ baseline never does), not with this module.
 from __future__ import annotations
 
 import functools
+import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ValidationError
@@ -36,9 +38,13 @@ from openbell.agents.broker import CycleOrders, PaperBroker
 from openbell.agents.tools import (
     ARGUMENTS,
     DESCRIPTIONS,
+    MAX_ORDER_SHARES,
+    MAX_REASON_CHARS,
     MAX_RESULT_CHARS,
+    MAX_SUMMARY_CHARS,
     SHORTING_ARGUMENTS,
     SHORTING_DESCRIPTIONS,
+    SYMBOL_PATTERN,
     BarsOut,
     CalculationOut,
     ErrorCode,
@@ -99,6 +105,41 @@ _OWN_HANDLERS: Final[dict[str, tuple[type[BaseModel], str]]] = {
 }
 #: The bar intervals a tool may ask for (`GetBarsArgs.interval`).
 _INTERVALS: tuple[str, ...] = typing.get_args(GetBarsArgs.model_fields["interval"].annotation)
+#: A symbol as `Symbol` accepts it (`fullmatch`: a trailing newline is refused, as pydantic does).
+_SYMBOL: Final = re.compile(SYMBOL_PATTERN)
+#: The sides `place_order` takes from every account, and those only from one allowed to short.
+_LONG_SIDES: Final = ("buy", "sell")
+_SHORT_SIDES: Final = ("short", "cover")
+
+
+class _OrderArgs(Protocol):
+    """What `place_order`'s handler reads of its arguments: a `PlaceOrderArgs`, or a trusted
+    caller's `_OrderRequest`."""
+
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def side(self) -> str: ...
+    @property
+    def shares(self) -> Decimal | None: ...
+    @property
+    def target_weight(self) -> Decimal | None: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def confidence(self) -> Decimal | None: ...
+
+
+class _OrderRequest(NamedTuple):
+    """A trusted caller's `place_order` arguments, checked as `PlaceOrderArgs` would accept them
+    (`Toolbox._trusted_order`)."""
+
+    symbol: str
+    side: str
+    shares: Decimal | None
+    target_weight: Decimal | None
+    reason: str
+    confidence: Decimal | None
 
 
 class Toolbox:
@@ -106,6 +147,13 @@ class Toolbox:
 
     `universe` is the market's whole universe (every member of every date); `self.universe` is
     the part of it offered at `now`, which is what an agent is told about.
+
+    `trusted` is for openbell's own rule baselines only (`baselines.RULE_BASELINES`, set by the
+    cycle runner; never an LLM, outside, plug-in or strategy agent): their typed `finish` and
+    `place_order` calls whose arguments are of the exact types and within the bounds the tools'
+    models accept go to the handlers without building the pydantic model; any other call of
+    theirs (a value of another type, out of bounds, not ASCII) is validated by the model as every
+    agent's is, and gets the same answer. The checks of every other caller are unchanged.
     """
 
     def __init__(
@@ -122,6 +170,7 @@ class Toolbox:
         now: datetime,
         fundamentals: FundamentalsSource | None = None,
         pause: Callable[[], Awaitable[None]] | None = None,
+        trusted: bool = False,
     ) -> None:
         check_utc("now", now)
         if gateway.now != now or snapshot.at > now:
@@ -136,18 +185,14 @@ class Toolbox:
         self._gateway = gateway
         self._snapshot = snapshot
         self._roster = universe
-        day = now.astimezone(ZoneInfo(rules.timezone)).date()
-        self.universe = _offered_on(universe, day, snapshot.with_bars)
+        offer = _offered_at(universe, now, snapshot.with_bars, rules)
+        self.universe = offer.universe
         self._rules = rules
         self._now = now
-        self._benchmark = benchmark_instrument(self.universe, rules)
-        # The symbols that may be bought: the offered members, and the benchmark when not one.
-        self._instruments: dict[str, Instrument] = {
-            instrument.symbol: instrument for instrument in self.universe.instruments
-        }
-        if self._benchmark is not None:
-            self._instruments.setdefault(self._benchmark.symbol, self._benchmark)
-        self._quotes: dict[str, Quote | None] = dict(snapshot.quotes)
+        self._benchmark = offer.benchmark
+        self._instruments = offer.instruments
+        # The snapshot's quotes, copied when the gateway's are first added (`_marks`).
+        self._quotes: Mapping[str, Quote | None] = snapshot.quotes
         self._broker = broker
         self._orders = CycleOrders(
             ledger=ledger, broker=broker, account_id=account_id, cycle_id=cycle_id, now=now
@@ -156,6 +201,7 @@ class Toolbox:
         self.summary: str | None = None
         self._fundamentals = fundamentals
         self._pause = pause
+        self._trusted = trusted
 
     @functools.cached_property
     def shorting(self) -> bool:
@@ -236,6 +282,11 @@ class Toolbox:
     def now(self) -> datetime:
         """The decision time every result is computed for."""
         return self._now
+
+    @property
+    def trusted(self) -> bool:
+        """Whether this toolbox serves a rule baseline (see the class docstring)."""
+        return self._trusted
 
     @property
     def placed(self) -> list[RecordedOrder]:
@@ -354,6 +405,12 @@ class Toolbox:
         confidence: Decimal | None = None,
     ) -> OrderOut | ToolError:
         """See the `place_order` tool."""
+        if self._trusted and not self.finished:
+            request = self._trusted_order(symbol, side, shares, target_weight, reason, confidence)
+            if request is not None:  # as `call` would run it, without the model built
+                if self._pause is not None:
+                    await self._pause()
+                return _typed(await self._place_order(request), OrderOut)
         arguments: dict[str, object] = {"symbol": symbol, "side": side, "reason": reason}
         for key, value in (
             ("shares", shares),
@@ -394,8 +451,9 @@ class Toolbox:
                 f"{MAX_LOOKBACK} bars.",
                 "Call moving_averages with a served interval and window lengths in range.",
             )
+        offered = self._instruments
         for symbol in symbols:
-            if self._instrument(symbol) is None:
+            if symbol not in offered and self._instrument(symbol) is None:
                 return unknown_symbol(symbol, self._now)
         try:
             return await self._gateway.moving_averages_of(symbols, interval, lengths)
@@ -480,7 +538,40 @@ class Toolbox:
 
     async def finish(self, summary: str) -> FinishOut | ToolError:
         """See the `finish` tool."""
+        if self._trusted and not self.finished and _text_within(summary, 1, MAX_SUMMARY_CHARS):
+            if self._pause is not None:  # as `call` would run it, without the model built
+                await self._pause()
+            return self._finish_with(summary)
         return _typed(await self.call("finish", {"summary": summary}), FinishOut)
+
+    def _trusted_order(
+        self,
+        symbol: str,
+        side: str,
+        shares: Decimal | None,
+        target_weight: Decimal | None,
+        reason: str,
+        confidence: Decimal | None,
+    ) -> _OrderRequest | None:
+        """The arguments of a trusted caller's `place_order` when `PlaceOrderArgs` (or, for an
+        account allowed to short, its shorting model) would accept them as they are; else None,
+        for the model to validate them."""
+        if not (
+            type(symbol) is str
+            and type(side) is str
+            and _SYMBOL.fullmatch(symbol) is not None
+            and (side in _LONG_SIDES or (side in _SHORT_SIDES and self.shorting))
+            and _text_within(reason, 0, MAX_REASON_CHARS)
+        ):
+            return None
+        if target_weight is None:
+            if not _decimal_within(shares, Decimal(0), MAX_ORDER_SHARES, above_low=True):
+                return None
+        elif shares is not None or not _decimal_within(target_weight, Decimal(0), Decimal(1)):
+            return None
+        if confidence is not None and not _decimal_within(confidence, Decimal(0), Decimal(1)):
+            return None
+        return _OrderRequest(symbol, side, shares, target_weight, reason, confidence)
 
     # -- handlers -----------------------------------------------------------------------------
 
@@ -541,7 +632,7 @@ class Toolbox:
             Decimal(0),
         )
 
-    async def _place_order(self, args: PlaceOrderArgs) -> ToolOutcome:
+    async def _place_order(self, args: _OrderArgs) -> ToolOutcome:
         if self._orders.diverged:
             return self._diverged_error()
         side = Side(args.side)
@@ -577,7 +668,7 @@ class Toolbox:
         return self._placed(recorded, args)
 
     async def _size(
-        self, args: PlaceOrderArgs, instrument: Instrument, side: Side
+        self, args: _OrderArgs, instrument: Instrument, side: Side
     ) -> Decimal | ToolOutcome:
         """The order's quantity: its shares, or the shares that reach its target weight."""
         if args.target_weight is None:
@@ -603,15 +694,18 @@ class Toolbox:
         return quantity
 
     async def _finish(self, args: FinishArgs) -> ToolOutcome:
+        return self._finish_with(args.summary)
+
+    def _finish_with(self, summary: str) -> FinishOut:
         self.finished = True
-        self.summary = args.summary
+        self.summary = summary
         self._orders.check_complete()
-        return FinishOut(as_of=self._now, summary=args.summary, orders_placed=len(self.placed))
+        return FinishOut(as_of=self._now, summary=summary, orders_placed=len(self.placed))
 
     # -- orders -------------------------------------------------------------------------------
 
     def _order(
-        self, instrument: Instrument, side: Side, quantity: Decimal, args: PlaceOrderArgs
+        self, instrument: Instrument, side: Side, quantity: Decimal, args: _OrderArgs
     ) -> Order:
         return Order(
             instrument=instrument,
@@ -622,7 +716,7 @@ class Toolbox:
             confidence=args.confidence,
         )
 
-    def _placed(self, recorded: RecordedOrder | None, args: PlaceOrderArgs) -> ToolOutcome:
+    def _placed(self, recorded: RecordedOrder | None, args: _OrderArgs) -> ToolOutcome:
         """Describe a recorded order's outcome, with the account after it."""
         if recorded is None:
             return self._diverged_error()
@@ -644,7 +738,7 @@ class Toolbox:
         )
 
     def _outcome(
-        self, status: OrderStatusOut, args: PlaceOrderArgs, message: str, **fields: Any
+        self, status: OrderStatusOut, args: _OrderArgs, message: str, **fields: Any
     ) -> OrderOut:
         return OrderOut(
             as_of=self._now,
@@ -668,8 +762,10 @@ class Toolbox:
         asked = [symbol for symbol in symbols if symbol not in self._quotes]
         if asked:
             found = await self._gateway.quote(asked)
+            quotes = dict(self._quotes)  # the snapshot's own are never written to
             for symbol in asked:
-                self._quotes[symbol] = found.quotes.get(symbol)
+                quotes[symbol] = found.quotes.get(symbol)
+            self._quotes = quotes
         out: dict[str, Quote] = {}
         for symbol in symbols:
             quote = self._quotes[symbol]
@@ -730,28 +826,79 @@ class Toolbox:
         )
 
 
+def _text_within(text: object, least: int, most: int) -> bool:
+    """Whether `text` is a `str` of `least` to `most` ASCII characters (ASCII: a string pydantic
+    could refuse, such as one with a lone surrogate, is left to it)."""
+    return type(text) is str and least <= len(text) <= most and text.isascii()
+
+
+def _decimal_within(value: object, low: Decimal, high: Decimal, *, above_low: bool = False) -> bool:
+    """Whether `value` is a finite `Decimal` in [`low`, `high`] (`above_low`: (`low`, `high`]),
+    which the tools' models take as it is."""
+    if not isinstance(value, Decimal) or type(value) is not Decimal or not value.is_finite():
+        return False
+    return (value > low if above_low else value >= low) and value <= high
+
+
 def _typed(found: ToolOutcome, kind: type[R]) -> R | ToolError:
     if isinstance(found, ToolError | kind):
         return found
     raise TypeError(f"expected {kind.__name__}, got {type(found).__name__}")
 
 
-#: The universes offered, by roster: by the members and whether the benchmark is offered. They
-#: change rarely from slot to slot, and building one again checks it again.
-_offered: dict[int, tuple[Universe, dict[tuple[tuple[str, ...], bool], Universe]]] = {}
+class _Offer(NamedTuple):
+    """A universe offered at a slot, with what a toolbox reads of it: the instruments that may be
+    bought (the offered members, and the benchmark when not one; never written to) and the
+    benchmark's instrument (`book.benchmark_instrument`)."""
+
+    universe: Universe
+    instruments: Mapping[str, Instrument]
+    benchmark: Instrument | None
 
 
-def _offered_on(universe: Universe, day: date, with_bars: frozenset[str]) -> Universe:
-    """`universe.offered_on(day, with_bars=with_bars)`, kept for the slots that offer the same."""
-    key = (universe.offered_symbols(day, with_bars=with_bars), universe.benchmark in with_bars)
-    kept = _offered.get(id(universe))
-    if kept is None or kept[0] is not universe:
+@dataclass(slots=True)
+class _Roster:
+    """What was offered of one universe: by the members offered and whether the benchmark is,
+    and the last slot's (its symbols with bars, and its market-local day where a member's
+    dates make the day matter: an undated universe offers the same whatever the day)."""
+
+    universe: Universe
+    offers: dict[tuple[tuple[str, ...], bool], _Offer] = field(default_factory=dict)
+    last: tuple[tuple[frozenset[str], date | None], _Offer] | None = None
+
+
+#: The universes offered, by roster. They change rarely from slot to slot, and building one again
+#: checks it again.
+_offered: dict[int, _Roster] = {}
+
+
+def _offered_at(
+    universe: Universe, now: datetime, with_bars: frozenset[str], rules: MarketRules
+) -> _Offer:
+    """`universe.offered_on(day, with_bars=with_bars)` on the market-local day of `now`, and its
+    instruments, kept for the slots that offer the same (the benchmark's instrument depends on
+    the market alone, which `rules` shares with `universe`)."""
+    roster = _offered.get(id(universe))
+    if roster is None or roster.universe is not universe:
         if len(_offered) >= _ROSTERS_KEPT:
             _offered.clear()
-        kept = _offered[id(universe)] = (universe, {})
-    found = kept[1].get(key)
+        roster = _offered[id(universe)] = _Roster(universe)
+    day = now.astimezone(ZoneInfo(rules.timezone)).date() if universe.memberships else None
+    slot = (with_bars, day)
+    last = roster.last
+    if last is not None and last[0] == slot:
+        return last[1]
+    on = now.astimezone(ZoneInfo(rules.timezone)).date() if day is None else day
+    key = (universe.offered_symbols(on, with_bars=with_bars), universe.benchmark in with_bars)
+    found = roster.offers.get(key)
     if found is None:
-        found = kept[1][key] = universe.offered_on(day, with_bars=with_bars)
+        offered = universe.offered_on(on, with_bars=with_bars)
+        benchmark = benchmark_instrument(offered, rules)
+        instruments = {instrument.symbol: instrument for instrument in offered.instruments}
+        if benchmark is not None:
+            instruments.setdefault(benchmark.symbol, benchmark)
+        found = roster.offers[key] = _Offer(offered, instruments, benchmark)
+    roster.last = (slot, found)
     return found
 
 

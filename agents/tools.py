@@ -43,12 +43,17 @@ from openbell.markets.price_limits import LimitBand
 from openbell.markets.rules import Board, ShortRules
 from openbell.store.records import RecordedOrder
 
-#: A market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
-Symbol = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9./_-]{0,31}$")]
+#: The pattern of a market symbol as an agent may write it: "AAPL", "600519.SH", "BTC/USDT".
+SYMBOL_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9./_-]{0,31}$"
+#: A market symbol as an agent may write it.
+Symbol = Annotated[str, StringConstraints(pattern=SYMBOL_PATTERN)]
 #: A fraction in [0, 1], exact.
 Fraction = Annotated[Decimal, Field(ge=0, le=1, allow_inf_nan=False)]
 
 MAX_QUOTE_SYMBOLS = 200
+#: The longest `reason` of an order and `summary` of a finish, in characters.
+MAX_REASON_CHARS: Final = 2000
+MAX_SUMMARY_CHARS: Final = 4000
 #: The largest order quantity accepted: beyond it, execution's exact arithmetic overflows the
 #: decimal context (a model asking for 1e30 shares gets `invalid_arguments`, not a crash).
 MAX_ORDER_SHARES = Decimal("1e15")
@@ -124,7 +129,7 @@ class PlaceOrderArgs(_Args):
         None,
         description="Fraction of NAV to hold in the symbol (0 sells all); side must move to it.",
     )
-    reason: str = Field("", max_length=2000, description="Why, briefly.")
+    reason: str = Field("", max_length=MAX_REASON_CHARS, description="Why, briefly.")
     confidence: Fraction | None = None
 
     @model_validator(mode="after")
@@ -149,7 +154,9 @@ class ShortablePlaceOrderArgs(PlaceOrderArgs):
 class FinishArgs(_Args):
     """Arguments of `finish`."""
 
-    summary: str = Field(min_length=1, max_length=4000, description="What you did and why.")
+    summary: str = Field(
+        min_length=1, max_length=MAX_SUMMARY_CHARS, description="What you did and why."
+    )
 
 
 class ToolResult(BaseModel):

@@ -442,7 +442,8 @@ async def _walk(
         market = plan.markets[event.position].market
         opened = runner.current(accounts[market])
         if event.kind is _Kind.CLOSE:
-            ids = [account_id for account_id, _ in opened if account_id not in runner.paused]
+            paused = runner.paused
+            ids = [account_id for account_id, _ in opened if account_id not in paused]
             counts.close_snapshots += await runner.write_close_snapshots(market, now, ids)
         else:
             slot = await runner.run_slot(market, event.at, opened, now, waiting=ledger.write_behind)

@@ -35,13 +35,14 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
+from openbell.agents.baselines import RULE_BASELINES
 from openbell.agents.broker import MarginCall, PaperBroker, in_margin_call
 from openbell.agents.kinds import BASELINE_KINDS
 from openbell.agents.protocol import Agent, DecisionContext
@@ -64,7 +65,7 @@ from openbell.markets.gateway import MarketSnapshot, PointInTimeGateway
 from openbell.markets.rules import MarketRules
 from openbell.markets.universes import Universe
 from openbell.store.ledger import Ledger
-from openbell.store.records import CycleStatus, SnapshotKind
+from openbell.store.records import CycleStatus, RecordedOrder, SnapshotKind
 
 log = structlog.stdlib.get_logger(__name__)
 #: The standard logger behind `log`, whose level decides which of its lines are written.
@@ -102,6 +103,8 @@ class MarketDesk:
     benchmarks: tuple[str, ...] = ()
     fundamentals: FundamentalsSource | None = None
     actions: ActionApplier | None = None
+    #: The symbols priced in each slot's snapshot: the universe, its benchmark, the others.
+    snapshot_symbols: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -111,12 +114,9 @@ class MarketDesk:
         ):
             if value != self.market:
                 raise ValueError(f"the {self.market} desk has a {name} of market {value}")
-
-    @property
-    def snapshot_symbols(self) -> tuple[str, ...]:
-        """The symbols priced in each slot's snapshot: the universe, its benchmark, the others."""
         benchmark = () if self.universe.benchmark is None else (self.universe.benchmark,)
-        return tuple(dict.fromkeys((*self.universe.symbols, *benchmark, *self.benchmarks)))
+        symbols = tuple(dict.fromkeys((*self.universe.symbols, *benchmark, *self.benchmarks)))
+        object.__setattr__(self, "snapshot_symbols", symbols)  # the desk is frozen
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,8 +338,10 @@ class CycleRunner:
         claims: list[_Claim] = []
         unavailable: list[Exception] = []
         try:
+            yields = self._yield_every_s is not None
             for account_id, agent in accounts:
-                await self._yield()
+                if yields:
+                    await self._yield()
                 claim = self._claim(account_id, agent, slot_at, now)
                 if claim is None:
                     outcomes[account_id] = CycleOutcome(
@@ -490,8 +492,10 @@ class CycleRunner:
         """Run the claims' cycles one after the other in this task, in the order given, a
         baseline's without the timeout (unless `timed`); the event loop gets its turn between
         them (`_yield`). A claim lost meanwhile is not run."""
+        yields = self._yield_every_s is not None
         for claim in claims:
-            await self._yield()
+            if yields:
+                await self._yield()
             if claim.cycle_id not in self._held:  # lost while observing, or meanwhile
                 outcomes[claim.account_id] = _not_run(claim)
                 continue
@@ -599,14 +603,7 @@ class CycleRunner:
         return snapshot
 
     def _bound(self, market: str, claim: _Claim, slot_at: datetime) -> _CycleLog:
-        return _CycleLog(
-            context={
-                "agent": claim.agent.name,
-                "market": market,
-                "cycle_id": claim.cycle_id,
-                "slot_at": slot_at,
-            }
-        )
+        return _CycleLog(claim.agent.name, market, claim.cycle_id, slot_at)
 
     async def _decide(self, agent: Agent, context: DecisionContext, *, timed: bool) -> None:
         """The agent's turn, within the cycle's wall-time budget when `timed`."""
@@ -628,15 +625,17 @@ class CycleRunner:
     ) -> CycleOutcome:
         bound = self._bound(desk.market, claim, slot_at)
         bound.info("cycle_claimed", account_id=claim.account_id, taken_over=claim.taken_over)
-        await self._after_earlier(claim, slot_at, bound)
+        if self._clock is not None:
+            await self._after_earlier(claim, slot_at, bound)
+        yields = self._yield_every_s is not None
         failure: Exception | None = None
-        skipped: str | None = None
         skip: CycleSkipped | None = None
         covered = 0
-        try:
-            covered = await self._margin_call(desk, snapshot, claim, slot_at)
-        except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
+        if desk.rules.shorting is not None:  # no margin call where no short can be open
+            try:
+                covered = await self._margin_call(desk, snapshot, claim, slot_at)
+            except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
+                failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
         toolbox = Toolbox(
             ledger=self._ledger,
             broker=desk.broker,
@@ -648,7 +647,8 @@ class CycleRunner:
             cycle_id=claim.cycle_id,
             now=slot_at,
             fundamentals=desk.fundamentals,
-            pause=None if self._yield_every_s is None else self._yield,
+            pause=self._yield if yields else None,
+            trusted=type(claim.agent) in RULE_BASELINES,
         )
         context = DecisionContext(
             now=slot_at,
@@ -664,36 +664,72 @@ class CycleRunner:
             roster=desk.universe,
             spending=self._ledger,
         )
-        await self._yield()
+        if yields:
+            await self._yield()
         try:
             if failure is None:
                 await self._decide(claim.agent, context, timed=timed)
         except CycleSkipped as exc:
-            skipped, skip = exc.reason, exc
+            skip = exc
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
             failure = self._failed(Stage.DECIDE, exc, desk, claim, slot_at, now)
-        fills = covered + sum(
-            1 for placed in toolbox.placed if placed.created and placed.fill_id is not None
-        )
-        rejections = sum(isinstance(placed.outcome, Rejection) for placed in toolbox.placed)
-        await self._yield()
+        if yields:
+            await self._yield()
+        unvalued = await self._value(desk, snapshot, claim, slot_at, now, bound)
+        if yields:
+            await self._yield()
+        failure = failure or unvalued
+        return self._end(desk, claim, slot_at, now, bound, toolbox.placed, covered, failure, skip)
+
+    async def _value(
+        self,
+        desk: MarketDesk,
+        snapshot: MarketSnapshot,
+        claim: _Claim,
+        slot_at: datetime,
+        now: datetime,
+        bound: _CycleLog,
+    ) -> Exception | None:
+        """Write the account's NAV snapshot for the slot; the error that fails the cycle, if any
+        (`Action.STOP` raises)."""
+        shorting = desk.rules.shorting
         try:
             valued = await write_slot_snapshot(
                 self._ledger,
                 desk.gateway,
                 snapshot,
                 claim.account_id,
-                desk.rules.shorting,
+                shorting,
                 cycle_id=claim.cycle_id,
             )
             bound.info("nav_snapshot_written", kind=_SLOT_KIND, nav=valued.nav)
-            shorting = desk.rules.shorting
             if shorting is not None and in_margin_call(valued, shorting, desk.rules.currency):
                 bound.warning("margin_call_due", account_id=claim.account_id, nav=valued.nav)
         except Exception as exc:  # noqa: BLE001  (action_for decides; STOP re-raises)
-            unvalued = self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
-            failure = failure or unvalued
-        await self._yield()
+            return self._failed(Stage.SNAPSHOT, exc, desk, claim, slot_at, now)
+        return None
+
+    def _end(
+        self,
+        desk: MarketDesk,
+        claim: _Claim,
+        slot_at: datetime,
+        now: datetime,
+        bound: _CycleLog,
+        placed_orders: Sequence[RecordedOrder],
+        covered: int,
+        failure: Exception | None,
+        skip: CycleSkipped | None,
+    ) -> CycleOutcome:
+        """Finish the claim's cycle (`failed` with `failure`, `skipped` by `skip`, else `done`)
+        and log it; its outcome, counting the fills of `covered` covers and `placed_orders`."""
+        skipped = None if skip is None else skip.reason
+        fills, rejections = covered, 0
+        for placed in placed_orders:
+            if placed.created and placed.fill_id is not None:
+                fills += 1
+            if isinstance(placed.outcome, Rejection):
+                rejections += 1
         if failure is not None:
             status = CycleStatus.FAILED
             finished = self._finish_failed(claim, failure, now)
@@ -704,19 +740,19 @@ class CycleRunner:
             status = CycleStatus.DONE
             finished = self._finish(claim, status, now)
         if not finished:
-            bound.warning("claim_lost", run_id=self._run_id, orders=len(toolbox.placed))
+            bound.warning("claim_lost", run_id=self._run_id, orders=len(placed_orders))
             return _not_run(claim)
         if skipped is not None and failure is None:
             bound.warning("cycle_skipped", reason=skipped)
             self._split(desk, claim, slot_at, skip)
         elif failure is None:
-            bound.info("cycle_completed", orders=len(toolbox.placed), fills=fills)
+            bound.info("cycle_completed", orders=len(placed_orders), fills=fills)
         else:
             bound.warning(
                 "cycle_failed",
                 error_class=type(failure).__name__,
                 error_message=_message(failure),
-                orders=len(toolbox.placed),
+                orders=len(placed_orders),
                 fills=fills,
             )
         return CycleOutcome(
@@ -872,20 +908,23 @@ class CycleRunner:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _CycleLog:
-    """A cycle's log lines, each with the cycle's `context` first (what `log.bind` gives, without
-    a bound logger made per cycle): an `info` line the level filters out is not even assembled
-    (structlog's `filter_by_level` asks the same standard logger)."""
+class _CycleLog(NamedTuple):
+    """A cycle's log lines, each with the cycle's context first (its agent, market, cycle id and
+    slot: what `log.bind` gives, without a bound logger made per cycle): an `info` line the level
+    filters out is not even assembled (structlog's `filter_by_level` asks the same standard
+    logger)."""
 
-    context: Mapping[str, object]
+    agent: str
+    market: str
+    cycle_id: int
+    slot_at: datetime
 
     def info(self, event: str, **fields: object) -> None:
         if _STDLIB_LOG.isEnabledFor(logging.INFO):
-            log.info(event, **{**self.context, **fields})
+            log.info(event, **{**self._asdict(), **fields})
 
     def warning(self, event: str, **fields: object) -> None:
-        log.warning(event, **{**self.context, **fields})
+        log.warning(event, **{**self._asdict(), **fields})
 
 
 def _not_run(claim: _Claim) -> CycleOutcome:

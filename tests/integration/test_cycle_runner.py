@@ -20,9 +20,11 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
+from openbell.agents.baselines import RULE_BASELINES, build_agent
 from openbell.agents.broker import PaperBroker
 from openbell.agents.protocol import Agent, DecisionContext
-from openbell.agents.tools import PortfolioOut
+from openbell.agents.toolbox import Toolbox
+from openbell.agents.tools import FinishOut, PortfolioOut, ToolError
 from openbell.daemon.runner import CycleRunner, MarketDesk
 from openbell.markets.calendars import calendar_for
 from openbell.markets.domain import Bar, Instrument, utc
@@ -497,3 +499,45 @@ def test_a_yielding_slot_lets_the_loop_run_between_baselines_and_writes_the_same
         assert other_nav is not None
         assert (one_nav.cash, one_nav.nav) == (other_nav.cash, other_nav.nav)
         assert ledger.open_positions(one_id) == ledger.open_positions(other_id) != {}
+
+
+@dataclass
+class Imitator:
+    """An agent of a rule baseline's kind that is not one: notes whether its toolbox is trusted."""
+
+    name: str
+    trusted: list[bool] = field(default_factory=list)
+    kind: str = "sma_crossover"
+
+    async def decide(self, ctx: DecisionContext) -> None:
+        self.trusted.append(ctx.tools.trusted)
+        await ctx.tools.finish("imitated")
+
+
+def test_only_openbells_rule_baselines_get_a_trusted_toolbox(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finished_by: dict[str, bool] = {}
+    finish = Toolbox.finish
+
+    async def noted(tools: Toolbox, summary: str) -> FinishOut | ToolError:
+        finished_by[summary] = tools.trusted
+        return await finish(tools, summary)
+
+    monkeypatch.setattr(Toolbox, "finish", noted)
+    imitator = Imitator("imitator")
+    accounts = _accounts(ledger, build_agent("cash", "cash", market="crypto"), imitator)
+    for inline in (False, True):
+        runner = CycleRunner(
+            ledger=ledger,
+            desks={"crypto": _desk(ledger)},
+            run_id=f"run-{inline}",
+            lease=LEASE,
+            inline_cycles=inline,
+        )
+        at = FIRST + (DAY if inline else timedelta(0))
+        report = asyncio.run(runner.run_slot("crypto", at, accounts, at))
+        assert report.count(CycleStatus.DONE) == 2
+    assert finished_by == {"Holding cash.": True, "imitated": False}
+    assert imitator.trusted == [False, False]
+    assert type(accounts[0][1]) in RULE_BASELINES

@@ -491,6 +491,73 @@ def test_a_replay_that_diverges_stops_taking_orders(ledger: Ledger) -> None:
     ledger.finish_cycle(arena.claim(CRYPTO_DAY), CycleStatus.DONE, CRYPTO_DAY)
 
 
+# -- a trusted caller ---------------------------------------------------------------------------
+
+#: Typed calls a rule baseline could make, in order, valid and not: shares, weights, a symbol
+#: outside the universe (recorded as rejected), then each of what the models refuse (a symbol
+#: with a newline, a side not offered, out of bounds, NaN, no size or two, a reason too long, a
+#: confidence above 1, an empty or too long summary) and two they take though the trusted path
+#: leaves them to the model (a float weight, a reason not ASCII), a finish, and an order after it.
+TYPED_CALLS: list[tuple[str, tuple[object, ...], dict[str, object]]] = [
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("0.1"), "reason": "in"}),
+    ("place_order", ("ETH/USDT", "buy"), {"shares": D("0.5")}),
+    ("place_order", ("BTC/USDT", "sell"), {"target_weight": D(0), "confidence": D("0.5")}),
+    ("place_order", ("IBM", "buy"), {"target_weight": D("0.1")}),
+    ("place_order", ("BTC/USDT\n", "buy"), {"target_weight": D("0.1")}),
+    ("place_order", ("BTC/USDT", "short"), {"target_weight": D("0.1")}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("1.5")}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("NaN")}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": 0.1}),
+    ("place_order", ("BTC/USDT", "buy"), {"shares": D(0)}),
+    ("place_order", ("BTC/USDT", "buy"), {}),
+    ("place_order", ("BTC/USDT", "buy"), {"shares": D(1), "target_weight": D("0.1")}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("0.1"), "reason": "r" * 2001}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("0.1"), "reason": "caf\u00e9"}),
+    ("place_order", ("BTC/USDT", "buy"), {"target_weight": D("0.1"), "confidence": D(2)}),
+    ("finish", ("",), {}),
+    ("finish", ("s" * 4001,), {}),
+    ("finish", ("done",), {}),
+    ("place_order", ("ETH/USDT", "buy"), {"target_weight": D("0.1")}),
+]
+
+
+def test_a_trusted_toolbox_answers_every_typed_call_as_an_untrusted_one(tmp_path: Path) -> None:
+    answers: list[list[dict[str, Any]]] = []
+    dumps = []
+    for trusted in (False, True):
+        url = f"sqlite:///{tmp_path / str(trusted)}.db"
+        upgrade(url)
+        engine = make_engine(url)
+        try:
+            arena = make_arena(Ledger(engine), "crypto")
+
+            async def scenario(arena: Arena = arena, trusted: bool = trusted) -> list[object]:
+                tools = await arena.toolbox(CRYPTO_DAY, trusted=trusted)
+                found = []
+                for name, args, kwargs in TYPED_CALLS:
+                    found.append(await getattr(tools, name)(*args, **kwargs))
+                return found
+
+            found = asyncio.run(scenario())
+            answers.append([answer.model_dump() for answer in found])  # type: ignore[attr-defined]
+            dumps.append(dump_tables(engine))
+        finally:
+            engine.dispose()
+    untrusted, trusted_answers = answers
+    assert trusted_answers == untrusted
+    assert dumps[1] == dumps[0]
+    codes = [answer.get("code") for answer in untrusted]
+    invalid = [n for n, code in enumerate(codes) if code is ErrorCode.INVALID_ARGUMENTS]
+    assert invalid == [4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16]
+    assert [answer.get("status") for answer in untrusted[:4]] == [
+        OrderStatusOut.FILLED,
+        OrderStatusOut.FILLED,
+        OrderStatusOut.FILLED,
+        OrderStatusOut.REJECTED,
+    ]
+    assert codes[-1] is ErrorCode.ALREADY_FINISHED
+
+
 # -- schemas ------------------------------------------------------------------------------------
 
 

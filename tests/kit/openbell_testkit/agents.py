@@ -106,8 +106,10 @@ class Arena:
         cycle_id: int | None = None,
         kind: type[Toolbox] = Toolbox,
         fundamentals: FundamentalsSource | None = None,
+        trusted: bool = False,
     ) -> Toolbox:
-        """A toolbox for the account's cycle at `now`, over the slot's snapshot."""
+        """A toolbox for the account's cycle at `now`, over the slot's snapshot (`trusted`: as
+        the runner makes one for a rule baseline)."""
         symbols = list(self.universe.symbols)
         if self.universe.benchmark is not None:
             symbols.append(self.universe.benchmark)
@@ -123,6 +125,7 @@ class Arena:
             cycle_id=self.claim(now) if cycle_id is None else cycle_id,
             now=now,
             fundamentals=fundamentals,
+            trusted=trusted,
         )
 
     def context(self, agent: Agent, tools: Toolbox) -> DecisionContext:

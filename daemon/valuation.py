@@ -52,9 +52,12 @@ async def last_close_quotes(
 async def last_closes(
     gateway: PointInTimeGateway, symbols: Iterable[str], at: datetime
 ) -> dict[str, Decimal]:
-    """The close of each symbol's last bar ended by `at` (see `last_close_quotes`)."""
-    found = await last_close_quotes(gateway, symbols, at)
-    return {symbol: quote.price for symbol, quote in found.items()}
+    """The close of each symbol's last bar ended by `at` (the prices of `last_close_quotes`, read
+    without a quote built: `PointInTimeGateway.latest_close_prices`)."""
+    wanted = tuple(symbols)
+    if not wanted:
+        return {}
+    return await gateway.latest_close_prices(wanted, at)
 
 
 def check_marks(
@@ -166,7 +169,8 @@ async def write_close_snapshots(
     market = gateway.market
     for account_id in pending:
         try:
-            await charge_borrow_fees(ledger, gateway, account_id, close_at, shorting)
+            if shorting is not None:  # else there is nothing to charge
+                await charge_borrow_fees(ledger, gateway, account_id, close_at, shorting)
             check_marks(account_id, held[account_id], closes, close_at)
             snapshot = ledger.write_nav_snapshot(account_id, close_at, SnapshotKind.CLOSE, closes)
         except Exception as exc:

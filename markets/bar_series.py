@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, getcontext
 from typing import Final, Protocol, overload, runtime_checkable
@@ -44,14 +44,17 @@ def bar_quote(symbol: str, price: Decimal, at: datetime) -> Quote:
     close, which its bar file or its `Bar` refused unless positive) at one of its bar's instants
     (UTC): built without checking them again, as a replay builds one per symbol and slot."""
     quote = _new(Quote)
-    _set(quote, "symbol", symbol)
-    _set(quote, "price", price)
-    _set(quote, "at", at)
+    _SET_SYMBOL(quote, symbol)
+    _SET_PRICE(quote, price)
+    _SET_AT(quote, at)
     return quote
 
 
 _new: Final = object.__new__
-_set: Final = object.__setattr__
+# The slots' own setters: `object.__setattr__` would look each name up on the class first.
+_SET_SYMBOL: Final = Quote.symbol.__set__  # type: ignore[attr-defined]
+_SET_PRICE: Final = Quote.price.__set__  # type: ignore[attr-defined]
+_SET_AT: Final = Quote.at.__set__  # type: ignore[attr-defined]
 
 
 def mean_of_last(closes: Sequence[Decimal], n: int) -> Decimal:
@@ -76,6 +79,7 @@ class BarSeries:
         "closes",
         "ends",
         "opens",
+        "own_instants",
         "shown",
         "starts",
     )
@@ -94,8 +98,12 @@ class BarSeries:
         self.closes = prices.closes
         self._make_bars = make_bars
         self._bars = bars
+        #: Whether `start_at` and `end_at` give the instants of `Bar`s given at construction
+        #: (in-memory bars, whose UTC tzinfo may be another object than `datetime.UTC`); else
+        #: they are the instants the µs stand for.
+        self.own_instants = bars is not None
         self._blocks: dict[int, tuple[Bar, ...]] = {}
-        self._sums: tuple[list[Decimal], int] | None = None
+        self._sums: tuple[list[Decimal], int, int] | None = None
 
     @classmethod
     def of_bars(cls, bars: tuple[Bar, ...], shown_us: Sequence[int] | None = None) -> BarSeries:
@@ -187,21 +195,40 @@ class BarSeries:
         them was rounded and both sums are the same number (then divided alike); otherwise the
         closes are added up in order, as the windowed computation does.
         """
-        sums, finest = self._sums or self._running_sums()
+        sums, finest, _ = self._sums or self._running_sums()
         total = _EXACT.subtract(sums[hi], sums[lo])
         if total.adjusted() - finest + 1 > getcontext().prec:
             return mean_of_last(self.closes[lo:hi], hi - lo)
         return total / (hi - lo)
 
-    def _running_sums(self) -> tuple[list[Decimal], int]:
-        """The sums of the first 0, 1, ..., n closes, exact, and the finest exponent of a close
-        (0 at the coarsest)."""
+    def mean_closes(self, hi: int, windows: Iterable[int], found: int) -> dict[int, Decimal]:
+        """`{n: mean_close(hi - n, hi)}` for each `n` of `windows` with `n <= found`
+        (`found <= hi`): a moving average's means at one instant, the context's precision asked
+        once. When even the sum of every close fits it at the finest exponent, so does each
+        window's (closes are positive, so a window's sum is never larger), and no window is
+        checked again."""
+        sums, _, digits = self._sums or self._running_sums()
+        means: dict[int, Decimal] = {}
+        if digits > getcontext().prec:
+            for n in windows:
+                if n <= found:
+                    means[n] = self.mean_close(hi - n, hi)
+            return means
+        top = sums[hi]
+        for n in windows:  # a loop, not a comprehension: two windows, read at every slot
+            if n <= found:
+                means[n] = _EXACT.subtract(top, sums[hi - n]) / n
+        return means
+
+    def _running_sums(self) -> tuple[list[Decimal], int, int]:
+        """The sums of the first 0, 1, ..., n closes, exact; the finest exponent of a close
+        (0 at the coarsest); and the digits the sum of every close takes at that exponent."""
         if self._sums is None:
             closes = list(self.closes[0 : len(self.closes)])
             sums = list(itertools.accumulate(closes, _EXACT.add, initial=Decimal(0)))
             # The windowed sum starts from Decimal(0), whose exponent is 0.
             finest = min([0, *(_exponent(close) for close in closes)])
-            self._sums = (sums, finest)
+            self._sums = (sums, finest, sums[-1].adjusted() - finest + 1)
         return self._sums
 
 

@@ -17,7 +17,7 @@ import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, localcontext
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, overload
@@ -184,14 +184,17 @@ class DecimalColumn(Sequence[Decimal]):
     `COLUMN_BLOCK` at a time, of which the `COLUMN_BLOCKS_KEPT` made last are kept: a quote reads
     one price of a symbol's thousands, and making them all costs more than the whole quote, while
     a replay reads its way along them (keeping every block it passed grew a year-long replay's
-    memory by the size of its files)."""
+    memory by the size of its files). The values are made from their unscaled integers when each
+    fits an int64 (`_decimals`)."""
 
-    __slots__ = ("_blocks", "_column", "_len")
+    __slots__ = ("_blocks", "_column", "_len", "_unit", "_unscaled")
 
     def __init__(self, column: Any) -> None:
         self._column = column.combine_chunks()
         self._len = len(self._column)
         self._blocks: dict[int, list[Decimal]] = {}
+        # The values as integers times `_unit`, when they all fit an int64 (None: pyarrow's way).
+        self._unscaled, self._unit = _unscaled(self._column)
 
     def __len__(self) -> int:
         return self._len
@@ -206,7 +209,7 @@ class DecimalColumn(Sequence[Decimal]):
         except (KeyError, TypeError, IndexError):
             pass
         if isinstance(index, slice):
-            return list(self._column[index].to_pylist())
+            return self._values(index)
         if index < 0:
             index += self._len
         if not 0 <= index < self._len:
@@ -215,10 +218,40 @@ class DecimalColumn(Sequence[Decimal]):
         block = self._blocks.get(number)
         if block is None:
             lo = number * COLUMN_BLOCK
-            block = self._blocks[number] = self._column[lo : lo + COLUMN_BLOCK].to_pylist()
+            block = self._blocks[number] = self._values(slice(lo, lo + COLUMN_BLOCK))
             if len(self._blocks) > COLUMN_BLOCKS_KEPT:  # the block made first goes
                 del self._blocks[next(iter(self._blocks))]
         return block[offset]
+
+    def _values(self, rows: slice) -> list[Decimal]:
+        if self._unscaled is None:
+            return list(self._column[rows].to_pylist())
+        return _scaled(self._unscaled[rows], self._unit)
+
+
+def _unscaled(values: Any) -> tuple[npt.NDArray[np.int64] | None, Decimal]:
+    """A decimal128 array's unscaled integers and the unit they count (`1E-scale`), when it has
+    no null, its scale is not negative and every value fits an int64; else None (and 1)."""
+    kind = values.type
+    if not pa.types.is_decimal128(kind) or kind.scale < 0 or values.null_count:
+        return None, Decimal(1)
+    low, high = _words(values)
+    if not np.array_equal(high, low >> 63):
+        return None, Decimal(1)
+    return low, Decimal(f"1E-{kind.scale}")
+
+
+def _scaled(unscaled: npt.NDArray[np.int64], unit: Decimal) -> list[Decimal]:
+    """`n * unit` for each `n` of `unscaled`: the `Decimal`s pyarrow's `to_pylist` makes of a
+    decimal128 array's values, the same digits and exponent (the unit's, so trailing zeros are kept
+    to the column's scale), made about thirty times as fast as pyarrow does (through text). The
+    products are exact (an int64 has at most 19 digits; the context traps `Inexact` regardless)."""
+    with localcontext(_EXACT):
+        return list(map(unit.__rmul__, unscaled.tolist()))
+
+
+#: A context in which a product of an int64 and a power of ten is never rounded.
+_EXACT: Final = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[Inexact])
 
 
 def _to_us(value: datetime) -> int:

@@ -23,7 +23,9 @@ data yet, so that an error says nothing about the future either.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Final
+from typing import Final, TypeAlias
 
 from openbell.markets.bar_series import (
     BarSeries,
@@ -56,14 +58,21 @@ _FLOOR: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _DAY_US: Final = 86_400_000_000
 _END_AT: Final = attrgetter("end_at")
+_AT: Final = attrgetter("at")
 _SYMBOL: Final = attrgetter("symbol")
 
 
 def _check_seen(what: str, stamps: Iterable[datetime], as_of: datetime) -> None:
-    # The latest stamp, found at C speed: a 200-bar result is checked on every read.
-    latest = max(stamps, default=None)
-    if latest is not None and latest > as_of:
+    # The latest stamp, found at C speed: a 200-bar result is checked on every read. (`max` of
+    # `_NO_STAMP` and the stamps, not `max(stamps, default=None)`: parsing a keyword argument
+    # costs `max` more than a slot's five quotes do.)
+    latest = max(itertools.chain(_NO_STAMP, stamps))
+    if latest > as_of:
         raise ValueError(f"look-ahead: a {what} stamped {latest} in a result as of {as_of}")
+
+
+#: An instant before any stamp (a result holding none is checked against it, and passes).
+_NO_STAMP: Final = (datetime.min.replace(tzinfo=UTC),)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +138,7 @@ class QuotesResult:
     def __post_init__(self) -> None:
         check_utc("as_of", self.as_of)
         object.__setattr__(self, "quotes", MappingProxyType(dict(self.quotes)))
-        _check_seen("quote", (quote.at for quote in self.quotes.values()), self.as_of)
+        _check_seen("quote", map(_AT, self.quotes.values()), self.as_of)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,7 +177,7 @@ class MarketSnapshot:
         object.__setattr__(self, "with_bars", frozenset(self.with_bars))
         object.__setattr__(self, "quotes", MappingProxyType(dict(self.quotes)))
         object.__setattr__(self, "previous_closes", MappingProxyType(dict(self.previous_closes)))
-        _check_seen("quote", (quote.at for quote in self.quotes.values()), self.at)
+        _check_seen("quote", map(_AT, self.quotes.values()), self.at)
 
 
 class PointInTimeGateway:
@@ -198,6 +207,9 @@ class PointInTimeGateway:
         # What the source can do beyond the port, asked once (a protocol check is slow).
         self._prepared = _KeptSeries(source) if isinstance(source, PreparedBars) else None
         self._history = source if isinstance(source, FirstBars) else None
+        # When the symbols asked for together first had a bar, from a source that knows (its
+        # history does not change), by the symbols.
+        self._offered: dict[tuple[str, ...], _FirstEnds] = {}
         # The earliest bar end seen per symbol, for a source that cannot say when its data starts.
         self._first_seen: dict[str, datetime] = {}
         # `_window_days` by (interval, lookback), worked out once.
@@ -322,10 +334,22 @@ class PointInTimeGateway:
             self._check_interval(interval)
             days = self._window_days(interval, lookback)
             now_us = (now - _FLOOR) // _MICROSECOND  # the same instant for every symbol
-            for symbol in wanted:
-                averages, ended_at = _prepared_means(
-                    self._prepared, symbol, interval, windows, lookback, days, now_us
-                )
+            start_us = max(now_us - days * _DAY_US, 0)
+            for symbol, series in self._prepared.series_of(wanted, interval):
+                averages: dict[int, Decimal] = {}
+                ended_at = None
+                if series is not None:  # `_prepared_last`'s window, found without building it
+                    # `series.span(start_us, now_us)`, inlined
+                    lo = bisect.bisect_left(series.starts, start_us)
+                    hi = bisect.bisect_right(series.shown, now_us)
+                    if hi < lo:
+                        hi = lo
+                    if hi - lo < lookback:
+                        lo, hi = _widened(series, lo, hi, lookback, days, now_us)
+                    found = hi - lo if hi - lo < lookback else lookback
+                    if found > 0:
+                        averages = series.mean_closes(hi, windows, found)
+                        ended_at = series.end_at(hi - 1)
                 out[symbol] = _averages_result(symbol, interval, now, averages, ended_at)
             return out
         for symbol in wanted:
@@ -364,43 +388,57 @@ class PointInTimeGateway:
             )
             if close is not None and ended_at is not None:
                 out[symbol] = Quote(symbol=symbol, price=close, at=ended_at)
-        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        _check_seen("bar end", map(_AT, out.values()), now)
         return out
 
     async def latest_closes(self, symbols: Sequence[str], now: datetime) -> dict[str, Quote]:
         """The close of each symbol's last bar ended by `now` over every interval the source
         serves, as a quote stamped with that bar's end (the latest end wins; a tie goes to the
         finer interval): what `last_closes` gives per interval, merged. A prepared source's
-        series answer it in one pass per symbol, without a quote built per interval. Symbols
+        series answer it in one pass per interval, without a quote built per interval. Symbols
         without such a bar are absent; the others come in the order asked."""
         check_utc("now", now)
         wanted = tuple(dict.fromkeys(check_symbols(symbols)))
-        intervals = self._source.intervals  # finest first
         if self._prepared is None:
             merged: dict[str, Quote] = {}
-            for interval in intervals:
+            for interval in self._source.intervals:  # finest first
                 for symbol, quote in (await self.last_closes(wanted, interval, now)).items():
                     if symbol not in merged or quote.at > merged[symbol].at:
                         merged[symbol] = quote
             return {symbol: merged[symbol] for symbol in wanted if symbol in merged}
-        now_us = (now - _FLOOR) // _MICROSECOND
-        start_us = max(now_us - MAX_GAP_DAYS * _DAY_US, 0)
+        latest = _latest_ended(self._prepared, self._source.intervals, wanted, now)
         out: dict[str, Quote] = {}
         for symbol in wanted:
-            best: tuple[int, BarSeries, int] | None = None
-            for interval in intervals:
-                series = self._prepared.prepared_series(symbol, interval)
-                index = None if series is None else series.last_ended(start_us, now_us)
-                if (
-                    series is not None
-                    and index is not None
-                    and (best is None or series.ends[index] > best[0])
-                ):
-                    best = (series.ends[index], series, index)
-            if best is not None:
-                _, series, index = best
+            found = latest.get(symbol)
+            if found is not None:
+                _, series, index = found
                 out[symbol] = bar_quote(symbol, series.closes[index], series.end_at(index))
-        _check_seen("bar end", (quote.at for quote in out.values()), now)
+        _check_seen("bar end", map(_AT, out.values()), now)
+        return out
+
+    async def latest_close_prices(
+        self, symbols: Sequence[str], now: datetime
+    ) -> dict[str, Decimal]:
+        """The prices of `latest_closes(symbols, now)`, by symbol (a session close's marks): from
+        a prepared source's series without a quote built, their bars' ends checked for look-ahead
+        as the quotes' stamps are."""
+        if self._prepared is None:
+            quotes = await self.latest_closes(symbols, now)
+            return {symbol: quote.price for symbol, quote in quotes.items()}
+        check_utc("now", now)
+        wanted = tuple(dict.fromkeys(check_symbols(symbols)))
+        latest = _latest_ended(self._prepared, self._source.intervals, wanted, now)
+        out: dict[str, Decimal] = {}
+        last_end_us: int | None = None
+        for symbol in wanted:
+            found = latest.get(symbol)
+            if found is not None:
+                end_us, series, index = found
+                out[symbol] = series.closes[index]
+                if last_end_us is None or end_us > last_end_us:
+                    last_end_us = end_us
+        if last_end_us is not None:
+            _check_seen("bar end", (_FLOOR + last_end_us * _MICROSECOND,), now)
         return out
 
     async def daily_closes(self, symbol: str, n: int, now: datetime) -> ClosesResult:
@@ -426,12 +464,14 @@ class PointInTimeGateway:
         (checked UTC), before they are made a `QuotesResult`."""
         found = await self._source.quote(wanted, now)
         quotes: dict[str, Quote] = {}
+        missing: list[str] = []
         for symbol in wanted:
             quote = found.get(symbol)
             if quote is not None and quote.symbol == symbol and quote.at <= now:
                 quotes[symbol] = quote
-        missing = tuple(symbol for symbol in wanted if symbol not in quotes)
-        return quotes, missing
+            else:
+                missing.append(symbol)
+        return quotes, tuple(missing)
 
     async def news(
         self,
@@ -468,12 +508,13 @@ class PointInTimeGateway:
         if knows_history:  # the previous closes only: which symbols had bars comes from history
             if interval == "1d" and self._prepared is not None:
                 self._check_interval(interval)
-                previous = {
-                    symbol: series.closes[index]
-                    for symbol, (series, index) in _prepared_ended(
-                        self._prepared, wanted, interval, MAX_GAP_DAYS, now
-                    )
-                }
+                now_us = (now - _FLOOR) // _MICROSECOND
+                start_us = max(now_us - MAX_GAP_DAYS * _DAY_US, 0)
+                for symbol, series in self._prepared.series_of(wanted, interval):
+                    if series is not None:  # `_prepared_ended`'s `last_ended`, inlined
+                        ended = bisect.bisect_right(series.shown, now_us)
+                        if ended and series.starts[ended - 1] >= start_us:
+                            previous[symbol] = series.closes[ended - 1]
             elif interval == "1d":
                 closes = await self.last_closes(wanted, interval, now)
                 previous = {symbol: quote.price for symbol, quote in closes.items()}
@@ -486,13 +527,8 @@ class PointInTimeGateway:
                     for symbol, bars in recent.items()
                     if (close := _last_close(bars)) is not None
                 }
-        return MarketSnapshot(
-            market=self._source.market,
-            at=now,
-            quotes=quotes,
-            missing=missing,
-            previous_closes=previous,
-            with_bars=self._with_bars(wanted, recent, now),
+        return _snapshot_of(
+            self._source.market, now, quotes, missing, previous, self._with_bars(wanted, recent, now)
         )
 
     def _with_bars(
@@ -500,8 +536,14 @@ class PointInTimeGateway:
     ) -> frozenset[str]:
         """Which of `symbols` had a bar ended by `now` (`recent`: bars ended by `now`)."""
         if self._history is not None:
-            firsts = self._history.first_bar_ends(symbols)
-            return frozenset(symbol for symbol, end in firsts.items() if end <= now)
+            offered = self._offered.get(symbols)
+            if offered is None:
+                if len(self._offered) >= _GROUPS_KEPT:
+                    self._offered.clear()
+                offered = self._offered[symbols] = _FirstEnds(
+                    self._history.first_bar_ends(symbols)
+                )
+            return offered.ended_by(now)
         for symbol, bars in recent.items():
             if bars:
                 seen = self._first_seen.get(symbol)
@@ -552,15 +594,46 @@ class GatewayView:
         return await self.gateway.news(symbols, lookback, self.now, limit=limit)
 
 
+class _FirstEnds:
+    """When each of some symbols first had a bar ended (`FirstBars.first_bar_ends`), sorted, and
+    the sets of them that had one by an instant, each made when first asked for: which had one by
+    `now` is the first `bisect_right(ends, now)` of them."""
+
+    __slots__ = ("_ends", "_sets", "_symbols")
+
+    def __init__(self, firsts: Mapping[str, datetime]) -> None:
+        ordered = sorted(firsts.items(), key=lambda pair: pair[1])
+        self._ends = [end for _, end in ordered]
+        self._symbols = [symbol for symbol, _ in ordered]
+        self._sets: dict[int, frozenset[str]] = {}
+
+    def ended_by(self, now: datetime) -> frozenset[str]:
+        """The symbols whose first bar had ended by `now`."""
+        count = bisect.bisect_right(self._ends, now)
+        found = self._sets.get(count)
+        if found is None:
+            found = self._sets[count] = frozenset(self._symbols[:count])
+        return found
+
+
+#: A symbol and its series of one interval (None: it has none).
+_Found: TypeAlias = tuple[str, BarSeries | None]
+#: How many groups of symbols `_KeptSeries.series_of` keeps before it starts again.
+_GROUPS_KEPT: Final = 256
+
+
 class _KeptSeries:
     """A prepared source whose series are each asked for once: a replay source loads a series on
-    its first query and keeps it, so the same one is found again here without the lookups."""
+    its first query and keeps it, so the same one is found again here without the lookups; so are
+    the series of the symbols a read asks for together (a slot's snapshot and moving averages ask
+    for the same symbols at every slot)."""
 
-    __slots__ = ("_series", "_source")
+    __slots__ = ("_groups", "_series", "_source")
 
     def __init__(self, source: PreparedBars) -> None:
         self._source = source
         self._series: dict[tuple[str, str], BarSeries | None] = {}
+        self._groups: dict[tuple[str, tuple[str, ...]], tuple[_Found, ...]] = {}
 
     def ended_windows(
         self, symbols: Sequence[str], interval: str, start_at: datetime, end_by: datetime
@@ -574,6 +647,40 @@ class _KeptSeries:
         except KeyError:
             found = self._series[key] = self._source.prepared_series(symbol, interval)
             return found
+
+    def series_of(self, symbols: tuple[str, ...], interval: str) -> tuple[_Found, ...]:
+        """Each of `symbols` with its `interval` series (None: it has none), in order."""
+        key = (interval, symbols)
+        found = self._groups.get(key)
+        if found is None:
+            if len(self._groups) >= _GROUPS_KEPT:  # held symbols vary: keep the memory bounded
+                self._groups.clear()
+            found = self._groups[key] = tuple(
+                (symbol, self.prepared_series(symbol, interval)) for symbol in symbols
+            )
+        return found
+
+
+def _snapshot_of(
+    market: str,
+    at: datetime,
+    quotes: dict[str, Quote],
+    missing: tuple[str, ...],
+    previous_closes: dict[str, Decimal],
+    with_bars: frozenset[str],
+) -> MarketSnapshot:
+    """`MarketSnapshot(...)` of `snapshot`'s own reads at `at` (checked UTC), built as its
+    `__post_init__` would leave it, without copying the dicts only it holds: the quotes are
+    checked for look-ahead all the same (one snapshot per slot)."""
+    found = _new(MarketSnapshot)
+    _SET_MARKET(found, market)
+    _SET_AT(found, at)
+    _SET_QUOTES(found, MappingProxyType(quotes))
+    _SET_MISSING(found, missing)
+    _SET_PREVIOUS_CLOSES(found, MappingProxyType(previous_closes))
+    _SET_WITH_BARS(found, with_bars)
+    _check_seen("quote", map(_AT, quotes.values()), at)
+    return found
 
 
 def _prepared_last(
@@ -593,30 +700,15 @@ def _prepared_last(
     return found.last(lookback)
 
 
-def _prepared_means(
-    prepared: PreparedBars,
-    symbol: str,
-    interval: str,
-    windows: Sequence[int],
-    lookback: int,
-    days: int,
-    now_us: int,
-) -> tuple[dict[int, Decimal], datetime | None]:
-    """The means and last bar end `moving_averages` gives over `_prepared_last`'s window of
-    `lookback` (`max(windows)`) bars at `now_us` (µs since the epoch), from the series' indices:
-    the same bisections, no window object."""
-    series = prepared.prepared_series(symbol, interval)
-    if series is None:
-        return {}, None
-    lo, hi = series.span(max(now_us - days * _DAY_US, 0), now_us)
+def _widened(
+    series: BarSeries, lo: int, hi: int, lookback: int, days: int, now_us: int
+) -> tuple[int, int]:
+    """The span `lo, hi` of `series` over `days` at `now_us`, read again over the wider window
+    `_wider` asks for when it holds fewer than `lookback` bars."""
     wider = _wider(days, hi - lo, lookback)
-    if wider is not None:
-        lo, hi = series.span(max(now_us - wider * _DAY_US, 0), now_us)
-    lo = max(lo, hi - lookback)
-    if hi <= lo:
-        return {}, None
-    found = hi - lo
-    return {n: series.mean_close(hi - n, hi) for n in windows if n <= found}, series.end_at(hi - 1)
+    if wider is None:
+        return lo, hi
+    return series.span(max(now_us - wider * _DAY_US, 0), now_us)
 
 
 def _averages_result(
@@ -626,47 +718,77 @@ def _averages_result(
     averages: dict[int, Decimal],
     ended_at: datetime | None,
 ) -> AveragesResult:
-    """`AveragesResult(...)` of `_prepared_means`' answer at `now` (checked UTC), built without
+    """`AveragesResult(...)` of `moving_averages_of`'s prepared means at `now` (checked UTC), built without
     checking again what its bisections ensure: the last bar averaged ended by `now`, and a fresh
     dict of averages only with a bar (a replay reads one per symbol and slot)."""
     found = _new(AveragesResult)
-    _set(found, "symbol", symbol)
-    _set(found, "interval", interval)
-    _set(found, "as_of", now)
-    _set(found, "averages", MappingProxyType(averages))
-    _set(found, "ended_at", ended_at)
+    _SET_SYMBOL(found, symbol)
+    _SET_INTERVAL(found, interval)
+    _SET_AS_OF(found, now)
+    _SET_AVERAGES(found, MappingProxyType(averages))
+    _SET_ENDED_AT(found, ended_at)
     return found
 
 
 _new: Final = object.__new__
-_set: Final = object.__setattr__
+# The slots' own setters: `object.__setattr__` would look each name up on the class first.
+_SET_SYMBOL: Final = AveragesResult.symbol.__set__  # type: ignore[attr-defined]
+_SET_INTERVAL: Final = AveragesResult.interval.__set__  # type: ignore[attr-defined]
+_SET_AS_OF: Final = AveragesResult.as_of.__set__  # type: ignore[attr-defined]
+_SET_AVERAGES: Final = AveragesResult.averages.__set__  # type: ignore[attr-defined]
+_SET_ENDED_AT: Final = AveragesResult.ended_at.__set__  # type: ignore[attr-defined]
+_SET_MARKET: Final = MarketSnapshot.market.__set__  # type: ignore[attr-defined]
+_SET_AT: Final = MarketSnapshot.at.__set__  # type: ignore[attr-defined]
+_SET_QUOTES: Final = MarketSnapshot.quotes.__set__  # type: ignore[attr-defined]
+_SET_MISSING: Final = MarketSnapshot.missing.__set__  # type: ignore[attr-defined]
+_SET_PREVIOUS_CLOSES: Final = MarketSnapshot.previous_closes.__set__  # type: ignore[attr-defined]
+_SET_WITH_BARS: Final = MarketSnapshot.with_bars.__set__  # type: ignore[attr-defined]
 
 
 def _prepared_closes(
-    prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
+    prepared: _KeptSeries, symbols: tuple[str, ...], interval: str, days: int, now: datetime
 ) -> dict[str, Quote]:
     """`last_closes` from a prepared source's series (see `_prepared_ended`)."""
     out = {
         symbol: bar_quote(symbol, series.closes[index], series.end_at(index))
-        for symbol, (series, index) in _prepared_ended(prepared, symbols, interval, days, now)
+        for symbol, series, index in _prepared_ended(
+            prepared.series_of(symbols, interval), days, now
+        )
     }
-    _check_seen("bar end", (quote.at for quote in out.values()), now)
+    _check_seen("bar end", map(_AT, out.values()), now)
     return out
 
 
+def _latest_ended(
+    prepared: _KeptSeries, intervals: Iterable[str], wanted: tuple[str, ...], now: datetime
+) -> dict[str, tuple[int, BarSeries, int]]:
+    """For each of `wanted` with a bar ended by `now` (started within `MAX_GAP_DAYS`) in a
+    prepared series of any of `intervals` (finest first): the end (µs) of the latest such bar,
+    its series and index (a tie goes to the finer interval)."""
+    best: dict[str, tuple[int, BarSeries, int]] = {}
+    for interval in intervals:
+        found = prepared.series_of(wanted, interval)
+        for symbol, series, index in _prepared_ended(found, MAX_GAP_DAYS, now):
+            end_us = series.ends[index]
+            held = best.get(symbol)
+            if held is None or end_us > held[0]:
+                best[symbol] = (end_us, series, index)
+    return best
+
+
 def _prepared_ended(
-    prepared: PreparedBars, symbols: Sequence[str], interval: str, days: int, now: datetime
-) -> Iterator[tuple[str, tuple[BarSeries, int]]]:
-    """For each of `symbols` with one, its series and the index of the last bar of the window
-    `_ended_bars` would give (bars started in the `days` before `now` and ended by `now`), found
-    with one bisection."""
+    found: Iterable[_Found], days: int, now: datetime
+) -> Iterator[tuple[str, BarSeries, int]]:
+    """For each symbol of `found` with a series, the series and the index of the last bar of the
+    window `_ended_bars` would give (bars started in the `days` before `now` and ended by `now`),
+    found with one bisection."""
     now_us = (now - _FLOOR) // _MICROSECOND
     start_us = max(now_us - days * _DAY_US, 0)
-    for symbol in symbols:
-        series = prepared.prepared_series(symbol, interval)
-        index = None if series is None else series.last_ended(start_us, now_us)
-        if series is not None and index is not None:
-            yield symbol, (series, index)
+    for symbol, series in found:
+        if series is not None:
+            index = series.last_ended(start_us, now_us)
+            if index is not None:
+                yield symbol, series, index
 
 
 def _wider(days: int, found: int, lookback: int) -> int | None:

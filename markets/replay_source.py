@@ -340,10 +340,30 @@ class ReplaySource(SourceIdentity):
         out: dict[str, Quote] = {}
         if type(self).quote_at is ReplaySource.quote_at:  # answered here: `at` converted once
             now_us = micros(at)
+            opened_at = _EPOCH + now_us * _MICROSECOND  # a bar file's bars' start at `now_us`
+            kept = self._by_symbol
             for symbol in check_symbols(symbols):
-                found = self._quote_at(symbol, now_us)
-                if found is not None:
-                    out[symbol] = found
+                found = kept.get(symbol) or self._series_of(symbol)
+                if len(found) != 1:
+                    quote = self._quote_at(symbol, now_us, opened_at=opened_at)
+                    if quote is not None:
+                        out[symbol] = quote
+                    continue
+                # `_quote_at` of a symbol with bars of one interval, inlined (a replay asks for
+                # every symbol at every slot): the open of its bar starting at `now_us`, else the
+                # close of its last bar shown by then.
+                series = found[0]
+                starts = series.starts
+                if not starts or now_us < starts[0]:  # nothing of it by then
+                    continue
+                index = bisect.bisect_left(starts, now_us)
+                if index < len(starts) and starts[index] == now_us:
+                    start_at = series.start_at(index) if series.own_instants else opened_at
+                    out[symbol] = bar_quote(symbol, series.opens[index], start_at)
+                    continue
+                ended = bisect.bisect_right(series.shown, now_us) - 1
+                if ended >= 0:
+                    out[symbol] = bar_quote(symbol, series.closes[ended], series.end_at(ended))
             return out
         for symbol in check_symbols(symbols):
             found = self.quote_at(symbol, at)
@@ -365,15 +385,30 @@ class ReplaySource(SourceIdentity):
         stamped with its end; else None."""
         return self._quote_at(symbol, micros(at))
 
-    def _quote_at(self, symbol: str, now_us: int, *, opening: bool = True) -> Quote | None:
-        """`quote_at`; without the open of a bar starting at `now_us` unless `opening`."""
+    def _quote_at(
+        self,
+        symbol: str,
+        now_us: int,
+        *,
+        opening: bool = True,
+        opened_at: datetime | None = None,
+    ) -> Quote | None:
+        """`quote_at`; without the open of a bar starting at `now_us` unless `opening`.
+        `opened_at` is `now_us` as the instant a bar file's bar starting then carries (made once
+        for many symbols; in-memory bars carry their own)."""
         latest: tuple[int, BarSeries, int] | None = None
         for series in self._series_of(symbol):
-            if not series.starts or now_us < series.starts[0]:  # nothing of it by then
+            starts = series.starts
+            if not starts or now_us < starts[0]:  # nothing of it by then
                 continue
-            index = bisect.bisect_left(series.starts, now_us)
-            if opening and index < len(series.starts) and series.starts[index] == now_us:
-                return bar_quote(symbol, series.opens[index], series.start_at(index))
+            index = bisect.bisect_left(starts, now_us)
+            if opening and index < len(starts) and starts[index] == now_us:
+                start_at = (
+                    series.start_at(index)
+                    if opened_at is None or series.own_instants
+                    else opened_at
+                )
+                return bar_quote(symbol, series.opens[index], start_at)
             ended = bisect.bisect_right(series.shown, now_us) - 1
             if ended >= 0 and (latest is None or series.ends[ended] > latest[0]):
                 latest = (series.ends[ended], series, ended)

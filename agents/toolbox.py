@@ -835,7 +835,7 @@ def _text_within(text: object, least: int, most: int) -> bool:
 def _decimal_within(value: object, low: Decimal, high: Decimal, *, above_low: bool = False) -> bool:
     """Whether `value` is a finite `Decimal` in [`low`, `high`] (`above_low`: (`low`, `high`]),
     which the tools' models take as it is."""
-    if not isinstance(value, Decimal) or type(value) is not Decimal or not value.is_finite():
+    if type(value) is not Decimal or not value.is_finite():
         return False
     return (value > low if above_low else value >= low) and value <= high
 

@@ -11,7 +11,7 @@ ranges and filters what comes back, so a source's mistakes cannot leak. A source
 prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ranges as windows of
 bars already known to have ended by `now`, found by bisection, its means come from running sums
 and the latest close over every interval (`latest_closes`: the session-close marks) from one pass
-per symbol; what comes out is exactly what the range-and-filter path gives (a property test checks
+per interval; what comes out is exactly what the range-and-filter path gives (a property test checks
 it). A read whose window holds none of a symbol's bars looks back `MAX_GAP_DAYS` (`_wider`), so a
 last close, a snapshot's previous close and the last bars are found over any suspension: the
 previous close A-share price limits are measured against is the last close before the slot's

@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, getcontext
-from typing import Final, Protocol, overload, runtime_checkable
+from typing import Any, Final, Protocol, overload, runtime_checkable
 
 from openbell.markets.barfile import BarPrices
 from openbell.markets.domain import Bar, Quote
@@ -50,11 +50,17 @@ def bar_quote(symbol: str, price: Decimal, at: datetime) -> Quote:
     return quote
 
 
+def slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The setter of slot `name` of the slotted class `cls`, to fill a frozen result built with
+    `object.__new__`: `object.__setattr__` would look the name up on the class at every call."""
+    setter: Callable[[Any, Any], None] = vars(cls)[name].__set__
+    return setter
+
+
 _new: Final = object.__new__
-# The slots' own setters: `object.__setattr__` would look each name up on the class first.
-_SET_SYMBOL: Final = Quote.symbol.__set__  # type: ignore[attr-defined]
-_SET_PRICE: Final = Quote.price.__set__  # type: ignore[attr-defined]
-_SET_AT: Final = Quote.at.__set__  # type: ignore[attr-defined]
+_SET_SYMBOL: Final = slot_setter(Quote, "symbol")
+_SET_PRICE: Final = slot_setter(Quote, "price")
+_SET_AT: Final = slot_setter(Quote, "at")
 
 
 def mean_of_last(closes: Sequence[Decimal], n: int) -> Decimal:

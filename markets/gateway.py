@@ -11,7 +11,7 @@ ranges and filters what comes back, so a source's mistakes cannot leak. A source
 prepared (`bar_series.PreparedBars`: the replay source) is asked for the same ranges as windows of
 bars already known to have ended by `now`, found by bisection, its means come from running sums
 and the latest close over every interval (`latest_closes`: the session-close marks) from one pass
-per symbol; what comes out is exactly what the range-and-filter path gives (a property test checks
+per interval; what comes out is exactly what the range-and-filter path gives (a property test checks
 it). A read whose window holds none of a symbol's bars looks back `MAX_GAP_DAYS` (`_wider`), so a
 last close, a snapshot's previous close and the last bars are found over any suspension: the
 previous close A-share price limits are measured against is the last close before the slot's
@@ -41,6 +41,7 @@ from openbell.markets.bar_series import (
     PreparedBars,
     bar_quote,
     mean_of_last,
+    slot_setter,
 )
 from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.errors import DataUnavailable, IntervalUnavailable
@@ -342,13 +343,12 @@ class PointInTimeGateway:
                     # `series.span(start_us, now_us)`, inlined
                     lo = bisect.bisect_left(series.starts, start_us)
                     hi = bisect.bisect_right(series.shown, now_us)
-                    if hi < lo:
-                        hi = lo
+                    hi = max(hi, lo)
                     if hi - lo < lookback:
                         lo, hi = _widened(series, lo, hi, lookback, days, now_us)
-                    found = hi - lo if hi - lo < lookback else lookback
-                    if found > 0:
-                        averages = series.mean_closes(hi, windows, found)
+                    count = min(lookback, hi - lo)
+                    if count > 0:
+                        averages = series.mean_closes(hi, windows, count)
                         ended_at = series.end_at(hi - 1)
                 out[symbol] = _averages_result(symbol, interval, now, averages, ended_at)
             return out
@@ -527,9 +527,8 @@ class PointInTimeGateway:
                     for symbol, bars in recent.items()
                     if (close := _last_close(bars)) is not None
                 }
-        return _snapshot_of(
-            self._source.market, now, quotes, missing, previous, self._with_bars(wanted, recent, now)
-        )
+        with_bars = self._with_bars(wanted, recent, now)
+        return _snapshot_of(self._source.market, now, quotes, missing, previous, with_bars)
 
     def _with_bars(
         self, symbols: tuple[str, ...], recent: Mapping[str, Sequence[Bar]], now: datetime
@@ -540,9 +539,7 @@ class PointInTimeGateway:
             if offered is None:
                 if len(self._offered) >= _GROUPS_KEPT:
                     self._offered.clear()
-                offered = self._offered[symbols] = _FirstEnds(
-                    self._history.first_bar_ends(symbols)
-                )
+                offered = self._offered[symbols] = _FirstEnds(self._history.first_bar_ends(symbols))
             return offered.ended_by(now)
         for symbol, bars in recent.items():
             if bars:
@@ -718,9 +715,10 @@ def _averages_result(
     averages: dict[int, Decimal],
     ended_at: datetime | None,
 ) -> AveragesResult:
-    """`AveragesResult(...)` of `moving_averages_of`'s prepared means at `now` (checked UTC), built without
-    checking again what its bisections ensure: the last bar averaged ended by `now`, and a fresh
-    dict of averages only with a bar (a replay reads one per symbol and slot)."""
+    """`AveragesResult(...)` of `moving_averages_of`'s prepared means at `now` (checked UTC),
+    built without checking again what its bisections ensure: the last bar averaged ended by
+    `now`, and a fresh dict of averages only with a bar (a replay reads one per symbol and
+    slot)."""
     found = _new(AveragesResult)
     _SET_SYMBOL(found, symbol)
     _SET_INTERVAL(found, interval)
@@ -731,18 +729,17 @@ def _averages_result(
 
 
 _new: Final = object.__new__
-# The slots' own setters: `object.__setattr__` would look each name up on the class first.
-_SET_SYMBOL: Final = AveragesResult.symbol.__set__  # type: ignore[attr-defined]
-_SET_INTERVAL: Final = AveragesResult.interval.__set__  # type: ignore[attr-defined]
-_SET_AS_OF: Final = AveragesResult.as_of.__set__  # type: ignore[attr-defined]
-_SET_AVERAGES: Final = AveragesResult.averages.__set__  # type: ignore[attr-defined]
-_SET_ENDED_AT: Final = AveragesResult.ended_at.__set__  # type: ignore[attr-defined]
-_SET_MARKET: Final = MarketSnapshot.market.__set__  # type: ignore[attr-defined]
-_SET_AT: Final = MarketSnapshot.at.__set__  # type: ignore[attr-defined]
-_SET_QUOTES: Final = MarketSnapshot.quotes.__set__  # type: ignore[attr-defined]
-_SET_MISSING: Final = MarketSnapshot.missing.__set__  # type: ignore[attr-defined]
-_SET_PREVIOUS_CLOSES: Final = MarketSnapshot.previous_closes.__set__  # type: ignore[attr-defined]
-_SET_WITH_BARS: Final = MarketSnapshot.with_bars.__set__  # type: ignore[attr-defined]
+_SET_SYMBOL: Final = slot_setter(AveragesResult, "symbol")
+_SET_INTERVAL: Final = slot_setter(AveragesResult, "interval")
+_SET_AS_OF: Final = slot_setter(AveragesResult, "as_of")
+_SET_AVERAGES: Final = slot_setter(AveragesResult, "averages")
+_SET_ENDED_AT: Final = slot_setter(AveragesResult, "ended_at")
+_SET_MARKET: Final = slot_setter(MarketSnapshot, "market")
+_SET_AT: Final = slot_setter(MarketSnapshot, "at")
+_SET_QUOTES: Final = slot_setter(MarketSnapshot, "quotes")
+_SET_MISSING: Final = slot_setter(MarketSnapshot, "missing")
+_SET_PREVIOUS_CLOSES: Final = slot_setter(MarketSnapshot, "previous_closes")
+_SET_WITH_BARS: Final = slot_setter(MarketSnapshot, "with_bars")
 
 
 def _prepared_closes(

@@ -343,8 +343,8 @@ class ReplaySource(SourceIdentity):
             opened_at = _EPOCH + now_us * _MICROSECOND  # a bar file's bars' start at `now_us`
             kept = self._by_symbol
             for symbol in check_symbols(symbols):
-                found = kept.get(symbol) or self._series_of(symbol)
-                if len(found) != 1:
+                of_symbol = kept.get(symbol) or self._series_of(symbol)
+                if len(of_symbol) != 1:
                     quote = self._quote_at(symbol, now_us, opened_at=opened_at)
                     if quote is not None:
                         out[symbol] = quote
@@ -352,7 +352,7 @@ class ReplaySource(SourceIdentity):
                 # `_quote_at` of a symbol with bars of one interval, inlined (a replay asks for
                 # every symbol at every slot): the open of its bar starting at `now_us`, else the
                 # close of its last bar shown by then.
-                series = found[0]
+                series = of_symbol[0]
                 starts = series.starts
                 if not starts or now_us < starts[0]:  # nothing of it by then
                     continue

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from decimal import Context, Decimal, localcontext
 from typing import TypeVar
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ from openbell.markets.bar_series import (
     PreparedBars,
     mean_of_last,
 )
-from openbell.markets.barfile import COLUMN_BLOCK, BarSet, read_bundled
+from openbell.markets.barfile import COLUMN_BLOCK, BarSet, DecimalColumn, read_bundled
 from openbell.markets.domain import Bar, utc
 from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
@@ -147,6 +148,11 @@ def test_prepared_reads_are_the_unprepared_reads(market: str, data: st.DataObjec
     latest = run(prepared.latest_closes(wanted, now))
     assert latest == run(unprepared.latest_closes(wanted, now))
     assert list(latest) == [each for each in dict.fromkeys(wanted) if each in latest]
+    # The session close's marks: the same closes as prices, on both roads.
+    prices = {each: quote.price for each, quote in latest.items()}
+    assert run(prepared.latest_close_prices(wanted, now)) == prices
+    assert list(run(prepared.latest_close_prices(wanted, now))) == list(prices)
+    assert run(unprepared.latest_close_prices(wanted, now)) == prices
     for each in dict.fromkeys(wanted):
         found = [
             quote
@@ -325,6 +331,43 @@ def test_a_bar_file_gives_a_symbols_rows_by_position() -> None:
     assert barset.rows("BTC/USDT", len(every) - 2, len(every) + 5) == every[-2:]
     assert barset.rows("BTC/USDT", 4, 4) == ()
     assert barset.rows("NOPE/USDT", 0, 3) == ()
+
+
+def _same_decimals(got: Sequence[Decimal], expected: Sequence[Decimal]) -> bool:
+    # The same digits and exponents, not only equal values: `Decimal("1.50") == Decimal("1.5")`.
+    return [value.as_tuple() for value in got] == [value.as_tuple() for value in expected]
+
+
+@pytest.mark.parametrize("name", ["crypto-1d", "us-1h", "cn-1d"])
+def test_a_decimal_column_makes_the_decimals_pyarrow_makes(name: str) -> None:
+    barset = read_bundled(name)
+    for symbol in barset.symbols[:4]:
+        prices = barset.prices(symbol)
+        for column in (prices.opens, prices.closes):
+            expected = column._column.to_pylist()
+            assert _same_decimals([column[index] for index in range(len(column))], expected)
+            assert _same_decimals(column[3:-2], expected[3:-2])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    scale=st.integers(0, 12),
+    values=st.lists(st.integers(-(10**22), 10**22), min_size=1, max_size=3 * COLUMN_BLOCK),
+    small=st.booleans(),
+)
+def test_a_decimal_column_reads_any_decimal128_as_pyarrow_does(
+    scale: int, values: list[int], small: bool
+) -> None:
+    # Unscaled integers within an int64 are made `n * 1E-scale`; a column with one past it is
+    # read through pyarrow; both give what `to_pylist` gives, block by block and by slices.
+    unscaled = [value % 2**62 - 2**61 for value in values] if small else values
+    kind = pa.decimal128(38, scale)
+    array = pa.array([Decimal(value).scaleb(-scale) for value in unscaled], type=kind)
+    column = DecimalColumn(pa.chunked_array([array[:1], array[1:]]))
+    expected = array.to_pylist()
+    assert _same_decimals([column[index] for index in range(len(column))], expected)
+    assert _same_decimals([column[-1]], expected[-1:])
+    assert _same_decimals(column[1 : len(column) : 2], expected[1::2])
 
 
 def test_a_decimal_column_reads_what_its_bars_carry_by_position() -> None:

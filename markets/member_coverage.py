@@ -191,7 +191,7 @@ def member_coverage(
             calendar,
             symbol,
             intervals,
-            tuple(day for day in sessions if universe.is_member_on(symbol, day)),
+            universe.days_member(symbol, sessions),
             start_at,
             end_at,
         )

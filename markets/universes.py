@@ -20,7 +20,7 @@ a name ending in `.toml` is a path), in the same format: what `openbell data imp
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -151,6 +151,16 @@ class Universe:
     def is_member_on(self, symbol: str, day: date) -> bool:
         """Whether `symbol` is a member on `day` (an undated member always is)."""
         return symbol in self and self._dated_member(symbol, day)
+
+    def days_member(self, symbol: str, days: Iterable[date]) -> tuple[date, ...]:
+        """Those of `days` on which `symbol` is a member, in order (all of them for an undated
+        member: its days are not looked at one by one)."""
+        if symbol not in self:
+            return ()
+        membership = self.memberships.get(symbol)
+        if membership is None:
+            return tuple(days)
+        return tuple(day for day in days if membership.contains(day))
 
     def _dated_member(self, symbol: str, day: date) -> bool:
         """Whether a member `symbol` is one on `day`: true unless its dates leave it out."""

@@ -6,7 +6,7 @@ that day that have bars by then."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -174,6 +174,17 @@ def test_parse_reads_membership_dates_and_coverage() -> None:
     assert universe.members_on(date(2025, 12, 12)) == ("600519.SH", "600104.SH")
     assert universe.members_on(date(2025, 12, 15)) == ("600519.SH", "601127.SH")
 
+
+
+def test_the_days_a_symbol_is_a_member_are_those_is_member_on_keeps() -> None:
+    universe = parse_universe(dated_data())
+    days = [date(2025, 12, 1) + timedelta(days=n) for n in range(30)]
+    for symbol in ("600519.SH", "601127.SH", "600104.SH", "000001.SZ"):  # undated, joins, leaves
+        expected = tuple(day for day in days if universe.is_member_on(symbol, day))
+        assert universe.days_member(symbol, iter(days)) == expected
+    assert universe.days_member("600519.SH", days) == tuple(days)
+    assert universe.days_member("601127.SH", days)[0] == date(2025, 12, 15)
+    assert universe.days_member("000001.SZ", days) == ()  # not a member
 
 def test_the_universe_offered_on_a_day_needs_membership_and_bars() -> None:
     universe = parse_universe(dated_data(benchmark="000016.SH"))

@@ -175,7 +175,6 @@ def test_parse_reads_membership_dates_and_coverage() -> None:
     assert universe.members_on(date(2025, 12, 15)) == ("600519.SH", "601127.SH")
 
 
-
 def test_the_days_a_symbol_is_a_member_are_those_is_member_on_keeps() -> None:
     universe = parse_universe(dated_data())
     days = [date(2025, 12, 1) + timedelta(days=n) for n in range(30)]
@@ -185,6 +184,7 @@ def test_the_days_a_symbol_is_a_member_are_those_is_member_on_keeps() -> None:
     assert universe.days_member("600519.SH", days) == tuple(days)
     assert universe.days_member("601127.SH", days)[0] == date(2025, 12, 15)
     assert universe.days_member("000001.SZ", days) == ()  # not a member
+
 
 def test_the_universe_offered_on_a_day_needs_membership_and_bars() -> None:
     universe = parse_universe(dated_data(benchmark="000016.SH"))

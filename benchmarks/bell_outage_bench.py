@@ -49,7 +49,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import MissedSlot
-from openbell.store.tables import CYCLE_TABLE
+from openbell.store.core_tables import CYCLE_TABLE
 from openbell_testkit.live import START_AT, crypto_plan, cycles, running, sleep_until
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.proxy import TcpProxy

@@ -32,8 +32,9 @@ from openbell.markets.domain import (
 )
 from openbell.markets.rules import A_SHARES_NO_SHORTING
 from openbell.store.rows import LedgerTables, row_id
+from openbell.store.core_tables import ACCOUNT_TABLE, AGENT_TABLE, FILL_TABLE
 from openbell.store.snapshots import POSITIONS
-from openbell.store.tables import ACCOUNT_TABLE, AGENT_TABLE, FILL_TABLE, AccountRow
+from openbell.store.tables import AccountRow
 
 
 def recent_buys_since(now: datetime) -> datetime:

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from sqlalchemy import Boolean, Date, Engine, Integer, Select, Table, select
 
 from openbell.store.chain import chain_heads as _chain_heads
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
     BORROW_FEE_TABLE,

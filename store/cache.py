@@ -40,7 +40,7 @@ from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.recorded import KnownBar, KnownNews, KnownReport, RecordedQuote
 from openbell.markets.sources import check_symbols
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     BAR_COVERAGE_TABLE,
     BAR_TABLE,
     FUNDAMENTALS_REPORT_TABLE,

@@ -21,7 +21,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, and_, bindparam, func, select
 
 from openbell.store.digests import CycleRecord, chain_links, cycle_records
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,

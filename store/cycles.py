@@ -34,7 +34,8 @@ from openbell.markets.domain import check_utc
 from openbell.store.chain import seal_cycles
 from openbell.store.records import CycleRecord, CycleStatus, MissedSlot
 from openbell.store.rows import LedgerTables, dialect_insert, inserted_id, row_id
-from openbell.store.tables import ACCOUNT_TABLE, CYCLE_TABLE, CycleRow
+from openbell.store.core_tables import ACCOUNT_TABLE, CYCLE_TABLE
+from openbell.store.tables import CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
 INTERRUPTED_REASON = "interrupted"

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from openbell.markets.domain import check_utc
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import DAEMON_RUN_TABLE
+from openbell.store.core_tables import DAEMON_RUN_TABLE
 
 _RUNS = DAEMON_RUN_TABLE.c
 

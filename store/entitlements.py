@@ -24,13 +24,8 @@ from openbell.markets.domain import Side, round_money
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import AppliedAction
 from openbell.store.rows import row_id
-from openbell.store.tables import (
-    CORPORATE_ACTION_TABLE,
-    FILL_TABLE,
-    AccountRow,
-    CorporateActionRow,
-    PositionRow,
-)
+from openbell.store.core_tables import CORPORATE_ACTION_TABLE, FILL_TABLE
+from openbell.store.tables import AccountRow, CorporateActionRow, PositionRow
 
 
 def stored_action(

@@ -54,11 +54,12 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.rows import get_account
+from openbell.store.core_tables import FILL_TABLE
 from openbell.store.seasons import season_at
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
 from openbell.store.strategy_judgements import StrategyJudgements
 from openbell.store.strategy_runs import StrategyRuns
-from openbell.store.tables import FILL_TABLE, CycleRow
+from openbell.store.tables import CycleRow
 from openbell.store.traces import (
     append_journal,
     append_journals,

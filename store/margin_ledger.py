@@ -40,15 +40,15 @@ from openbell.markets.rules import ShortRules
 from openbell.store.orders import check_outcome, idempotency_key, insert_order, stored_order
 from openbell.store.records import NavSnapshot, RecordedOrder, SnapshotKind
 from openbell.store.rows import LedgerTables, get_account, row_id
-from openbell.store.snapshots import stored_snapshot
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     BORROW_FEE_TABLE,
     CORPORATE_ACTION_TABLE,
     FILL_TABLE,
     MARGIN_CALL_TABLE,
     NAV_SNAPSHOT_TABLE,
-    CycleRow,
 )
+from openbell.store.snapshots import stored_snapshot
+from openbell.store.tables import CycleRow
 
 #: The prefix of the reason of every order a margin call places (and of its `margin_call` row).
 MARGIN_CALL_REASON: Final = "margin call"

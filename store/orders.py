@@ -35,15 +35,8 @@ from openbell.markets.domain import (
 from openbell.markets.errors import LedgerBreach
 from openbell.store.records import OrderStatus, RecordedOrder
 from openbell.store.rows import LedgerTables, get_account, row_id
-from openbell.store.tables import (
-    FILL_TABLE,
-    ORDER_TABLE,
-    AccountRow,
-    CycleRow,
-    FillRow,
-    OrderRow,
-    PositionRow,
-)
+from openbell.store.core_tables import FILL_TABLE, ORDER_TABLE
+from openbell.store.tables import AccountRow, CycleRow, FillRow, OrderRow, PositionRow
 
 
 def idempotency_key(cycle_id: int, seq: int) -> str:

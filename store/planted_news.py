@@ -19,7 +19,7 @@ from sqlalchemy import Engine, inspect, select
 from openbell.markets.domain import check_utc
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.rows import dialect_insert
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
     CYCLE_TABLE,

@@ -22,12 +22,14 @@ from sqlmodel import Session, col
 
 from openbell.markets.domain import Side, check_utc
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
     CYCLE_TABLE,
     NAV_SNAPSHOT_TABLE,
     TRACE_TABLE,
+)
+from openbell.store.tables import (
     AccountRow,
     BorrowFeeRow,
     CycleRow,

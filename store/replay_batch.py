@@ -45,7 +45,7 @@ from openbell.store.chain import link_rows, seal_cycles
 from openbell.store.db import TEXT_PARAMETERS, masked_statements
 from openbell.store.digests import cycle_records
 from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,

@@ -61,13 +61,8 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.replay_batch import IdBlocks, ReplayBatch, WriteBehind
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE, ORDER_TABLE
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
-from openbell.store.tables import (
-    CYCLE_TABLE,
-    FILL_TABLE,
-    NAV_SNAPSHOT_TABLE,
-    ORDER_TABLE,
-)
 from openbell.store.working_copy import AccountBook, load_books
 
 _CLAIMED: Final = CycleStatus.CLAIMED.value

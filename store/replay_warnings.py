@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 
 from openbell.markets.domain import check_utc
 from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.tables import REPLAY_WARNING_TABLE
+from openbell.store.core_tables import REPLAY_WARNING_TABLE
 
 _ROWS = REPLAY_WARNING_TABLE.c
 

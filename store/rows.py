@@ -24,7 +24,8 @@ from sqlmodel import Session
 from openbell.markets.errors import ClaimLost
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.records import CycleStatus
-from openbell.store.tables import CYCLE_TABLE, AccountRow
+from openbell.store.core_tables import CYCLE_TABLE
+from openbell.store.tables import AccountRow
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql

@@ -17,7 +17,8 @@ from sqlalchemy import Engine, func, insert, inspect, select, update
 from sqlmodel import col
 
 from openbell.markets.errors import SeasonError
-from openbell.store.tables import SEASON_TABLE, CycleRow, SeasonRow
+from openbell.store.core_tables import SEASON_TABLE
+from openbell.store.tables import CycleRow, SeasonRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

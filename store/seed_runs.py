@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, insert, inspect, select
 from sqlmodel import col
 
-from openbell.store.tables import AGENT_TABLE, SEED_RUN_TABLE, AgentRow, SeedRunRow
+from openbell.store.core_tables import AGENT_TABLE, SEED_RUN_TABLE
+from openbell.store.tables import AgentRow, SeedRunRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

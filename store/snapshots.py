@@ -22,7 +22,7 @@ from sqlalchemy import Connection, bindparam, func, select
 from openbell.markets.domain import Money, check_decimal, round_money
 from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
 from openbell.store.rows import inserted_id
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CORPORATE_ACTION_TABLE,
     FILL_TABLE,

@@ -6,8 +6,9 @@ metadata and fails on anything else). Orders, fills and applied corporate action
 `account.cash` and `position` are running balances that `openbell ledger verify` recomputes from
 the fills and the corporate actions. Enumerated
 strings are guarded by CHECK constraints. Constraint names follow `NAMING_CONVENTION`, so future
-migrations (and SQLite batch migrations) can address them. The `*_TABLE` constants at the end are
-the Core `Table`s of the rows, for the store's prebuilt Core statements.
+migrations (and SQLite batch migrations) can address them. `core_tables.py` declares the same tables
+as Core `Table`s (`*_TABLE`), for the store's Core statements; a test keeps the two identical, and
+a command that needs no row object never imports this module (`core_tables.py` says why).
 
 Every table class derives from `Row`, whose pydantic validator and serializer are built when first
 used (`defer_build`), not when the class is: SQLModel constructs a table row without pydantic's
@@ -21,21 +22,14 @@ compile and evaluate again for every column of every table (about 1% of a short 
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Final
 
 from pydantic import ConfigDict
-from sqlalchemy import CheckConstraint, Date, Index, Table, Text, UniqueConstraint, false
+from sqlalchemy import CheckConstraint, Date, Index, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
+from openbell.store.core_tables import NAMING_CONVENTION
 from openbell.store.types import ExactDecimal, UtcDateTime
 
-NAMING_CONVENTION: dict[str, str] = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
 
 _CYCLE_STATUSES = "'claimed', 'done', 'failed', 'skipped', 'interrupted', 'missed'"
@@ -606,31 +600,3 @@ class CycleDigestRow(Row, table=True):
     seq: int
     prev: str
     digest: str
-
-
-# SQLModel sets `__table__` on every table class; its stubs do not declare it.
-AGENT_TABLE: Final[Table] = AgentRow.__table__  # type: ignore[attr-defined]
-ACCOUNT_TABLE: Final[Table] = AccountRow.__table__  # type: ignore[attr-defined]
-CYCLE_TABLE: Final[Table] = CycleRow.__table__  # type: ignore[attr-defined]
-ORDER_TABLE: Final[Table] = OrderRow.__table__  # type: ignore[attr-defined]
-FILL_TABLE: Final[Table] = FillRow.__table__  # type: ignore[attr-defined]
-BORROW_FEE_TABLE: Final[Table] = BorrowFeeRow.__table__  # type: ignore[attr-defined]
-MARGIN_CALL_TABLE: Final[Table] = MarginCallRow.__table__  # type: ignore[attr-defined]
-POSITION_TABLE: Final[Table] = PositionRow.__table__  # type: ignore[attr-defined]
-CORPORATE_ACTION_TABLE: Final[Table] = CorporateActionRow.__table__  # type: ignore[attr-defined]
-NAV_SNAPSHOT_TABLE: Final[Table] = NavSnapshotRow.__table__  # type: ignore[attr-defined]
-NAV_MARK_TABLE: Final[Table] = NavMarkRow.__table__  # type: ignore[attr-defined]
-TRACE_TABLE: Final[Table] = TraceRow.__table__  # type: ignore[attr-defined]
-BAR_TABLE: Final[Table] = BarRow.__table__  # type: ignore[attr-defined]
-BAR_COVERAGE_TABLE: Final[Table] = BarCoverageRow.__table__  # type: ignore[attr-defined]
-NEWS_TABLE: Final[Table] = NewsRow.__table__  # type: ignore[attr-defined]
-DAEMON_RUN_TABLE: Final[Table] = DaemonRunRow.__table__  # type: ignore[attr-defined]
-FUNDAMENTALS_REPORT_TABLE: Final[Table] = FundamentalsReportRow.__table__  # type: ignore[attr-defined]
-QUOTE_RECORD_TABLE: Final[Table] = QuoteRecordRow.__table__  # type: ignore[attr-defined]
-REPLAY_WARNING_TABLE: Final[Table] = ReplayWarningRow.__table__  # type: ignore[attr-defined]
-PLANTED_NEWS_TABLE: Final[Table] = PlantedNewsRow.__table__  # type: ignore[attr-defined]
-AGENT_TOKEN_TABLE: Final[Table] = AgentTokenRow.__table__  # type: ignore[attr-defined]
-SEED_RUN_TABLE: Final[Table] = SeedRunRow.__table__  # type: ignore[attr-defined]
-VERIFY_CHECKPOINT_TABLE: Final[Table] = VerifyCheckpointRow.__table__  # type: ignore[attr-defined]
-SEASON_TABLE: Final[Table] = SeasonRow.__table__  # type: ignore[attr-defined]
-CYCLE_DIGEST_TABLE: Final[Table] = CycleDigestRow.__table__  # type: ignore[attr-defined]

@@ -29,7 +29,8 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.rows import check_fenced
-from openbell.store.tables import CYCLE_TABLE, TRACE_TABLE, AccountRow, AgentRow, CycleRow, TraceRow
+from openbell.store.core_tables import CYCLE_TABLE, TRACE_TABLE
+from openbell.store.tables import AccountRow, AgentRow, CycleRow, TraceRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -36,7 +36,7 @@ from openbell.markets.domain import (
 from openbell.markets.errors import LedgerBreach
 from openbell.store.accounts import recent_buys_since
 from openbell.store.records import NavMark
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     BORROW_FEE_TABLE,
     CORPORATE_ACTION_TABLE,

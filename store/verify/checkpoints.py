@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, insert, select
 
-from openbell.store.tables import VERIFY_CHECKPOINT_TABLE
+from openbell.store.core_tables import VERIFY_CHECKPOINT_TABLE
 from openbell.store.verify.account import Checkpoint, CheckpointSet
 
 #: Part of every checksum: a change of the format makes every stored checkpoint unusable.

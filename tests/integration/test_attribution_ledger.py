@@ -27,8 +27,8 @@ from openbell.store import queries
 from openbell.store.cache import SqlBarCache
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
+from openbell.store.core_tables import FUNDAMENTALS_REPORT_TABLE
 from openbell.store.snapshot_holdings import snapshot_holdings
-from openbell.store.tables import FUNDAMENTALS_REPORT_TABLE
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.replay import crypto_daily
 

@@ -34,7 +34,7 @@ from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
-from openbell.store.tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, TRACE_TABLE
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, TRACE_TABLE
 from openbell.store.verify import verify_ledger
 
 pytestmark = pytest.mark.postgres

@@ -29,7 +29,7 @@ from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind, TraceEntry
 from openbell.store.redact import Redactor
 from openbell.store.replay_ledger import ReplayLedger
-from openbell.store.tables import (
+from openbell.store.core_tables import (
     CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,
     FILL_TABLE,

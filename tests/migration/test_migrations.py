@@ -1,4 +1,5 @@
-"""Migrations == models: a migrated database has exactly the schema of the SQLModel tables, and
+"""Migrations == models: a migrated database has exactly the schema of the SQLModel tables (and of
+the Core tables, `store/core_tables.py`), and
 the migrations run down to base and up again, on real SQLite and Postgres."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlmodel import SQLModel
 
 import openbell.store.tables  # noqa: F401  (registers the tables)
 from openbell.markets.errors import SchemaError
+from openbell.store.core_tables import METADATA
 from openbell.store.db import check_schema, make_engine, recorded_revision, shipped_head
 from openbell.store.migrate import (
     alembic_config,
@@ -44,6 +46,10 @@ def migrated_url(db_url: str) -> str:
 
 def test_upgraded_schema_matches_the_models(migrated_url: str) -> None:
     assert _differences(migrated_url, SQLModel.metadata) == []
+
+
+def test_upgraded_schema_matches_the_core_tables(migrated_url: str) -> None:
+    assert _differences(migrated_url, METADATA) == []
 
 
 def test_the_comparison_sees_a_changed_column_type(migrated_url: str) -> None:

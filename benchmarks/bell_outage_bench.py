@@ -45,11 +45,11 @@ from structlog.testing import capture_logs
 from openbell.daemon.clock import ScaledClock
 from openbell.daemon.holes import HoleSweep, MissedCause, WatchedMarket
 from openbell.markets.slots import slots_between
+from openbell.store.core_tables import CYCLE_TABLE
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import MissedSlot
-from openbell.store.core_tables import CYCLE_TABLE
 from openbell_testkit.live import START_AT, crypto_plan, cycles, running, sleep_until
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.proxy import TcpProxy

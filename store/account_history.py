@@ -15,12 +15,11 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import Connection, Engine, case, func, select
-from sqlmodel import col
 
 from openbell.markets.domain import check_utc
+from openbell.store.core_tables import ACCOUNT_TABLE, CYCLE_TABLE, FILL_TABLE, ORDER_TABLE
 from openbell.store.cycle_trades import CycleOrder, fills_by_order, order_with_fills
 from openbell.store.records import CycleStatus, CycleUsage, OrderStatus
-from openbell.store.tables import AccountRow, CycleRow, FillRow, OrderRow
 from openbell.store.traces import usage_of
 
 
@@ -77,10 +76,10 @@ def orders_page(
     engine: Engine, account_id: int, *, limit: int, before_id: int | None = None
 ) -> list[AccountOrder]:
     """The account's `limit` newest orders with an id below `before_id`, with their fills."""
-    query = select(OrderRow).where(col(OrderRow.account_id) == account_id)
+    query = select(ORDER_TABLE).where(ORDER_TABLE.c.account_id == account_id)
     if before_id is not None:
-        query = query.where(col(OrderRow.id) < before_id)
-    query = query.order_by(col(OrderRow.id).desc()).limit(limit)
+        query = query.where(ORDER_TABLE.c.id < before_id)
+    query = query.order_by(ORDER_TABLE.c.id.desc()).limit(limit)
     with engine.connect() as connection:
         orders = connection.execute(query).all()
         fills = fills_by_order(connection, [order.id for order in orders])
@@ -94,13 +93,13 @@ def fills_page(
 ) -> list[AccountFill]:
     """The account's `limit` newest fills with an id below `before_id`."""
     query = (
-        select(FillRow, col(OrderRow.cycle_id), col(OrderRow.reason), col(OrderRow.confidence))
-        .join(OrderRow, col(OrderRow.id) == FillRow.order_id)
-        .where(col(FillRow.account_id) == account_id)
+        select(FILL_TABLE, ORDER_TABLE.c.cycle_id, ORDER_TABLE.c.reason, ORDER_TABLE.c.confidence)
+        .join(ORDER_TABLE, ORDER_TABLE.c.id == FILL_TABLE.c.order_id)
+        .where(FILL_TABLE.c.account_id == account_id)
     )
     if before_id is not None:
-        query = query.where(col(FillRow.id) < before_id)
-    query = query.order_by(col(FillRow.id).desc()).limit(limit)
+        query = query.where(FILL_TABLE.c.id < before_id)
+    query = query.order_by(FILL_TABLE.c.id.desc()).limit(limit)
     with engine.connect() as connection:
         rows = connection.execute(query).all()
     return [
@@ -128,11 +127,11 @@ def cycles_page(
     engine: Engine, account_id: int, *, limit: int, before_at: datetime | None = None
 ) -> list[AccountCycle]:
     """The account's `limit` latest cycles with a slot before `before_at`, with their counts."""
-    query = select(CycleRow).where(col(CycleRow.account_id) == account_id)
+    query = select(CYCLE_TABLE).where(CYCLE_TABLE.c.account_id == account_id)
     if before_at is not None:
         check_utc("before_at", before_at)
-        query = query.where(col(CycleRow.slot_at) < before_at)
-    query = query.order_by(col(CycleRow.slot_at).desc()).limit(limit)
+        query = query.where(CYCLE_TABLE.c.slot_at < before_at)
+    query = query.order_by(CYCLE_TABLE.c.slot_at.desc()).limit(limit)
     with engine.connect() as connection:
         cycles = connection.execute(query).all()
         ids = [cycle.id for cycle in cycles]
@@ -158,18 +157,18 @@ def cycles_page(
 
 def _order_counts(connection: Connection, cycle_ids: list[int]) -> dict[int, tuple[int, int, int]]:
     """(orders, rejections, fills) of each of `cycle_ids` that placed an order."""
-    rejected = case((col(OrderRow.status) == OrderStatus.REJECTED.value, 1), else_=0)
+    rejected = case((ORDER_TABLE.c.status == OrderStatus.REJECTED.value, 1), else_=0)
     orders = connection.execute(
-        select(col(OrderRow.cycle_id), func.count(), func.sum(rejected))
-        .where(col(OrderRow.cycle_id).in_(cycle_ids))
-        .group_by(col(OrderRow.cycle_id))
+        select(ORDER_TABLE.c.cycle_id, func.count(), func.sum(rejected))
+        .where(ORDER_TABLE.c.cycle_id.in_(cycle_ids))
+        .group_by(ORDER_TABLE.c.cycle_id)
     ).all()
     fills = dict(
         connection.execute(
-            select(col(OrderRow.cycle_id), func.count())
-            .join(FillRow, col(FillRow.order_id) == OrderRow.id)
-            .where(col(OrderRow.cycle_id).in_(cycle_ids))
-            .group_by(col(OrderRow.cycle_id))
+            select(ORDER_TABLE.c.cycle_id, func.count())
+            .join(FILL_TABLE, FILL_TABLE.c.order_id == ORDER_TABLE.c.id)
+            .where(ORDER_TABLE.c.cycle_id.in_(cycle_ids))
+            .group_by(ORDER_TABLE.c.cycle_id)
         ).all()
     )
     return {
@@ -181,12 +180,12 @@ def _order_counts(connection: Connection, cycle_ids: list[int]) -> dict[int, tup
 def last_slots(engine: Engine) -> dict[str, datetime]:
     """The latest cycle slot of each market that has one (an index seek per account)."""
     latest = (
-        select(func.max(col(CycleRow.slot_at)))
-        .where(col(CycleRow.account_id) == AccountRow.id)
+        select(func.max(CYCLE_TABLE.c.slot_at))
+        .where(CYCLE_TABLE.c.account_id == ACCOUNT_TABLE.c.id)
         .scalar_subquery()
     )
     with engine.connect() as connection:
-        rows = connection.execute(select(col(AccountRow.market), latest)).all()
+        rows = connection.execute(select(ACCOUNT_TABLE.c.market, latest)).all()
     out: dict[str, datetime] = {}
     for market, at in rows:
         if at is not None and (market not in out or at > out[market]):

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
-from typing import Final
+from typing import Final, TypeVar
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import Column, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
 
 from openbell.markets.domain import (
     AccountState,
@@ -31,10 +30,11 @@ from openbell.markets.domain import (
     check_utc,
 )
 from openbell.markets.rules import A_SHARES_NO_SHORTING
-from openbell.store.rows import LedgerTables, row_id
 from openbell.store.core_tables import ACCOUNT_TABLE, AGENT_TABLE, FILL_TABLE
+from openbell.store.rows import LedgerTables, row_id
 from openbell.store.snapshots import POSITIONS
-from openbell.store.tables import AccountRow
+
+_T = TypeVar("_T")
 
 
 def recent_buys_since(now: datetime) -> datetime:
@@ -63,11 +63,9 @@ class Accounts(LedgerTables):
         if found is not None:
             return found
         try:
-            with self._write() as session:
+            with self._writing() as connection:
                 added = insert(AGENT_TABLE).values(name=name, kind=kind, created_at=now)
-                return row_id(
-                    session.connection().execute(added.returning(AGENT_TABLE.c.id)).scalar_one()
-                )
+                return row_id(connection.execute(added.returning(AGENT_TABLE.c.id)).scalar_one())
         except IntegrityError:
             found = self._agentrow_id(name)
             if found is None:
@@ -75,9 +73,9 @@ class Accounts(LedgerTables):
             return found
 
     def _agentrow_id(self, name: str) -> int | None:
-        with self._read() as session:
+        with self._reading() as connection:
             query = select(AGENT_TABLE.c.id).where(AGENT_TABLE.c.name == name)
-            return session.connection().execute(query).scalar()
+            return connection.execute(query).scalar()
 
     def open_account(
         self,
@@ -106,7 +104,7 @@ class Accounts(LedgerTables):
             self._set_allow_short(found, allow_short)
             return found
         try:
-            with self._write() as session:
+            with self._writing() as connection:
                 added = insert(ACCOUNT_TABLE).values(
                     agent_id=agent_id,
                     market=market,
@@ -117,9 +115,7 @@ class Accounts(LedgerTables):
                     created_at=now,
                     allow_short=allow_short,
                 )
-                return row_id(
-                    session.connection().execute(added.returning(ACCOUNT_TABLE.c.id)).scalar_one()
-                )
+                return row_id(connection.execute(added.returning(ACCOUNT_TABLE.c.id)).scalar_one())
         except IntegrityError:
             found = self._accountrow_id(agent_id, market)
             if found is None:
@@ -130,8 +126,7 @@ class Accounts(LedgerTables):
     def _set_allow_short(self, account_id: int, allow_short: bool) -> None:
         """Record the config's `allow_short` on an existing account. An account that has shorted
         keeps it (`ValueError`): `ledger verify` holds every short to its account's permission."""
-        with self._write() as session:
-            connection = session.connection()
+        with self._writing() as connection:
             current = connection.execute(_ALLOW_SHORT, {"account": account_id}).scalar()
             if current is None or current == allow_short:
                 return
@@ -150,19 +145,15 @@ class Accounts(LedgerTables):
             )
 
     def _accountrow_id(self, agent_id: int, market: str) -> int | None:
-        with self._read() as session:
+        with self._reading() as connection:
             query = select(ACCOUNT_TABLE.c.id).where(
                 ACCOUNT_TABLE.c.agent_id == agent_id, ACCOUNT_TABLE.c.market == market
             )
-            return session.connection().execute(query).scalar()
+            return connection.execute(query).scalar()
 
     def account_opened_at(self, account_id: int) -> datetime:
         """When the account was opened."""
-        with self._read() as session:
-            row = session.get(AccountRow, account_id)
-        if row is None:
-            raise ValueError(f"no account {account_id}")
-        return row.created_at
+        return self._account_column(account_id, ACCOUNT_TABLE.c.created_at)
 
     def account_of(self, agent_name: str, market: str) -> int | None:
         """The id of agent `agent_name`'s account in `market`, or None when it has none."""
@@ -171,19 +162,11 @@ class Accounts(LedgerTables):
 
     def allows_short(self, account_id: int) -> bool:
         """Whether the account may short."""
-        with self._read() as session:
-            row = session.get(AccountRow, account_id)
-        if row is None:
-            raise ValueError(f"no account {account_id}")
-        return row.allow_short
+        return self._account_column(account_id, ACCOUNT_TABLE.c.allow_short)
 
     def initial_cash(self, account_id: int) -> Decimal:
         """The cash the account was opened with."""
-        with self._read() as session:
-            row = session.get(AccountRow, account_id)
-        if row is None:
-            raise ValueError(f"no account {account_id}")
-        return row.initial_cash
+        return self._account_column(account_id, ACCOUNT_TABLE.c.initial_cash)
 
     def account_state(self, account_id: int, now: datetime) -> AccountState:
         """Cash (the stored balance) and open positions with buys since `recent_buys_since`.
@@ -227,23 +210,33 @@ class Accounts(LedgerTables):
             rows = connection.execute(POSITIONS, {"account": account_id}).all()
         return {row.symbol: row.quantity for row in rows if row.quantity != 0}
 
+    def _account_column(self, account_id: int, column: Column[_T]) -> _T:
+        """One column of the account's row; `ValueError` when there is no such account."""
+        with self._reading() as connection:
+            found = connection.execute(select(column).where(ACCOUNT_TABLE.c.id == account_id))
+            row = found.first()
+        if row is None:
+            raise ValueError(f"no account {account_id}")
+        return row[0]
+
     def set_paused(self, account_id: int, paused: bool) -> None:
         """Pause (no more cycles) or resume the account."""
-        with self._write() as session:
-            row = session.get(AccountRow, account_id, with_for_update=True)
-            if row is None:
+        with self._writing() as connection:
+            changed = connection.execute(
+                update(ACCOUNT_TABLE).where(ACCOUNT_TABLE.c.id == account_id).values(paused=paused)
+            )
+            if changed.rowcount != 1:
                 raise ValueError(f"no account {account_id}")
-            row.paused = paused
 
     def paused(self, account_ids: Collection[int]) -> set[int]:
         """Which of `account_ids` are paused."""
         if not account_ids:
             return set()
-        query = select(AccountRow.id).where(
-            col(AccountRow.id).in_(sorted(account_ids)), col(AccountRow.paused).is_(True)
+        query = select(ACCOUNT_TABLE.c.id).where(
+            ACCOUNT_TABLE.c.id.in_(sorted(account_ids)), ACCOUNT_TABLE.c.paused.is_(True)
         )
-        with self._read() as session:
-            return {row_id(found) for found in session.exec(query).all()}
+        with self._reading() as connection:
+            return {row_id(found) for found in connection.execute(query).scalars()}
 
 
 _ACCOUNT: Final = select(

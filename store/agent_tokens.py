@@ -18,12 +18,12 @@ import secrets
 from datetime import datetime
 from typing import Final
 
-from sqlmodel import Session, col, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from openbell.markets.domain import check_utc
 from openbell.markets.errors import NoSuchAgent
+from openbell.store.core_tables import AGENT_TABLE, AGENT_TOKEN_TABLE
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import AgentRow, AgentTokenRow
 
 #: What every agent token starts with (the redactor masks tokens by it).
 AGENT_TOKEN_PREFIX: Final = "obt_"  # noqa: S105  (a prefix, not a secret)
@@ -47,11 +47,13 @@ class AgentTokens(LedgerTables):
         """
         check_utc("now", now)
         token = AGENT_TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
-        with self._write() as session:
-            agent_id = _locked_agent(session, agent_name)
-            _revoke(session, agent_id, now)
-            session.add(
-                AgentTokenRow(agent_id=agent_id, token_hash=token_hash(token), issued_at=now)
+        with self._writing() as connection:
+            agent_id = _locked_agent(connection, agent_name)
+            _revoke(connection, agent_id, now)
+            connection.execute(
+                insert(AGENT_TOKEN_TABLE).values(
+                    agent_id=agent_id, token_hash=token_hash(token), issued_at=now
+                )
             )
         return token
 
@@ -61,12 +63,14 @@ class AgentTokens(LedgerTables):
             return None
         digest = token_hash(token)
         query = (
-            select(AgentTokenRow.token_hash, AgentRow.name)
-            .join(AgentRow, col(AgentRow.id) == col(AgentTokenRow.agent_id))
-            .where(AgentTokenRow.token_hash == digest, col(AgentTokenRow.revoked_at).is_(None))
+            select(AGENT_TOKEN_TABLE.c.token_hash, AGENT_TABLE.c.name)
+            .join(AGENT_TABLE, AGENT_TABLE.c.id == AGENT_TOKEN_TABLE.c.agent_id)
+            .where(
+                AGENT_TOKEN_TABLE.c.token_hash == digest, AGENT_TOKEN_TABLE.c.revoked_at.is_(None)
+            )
         )
-        with self._read() as session:
-            found = session.exec(query).first()
+        with self._reading() as connection:
+            found = connection.execute(query).first()
         # The lookup is by digest (nothing an attacker can steer); the final comparison is
         # constant-time all the same.
         if found is None or not hmac.compare_digest(found[0], digest):
@@ -79,24 +83,24 @@ class AgentTokens(LedgerTables):
         Raises `NoSuchAgent` when the ledger has no such agent.
         """
         check_utc("now", now)
-        with self._write() as session:
-            return _revoke(session, _locked_agent(session, agent_name), now)
+        with self._writing() as connection:
+            return _revoke(connection, _locked_agent(connection, agent_name), now)
 
 
-def _locked_agent(session: Session, name: str) -> int:
+def _locked_agent(connection: Connection, name: str) -> int:
     """The id of the agent called `name`, its row locked (writers of its tokens take turns)."""
-    query = select(AgentRow.id).where(AgentRow.name == name).with_for_update()
-    found = session.exec(query).first()
+    query = select(AGENT_TABLE.c.id).where(AGENT_TABLE.c.name == name).with_for_update()
+    found = connection.execute(query).scalar()
     if found is None:
         raise NoSuchAgent(f"no agent {name!r} in the ledger")
     return row_id(found)
 
 
-def _revoke(session: Session, agent_id: int, now: datetime) -> bool:
+def _revoke(connection: Connection, agent_id: int, now: datetime) -> bool:
     """Stamp the agent's current token revoked at `now`; whether there was one."""
-    result = session.exec(
-        update(AgentTokenRow)
-        .where(col(AgentTokenRow.agent_id) == agent_id, col(AgentTokenRow.revoked_at).is_(None))
+    result = connection.execute(
+        update(AGENT_TOKEN_TABLE)
+        .where(AGENT_TOKEN_TABLE.c.agent_id == agent_id, AGENT_TOKEN_TABLE.c.revoked_at.is_(None))
         .values(revoked_at=now)
     )
     return bool(result.rowcount)

@@ -21,12 +21,16 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import ColumnElement, Engine, func, or_, select
-from sqlmodel import col
 
 from openbell.markets.domain import Side, check_utc
+from openbell.store.core_tables import (
+    CYCLE_TABLE,
+    FILL_TABLE,
+    ORDER_TABLE,
+    STRATEGY_RUN_TABLE,
+    TRACE_TABLE,
+)
 from openbell.store.records import CycleStatus
-from openbell.store.strategy_runs import StrategyRunRow
-from openbell.store.tables import CycleRow, FillRow, OrderRow, TraceRow
 
 #: The content of the `finish` row an LLM agent's loop writes when the model never called it.
 AUTO_FINISH_CONTENT = "called by openbell"
@@ -68,10 +72,10 @@ def _in_window(start: datetime | None, end: datetime | None) -> list[ColumnEleme
     clauses: list[ColumnElement[bool]] = []
     if start is not None:
         check_utc("start", start)
-        clauses.append(col(CycleRow.slot_at) >= start)
+        clauses.append(CYCLE_TABLE.c.slot_at >= start)
     if end is not None:
         check_utc("end", end)
-        clauses.append(col(CycleRow.slot_at) < end)
+        clauses.append(CYCLE_TABLE.c.slot_at < end)
     return clauses
 
 
@@ -89,29 +93,29 @@ def cycle_trades_of(
     caller that kept the openings of an earlier read and asks for the later cycles only)."""
     cycles_query = (
         select(
-            col(CycleRow.account_id),
-            col(CycleRow.id),
-            col(CycleRow.slot_at),
-            col(CycleRow.status),
+            CYCLE_TABLE.c.account_id,
+            CYCLE_TABLE.c.id,
+            CYCLE_TABLE.c.slot_at,
+            CYCLE_TABLE.c.status,
         )
-        .where(col(CycleRow.account_id).in_(account_ids), *_in_window(start, end))
-        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
+        .where(CYCLE_TABLE.c.account_id.in_(account_ids), *_in_window(start, end))
+        .order_by(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at)
     )
     upto = _in_window(None if with_opening else start, end)
     fills_query = (
         select(
-            col(FillRow.account_id),
-            col(OrderRow.cycle_id),
-            col(CycleRow.slot_at),
-            col(FillRow.symbol),
-            col(FillRow.side),
-            col(FillRow.quantity),
-            col(FillRow.notional),
+            FILL_TABLE.c.account_id,
+            ORDER_TABLE.c.cycle_id,
+            CYCLE_TABLE.c.slot_at,
+            FILL_TABLE.c.symbol,
+            FILL_TABLE.c.side,
+            FILL_TABLE.c.quantity,
+            FILL_TABLE.c.notional,
         )
-        .join(OrderRow, col(OrderRow.id) == FillRow.order_id)
-        .join(CycleRow, col(CycleRow.id) == OrderRow.cycle_id)
-        .where(col(FillRow.account_id).in_(account_ids), *upto)
-        .order_by(col(FillRow.id))
+        .join(ORDER_TABLE, ORDER_TABLE.c.id == FILL_TABLE.c.order_id)
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == ORDER_TABLE.c.cycle_id)
+        .where(FILL_TABLE.c.account_id.in_(account_ids), *upto)
+        .order_by(FILL_TABLE.c.id)
     )
     with engine.connect() as connection:
         cycle_rows = connection.execute(cycles_query).all()
@@ -162,37 +166,37 @@ def protocol_facts_of(
     """Each account's cycles in the window with how they ended (see the module docstring)."""
     window = _in_window(start, end)
     cycles_query = (
-        select(col(CycleRow.account_id), col(CycleRow.id), col(CycleRow.status))
-        .where(col(CycleRow.account_id).in_(account_ids), *window)
-        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
+        select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.id, CYCLE_TABLE.c.status)
+        .where(CYCLE_TABLE.c.account_id.in_(account_ids), *window)
+        .order_by(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at)
     )
     counts_query = (
-        select(col(TraceRow.cycle_id), func.count())
-        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
-        .where(col(CycleRow.account_id).in_(account_ids), *window)
-        .group_by(col(TraceRow.cycle_id))
+        select(TRACE_TABLE.c.cycle_id, func.count())
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == TRACE_TABLE.c.cycle_id)
+        .where(CYCLE_TABLE.c.account_id.in_(account_ids), *window)
+        .group_by(TRACE_TABLE.c.cycle_id)
     )
     endings_query = (
         select(
-            col(TraceRow.cycle_id), col(TraceRow.role), col(TraceRow.tool), col(TraceRow.content)
+            TRACE_TABLE.c.cycle_id, TRACE_TABLE.c.role, TRACE_TABLE.c.tool, TRACE_TABLE.c.content
         )
-        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == TRACE_TABLE.c.cycle_id)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
+            CYCLE_TABLE.c.account_id.in_(account_ids),
             *window,
             or_(
-                col(TraceRow.role) == "stop",
-                col(TraceRow.tool).in_(
+                TRACE_TABLE.c.role == "stop",
+                TRACE_TABLE.c.tool.in_(
                     ["finish"] if report_tool is None else ["finish", report_tool]
                 ),
             ),
         )
-        .order_by(col(TraceRow.cycle_id), col(TraceRow.seq))
+        .order_by(TRACE_TABLE.c.cycle_id, TRACE_TABLE.c.seq)
     )
     runs_query = (
-        select(col(StrategyRunRow.cycle_id), col(StrategyRunRow.outcome))
-        .join(CycleRow, col(CycleRow.id) == StrategyRunRow.cycle_id)
-        .where(col(CycleRow.account_id).in_(account_ids), *window)
+        select(STRATEGY_RUN_TABLE.c.cycle_id, STRATEGY_RUN_TABLE.c.outcome)
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == STRATEGY_RUN_TABLE.c.cycle_id)
+        .where(CYCLE_TABLE.c.account_id.in_(account_ids), *window)
     )
     with engine.connect() as connection:
         cycle_rows = connection.execute(cycles_query).all()
@@ -251,9 +255,9 @@ def cycle_census(
     """The census of the accounts' cycles with `start <= slot_at < before` (one query)."""
     query = select(
         func.count(),
-        func.coalesce(func.max(CycleRow.id), 0),
-        func.coalesce(func.sum(CycleRow.id), 0),
-    ).where(col(CycleRow.account_id).in_(account_ids), *_in_window(start, before))
+        func.coalesce(func.max(CYCLE_TABLE.c.id), 0),
+        func.coalesce(func.sum(CYCLE_TABLE.c.id), 0),
+    ).where(CYCLE_TABLE.c.account_id.in_(account_ids), *_in_window(start, before))
     with engine.connect() as connection:
         count, max_id, id_sum = connection.execute(query).one()
     return CycleCensus(count=int(count or 0), max_id=int(max_id or 0), id_sum=int(id_sum or 0))

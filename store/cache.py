@@ -39,7 +39,6 @@ from openbell.markets.domain import Bar, NewsItem, Quote, check_utc
 from openbell.markets.fundamentals import FundamentalsReport
 from openbell.markets.recorded import KnownBar, KnownNews, KnownReport, RecordedQuote
 from openbell.markets.sources import check_symbols
-from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.core_tables import (
     BAR_COVERAGE_TABLE,
     BAR_TABLE,
@@ -47,6 +46,7 @@ from openbell.store.core_tables import (
     NEWS_TABLE,
     QUOTE_RECORD_TABLE,
 )
+from openbell.store.db import SQLITE_IMMEDIATE
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql

@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, and_, bindparam, func, select
 
-from openbell.store.digests import CycleRecord, chain_links, cycle_records
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CYCLE_DIGEST_TABLE,
@@ -32,6 +31,7 @@ from openbell.store.core_tables import (
     ORDER_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.digests import CycleRecord, chain_links, cycle_records
 
 #: Cycles read per statement (a few parameters each, far below either database's limit).
 _CHUNK: Final = 500

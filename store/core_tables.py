@@ -2,14 +2,14 @@
 statements, without the ORM.
 
 `tables.py` declares the same tables as SQLModel classes, for the store's ORM reads and writes.
-Building those classes costs every command that imports them about a quarter of a second (SQLModel,
-pydantic's models of 31 tables and SQLAlchemy's ORM with its mappers), and a replay or the
-leaderboard reads and writes through Core only; so they import these, and the ORM classes are loaded
-where a row object is first needed (`openbell.store.lazy`). Both declare the same schema:
-`tests/unit/test_core_tables.py` compiles every table, index and constraint of the two in SQLite's and
-Postgres' dialects and fails on any difference, and the migrations are its record. Table and
-constraint names are a contract (`NAMING_CONVENTION`); money and quantities are `ExactDecimal`,
-instants `UtcDateTime`.
+Importing those classes costs a command about a quarter of a second (SQLModel, pydantic's models of
+31 tables, SQLAlchemy's ORM and declarative mapping), and a replay and the leaderboard read and
+write through Core only: they import these tables, and the store imports the ORM (a session, a row
+class) inside the functions that need a row object. Both modules declare one schema:
+`tests/unit/test_core_tables.py` compiles every table, index and constraint of the two in SQLite's
+and Postgres' dialects and fails on any difference, and `tests/migration/test_migrations.py`
+compares a migrated ledger with each. Table and constraint names are a contract
+(`NAMING_CONVENTION`); money and quantities are `ExactDecimal`, instants `UtcDateTime`.
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, select
-from sqlmodel import col
 
+from openbell.store.core_tables import FILL_TABLE, ORDER_TABLE
 from openbell.store.rows import row_id
-from openbell.store.tables import FillRow, OrderRow
 
 Ord = TypeVar("Ord", bound="CycleOrder")
 
@@ -58,7 +57,9 @@ class CycleOrder:
 
 def orders_of_cycle(engine: Engine, cycle_id: int) -> list[CycleOrder]:
     """Every order of cycle `cycle_id`, in `seq` order, with its fills."""
-    query = select(OrderRow).where(col(OrderRow.cycle_id) == cycle_id).order_by(col(OrderRow.seq))
+    query = (
+        select(ORDER_TABLE).where(ORDER_TABLE.c.cycle_id == cycle_id).order_by(ORDER_TABLE.c.seq)
+    )
     with engine.connect() as connection:
         orders = connection.execute(query).all()
         fills = fills_by_order(connection, [row_id(order.id) for order in orders])
@@ -70,7 +71,7 @@ def fills_by_order(
 ) -> dict[int, tuple[TradeFill, ...]]:
     """The fills of the orders `order_ids`, by order, each order's in id order (one query)."""
     rows = connection.execute(
-        select(FillRow).where(col(FillRow.order_id).in_(order_ids)).order_by(col(FillRow.id))
+        select(FILL_TABLE).where(FILL_TABLE.c.order_id.in_(order_ids)).order_by(FILL_TABLE.c.id)
     ).all()
     found: dict[int, list[TradeFill]] = {}
     for fill in rows:

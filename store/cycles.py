@@ -28,14 +28,12 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Row, bindparam, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col
 
 from openbell.markets.domain import check_utc
 from openbell.store.chain import seal_cycles
+from openbell.store.core_tables import ACCOUNT_TABLE, CYCLE_TABLE
 from openbell.store.records import CycleRecord, CycleStatus, MissedSlot
 from openbell.store.rows import LedgerTables, dialect_insert, inserted_id, row_id
-from openbell.store.core_tables import ACCOUNT_TABLE, CYCLE_TABLE
-from openbell.store.tables import CycleRow
 
 #: The reason stored on a cycle that a stopping or recovering daemon could not complete.
 INTERRUPTED_REASON = "interrupted"
@@ -132,9 +130,9 @@ class Cycles(LedgerTables):
 
     def cycle_account_id(self, cycle_id: int) -> int:
         """The account cycle `cycle_id` belongs to; `ValueError` when there is no such cycle."""
-        query = select(col(CycleRow.account_id)).where(col(CycleRow.id) == cycle_id)
-        with self._read() as session:
-            account_id: int | None = session.execute(query).scalar_one_or_none()
+        query = select(CYCLE_TABLE.c.account_id).where(CYCLE_TABLE.c.id == cycle_id)
+        with self._reading() as connection:
+            account_id: int | None = connection.execute(query).scalar_one_or_none()
         if account_id is None:
             raise ValueError(f"no cycle {cycle_id}")
         return account_id
@@ -199,16 +197,16 @@ class Cycles(LedgerTables):
         so that the ordinary claim takes their cycles over.
         """
         check_utc("now", now)
-        with self._write() as session:
-            ended = session.execute(
-                update(CycleRow)
+        with self._writing() as connection:
+            ended = connection.execute(
+                update(CYCLE_TABLE)
                 .where(
-                    col(CycleRow.status) == _CLAIMED,
-                    col(CycleRow.claimed_by) != except_holder,
-                    col(CycleRow.lease_until) >= now,
+                    CYCLE_TABLE.c.status == _CLAIMED,
+                    CYCLE_TABLE.c.claimed_by != except_holder,
+                    CYCLE_TABLE.c.lease_until >= now,
                 )
                 .values(lease_until=now - timedelta(microseconds=1))
-                .returning(col(CycleRow.id))
+                .returning(CYCLE_TABLE.c.id)
             ).all()
         return len(ended)
 
@@ -217,14 +215,14 @@ class Cycles(LedgerTables):
     ) -> list[CycleRecord]:
         """Cycles still `claimed`: with a lease ended before `expired_at`, and/or held by
         `held_by`; oldest slot first."""
-        query = select(CycleRow).where(col(CycleRow.status) == _CLAIMED)
+        query = select(CYCLE_TABLE).where(CYCLE_TABLE.c.status == _CLAIMED)
         if expired_at is not None:
             check_utc("expired_at", expired_at)
-            query = query.where(col(CycleRow.lease_until) < expired_at)
+            query = query.where(CYCLE_TABLE.c.lease_until < expired_at)
         if held_by is not None:
-            query = query.where(col(CycleRow.claimed_by) == held_by)
-        with self._read() as session:
-            rows = session.scalars(query.order_by(col(CycleRow.slot_at), col(CycleRow.id))).all()
+            query = query.where(CYCLE_TABLE.c.claimed_by == held_by)
+        with self._reading() as connection:
+            rows = connection.execute(query.order_by(CYCLE_TABLE.c.slot_at, CYCLE_TABLE.c.id)).all()
         return [_cycle_record(row) for row in rows]
 
     def record_missed(
@@ -352,24 +350,24 @@ class Cycles(LedgerTables):
         check_utc("now", now)
         if expired_at is None and held_by is None:
             raise ValueError("interrupt_cycle needs expired_at or held_by")
-        query = update(CycleRow).where(
-            col(CycleRow.id) == cycle_id, col(CycleRow.status) == _CLAIMED
+        query = update(CYCLE_TABLE).where(
+            CYCLE_TABLE.c.id == cycle_id, CYCLE_TABLE.c.status == _CLAIMED
         )
         if expired_at is not None:
             check_utc("expired_at", expired_at)
-            query = query.where(col(CycleRow.lease_until) < expired_at)
+            query = query.where(CYCLE_TABLE.c.lease_until < expired_at)
         if held_by is not None:
-            query = query.where(col(CycleRow.claimed_by) == held_by)
-        with self._write() as session:
-            done = session.execute(
+            query = query.where(CYCLE_TABLE.c.claimed_by == held_by)
+        with self._writing() as connection:
+            done = connection.execute(
                 query.values(
                     status=CycleStatus.INTERRUPTED.value,
                     finished_at=now,
                     reason=INTERRUPTED_REASON,
-                ).returning(col(CycleRow.id))
+                ).returning(CYCLE_TABLE.c.id)
             ).scalar_one_or_none()
             if done is not None:
-                seal_cycles(session.connection(), [done])
+                seal_cycles(connection, [done])
         if done is not None:
             self._unfence([cycle_id])
         return done is not None
@@ -434,17 +432,19 @@ class Cycles(LedgerTables):
 
     def last_slot(self, account_id: int, *, before: datetime | None = None) -> datetime | None:
         """The latest slot (before `before`, when given) of the account with a cycle row."""
-        query = select(func.max(CycleRow.slot_at)).where(col(CycleRow.account_id) == account_id)
+        query = select(func.max(CYCLE_TABLE.c.slot_at)).where(
+            CYCLE_TABLE.c.account_id == account_id
+        )
         if before is not None:
             check_utc("before", before)
-            query = query.where(col(CycleRow.slot_at) < before)
-        with self._read() as session:
-            found: datetime | None = session.execute(query).scalar_one()
+            query = query.where(CYCLE_TABLE.c.slot_at < before)
+        with self._reading() as connection:
+            found: datetime | None = connection.execute(query).scalar_one()
         return found
 
 
-def _cycle_record(row: CycleRow | Row[Any]) -> CycleRecord:
-    """The `CycleRecord` of a `cycle` row (an ORM row or a Core one)."""
+def _cycle_record(row: Row[Any]) -> CycleRecord:
+    """The `CycleRecord` of a `cycle` row."""
     return CycleRecord(
         cycle_id=row_id(row.id),
         account_id=row.account_id,

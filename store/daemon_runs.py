@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import IntegrityError
 
 from openbell.markets.domain import check_utc
-from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.core_tables import DAEMON_RUN_TABLE
+from openbell.store.db import SQLITE_IMMEDIATE
 
 _RUNS = DAEMON_RUN_TABLE.c
 

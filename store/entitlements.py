@@ -14,18 +14,21 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Connection, bindparam, func, select
-from sqlmodel import Session
 
 from openbell.markets.corporate_actions import ActionKind, CorporateAction, action_effect
 from openbell.markets.domain import Side, round_money
 from openbell.markets.errors import LedgerBreach
+from openbell.store.core_tables import CORPORATE_ACTION_TABLE, FILL_TABLE
 from openbell.store.records import AppliedAction
 from openbell.store.rows import row_id
-from openbell.store.core_tables import CORPORATE_ACTION_TABLE, FILL_TABLE
-from openbell.store.tables import AccountRow, CorporateActionRow, PositionRow
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from openbell.store.tables import AccountRow
 
 
 def stored_action(
@@ -85,6 +88,8 @@ def insert_action(
     step: Decimal,
 ) -> AppliedAction:
     """Apply `action` to `held` shares: move the cash and the position, and write the entry."""
+    from openbell.store.tables import CorporateActionRow, PositionRow  # the ORM, where used
+
     account_id = row_id(account.id)
     if action.currency != account.currency:
         raise ValueError(

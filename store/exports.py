@@ -15,9 +15,15 @@ from decimal import Decimal
 from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Engine, Select, and_, select
-from sqlmodel import col
 
-from openbell.store.tables import AccountRow, AgentRow, CycleRow, FillRow, NavSnapshotRow, OrderRow
+from openbell.store.core_tables import (
+    ACCOUNT_TABLE,
+    AGENT_TABLE,
+    CYCLE_TABLE,
+    FILL_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
+)
 from openbell.store.types import ExactDecimal
 
 #: A cell of an exported row: exact decimals and aware datetimes are kept as such.
@@ -90,63 +96,63 @@ EXPORTS: Final[dict[str, ExportTable]] = {
 
 _EXPORT_SOURCES: Final[dict[str, tuple[Any, tuple[Any, ...], Any]]] = {
     "nav": (
-        NavSnapshotRow,
+        NAV_SNAPSHOT_TABLE,
         (
-            NavSnapshotRow.at,
-            NavSnapshotRow.kind,
-            NavSnapshotRow.cash,
-            NavSnapshotRow.positions_value,
-            NavSnapshotRow.nav,
+            NAV_SNAPSHOT_TABLE.c.at,
+            NAV_SNAPSHOT_TABLE.c.kind,
+            NAV_SNAPSHOT_TABLE.c.cash,
+            NAV_SNAPSHOT_TABLE.c.positions_value,
+            NAV_SNAPSHOT_TABLE.c.nav,
         ),
-        (NavSnapshotRow.at, NavSnapshotRow.kind),
+        (NAV_SNAPSHOT_TABLE.c.at, NAV_SNAPSHOT_TABLE.c.kind),
     ),
     "orders": (
-        OrderRow,
+        ORDER_TABLE,
         (
-            OrderRow.id,
-            OrderRow.cycle_id,
-            OrderRow.seq,
-            OrderRow.symbol,
-            OrderRow.side,
-            OrderRow.quantity,
-            OrderRow.target_weight,
-            OrderRow.confidence,
-            OrderRow.placed_at,
-            OrderRow.status,
-            OrderRow.reject_reason,
-            OrderRow.reason,
+            ORDER_TABLE.c.id,
+            ORDER_TABLE.c.cycle_id,
+            ORDER_TABLE.c.seq,
+            ORDER_TABLE.c.symbol,
+            ORDER_TABLE.c.side,
+            ORDER_TABLE.c.quantity,
+            ORDER_TABLE.c.target_weight,
+            ORDER_TABLE.c.confidence,
+            ORDER_TABLE.c.placed_at,
+            ORDER_TABLE.c.status,
+            ORDER_TABLE.c.reject_reason,
+            ORDER_TABLE.c.reason,
         ),
-        (OrderRow.id,),
+        (ORDER_TABLE.c.id,),
     ),
     "fills": (
-        FillRow,
+        FILL_TABLE,
         (
-            FillRow.id,
-            FillRow.order_id,
-            FillRow.symbol,
-            FillRow.side,
-            FillRow.quantity,
-            FillRow.price,
-            FillRow.notional,
-            FillRow.fees,
-            FillRow.currency,
-            FillRow.filled_at,
-            FillRow.price_source,
+            FILL_TABLE.c.id,
+            FILL_TABLE.c.order_id,
+            FILL_TABLE.c.symbol,
+            FILL_TABLE.c.side,
+            FILL_TABLE.c.quantity,
+            FILL_TABLE.c.price,
+            FILL_TABLE.c.notional,
+            FILL_TABLE.c.fees,
+            FILL_TABLE.c.currency,
+            FILL_TABLE.c.filled_at,
+            FILL_TABLE.c.price_source,
         ),
-        (FillRow.id,),
+        (FILL_TABLE.c.id,),
     ),
     "cycles": (
-        CycleRow,
+        CYCLE_TABLE,
         (
-            CycleRow.id,
-            CycleRow.slot_at,
-            CycleRow.status,
-            CycleRow.started_at,
-            CycleRow.finished_at,
-            CycleRow.error_class,
-            CycleRow.reason,
+            CYCLE_TABLE.c.id,
+            CYCLE_TABLE.c.slot_at,
+            CYCLE_TABLE.c.status,
+            CYCLE_TABLE.c.started_at,
+            CYCLE_TABLE.c.finished_at,
+            CYCLE_TABLE.c.error_class,
+            CYCLE_TABLE.c.reason,
         ),
-        (CycleRow.slot_at,),
+        (CYCLE_TABLE.c.slot_at,),
     ),
 }
 
@@ -168,19 +174,19 @@ def export_rows(
         raise ValueError(f"unknown export {table!r}; known: {', '.join(EXPORTS)}")
     row_type, columns, ordering = _EXPORT_SOURCES[table]
     query: Select[Any] = (
-        select(col(AccountRow.id), col(AgentRow.name), col(AccountRow.market), *columns)
+        select(ACCOUNT_TABLE.c.id, AGENT_TABLE.c.name, ACCOUNT_TABLE.c.market, *columns)
         .select_from(row_type)
-        .join(AccountRow, col(AccountRow.id) == row_type.account_id)
-        .join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+        .join(ACCOUNT_TABLE, ACCOUNT_TABLE.c.id == row_type.c.account_id)
+        .join(AGENT_TABLE, AGENT_TABLE.c.id == ACCOUNT_TABLE.c.agent_id)
     )
     filters: list[ColumnElement[bool]] = []
     if market is not None:
-        filters.append(col(AccountRow.market) == market)
+        filters.append(ACCOUNT_TABLE.c.market == market)
     if agent is not None:
-        filters.append(col(AgentRow.name) == agent)
+        filters.append(AGENT_TABLE.c.name == agent)
     if filters:
         query = query.where(and_(*filters))
-    query = query.order_by(col(AccountRow.market), col(AgentRow.name), *ordering)
+    query = query.order_by(ACCOUNT_TABLE.c.market, AGENT_TABLE.c.name, *ordering)
     with engine.connect() as connection:
         result = connection.execution_options(yield_per=batch).execute(query)
         for row in result:

@@ -1,39 +1,28 @@
 """The pair a hedging agent picked (Herculean's Hedging workflow), stored once per account.
 
-This module owns the `hedge_pair` table and its reads and writes, on behalf of `Ledger` (of which
-`HedgePairs` is a part). A hedging agent (`agents/modes/hedge.py`) picks two of its candidate
-assets at its first decided cycle; the pick then holds for every later cycle of the account, as
-the paper fixes the pair for the whole trajectory. The row keeps the order the agent gave
-(`first`, `second`: Long-Short is long `first` and short `second`), the cycle that picked it and
-when. A pick is read point-in-time (`hedge_pair(account_id, at)`: only a pick made at or before
-`at`); a second pick for an account is not stored: the one stored first is returned (a cycle run
-again after an interruption, or a racing writer, reads the same pair).
+This module owns the `hedge_pair` table's reads and writes (the table: `core_tables.py`, and its
+ORM class `tables.HedgePairRow`), on behalf of `Ledger` (of which `HedgePairs` is a part). A
+hedging agent (`agents/modes/hedge.py`) picks two of its candidate assets at its first decided
+cycle; the pick then holds for every later cycle of the account, as the paper fixes the pair for
+the whole trajectory. The row keeps the order the agent gave (`first`, `second`: Long-Short is long
+`first` and short `second`), the cycle that picked it and when. A pick is read point-in-time
+(`hedge_pair(account_id, at)`: only a pick made at or before `at`); a second pick for an account is
+not stored: the one stored first is returned (a cycle run again after an interruption, or a racing
+writer, reads the same pair).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Final
 
+from sqlalchemy import Connection, Row, bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, select
 
 from openbell.markets.domain import check_utc
+from openbell.store.core_tables import HEDGE_PAIR_TABLE
 from openbell.store.rows import LedgerTables
-from openbell.store.tables import Row
-from openbell.store.types import UtcDateTime
-
-
-class HedgePairRow(Row, table=True):
-    """The pair one account's hedging agent picked."""
-
-    __tablename__ = "hedge_pair"
-
-    account_id: int = Field(foreign_key="account.id", primary_key=True)
-    first_symbol: str
-    second_symbol: str
-    cycle_id: int = Field(foreign_key="cycle.id")
-    picked_at: datetime = Field(sa_type=UtcDateTime)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,8 +52,8 @@ class HedgePairs(LedgerTables):
     def hedge_pair(self, account_id: int, at: datetime) -> HedgePick | None:
         """The pair the account picked at or before `at`, or None."""
         check_utc("at", at)
-        with self._read() as session:
-            row = _row(session, account_id)
+        with self._reading() as connection:
+            row = _row(connection, account_id)
         if row is None or row.picked_at > at:
             return None
         return _pick(row)
@@ -72,12 +61,12 @@ class HedgePairs(LedgerTables):
     def save_hedge_pair(self, pick: HedgePick) -> HedgePick:
         """Store `pick` unless the account has a pair already; the stored pick."""
         try:
-            with self._write() as session:
-                stored = _row(session, pick.account_id)
+            with self._writing() as connection:
+                stored = _row(connection, pick.account_id)
                 if stored is not None:
                     return _pick(stored)
-                session.add(
-                    HedgePairRow(
+                connection.execute(
+                    insert(HEDGE_PAIR_TABLE).values(
                         account_id=pick.account_id,
                         first_symbol=pick.first,
                         second_symbol=pick.second,
@@ -87,18 +76,18 @@ class HedgePairs(LedgerTables):
                 )
                 return pick
         except IntegrityError:
-            with self._read() as session:
-                found = _row(session, pick.account_id)
+            with self._reading() as connection:
+                found = _row(connection, pick.account_id)
             if found is None:
                 raise
             return _pick(found)
 
 
-def _row(session: Session, account_id: int) -> HedgePairRow | None:
-    return session.exec(select(HedgePairRow).where(HedgePairRow.account_id == account_id)).first()
+def _row(connection: Connection, account_id: int) -> Row[Any] | None:
+    return connection.execute(_PAIR, {"account": account_id}).first()
 
 
-def _pick(row: HedgePairRow) -> HedgePick:
+def _pick(row: Row[Any]) -> HedgePick:
     return HedgePick(
         account_id=row.account_id,
         first=row.first_symbol,
@@ -106,3 +95,6 @@ def _pick(row: HedgePairRow) -> HedgePick:
         cycle_id=row.cycle_id,
         picked_at=row.picked_at,
     )
+
+
+_PAIR: Final = select(HEDGE_PAIR_TABLE).where(HEDGE_PAIR_TABLE.c.account_id == bindparam("account"))

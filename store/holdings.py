@@ -25,12 +25,17 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import Connection, Engine, and_, func, select
-from sqlmodel import col
 
 from openbell.markets.domain import round_money
+from openbell.store.core_tables import (
+    ACCOUNT_TABLE,
+    AGENT_TABLE,
+    NAV_MARK_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    POSITION_TABLE,
+)
 from openbell.store.records import SnapshotKind
 from openbell.store.rows import row_id
-from openbell.store.tables import AccountRow, AgentRow, NavMarkRow, NavSnapshotRow, PositionRow
 
 #: The name of `AccountHoldings.nav`'s valuation: each holding at its newest mark.
 NAV_AT_LAST_MARKS = "last_marks"
@@ -100,28 +105,28 @@ def account_holdings(
     """Every account (of `market`, of `agent`, when given) with its cash and open positions,
     ordered by market (us, cn, crypto) then agent name."""
     accounts = select(
-        col(AccountRow.id),
-        col(AgentRow.name),
-        col(AccountRow.market),
-        col(AccountRow.currency),
-        col(AccountRow.cash),
-    ).join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
+        ACCOUNT_TABLE.c.id,
+        AGENT_TABLE.c.name,
+        ACCOUNT_TABLE.c.market,
+        ACCOUNT_TABLE.c.currency,
+        ACCOUNT_TABLE.c.cash,
+    ).join(AGENT_TABLE, AGENT_TABLE.c.id == ACCOUNT_TABLE.c.agent_id)
     if market is not None:
-        accounts = accounts.where(col(AccountRow.market) == market)
+        accounts = accounts.where(ACCOUNT_TABLE.c.market == market)
     if agent is not None:
-        accounts = accounts.where(col(AgentRow.name) == agent)
+        accounts = accounts.where(AGENT_TABLE.c.name == agent)
     with engine.connect() as connection:
         found = connection.execute(accounts).all()
         ids = [row_id(row[0]) for row in found]
         positions = connection.execute(
             select(
-                col(PositionRow.account_id),
-                col(PositionRow.symbol),
-                col(PositionRow.quantity),
-                col(PositionRow.cost),
+                POSITION_TABLE.c.account_id,
+                POSITION_TABLE.c.symbol,
+                POSITION_TABLE.c.quantity,
+                POSITION_TABLE.c.cost,
             )
-            .where(col(PositionRow.account_id).in_(ids))
-            .order_by(col(PositionRow.account_id), col(PositionRow.symbol))
+            .where(POSITION_TABLE.c.account_id.in_(ids))
+            .order_by(POSITION_TABLE.c.account_id, POSITION_TABLE.c.symbol)
         ).all()
         marks = _last_marks(connection, ids)
         slot_navs = _last_slot_navs(connection, ids)
@@ -164,27 +169,27 @@ def _last_marks(
     connection: Connection, ids: Sequence[int]
 ) -> dict[tuple[int, str], tuple[Decimal, datetime]]:
     """The latest mark (price and instant) of each symbol each of accounts `ids` was valued at."""
-    snapshot, mark = NavSnapshotRow, NavMarkRow
+    snapshot, mark = NAV_SNAPSHOT_TABLE, NAV_MARK_TABLE
     latest = (
         select(
-            col(snapshot.account_id).label("account_id"),
-            col(mark.symbol).label("symbol"),
-            func.max(col(snapshot.at)).label("at"),
+            snapshot.c.account_id.label("account_id"),
+            mark.c.symbol.label("symbol"),
+            func.max(snapshot.c.at).label("at"),
         )
-        .join(mark, col(mark.snapshot_id) == snapshot.id)
-        .where(col(snapshot.account_id).in_(ids))
-        .group_by(col(snapshot.account_id), col(mark.symbol))
+        .join(mark, mark.c.snapshot_id == snapshot.c.id)
+        .where(snapshot.c.account_id.in_(ids))
+        .group_by(snapshot.c.account_id, mark.c.symbol)
         .subquery()
     )
     rows = connection.execute(
-        select(col(snapshot.account_id), col(mark.symbol), col(mark.price), col(snapshot.at))
-        .join(mark, col(mark.snapshot_id) == snapshot.id)
+        select(snapshot.c.account_id, mark.c.symbol, mark.c.price, snapshot.c.at)
+        .join(mark, mark.c.snapshot_id == snapshot.c.id)
         .join(
             latest,
             and_(
-                col(snapshot.account_id) == latest.c.account_id,
-                col(mark.symbol) == latest.c.symbol,
-                col(snapshot.at) == latest.c.at,
+                snapshot.c.account_id == latest.c.account_id,
+                mark.c.symbol == latest.c.symbol,
+                snapshot.c.at == latest.c.at,
             ),
         )
     ).all()
@@ -195,21 +200,21 @@ def _last_slot_navs(
     connection: Connection, ids: Sequence[int]
 ) -> dict[int, tuple[Decimal, datetime]]:
     """The NAV and instant of the newest slot snapshot of each of accounts `ids` that has one."""
-    snapshot = NavSnapshotRow
-    slot = col(snapshot.kind) == SnapshotKind.SLOT.value
+    snapshot = NAV_SNAPSHOT_TABLE
+    slot = snapshot.c.kind == SnapshotKind.SLOT.value
     latest = (
-        select(col(snapshot.account_id).label("account_id"), func.max(col(snapshot.at)).label("at"))
-        .where(col(snapshot.account_id).in_(ids), slot)
-        .group_by(col(snapshot.account_id))
+        select(snapshot.c.account_id.label("account_id"), func.max(snapshot.c.at).label("at"))
+        .where(snapshot.c.account_id.in_(ids), slot)
+        .group_by(snapshot.c.account_id)
         .subquery()
     )
     rows = connection.execute(
-        select(col(snapshot.account_id), col(snapshot.nav), col(snapshot.at))
+        select(snapshot.c.account_id, snapshot.c.nav, snapshot.c.at)
         .join(
             latest,
             and_(
-                col(snapshot.account_id) == latest.c.account_id,
-                col(snapshot.at) == latest.c.at,
+                snapshot.c.account_id == latest.c.account_id,
+                snapshot.c.at == latest.c.at,
             ),
         )
         .where(slot)

@@ -5,7 +5,7 @@ more) or returns quietly:
 - SQLite: `PRAGMA quick_check` (pages, cells, record formats, NOT NULL and CHECK constraints), or
   with `thorough` `PRAGMA integrity_check`, which also reads every index against its table (a
   scrambled `UNIQUE(account_id, slot_at)` index of `cycle` shows only there);
-- both engines: every primary key and unique constraint of the schema (`tables.py`: the cycle
+- both engines: every primary key and unique constraint of the schema (`core_tables.py`: the cycle
   claim's `UNIQUE(account_id, slot_at)`, the orders' and fills' idempotency keys, ...) has a
   unique index on its columns, and on Postgres every index of the schema's tables is valid and
   ready (`pg_index.indisvalid`, `indisready`: a `CREATE UNIQUE INDEX CONCURRENTLY` that failed
@@ -23,10 +23,9 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, Engine, Table, text
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import SQLModel
 
 from openbell.markets.errors import DatabaseDamaged
-from openbell.store import tables as _tables  # noqa: F401  (the schema's tables, on the metadata)
+from openbell.store.core_tables import METADATA
 
 #: How many of SQLite's problem lines a check reads (it stops there).
 MAX_PROBLEMS = 20
@@ -112,7 +111,7 @@ def _first_line(exc: DBAPIError) -> str:
 
 
 def _schema_tables() -> list[Table]:
-    return [table for name, table in sorted(SQLModel.metadata.tables.items()) if name]
+    return [table for name, table in sorted(METADATA.tables.items()) if name]
 
 
 def _expected_uniques(table: Table) -> set[tuple[str, ...]]:

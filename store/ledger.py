@@ -34,6 +34,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import check_utc
 from openbell.store.accounts import Accounts
 from openbell.store.agent_tokens import AgentTokens
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE
 from openbell.store.cycles import Cycles
 from openbell.store.entitlements import (
     check_order,
@@ -54,12 +55,10 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.rows import get_account
-from openbell.store.core_tables import FILL_TABLE
 from openbell.store.seasons import season_at
 from openbell.store.snapshots import insert_snapshot, locked_cash, stored_snapshot
 from openbell.store.strategy_judgements import StrategyJudgements
 from openbell.store.strategy_runs import StrategyRuns
-from openbell.store.tables import CycleRow
 from openbell.store.traces import (
     append_journal,
     append_journals,
@@ -168,16 +167,18 @@ class Ledger(
 
     def traces(self, cycle_id: int) -> list[TraceEntry]:
         """The trace of cycle `cycle_id`, in order."""
-        with self._read() as session:
-            return cycle_traces(session, cycle_id)
+        with self._reading() as connection:
+            return cycle_traces(connection, cycle_id)
 
     def cycle_usage(self, cycle_id: int) -> CycleUsage:
         """The LLM usage recorded on cycle `cycle_id` (zeros when none)."""
-        with self._read() as session:
-            row = session.get(CycleRow, cycle_id)
-            if row is None:
-                raise ValueError(f"no cycle {cycle_id}")
-            return usage_of(row)
+        with self._reading() as connection:
+            row = connection.execute(
+                select(CYCLE_TABLE).where(CYCLE_TABLE.c.id == cycle_id)
+            ).first()
+        if row is None:
+            raise ValueError(f"no cycle {cycle_id}")
+        return usage_of(row)
 
     def llm_spend(self, account_id: int, start: datetime | None, end: datetime) -> Decimal:
         """The priced cost of the account's cycles whose slot is in `[start, end)` (`start` None:

@@ -37,9 +37,6 @@ from openbell.markets.domain import Fill, Order, Rejection, Side, check_decimal,
 from openbell.markets.errors import LedgerBreach
 from openbell.markets.margin import borrow_fee
 from openbell.markets.rules import ShortRules
-from openbell.store.orders import check_outcome, idempotency_key, insert_order, stored_order
-from openbell.store.records import NavSnapshot, RecordedOrder, SnapshotKind
-from openbell.store.rows import LedgerTables, get_account, row_id
 from openbell.store.core_tables import (
     BORROW_FEE_TABLE,
     CORPORATE_ACTION_TABLE,
@@ -47,8 +44,10 @@ from openbell.store.core_tables import (
     MARGIN_CALL_TABLE,
     NAV_SNAPSHOT_TABLE,
 )
+from openbell.store.orders import check_outcome, idempotency_key, insert_order, stored_order
+from openbell.store.records import NavSnapshot, RecordedOrder, SnapshotKind
+from openbell.store.rows import LedgerTables, get_account, row_id
 from openbell.store.snapshots import stored_snapshot
-from openbell.store.tables import CycleRow
 
 #: The prefix of the reason of every order a margin call places (and of its `margin_call` row).
 MARGIN_CALL_REASON: Final = "margin call"
@@ -214,6 +213,8 @@ class MarginLedger(LedgerTables):
             raise ValueError(f"a margin call's order has a negative seq, got {seq}")
         if order.side is not Side.COVER or not order.reason.startswith(MARGIN_CALL_REASON):
             raise ValueError("a margin call places covers whose reason is the margin call's")
+        from openbell.store.tables import CycleRow  # the ORM, where a row object is needed
+
         key = idempotency_key(cycle_id, seq)
         try:
             with self._write() as session:

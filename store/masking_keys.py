@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from typing import Final
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
 
-from openbell.store.tables import MaskingAliasRow, MaskingKeyRow
+from openbell.store.core_tables import MASKING_ALIAS_TABLE, MASKING_KEY_TABLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,8 +43,8 @@ class MaskingKey:
 
 def read_masking_key(engine: Engine, account_id: int) -> MaskingKey | None:
     """The stored key of `account_id`, or None when it has none yet."""
-    with Session(engine) as session:
-        return _read(session, account_id)
+    with engine.connect() as connection:
+        return _read(connection, account_id)
 
 
 def save_masking_key(engine: Engine, key: MaskingKey) -> MaskingKey:
@@ -53,29 +53,22 @@ def save_masking_key(engine: Engine, key: MaskingKey) -> MaskingKey:
     A stored key row is kept as it is; an alias already stored for a symbol is never replaced.
     """
     try:
-        with Session(engine, expire_on_commit=False) as session, session.begin():
-            stored = session.get(MaskingKeyRow, key.account_id)
+        with engine.begin() as connection:
+            stored = connection.execute(_KEY, {"account": key.account_id}).first()
             if stored is None:
-                session.add(
-                    MaskingKeyRow(
-                        account_id=key.account_id,
-                        epoch=key.epoch,
-                        money_unit=key.money_unit,
+                connection.execute(
+                    insert(MASKING_KEY_TABLE).values(
+                        account_id=key.account_id, epoch=key.epoch, money_unit=key.money_unit
                     )
                 )
-                session.flush()
-            known = set(
-                session.exec(
-                    select(MaskingAliasRow.symbol).where(
-                        MaskingAliasRow.account_id == key.account_id
-                    )
-                )
-            )
-            session.add_all(
-                MaskingAliasRow(account_id=key.account_id, symbol=symbol, alias=alias)
+            known = set(connection.execute(_SYMBOLS, {"account": key.account_id}).scalars())
+            missing = [
+                {"account_id": key.account_id, "symbol": symbol, "alias": alias}
                 for symbol, alias in key.aliases.items()
                 if symbol not in known
-            )
+            ]
+            if missing:
+                connection.execute(insert(MASKING_ALIAS_TABLE), missing)
     except IntegrityError:
         pass  # a concurrent writer stored its key (or aliases) first: theirs is the key
     found = read_masking_key(engine, key.account_id)
@@ -84,18 +77,25 @@ def save_masking_key(engine: Engine, key: MaskingKey) -> MaskingKey:
     return found
 
 
-def _read(session: Session, account_id: int) -> MaskingKey | None:
-    row = session.get(MaskingKeyRow, account_id)
+def _read(connection: Connection, account_id: int) -> MaskingKey | None:
+    row = connection.execute(_KEY, {"account": account_id}).first()
     if row is None:
         return None
-    aliases = session.exec(
-        select(MaskingAliasRow.symbol, MaskingAliasRow.alias).where(
-            MaskingAliasRow.account_id == account_id
-        )
-    ).all()
+    aliases = connection.execute(_ALIASES, {"account": account_id}).all()
     return MaskingKey(
         account_id=account_id,
         epoch=row.epoch,
         money_unit=row.money_unit,
         aliases={symbol: alias for symbol, alias in sorted(aliases)},
     )
+
+
+_KEY: Final = select(MASKING_KEY_TABLE.c.epoch, MASKING_KEY_TABLE.c.money_unit).where(
+    MASKING_KEY_TABLE.c.account_id == bindparam("account")
+)
+_ALIASES: Final = select(MASKING_ALIAS_TABLE.c.symbol, MASKING_ALIAS_TABLE.c.alias).where(
+    MASKING_ALIAS_TABLE.c.account_id == bindparam("account")
+)
+_SYMBOLS: Final = select(MASKING_ALIAS_TABLE.c.symbol).where(
+    MASKING_ALIAS_TABLE.c.account_id == bindparam("account")
+)

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import ColumnElement, Connection, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
 from openbell.markets.domain import (
     Fill,
@@ -33,10 +32,14 @@ from openbell.markets.domain import (
     moved_position,
 )
 from openbell.markets.errors import LedgerBreach
+from openbell.store.core_tables import FILL_TABLE, ORDER_TABLE
 from openbell.store.records import OrderStatus, RecordedOrder
 from openbell.store.rows import LedgerTables, get_account, row_id
-from openbell.store.core_tables import FILL_TABLE, ORDER_TABLE
-from openbell.store.tables import AccountRow, CycleRow, FillRow, OrderRow, PositionRow
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from openbell.store.tables import AccountRow
 
 
 def idempotency_key(cycle_id: int, seq: int) -> str:
@@ -65,6 +68,8 @@ class Orders(LedgerTables):
         make cash or a holding negative, and `ClaimLost` when this ledger claimed the cycle for a
         run that no longer holds it (`LedgerTables._check_fences`).
         """
+        from openbell.store.tables import CycleRow  # the ORM, where a row object is needed
+
         key = idempotency_key(cycle_id, seq)
         try:
             with self._write() as session:
@@ -139,6 +144,8 @@ def insert_order(
     outcome: Fill | Rejection,
     target_weight: Decimal | None,
 ) -> RecordedOrder:
+    from openbell.store.tables import FillRow, OrderRow
+
     account_id = row_id(account.id)
     rejected = isinstance(outcome, Rejection)
     row = OrderRow(
@@ -222,6 +229,8 @@ def _order_facts(row: Any) -> _OrderFacts:
 def apply_to_position(session: Session, account_id: int, fill: Fill) -> None:
     """Move the account's `position` row by `fill` (`moved_position`): long or short, deleted when
     it reaches zero; `LedgerBreach` for a fill that would cross zero."""
+    from openbell.store.tables import PositionRow
+
     position = session.get(PositionRow, (account_id, fill.symbol), with_for_update=True)
     held = position.quantity if position is not None else Decimal(0)
     cost = position.cost if position is not None else Decimal(0)

@@ -17,8 +17,6 @@ from datetime import datetime
 from sqlalchemy import Engine, inspect, select
 
 from openbell.markets.domain import check_utc
-from openbell.store.db import SQLITE_IMMEDIATE
-from openbell.store.rows import dialect_insert
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
@@ -27,6 +25,8 @@ from openbell.store.core_tables import (
     PLANTED_NEWS_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.db import SQLITE_IMMEDIATE
+from openbell.store.rows import dialect_insert
 
 _ROWS = PLANTED_NEWS_TABLE.c
 

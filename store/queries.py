@@ -18,27 +18,20 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, case, func, select, tuple_
-from sqlmodel import Session, col
 
 from openbell.markets.domain import Side, check_utc
-from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     AGENT_TABLE,
+    BORROW_FEE_TABLE,
     CYCLE_TABLE,
+    FILL_TABLE,
+    NAV_MARK_TABLE,
     NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
     TRACE_TABLE,
 )
-from openbell.store.tables import (
-    AccountRow,
-    BorrowFeeRow,
-    CycleRow,
-    FillRow,
-    NavMarkRow,
-    NavSnapshotRow,
-    OrderRow,
-    TraceRow,
-)
+from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
 from openbell.store.traces import usage_of
 
 
@@ -208,32 +201,32 @@ def last_navs_before(
     before it, or a session's close at it (crypto's midnight close comes before the midnight
     slot); a close before a slot snapshot at the same instant. None without one. One query."""
     check_utc("before", before)
-    stamped = col(NavSnapshotRow.at)
-    earlier = (stamped < before) | ((stamped == before) & (col(NavSnapshotRow.kind) == "close"))
+    stamped = NAV_SNAPSHOT_TABLE.c.at
+    earlier = (stamped < before) | ((stamped == before) & (NAV_SNAPSHOT_TABLE.c.kind == "close"))
     newest = (
         select(
-            col(NavSnapshotRow.account_id).label("account_id"),
+            NAV_SNAPSHOT_TABLE.c.account_id.label("account_id"),
             func.max(stamped).label("at"),
         )
-        .where(col(NavSnapshotRow.account_id).in_(account_ids), earlier)
-        .group_by(col(NavSnapshotRow.account_id))
+        .where(NAV_SNAPSHOT_TABLE.c.account_id.in_(account_ids), earlier)
+        .group_by(NAV_SNAPSHOT_TABLE.c.account_id)
         .subquery()
     )
     query = (
         select(
-            col(NavSnapshotRow.account_id),
-            col(NavSnapshotRow.at),
-            col(NavSnapshotRow.kind),
-            col(NavSnapshotRow.nav),
-            col(NavSnapshotRow.cash),
-            col(NavSnapshotRow.positions_value),
+            NAV_SNAPSHOT_TABLE.c.account_id,
+            NAV_SNAPSHOT_TABLE.c.at,
+            NAV_SNAPSHOT_TABLE.c.kind,
+            NAV_SNAPSHOT_TABLE.c.nav,
+            NAV_SNAPSHOT_TABLE.c.cash,
+            NAV_SNAPSHOT_TABLE.c.positions_value,
         )
         .join(
             newest,
-            (newest.c.account_id == col(NavSnapshotRow.account_id)) & (newest.c.at == stamped),
+            (newest.c.account_id == NAV_SNAPSHOT_TABLE.c.account_id) & (newest.c.at == stamped),
         )
         .where(earlier)
-        .order_by(col(NavSnapshotRow.account_id), col(NavSnapshotRow.kind))
+        .order_by(NAV_SNAPSHOT_TABLE.c.account_id, NAV_SNAPSHOT_TABLE.c.kind)
     )
     out: dict[int, NavRow | None] = dict.fromkeys(account_ids)
     with engine.connect() as connection:
@@ -259,49 +252,49 @@ def cycle_activity_of(
     """`cycle_activity` of each of `account_ids`, read in one query (the orders and fills of the
     window's cycles only)."""
     in_window = (
-        select(col(CycleRow.id))
+        select(CYCLE_TABLE.c.id)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
-            *_window(col(CycleRow.slot_at), start, end),
+            CYCLE_TABLE.c.account_id.in_(account_ids),
+            *_window(CYCLE_TABLE.c.slot_at, start, end),
         )
         .scalar_subquery()
     )
     orders = (
         select(
-            col(OrderRow.cycle_id).label("cycle_id"),
+            ORDER_TABLE.c.cycle_id.label("cycle_id"),
             func.count().label("orders"),
-            func.sum(case((col(OrderRow.status) == OrderStatus.REJECTED.value, 1), else_=0)).label(
+            func.sum(case((ORDER_TABLE.c.status == OrderStatus.REJECTED.value, 1), else_=0)).label(
                 "rejections"
             ),
         )
-        .where(col(OrderRow.account_id).in_(account_ids), col(OrderRow.cycle_id).in_(in_window))
-        .group_by(col(OrderRow.cycle_id))
+        .where(ORDER_TABLE.c.account_id.in_(account_ids), ORDER_TABLE.c.cycle_id.in_(in_window))
+        .group_by(ORDER_TABLE.c.cycle_id)
         .subquery()
     )
     fills = (
-        select(col(OrderRow.cycle_id).label("cycle_id"), func.count().label("fills"))
-        .join(FillRow, col(FillRow.order_id) == OrderRow.id)
-        .where(col(OrderRow.account_id).in_(account_ids), col(OrderRow.cycle_id).in_(in_window))
-        .group_by(col(OrderRow.cycle_id))
+        select(ORDER_TABLE.c.cycle_id.label("cycle_id"), func.count().label("fills"))
+        .join(FILL_TABLE, FILL_TABLE.c.order_id == ORDER_TABLE.c.id)
+        .where(ORDER_TABLE.c.account_id.in_(account_ids), ORDER_TABLE.c.cycle_id.in_(in_window))
+        .group_by(ORDER_TABLE.c.cycle_id)
         .subquery()
     )
     query = (
         select(
-            col(CycleRow.account_id),
-            col(CycleRow.id),
-            col(CycleRow.slot_at),
-            col(CycleRow.status),
+            CYCLE_TABLE.c.account_id,
+            CYCLE_TABLE.c.id,
+            CYCLE_TABLE.c.slot_at,
+            CYCLE_TABLE.c.status,
             orders.c.orders,
             orders.c.rejections,
             fills.c.fills,
         )
-        .outerjoin(orders, orders.c.cycle_id == CycleRow.id)
-        .outerjoin(fills, fills.c.cycle_id == CycleRow.id)
+        .outerjoin(orders, orders.c.cycle_id == CYCLE_TABLE.c.id)
+        .outerjoin(fills, fills.c.cycle_id == CYCLE_TABLE.c.id)
         .where(
-            col(CycleRow.account_id).in_(account_ids),
-            *_window(col(CycleRow.slot_at), start, end),
+            CYCLE_TABLE.c.account_id.in_(account_ids),
+            *_window(CYCLE_TABLE.c.slot_at, start, end),
         )
-        .order_by(col(CycleRow.account_id), col(CycleRow.slot_at))
+        .order_by(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at)
     )
     out: dict[int, list[CycleCounts]] = {account_id: [] for account_id in account_ids}
     with engine.connect() as connection:
@@ -329,11 +322,11 @@ def traded_notionals_of(
     """The notional of every fill of each of `account_ids` in the window (buys and sells,
     unsigned), read in one query."""
     query = (
-        select(col(FillRow.account_id), col(FillRow.notional))
+        select(FILL_TABLE.c.account_id, FILL_TABLE.c.notional)
         .where(
-            col(FillRow.account_id).in_(account_ids), *_window(col(FillRow.filled_at), start, end)
+            FILL_TABLE.c.account_id.in_(account_ids), *_window(FILL_TABLE.c.filled_at, start, end)
         )
-        .order_by(col(FillRow.account_id), col(FillRow.id))
+        .order_by(FILL_TABLE.c.account_id, FILL_TABLE.c.id)
     )
     out: dict[int, list[Decimal]] = {account_id: [] for account_id in account_ids}
     with engine.connect() as connection:
@@ -358,20 +351,20 @@ def exposures_of(
         return {}
     query = (
         select(
-            col(NavSnapshotRow.account_id),
-            col(NavSnapshotRow.id),
-            col(NavSnapshotRow.at),
-            col(NavSnapshotRow.nav),
-            col(NavMarkRow.quantity),
-            col(NavMarkRow.price),
+            NAV_SNAPSHOT_TABLE.c.account_id,
+            NAV_SNAPSHOT_TABLE.c.id,
+            NAV_SNAPSHOT_TABLE.c.at,
+            NAV_SNAPSHOT_TABLE.c.nav,
+            NAV_MARK_TABLE.c.quantity,
+            NAV_MARK_TABLE.c.price,
         )
-        .outerjoin(NavMarkRow, col(NavMarkRow.snapshot_id) == col(NavSnapshotRow.id))
+        .outerjoin(NAV_MARK_TABLE, NAV_MARK_TABLE.c.snapshot_id == NAV_SNAPSHOT_TABLE.c.id)
         .where(
-            col(NavSnapshotRow.account_id).in_(account_ids),
-            col(NavSnapshotRow.kind) == kind.value,
-            *_window(col(NavSnapshotRow.at), start, end),
+            NAV_SNAPSHOT_TABLE.c.account_id.in_(account_ids),
+            NAV_SNAPSHOT_TABLE.c.kind == kind.value,
+            *_window(NAV_SNAPSHOT_TABLE.c.at, start, end),
         )
-        .order_by(col(NavSnapshotRow.at), col(NavSnapshotRow.id))
+        .order_by(NAV_SNAPSHOT_TABLE.c.at, NAV_SNAPSHOT_TABLE.c.id)
     )
     with engine.connect() as connection:
         rows: Sequence[Any] = connection.execute(query).all()
@@ -402,9 +395,9 @@ def borrow_fees_of(
     found = dict.fromkeys(account_ids, Decimal(0))
     if not account_ids:
         return found
-    query = select(col(BorrowFeeRow.account_id), col(BorrowFeeRow.amount)).where(
-        col(BorrowFeeRow.account_id).in_(account_ids),
-        *_window(col(BorrowFeeRow.charged_at), start, end),
+    query = select(BORROW_FEE_TABLE.c.account_id, BORROW_FEE_TABLE.c.amount).where(
+        BORROW_FEE_TABLE.c.account_id.in_(account_ids),
+        *_window(BORROW_FEE_TABLE.c.charged_at, start, end),
     )
     with engine.connect() as connection:
         for account_id, amount in connection.execute(query):
@@ -422,26 +415,26 @@ def last_snapshots(
     """The last snapshot of `kind` in the window and its holdings, of each of `account_ids`
     that has one, read in two queries."""
     kind = SnapshotKind(kind)
-    last_at: ColumnElement[datetime] = func.max(col(NavSnapshotRow.at))
+    last_at: ColumnElement[datetime] = func.max(NAV_SNAPSHOT_TABLE.c.at)
     latest = (
-        select(col(NavSnapshotRow.account_id), last_at)
+        select(NAV_SNAPSHOT_TABLE.c.account_id, last_at)
         .where(
-            col(NavSnapshotRow.account_id).in_(account_ids),
-            col(NavSnapshotRow.kind) == kind.value,
-            *_window(col(NavSnapshotRow.at), start, end),
+            NAV_SNAPSHOT_TABLE.c.account_id.in_(account_ids),
+            NAV_SNAPSHOT_TABLE.c.kind == kind.value,
+            *_window(NAV_SNAPSHOT_TABLE.c.at, start, end),
         )
-        .group_by(col(NavSnapshotRow.account_id))
+        .group_by(NAV_SNAPSHOT_TABLE.c.account_id)
     )
     snapshots = select(
-        col(NavSnapshotRow.id),
-        col(NavSnapshotRow.account_id),
-        col(NavSnapshotRow.at),
-        col(NavSnapshotRow.nav),
-        col(NavSnapshotRow.cash),
-        col(NavSnapshotRow.positions_value),
+        NAV_SNAPSHOT_TABLE.c.id,
+        NAV_SNAPSHOT_TABLE.c.account_id,
+        NAV_SNAPSHOT_TABLE.c.at,
+        NAV_SNAPSHOT_TABLE.c.nav,
+        NAV_SNAPSHOT_TABLE.c.cash,
+        NAV_SNAPSHOT_TABLE.c.positions_value,
     ).where(
-        col(NavSnapshotRow.kind) == kind.value,
-        tuple_(col(NavSnapshotRow.account_id), col(NavSnapshotRow.at)).in_(latest),
+        NAV_SNAPSHOT_TABLE.c.kind == kind.value,
+        tuple_(NAV_SNAPSHOT_TABLE.c.account_id, NAV_SNAPSHOT_TABLE.c.at).in_(latest),
     )
     found: dict[int, tuple[int, NavRow]] = {}
     with engine.connect() as connection:
@@ -452,14 +445,14 @@ def last_snapshots(
             found[int(snapshot_id or 0)] = (account_id, nav_row)
         marks = connection.execute(
             select(
-                col(NavMarkRow.snapshot_id),
-                col(NavMarkRow.symbol),
-                col(NavMarkRow.quantity),
-                col(NavMarkRow.price),
-                col(NavMarkRow.value),
+                NAV_MARK_TABLE.c.snapshot_id,
+                NAV_MARK_TABLE.c.symbol,
+                NAV_MARK_TABLE.c.quantity,
+                NAV_MARK_TABLE.c.price,
+                NAV_MARK_TABLE.c.value,
             )
-            .where(col(NavMarkRow.snapshot_id).in_(found))
-            .order_by(col(NavMarkRow.snapshot_id), col(NavMarkRow.symbol))
+            .where(NAV_MARK_TABLE.c.snapshot_id.in_(found))
+            .order_by(NAV_MARK_TABLE.c.snapshot_id, NAV_MARK_TABLE.c.symbol)
         ).all()
     holdings: dict[int, list[HoldingValue]] = {snapshot_id: [] for snapshot_id in found}
     for snapshot_id, symbol, quantity, price, value in marks:
@@ -484,36 +477,46 @@ def order_confidences(
     the symbol (say it was sold out everywhere), the outcome is `None` and calibration skips it.
     """
     query = (
-        select(OrderRow, FillRow, col(AccountRow.market))
-        .join(FillRow, col(FillRow.order_id) == OrderRow.id)
-        .join(AccountRow, col(AccountRow.id) == OrderRow.account_id)
-        .where(
-            col(OrderRow.account_id) == account_id,
-            col(OrderRow.confidence).is_not(None),
-            *_window(col(OrderRow.placed_at), start, end),
+        select(
+            ORDER_TABLE.c.id,
+            ORDER_TABLE.c.confidence,
+            FILL_TABLE.c.symbol,
+            FILL_TABLE.c.side,
+            FILL_TABLE.c.price,
+            FILL_TABLE.c.filled_at,
+            ACCOUNT_TABLE.c.market,
         )
-        .order_by(col(OrderRow.id))
+        .join(FILL_TABLE, FILL_TABLE.c.order_id == ORDER_TABLE.c.id)
+        .join(ACCOUNT_TABLE, ACCOUNT_TABLE.c.id == ORDER_TABLE.c.account_id)
+        .where(
+            ORDER_TABLE.c.account_id == account_id,
+            ORDER_TABLE.c.confidence.is_not(None),
+            *_window(ORDER_TABLE.c.placed_at, start, end),
+        )
+        .order_by(ORDER_TABLE.c.id)
     )
-    with Session(engine) as session:
-        rows = session.execute(query).all()
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
         if not rows:
             return []
-        market = rows[0][2]
-        symbols = sorted({fill.symbol for _order, fill, _m in rows})
-        first_at = min(fill.filled_at for _order, fill, _m in rows)
+        market = rows[0].market
+        symbols = sorted({fill.symbol for fill in rows})
+        first_at = min(fill.filled_at for fill in rows)
         # One row per (symbol, instant), not per account: the accounts of a slot are marked at
         # its one market snapshot, and decoding every account's copy cost seconds a year.
-        marks = session.execute(
-            select(col(NavMarkRow.symbol), col(NavSnapshotRow.at), func.min(col(NavMarkRow.price)))
-            .join(NavSnapshotRow, col(NavSnapshotRow.id) == NavMarkRow.snapshot_id)
-            .join(AccountRow, col(AccountRow.id) == NavSnapshotRow.account_id)
-            .where(
-                col(AccountRow.market) == market,
-                col(NavSnapshotRow.kind) == SnapshotKind.SLOT.value,
-                col(NavMarkRow.symbol).in_(symbols),
-                col(NavSnapshotRow.at) > first_at,
+        marks = connection.execute(
+            select(
+                NAV_MARK_TABLE.c.symbol, NAV_SNAPSHOT_TABLE.c.at, func.min(NAV_MARK_TABLE.c.price)
             )
-            .group_by(col(NavMarkRow.symbol), col(NavSnapshotRow.at))
+            .join(NAV_SNAPSHOT_TABLE, NAV_SNAPSHOT_TABLE.c.id == NAV_MARK_TABLE.c.snapshot_id)
+            .join(ACCOUNT_TABLE, ACCOUNT_TABLE.c.id == NAV_SNAPSHOT_TABLE.c.account_id)
+            .where(
+                ACCOUNT_TABLE.c.market == market,
+                NAV_SNAPSHOT_TABLE.c.kind == SnapshotKind.SLOT.value,
+                NAV_MARK_TABLE.c.symbol.in_(symbols),
+                NAV_SNAPSHOT_TABLE.c.at > first_at,
+            )
+            .group_by(NAV_MARK_TABLE.c.symbol, NAV_SNAPSHOT_TABLE.c.at)
         ).all()
     by_symbol: dict[str, dict[datetime, Decimal]] = {}
     for symbol, at, price in marks:
@@ -521,7 +524,7 @@ def order_confidences(
     index = {symbol: sorted(found.items()) for symbol, found in by_symbol.items()}
     instants = {symbol: [at for at, _ in series] for symbol, series in index.items()}
     out: list[OrderConfidence] = []
-    for order, fill, _market in rows:
+    for fill in rows:
         series = index.get(fill.symbol, [])
         position = bisect.bisect_right(instants.get(fill.symbol, []), fill.filled_at)
         mark_at, mark = series[position] if position < len(series) else (None, None)
@@ -531,10 +534,10 @@ def order_confidences(
             outcome = mark > fill.price if Side(fill.side).pays else mark < fill.price
         out.append(
             OrderConfidence(
-                order_id=int(order.id or 0),
+                order_id=int(fill.id),
                 symbol=fill.symbol,
                 side=fill.side,
-                confidence=order.confidence if order.confidence is not None else Decimal(0),
+                confidence=fill.confidence if fill.confidence is not None else Decimal(0),
                 fill_price=fill.price,
                 filled_at=fill.filled_at,
                 next_mark_price=mark,
@@ -575,13 +578,13 @@ def tokens_per_cycle(
     engine: Engine, account_id: int, start: datetime | None = None, end: datetime | None = None
 ) -> list[int]:
     """Tokens (in + out) traced per cycle that traced any, for cycles in the window."""
-    tokens_in, tokens_out = col(TraceRow.tokens_in), col(TraceRow.tokens_out)
+    tokens_in, tokens_out = TRACE_TABLE.c.tokens_in, TRACE_TABLE.c.tokens_out
     query = (
         select(func.sum(func.coalesce(tokens_in, 0) + func.coalesce(tokens_out, 0)))
-        .select_from(TraceRow)
-        .join(CycleRow, col(CycleRow.id) == TraceRow.cycle_id)
-        .where(col(CycleRow.account_id) == account_id, *_window(col(CycleRow.slot_at), start, end))
-        .group_by(col(TraceRow.cycle_id))
+        .select_from(TRACE_TABLE)
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == TRACE_TABLE.c.cycle_id)
+        .where(CYCLE_TABLE.c.account_id == account_id, *_window(CYCLE_TABLE.c.slot_at, start, end))
+        .group_by(TRACE_TABLE.c.cycle_id)
         .having(func.count(tokens_in) + func.count(tokens_out) > 0)
     )
     with engine.connect() as connection:
@@ -682,14 +685,14 @@ def rejections_by_reason(
 ) -> dict[str, int]:
     """How many of the account's orders placed in the window were rejected, by reason."""
     query = (
-        select(col(OrderRow.reject_reason), func.count())
+        select(ORDER_TABLE.c.reject_reason, func.count())
         .where(
-            col(OrderRow.account_id) == account_id,
-            col(OrderRow.status) == OrderStatus.REJECTED.value,
-            *_window(col(OrderRow.placed_at), start, end),
+            ORDER_TABLE.c.account_id == account_id,
+            ORDER_TABLE.c.status == OrderStatus.REJECTED.value,
+            *_window(ORDER_TABLE.c.placed_at, start, end),
         )
-        .group_by(col(OrderRow.reject_reason))
-        .order_by(col(OrderRow.reject_reason))
+        .group_by(ORDER_TABLE.c.reject_reason)
+        .order_by(ORDER_TABLE.c.reject_reason)
     )
     with engine.connect() as connection:
         return {str(reason): int(count) for reason, count in connection.execute(query)}
@@ -706,16 +709,14 @@ def ledger_version(engine: Engine) -> tuple[int, ...]:
     `RECENT_CYCLES_PER_ACCOUNT` slots' worth) are still `claimed`, since finishing a cycle
     updates its row rather than adding one. A claim older than that, finished with no other
     write, shows at the next write."""
-    tables = (AccountRow, CycleRow, OrderRow, FillRow, NavSnapshotRow, TraceRow)
-    latest = [
-        select(func.coalesce(func.max(col(table.id)), 0)).scalar_subquery() for table in tables
-    ]
+    tables = (ACCOUNT_TABLE, CYCLE_TABLE, ORDER_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE, TRACE_TABLE)
+    latest = [select(func.coalesce(func.max(table.c.id), 0)).scalar_subquery() for table in tables]
     recent = (
         select(func.count())
-        .select_from(CycleRow)
+        .select_from(CYCLE_TABLE)
         .where(
-            col(CycleRow.status) == CycleStatus.CLAIMED.value,
-            col(CycleRow.id) > latest[1] - latest[0] * RECENT_CYCLES_PER_ACCOUNT,
+            CYCLE_TABLE.c.status == CycleStatus.CLAIMED.value,
+            CYCLE_TABLE.c.id > latest[1] - latest[0] * RECENT_CYCLES_PER_ACCOUNT,
         )
         .scalar_subquery()
     )
@@ -738,7 +739,7 @@ def market_version(engine: Engine, market: str) -> tuple[int, ...]:
     account = ACCOUNT_TABLE
     cycle = CYCLE_TABLE.alias("version_cycle")
     nav = NAV_SNAPSHOT_TABLE.alias("version_nav")
-    by_slot = (col(cycle.c.slot_at).desc(),)
+    by_slot = (cycle.c.slot_at.desc(),)
     latest_cycle = (
         select(cycle.c.id)
         .where(cycle.c.account_id == account.c.id)
@@ -749,7 +750,7 @@ def market_version(engine: Engine, market: str) -> tuple[int, ...]:
     latest_nav = (
         select(nav.c.id)
         .where(nav.c.account_id == account.c.id)
-        .order_by(col(nav.c.at).desc(), col(nav.c.kind).desc())
+        .order_by(nav.c.at.desc(), nav.c.kind.desc())
         .limit(1)
         .scalar_subquery()
     )

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Engine
-from sqlmodel import Session, col, select
+from sqlalchemy import ColumnElement, Engine, select
 
-from openbell.store.tables import CycleRow, TraceRow
+from openbell.store.core_tables import CYCLE_TABLE, TRACE_TABLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,16 +32,16 @@ class StoredReport:
 
 def rating_reports(engine: Engine, account_id: int, tool: str) -> tuple[StoredReport, ...]:
     """The account's reports stored as trace rows of `tool`, one per cycle, by slot."""
-    with Session(engine) as session:
-        rows = session.exec(
-            select(col(CycleRow.id), col(CycleRow.slot_at), col(TraceRow.result))
-            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(CYCLE_TABLE.c.id, CYCLE_TABLE.c.slot_at, TRACE_TABLE.c.result)
+            .join(TRACE_TABLE, TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
             .where(
-                CycleRow.account_id == account_id,
-                TraceRow.role == "tool",
-                TraceRow.tool == tool,
+                CYCLE_TABLE.c.account_id == account_id,
+                TRACE_TABLE.c.role == "tool",
+                TRACE_TABLE.c.tool == tool,
             )
-            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+            .order_by(CYCLE_TABLE.c.slot_at, TRACE_TABLE.c.seq)
         ).all()
     found: dict[int, StoredReport] = {}
     for cycle_id, slot_at, text in rows:
@@ -53,13 +52,13 @@ def rating_reports(engine: Engine, account_id: int, tool: str) -> tuple[StoredRe
 
 def slot_times(engine: Engine, account_id: int) -> tuple[datetime, ...]:
     """The slots of every cycle of the account, in order."""
-    with Session(engine) as session:
+    with engine.connect() as connection:
         return tuple(
-            session.exec(
-                select(col(CycleRow.slot_at))
-                .where(CycleRow.account_id == account_id)
-                .order_by(col(CycleRow.slot_at))
-            ).all()
+            connection.execute(
+                select(CYCLE_TABLE.c.slot_at)
+                .where(CYCLE_TABLE.c.account_id == account_id)
+                .order_by(CYCLE_TABLE.c.slot_at)
+            ).scalars()
         )
 
 
@@ -72,22 +71,22 @@ def rating_reports_of(
 ) -> dict[int, tuple[StoredReport, ...]]:
     """Each account's reports stored as trace rows of `tool` in cycles whose slot is in
     `[start, end)`, one per cycle (its last), by slot."""
-    with Session(engine) as session:
-        rows = session.exec(
+    with engine.connect() as connection:
+        rows = connection.execute(
             select(
-                col(CycleRow.account_id),
-                col(CycleRow.id),
-                col(CycleRow.slot_at),
-                col(TraceRow.result),
+                CYCLE_TABLE.c.account_id,
+                CYCLE_TABLE.c.id,
+                CYCLE_TABLE.c.slot_at,
+                TRACE_TABLE.c.result,
             )
-            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+            .join(TRACE_TABLE, TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
             .where(
-                col(CycleRow.account_id).in_(account_ids),
-                TraceRow.role == "tool",
-                TraceRow.tool == tool,
+                CYCLE_TABLE.c.account_id.in_(account_ids),
+                TRACE_TABLE.c.role == "tool",
+                TRACE_TABLE.c.tool == tool,
                 *_window(start, end),
             )
-            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+            .order_by(CYCLE_TABLE.c.slot_at, TRACE_TABLE.c.seq)
         ).all()
     found: dict[int, dict[int, StoredReport]] = {account_id: {} for account_id in account_ids}
     for account_id, cycle_id, slot_at, text in rows:
@@ -104,9 +103,9 @@ def rating_reports_of(
 def _window(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
     clauses: list[ColumnElement[bool]] = []
     if start is not None:
-        clauses.append(col(CycleRow.slot_at) >= start)
+        clauses.append(CYCLE_TABLE.c.slot_at >= start)
     if end is not None:
-        clauses.append(col(CycleRow.slot_at) < end)
+        clauses.append(CYCLE_TABLE.c.slot_at < end)
     return clauses
 
 
@@ -119,17 +118,17 @@ def tool_results_of(
 ) -> dict[int, dict[int, list[str]]]:
     """Each account's trace rows of role `tool` and tool `tool` in cycles whose slot is in
     `[start, end)`: account id -> cycle id -> the rows' results, in order."""
-    with Session(engine) as session:
-        rows = session.exec(
-            select(col(CycleRow.account_id), col(CycleRow.id), col(TraceRow.result))
-            .join(TraceRow, col(TraceRow.cycle_id) == CycleRow.id)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.id, TRACE_TABLE.c.result)
+            .join(TRACE_TABLE, TRACE_TABLE.c.cycle_id == CYCLE_TABLE.c.id)
             .where(
-                col(CycleRow.account_id).in_(account_ids),
-                TraceRow.role == "tool",
-                TraceRow.tool == tool,
+                CYCLE_TABLE.c.account_id.in_(account_ids),
+                TRACE_TABLE.c.role == "tool",
+                TRACE_TABLE.c.tool == tool,
                 *_window(start, end),
             )
-            .order_by(col(CycleRow.slot_at), col(TraceRow.seq))
+            .order_by(CYCLE_TABLE.c.slot_at, TRACE_TABLE.c.seq)
         ).all()
     found: dict[int, dict[int, list[str]]] = {account_id: {} for account_id in account_ids}
     for account_id, cycle_id, text in rows:
@@ -145,11 +144,11 @@ def window_cycles_of(
     end: datetime | None = None,
 ) -> dict[int, tuple[tuple[int, datetime], ...]]:
     """Each account's cycles whose slot is in `[start, end)`, as (cycle id, slot), by slot."""
-    with Session(engine) as session:
-        rows = session.exec(
-            select(col(CycleRow.account_id), col(CycleRow.id), col(CycleRow.slot_at))
-            .where(col(CycleRow.account_id).in_(account_ids), *_window(start, end))
-            .order_by(col(CycleRow.slot_at))
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.id, CYCLE_TABLE.c.slot_at)
+            .where(CYCLE_TABLE.c.account_id.in_(account_ids), *_window(start, end))
+            .order_by(CYCLE_TABLE.c.slot_at)
         ).all()
     found: dict[int, list[tuple[int, datetime]]] = {account_id: [] for account_id in account_ids}
     for account_id, cycle_id, slot_at in rows:

@@ -42,9 +42,6 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from openbell.markets.domain import Fill, Order, Rejection
 from openbell.store.chain import link_rows, seal_cycles
-from openbell.store.db import TEXT_PARAMETERS, masked_statements
-from openbell.store.digests import cycle_records
-from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CYCLE_DIGEST_TABLE,
@@ -56,6 +53,9 @@ from openbell.store.core_tables import (
     POSITION_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.db import TEXT_PARAMETERS, masked_statements
+from openbell.store.digests import cycle_records
+from openbell.store.records import NavSnapshot, OrderStatus, TraceEntry
 from openbell.store.traces import trace_values
 from openbell.store.types import ExactDecimal, UtcDateTime
 from openbell.store.working_copy import AccountBook

@@ -44,6 +44,7 @@ from sqlalchemy.engine.base import OptionEngine
 from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
 from openbell.markets.errors import LedgerBreach
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE, ORDER_TABLE
 from openbell.store.hedge_pairs import HedgePick
 from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
@@ -61,7 +62,6 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.replay_batch import IdBlocks, ReplayBatch, WriteBehind
-from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE, ORDER_TABLE
 from openbell.store.strategy_runs import StrategyCode, StrategyRun
 from openbell.store.working_copy import AccountBook, load_books
 

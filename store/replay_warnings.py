@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import Engine, select
 
 from openbell.markets.domain import check_utc
-from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.core_tables import REPLAY_WARNING_TABLE
+from openbell.store.db import SQLITE_IMMEDIATE
 
 _ROWS = REPLAY_WARNING_TABLE.c
 

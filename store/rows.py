@@ -3,12 +3,14 @@
 Internal to `openbell.store`. `row_id` and `inserted_id` read the id the database gave a row,
 `get_account` loads (and locks, for a write) an account row, `dialect_insert` builds an insert that
 can take `ON CONFLICT` clauses. `LedgerTables` holds the engine and its `BEGIN IMMEDIATE` writer
-with their transactions: the base of the parts `Ledger` is made of (`accounts.py`, `cycles.py`,
-`orders.py`), so that each part opens its own transactions the same way. It also holds the ledger's
-fences: the cycles it claimed, each with the run it claimed it for (`cycles.py` sets and clears
-them); a write of such a cycle (an order, trace rows, the slot snapshot) checks in its transaction
-that the cycle is still `claimed` by that run (`_check_fences`, `check_fenced`), or raises
-`ClaimLost` and writes nothing.
+with their transactions, as Core connections (`_reading`, `_writing`) or ORM sessions (`_read`,
+`_write`; the ORM and the row classes are imported where a row object is needed, so that a command
+whose statements are all Core never loads them, `core_tables.py`): the base of the parts `Ledger`
+is made of (`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions
+the same way. It also holds the ledger's fences: the cycles it claimed, each with the run it
+claimed it for (`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows,
+the slot snapshot) checks in its transaction that the cycle is still `claimed` by that run
+(`_check_fences`, `check_fenced`), or raises `ClaimLost` and writes nothing.
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import Connection, CursorResult, Engine, Table, bindparam, select
 from sqlalchemy.dialects import sqlite
-from sqlmodel import Session
 
 from openbell.markets.errors import ClaimLost
+from openbell.store.core_tables import CYCLE_TABLE
 from openbell.store.db import SQLITE_IMMEDIATE
 from openbell.store.records import CycleStatus
-from openbell.store.core_tables import CYCLE_TABLE
-from openbell.store.tables import AccountRow
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql
+    from sqlmodel import Session
+
+    from openbell.store.tables import AccountRow
 
 
 def row_id(value: int | None) -> int:
@@ -56,6 +59,8 @@ def dialect_insert(connection: Connection, table: Table) -> sqlite.Insert | post
 
 def get_account(session: Session, account_id: int, *, lock: bool = False) -> AccountRow:
     """The account row (locked for update with `lock`); `ValueError` when there is none."""
+    from openbell.store.tables import AccountRow  # the ORM classes: where a row is needed
+
     account = session.get(AccountRow, account_id, with_for_update=lock)
     if account is None:
         raise ValueError(f"no account {account_id}")
@@ -92,13 +97,32 @@ class LedgerTables:
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
+        """An ORM session in a read transaction (`_reading` is the Core one)."""
+        from sqlmodel import Session  # the ORM: only where a row object is needed
+
         with Session(self._engine, expire_on_commit=False) as session, session.begin():
             yield session
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
+        """An ORM session in a write transaction (`_writing` is the Core one)."""
+        from sqlmodel import Session
+
         with Session(self._writer, expire_on_commit=False) as session, session.begin():
             yield session
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """A connection in a read transaction, for Core statements."""
+        with self._engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A connection in a write transaction (`BEGIN IMMEDIATE` on SQLite), for Core
+        statements."""
+        with self._writer.begin() as connection:
+            yield connection
 
 
 def check_fenced(fences: Mapping[int, str], rows: Mapping[int, Any]) -> None:

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, func, select
-from sqlmodel import col
 
 from openbell.store import archive
-from openbell.store.tables import CycleRow, FillRow, OrderRow, ReplayWarningRow
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, REPLAY_WARNING_TABLE
 
 #: The statuses whose `reason` (or error class) the card lists.
 UNSUCCESSFUL = ("failed", "skipped", "missed", "interrupted")
@@ -55,18 +54,18 @@ class WindowWarning:
 
 
 def _inside(start: datetime, end: datetime | None) -> list[object]:
-    column = col(CycleRow.slot_at)
+    column = CYCLE_TABLE.c.slot_at
     return [column >= start] if end is None else [column >= start, column < end]
 
 
 def cycle_outcomes(engine: Engine, start: datetime, end: datetime | None) -> list[CycleOutcome]:
     """Every account's cycles in the window counted by status and reason (a failed cycle's
     error class stands in for its reason), ordered by account, status and reason."""
-    reason = func.coalesce(col(CycleRow.reason), col(CycleRow.error_class))
+    reason = func.coalesce(CYCLE_TABLE.c.reason, CYCLE_TABLE.c.error_class)
     query = (
-        select(col(CycleRow.account_id), col(CycleRow.status), reason, func.count())
+        select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.status, reason, func.count())
         .where(*_inside(start, end))  # type: ignore[arg-type]
-        .group_by(col(CycleRow.account_id), col(CycleRow.status), reason)
+        .group_by(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.status, reason)
     )
     with engine.connect() as connection:
         rows = [
@@ -80,9 +79,9 @@ def runs_by_kind(engine: Engine, start: datetime, end: datetime | None) -> dict[
     """How many of the window's cycles a replay claimed (`claimed_by` starts `replay`) and how
     many a live daemon did (any other claimant)."""
     query = (
-        select(col(CycleRow.claimed_by), func.count())
+        select(CYCLE_TABLE.c.claimed_by, func.count())
         .where(*_inside(start, end))  # type: ignore[arg-type]
-        .group_by(col(CycleRow.claimed_by))
+        .group_by(CYCLE_TABLE.c.claimed_by)
     )
     found: dict[str, int] = {}
     with engine.connect() as connection:
@@ -95,12 +94,12 @@ def runs_by_kind(engine: Engine, start: datetime, end: datetime | None) -> dict[
 def fills_per_account(engine: Engine, start: datetime, end: datetime | None) -> dict[int, int]:
     """How many fills each account made in the window's cycles (accounts with none left out)."""
     query = (
-        select(col(CycleRow.account_id), func.count(col(FillRow.id)))
-        .select_from(FillRow)
-        .join(OrderRow, col(OrderRow.id) == FillRow.order_id)
-        .join(CycleRow, col(CycleRow.id) == OrderRow.cycle_id)
+        select(CYCLE_TABLE.c.account_id, func.count(FILL_TABLE.c.id))
+        .select_from(FILL_TABLE)
+        .join(ORDER_TABLE, ORDER_TABLE.c.id == FILL_TABLE.c.order_id)
+        .join(CYCLE_TABLE, CYCLE_TABLE.c.id == ORDER_TABLE.c.cycle_id)
         .where(*_inside(start, end))  # type: ignore[arg-type]
-        .group_by(col(CycleRow.account_id))
+        .group_by(CYCLE_TABLE.c.account_id)
     )
     with engine.connect() as connection:
         return {account_id: int(count) for account_id, count in connection.execute(query)}
@@ -111,7 +110,7 @@ def slot_spans(
 ) -> list[SlotSpan]:
     """Each market's distinct slots in the window (`account_markets`: each account's market)."""
     query = (
-        select(col(CycleRow.account_id), col(CycleRow.slot_at))
+        select(CYCLE_TABLE.c.account_id, CYCLE_TABLE.c.slot_at)
         .where(*_inside(start, end))  # type: ignore[arg-type]
         .distinct()
     )
@@ -129,13 +128,13 @@ def slot_spans(
 
 def window_warnings(engine: Engine, start: datetime, end: datetime | None) -> list[WindowWarning]:
     """The replay warnings recorded over dates that overlap the window, in the order written."""
-    query = select(col(ReplayWarningRow.market), col(ReplayWarningRow.message)).where(
-        col(ReplayWarningRow.end_at) >= start
+    query = select(REPLAY_WARNING_TABLE.c.market, REPLAY_WARNING_TABLE.c.message).where(
+        REPLAY_WARNING_TABLE.c.end_at >= start
     )
     if end is not None:
-        query = query.where(col(ReplayWarningRow.start_at) < end)
+        query = query.where(REPLAY_WARNING_TABLE.c.start_at < end)
     with engine.connect() as connection:
-        rows = connection.execute(query.order_by(col(ReplayWarningRow.id))).all()
+        rows = connection.execute(query.order_by(REPLAY_WARNING_TABLE.c.id)).all()
     return [WindowWarning(market=market, message=message) for market, message in rows]
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, func, insert, inspect, select, update
-from sqlmodel import col
+from sqlalchemy import Engine, Row, func, insert, inspect, select, update
 
 from openbell.markets.errors import SeasonError
-from openbell.store.core_tables import SEASON_TABLE
-from openbell.store.tables import CycleRow, SeasonRow
+from openbell.store.core_tables import CYCLE_TABLE, SEASON_TABLE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +61,7 @@ class Season:
         return datetime.combine(self.end_on + timedelta(days=1), time(), UTC)
 
 
-def _season(row: SeasonRow) -> Season:
+def _season(row: Row[Any]) -> Season:
     return Season(
         name=row.name,
         manifest=row.manifest,
@@ -79,7 +78,7 @@ def _season(row: SeasonRow) -> Season:
 def has_seasons(engine: Engine) -> bool:
     """Whether the ledger's schema has the `season` table (revision 0024 on): a read-only reader
     of an older ledger cannot upgrade it, and reads it as one without seasons."""
-    return inspect(engine).has_table(SeasonRow.__tablename__)
+    return inspect(engine).has_table(SEASON_TABLE.name)
 
 
 def open_season(engine: Engine, season: Season) -> None:
@@ -89,13 +88,13 @@ def open_season(engine: Engine, season: Season) -> None:
         raise ValueError("a season is opened open")
     with engine.begin() as connection:
         taken = connection.execute(
-            select(col(SeasonRow.name)).where(col(SeasonRow.name) == season.name)
+            select(SEASON_TABLE.c.name).where(SEASON_TABLE.c.name == season.name)
         ).first()
         if taken is not None:
             raise SeasonError(f"season {season.name!r} exists already in this ledger")
-        inside = select(func.count()).where(col(CycleRow.slot_at) >= season.start_at)
+        inside = select(func.count()).where(CYCLE_TABLE.c.slot_at >= season.start_at)
         if season.end_at is not None:
-            inside = inside.where(col(CycleRow.slot_at) < season.end_at)
+            inside = inside.where(CYCLE_TABLE.c.slot_at < season.end_at)
         cycles = connection.execute(inside).scalar_one()
         if cycles:
             raise SeasonError(
@@ -126,7 +125,7 @@ def seasons(engine: Engine) -> list[Season]:
         rows = connection.execute(
             select(SEASON_TABLE).order_by(SEASON_TABLE.c.opened_at, SEASON_TABLE.c.id)
         ).all()
-    return [_season(SeasonRow.model_validate(row._mapping)) for row in rows]
+    return [_season(row) for row in rows]
 
 
 def season_named(engine: Engine, name: str) -> Season:

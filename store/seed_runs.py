@@ -12,10 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, insert, inspect, select
-from sqlmodel import col
 
 from openbell.store.core_tables import AGENT_TABLE, SEED_RUN_TABLE
-from openbell.store.tables import AgentRow, SeedRunRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,16 +35,16 @@ def record_seed_runs(engine: Engine, runs: Sequence[SeedRun]) -> int:
         ids: dict[str, int] = {
             name: agent_id
             for name, agent_id in connection.execute(
-                select(col(AgentRow.name), col(AgentRow.id)).where(
-                    col(AgentRow.name).in_(list(by_name))
+                select(AGENT_TABLE.c.name, AGENT_TABLE.c.id).where(
+                    AGENT_TABLE.c.name.in_(list(by_name))
                 )
             )
             if agent_id is not None
         }
         known = set(
             connection.execute(
-                select(col(SeedRunRow.agent_id)).where(
-                    col(SeedRunRow.agent_id).in_(list(ids.values()))
+                select(SEED_RUN_TABLE.c.agent_id).where(
+                    SEED_RUN_TABLE.c.agent_id.in_(list(ids.values()))
                 )
             ).scalars()
         )
@@ -68,7 +66,7 @@ def record_seed_runs(engine: Engine, runs: Sequence[SeedRun]) -> int:
 def seed_runs(engine: Engine) -> list[SeedRun]:
     """Every recorded seed run, by group, base agent and seed; none in a ledger whose schema
     predates the table (migration 0013), which a read-only reader cannot upgrade."""
-    if not inspect(engine).has_table(SeedRunRow.__tablename__):
+    if not inspect(engine).has_table(SEED_RUN_TABLE.name):
         return []
     agent, seed_run = AGENT_TABLE.c, SEED_RUN_TABLE.c
     statement = (

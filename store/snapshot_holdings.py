@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, select
-from sqlmodel import col
 
 from openbell.markets.domain import check_utc
+from openbell.store.core_tables import NAV_MARK_TABLE, NAV_SNAPSHOT_TABLE
 from openbell.store.queries import HoldingValue, NavRow
 from openbell.store.records import SnapshotKind
-from openbell.store.tables import NavMarkRow, NavSnapshotRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,40 +35,40 @@ def snapshot_holdings(
 ) -> list[SnapshotHoldings]:
     """The account's slot snapshots in `[start, end)` with their holdings, oldest first."""
     clauses = [
-        col(NavSnapshotRow.account_id) == account_id,
-        col(NavSnapshotRow.kind) == SnapshotKind.SLOT.value,
+        NAV_SNAPSHOT_TABLE.c.account_id == account_id,
+        NAV_SNAPSHOT_TABLE.c.kind == SnapshotKind.SLOT.value,
     ]
     if start is not None:
         check_utc("start", start)
-        clauses.append(col(NavSnapshotRow.at) >= start)
+        clauses.append(NAV_SNAPSHOT_TABLE.c.at >= start)
     if end is not None:
         check_utc("end", end)
-        clauses.append(col(NavSnapshotRow.at) < end)
+        clauses.append(NAV_SNAPSHOT_TABLE.c.at < end)
     snapshots = (
         select(
-            col(NavSnapshotRow.id),
-            col(NavSnapshotRow.at),
-            col(NavSnapshotRow.nav),
-            col(NavSnapshotRow.cash),
-            col(NavSnapshotRow.positions_value),
+            NAV_SNAPSHOT_TABLE.c.id,
+            NAV_SNAPSHOT_TABLE.c.at,
+            NAV_SNAPSHOT_TABLE.c.nav,
+            NAV_SNAPSHOT_TABLE.c.cash,
+            NAV_SNAPSHOT_TABLE.c.positions_value,
         )
         .where(*clauses)
-        .order_by(col(NavSnapshotRow.at))
+        .order_by(NAV_SNAPSHOT_TABLE.c.at)
     )
     with engine.connect() as connection:
         rows = connection.execute(snapshots).all()
         ids = [int(row[0] or 0) for row in rows]
         marks = connection.execute(
             select(
-                col(NavMarkRow.snapshot_id),
-                col(NavMarkRow.symbol),
-                col(NavMarkRow.quantity),
-                col(NavMarkRow.price),
-                col(NavMarkRow.value),
+                NAV_MARK_TABLE.c.snapshot_id,
+                NAV_MARK_TABLE.c.symbol,
+                NAV_MARK_TABLE.c.quantity,
+                NAV_MARK_TABLE.c.price,
+                NAV_MARK_TABLE.c.value,
             )
-            .join(NavSnapshotRow, col(NavSnapshotRow.id) == col(NavMarkRow.snapshot_id))
+            .join(NAV_SNAPSHOT_TABLE, NAV_SNAPSHOT_TABLE.c.id == NAV_MARK_TABLE.c.snapshot_id)
             .where(*clauses)
-            .order_by(col(NavMarkRow.snapshot_id), col(NavMarkRow.symbol))
+            .order_by(NAV_MARK_TABLE.c.snapshot_id, NAV_MARK_TABLE.c.symbol)
         ).all()
     held: dict[int, list[HoldingValue]] = {snapshot_id: [] for snapshot_id in ids}
     for snapshot_id, symbol, quantity, price, value in marks:

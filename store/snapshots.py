@@ -20,8 +20,6 @@ from typing import Any, Final
 from sqlalchemy import Connection, bindparam, func, select
 
 from openbell.markets.domain import Money, check_decimal, round_money
-from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
-from openbell.store.rows import inserted_id
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     CORPORATE_ACTION_TABLE,
@@ -30,6 +28,8 @@ from openbell.store.core_tables import (
     NAV_SNAPSHOT_TABLE,
     POSITION_TABLE,
 )
+from openbell.store.records import NavMark, NavSnapshot, SnapshotKind
+from openbell.store.rows import inserted_id
 
 
 def locked_cash(connection: Connection, account_id: int) -> Money:

@@ -15,38 +15,16 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import CheckConstraint, Text, UniqueConstraint, delete
-from sqlmodel import Field, col, select
+from sqlalchemy import Row, bindparam, delete, insert, select
 
 from openbell.markets.domain import check_utc
+from openbell.store.core_tables import STRATEGY_JUDGEMENT_TABLE
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import Row
-from openbell.store.types import UtcDateTime
 
 #: The four checks of a verdict, in FIDES' order (d, i, x, m).
 CHECKS: Final = ("direction", "indicators", "exits", "no_extra_rule")
-
-
-class StrategyJudgementRow(Row, table=True):
-    """One judge model's verdict on one strategy."""
-
-    __tablename__ = "strategy_judgement"
-    __table_args__ = (
-        UniqueConstraint("strategy_id", "judge_model"),
-        *(CheckConstraint(f"{check} IN (0, 1)", name=check) for check in CHECKS),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    strategy_id: int = Field(foreign_key="strategy_code.id", index=True)
-    judge_model: str
-    judged_at: datetime = Field(sa_type=UtcDateTime)
-    direction: int
-    indicators: int
-    exits: int
-    no_extra_rule: int
-    rationale: str = Field(sa_type=Text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,14 +61,14 @@ class StrategyJudgements(LedgerTables):
     def save_judgement(self, judgement: StrategyJudgement) -> StrategyJudgement:
         """Store `judgement` in place of the same model's earlier verdict on the strategy; the
         stored one, with its id."""
-        with self._write() as session:
-            session.execute(
-                delete(StrategyJudgementRow).where(
-                    col(StrategyJudgementRow.strategy_id) == judgement.strategy_id,
-                    col(StrategyJudgementRow.judge_model) == judgement.judge_model,
+        with self._writing() as connection:
+            connection.execute(
+                delete(_TABLE).where(
+                    _TABLE.c.strategy_id == judgement.strategy_id,
+                    _TABLE.c.judge_model == judgement.judge_model,
                 )
             )
-            row = StrategyJudgementRow(
+            added = insert(_TABLE).values(
                 strategy_id=judgement.strategy_id,
                 judge_model=judgement.judge_model,
                 judged_at=judgement.judged_at,
@@ -100,9 +78,8 @@ class StrategyJudgements(LedgerTables):
                 no_extra_rule=judgement.no_extra_rule,
                 rationale=judgement.rationale,
             )
-            session.add(row)
-            session.flush()
-            return _judgement(row)
+            row = connection.execute(added.returning(*_TABLE.c)).one()
+        return _judgement(row)
 
     def judgements(self, strategy_ids: Collection[int]) -> dict[int, list[StrategyJudgement]]:
         """The verdicts on each of `strategy_ids`, oldest first (the last is the newest); a
@@ -110,18 +87,14 @@ class StrategyJudgements(LedgerTables):
         found: dict[int, list[StrategyJudgement]] = {key: [] for key in strategy_ids}
         if not found:
             return found
-        with self._read() as session:
-            rows = session.exec(
-                select(StrategyJudgementRow)
-                .where(col(StrategyJudgementRow.strategy_id).in_(sorted(found)))
-                .order_by(col(StrategyJudgementRow.id))
-            ).all()
+        with self._reading() as connection:
+            rows = connection.execute(_JUDGEMENTS, {"strategies": sorted(found)}).all()
         for row in rows:
             found[row.strategy_id].append(_judgement(row))
         return found
 
 
-def _judgement(row: StrategyJudgementRow) -> StrategyJudgement:
+def _judgement(row: Row[Any]) -> StrategyJudgement:
     return StrategyJudgement(
         judgement_id=row_id(row.id),
         strategy_id=row.strategy_id,
@@ -133,3 +106,11 @@ def _judgement(row: StrategyJudgementRow) -> StrategyJudgement:
         no_extra_rule=row.no_extra_rule,
         rationale=row.rationale,
     )
+
+
+_TABLE: Final = STRATEGY_JUDGEMENT_TABLE
+_JUDGEMENTS: Final = (
+    select(_TABLE)
+    .where(_TABLE.c.strategy_id.in_(bindparam("strategies", expanding=True)))
+    .order_by(_TABLE.c.id)
+)

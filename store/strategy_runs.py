@@ -27,57 +27,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import CheckConstraint, Text, UniqueConstraint, func
+from sqlalchemy import Connection, Row, bindparam, func, insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, col, select
 
 from openbell.markets.domain import check_utc
+from openbell.store.core_tables import (
+    CYCLE_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    STRATEGY_CODE_TABLE,
+    STRATEGY_RUN_TABLE,
+)
 from openbell.store.rows import LedgerTables, row_id
-from openbell.store.tables import CycleRow, NavSnapshotRow, Row
-from openbell.store.types import ExactDecimal, UtcDateTime
 
 #: The outcomes a run may have (a CHECK constraint; `agents.strategy_code.sandbox.RunOutcome`).
 RUN_OUTCOMES: Final = ("ok", "error", "invalid", "timeout", "killed")
-
-
-class StrategyCodeRow(Row, table=True):
-    """A strategy a model wrote for an account, as it passed the look-ahead check."""
-
-    __tablename__ = "strategy_code"
-
-    id: int | None = Field(default=None, primary_key=True)
-    account_id: int = Field(foreign_key="account.id", index=True)
-    cycle_id: int = Field(foreign_key="cycle.id")
-    written_at: datetime = Field(sa_type=UtcDateTime)
-    code: str = Field(sa_type=Text)
-    claimed_return: Decimal | None = Field(default=None, sa_type=ExactDecimal)
-    claimed_hit_rate: Decimal | None = Field(default=None, sa_type=ExactDecimal)
-    rationale: str = Field(sa_type=Text)
-    answers: int
-
-
-class StrategyRunRow(Row, table=True):
-    """One run of a strategy, at one cycle."""
-
-    __tablename__ = "strategy_run"
-    __table_args__ = (
-        UniqueConstraint("cycle_id"),
-        CheckConstraint(
-            "outcome IN (" + ", ".join(f"'{o}'" for o in RUN_OUTCOMES) + ")", name="outcome"
-        ),
-    )
-
-    id: int | None = Field(default=None, primary_key=True)
-    strategy_id: int = Field(foreign_key="strategy_code.id", index=True)
-    cycle_id: int = Field(foreign_key="cycle.id")
-    ran_at: datetime = Field(sa_type=UtcDateTime)
-    duration_ms: int
-    outcome: str
-    weights: str | None = Field(default=None, sa_type=Text)
-    error: str | None = Field(default=None, sa_type=Text)
-    offered: str | None = Field(default=None, sa_type=Text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,8 +130,8 @@ class StrategyRuns(LedgerTables):
 
     def save_strategy(self, strategy: StrategyCode) -> StrategyCode:
         """Store `strategy`; the stored one, with its id."""
-        with self._write() as session:
-            row = StrategyCodeRow(
+        with self._writing() as connection:
+            added = insert(_CODE).values(
                 account_id=strategy.account_id,
                 cycle_id=strategy.cycle_id,
                 written_at=strategy.written_at,
@@ -176,36 +141,26 @@ class StrategyRuns(LedgerTables):
                 rationale=strategy.rationale,
                 answers=strategy.answers,
             )
-            session.add(row)
-            session.flush()
-            return _strategy(row)
+            return _strategy(connection.execute(added.returning(*_CODE.c)).one())
 
     def latest_strategy(self, account_id: int) -> tuple[StrategyCode, int] | None:
         """The account's newest strategy and how many runs it has had, or None."""
-        with self._read() as session:
-            row = session.exec(
-                select(StrategyCodeRow)
-                .where(StrategyCodeRow.account_id == account_id)
-                .order_by(col(StrategyCodeRow.id).desc())
+        with self._reading() as connection:
+            row = connection.execute(
+                select(_CODE).where(_CODE.c.account_id == account_id).order_by(_CODE.c.id.desc())
             ).first()
             if row is None:
                 return None
-            runs = session.exec(
-                select(func.count())
-                .select_from(StrategyRunRow)
-                .where(StrategyRunRow.strategy_id == row.id)
-            ).one()
+            runs = connection.execute(
+                select(func.count()).select_from(_RUN).where(_RUN.c.strategy_id == row.id)
+            ).scalar_one()
             return _strategy(row), int(runs)
 
     def strategies(self, account_id: int) -> list[StrategyCode]:
         """Every strategy of the account, oldest first."""
-        with self._read() as session:
-            rows = session.exec(
-                select(StrategyCodeRow)
-                .where(StrategyCodeRow.account_id == account_id)
-                .order_by(col(StrategyCodeRow.id))
-            ).all()
-            return [_strategy(row) for row in rows]
+        with self._reading() as connection:
+            rows = connection.execute(_STRATEGIES, {"account": account_id}).all()
+        return [_strategy(row) for row in rows]
 
     def record_strategy_run(self, run: StrategyRun) -> StrategyRun:
         """Store `run`; when the cycle already has a run, that one is returned unchanged.
@@ -213,19 +168,23 @@ class StrategyRuns(LedgerTables):
         `ValueError` when the cycle or the strategy is unknown, or they belong to two accounts.
         """
         try:
-            with self._write() as session:
-                stored = _run_of_cycle(session, run.cycle_id)
+            with self._writing() as connection:
+                stored = _run_of_cycle(connection, run.cycle_id)
                 if stored is not None:
                     return stored
-                cycle = session.get(CycleRow, run.cycle_id)
-                strategy = session.get(StrategyCodeRow, run.strategy_id)
-                if cycle is None or strategy is None or cycle.account_id != strategy.account_id:
+                cycle = connection.execute(
+                    select(CYCLE_TABLE.c.account_id).where(CYCLE_TABLE.c.id == run.cycle_id)
+                ).scalar()
+                strategy = connection.execute(
+                    select(_CODE.c.account_id).where(_CODE.c.id == run.strategy_id)
+                ).scalar()
+                if cycle is None or strategy is None or cycle != strategy:
                     raise ValueError(
                         f"strategy {run.strategy_id} and cycle {run.cycle_id} "
                         "are not of one account"
                     )
-                session.add(
-                    StrategyRunRow(
+                connection.execute(
+                    insert(_RUN).values(
                         strategy_id=run.strategy_id,
                         cycle_id=run.cycle_id,
                         ran_at=run.ran_at,
@@ -238,42 +197,32 @@ class StrategyRuns(LedgerTables):
                 )
                 return run
         except IntegrityError:
-            with self._read() as session:
-                stored = _run_of_cycle(session, run.cycle_id)
+            with self._reading() as connection:
+                stored = _run_of_cycle(connection, run.cycle_id)
             if stored is None:
                 raise
             return stored
 
     def strategy_run(self, cycle_id: int) -> StrategyRun | None:
         """The run stored for cycle `cycle_id`, or None."""
-        with self._read() as session:
-            return _run_of_cycle(session, cycle_id)
+        with self._reading() as connection:
+            return _run_of_cycle(connection, cycle_id)
 
     def strategy_runs(self, strategy_id: int) -> list[StrategyRun]:
         """Every run of strategy `strategy_id`, in time order."""
-        with self._read() as session:
-            return _runs(session, strategy_id)
+        with self._reading() as connection:
+            return _runs(connection, strategy_id)
 
     def strategy_concordance(self, account_id: int) -> list[Concordance]:
         """Each of the account's strategies, its claim against its realised outcome."""
-        with self._read() as session:
-            navs: dict[datetime, Decimal] = dict(
-                session.exec(
-                    select(col(NavSnapshotRow.at), col(NavSnapshotRow.nav))
-                    .where(
-                        NavSnapshotRow.account_id == account_id,
-                        NavSnapshotRow.kind == "slot",
-                    )
-                    .order_by(col(NavSnapshotRow.at))
-                ).all()
-            )
-            rows = session.exec(
-                select(StrategyCodeRow)
-                .where(StrategyCodeRow.account_id == account_id)
-                .order_by(col(StrategyCodeRow.id))
-            ).all()
+        with self._reading() as connection:
+            navs: dict[datetime, Decimal] = {
+                row.at: row.nav for row in connection.execute(_SLOT_NAVS, {"account": account_id})
+            }
+            rows = connection.execute(_STRATEGIES, {"account": account_id}).all()
             return [
-                _concordance(_strategy(row), _runs(session, row_id(row.id)), navs) for row in rows
+                _concordance(_strategy(row), _runs(connection, row_id(row.id)), navs)
+                for row in rows
             ]
 
 
@@ -308,7 +257,7 @@ def _concordance(
     )
 
 
-def _strategy(row: StrategyCodeRow) -> StrategyCode:
+def _strategy(row: Row[Any]) -> StrategyCode:
     return StrategyCode(
         strategy_id=row_id(row.id),
         account_id=row.account_id,
@@ -322,21 +271,17 @@ def _strategy(row: StrategyCodeRow) -> StrategyCode:
     )
 
 
-def _runs(session: Session, strategy_id: int) -> list[StrategyRun]:
-    rows = session.exec(
-        select(StrategyRunRow)
-        .where(StrategyRunRow.strategy_id == strategy_id)
-        .order_by(col(StrategyRunRow.ran_at), col(StrategyRunRow.id))
-    ).all()
+def _runs(connection: Connection, strategy_id: int) -> list[StrategyRun]:
+    rows = connection.execute(_RUNS, {"strategy": strategy_id}).all()
     return [_run(row) for row in rows]
 
 
-def _run_of_cycle(session: Session, cycle_id: int) -> StrategyRun | None:
-    row = session.exec(select(StrategyRunRow).where(StrategyRunRow.cycle_id == cycle_id)).first()
+def _run_of_cycle(connection: Connection, cycle_id: int) -> StrategyRun | None:
+    row = connection.execute(select(_RUN).where(_RUN.c.cycle_id == cycle_id)).first()
     return None if row is None else _run(row)
 
 
-def _run(row: StrategyRunRow) -> StrategyRun:
+def _run(row: Row[Any]) -> StrategyRun:
     weights = json.loads(row.weights) if row.weights else {}
     return StrategyRun(
         strategy_id=row.strategy_id,
@@ -352,3 +297,23 @@ def _run(row: StrategyRunRow) -> StrategyRun:
 
 def _weights_text(weights: Mapping[str, Decimal]) -> str:
     return json.dumps({symbol: str(weight) for symbol, weight in sorted(weights.items())})
+
+
+_CODE: Final = STRATEGY_CODE_TABLE
+_RUN: Final = STRATEGY_RUN_TABLE
+_STRATEGIES: Final = (
+    select(_CODE).where(_CODE.c.account_id == bindparam("account")).order_by(_CODE.c.id)
+)
+_RUNS: Final = (
+    select(_RUN)
+    .where(_RUN.c.strategy_id == bindparam("strategy"))
+    .order_by(_RUN.c.ran_at, _RUN.c.id)
+)
+_SLOT_NAVS: Final = (
+    select(NAV_SNAPSHOT_TABLE.c.at, NAV_SNAPSHOT_TABLE.c.nav)
+    .where(
+        NAV_SNAPSHOT_TABLE.c.account_id == bindparam("account"),
+        NAV_SNAPSHOT_TABLE.c.kind == "slot",
+    )
+    .order_by(NAV_SNAPSHOT_TABLE.c.at)
+)

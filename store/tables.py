@@ -28,6 +28,8 @@ from sqlalchemy import CheckConstraint, Date, Index, Text, UniqueConstraint, fal
 from sqlmodel import Field, SQLModel
 
 from openbell.store.core_tables import NAMING_CONVENTION
+from openbell.store.strategy_judgements import CHECKS
+from openbell.store.strategy_runs import RUN_OUTCOMES
 from openbell.store.types import ExactDecimal, UtcDateTime
 
 SQLModel.metadata.naming_convention = NAMING_CONVENTION
@@ -600,3 +602,73 @@ class CycleDigestRow(Row, table=True):
     seq: int
     prev: str
     digest: str
+
+
+class HedgePairRow(Row, table=True):
+    """The pair one account's hedging agent picked."""
+
+    __tablename__ = "hedge_pair"
+
+    account_id: int = Field(foreign_key="account.id", primary_key=True)
+    first_symbol: str
+    second_symbol: str
+    cycle_id: int = Field(foreign_key="cycle.id")
+    picked_at: datetime = Field(sa_type=UtcDateTime)
+
+
+class StrategyJudgementRow(Row, table=True):
+    """One judge model's verdict on one strategy."""
+
+    __tablename__ = "strategy_judgement"
+    __table_args__ = (
+        UniqueConstraint("strategy_id", "judge_model"),
+        *(CheckConstraint(f"{check} IN (0, 1)", name=check) for check in CHECKS),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    strategy_id: int = Field(foreign_key="strategy_code.id", index=True)
+    judge_model: str
+    judged_at: datetime = Field(sa_type=UtcDateTime)
+    direction: int
+    indicators: int
+    exits: int
+    no_extra_rule: int
+    rationale: str = Field(sa_type=Text)
+
+
+class StrategyCodeRow(Row, table=True):
+    """A strategy a model wrote for an account, as it passed the look-ahead check."""
+
+    __tablename__ = "strategy_code"
+
+    id: int | None = Field(default=None, primary_key=True)
+    account_id: int = Field(foreign_key="account.id", index=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    written_at: datetime = Field(sa_type=UtcDateTime)
+    code: str = Field(sa_type=Text)
+    claimed_return: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    claimed_hit_rate: Decimal | None = Field(default=None, sa_type=ExactDecimal)
+    rationale: str = Field(sa_type=Text)
+    answers: int
+
+
+class StrategyRunRow(Row, table=True):
+    """One run of a strategy, at one cycle."""
+
+    __tablename__ = "strategy_run"
+    __table_args__ = (
+        UniqueConstraint("cycle_id"),
+        CheckConstraint(
+            "outcome IN (" + ", ".join(f"'{o}'" for o in RUN_OUTCOMES) + ")", name="outcome"
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    strategy_id: int = Field(foreign_key="strategy_code.id", index=True)
+    cycle_id: int = Field(foreign_key="cycle.id")
+    ran_at: datetime = Field(sa_type=UtcDateTime)
+    duration_ms: int
+    outcome: str
+    weights: str | None = Field(default=None, sa_type=Text)
+    error: str | None = Field(default=None, sa_type=Text)
+    offered: str | None = Field(default=None, sa_type=Text)

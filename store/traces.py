@@ -18,9 +18,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, Row, bindparam, func, update
-from sqlmodel import Session, col, select
+from sqlalchemy import Connection, Engine, Row, bindparam, func, select, update
 
+from openbell.store.core_tables import ACCOUNT_TABLE, AGENT_TABLE, CYCLE_TABLE, TRACE_TABLE
 from openbell.store.records import (
     USAGE_COLUMNS,
     CycleStatus,
@@ -29,8 +29,6 @@ from openbell.store.records import (
     TraceEntry,
 )
 from openbell.store.rows import check_fenced
-from openbell.store.core_tables import CYCLE_TABLE, TRACE_TABLE
-from openbell.store.tables import AccountRow, AgentRow, CycleRow, TraceRow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,27 +49,21 @@ class CycleTrace:
 
 def cycle_trace(engine: Engine, cycle_id: int) -> CycleTrace | None:
     """What `openbell trace` shows of cycle `cycle_id`, or None when there is no such cycle."""
-    with Session(engine) as session:
-        found = session.exec(
-            select(CycleRow, AccountRow, AgentRow)
-            .join(AccountRow, col(AccountRow.id) == CycleRow.account_id)
-            .join(AgentRow, col(AgentRow.id) == AccountRow.agent_id)
-            .where(CycleRow.id == cycle_id)
-        ).first()
-        if found is None:
+    with engine.connect() as connection:
+        cycle = connection.execute(_TRACED_CYCLE, {"cycle": cycle_id}).first()
+        if cycle is None:
             return None
-        cycle, account, agent = found
         return CycleTrace(
             cycle_id=cycle_id,
-            agent=agent.name,
-            agent_kind=agent.kind,
-            market=account.market,
+            agent=cycle.agent_name,
+            agent_kind=cycle.agent_kind,
+            market=cycle.market,
             slot_at=cycle.slot_at,
             status=CycleStatus(cycle.status),
             error_class=cycle.error_class,
             error_message=cycle.error_message,
             usage=usage_of(cycle) if has_usage(cycle) else None,
-            entries=tuple(cycle_traces(session, cycle_id)),
+            entries=tuple(cycle_traces(connection, cycle_id)),
         )
 
 
@@ -193,17 +185,31 @@ _READ_CYCLES: Final = (
     .with_for_update(of=CYCLE_TABLE)
 )
 _WRITE_USAGE: Final = update(CYCLE_TABLE).where(CYCLE_TABLE.c.id == bindparam("cycle"))
+_TRACED_CYCLE: Final = (
+    select(
+        CYCLE_TABLE,
+        ACCOUNT_TABLE.c.market,
+        AGENT_TABLE.c.name.label("agent_name"),
+        AGENT_TABLE.c.kind.label("agent_kind"),
+    )
+    .join(ACCOUNT_TABLE, ACCOUNT_TABLE.c.id == CYCLE_TABLE.c.account_id)
+    .join(AGENT_TABLE, AGENT_TABLE.c.id == ACCOUNT_TABLE.c.agent_id)
+    .where(CYCLE_TABLE.c.id == bindparam("cycle"))
+)
+_TRACES: Final = (
+    select(TRACE_TABLE)
+    .where(TRACE_TABLE.c.cycle_id == bindparam("cycle"))
+    .order_by(TRACE_TABLE.c.seq)
+)
 
 
-def cycle_traces(session: Session, cycle_id: int) -> list[TraceEntry]:
+def cycle_traces(connection: Connection, cycle_id: int) -> list[TraceEntry]:
     """Every trace entry of `cycle_id`, in `seq` order."""
-    rows = session.exec(
-        select(TraceRow).where(TraceRow.cycle_id == cycle_id).order_by(col(TraceRow.seq))
-    ).all()
+    rows = connection.execute(_TRACES, {"cycle": cycle_id}).all()
     return [_entry(row) for row in rows]
 
 
-def _entry(row: TraceRow) -> TraceEntry:
+def _entry(row: Row[Any]) -> TraceEntry:
     return TraceEntry(
         cycle_id=row.cycle_id,
         seq=row.seq,
@@ -224,7 +230,7 @@ def _entry(row: TraceRow) -> TraceEntry:
     )
 
 
-def usage_of(row: CycleRow | Row[Any]) -> CycleUsage:
+def usage_of(row: Row[Any]) -> CycleUsage:
     """The usage stored on a cycle row, or on a row of its usage columns (zeros where nothing was
     recorded)."""
     return CycleUsage(
@@ -246,16 +252,16 @@ def llm_spend(
 ) -> Decimal:
     """The priced cost of the account's cycles whose slot is in `[start, end)` (`start` None:
     from the first), summed in Python (the column is text on SQLite)."""
-    query = select(col(CycleRow.cost)).where(
-        col(CycleRow.account_id) == account_id,
-        col(CycleRow.cost).is_not(None),
-        col(CycleRow.slot_at) < end,
-        *(() if start is None else (col(CycleRow.slot_at) >= start,)),
+    query = select(CYCLE_TABLE.c.cost).where(
+        CYCLE_TABLE.c.account_id == account_id,
+        CYCLE_TABLE.c.cost.is_not(None),
+        CYCLE_TABLE.c.slot_at < end,
+        *(() if start is None else (CYCLE_TABLE.c.slot_at >= start,)),
     )
     costs = connection.execute(query).scalars()
     return sum((Decimal(cost) for cost in costs if cost is not None), Decimal(0))
 
 
-def has_usage(row: CycleRow) -> bool:
+def has_usage(row: Row[Any]) -> bool:
     """Whether any usage was ever recorded on the cycle (an LLM agent's cycle)."""
     return row.tokens_in is not None

@@ -35,7 +35,6 @@ from openbell.markets.domain import (
 )
 from openbell.markets.errors import LedgerBreach
 from openbell.store.accounts import recent_buys_since
-from openbell.store.records import NavMark
 from openbell.store.core_tables import (
     ACCOUNT_TABLE,
     BORROW_FEE_TABLE,
@@ -43,6 +42,7 @@ from openbell.store.core_tables import (
     FILL_TABLE,
     POSITION_TABLE,
 )
+from openbell.store.records import NavMark
 
 
 @dataclass(slots=True)

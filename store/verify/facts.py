@@ -19,22 +19,21 @@ from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import col
 
-from openbell.store.records import OrderStatus
-from openbell.store.tables import (
-    AccountRow,
-    AgentRow,
-    BorrowFeeRow,
-    CorporateActionRow,
-    CycleRow,
-    FillRow,
-    MarginCallRow,
-    NavMarkRow,
-    NavSnapshotRow,
-    OrderRow,
-    PositionRow,
+from openbell.store.core_tables import (
+    ACCOUNT_TABLE,
+    AGENT_TABLE,
+    BORROW_FEE_TABLE,
+    CORPORATE_ACTION_TABLE,
+    CYCLE_TABLE,
+    FILL_TABLE,
+    MARGIN_CALL_TABLE,
+    NAV_MARK_TABLE,
+    NAV_SNAPSHOT_TABLE,
+    ORDER_TABLE,
+    POSITION_TABLE,
 )
+from openbell.store.records import OrderStatus
 
 
 class Account(NamedTuple):
@@ -150,20 +149,20 @@ FILL, ACTION, FEE, SNAPSHOT, ORDER, MARGIN_CALL = (
     "margin_call",
 )
 ID_COLUMNS: dict[str, Any] = {
-    FILL: col(FillRow.id),
-    ACTION: col(CorporateActionRow.id),
-    FEE: col(BorrowFeeRow.id),
-    SNAPSHOT: col(NavSnapshotRow.id),
-    ORDER: col(OrderRow.id),
-    MARGIN_CALL: col(MarginCallRow.id),
+    FILL: FILL_TABLE.c.id,
+    ACTION: CORPORATE_ACTION_TABLE.c.id,
+    FEE: BORROW_FEE_TABLE.c.id,
+    SNAPSHOT: NAV_SNAPSHOT_TABLE.c.id,
+    ORDER: ORDER_TABLE.c.id,
+    MARGIN_CALL: MARGIN_CALL_TABLE.c.id,
 }
 _ACCOUNT_COLUMNS: dict[str, Any] = {
-    FILL: col(FillRow.account_id),
-    ACTION: col(CorporateActionRow.account_id),
-    FEE: col(BorrowFeeRow.account_id),
-    SNAPSHOT: col(NavSnapshotRow.account_id),
-    ORDER: col(OrderRow.account_id),
-    MARGIN_CALL: col(MarginCallRow.account_id),
+    FILL: FILL_TABLE.c.account_id,
+    ACTION: CORPORATE_ACTION_TABLE.c.account_id,
+    FEE: BORROW_FEE_TABLE.c.account_id,
+    SNAPSHOT: NAV_SNAPSHOT_TABLE.c.account_id,
+    ORDER: ORDER_TABLE.c.account_id,
+    MARGIN_CALL: MARGIN_CALL_TABLE.c.account_id,
 }
 
 #: The newest id of each table of `ID_COLUMNS` a verification read (0: none).
@@ -238,40 +237,54 @@ def _read(connection: Connection, since: Watermarks | None, fees_after: date | N
             connection,
             Account,
             [
-                AccountRow.id,
-                AccountRow.agent_id,
-                AccountRow.market,
-                AccountRow.currency,
-                AccountRow.initial_cash,
-                AccountRow.cash,
-                AccountRow.allow_short,
+                ACCOUNT_TABLE.c.id,
+                ACCOUNT_TABLE.c.agent_id,
+                ACCOUNT_TABLE.c.market,
+                ACCOUNT_TABLE.c.currency,
+                ACCOUNT_TABLE.c.initial_cash,
+                ACCOUNT_TABLE.c.cash,
+                ACCOUNT_TABLE.c.allow_short,
             ],
-            order_by=AccountRow.id,
+            order_by=ACCOUNT_TABLE.c.id,
         )
-        agents = connection.execute(select(col(AgentRow.id), col(AgentRow.name))).all()
+        agents = connection.execute(select(AGENT_TABLE.c.id, AGENT_TABLE.c.name)).all()
         positions = _rows(
             connection,
             Position,
-            [PositionRow.account_id, PositionRow.symbol, PositionRow.quantity],
+            [POSITION_TABLE.c.account_id, POSITION_TABLE.c.symbol, POSITION_TABLE.c.quantity],
         )
-        fills = _rows(connection, Fill, _FILL_COLUMNS, *above(FILL), order_by=FillRow.id)
+        fills = _rows(connection, Fill, _FILL_COLUMNS, *above(FILL), order_by=FILL_TABLE.c.id)
         actions = _rows(
-            connection, Action, _ACTION_COLUMNS, *above(ACTION), order_by=CorporateActionRow.id
+            connection,
+            Action,
+            _ACTION_COLUMNS,
+            *above(ACTION),
+            order_by=CORPORATE_ACTION_TABLE.c.id,
         )
-        fees = _rows(connection, Fee, _FEE_COLUMNS, *above(FEE), order_by=BorrowFeeRow.id)
+        fees = _rows(connection, Fee, _FEE_COLUMNS, *above(FEE), order_by=BORROW_FEE_TABLE.c.id)
         snapshots = _rows(
-            connection, Snapshot, _SNAPSHOT_COLUMNS, *above(SNAPSHOT), order_by=NavSnapshotRow.id
+            connection,
+            Snapshot,
+            _SNAPSHOT_COLUMNS,
+            *above(SNAPSHOT),
+            order_by=NAV_SNAPSHOT_TABLE.c.id,
         )
         mark_filter = (
-            [] if since is None else [col(NavMarkRow.snapshot_id) > since.get(SNAPSHOT, 0)]
+            [] if since is None else [NAV_MARK_TABLE.c.snapshot_id > since.get(SNAPSHOT, 0)]
         )
         marks = _rows(
-            connection, Mark, _MARK_COLUMNS, *mark_filter, order_by=NavMarkRow.snapshot_id
+            connection, Mark, _MARK_COLUMNS, *mark_filter, order_by=NAV_MARK_TABLE.c.snapshot_id
         )
         calls = _rows(
-            connection, MarginCall, _CALL_COLUMNS, *above(MARGIN_CALL), order_by=MarginCallRow.id
+            connection,
+            MarginCall,
+            _CALL_COLUMNS,
+            *above(MARGIN_CALL),
+            order_by=MARGIN_CALL_TABLE.c.id,
         )
-        new_orders = _rows(connection, Order, _ORDER_COLUMNS, *above(ORDER), order_by=OrderRow.id)
+        new_orders = _rows(
+            connection, Order, _ORDER_COLUMNS, *above(ORDER), order_by=ORDER_TABLE.c.id
+        )
         watermarks = _watermarks(connection)
         facts = Facts(
             accounts={row.id: row for row in accounts},
@@ -311,16 +324,16 @@ def _read_named(
             connection,
             Order,
             _ORDER_COLUMNS,
-            col(OrderRow.id) >= min(missing),
-            col(OrderRow.id) <= max(missing),
+            ORDER_TABLE.c.id >= min(missing),
+            ORDER_TABLE.c.id <= max(missing),
         )
         facts.orders.update({row.id: row for row in older if row.id in missing})
     named_cycles = {order.cycle_id for order in facts.orders.values()}
     named_cycles |= {call.cycle_id for call in calls}
     if named_cycles:
-        cycle_filter = [] if since is None else [col(CycleRow.id) >= min(named_cycles)]
+        cycle_filter = [] if since is None else [CYCLE_TABLE.c.id >= min(named_cycles)]
         cycles = connection.execute(
-            select(col(CycleRow.id), col(CycleRow.account_id)).where(*cycle_filter)
+            select(CYCLE_TABLE.c.id, CYCLE_TABLE.c.account_id).where(*cycle_filter)
         )
         facts.cycle_accounts = {
             cycle_id: account_id for cycle_id, account_id in cycles if cycle_id is not None
@@ -332,9 +345,9 @@ def _read_named(
             connection,
             Fill,
             _FILL_COLUMNS,
-            col(FillRow.id) <= since.get(FILL, 0),
-            col(FillRow.order_id) >= min(named_orders | filled),
-            order_by=FillRow.id,
+            FILL_TABLE.c.id <= since.get(FILL, 0),
+            FILL_TABLE.c.order_id >= min(named_orders | filled),
+            order_by=FILL_TABLE.c.id,
         )
         facts.older_fills_by_order = _grouped(
             [fill for fill in older_fills if fill.order_id in named_orders | filled],
@@ -345,8 +358,8 @@ def _read_named(
             connection,
             Fee,
             _FEE_COLUMNS,
-            col(BorrowFeeRow.day) > fees_after,
-            order_by=BorrowFeeRow.id,
+            BORROW_FEE_TABLE.c.day > fees_after,
+            order_by=BORROW_FEE_TABLE.c.id,
         )
     for table, account_column in _ACCOUNT_COLUMNS.items():
         counted = connection.execute(
@@ -414,81 +427,81 @@ def _by_account(
 
 
 _FILL_COLUMNS = [
-    FillRow.id,
-    FillRow.order_id,
-    FillRow.account_id,
-    FillRow.symbol,
-    FillRow.side,
-    FillRow.quantity,
-    FillRow.price,
-    FillRow.notional,
-    FillRow.fees,
-    FillRow.currency,
-    FillRow.filled_at,
+    FILL_TABLE.c.id,
+    FILL_TABLE.c.order_id,
+    FILL_TABLE.c.account_id,
+    FILL_TABLE.c.symbol,
+    FILL_TABLE.c.side,
+    FILL_TABLE.c.quantity,
+    FILL_TABLE.c.price,
+    FILL_TABLE.c.notional,
+    FILL_TABLE.c.fees,
+    FILL_TABLE.c.currency,
+    FILL_TABLE.c.filled_at,
 ]
 _ACTION_COLUMNS = [
-    CorporateActionRow.id,
-    CorporateActionRow.account_id,
-    CorporateActionRow.symbol,
-    CorporateActionRow.kind,
-    CorporateActionRow.ex_date,
-    CorporateActionRow.ex_at,
-    CorporateActionRow.ratio,
-    CorporateActionRow.cash_per_share,
-    CorporateActionRow.currency,
-    CorporateActionRow.quantity_before,
-    CorporateActionRow.quantity_delta,
-    CorporateActionRow.fraction,
-    CorporateActionRow.price,
-    CorporateActionRow.cash_delta,
-    CorporateActionRow.after_fill_id,
+    CORPORATE_ACTION_TABLE.c.id,
+    CORPORATE_ACTION_TABLE.c.account_id,
+    CORPORATE_ACTION_TABLE.c.symbol,
+    CORPORATE_ACTION_TABLE.c.kind,
+    CORPORATE_ACTION_TABLE.c.ex_date,
+    CORPORATE_ACTION_TABLE.c.ex_at,
+    CORPORATE_ACTION_TABLE.c.ratio,
+    CORPORATE_ACTION_TABLE.c.cash_per_share,
+    CORPORATE_ACTION_TABLE.c.currency,
+    CORPORATE_ACTION_TABLE.c.quantity_before,
+    CORPORATE_ACTION_TABLE.c.quantity_delta,
+    CORPORATE_ACTION_TABLE.c.fraction,
+    CORPORATE_ACTION_TABLE.c.price,
+    CORPORATE_ACTION_TABLE.c.cash_delta,
+    CORPORATE_ACTION_TABLE.c.after_fill_id,
 ]
 _FEE_COLUMNS = [
-    BorrowFeeRow.id,
-    BorrowFeeRow.account_id,
-    BorrowFeeRow.symbol,
-    BorrowFeeRow.day,
-    BorrowFeeRow.quantity,
-    BorrowFeeRow.price,
-    BorrowFeeRow.rate_bps,
-    BorrowFeeRow.day_count,
-    BorrowFeeRow.amount,
-    BorrowFeeRow.currency,
-    BorrowFeeRow.after_fill_id,
-    BorrowFeeRow.charged_at,
+    BORROW_FEE_TABLE.c.id,
+    BORROW_FEE_TABLE.c.account_id,
+    BORROW_FEE_TABLE.c.symbol,
+    BORROW_FEE_TABLE.c.day,
+    BORROW_FEE_TABLE.c.quantity,
+    BORROW_FEE_TABLE.c.price,
+    BORROW_FEE_TABLE.c.rate_bps,
+    BORROW_FEE_TABLE.c.day_count,
+    BORROW_FEE_TABLE.c.amount,
+    BORROW_FEE_TABLE.c.currency,
+    BORROW_FEE_TABLE.c.after_fill_id,
+    BORROW_FEE_TABLE.c.charged_at,
 ]
 _SNAPSHOT_COLUMNS = [
-    NavSnapshotRow.id,
-    NavSnapshotRow.account_id,
-    NavSnapshotRow.at,
-    NavSnapshotRow.kind,
-    NavSnapshotRow.cash,
-    NavSnapshotRow.positions_value,
-    NavSnapshotRow.nav,
-    NavSnapshotRow.last_fill_id,
-    NavSnapshotRow.last_action_id,
+    NAV_SNAPSHOT_TABLE.c.id,
+    NAV_SNAPSHOT_TABLE.c.account_id,
+    NAV_SNAPSHOT_TABLE.c.at,
+    NAV_SNAPSHOT_TABLE.c.kind,
+    NAV_SNAPSHOT_TABLE.c.cash,
+    NAV_SNAPSHOT_TABLE.c.positions_value,
+    NAV_SNAPSHOT_TABLE.c.nav,
+    NAV_SNAPSHOT_TABLE.c.last_fill_id,
+    NAV_SNAPSHOT_TABLE.c.last_action_id,
 ]
 _MARK_COLUMNS = [
-    NavMarkRow.snapshot_id,
-    NavMarkRow.symbol,
-    NavMarkRow.quantity,
-    NavMarkRow.price,
-    NavMarkRow.value,
+    NAV_MARK_TABLE.c.snapshot_id,
+    NAV_MARK_TABLE.c.symbol,
+    NAV_MARK_TABLE.c.quantity,
+    NAV_MARK_TABLE.c.price,
+    NAV_MARK_TABLE.c.value,
 ]
 _ORDER_COLUMNS = [
-    OrderRow.id,
-    OrderRow.cycle_id,
-    OrderRow.account_id,
-    OrderRow.symbol,
-    OrderRow.side,
-    OrderRow.quantity,
-    OrderRow.status,
-    OrderRow.reason,
+    ORDER_TABLE.c.id,
+    ORDER_TABLE.c.cycle_id,
+    ORDER_TABLE.c.account_id,
+    ORDER_TABLE.c.symbol,
+    ORDER_TABLE.c.side,
+    ORDER_TABLE.c.quantity,
+    ORDER_TABLE.c.status,
+    ORDER_TABLE.c.reason,
 ]
 _CALL_COLUMNS = [
-    MarginCallRow.id,
-    MarginCallRow.account_id,
-    MarginCallRow.cycle_id,
-    MarginCallRow.order_id,
-    MarginCallRow.reason,
+    MARGIN_CALL_TABLE.c.id,
+    MARGIN_CALL_TABLE.c.account_id,
+    MARGIN_CALL_TABLE.c.cycle_id,
+    MARGIN_CALL_TABLE.c.order_id,
+    MARGIN_CALL_TABLE.c.reason,
 ]

@@ -64,9 +64,13 @@ LIBRARIES_NOT_FOR_BASELINES = (
 #: What neither command imports any more (issue 29, start-up): Alembic (a new SQLite ledger and
 #: one at the head are upgraded without it), the postgresql dialect (for a SQLite ledger), pygments
 #: (structlog is imported without rich), pyarrow's compute functions (the bar files' checks run in
-#: numpy), the command-line modules of other commands, and typer's pydantic adapters (plain
-#: values are coerced without them: `ops/cli/quick_params.py`).
+#: numpy), the command-line modules of other commands, typer's pydantic adapters (plain
+#: values are coerced without them: `ops/cli/quick_params.py`), and the ORM: SQLModel, SQLAlchemy's
+#: `orm` and the row classes (both commands read and write through `store/core_tables.py`).
 NOT_AT_START = (
+    "sqlmodel",
+    "sqlalchemy.orm",
+    "openbell.store.tables",
     "typer._adapters",
     "alembic",
     "pyarrow.compute",

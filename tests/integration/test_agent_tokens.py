@@ -14,10 +14,10 @@ from sqlmodel import SQLModel
 
 from openbell.markets.domain import utc
 from openbell.markets.errors import NoSuchAgent
+from openbell.store.core_tables import AGENT_TOKEN_TABLE
 from openbell.store.ledger import Ledger
 from openbell.store.records import TraceEntry
 from openbell.store.redact import REDACTED
-from openbell.store.core_tables import AGENT_TOKEN_TABLE
 
 NOW = utc(2026, 11, 30, 20)
 LATER = NOW + timedelta(hours=1)

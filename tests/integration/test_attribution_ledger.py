@@ -25,9 +25,9 @@ from openbell.ops.evaluation.attribution.output import attribution_record, part_
 from openbell.ops.evaluation.benchmark import bundled_source, carried_prices
 from openbell.store import queries
 from openbell.store.cache import SqlBarCache
+from openbell.store.core_tables import FUNDAMENTALS_REPORT_TABLE
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
-from openbell.store.core_tables import FUNDAMENTALS_REPORT_TABLE
 from openbell.store.snapshot_holdings import snapshot_holdings
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.replay import crypto_daily

@@ -30,11 +30,11 @@ from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import Universe
+from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, TRACE_TABLE
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import CycleStatus, CycleUsage, TraceEntry
-from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, ORDER_TABLE, TRACE_TABLE
 from openbell.store.verify import verify_ledger
 
 pytestmark = pytest.mark.postgres

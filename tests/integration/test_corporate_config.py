@@ -17,8 +17,8 @@ from openbell.markets.domain import utc
 from openbell.markets.errors import ConfigError
 from openbell.ops.config.schema import OpenbellConfig, load_config
 from openbell.ops.wiring.planning import OFFLINE_ENV, make_source, replay_from_config
-from openbell.store.db import make_engine
 from openbell.store.core_tables import CORPORATE_ACTION_TABLE
+from openbell.store.db import make_engine
 from openbell.store.verify import verify_ledger
 
 CN = """\

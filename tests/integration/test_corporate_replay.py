@@ -30,9 +30,9 @@ from openbell.markets.replay_source import ReplaySource
 from openbell.markets.universes import Universe
 from openbell.ops.evaluation.return_metrics import NavPoint, max_drawdown, simple_returns
 from openbell.store import queries
+from openbell.store.core_tables import CORPORATE_ACTION_TABLE, NAV_SNAPSHOT_TABLE
 from openbell.store.db import make_engine
 from openbell.store.migrate import upgrade
-from openbell.store.core_tables import CORPORATE_ACTION_TABLE, NAV_SNAPSHOT_TABLE
 from openbell.store.verify import verify_ledger
 from openbell_testkit.offline import refuse_network
 from openbell_testkit.yahoo import charts, payload, source

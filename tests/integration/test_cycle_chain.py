@@ -22,13 +22,6 @@ from openbell.markets.gateway import PointInTimeGateway
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import rules_for
 from openbell.markets.universes import Universe
-from openbell.store.db import make_engine
-from openbell.store.digests import GENESIS, chained, cycle_records
-from openbell.store.ledger import Ledger
-from openbell.store.migrate import upgrade
-from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind, TraceEntry
-from openbell.store.redact import Redactor
-from openbell.store.replay_ledger import ReplayLedger
 from openbell.store.core_tables import (
     CYCLE_DIGEST_TABLE,
     CYCLE_TABLE,
@@ -39,6 +32,13 @@ from openbell.store.core_tables import (
     ORDER_TABLE,
     TRACE_TABLE,
 )
+from openbell.store.db import make_engine
+from openbell.store.digests import GENESIS, chained, cycle_records
+from openbell.store.ledger import Ledger
+from openbell.store.migrate import upgrade
+from openbell.store.records import CycleStatus, MissedSlot, SnapshotKind, TraceEntry
+from openbell.store.redact import Redactor
+from openbell.store.replay_ledger import ReplayLedger
 from openbell_testkit.store import INSTRUMENTS, NOW, fill_for, make_order
 
 AAPL = INSTRUMENTS["us"][0]

@@ -30,10 +30,10 @@ from openbell.markets.margin import MARGIN_CALL, borrow_fee
 from openbell.markets.replay_source import ReplaySource
 from openbell.markets.rules import MarketRules, rules_for
 from openbell.markets.universes import Universe
+from openbell.store.core_tables import BORROW_FEE_TABLE, FILL_TABLE, MARGIN_CALL_TABLE, ORDER_TABLE
 from openbell.store.ledger import Ledger
 from openbell.store.records import SnapshotKind
 from openbell.store.replay_ledger import ReplayLedger
-from openbell.store.core_tables import BORROW_FEE_TABLE, FILL_TABLE, MARGIN_CALL_TABLE, ORDER_TABLE
 from openbell.store.verify import BORROW_FEE, CASH_BALANCE, MARGIN_CALL_COVER, verify_ledger
 
 DAY = timedelta(days=1)

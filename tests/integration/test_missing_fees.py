@@ -16,11 +16,11 @@ from openbell.agents.baselines import build_agent
 from openbell.daemon.plan import ReplayPlan
 from openbell.daemon.replay import run_replay
 from openbell.markets.domain import Side, utc
+from openbell.store.core_tables import BORROW_FEE_TABLE
 from openbell.store.db import make_engine
 from openbell.store.ledger import Ledger
 from openbell.store.migrate import upgrade
 from openbell.store.records import SnapshotKind
-from openbell.store.core_tables import BORROW_FEE_TABLE
 from openbell.store.verify import MISSING_BORROW_FEE, Breach, verify_ledger
 from openbell_testkit.replay import crypto_daily
 from openbell_testkit.store import charge_fees_due, fill_for, make_order

@@ -163,7 +163,7 @@ def _order_counts(connection: Connection, cycle_ids: list[int]) -> dict[int, tup
         .where(ORDER_TABLE.c.cycle_id.in_(cycle_ids))
         .group_by(ORDER_TABLE.c.cycle_id)
     ).all()
-    fills = dict(
+    fills: dict[int, int] = dict(
         connection.execute(
             select(ORDER_TABLE.c.cycle_id, func.count())
             .join(FILL_TABLE, FILL_TABLE.c.order_id == ORDER_TABLE.c.id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
-from typing import Final, TypeVar
+from typing import Any, Final
 
 from sqlalchemy import Column, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -33,8 +33,6 @@ from openbell.markets.rules import A_SHARES_NO_SHORTING
 from openbell.store.core_tables import ACCOUNT_TABLE, AGENT_TABLE, FILL_TABLE
 from openbell.store.rows import LedgerTables, row_id
 from openbell.store.snapshots import POSITIONS
-
-_T = TypeVar("_T")
 
 
 def recent_buys_since(now: datetime) -> datetime:
@@ -153,7 +151,8 @@ class Accounts(LedgerTables):
 
     def account_opened_at(self, account_id: int) -> datetime:
         """When the account was opened."""
-        return self._account_column(account_id, ACCOUNT_TABLE.c.created_at)
+        found: datetime = self._account_column(account_id, ACCOUNT_TABLE.c.created_at)
+        return found
 
     def account_of(self, agent_name: str, market: str) -> int | None:
         """The id of agent `agent_name`'s account in `market`, or None when it has none."""
@@ -162,11 +161,13 @@ class Accounts(LedgerTables):
 
     def allows_short(self, account_id: int) -> bool:
         """Whether the account may short."""
-        return self._account_column(account_id, ACCOUNT_TABLE.c.allow_short)
+        found: bool = self._account_column(account_id, ACCOUNT_TABLE.c.allow_short)
+        return found
 
     def initial_cash(self, account_id: int) -> Decimal:
         """The cash the account was opened with."""
-        return self._account_column(account_id, ACCOUNT_TABLE.c.initial_cash)
+        found: Decimal = self._account_column(account_id, ACCOUNT_TABLE.c.initial_cash)
+        return found
 
     def account_state(self, account_id: int, now: datetime) -> AccountState:
         """Cash (the stored balance) and open positions with buys since `recent_buys_since`.
@@ -210,7 +211,7 @@ class Accounts(LedgerTables):
             rows = connection.execute(POSITIONS, {"account": account_id}).all()
         return {row.symbol: row.quantity for row in rows if row.quantity != 0}
 
-    def _account_column(self, account_id: int, column: Column[_T]) -> _T:
+    def _account_column(self, account_id: int, column: Column[Any]) -> Any:
         """One column of the account's row; `ValueError` when there is no such account."""
         with self._reading() as connection:
             found = connection.execute(select(column).where(ACCOUNT_TABLE.c.id == account_id))

@@ -75,7 +75,8 @@ class AgentTokens(LedgerTables):
         # constant-time all the same.
         if found is None or not hmac.compare_digest(found[0], digest):
             return None
-        return found[1]
+        name: str = found[1]
+        return name
 
     def revoke_agent_token(self, agent_name: str, now: datetime) -> bool:
         """Revoke the current token of the agent called `agent_name` at `now`; whether it had one.

@@ -3,14 +3,14 @@
 Internal to `openbell.store`. `row_id` and `inserted_id` read the id the database gave a row,
 `get_account` loads (and locks, for a write) an account row, `dialect_insert` builds an insert that
 can take `ON CONFLICT` clauses. `LedgerTables` holds the engine and its `BEGIN IMMEDIATE` writer
-with their transactions, as Core connections (`_reading`, `_writing`) or ORM sessions (`_read`,
-`_write`; the ORM and the row classes are imported where a row object is needed, so that a command
-whose statements are all Core never loads them, `core_tables.py`): the base of the parts `Ledger`
-is made of (`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions
-the same way. It also holds the ledger's fences: the cycles it claimed, each with the run it
-claimed it for (`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows,
-the slot snapshot) checks in its transaction that the cycle is still `claimed` by that run
-(`_check_fences`, `check_fenced`), or raises `ClaimLost` and writes nothing.
+with their transactions, as Core connections (`_reading`, `_writing`) or an ORM session (`_write`;
+the ORM and the row classes are imported where a row object is needed, so that a command whose
+statements are all Core never loads them, `core_tables.py`): the base of the parts `Ledger` is made
+of (`accounts.py`, `cycles.py`, `orders.py`), so that each part opens its own transactions the same
+way. It also holds the ledger's fences: the cycles it claimed, each with the run it claimed it for
+(`cycles.py` sets and clears them); a write of such a cycle (an order, trace rows, the slot
+snapshot) checks in its transaction that the cycle is still `claimed` by that run (`_check_fences`,
+`check_fenced`), or raises `ClaimLost` and writes nothing.
 """
 
 from __future__ import annotations
@@ -96,17 +96,9 @@ class LedgerTables:
         }
 
     @contextmanager
-    def _read(self) -> Iterator[Session]:
-        """An ORM session in a read transaction (`_reading` is the Core one)."""
-        from sqlmodel import Session  # the ORM: only where a row object is needed
-
-        with Session(self._engine, expire_on_commit=False) as session, session.begin():
-            yield session
-
-    @contextmanager
     def _write(self) -> Iterator[Session]:
         """An ORM session in a write transaction (`_writing` is the Core one)."""
-        from sqlmodel import Session
+        from sqlmodel import Session  # the ORM: only where a row object is needed
 
         with Session(self._writer, expire_on_commit=False) as session, session.begin():
             yield session

@@ -17,10 +17,7 @@ from sqlalchemy import Connection
 from sqlmodel import SQLModel
 from sqlmodel.sql.sqltypes import AutoString
 
-from openbell.store import hedge_pairs as _hedge_pairs  # noqa: F401  (its table too)
-from openbell.store import strategy_judgements as _judgements  # noqa: F401  (its table too)
-from openbell.store import strategy_runs as _strategy_runs  # noqa: F401  (its tables too)
-from openbell.store import tables as _tables  # noqa: F401  (registers the tables)
+from openbell.store import tables as _tables  # noqa: F401  (registers every table)
 from openbell.store.db import make_engine
 from openbell.store.types import ExactDecimal, UtcDateTime
 

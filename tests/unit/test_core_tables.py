@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlmodel import SQLModel
 
-from openbell.store import core_tables, hedge_pairs, strategy_judgements, strategy_runs  # noqa: F401
+from openbell.store import core_tables
 from openbell.store import tables as _tables  # noqa: F401  (registers the ORM tables)
 
 DIALECTS = {"sqlite": sqlite.dialect(), "postgresql": postgresql.dialect()}

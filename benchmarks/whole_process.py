@@ -17,7 +17,8 @@ shared machine it moves less with the other work. The jobs:
 `--compare-tree DIR` times another version of openbell alongside, in the same rounds: DIR holds
 an `openbell/` folder with its subpackages (for example `mkdir -p DIR/openbell && git archive main
 markets store agents daemon ops | tar -x -C DIR/openbell`), put first on `PYTHONPATH` of its runs,
-so both versions run on this environment's libraries; the script prints the ratios of their
+so both versions run on this environment's libraries, each started as its own console script
+would start it (`OTHER_LAUNCHER`); the script prints the ratios of their
 medians (this one / the other). The sources of both are byte-compiled first, as `pip install`
 does (`cli_start.py` says why). Not a test: run it by hand,
 `.venv/bin/python benchmarks/whole_process.py [--runs N] [--db LEDGER] [--compare-tree DIR]`.
@@ -158,6 +159,15 @@ def replay_argv(openbell: Path, config: Path, window: tuple[str, str]) -> list[s
 
 Jobs = dict[str, tuple[list[str], Path | None]]
 
+#: How the other version's commands start: as its own console script would, through its entry's
+#: `run` (the console script since 2026-12-03) or, in an older tree, `sys.exit(main())`.
+OTHER_LAUNCHER = [
+    sys.executable,
+    "-c",
+    "import sys; import openbell.ops.entry as entry; sys.argv[0] = 'openbell'; "
+    "entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())",
+]
+
 
 def jobs_in(folder: Path, openbell: Path, ledger: Path, *, full: bool) -> Jobs:
     """The commands timed, by name, each with the ledger it writes (deleted before each run)."""
@@ -180,7 +190,8 @@ def run_rounds(
     for run in range(runs):
         for name, (argv, db) in jobs.items():
             for version, env in versions.items():
-                wall_s, cpu_s = timed(argv, env, db)
+                launched = argv if version == "this" else [*OTHER_LAUNCHER, *argv[1:]]
+                wall_s, cpu_s = timed(launched, env, db)
                 found = results.setdefault((version, name), Timings())
                 found.wall_s.append(wall_s)
                 found.cpu_s.append(cpu_s)

@@ -164,8 +164,10 @@ Jobs = dict[str, tuple[list[str], Path | None]]
 OTHER_LAUNCHER = [
     sys.executable,
     "-c",
-    "import sys; import openbell.ops.entry as entry; sys.argv[0] = 'openbell'; "
-    "entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())",
+    (
+        "import sys; import openbell.ops.entry as entry; sys.argv[0] = 'openbell'; "
+        "entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())"
+    ),
 ]
 
 

@@ -11,9 +11,11 @@ command, as a fresh process would be:
   and `os.environ` are the request's, `sys.argv` is the console script's;
 - SIGINT, SIGTERM and SIGCHLD are as Python sets them at start (SIGINT ignored if the caller had it
   ignored, as a shell's background job);
-- it runs the console script's entry (`openbell.ops.entry.main`) and ends as the interpreter does:
-  non-daemon threads joined, `atexit` run, the streams flushed, the exit code (or the signal)
-  reported to the caller, which sees it as `Popen.returncode`;
+- it runs the console script's command (`openbell.ops.entry.main`) and ends as the console script
+  does (`openbell.ops.entry.run`): non-daemon threads joined, `atexit` run, the streams flushed,
+  the modules not cleared, the exit code (or the signal) reported to the caller, which sees it as
+  `Popen.returncode`;
+- numpy was loaded with one OpenBLAS thread, as the console script loads it;
 - Python reseeds `random` after a fork; the two zygotes have different hash seeds, so two
   commands in a row never share one (a set's order differs between them as between fresh runs).
 
@@ -104,7 +106,7 @@ def _preload() -> str:
     import importlib
     import pkgutil
 
-    from openbell.ops.entry import StructlogWithoutRich
+    from openbell.ops.entry import NumpyWithOneBlasThread, StructlogWithoutRich
 
     caught = tempfile.TemporaryFile()  # noqa: SIM115  (read back below, closed with the zygote)
     saved = os.dup(1), os.dup(2)
@@ -112,6 +114,7 @@ def _preload() -> str:
     os.dup2(caught.fileno(), 2)
     try:
         StructlogWithoutRich.install()
+        NumpyWithOneBlasThread.install()  # as the console script loads it
         for name in PRELOAD:
             module = importlib.import_module(name)
             if name == "openbell.ops.cli":

@@ -48,7 +48,7 @@ modules are cleared, or with the process.
 
 The console script (`run`) goes one step further: when the command has returned and no other
 thread runs, it ends the process as the interpreter would end it, `atexit` functions run and the
-streams flushed, but without clearing the modules one by one (about 20 ms of every command); a
+streams flushed, but without clearing the modules one by one (10 to 25 ms of a short command); a
 command that raised or left a thread running, or whose output cannot be flushed, exits the
 interpreter's way.
 """

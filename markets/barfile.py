@@ -14,13 +14,13 @@ min/max statistics, zstd compresses it well and pyarrow builds `Decimal`s withou
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, Inexact, localcontext
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ import pyarrow.parquet as pq
 
 from openbell.markets.domain import MARKETS, Bar
 from openbell.markets.errors import BarFileError, ConfigError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 #: Version of the layout below; a reader refuses files of another version.
 FORMAT_VERSION: Final = "1"
@@ -517,11 +520,48 @@ def bundled_names() -> tuple[str, ...]:
     return tuple(sorted(name.removesuffix(".parquet") for name in names))
 
 
-def read_bundled(name: str) -> BarSet:
-    """Read a bundled bar file by name; an unknown name raises `ConfigError` listing the known."""
+def symbol_bounds(path: Path) -> tuple[str, str] | None:
+    """The least and the greatest symbol of the bar file at `path`, read from its footer's
+    statistics without reading its bars: the file holds no symbol outside them. None when a row
+    group keeps no such statistics (or the file has no rows), or the file cannot be read (its
+    reader then says why)."""
+    try:
+        with pq.ParquetFile(path) as file:
+            meta = file.metadata
+            column = file.schema_arrow.get_field_index("symbol")
+            if column < 0 or meta.num_row_groups == 0:
+                return None
+            bounds: list[tuple[str, str]] = []
+            for group in range(meta.num_row_groups):
+                stats = meta.row_group(group).column(column).statistics
+                if stats is None or not stats.has_min_max:
+                    return None
+                bounds.append((str(stats.min), str(stats.max)))
+    except (OSError, pa.ArrowException):
+        return None
+    return min(low for low, _ in bounds), max(high for _, high in bounds)
+
+
+def bundled_path(name: str) -> Traversable:
+    """The bundled bar file `name`; an unknown name raises `ConfigError` listing the known."""
     known = bundled_names()
     if name not in known:
         raise ConfigError(f"no bundled bar file {name!r}; bundled: {', '.join(known)}")
-    resource = resources.files("openbell.markets").joinpath("data", "bars", f"{name}.parquet")
-    with resources.as_file(resource) as path:
+    return resources.files("openbell.markets").joinpath("data", "bars", f"{name}.parquet")
+
+
+def may_hold(name: str, symbols: Collection[str]) -> bool:
+    """Whether the bundled bar file `name` may hold one of `symbols`: False only when its footer
+    shows every one of them outside its symbols' bounds (`symbol_bounds`)."""
+    with resources.as_file(bundled_path(name)) as path:
+        bounds = symbol_bounds(path)
+    if bounds is None:
+        return True
+    low, high = bounds
+    return any(low <= symbol <= high for symbol in symbols)
+
+
+def read_bundled(name: str) -> BarSet:
+    """Read a bundled bar file by name; an unknown name raises `ConfigError` listing the known."""
+    with resources.as_file(bundled_path(name)) as path:
         return read_bars(path)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Final
 
 from openbell.markets.bar_series import BarSeries, BarWindow, bar_quote
-from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
+from openbell.markets.barfile import BarSet, bundled_names, may_hold, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols, finest_first
@@ -231,15 +231,28 @@ class ReplaySource(SourceIdentity):
 
     @classmethod
     def from_bundled(
-        cls, market: str, *, names: Sequence[str] | None = None, news: Iterable[NewsItem] = ()
+        cls,
+        market: str,
+        *,
+        names: Sequence[str] | None = None,
+        symbols: Collection[str] | None = None,
+        news: Iterable[NewsItem] = (),
     ) -> ReplaySource:
-        """The bar files bundled with openbell for `market` ("us-1h", "us-1d", ...), or `names`."""
+        """The bar files bundled with openbell for `market` ("us-1h", "us-1d", ...), or `names`.
+
+        `symbols`: a source that is asked about these symbols only (a report's benchmark and the
+        symbols it prices) leaves out the market's files whose footer shows they hold none of
+        them (`barfile.may_hold`), so its quotes of them are the same; where no file may hold
+        one, every file is kept."""
         check_market(market)
         chosen = (
             names
             if names is not None
             else [name for name in bundled_names() if name.startswith(f"{market}-")]
         )
+        if names is None and symbols:
+            holding = [name for name in chosen if may_hold(name, symbols)]
+            chosen = holding or chosen
         return cls(market=market, barsets=[read_bundled(name) for name in chosen], news=news)
 
     @classmethod

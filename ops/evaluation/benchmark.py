@@ -129,10 +129,12 @@ CACHED_INTERVALS = ("1h", "1d")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@functools.lru_cache(maxsize=3)
-def bundled_source(market: str) -> ReplaySource:
-    """The replay source over the bars bundled for `market`, read once per process."""
-    return ReplaySource.from_bundled(market)
+@functools.lru_cache(maxsize=8)
+def bundled_source(market: str, symbols: frozenset[str] | None = None) -> ReplaySource:
+    """The replay source over the bars bundled for `market`, read once per process; with
+    `symbols`, over the files that may hold them (`ReplaySource.from_bundled`), for a caller that
+    asks it about these symbols only."""
+    return ReplaySource.from_bundled(market, symbols=symbols)
 
 
 def benchmark_sources(
@@ -143,6 +145,7 @@ def benchmark_sources(
     `symbols`) that start before `until` in the ledger's bar cache (written by a live daemon), if
     it holds any."""
     symbols = sorted(benchmark_for(market).weights if symbols is None else set(symbols))
+    bundled = bundled_source(market, frozenset(symbols))
     cache = SqlBarCache(engine)
     cached = {
         interval: [
@@ -154,9 +157,9 @@ def benchmark_sources(
     }
     kept = {interval: bars for interval, bars in cached.items() if bars}
     if not kept:
-        return (bundled_source(market),)
+        return (bundled,)
     live = ReplaySource(market=market, bars=kept, name=f"bar-cache:{market}")
-    return (bundled_source(market), live)
+    return (bundled, live)
 
 
 def report_sources(
@@ -235,7 +238,7 @@ def benchmark_navs(
     """
     check_decimal("initial_cash", initial_cash, positive=True)
     chosen = benchmark or benchmark_for(market)
-    data = tuple(sources) if sources else (bundled_source(market),)
+    data = tuple(sources) if sources else (bundled_source(market, frozenset(chosen.weights)),)
     ordered = sorted(set(timestamps))
     if list(timestamps) != ordered:
         raise ValueError("benchmark timestamps must increase strictly")
@@ -298,7 +301,7 @@ def close_navs(
     """
     check_decimal("initial_cash", initial_cash, positive=True)
     chosen = benchmark or benchmark_for(market)
-    data = tuple(sources) if sources else (bundled_source(market),)
+    data = tuple(sources) if sources else (bundled_source(market, frozenset(chosen.weights)),)
     ordered = sorted(set(slots))
     if list(slots) != ordered:
         raise ValueError("benchmark slots must increase strictly")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openbell.markets.barfile import BarFileMeta, read_bars, write_bars
+from openbell.markets.barfile import BarFileMeta, read_bars, symbol_bounds, write_bars
 from openbell.markets.domain import Bar, utc
 from openbell.markets.errors import BarFileError
 
@@ -61,6 +61,19 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     assert list(read) == sorted(bars, key=lambda bar: (bar.symbol, bar.start_at))
     assert read.bars("ETH/USDT")[0].volume == Decimal("312.80146741")
     assert all(bar.start_at.utcoffset() == timedelta(0) for bar in read)
+
+
+def test_symbol_bounds_come_from_the_footer_and_only_from_it(tmp_path: Path) -> None:
+    bars = [make_bar("SOL/USDT"), make_bar("ADA/USDT"), make_bar("XRP/USDT", 1)]
+    path = tmp_path / "bars.parquet"
+    write_bars(path, bars, make_meta())
+    assert symbol_bounds(path) == ("ADA/USDT", "XRP/USDT")
+    # Without statistics in the footer the bounds are unknown (a reader then reads the file).
+    table = pq.read_table(path)
+    bare = tmp_path / "bare.parquet"
+    pq.write_table(table, bare, write_statistics=False)
+    assert symbol_bounds(bare) is None
+    assert symbol_bounds(tmp_path / "missing.parquet") is None
 
 
 def test_time_queries_use_half_open_bars(tmp_path: Path) -> None:

@@ -287,6 +287,24 @@ def test_from_bundled_loads_every_file_of_the_market() -> None:
     assert "600519.SH" in source.symbols("1h")
 
 
+def test_from_bundled_for_some_symbols_leaves_out_the_files_that_hold_none_of_them() -> None:
+    every = ReplaySource.from_bundled("cn")
+    index = ReplaySource.from_bundled("cn", symbols={"000016.SH"})
+    # The stocks' files (600028.SH .. 688981.SH by their footers) hold no index bars.
+    assert index.intervals == ("1d",)
+    assert index.symbols("1d") == {"000016.SH"}
+    slots = [utc(2025, 1, 2) + n * DAY + (n % 7) * HOUR for n in range(300)]
+    along = index.prices_along("000016.SH", to_micros(slots))
+    assert along == every.prices_along("000016.SH", to_micros(slots))
+    assert sum(quote is not None for quote in along) > 200
+    # A stock asked for too keeps the stocks' files; a symbol no file may hold keeps them all.
+    assert ReplaySource.from_bundled("cn", symbols={"000016.SH", "600519.SH"}).intervals == (
+        "1h",
+        "1d",
+    )
+    assert ReplaySource.from_bundled("cn", symbols={"ZZZ"}).intervals == ("1h", "1d")
+
+
 def test_bars_of_a_file_are_those_written_however_the_window_moves(tmp_path: Path) -> None:
     # 693 hourly bars with a gap every tenth hour: windows cross the file source's blocks of bars.
     bars = [

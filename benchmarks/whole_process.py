@@ -18,10 +18,14 @@ shared machine it moves less with the other work. The jobs:
 an `openbell/` folder with its subpackages (for example `mkdir -p DIR/openbell && git archive main
 markets store agents daemon ops | tar -x -C DIR/openbell`), put first on `PYTHONPATH` of its runs,
 so both versions run on this environment's libraries, each started as its own console script
-would start it (`OTHER_LAUNCHER`); the script prints the ratios of their
-medians (this one / the other). The sources of both are byte-compiled first, as `pip install`
-does (`cli_start.py` says why). Not a test: run it by hand,
-`.venv/bin/python benchmarks/whole_process.py [--runs N] [--db LEDGER] [--compare-tree DIR]`.
+would start it (`LAUNCH`); the script prints the ratios of their
+medians (this one / the other). `--compare-python PYTHON` times instead the openbell installed
+beside another interpreter (another build of CPython, with its own environment: openbell and
+backtrader installed there), and backtrader's script on that interpreter too, in the same rounds;
+each version's full replay is measured against the backtrader of its own interpreter. The sources
+of both are byte-compiled first, as `pip install` does (`cli_start.py` says why). Not a test: run
+it by hand, `.venv/bin/python benchmarks/whole_process.py [--runs N] [--db LEDGER]
+[--compare-tree DIR | --compare-python PYTHON]`.
 """
 
 from __future__ import annotations
@@ -161,14 +165,30 @@ Jobs = dict[str, tuple[list[str], Path | None]]
 
 #: How the other version's commands start: as its own console script would, through its entry's
 #: `run` (the console script since 2026-12-03) or, in an older tree, `sys.exit(main())`.
-OTHER_LAUNCHER = [
-    sys.executable,
-    "-c",
-    (
-        "import sys; import openbell.ops.entry as entry; sys.argv[0] = 'openbell'; "
-        "entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())"
-    ),
-]
+LAUNCH = (
+    "import sys; import openbell.ops.entry as entry; sys.argv[0] = 'openbell'; "
+    "entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())"
+)
+
+
+#: Byte-compiles the installed openbell of the interpreter that runs it.
+COMPILE_OPENBELL = (
+    "import compileall, openbell; [compileall.compile_dir(p, quiet=1) for p in openbell.__path__]"
+)
+
+
+@dataclass(frozen=True)
+class Version:
+    """A version of openbell the jobs run under: its environment, how its commands start (None:
+    this environment's console script) and the interpreter its backtrader runs on (None: it runs
+    no backtrader of its own)."""
+
+    env: Mapping[str, str]
+    launcher: Sequence[str] | None = None
+    python: str | None = None
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return list(argv) if self.launcher is None else [*self.launcher, *argv[1:]]
 
 
 def jobs_in(folder: Path, openbell: Path, ledger: Path, *, full: bool) -> Jobs:
@@ -184,33 +204,38 @@ def jobs_in(folder: Path, openbell: Path, ledger: Path, *, full: bool) -> Jobs:
 
 
 def run_rounds(
-    jobs: Jobs, versions: Mapping[str, Mapping[str, str]], runs: int, *, backtrader: bool
-) -> tuple[dict[tuple[str, str], Timings], Timings]:
-    """`runs` rounds of every job under every version (and backtrader's script), in turn."""
+    jobs: Jobs, versions: Mapping[str, Version], runs: int, *, backtrader: bool
+) -> tuple[dict[tuple[str, str], Timings], dict[str, Timings]]:
+    """`runs` rounds of every job under every version (and backtrader's script under each
+    version's interpreter), in turn."""
     results: dict[tuple[str, str], Timings] = {}
-    theirs = Timings()
+    theirs: dict[str, Timings] = {}
     for run in range(runs):
         for name, (argv, db) in jobs.items():
-            for version, env in versions.items():
-                launched = argv if version == "this" else [*OTHER_LAUNCHER, *argv[1:]]
-                wall_s, cpu_s = timed(launched, env, db)
+            for version, found_in in versions.items():
+                wall_s, cpu_s = timed(found_in.argv(argv), found_in.env, db)
                 found = results.setdefault((version, name), Timings())
                 found.wall_s.append(wall_s)
                 found.cpu_s.append(cpu_s)
-        if backtrader:
-            wall_s, cpu_s = timed([sys.executable, str(HERE / "backtrader_sma.py")], os.environ)
-            theirs.wall_s.append(wall_s)
-            theirs.cpu_s.append(cpu_s)
+        for version, found_in in versions.items():
+            if backtrader and found_in.python is not None:
+                script = [found_in.python, str(HERE / "backtrader_sma.py")]
+                wall_s, cpu_s = timed(script, os.environ)
+                bt = theirs.setdefault(version, Timings())
+                bt.wall_s.append(wall_s)
+                bt.cpu_s.append(cpu_s)
         print(f"round {run + 1} of {runs} done", flush=True)
     return results, theirs
 
 
-def verdict(name: str, found: Timings, backtrader: Timings) -> str:
+def verdict(name: str, found: Timings, backtrader: Timings | None) -> str:
     """One job's figure against its target."""
     wall_s = statistics.median(found.wall_s)
     if name in TARGETS_S:
         met = "met" if wall_s <= TARGETS_S[name] else "missed"
         return f"{name} {wall_s:.2f} s (target <= {TARGETS_S[name]} s: {met})"
+    if backtrader is None:
+        return f"{name} {wall_s:.2f} s (no backtrader run on this interpreter)"
     ratio = wall_s / statistics.median(backtrader.wall_s)
     cpu_ratio = statistics.median(found.cpu_s) / statistics.median(backtrader.cpu_s)
     met = "met" if ratio <= TARGET_RATIO_TO_BACKTRADER else "missed"
@@ -221,16 +246,20 @@ def verdict(name: str, found: Timings, backtrader: Timings) -> str:
 
 
 def report(
-    results: Mapping[tuple[str, str], Timings], backtrader: Timings, versions: Sequence[str]
+    results: Mapping[tuple[str, str], Timings],
+    backtrader: Mapping[str, Timings],
+    versions: Mapping[str, Version],
 ) -> None:
     for (version, name), found in results.items():
         print(found.line(f"{name} ({version})"))
-    if backtrader.wall_s:
-        print(backtrader.line("backtrader_sma.py"))
+    for version, found in backtrader.items():
+        print(found.line(f"backtrader_sma.py ({version})"))
     names = list(dict.fromkeys(name for _, name in results))
-    for version in versions:
+    for version, found_in in versions.items():
+        # A version on this interpreter is measured against this interpreter's backtrader.
+        own = backtrader.get(version if found_in.python is not None else "this")
         for name in names:
-            print(f"{version}: {verdict(name, results[version, name], backtrader)}")
+            print(f"{version}: {verdict(name, results[version, name], own)}")
     if "other" in versions:
         for name in names:
             this, other = results["this", name], results["other", name]
@@ -243,27 +272,49 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--db", type=Path, help="the demo's ledger (built if missing)")
-    parser.add_argument(
+    compared = parser.add_mutually_exclusive_group()
+    compared.add_argument(
         "--compare-tree", type=Path, help="a folder with another version's openbell/ to time too"
+    )
+    compared.add_argument(
+        "--compare-python",
+        type=Path,
+        help="another environment's interpreter (with openbell and backtrader installed) to time "
+        "the same jobs and backtrader's script on too",
     )
     parser.add_argument("--skip-full", action="store_true", help="leave out job 1 (slowest)")
     args = parser.parse_args()
     openbell = Path(sys.executable).with_name("openbell")
     compile_installed()
-    versions: dict[str, dict[str, str]] = {"this": dict(os.environ)}
+    versions = {"this": Version(env=dict(os.environ), python=sys.executable)}
     if args.compare_tree is not None:
         tree = args.compare_tree.resolve()
         if not (tree / "openbell" / "ops" / "entry.py").exists():
             raise SystemExit(f"{tree} has no openbell/ops/entry.py")
         compile_tree(tree)
-        versions["other"] = {**os.environ, "PYTHONPATH": str(tree)}
+        versions["other"] = Version(
+            env={**os.environ, "PYTHONPATH": str(tree)}, launcher=[sys.executable, "-c", LAUNCH]
+        )
+    if args.compare_python is not None:
+        python = str(args.compare_python)
+        found = subprocess.run(  # noqa: S603
+            [python, "-c", "import openbell, backtrader"], check=False, capture_output=True
+        )
+        if found.returncode != 0:
+            raise SystemExit(f"{python} cannot import openbell and backtrader")
+        subprocess.run(  # noqa: S603  # its openbell byte-compiled too, as `pip install` does
+            [python, "-c", COMPILE_OPENBELL], check=True, stdout=subprocess.DEVNULL
+        )
+        versions["other"] = Version(
+            env=dict(os.environ), launcher=[python, "-c", LAUNCH], python=python
+        )
     with tempfile.TemporaryDirectory(prefix="openbell-whole-process-") as scratch:
         folder = Path(scratch)
         ledger = args.db if args.db is not None else folder / "demo.db"
         build_ledger(openbell, ledger)
         jobs = jobs_in(folder, openbell, ledger, full=not args.skip_full)
         results, backtrader = run_rounds(jobs, versions, args.runs, backtrader=not args.skip_full)
-    report(results, backtrader, list(versions))
+    report(results, backtrader, versions)
 
 
 if __name__ == "__main__":

@@ -550,15 +550,30 @@ def bundled_path(name: str) -> Traversable:
     return resources.files("openbell.markets").joinpath("data", "bars", f"{name}.parquet")
 
 
+@functools.cache
+def bundled_symbol_bounds(name: str) -> tuple[str, str] | None:
+    """`symbol_bounds` of the bundled bar file `name` (package data: read once per process)."""
+    with resources.as_file(bundled_path(name)) as path:
+        return symbol_bounds(path)
+
+
 def may_hold(name: str, symbols: Collection[str]) -> bool:
     """Whether the bundled bar file `name` may hold one of `symbols`: False only when its footer
     shows every one of them outside its symbols' bounds (`symbol_bounds`)."""
-    with resources.as_file(bundled_path(name)) as path:
-        bounds = symbol_bounds(path)
+    bounds = bundled_symbol_bounds(name)
     if bounds is None:
         return True
     low, high = bounds
     return any(low <= symbol <= high for symbol in symbols)
+
+
+def bundled_names_for(market: str, symbols: Collection[str] | None = None) -> tuple[str, ...]:
+    """The bundled bar files of `market` ("us-1h", "us-1d", ...); with `symbols`, those that may
+    hold one of them (`may_hold`), or all of them where none may."""
+    every = tuple(name for name in bundled_names() if name.startswith(f"{market}-"))
+    if not symbols:
+        return every
+    return tuple(name for name in every if may_hold(name, symbols)) or every
 
 
 def read_bundled(name: str) -> BarSet:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from openbell.markets.bar_series import BarSeries, BarWindow, bar_quote
-from openbell.markets.barfile import BarSet, bundled_names, may_hold, read_bars, read_bundled
+from openbell.markets.barfile import BarSet, bundled_names_for, read_bars, read_bundled
 from openbell.markets.domain import Bar, NewsItem, Quote, check_market, check_utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.sources import SourceIdentity, SymbolFilter, check_symbols, finest_first
@@ -245,14 +245,7 @@ class ReplaySource(SourceIdentity):
         them (`barfile.may_hold`), so its quotes of them are the same; where no file may hold
         one, every file is kept."""
         check_market(market)
-        chosen = (
-            names
-            if names is not None
-            else [name for name in bundled_names() if name.startswith(f"{market}-")]
-        )
-        if names is None and symbols:
-            holding = [name for name in chosen if may_hold(name, symbols)]
-            chosen = holding or chosen
+        chosen = names if names is not None else bundled_names_for(market, symbols)
         return cls(market=market, barsets=[read_bundled(name) for name in chosen], news=news)
 
     @classmethod

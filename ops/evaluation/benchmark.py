@@ -30,7 +30,7 @@ prices, as AI-Trader's index file reads).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -38,6 +38,7 @@ from types import MappingProxyType
 
 from sqlalchemy import Engine
 
+from openbell.markets.barfile import bundled_names_for
 from openbell.markets.domain import check_decimal, check_market
 from openbell.markets.replay_source import ReplaySource, micros
 from openbell.ops.evaluation.return_metrics import NavPoint
@@ -129,12 +130,26 @@ CACHED_INTERVALS = ("1h", "1d")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@functools.lru_cache(maxsize=8)
-def bundled_source(market: str, symbols: frozenset[str] | None = None) -> ReplaySource:
-    """The replay source over the bars bundled for `market`, read once per process; with
-    `symbols`, over the files that may hold them (`ReplaySource.from_bundled`), for a caller that
-    asks it about these symbols only."""
-    return ReplaySource.from_bundled(market, symbols=symbols)
+@functools.lru_cache(maxsize=3)
+def bundled_source(market: str) -> ReplaySource:
+    """The replay source over the bars bundled for `market`, read once per process."""
+    return ReplaySource.from_bundled(market)
+
+
+def bundled_source_of(market: str, symbols: Collection[str]) -> ReplaySource:
+    """A replay source over the bars bundled for `market` for a caller that prices `symbols`
+    only: over the files that may hold them (`barfile.bundled_names_for`; each symbol is priced
+    from its own bars, so its quotes are the same), read once per process for each choice of
+    files; `bundled_source(market)` itself when that choice is every file."""
+    names = bundled_names_for(market, symbols)
+    if names == bundled_names_for(market):
+        return bundled_source(market)
+    return _bundled_files(market, names)
+
+
+@functools.lru_cache(maxsize=3)
+def _bundled_files(market: str, names: tuple[str, ...]) -> ReplaySource:
+    return ReplaySource.from_bundled(market, names=names)
 
 
 def benchmark_sources(
@@ -145,7 +160,7 @@ def benchmark_sources(
     `symbols`) that start before `until` in the ledger's bar cache (written by a live daemon), if
     it holds any."""
     symbols = sorted(benchmark_for(market).weights if symbols is None else set(symbols))
-    bundled = bundled_source(market, frozenset(symbols))
+    bundled = bundled_source_of(market, symbols)
     cache = SqlBarCache(engine)
     cached = {
         interval: [
@@ -238,7 +253,7 @@ def benchmark_navs(
     """
     check_decimal("initial_cash", initial_cash, positive=True)
     chosen = benchmark or benchmark_for(market)
-    data = tuple(sources) if sources else (bundled_source(market, frozenset(chosen.weights)),)
+    data = tuple(sources) if sources else (bundled_source_of(market, chosen.weights),)
     ordered = sorted(set(timestamps))
     if list(timestamps) != ordered:
         raise ValueError("benchmark timestamps must increase strictly")
@@ -301,7 +316,7 @@ def close_navs(
     """
     check_decimal("initial_cash", initial_cash, positive=True)
     chosen = benchmark or benchmark_for(market)
-    data = tuple(sources) if sources else (bundled_source(market, frozenset(chosen.weights)),)
+    data = tuple(sources) if sources else (bundled_source_of(market, chosen.weights),)
     ordered = sorted(set(slots))
     if list(slots) != ordered:
         raise ValueError("benchmark slots must increase strictly")

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from openbell.markets.domain import Bar, utc
 from openbell.markets.replay_source import ReplaySource
-from openbell.ops.evaluation.benchmark import carried_prices, carried_prices_of
+from openbell.ops.evaluation.benchmark import (
+    CD5_WEIGHTS,
+    bundled_source,
+    bundled_source_of,
+    carried_prices,
+    carried_prices_of,
+)
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -101,3 +107,16 @@ def test_a_tie_goes_to_the_first_source_and_an_older_quote_is_not_used() -> None
         Decimal(301),  # the hourly bar's close, later than the daily 11th's
     ]
     assert carried_prices([HOURLY, DAILY], "BTC/USDT", stamps)[3] == Decimal(300)
+
+
+def test_a_report_reads_the_bundled_files_of_the_symbols_it_prices_and_shares_the_rest() -> None:
+    index = bundled_source_of("cn", ["000016.SH"])
+    assert index.intervals == ("1d",)  # not the stocks' files: their footers leave 000016.SH out
+    assert bundled_source_of("cn", {"000016.SH"}) is index  # read once
+    stamps = [utc(2025, 3, 3) + n * DAY for n in range(60)]
+    prices = carried_prices((index,), "000016.SH", stamps)
+    assert prices == carried_prices((bundled_source("cn"),), "000016.SH", stamps)
+    assert all(price is not None for price in prices)
+    # Where every file may hold a priced symbol, the market's own source is shared.
+    assert bundled_source_of("crypto", CD5_WEIGHTS) is bundled_source("crypto")
+    assert bundled_source_of("cn", ["000016.SH", "600519.SH"]) is bundled_source("cn")

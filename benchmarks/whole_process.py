@@ -233,7 +233,7 @@ def verdict(name: str, found: Timings, backtrader: Timings | None) -> str:
     wall_s = statistics.median(found.wall_s)
     if name in TARGETS_S:
         met = "met" if wall_s <= TARGETS_S[name] else "missed"
-        return f"{name} {wall_s:.2f} s (target <= {TARGETS_S[name]} s: {met})"
+        return f"{name} {wall_s:.3f} s (target <= {TARGETS_S[name]} s: {met})"
     if backtrader is None:
         return f"{name} {wall_s:.2f} s (no backtrader run on this interpreter)"
     ratio = wall_s / statistics.median(backtrader.wall_s)

@@ -16,18 +16,21 @@ from openbell.markets.slots import slots_between
 from openbell_testkit.live import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
 from openbell_testkit.postgres import terminate_connections
 
-SPEED = 1800.0  # one hourly slot every two seconds
-#: 40 clock minutes, 1.3 real seconds: a daemon thread held up that long (a loaded machine) loses
+#: One hourly slot every 6 real seconds, so the 30-minute grace is 3 real seconds: at 1800 (a slot
+#: every 2 s, a grace of 1 s) a fresh clone's run on a loaded machine held the daemon's loop past
+#: the grace and the bell was `missed`.
+SPEED = 600.0
+#: 40 clock minutes, 4 real seconds: a daemon thread held up that long (a loaded machine) loses
 #: its claim to a peer.
 LEASE_S = 2400.0
 #: Three daemons in one process share its interpreter lock, and their cycles' ledger calls hold
 #: the event loop, so on a loaded machine one daemon's loop can stall for a second or more. At
-#: SPEED that is the whole 30-minute grace (the bell is missed: `missed` cycles, or `interrupted`
-#: ones that a peer's sweep takes for abandoned once the lease ends and the grace has passed), and
-#: the first slot came 33 ms after the clock started, before three daemons had started up (no
-#: cycle at all at 00:00). These run ten times slower in real time: a slot every 6 s, a grace of
-#: 3 s, a lease of 6 s, 1 s to start up before the first slot (and the grace after it, as a
-#: catch-up); checked over three slots, 20 s in all.
+#: 1800 times real time that is the whole 30-minute grace (the bell is missed: `missed` cycles, or
+#: `interrupted` ones that a peer's sweep takes for abandoned once the lease ends and the grace has
+#: passed), and the first slot came 33 ms after the clock started, before three daemons had
+#: started up (no cycle at all at 00:00). These run three times slower in real time: a slot every
+#: 6 s, a grace of 3 s, a lease of 6 s, 1 s to start up before the first slot (and the grace after
+#: it, as a catch-up); checked over three slots, 20 s in all.
 SHARED_SPEED = 600.0
 SHARED_LEASE_S = 3600.0
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -231,21 +231,12 @@ class ReplaySource(SourceIdentity):
 
     @classmethod
     def from_bundled(
-        cls,
-        market: str,
-        *,
-        names: Sequence[str] | None = None,
-        symbols: Collection[str] | None = None,
-        news: Iterable[NewsItem] = (),
+        cls, market: str, *, names: Sequence[str] | None = None, news: Iterable[NewsItem] = ()
     ) -> ReplaySource:
-        """The bar files bundled with openbell for `market` ("us-1h", "us-1d", ...), or `names`.
-
-        `symbols`: a source that is asked about these symbols only (a report's benchmark and the
-        symbols it prices) leaves out the market's files whose footer shows they hold none of
-        them (`barfile.may_hold`), so its quotes of them are the same; where no file may hold
-        one, every file is kept."""
+        """The bar files bundled with openbell for `market` ("us-1h", "us-1d", ...), or `names`
+        (`barfile.bundled_names_for` chooses those that may hold some symbols)."""
         check_market(market)
-        chosen = names if names is not None else bundled_names_for(market, symbols)
+        chosen = names if names is not None else bundled_names_for(market)
         return cls(market=market, barsets=[read_bundled(name) for name in chosen], news=news)
 
     @classmethod

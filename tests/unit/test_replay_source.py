@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openbell.markets.bar_series import BLOCK_BARS, BLOCKS_KEPT
-from openbell.markets.barfile import BarFileMeta, write_bars
+from openbell.markets.barfile import BarFileMeta, bundled_names_for, write_bars
 from openbell.markets.domain import Bar, NewsItem, Quote, utc
 from openbell.markets.errors import ConfigError, IntervalUnavailable
 from openbell.markets.recorded import CacheReplaySource, KnownBar, RecordedQuote
@@ -289,7 +289,7 @@ def test_from_bundled_loads_every_file_of_the_market() -> None:
 
 def test_from_bundled_for_some_symbols_leaves_out_the_files_that_hold_none_of_them() -> None:
     every = ReplaySource.from_bundled("cn")
-    index = ReplaySource.from_bundled("cn", symbols={"000016.SH"})
+    index = from_bundled_for("cn", {"000016.SH"})
     # The stocks' files (600028.SH .. 688981.SH by their footers) hold no index bars.
     assert index.intervals == ("1d",)
     assert index.symbols("1d") == {"000016.SH"}
@@ -298,11 +298,12 @@ def test_from_bundled_for_some_symbols_leaves_out_the_files_that_hold_none_of_th
     assert along == every.prices_along("000016.SH", to_micros(slots))
     assert sum(quote is not None for quote in along) > 200
     # A stock asked for too keeps the stocks' files; a symbol no file may hold keeps them all.
-    assert ReplaySource.from_bundled("cn", symbols={"000016.SH", "600519.SH"}).intervals == (
-        "1h",
-        "1d",
-    )
-    assert ReplaySource.from_bundled("cn", symbols={"ZZZ"}).intervals == ("1h", "1d")
+    assert from_bundled_for("cn", {"000016.SH", "600519.SH"}).intervals == ("1h", "1d")
+    assert from_bundled_for("cn", {"ZZZ"}).intervals == ("1h", "1d")
+
+
+def from_bundled_for(market: str, symbols: set[str]) -> ReplaySource:
+    return ReplaySource.from_bundled(market, names=bundled_names_for(market, symbols))
 
 
 def test_bars_of_a_file_are_those_written_however_the_window_moves(tmp_path: Path) -> None:

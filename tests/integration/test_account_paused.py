@@ -38,7 +38,10 @@ from openbell_testkit.llm import ScriptedModel, serve_script
 from openbell_testkit.replay import cn_daily
 
 SESSIONS = 5  # 2025-09-01 .. 2025-09-05
-SPEED = 1800.0  # one hourly slot every two seconds
+#: One hourly slot every 6 real seconds, so the 30-minute grace is 3 real seconds: at 1800 (a grace
+#: of 1 s) a loaded machine can hold the bell past it and record `buy-and-hold`'s cycle `missed`,
+#: as it did to `test_live_daemon.py`'s daemon.
+SPEED = 600.0
 
 
 def rejected(body: object) -> httpx.Response:

@@ -37,7 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from openbell.markets.barfile import bundled_names
+from openbell.markets.barfile import bundled_path
 from openbell.markets.errors import ConfigError
 from openbell.markets.replay_source import bar_files
 from openbell.ops.config.schema import (
@@ -49,7 +49,7 @@ from openbell.ops.config.schema import (
 )
 from openbell.ops.evaluation.conventions import convention_named
 from openbell.ops.seasons.code_version import CodeVersion
-from openbell.ops.wiring.planning import rules_for_market, universe_for
+from openbell.ops.wiring.planning import replay_bundled_names, rules_for_market, universe_for
 
 #: The manifest's format, its first key's value: a reader checks it before anything else.
 FORMAT: Final = "openbell.season/1"
@@ -110,15 +110,8 @@ def _file_sha256(path: Path) -> str:
 
 
 def _bundled_record(name: str) -> dict[str, str]:
-    resource = resources.files("openbell.markets").joinpath("data", "bars", f"{name}.parquet")
-    with resources.as_file(resource) as path:
+    with resources.as_file(bundled_path(name)) as path:
         return {"file": f"bundled:{name}.parquet", "sha256": _file_sha256(path)}
-
-
-def _bundled_files(market: str, cadence: str) -> list[str]:
-    # As `ops.wiring.planning._bundled_files`: a daily replay leaves the hourly files out.
-    names = [name for name in bundled_names() if name.startswith(f"{market}-")]
-    return [name for name in names if cadence != "daily" or not name.endswith("-1h")]
 
 
 def _data_sources(name: str, market: MarketConfig) -> dict[str, Any]:
@@ -127,14 +120,14 @@ def _data_sources(name: str, market: MarketConfig) -> dict[str, Any]:
     if market.source_kind == "replay":
         for part in (part.strip() for part in market.source_arg.split(",")):
             if part == "bundled":
-                files += [_bundled_record(n) for n in _bundled_files(name, market.cadence)]
+                files += [_bundled_record(n) for n in replay_bundled_names(name, market.cadence)]
             elif part:
                 for path in bar_files([part]):
                     if not path.is_file():
                         raise ConfigError(f"markets.{name}: source file {path} does not exist")
                     files.append({"file": str(path), "sha256": _file_sha256(path)})
     else:
-        files = [_bundled_record(n) for n in _bundled_files(name, market.cadence)]
+        files = [_bundled_record(n) for n in replay_bundled_names(name, market.cadence)]
     record: dict[str, Any] = {
         "source": market.source,
         "live": market.source_kind not in ("replay", "bundled"),

@@ -63,7 +63,7 @@ from openbell.daemon.clock import Clock
 from openbell.daemon.plan import DEFAULT_BATCH_SLOTS, LEASE_S, LivePlan, MarketPlan, ReplayPlan
 from openbell.daemon.replay import Progress as ProgressCallback
 from openbell.daemon.replay import ReplayReport, run_replay
-from openbell.markets.barfile import BarSet, bundled_names, read_bars, read_bundled
+from openbell.markets.barfile import BarSet, bundled_names_for, read_bars, read_bundled
 from openbell.markets.corporate_action_files import bundled_actions, read_actions
 from openbell.markets.corporate_actions import CorporateActionSource, RecordedActions
 from openbell.markets.domain import Bar, Instrument, NewsItem, Quote
@@ -386,7 +386,9 @@ def _recorded_source(
         )
     if market.source_kind == "bundled":
         return ReplaySource.from_bundled(name, news=news)
-    return ReplaySource.from_bundled(name, names=_bundled_files(name, market.cadence), news=news)
+    return ReplaySource.from_bundled(
+        name, names=replay_bundled_names(name, market.cadence), news=news
+    )
 
 
 def _folder_research(market: MarketConfig) -> tuple[list[NewsItem], list[FundamentalsReport]]:
@@ -416,20 +418,22 @@ def replay_barsets(name: str, market: MarketConfig) -> list[BarSet]:
         if not part:
             raise ConfigError(f"markets.{name}: source {market.source!r} names an empty path")
         if part == "bundled":
-            barsets.extend(read_bundled(file) for file in _bundled_files(name, market.cadence))
+            barsets.extend(
+                read_bundled(file) for file in replay_bundled_names(name, market.cadence)
+            )
         else:
             barsets.extend(read_bars(path) for path in bar_files([part]))
     return barsets
 
 
-def _bundled_files(market: str, cadence: str) -> list[str]:
+def replay_bundled_names(market: str, cadence: str) -> list[str]:
     """The bundled bar files a replay of `market` at `cadence` from a live source reads.
 
     A daily replay leaves the hourly files out: fills take the first open of the finest loaded
     interval, and the bundled hourly bars are adjusted while the daily ones are raw, so mixing them
     would price a daily account's fills and marks on a different basis than its history.
     """
-    names = [name for name in bundled_names() if name.startswith(f"{market}-")]
+    names = list(bundled_names_for(market))
     if cadence == "daily":
         names = [name for name in names if not name.endswith("-1h")]
     return names

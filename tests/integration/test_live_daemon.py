@@ -13,7 +13,16 @@ from sqlalchemy.engine import make_url
 
 from openbell.daemon.clock import ScaledClock
 from openbell.markets.slots import slots_between
-from openbell_testkit.live import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
+from openbell_testkit.live import (
+    START_AT,
+    crypto_plan,
+    cycles,
+    fills,
+    migrated,
+    running,
+    verifies,
+    wait_for_start,
+)
 from openbell_testkit.postgres import terminate_connections
 
 #: One hourly slot every 6 real seconds, so the 30-minute grace is 3 real seconds: at 1800 (a slot
@@ -63,7 +72,7 @@ def test_a_second_daemon_on_the_same_sqlite_file_is_refused(sqlite_url: str) -> 
     url = migrated(sqlite_url)
     clock = ScaledClock(START_AT, speed=1.0)
     with running(crypto_plan(url), clock):
-        time.sleep(1.0)
+        wait_for_start(url)  # past its start-up: a stop now is an orderly one
         with pytest.raises(OperatorError, match="another openbell daemon"):
             run_live(crypto_plan(url), clock, stop=StopRequest())
 

@@ -100,6 +100,7 @@ def test_an_account_failing_verification_is_paused_and_the_others_go_on(sqlite_u
         session.commit()
     clock = ScaledClock(START_AT - timedelta(minutes=2), speed=SPEED)
     with running(crypto_plan(url, grace=GRACE), clock):
+        wait_for_start(url)  # a stop before this would end the start-up, not the run
         time.sleep(2.0)
     statuses = {(row.account_id, row.status) for row in cycles(url)}
     assert (second, "done") in statuses

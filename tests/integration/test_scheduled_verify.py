@@ -17,7 +17,10 @@ from openbell.store.db import make_engine
 from openbell.store.tables import AccountRow
 from openbell_testkit.live import START_AT, crypto_plan, cycles, migrated, query, running
 
-SPEED = 1800.0  # one hourly slot every two seconds
+#: One hourly slot every 6 real seconds, so the 30-minute grace is 3 real seconds: at 1800 (a grace
+#: of 1 s) a loaded machine can hold a bell past it, and the paused account's later rows would then
+#: say the bell was missed rather than `account_paused` (`test_account_paused.py`, stop 37).
+SPEED = 600.0
 #: The schedule, in clock seconds: a full verification every two hourly slots.
 EVERY_S = 7200.0
 

@@ -26,7 +26,6 @@ from openbell_testkit.live import (
     running,
     sleep_until,
     verifies,
-    wait_for_start,
 )
 
 DEAD_RUN = "deadhost:99999:0123456789ab"
@@ -58,7 +57,6 @@ def test_a_hole_behind_a_later_cycle_is_recorded_at_start(db_url: str) -> None:
 
     clock = ScaledClock(START_AT + timedelta(hours=3, minutes=10), speed=600.0)
     with running(crypto_plan(url), clock):
-        wait_for_start(url, runs=2)  # the dead daemon's start, and this one's
         time.sleep(1.5)
     by_key = {(row.account_id, row.slot_at): row for row in cycles(url)}
     for account_id in ids:
@@ -77,7 +75,6 @@ def test_a_row_gone_behind_the_mark_is_found_while_running(db_url: str) -> None:
     # The cash agent never places an order: any of its cycles can go without breaking the ledger.
     agents = (build_agent("cash", "cash", market="crypto"),)
     with running(crypto_plan(url, agents=agents, lease_s=2400.0), clock):
-        wait_for_start(url)
         sleep_until(clock, START_AT + timedelta(hours=3, minutes=40))
         # Its first cycle in its watched history (from the account's opening: a slow start-up
         # can catch up a slot before it), long behind the sweep's mark (03:10 at most), is gone.

@@ -21,7 +21,6 @@ from openbell_testkit.live import (
     migrated,
     running,
     verifies,
-    wait_for_start,
 )
 from openbell_testkit.postgres import terminate_connections
 
@@ -71,10 +70,11 @@ def test_a_second_daemon_on_the_same_sqlite_file_is_refused(sqlite_url: str) -> 
 
     url = migrated(sqlite_url)
     clock = ScaledClock(START_AT, speed=1.0)
-    with running(crypto_plan(url), clock):
-        wait_for_start(url)  # past its start-up: a stop now is an orderly one
-        with pytest.raises(OperatorError, match="another openbell daemon"):
-            run_live(crypto_plan(url), clock, stop=StopRequest())
+    with (
+        running(crypto_plan(url), clock),
+        pytest.raises(OperatorError, match="another openbell daemon"),
+    ):
+        run_live(crypto_plan(url), clock, stop=StopRequest())
 
 
 @pytest.mark.postgres

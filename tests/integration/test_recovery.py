@@ -24,7 +24,6 @@ from openbell_testkit.live import (
     migrated,
     running,
     verifies,
-    wait_for_start,
 )
 
 SPEED = 600.0
@@ -73,7 +72,6 @@ def test_restart_after_a_crash_recovers_every_slot(
 
     clock = ScaledClock(restart_at, speed=SPEED)
     with running(crypto_plan(url, grace=GRACE), clock):
-        wait_for_start(url, runs=2)  # the dead daemon's start, and this one's
         time.sleep(1.5)
 
     by_key = {(row.account_id, row.slot_at): row for row in cycles(url)}
@@ -100,7 +98,6 @@ def test_an_account_failing_verification_is_paused_and_the_others_go_on(sqlite_u
         session.commit()
     clock = ScaledClock(START_AT - timedelta(minutes=2), speed=SPEED)
     with running(crypto_plan(url, grace=GRACE), clock):
-        wait_for_start(url)  # a stop before this would end the start-up, not the run
         time.sleep(2.0)
     statuses = {(row.account_id, row.status) for row in cycles(url)}
     assert (second, "done") in statuses

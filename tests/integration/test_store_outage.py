@@ -29,7 +29,6 @@ from openbell_testkit.live import (
     running,
     sleep_until,
     verifies,
-    wait_for_start,
 )
 from openbell_testkit.postgres import PgServer
 from openbell_testkit.proxy import TcpProxy
@@ -73,7 +72,6 @@ def run_with_outage(
     with TcpProxy.to(url) as proxy:
         clock = ScaledClock(START_AT + timedelta(minutes=35), speed=SPEED)
         with running(crypto_plan(proxy.url(url), grace=GRACE, lease_s=LEASE_S), clock):
-            wait_for_start(url)
             cut_at = BELL - timedelta(minutes=8)
             assert clock.now() < cut_at, "the daemon took too long to start"
             sleep_until(clock, cut_at)
@@ -214,7 +212,6 @@ def test_no_slot_is_ever_without_a_row_over_random_outages(
         clock = ScaledClock(FIRST_BELL - timedelta(minutes=135), speed=PROPERTY_SPEED)
         plan = crypto_plan(proxy.url(url), grace=PROPERTY_GRACE, lease_s=PROPERTY_LEASE_S)
         with running(plan, clock):
-            wait_for_start(url)
             assert clock.now() < outages[0].cut_at, "the daemon took too long to start"
             for outage in outages:
                 sleep_until(clock, outage.cut_at)

@@ -31,7 +31,13 @@ from openbell.store.core_tables import (
     ORDER_TABLE,
     TRACE_TABLE,
 )
-from openbell.store.records import CycleStatus, CycleUsage, OrderStatus, SnapshotKind
+from openbell.store.records import (
+    USAGE_COLUMNS,
+    CycleStatus,
+    CycleUsage,
+    OrderStatus,
+    SnapshotKind,
+)
 from openbell.store.traces import usage_of
 
 
@@ -604,7 +610,8 @@ def llm_usage_of(
     """
     cycle = CYCLE_TABLE.c
     query = (
-        select(CYCLE_TABLE)
+        # The usage columns only: a cycle's times and texts are not read (nor converted).
+        select(cycle.account_id, *(cycle[name] for name in USAGE_COLUMNS))
         .where(
             cycle.account_id.in_(account_ids),
             cycle.tokens_in.is_not(None),

@@ -133,6 +133,25 @@ class UtcDateTime(TypeDecorator[datetime]):
 
         return process if process(_SAMPLE) == slow(_SAMPLE) else slow
 
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        """`process_result_value`'s processor, with the column's text on SQLite in the form the
+        bind processor writes (nearly every value a report reads: a market view reads tens of
+        thousands of NAV snapshots) read as an instant in UTC in one call, about a quarter of the
+        time of the dialect's parse and `replace(tzinfo=UTC)` (checked here once to give the
+        same instant); any other value goes the dialect's way."""
+        slow = super().result_processor(dialect, coltype)
+        if dialect.name == "postgresql" or slow is None:
+            return slow
+
+        def process(value: Any) -> Any:
+            if type(value) is str and len(value) == _SQLITE_TEXT and value[10] + value[19] == " .":
+                return datetime.fromisoformat(value + "+00:00")
+            return slow(value)
+
+        text = _SAMPLE.isoformat(" ", "microseconds")[:_SQLITE_TEXT]
+        same = process(text) == slow(text) and process(text).tzinfo is UTC
+        return process if same else slow
+
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from openbell.markets.domain import check_decimal
-from openbell.ops.evaluation.stats import spearman
+from openbell.ops.evaluation.stats import Floats, spearman
 
 #: Equal-width confidence bins for the expected calibration error.
 CALIBRATION_BINS = 10
@@ -238,9 +241,12 @@ def weight_reactivity(
         return None
     xs, ys = weight_changes, previous_returns
     mean_x, mean_y = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
-    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
-    sxx = math.fsum((x - mean_x) ** 2 for x in xs)
-    syy = math.fsum((y - mean_y) ** 2 for y in ys)
+    # The deviations once, each sum's terms made by `map` (the same terms, exactly summed).
+    dx = [x - mean_x for x in xs]
+    dy = [y - mean_y for y in ys]
+    sxy = math.fsum(map(operator.mul, dx, dy))
+    sxx = math.fsum(map(pow, dx, itertools.repeat(2)))
+    syy = math.fsum(map(pow, dy, itertools.repeat(2)))
     if sxx == 0 or syy == 0:
         return None
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
@@ -269,7 +275,7 @@ def _mean_defined(values: Sequence[float | None]) -> float | None:
     return math.fsum(defined) / len(defined) if defined else None
 
 
-def _checked_codes(codes: Sequence[float]) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
+def _checked_codes(codes: Floats) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
     found = np.asarray(codes, dtype=float)
     wrong = ~(np.isfinite(found) & (np.abs(found) <= 1.0))
     if wrong.any():
@@ -277,7 +283,9 @@ def _checked_codes(codes: Sequence[float]) -> np.ndarray[tuple[int], np.dtype[np
     return found
 
 
-def reactivity(trajectories: Sequence[Sequence[tuple[float, float]]]) -> float | None:
+def reactivity(
+    trajectories: Sequence[Sequence[tuple[float, float]] | npt.NDArray[Any]],
+) -> float | None:
     """Herculean's reactivity: per trajectory, Spearman's rank correlation of the code against a
     return at each step (`(code, return)` pairs: the steps where the return is priced), averaged
     over the trajectories where it is defined (at least `MIN_REACTIONS` pairs, both sides
@@ -286,12 +294,16 @@ def reactivity(trajectories: Sequence[Sequence[tuple[float, float]]]) -> float |
     anticipate the move. `None` when no trajectory has one."""
     values: list[float | None] = []
     for pairs in trajectories:
-        codes = [code for code, _ in pairs]
-        _checked_codes(codes)
-        returns = [value for _, value in pairs]
-        if not np.isfinite(np.asarray(returns, dtype=float)).all():
+        found = np.asarray(pairs, dtype=float)  # an array of (code, return) rows taken as it is
+        if len(found) == 0:
+            values.append(None)
+            continue
+        if found.ndim != 2 or found.shape[1] != 2:
+            raise ValueError("a trajectory is a sequence of (code, return) pairs")
+        codes, returns = _checked_codes(found[:, 0]), found[:, 1]
+        if not np.isfinite(returns).all():
             raise ValueError("returns must be finite")
-        values.append(spearman(codes, returns) if len(pairs) >= MIN_REACTIONS else None)
+        values.append(spearman(codes, returns) if len(found) >= MIN_REACTIONS else None)
     return _mean_defined(values)
 
 

@@ -114,14 +114,19 @@ class Conduct:
 def position_changes(trades: AccountTrades) -> list[behaviour.PositionChange]:
     """The position change of each done cycle, the book carried through every cycle."""
     book = dict(trades.opening)
-    after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
+    held = {symbol for symbol, quantity in book.items() if quantity != 0}
+    after = frozenset(held)
     out: list[behaviour.PositionChange] = []
     for cycle in trades.cycles:
         before = after
         if cycle.quantities:  # a cycle without fills leaves the book, and the held set, as it was
             for symbol, quantity in cycle.quantities.items():
-                book[symbol] = book.get(symbol, Decimal(0)) + quantity
-            after = frozenset(symbol for symbol, quantity in book.items() if quantity != 0)
+                book[symbol] = left = book.get(symbol, Decimal(0)) + quantity
+                if left != 0:
+                    held.add(symbol)
+                else:
+                    held.discard(symbol)
+            after = frozenset(held)
         if cycle.status is CycleStatus.DONE:
             out.append(
                 behaviour.PositionChange(
@@ -138,25 +143,31 @@ def reactions(
     inputs of the weight reactivity (see the module docstring)."""
     cycles = trades.cycles
     symbols = sorted({symbol for cycle in cycles for symbol in cycle.notionals})
-    # Each symbol's price at each cycle's slot, looked up once (not once per pair of cycles).
-    priced = aligned_prices(trades, {symbol: prices.get(symbol, {}) for symbol in symbols}).items()
-    weights: list[float] = []
-    returns: list[float] = []
+    if len(cycles) < 2 or not symbols:
+        return [], []
+    # Each symbol's price at each cycle's slot (NaN where it has none), looked up once.
+    aligned = aligned_prices(trades, {symbol: prices.get(symbol, {}) for symbol in symbols})
+    price = np.array([price_steps(aligned[symbol]) for symbol in symbols]).T  # cycle x symbol
+    before, now = price[:-1], price[1:]
+    # The NAV at each cycle's slot from the second on: NaN where the cycle is not done or has no
+    # NAV (its pairs are left out, as a pair whose symbol is not priced at both slots).
     nav_at = {point.at: float(point.nav) for point in navs}
-    for index in range(1, len(cycles)):
-        cycle = cycles[index]
-        nav = nav_at.get(cycle.slot_at)
-        if cycle.status is not CycleStatus.DONE or nav is None:
-            continue
-        notionals = cycle.notionals
-        for symbol, at_slots in priced:
-            before, now = at_slots[index - 1], at_slots[index]
-            if before is None or now is None:
-                continue
-            notional = notionals.get(symbol)
-            weights.append(0.0 if notional is None else float(notional) / nav)
-            returns.append(now / before - 1.0)
-    return weights, returns
+    nav = np.array(
+        [
+            nav_at.get(cycle.slot_at, np.nan) if cycle.status is CycleStatus.DONE else np.nan
+            for cycle in cycles[1:]
+        ]
+    )
+    column = {symbol: index for index, symbol in enumerate(symbols)}
+    notional = np.zeros(before.shape)
+    for row, cycle in enumerate(cycles[1:]):
+        for symbol, value in cycle.notionals.items():
+            notional[row, column[symbol]] = float(value)
+    # The pairs in order of cycle, then symbol; each value the same float operations as one by
+    # one (a weight is 0.0 where the cycle traded none of the symbol).
+    kept = ~(np.isnan(before) | np.isnan(now) | np.isnan(nav)[:, None])
+    weights = notional / nav[:, None]
+    return weights[kept].tolist(), (now / before - 1.0)[kept].tolist()
 
 
 def codes_of(trades: AccountTrades, ratings: CycleRatings | None) -> dict[str, list[float]]:
@@ -180,35 +191,52 @@ def codes_of(trades: AccountTrades, ratings: CycleRatings | None) -> dict[str, l
     return dict(sorted(codes.items()))
 
 
+#: Rows of (code, return) pairs: an array of shape (n, 2).
+Pairs = np.ndarray[tuple[int, int], np.dtype[np.float64]]
+#: A symbol's price at each step, NaN where it has none.
+PriceSteps = np.ndarray[tuple[int], np.dtype[np.float64]]
+
+
+def price_steps(prices: Sequence[float | None] | PriceSteps) -> PriceSteps:
+    """`prices` (a symbol's price at each step, None where it has none) as an array, NaN for
+    None; an array is taken as it is."""
+    if isinstance(prices, np.ndarray):
+        return prices
+    return np.array([np.nan if p is None else p for p in prices], dtype=float)
+
+
 def paired_returns(
-    codes: Sequence[float], prices: Sequence[float | None], lag: int
-) -> list[tuple[float, float]]:
+    codes: Sequence[float], prices: Sequence[float | None] | PriceSteps, lag: int
+) -> Pairs:
     """Each step's code with the symbol's return over `lag` steps (`prices[i]`: its price at
-    step i, None where it has none): back from the step when `lag` is negative (the price at the
-    step over the price `-lag` steps earlier), ahead of it when positive; a step whose return
-    falls outside the window or is not priced is left out."""
+    step i, None or NaN where it has none), one (code, return) row a step: back from the step
+    when `lag` is negative (the price at the step over the price `-lag` steps earlier), ahead of
+    it when positive; a step whose return falls outside the window or is not priced is left
+    out."""
     count = len(prices)
     if abs(lag) >= count or lag == 0:
-        return []
-    price = np.array([np.nan if p is None else p for p in prices], dtype=float)
+        return np.empty((0, 2))
+    price = price_steps(prices)
     code = np.asarray(codes, dtype=float)
     if lag < 0:
         steps, returns = code[-lag:], price[-lag:] / price[:lag] - 1.0
     else:
         steps, returns = code[:-lag], price[lag:] / price[:-lag] - 1.0
     kept = np.isfinite(returns)
-    return list(zip(steps[kept].tolist(), returns[kept].tolist(), strict=True))
+    return np.column_stack((steps[kept], returns[kept]))
 
 
 def aligned_prices(trades: AccountTrades, prices: Prices) -> dict[str, list[float | None]]:
     """Each priced symbol's price at each of the account's steps (None where it has none)."""
     slots = [cycle.slot_at for cycle in trades.cycles]
-    return {symbol: [series.get(slot) for slot in slots] for symbol, series in prices.items()}
+    return {symbol: list(map(series.get, slots)) for symbol, series in prices.items()}
 
 
 def trajectories(
-    codes: Mapping[str, Sequence[float]], aligned: Mapping[str, Sequence[float | None]], lag: int
-) -> list[list[tuple[float, float]]]:
+    codes: Mapping[str, Sequence[float]],
+    aligned: Mapping[str, Sequence[float | None] | PriceSteps],
+    lag: int,
+) -> list[Pairs]:
     """Each trajectory's (code, return over `lag` steps) pairs (`paired_returns`)."""
     return [
         paired_returns(series, aligned.get(symbol, ()), lag) for symbol, series in codes.items()
@@ -325,7 +353,13 @@ def conduct_of(
         changes = position_changes(found)
         mine = codes[account_id]
         rated = ratings.get(account_id)
-        aligned = aligned_prices(found, {symbol: prices.get(symbol, {}) for symbol in mine})
+        # As arrays once, for both lags' trajectories.
+        aligned = {
+            symbol: price_steps(steps)
+            for symbol, steps in aligned_prices(
+                found, {symbol: prices.get(symbol, {}) for symbol in mine}
+            ).items()
+        }
         out[account_id] = Conduct(
             hold_share=behaviour.hold_share(changes),
             switch_rate=behaviour.switch_rate(changes),

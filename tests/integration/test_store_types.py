@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -123,6 +124,34 @@ def test_an_instant_is_bound_on_sqlite_as_the_dialect_writes_it(value: datetime)
     assert bind is not None
     assert dialects is not None
     assert bind(value) == dialects(value.astimezone(UTC).replace(tzinfo=None))
+
+
+@given(
+    st.datetimes(max_value=datetime(9999, 12, 30)),  # noqa: DTZ001  (hypothesis takes naive bounds)
+    st.sampled_from(["{0}", "{0:.19}", "{0:.22}", "{0}Z", "{0:.10}T{1}"]),
+)
+def test_an_instant_is_read_on_sqlite_as_the_dialect_reads_it(value: datetime, form: str) -> None:
+    # `UtcDateTime` reads the text it writes as an instant in UTC itself (a market view reads
+    # tens of thousands): the same instant the dialect's parser and `process_result_value` give.
+    # Text in another form (no or fewer fractional digits, a suffix, a `T`) goes the dialect's
+    # way, and gives what it gives (an error included).
+    dialect = sqlite.dialect()
+    read = UtcDateTime().dialect_impl(dialect).result_processor(dialect, None)
+    parse = sa.DateTime().dialect_impl(dialect).result_processor(dialect, None)
+    assert read is not None
+    assert parse is not None
+    written = value.isoformat(" ", "microseconds")
+    text = form.format(written, written[11:])
+    try:
+        expected = parse(text).replace(tzinfo=UTC)
+    except ValueError as refused:
+        with pytest.raises(ValueError, match=re.escape(str(refused))):
+            read(text)
+        return
+    found = read(text)
+    assert found == expected
+    assert found.tzinfo is UTC
+    assert read(None) is None
 
 
 def inexact_columns(metadata: sa.MetaData) -> list[str]:

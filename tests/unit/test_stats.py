@@ -6,8 +6,16 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from openbell.ops.evaluation.stats import ols, regularized_beta, spearman, t_two_sided_p
+from openbell.ops.evaluation.stats import (
+    ols,
+    ranks,
+    regularized_beta,
+    spearman,
+    t_two_sided_p,
+)
 
 
 def test_ols_by_hand() -> None:
@@ -71,3 +79,21 @@ def test_against_scipy() -> None:
     )
     xs, ys = [3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]
     assert spearman(xs, ys) == pytest.approx(stats.spearmanr(xs, ys).statistic, rel=1e-12)
+
+
+@given(
+    st.lists(
+        st.sampled_from([-1.0, 0.0, -0.0, 1.0, 2.5, math.inf, -math.inf, math.nan])
+        | st.floats(allow_nan=False),
+        max_size=40,
+    )
+)
+def test_ranks_are_scipys_average_ranks(values: list[float]) -> None:
+    # Ties (of codes in {-1, 0, 1} above all) and infinities as `scipy.stats.rankdata` ranks them;
+    # NaNs after every number, as one value (sharing the average of the last ranks).
+    stats = pytest.importorskip("scipy.stats")
+    numbers = [v for v in values if not math.isnan(v)]
+    by_scipy = iter(float(rank) for rank in stats.rankdata(numbers, method="average"))
+    nan_rank = (len(numbers) + 1 + len(values)) / 2
+    expected = [nan_rank if math.isnan(v) else next(by_scipy) for v in values]
+    assert ranks(values) == expected

@@ -58,17 +58,15 @@ def _ranks(values: Floats) -> np.ndarray[tuple[int], np.dtype[np.float64]]:
     # One sort: a run of equal values in sorted order (the positions `start .. end - 1`) shares
     # the average of the 1-based ranks it spans, `(start + 1 + end) / 2`; a market view ranks
     # thousands of short trajectories, where `np.unique`'s extra passes cost a third more. NaNs
-    # (which sort last) are ranked as `np.unique` groups them, as one value.
+    # sort last and are one run, as `np.unique` groups them.
     found = np.asarray(values, dtype=float)
     order = np.argsort(found, kind="stable")
     ordered = found[order]
-    if len(found) and np.isnan(ordered[-1]):
-        _, inverse, counts = np.unique(found, return_inverse=True, return_counts=True)
-        ends = np.cumsum(counts)
-        return ((ends - counts + 1 + ends) / 2.0)[inverse]
     first = np.empty(len(found), dtype=bool)
     first[:1] = True
+    missing = np.isnan(ordered)
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    first[1:] &= ~(missing[1:] & missing[:-1])
     starts = np.flatnonzero(first)
     ends = np.append(starts[1:], len(found))
     ranks = np.empty(len(found))

@@ -13,15 +13,7 @@ from sqlalchemy.engine import make_url
 
 from openbell.daemon.clock import ScaledClock
 from openbell.markets.slots import slots_between
-from openbell_testkit.live import (
-    START_AT,
-    crypto_plan,
-    cycles,
-    fills,
-    migrated,
-    running,
-    verifies,
-)
+from openbell_testkit.live import START_AT, crypto_plan, cycles, fills, migrated, running, verifies
 from openbell_testkit.postgres import terminate_connections
 
 #: One hourly slot every 6 real seconds, so the 30-minute grace is 3 real seconds: at 1800 (a slot

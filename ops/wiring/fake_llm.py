@@ -318,6 +318,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:  # said, so that a client does not send on a closing socket
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

@@ -149,7 +149,11 @@ def test_the_server_answers_chat_completions_and_refuses_bad_bodies() -> None:
             bad = client.post("/chat/completions", content=b"\xff{not json")
             assert bad.status_code == 400
             assert bad.json()["error"]["type"] == "invalid_request_error"
-            assert client.post("/elsewhere", json={}).status_code == 404
+            elsewhere = client.post("/elsewhere", json={})
+            assert elsewhere.status_code == 404
+            # its body is left unread, so the connection closes, and the answer says so:
+            # a client that was not told would send its next request on a closing socket
+            assert elsewhere.headers["connection"] == "close"
             assert client.get("/models").json()["data"][0]["id"]
     finally:
         server.close()

@@ -15,7 +15,9 @@ batched: they reach the ledger through `/mcp`). When the next slot (past any ses
 before it) runs its cycles concurrently (LLM agents, which wait on their models), the batch is
 sealed instead and written in a worker thread once each of that slot's cycles has run to its
 first wait: the write no longer holds up the agents' first requests, and the ledger still moves
-from one event boundary to the next, in order (`ReplayLedger.seal`). A ledger that already has
+from one event boundary to the next, in order (`ReplayLedger.seal`). Otherwise, on a SQLite
+file on Linux, a forked child writes the batch while the next slots run
+(`ReplayLedger.flush_forked`). A ledger that already has
 cycles of these accounts
 in (or after) the window is refused unless `resume` is set; with it, the cycles the last written
 batch holds are not run again (and cycles an unbatched run left `claimed` are taken over and
@@ -430,10 +432,11 @@ async def _walk(
 ) -> None:
     """Run the plan's slots and session closes in order, adding them to `counts`, and end the
     ledger's batch after every `plan.batch_slots` slots or `BATCH_S` of wall time, whichever
-    comes first, always between two events: it is written then, or, when the next slot runs its
-    cycles concurrently, sealed and written while they wait (a batch that fails or is cut off is
-    not written). With `freeze`, freeze the heap again after the first slot (see the module
-    docstring)."""
+    comes first, always between two events: when the next slot runs its cycles concurrently, it
+    is sealed and written while they wait, else written by a forked child while the next slots
+    run (where the ledger allows: `ReplayLedger.flush_forked`) or at once (a batch that fails or
+    is cut off is not written). With `freeze`, freeze the heap again after the first slot (see
+    the module docstring)."""
     total = sum(1 for event in events if event.kind is _Kind.SLOT)
     clock = SimulatedClock(plan.start_at)
     batch_slots, batch_started = 0, time.perf_counter()
@@ -457,7 +460,7 @@ async def _walk(
             if _next_slot_waits(events, index, plan, runner, accounts):
                 ledger.seal()  # written while the next slot's agents wait on their models
             else:
-                ledger.flush()
+                ledger.flush_forked()  # written by a child process while the next slots run
             batch_slots, batch_started = 0, time.perf_counter()
     ledger.flush()
 

@@ -8,8 +8,8 @@ then each moved account's cash and positions from its working copy (`working_cop
 either commits whole or not at all, so the ledger always ends at an event boundary of the replay:
 its resume point is the ledger itself (the cycles and snapshots it holds), and a replay killed at
 any moment resumes from the last committed batch. A batch `seal`ed with its accounts' cash and
-positions as they are can be written later, by `WriteBehind` in a worker thread, while the books
-move on.
+positions as they are can be written later, by `WriteBehind` in a worker thread or by a forked
+child (`forked_write.py`), while the books move on.
 
 Rows get their ids here, since later rows refer to them (`IdBlocks`): on SQLite the replay owns the
 file (its lock), so ids continue from each table's largest; on Postgres, where other replays of

@@ -16,9 +16,10 @@ through two parts:
   events (every so many slots, or so much wall time) and at the end, then `check`s every book
   against the ledger as `openbell ledger verify` recomputes it. Or it `seal`s the batch between
   two events and has it written in a worker thread (`write_behind`) while the next slot's agents
-  wait on their models: every read or write of the database waits for a sealed batch first
-  (`settle`), so the ledger's answers are the same, and batches are written one at a time, in
-  order.
+  wait on their models, or, where the next slot does not wait, by a forked child process while
+  the next slots run (`flush_forked`, on a SQLite file on Linux: `forked_write.py`): every read
+  or write of the database waits for a sealed batch first (`settle`), so the ledger's answers are
+  the same, and batches are written one at a time, in order.
 
 Every answer is the one the `Ledger` would give at that moment: reads of a cycle, an order, a
 snapshot or a trace still in the batch are answered from it, and the rest from the ledger. What
@@ -45,6 +46,7 @@ from openbell.markets.corporate_actions import CorporateAction
 from openbell.markets.domain import AccountState, Fill, Order, Rejection, Side, check_utc
 from openbell.markets.errors import LedgerBreach
 from openbell.store.core_tables import CYCLE_TABLE, FILL_TABLE, NAV_SNAPSHOT_TABLE, ORDER_TABLE
+from openbell.store.forked_write import ForkedWrite
 from openbell.store.hedge_pairs import HedgePick
 from openbell.store.ledger import Ledger
 from openbell.store.margin_ledger import BorrowFee, ShortDay, last_ended_day
@@ -88,6 +90,7 @@ class ReplayLedger(Ledger):
 
     def __init__(self, engine: Engine, *, start_at: datetime) -> None:
         self._behind = WriteBehind()  # before `super().__init__`, which sets `_engine`
+        self._forked = ForkedWrite.of(engine)
         self._sealed: ReplayBatch | None = None
         super().__init__(engine)
         check_utc("start_at", start_at)
@@ -214,9 +217,25 @@ class ReplayLedger(Ledger):
         if batch is not None:
             self._behind.start(functools.partial(self._write_batch, batch))
 
+    def flush_forked(self) -> None:
+        """`flush`, the batch written by a forked child process while the caller goes on
+        (`ForkedWrite`), where the ledger is a SQLite file on Linux: every read or write of the
+        database waits for it first (`settle`), so the ledger's answers are the same. Elsewhere,
+        or when the process cannot fork safely, the batch is written at once, as by `flush`."""
+        self.seal()
+        batch, self._sealed = self._sealed, None
+        if batch is None:
+            return
+        if self._forked is None or not self._forked.start(
+            functools.partial(self._write_batch, batch)
+        ):
+            self._write_batch(batch)
+
     def settle(self) -> None:
         """Have the sealed batch in the ledger: write it now if it waits, wait for it if it is
-        being written behind (raising its error)."""
+        being written behind or by a forked child (raising its error)."""
+        if self._forked is not None:
+            self._forked.wait()
         self._behind.wait()
         batch, self._sealed = self._sealed, None
         if batch is not None:

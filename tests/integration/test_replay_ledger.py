@@ -100,16 +100,18 @@ def _written_behind(replay: ReplayLedger) -> None:
         ReplayLedger.flush,
         ReplayLedger.seal,  # written by the next seal, or by the read the book cannot answer
         _written_behind,
+        ReplayLedger.flush_forked,  # by a child process on a SQLite file, in the process on PG
     ],
-    ids=["one-batch", "flushed", "sealed", "written-behind"],
+    ids=["one-batch", "flushed", "sealed", "written-behind", "forked"],
 )
 def test_the_replay_ledger_answers_and_writes_what_the_ledger_does(
     engine: Engine, tmp_path: Path, between: Callable[[ReplayLedger], None] | None
 ) -> None:
     """Two ledgers, the plain one on a SQLite file and the replay's on `engine`'s database
     (SQLite and Postgres): the same calls, the same answers, the same rows after a flush; also
-    with a batch a slot, flushed, sealed, or sealed and written in a worker thread while the
-    next slot's cycles run (each read of the ledger, `recent_orders`, waiting for it)."""
+    with a batch a slot, flushed, sealed, or sealed and written in a worker thread or a forked
+    child while the next slot's cycles run (each read of the ledger, `recent_orders`, waiting for
+    it)."""
     plain_url = f"sqlite:///{(tmp_path / 'plain.db').as_posix()}"
     upgrade(plain_url)
     plain_engine = make_engine(plain_url)
@@ -184,6 +186,32 @@ def test_a_batch_written_behind_that_fails_raises_at_the_next_use_of_the_ledger(
     with pytest.raises(IntegrityError):
         replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the batch
     replay.flush()  # the error was raised once; the ledger holds the other writer's claim
+    found = replay.find_cycle(account_id, NOW)
+    assert found is not None
+    assert (found.cycle_id, found.claimed_by) == (other, "other")
+
+
+def test_a_forked_batch_that_fails_raises_at_the_next_use_of_the_ledger(engine: Engine) -> None:
+    """As written behind, on a SQLite file: the child's `IntegrityError` is raised in the replay
+    by its next read of the ledger, once."""
+    replay = ReplayLedger(engine, start_at=NOW)
+    (account_id, _other) = _accounts(replay)
+    replay.own([account_id])
+    cycle_id = replay.claim_cycle(account_id, NOW, "run", NOW + timedelta(minutes=5), NOW)
+    assert cycle_id is not None
+    replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
+    other = Ledger(engine).claim_cycle(account_id, NOW, "other", NOW + timedelta(minutes=5), NOW)
+    assert other is not None
+    later = NOW + timedelta(days=1)
+    if engine.dialect.name == "postgresql":  # written in the process: raised at once
+        with pytest.raises(IntegrityError):
+            replay.flush_forked()
+    else:
+        replay.flush_forked()
+        assert replay.account_state(account_id, later).cash.amount == Decimal(10000)  # the book's
+        with pytest.raises(IntegrityError):
+            replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the child
+    replay.flush()
     found = replay.find_cycle(account_id, NOW)
     assert found is not None
     assert (found.cycle_id, found.claimed_by) == (other, "other")

@@ -42,13 +42,16 @@ from openbell.markets.errors import OperatorError
 #: `prctl`'s option that has the kernel signal a process when its parent dies (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
 
+#: What a child says once its batch is committed (a pickle, its error, never starts so).
+_WRITTEN = b"\0"
+
 #: The suffixes of a SQLite ledger's files: the database, its WAL, its shared memory, its journal.
 _LEDGER_FILES = ("", "-wal", "-shm", "-journal")
 
 
 class BatchWriteLost(OperatorError):
-    """The child writing a batch ended without saying why (killed by a signal: out of memory,
-    say): the ledger ends at the last batch committed, where `--resume` goes on from."""
+    """The child writing a batch ended without saying how it went (killed by a signal: out of
+    memory, say): the ledger ends at the last batch committed, where `--resume` goes on from."""
 
 
 @dataclass(slots=True)
@@ -121,17 +124,21 @@ class ForkedWrite:
             with os.fdopen(child.report, "rb") as report:
                 child.said = report.read()
             child.report = -1
-        _, status = os.waitpid(child.pid, 0)
+        try:
+            _, status = os.waitpid(child.pid, 0)
+            ended = _ending(os.waitstatus_to_exitcode(status))
+        except ChildProcessError:  # reaped by another's wait for any child: the pipe tells
+            ended = "an end another wait took"
         self._child = None
-        code = os.waitstatus_to_exitcode(status)
+        if child.said == _WRITTEN:
+            return
         if child.said:
             raise _error_of(child.said)
-        if code != 0:
-            ended = f"signal {-code}" if code < 0 else f"exit status {code}"
-            raise BatchWriteLost(
-                f"the process writing a replay batch ended with {ended}: the ledger ends at the "
-                "batch before it (run the replay again with --resume to go on from there)"
-            )
+        raise BatchWriteLost(
+            f"the process writing a replay batch ended with {ended} before it said the batch "
+            "was written: the ledger ends at that batch or the one before it (run the replay "
+            "again with --resume to go on from there)"
+        )
 
     def _ledger_open(self) -> bool:
         """Whether a file of the ledger is open in this process (a connection of another engine,
@@ -148,10 +155,11 @@ class ForkedWrite:
 
 
 def _run_child(write: Callable[[], None], reported: int, parent: int) -> NoReturn:
-    """The child: ignore the signals the replay handles, die with it, `write`, and exit at once
-    (no handlers, no buffers flushed), 0 when the write succeeded, else 1 with its error pickled
-    into `reported`."""
+    """The child: ignore the signals the replay handles, die with it, `write`, say how it went
+    into `reported` (`_WRITTEN`, or the write's error pickled) and exit at once (no handlers, no
+    buffers flushed). A child that says nothing did not write its batch."""
     code = 1
+    said = b""
     try:
         import ctypes  # the child's alone: not on every command's start-up
 
@@ -165,12 +173,20 @@ def _run_child(write: Callable[[], None], reported: int, parent: int) -> NoRetur
         if os.getppid() != parent:  # the replay died before the line above
             os._exit(1)
         write()
+        said = _WRITTEN
         code = 0
     except BaseException as exc:  # noqa: BLE001  (reported to the parent, which raises it)
+        said = _pickled(exc)
+    try:
         with os.fdopen(reported, "wb") as report:
-            report.write(_pickled(exc))
+            report.write(said)
     finally:
         os._exit(code)
+
+
+def _ending(code: int) -> str:
+    """How a child ended, from its exit code (negative: the signal that killed it)."""
+    return f"signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def _pickled(exc: BaseException) -> bytes:

@@ -110,6 +110,36 @@ def test_a_child_killed_by_a_signal_is_a_lost_batch(ledger: Engine) -> None:
     assert _rows(ledger) == []
 
 
+def test_a_child_reaped_by_another_wait_still_says_how_it_went(
+    ledger: Engine, tmp_path: Path
+) -> None:
+    """Another wait for any child (an old-style child watcher) may reap the child first: what it
+    said through the pipe is the outcome."""
+    forked = ForkedWrite.of(ledger)
+    assert forked is not None
+    pid_file = tmp_path / "pid"
+
+    def written() -> None:
+        _insert(ledger, "reaped elsewhere")
+        pid_file.write_text(str(os.getpid()))
+
+    def fails() -> None:
+        pid_file.write_text(str(os.getpid()))
+        raise ValueError("no batch")
+
+    assert forked.start(written)
+    _wait_for(lambda: pid_file.exists() and pid_file.read_text() != "")
+    os.waitpid(int(pid_file.read_text()), 0)
+    forked.wait()
+    assert [note for _pid, note in _rows(ledger)] == ["reaped elsewhere"]
+    pid_file.unlink()
+    assert forked.start(fails)
+    _wait_for(lambda: pid_file.exists() and pid_file.read_text() != "")
+    os.waitpid(int(pid_file.read_text()), 0)
+    with pytest.raises(ValueError, match="no batch"):
+        forked.wait()
+
+
 def test_the_child_finishes_its_write_through_an_interrupt(ledger: Engine, tmp_path: Path) -> None:
     """Ctrl-C reaches the replay's whole process group: the child ignores it and writes on."""
     forked = ForkedWrite.of(ledger)

@@ -167,41 +167,45 @@ def test_a_refused_fill_changes_nothing_in_the_working_copy(engine: Engine) -> N
     assert [row[0] for row in dump_tables(engine)["order"]] == []
 
 
-def test_a_batch_written_behind_that_fails_raises_at_the_next_use_of_the_ledger(
-    engine: Engine,
-) -> None:
+def _a_cycle_claimed_by_another_writer_first(engine: Engine) -> tuple[ReplayLedger, int, int]:
+    """A replay's finished cycle, not yet written, whose (account, slot) another writer then
+    claims in the ledger: the batch holding it cannot be written. The replay, the account and
+    the other writer's cycle."""
     replay = ReplayLedger(engine, start_at=NOW)
     (account_id, _other) = _accounts(replay)
     replay.own([account_id])
     cycle_id = replay.claim_cycle(account_id, NOW, "run", NOW + timedelta(minutes=5), NOW)
     assert cycle_id is not None
     replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
-    replay.seal()
-    # Another writer claims the same (account, slot) first: the sealed batch cannot be written.
     other = Ledger(engine).claim_cycle(account_id, NOW, "other", NOW + timedelta(minutes=5), NOW)
     assert other is not None
-    replay.write_behind()
-    later = NOW + timedelta(days=1)
-    assert replay.account_state(account_id, later).cash.amount == Decimal(10000)  # the book's
-    with pytest.raises(IntegrityError):
-        replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the batch
+    return replay, account_id, other
+
+
+def _the_other_writer_holds_the_cycle(replay: ReplayLedger, account_id: int, other: int) -> None:
     replay.flush()  # the error was raised once; the ledger holds the other writer's claim
     found = replay.find_cycle(account_id, NOW)
     assert found is not None
     assert (found.cycle_id, found.claimed_by) == (other, "other")
 
 
+def test_a_batch_written_behind_that_fails_raises_at_the_next_use_of_the_ledger(
+    engine: Engine,
+) -> None:
+    replay, account_id, other = _a_cycle_claimed_by_another_writer_first(engine)
+    replay.seal()
+    replay.write_behind()
+    later = NOW + timedelta(days=1)
+    assert replay.account_state(account_id, later).cash.amount == Decimal(10000)  # the book's
+    with pytest.raises(IntegrityError):
+        replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the batch
+    _the_other_writer_holds_the_cycle(replay, account_id, other)
+
+
 def test_a_forked_batch_that_fails_raises_at_the_next_use_of_the_ledger(engine: Engine) -> None:
     """As written behind, on a SQLite file: the child's `IntegrityError` is raised in the replay
     by its next read of the ledger, once."""
-    replay = ReplayLedger(engine, start_at=NOW)
-    (account_id, _other) = _accounts(replay)
-    replay.own([account_id])
-    cycle_id = replay.claim_cycle(account_id, NOW, "run", NOW + timedelta(minutes=5), NOW)
-    assert cycle_id is not None
-    replay.finish_cycle(cycle_id, CycleStatus.DONE, NOW)
-    other = Ledger(engine).claim_cycle(account_id, NOW, "other", NOW + timedelta(minutes=5), NOW)
-    assert other is not None
+    replay, account_id, other = _a_cycle_claimed_by_another_writer_first(engine)
     later = NOW + timedelta(days=1)
     if engine.dialect.name == "postgresql":  # written in the process: raised at once
         with pytest.raises(IntegrityError):
@@ -211,7 +215,4 @@ def test_a_forked_batch_that_fails_raises_at_the_next_use_of_the_ledger(engine: 
         assert replay.account_state(account_id, later).cash.amount == Decimal(10000)  # the book's
         with pytest.raises(IntegrityError):
             replay.recent_orders(account_id, later, 3)  # the ledger's: waits for the child
-    replay.flush()
-    found = replay.find_cycle(account_id, NOW)
-    assert found is not None
-    assert (found.cycle_id, found.claimed_by) == (other, "other")
+    _the_other_writer_holds_the_cycle(replay, account_id, other)

@@ -38,6 +38,7 @@ from typing import NoReturn
 from sqlalchemy import Engine
 
 from openbell.markets.errors import OperatorError
+from openbell.store.db import sqlite_file
 
 #: `prctl`'s option that has the kernel signal a process when its parent dies (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
@@ -74,15 +75,12 @@ class ForkedWrite:
     def of(cls, engine: Engine) -> ForkedWrite | None:
         """The forked writer of `engine`'s ledger; None where batches are written in the process
         (Postgres, SQLite in memory or by `file:` URI, a system other than Linux)."""
-        url = engine.url
-        database = url.database or ""
-        if sys.platform != "linux" or url.get_backend_name() != "sqlite":
-            return None
-        if database in {"", ":memory:"} or database.startswith("file:"):
+        database = sqlite_file(engine.url.render_as_string(hide_password=False))
+        if database is None or sys.platform != "linux":
             return None
         if len(os.sched_getaffinity(0)) < 2:  # one core: the child would only take turns with it
             return None
-        return cls(engine, Path(database).expanduser())
+        return cls(engine, database)
 
     def start(self, write: Callable[[], None]) -> bool:
         """Run `write` in a forked child, once the one before has ended (its error raised);

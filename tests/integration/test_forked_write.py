@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -246,9 +246,9 @@ def _alive(pid: int) -> bool:
     return status.rpartition(")")[2].split()[0] != "Z"
 
 
-def _wait_for(condition: object, timeout_s: float = 20.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
+    while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"{condition} still false after {timeout_s} s")
         time.sleep(0.01)
